@@ -1,0 +1,187 @@
+"""``ers-exact``: one CLI with subcommands; each is a thin ``run_*(...) -> dict`` callable from tests.
+
+Every command prints a human-readable summary, or JSON with ``--json``. A GAME argument is a built-in
+name (``ers-exact games``) or a path to a .dpomdp file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ers_exact import __version__
+from ers_exact.game import Game
+from ers_exact.games import GAMES, load_game
+from ers_exact.histories import DEFAULT_MAX_NODES, enumerate_histories, estimate_history_count
+from ers_exact.optimal import DEFAULT_MAX_POLICIES, count_policy_trees, self_play_optimum
+from ers_exact.values import local_q_values, uniform_policy, expected_return
+
+__all__ = ["main", "run_demo", "run_games", "run_info", "run_optimal", "run_value"]
+
+
+def _provenance() -> dict[str, Any]:
+    return {"ers_exact": __version__, "numpy": np.__version__, "python": platform.python_version()}
+
+
+def _game_json(game: Game) -> dict[str, Any]:
+    return {"game": game.name, "horizon": game.horizon, "discount": game.discount, "n_agents": game.n_agents,
+            "n_states": game.n_states, "n_actions": list(game.n_actions),
+            "n_observations": list(game.n_observations)}
+
+
+def run_games() -> dict[str, Any]:
+    """The built-in registry: name, description and sizes of each game."""
+    rows = []
+    for name, factory in GAMES.items():
+        g = factory()
+        rows.append({**_game_json(g), "name": name, "description": g.description})
+    return {"games": rows}
+
+
+def run_info(spec: str, horizon: int | None = None, max_nodes: int = DEFAULT_MAX_NODES) -> dict[str, Any]:
+    """Sizes of the game and of its enumerated histories (refuses beyond ``max_nodes``)."""
+    game = load_game(spec, horizon=horizon)
+    start = time.perf_counter()
+    tree = enumerate_histories(game, max_nodes=max_nodes)
+    out = {**_game_json(game), "estimated_joint_nodes_upper_bound": estimate_history_count(game),
+           **tree.counts(), "policy_trees_per_agent": [count_policy_trees(tree, [i]) for i in range(game.n_agents)],
+           "enumeration_seconds": round(time.perf_counter() - start, 4)}
+    return out
+
+
+def _read_policy(path: str, n_agents: int) -> tuple[np.ndarray, ...]:
+    data = json.loads(Path(path).read_text())
+    agents = data["policy"] if isinstance(data, dict) else data
+    if len(agents) != n_agents:
+        raise SystemExit(f"{path}: policy lists {len(agents)} agents, the game has {n_agents}")
+    return tuple(np.asarray(a, dtype=np.float64) for a in agents)
+
+
+def run_value(spec: str, policy: str = "uniform", horizon: int | None = None,
+              discount: float | None = None) -> dict[str, Any]:
+    """J(pi) and the root local Q^i values of a policy ('uniform' or a JSON file {"policy": [...]})."""
+    game = load_game(spec, horizon=horizon, discount=discount)
+    tree = enumerate_histories(game)
+    pol = uniform_policy(tree) if policy == "uniform" else _read_policy(policy, game.n_agents)
+    q = local_q_values(tree, pol)
+    return {**_game_json(game), "policy": policy, "J": expected_return(tree, pol),
+            "q_root": [qi[0].tolist() for qi in q]}
+
+
+def run_optimal(spec: str, horizon: int | None = None, discount: float | None = None,
+                max_policies: int = DEFAULT_MAX_POLICIES, save_policy: str | None = None) -> dict[str, Any]:
+    """Exact optimal value J* over deterministic joint policies (exhaustive; tiny games)."""
+    game = load_game(spec, horizon=horizon, discount=discount)
+    tree = enumerate_histories(game)
+    result = self_play_optimum(tree, max_policies=max_policies)
+    if save_policy:
+        Path(save_policy).write_text(json.dumps({"game": game.name, "horizon": game.horizon,
+                                                 "policy": [p.tolist() for p in result.policy]}))
+    return {**result.to_json(), "provenance": _provenance()}
+
+
+def run_demo(out: str | None = "results", max_policies: int = 200_000) -> dict[str, Any]:
+    """Exact analysis of every built-in game: history counts, J(uniform), J* and root Q of the optimum."""
+    rows = []
+    for name, factory in GAMES.items():
+        game = factory()
+        tree = enumerate_histories(game)
+        row: dict[str, Any] = {**_game_json(game), "name": name, **tree.counts(),
+                               "J_uniform": expected_return(tree, uniform_policy(tree))}
+        try:
+            opt = self_play_optimum(tree, max_policies=max_policies)
+            row.update(J_star=opt.value, optimal_policy=opt.to_json()["policy"], search_candidates=opt.n_candidates,
+                       search_seconds=round(opt.seconds, 4))
+        except RuntimeError as err:
+            row.update(J_star=None, note=str(err))
+        rows.append(row)
+    result = {"command": "demo", "config": {"max_policies": max_policies}, "games": rows,
+              "provenance": _provenance()}
+    if out:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        Path(out, "demo.json").write_text(json.dumps(result, indent=2))
+        result["written"] = str(Path(out, "demo.json"))
+    return result
+
+
+def _print_table(rows: Sequence[dict[str, Any]], keys: Sequence[str]) -> None:
+    widths = [max(len(k), *(len(_fmt(r.get(k))) for r in rows)) for k in keys]
+    print("  ".join(k.ljust(w) for k, w in zip(keys, widths)))
+    for r in rows:
+        print("  ".join(_fmt(r.get(k)).ljust(w) for k, w in zip(keys, widths)))
+
+
+def _fmt(v: Any) -> str:
+    return f"{v:.6f}" if isinstance(v, float) else ("-" if v is None else str(v))
+
+
+def _human(command: str, result: dict[str, Any]) -> None:
+    if command == "games":
+        _print_table(result["games"], ["name", "n_agents", "n_states", "n_actions", "horizon", "description"])
+    elif command == "demo":
+        _print_table(result["games"], ["name", "horizon", "joint_nodes", "local_histories", "J_uniform", "J_star"])
+        if "written" in result:
+            print(f"\nwrote {result['written']}")
+    else:
+        for k, v in result.items():
+            print(f"{k}: {v}")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="ers-exact", description=__doc__.splitlines()[0])
+    p.add_argument("--version", action="version", version=f"ers-exact {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def add(name: str, help_: str) -> argparse.ArgumentParser:
+        sp = sub.add_parser(name, help=help_)
+        sp.add_argument("--json", action="store_true", help="print JSON instead of a summary")
+        return sp
+
+    add("games", "list the built-in games")
+    sp = add("info", "sizes of a game and its histories")
+    sp.add_argument("game"); sp.add_argument("--horizon", type=int)
+    sp.add_argument("--max-nodes", type=int, default=DEFAULT_MAX_NODES)
+    sp = add("value", "J and root Q values of a policy")
+    sp.add_argument("game"); sp.add_argument("--policy", default="uniform", help="'uniform' or a JSON file")
+    sp.add_argument("--horizon", type=int); sp.add_argument("--discount", type=float)
+    sp = add("optimal", "exact optimal value over deterministic joint policies")
+    sp.add_argument("game"); sp.add_argument("--horizon", type=int); sp.add_argument("--discount", type=float)
+    sp.add_argument("--max-policies", type=int, default=DEFAULT_MAX_POLICIES)
+    sp.add_argument("--save-policy", help="write the optimal policy as JSON (usable by `value --policy`)")
+    sp = add("demo", "exact analysis of every built-in game, written as JSON")
+    sp.add_argument("--out", default="results"); sp.add_argument("--max-policies", type=int, default=200_000)
+    return p
+
+
+_COMMANDS: dict[str, Callable[[argparse.Namespace], dict[str, Any]]] = {
+    "games": lambda a: run_games(),
+    "info": lambda a: run_info(a.game, a.horizon, a.max_nodes),
+    "value": lambda a: run_value(a.game, a.policy, a.horizon, a.discount),
+    "optimal": lambda a: run_optimal(a.game, a.horizon, a.discount, a.max_policies, a.save_policy),
+    "demo": lambda a: run_demo(a.out, a.max_policies),
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        result = _COMMANDS[args.command](args)
+    except (ValueError, RuntimeError, OSError) as err:
+        print(f"ers-exact {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(result, indent=2, default=float))
+    else:
+        _human(args.command, result)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,115 @@
+"""Built-in games: a plain registry of factories, plus name/file lookup.
+
+``GAMES`` maps a name to a factory ``(**config) -> Game``; every factory has keyword defaults that give
+the game as the paper (or its source) states it. Nothing registers itself on import: to add a game,
+write its module and add one line here.
+
+===================  ==========================================================================
+name                 game
+===================  ==========================================================================
+toy-coordination     the paper's Example "Toy coordination game" (rerouted coordination)
+three-lever          iterated lever game, L = 3 levers, 2 rounds (paper's Section on it)
+two-lever            the same with L = 2 (the paper's failure case for OP)
+handshake            one-shot 2x2 handshake / fist-bump coordination game (paper's Figure 1)
+dectiger             Dec-Tiger (Nair et al. 2003), H = 2
+===================  ==========================================================================
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+from functools import partial
+from os import PathLike
+from pathlib import Path
+from typing import Callable
+
+from ers_exact.game import Game
+from ers_exact.games.dectiger import dectiger
+from ers_exact.games.handshake import handshake
+from ers_exact.games.lever import lever_game
+from ers_exact.games.toy_coordination import toy_coordination
+
+__all__ = [
+    "GAMES",
+    "UnknownGameError",
+    "dectiger",
+    "get_game",
+    "handshake",
+    "lever_game",
+    "load_game",
+    "toy_coordination",
+]
+
+GAMES: dict[str, Callable[..., Game]] = {
+    "toy-coordination": toy_coordination,
+    "three-lever": partial(lever_game, levers=3),
+    "two-lever": partial(lever_game, levers=2),
+    "handshake": handshake,
+    "dectiger": dectiger,
+}
+
+
+class UnknownGameError(ValueError, KeyError):
+    """No built-in game has this name. A ``ValueError`` that ``except KeyError`` also catches.
+
+    Attributes: ``name`` (what was asked for) and ``suggestions`` (the closest registered names).
+    """
+
+    def __init__(self, name: str, suggestions: list[str]) -> None:
+        self.name = name
+        self.suggestions = list(suggestions)
+        if suggestions:
+            hint = "did you mean " + " or ".join(repr(s) for s in suggestions) + "?"
+        else:
+            hint = "known games: " + ", ".join(sorted(GAMES))
+        super().__init__(f"unknown game {name!r}; {hint}")
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0])
+
+
+def _normalise(name: str) -> str:
+    return name.strip().lower().replace("_", "-")
+
+
+def get_game(name: str, **overrides: object) -> Game:
+    """Build the built-in game ``name`` (case and ``_``/``-`` insensitive) with config ``overrides``.
+
+    Raises :class:`UnknownGameError` (suggesting the closest names) for an unknown name, and
+    ``TypeError`` naming the accepted keywords for an unknown config key.
+    """
+    key = _normalise(name)
+    if key not in GAMES:
+        raise UnknownGameError(name, difflib.get_close_matches(key, list(GAMES), n=3, cutoff=0.6))
+    factory = GAMES[key]
+    params = inspect.signature(factory).parameters
+    unknown = sorted(set(overrides) - set(params))
+    if unknown:
+        raise TypeError(f"game {key!r} has no option(s) {unknown}; options: {sorted(params)}")
+    return factory(**overrides)
+
+
+def load_game(spec: str | PathLike[str], horizon: int | None = None, discount: float | None = None) -> Game:
+    """A built-in game by name, or a ``.dpomdp`` file by path, with optional H and gamma overrides.
+
+    ``spec`` is read as a path when it is a ``PathLike``, or a string that is not a registered name and
+    names an existing file or ends in ``.dpomdp`` (so a stray file called ``dectiger`` in the working
+    directory never shadows the built-in); otherwise as a registry name (see :func:`get_game`). ``horizon`` and ``discount`` replace H and gamma (via
+    :meth:`Game.with_horizon` / :meth:`Game.with_discount`); ``None`` keeps the game's own (for a
+    file: the reader's default horizon and the file's discount).
+    """
+    text = str(spec)
+    if isinstance(spec, PathLike) or (_normalise(text) not in GAMES and (
+        Path(text).is_file() or text.lower().endswith(".dpomdp")
+    )):
+        from ers_exact.io.dpomdp import read_dpomdp  # lazy: the reader is optional for built-ins
+
+        game = read_dpomdp(text) if horizon is None else read_dpomdp(text, horizon=horizon)
+    else:
+        game = get_game(text)
+    if horizon is not None and game.horizon != horizon:
+        game = game.with_horizon(horizon)
+    if discount is not None and game.discount != discount:
+        game = game.with_discount(discount)
+    return game
