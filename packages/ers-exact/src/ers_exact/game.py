@@ -161,18 +161,20 @@ def _check_stochastic(name: str, arr: np.ndarray, labels: Sequence[str]) -> None
         raise GameError(f"{name}{_fmt(idx, labels)} is not finite")
     if np.any(arr < 0):
         idx = tuple(int(i) for i in np.argwhere(arr < 0)[0])
-        raise GameError(f"{name}{_fmt(idx, labels)} = {arr[idx]!r} is negative")
+        raise GameError(f"{name}{_fmt(idx, labels)} = {float(arr[idx])} is negative")
     sums = arr.sum(axis=-1)
     bad = np.abs(sums - 1.0) > ROW_SUM_TOL
     if np.any(bad):
         idx = tuple(int(i) for i in np.argwhere(bad)[0])
         raise GameError(
-            f"{name}{_fmt(idx, labels[:-1])} sums to {sums[idx]!r}, not 1 (tolerance {ROW_SUM_TOL}); "
+            f"{name}{_fmt(idx, labels[:-1])} sums to {float(sums[idx])!r}, not 1 (tolerance {ROW_SUM_TOL}); "
             "ers never renormalises silently"
         )
 
 
 def _fmt(idx: tuple[int, ...], labels: Sequence[str]) -> str:
+    if not idx:
+        return ""
     return "[" + ", ".join(f"{lab}={i}" for lab, i in zip(labels, idx)) + "]"
 
 
@@ -189,7 +191,7 @@ def _validate(g: Game) -> None:
             raise GameError(f"agent {i} has an empty action set")
         if len(obs) < 1:
             raise GameError(f"agent {i} has an empty observation set")
-    if not isinstance(g.horizon, (int, np.integer)) or g.horizon < 1:
+    if isinstance(g.horizon, bool) or not isinstance(g.horizon, (int, np.integer)) or g.horizon < 1:
         raise GameError(f"horizon H must be an integer >= 1, got {g.horizon!r}")
     if not 0.0 <= g.discount <= 1.0:
         raise GameError(f"discount gamma must lie in [0, 1], got {g.discount}")

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import difflib
 import inspect
+from collections.abc import Callable
 from functools import partial
 from os import PathLike
 from pathlib import Path
-from typing import Callable
 
 from ers_exact.game import Game
 from ers_exact.games.dectiger import dectiger
@@ -68,6 +68,9 @@ class UnknownGameError(ValueError, KeyError):
     def __str__(self) -> str:  # KeyError would repr() the message
         return str(self.args[0])
 
+    def __reduce__(self) -> tuple[type[UnknownGameError], tuple[str, list[str]]]:  # picklable
+        return (type(self), (self.name, self.suggestions))
+
 
 def _normalise(name: str) -> str:
     return name.strip().lower().replace("_", "-")
@@ -95,14 +98,15 @@ def load_game(spec: str | PathLike[str], horizon: int | None = None, discount: f
 
     ``spec`` is read as a path when it is a ``PathLike``, or a string that is not a registered name and
     names an existing file or ends in ``.dpomdp`` (so a stray file called ``dectiger`` in the working
-    directory never shadows the built-in); otherwise as a registry name (see :func:`get_game`). ``horizon`` and ``discount`` replace H and gamma (via
-    :meth:`Game.with_horizon` / :meth:`Game.with_discount`); ``None`` keeps the game's own (for a
-    file: the reader's default horizon and the file's discount).
+    directory never shadows the built-in); otherwise as a registry name (see :func:`get_game`).
+    ``horizon`` and ``discount`` replace H and gamma (via :meth:`Game.with_horizon` /
+    :meth:`Game.with_discount`); ``None`` keeps the game's own (for a file: the reader's default
+    horizon and the file's discount).
     """
     text = str(spec)
-    if isinstance(spec, PathLike) or (_normalise(text) not in GAMES and (
-        Path(text).is_file() or text.lower().endswith(".dpomdp")
-    )):
+    if isinstance(spec, PathLike) or (
+        _normalise(text) not in GAMES and (Path(text).is_file() or text.lower().endswith(".dpomdp"))
+    ):
         from ers_exact.io.dpomdp import read_dpomdp  # lazy: the reader is optional for built-ins
 
         game = read_dpomdp(text) if horizon is None else read_dpomdp(text, horizon=horizon)

@@ -39,7 +39,7 @@ import numpy as np
 
 from ers_exact.game import Game, GameError, make_game
 
-__all__ = ["dectiger", "DECTIGER_REWARDS"]
+__all__ = ["DECTIGER_REWARDS", "dectiger"]
 
 STATES: tuple[str, ...] = ("tiger-left", "tiger-right")
 ACTIONS: tuple[str, ...] = ("listen", "open-left", "open-right")
@@ -67,7 +67,9 @@ def _outcome(state: int, a1: int, a2: int) -> str:
     if not opened:
         return "both-listen"
     if len(opened) == 1:
-        return "one-opens-tiger-other-listens" if opened[0] == tiger_door else "one-opens-treasure-other-listens"
+        return (
+            "one-opens-tiger-other-listens" if opened[0] == tiger_door else "one-opens-treasure-other-listens"
+        )
     if a1 != a2:
         return "open-different-doors"
     return "both-open-tiger" if a1 == tiger_door else "both-open-treasure"
@@ -125,5 +127,5 @@ def dectiger(
         initial_belief=initial_belief,
         horizon=horizon,
         discount=discount,
-        description="Dec-Tiger (Nair et al. 2003): listen to locate the tiger, then open the treasure door together.",
+        description="Dec-Tiger (Nair et al. 2003): listen for the tiger, then open the treasure door.",
     )

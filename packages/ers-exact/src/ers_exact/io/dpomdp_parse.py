@@ -8,9 +8,9 @@ The format in short (case- and newline-sensitive, ``#`` starts a comment, blank 
   ``observations:`` (then one line per agent: a count or a list of names);
 * then ``T``/``O``/``R`` entries, later ones overwriting earlier ones::
 
-      T: ja : s : s' : p        T: ja : s :  + row (or uniform)     T: ja :  + |S|x|S| matrix, uniform, identity
-      O: ja : s' : jo : p       O: ja : s' : + row (or uniform)     O: ja :  + |S|x|JO| matrix or uniform
-      R: ja : s : s' : jo : r   R: ja : s : s' : + row over JO      R: ja : s : + |S|x|JO| matrix
+      T: ja : s : s' : p        T: ja : s :  + row or uniform    T: ja :  + |S|x|S| matrix, uniform, identity
+      O: ja : s' : jo : p       O: ja : s' : + row or uniform    O: ja :  + |S|x|JO| matrix or uniform
+      R: ja : s : s' : jo : r   R: ja : s : s' : + row over JO   R: ja : s : + |S|x|JO| matrix
 
   A joint action/observation is one joint index, a single ``*``, or one token per agent (a name, an index
   or ``*``); joint indices are row-major with the last agent varying fastest.
@@ -27,7 +27,7 @@ per-agent wildcards such as ``* *`` name every joint observation explicitly and 
 from __future__ import annotations
 
 import re
-from typing import Sequence, Union
+from typing import Any, Sequence, Union
 
 import numpy as np
 
@@ -40,8 +40,9 @@ _NUMBER_RE = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\Z")
 _UINT_RE = re.compile(r"\d+\Z")
 PREAMBLE = ("agents", "discount", "values", "states", "start", "actions", "observations")
 #: Words that cannot serve as names (keywords of the format).
-RESERVED = frozenset(PREAMBLE) | {"T", "O", "R", "uniform", "identity", "reward", "cost", "include", "exclude"}
-_PREAMBLE_RE = re.compile(r"(agents|discount|values|states|start|actions|observations)(?:\s+(include|exclude))?\s*:(.*)\Z")
+RESERVED = frozenset(PREAMBLE) | {"T", "O", "R", "uniform", "identity", "reward", "cost", "include",
+                                  "exclude"}
+_PREAMBLE_RE = re.compile(rf"({'|'.join(PREAMBLE)})(?:\s+(include|exclude))?\s*:(.*)\Z")
 _ENTRY_RE = re.compile(r"([TOR])\s*:(.*)\Z")
 
 Index = Union[int, np.ndarray]  # one index, or an array of indices (a wildcard or partial wildcard)
@@ -93,6 +94,7 @@ class _Parser:
         self.lines = text.splitlines()
         self.pos = 0
         self.cache: dict[str, dict[str, Index]] = {"action": {}, "observation": {}, "state": {}}
+        self.names: dict[str, tuple[tuple[str, ...], ...]] = {}
         head: list[str] = []
         for raw in self.lines:
             stripped = raw.strip()
@@ -137,7 +139,7 @@ class _Parser:
             raise DpomdpError(f"probability {tok} is outside [0, 1]", ln)
         return x
 
-    def row(self, n: int, what: str, header: int, probs: bool, keywords: Sequence[str] = ()) -> np.ndarray | str:
+    def row(self, n: int, what: str, header: int, probs: bool, keywords: Sequence[str] = ()) -> Any:
         """One data line: ``n`` numbers, or one of ``keywords`` (returned as the string)."""
         ln, line = self.data_line(header, f"{what} ({n} numbers)")
         if line in keywords:
@@ -149,14 +151,13 @@ class _Parser:
         return np.array([conv(t, ln) for t in toks], dtype=np.float64)
 
     def matrix(self, rows: int, cols: int, what: str, header: int, probs: bool,
-               keywords: Sequence[str] = ()) -> np.ndarray | str:
+               keywords: Sequence[str] = ()) -> Any:
+        """``rows`` data lines of ``cols`` numbers (an array), or one of ``keywords`` (a string)."""
         first = self.row(cols, f"row 1 of {what}", header, probs, keywords)
         if isinstance(first, str):
             return first
-        out = [first]
-        for r in range(1, rows):
-            out.append(self.row(cols, f"row {r + 1} of {what}", header, probs))  # type: ignore[arg-type]
-        return np.stack(out)
+        rest = [self.row(cols, f"row {r + 1} of {what}", header, probs) for r in range(1, rows)]
+        return np.stack([first, *rest])
 
     # ----- preamble -----
     def preamble(self) -> None:
@@ -172,8 +173,10 @@ class _Parser:
                                   f"{order}, each once, in this order)", ln)
             got, mod, rest = m.group(1), m.group(2), m.group(3).strip()
             if got != key:
-                raise DpomdpError(f"expected preamble entry '{key}:', got '{got}:' (the preamble is {order}, "
-                                  "each once, in this order)", ln)
+                later = PREAMBLE.index(got) > PREAMBLE.index(key)
+                problem = (f"missing preamble entry '{key}:' before '{got}:'" if later
+                           else f"preamble entry '{got}:' is repeated or out of order (expected '{key}:')")
+                raise DpomdpError(f"{problem}; the preamble is {order}, each once, in this order", ln)
             if mod is not None and key != "start":
                 raise DpomdpError(f"'{mod}' only follows 'start'", ln)
             getattr(self, f"_pre_{key}")(rest, mod, ln)
@@ -238,12 +241,12 @@ class _Parser:
             self.b0 = np.full(S, 1.0 / S)
         elif rest:
             if len(rest.split()) != 1:
-                raise DpomdpError(f"expected one start state after 'start:' (a vector goes on the next line), "
+                raise DpomdpError("expected one start state after 'start:' (a vector goes on the next line), "
                                   f"got {rest!r}", ln)
             self.b0 = np.zeros(S)
             self.b0[self.state_index(rest, ln)] = 1.0
         else:
-            self.b0 = self.row(S, "start distribution over the states", ln, probs=True)  # type: ignore[assignment]
+            self.b0 = self.row(S, "start distribution over the states", ln, probs=True)
 
     def _peek(self) -> str | None:
         pos = self.pos
@@ -260,7 +263,6 @@ class _Parser:
             else:
                 lni, line = self.data_line(ln, f"the {plural} of agent {i} (a count or a list of names)")
             decls.append(self.names_decl(line, plural, lni))
-        self.names = getattr(self, "names", {})
         self.names[kind] = tuple(decls)
         self.lookup[kind] = [{a: j for j, a in enumerate(d)} for d in decls]
 
@@ -268,6 +270,7 @@ class _Parser:
         self._agent_lines(rest, "action", ln)
 
     def _pre_observations(self, rest: str, mod: str | None, ln: int) -> None:
+        """The last preamble entry: sizes are known, so the (zero) model arrays are allocated."""
         self._agent_lines(rest, "observation", ln)
         self.sizes = {k: tuple(len(d) for d in self.names[k]) for k in ("action", "observation")}
         self.A = int(np.prod(self.sizes["action"]))
@@ -316,7 +319,7 @@ class _Parser:
         elif len(parts) == 1 and _UINT_RE.match(parts[0]):
             res = int(parts[0])
             if res >= total:
-                raise DpomdpError(f"joint {kind} index {res} is out of range (there are {total} joint {kind}s)", ln)
+                raise DpomdpError(f"joint {kind} index {res} is out of range ({total} joint {kind}s)", ln)
         elif len(parts) != self.n:
             raise DpomdpError(f"joint {kind} {tok!r} has {len(parts)} component(s), expected a joint index, "
                               f"'*', or one {kind} per agent ({self.n})", ln)
@@ -350,7 +353,7 @@ class _Parser:
             if m is None:
                 p = _PREAMBLE_RE.match(line)
                 if p is not None:
-                    raise DpomdpError(f"preamble entry '{p.group(1)}:' appears twice or after the T/O/R entries", ln)
+                    raise DpomdpError(f"preamble entry '{p.group(1)}:' repeated or after T/O/R entries", ln)
                 raise DpomdpError(f"expected a 'T:', 'O:' or 'R:' entry, got {line[:60]!r}", ln)
             fields = [f.strip() for f in m.group(2).split(":")]
             getattr(self, f"_entry_{m.group(1)}")(fields, ln)
@@ -389,7 +392,8 @@ class _Parser:
         elif len(f) == 3 and not f[2]:
             sp = self.resolve_state(f[1], ln)
             row = self.row(O, "observation probabilities, one per joint observation", ln, True, ("uniform",))
-            _assign(U, (ja, sp, self.all["observation"]), np.full(O, 1.0 / O) if isinstance(row, str) else row)
+            row = np.full(O, 1.0 / O) if isinstance(row, str) else row
+            _assign(U, (ja, sp, self.all["observation"]), row)
         elif len(f) == 2 and not f[1]:
             mat = self.matrix(self.S, O, "the |S|x|JO| observation matrix", ln, True, ("uniform",))
             if isinstance(mat, str):
@@ -421,10 +425,10 @@ class _Parser:
             self._add_reward(s, ja, sp, np.broadcast_to(row, (np.atleast_1d(sp).size, O)), None)
         else:
             mat = self.matrix(S, O, "the |S|x|JO| reward matrix", ln, False)
-            self._add_reward(s, ja, self.all["state"], mat, None)  # type: ignore[arg-type]
+            self._add_reward(s, ja, self.all["state"], mat, None)
 
     def _add_reward(self, s: Index, ja: Index, sp: Index, vals: np.ndarray | None, r: float | None) -> None:
-        """R(s, ja) += sum_{s'} T(s'|s,ja) [r  or  sum_jo U(jo|ja,s') vals[s', jo]] (T, U as parsed so far)."""
+        """R(s, ja) += sum_s' T(s'|s,ja) [r, or sum_jo U(jo|ja,s') vals[s', jo]], T and U as parsed so far."""
         s_, ja_, sp_ = np.atleast_1d(s), np.atleast_1d(ja), np.atleast_1d(sp)
         t = self.T[np.ix_(s_, ja_, sp_)]  # [s, ja, s']
         if vals is None:
