@@ -100,6 +100,11 @@ def assert_matches_reference(tree: HistoryTree, policy: tuple[np.ndarray, ...]) 
         assert _close(float(sum(p * q for p, q, ok in zip(policy[i][0], root, legal) if ok)), j_ref)
 
 
+def tree_shape(tree: HistoryTree, agent: int) -> tuple[int, int]:
+    """Shape [K_i, |A^i|] of one agent's policy / Q array."""
+    return (len(tree.local[agent]), tree.game.n_actions[agent])
+
+
 # ----- the reference itself, on hand-computed values -----
 def _noisy_guess(discount: float) -> Game:
     """One agent, two persistent states, b_0 uniform; reward 1 for naming the state; after each step the
@@ -201,18 +206,18 @@ def test_nan_exactly_where_conditioning_has_zero_probability(spec: GameSpec, pol
 @SETTINGS
 @given(spec=game_specs(), pol=policy_specs())
 def test_joint_action_values_match_reference(spec: GameSpec, pol: PolicySpec) -> None:
-    """Every joint node, at legal joint actions (ers leaves the immediate reward at illegal ones; the
-    reference leaves those undefined)."""
+    """Every joint node (the root included), at legal joint actions. At illegal joint actions ers returns
+    a finite number (the expected immediate reward, without continuation) while local_q_values gives NaN;
+    the reference leaves them undefined, so they are masked here by the tree's own legal table."""
     tree = enumerate_histories(spec.build())
     policy = pol.build(tree)
     ref = ref_joint_q(tree.game, policy_fn_from_arrays(tree, policy))
-    got = joint_q_to_dict(tree, joint_action_values(tree, policy))
-    for key, row in got.items():
-        legal = [not math.isnan(r) for r in ref.get(key, [])]
-        got[key] = [x if ok else math.nan for x, ok in zip(row, legal)] if legal else row
-    assert_rows_match(ref, got, "Q_joint")
+    q_layers = joint_action_values(tree, policy)
+    assert len(tree.layers[0]) == 1 and len(q_layers) == len(tree.layers)
+    masked = [np.where(layer.legal, q, np.nan) for layer, q in zip(tree.layers, q_layers)]
+    assert_rows_match(ref, joint_q_to_dict(tree, masked), "Q_joint")
     root = tuple(() for _ in range(tree.game.n_agents))
-    assert root in got and len(tree.layers[0]) == 1
+    np.testing.assert_allclose(masked[0][0], ref[root], atol=ATOL, rtol=RTOL, equal_nan=True)
 
 
 # ----- (c) best response -----
@@ -285,10 +290,6 @@ def test_batch_equals_single_calls(spec: GameSpec, seed: PolicySpec) -> None:
             br1, j1 = best_response(tree, single, agent)
             np.testing.assert_array_equal(br[p], br1)
             assert jb[p] == pytest.approx(j1, abs=1e-12)
-
-
-def tree_shape(tree: HistoryTree, agent: int) -> tuple[int, int]:
-    return (len(tree.local[agent]), tree.game.n_actions[agent])
 
 
 # ----- built-in games -----

@@ -111,7 +111,7 @@ def _gap(tree, pol, path, gain, st, i: int, k: int, a: int, alpha: float) -> Any
     layer = tree.layers[t]
     ref = int(np.argmax(hist.legal[k]))
     stride = int(np.prod(game.n_actions[i + 1:]))
-    num, den = 0.0, 0.0
+    num, den, hull = 0.0, 0.0, None
     for node in np.flatnonzero(layer.local[:, i] == k):
         others = 1.0
         for j in range(game.n_agents):
@@ -131,7 +131,14 @@ def _gap(tree, pol, path, gain, st, i: int, k: int, a: int, alpha: float) -> Any
             inner = inner + w * (g - gain[t][node][ja_ref])
         num = num + others * inner
         den = den + others * st["prob"][t][node]
-    return num / den * (Interval(1.0) / Interval(alpha))
+        if not isinstance(inner, IDual):  # the gap is a convex combination of inner / prob over nodes
+            ratio = inner / st["prob"][t][node] if isinstance(inner, Interval) else Interval(inner)
+            hull = ratio if hull is None else Interval(min(hull.lo, ratio.lo), max(hull.hi, ratio.hi))
+    scale = Interval(1.0) / Interval(alpha)
+    gap = num / den
+    if hull is not None and isinstance(gap, Interval):  # the hull avoids the num/den dependency blow-up
+        gap = gap.intersect(hull) or hull
+    return gap * scale
 
 
 def _bounds(xs: list[Any]) -> tuple[np.ndarray, np.ndarray]:
@@ -226,10 +233,13 @@ def _contract(coords: LogitCoordinates, lo: np.ndarray, hi: np.ndarray, alpha: f
     return lo, hi
 
 
-def enumerate_all(coords: LogitCoordinates, alpha: float, max_dim: int = 3, max_boxes: int = 20_000,
+def enumerate_all(coords: LogitCoordinates, alpha: float, max_dim: int = 3, max_boxes: int = 3_000,
                   min_width: float = 1e-9, split: float = 0.4875,
                   bound: Callable[..., float] | None = None) -> SearchResult:
-    """Certified search for *all* fixed points in |y| <= B / alpha (see module docstring)."""
+    """Certified search for *all* fixed points in |y| <= B / alpha (see module docstring).
+
+    Gives up (``complete=False``) after ``max_boxes`` boxes: near a singular fixed point (a bifurcation,
+    e.g. the toy game at alpha = 1/2) no box around it can be certified and the search cannot finish."""
     from ers_exact.fixed_points import logit_bound
 
     B = (bound or logit_bound)(coords.tree, alpha)
@@ -244,7 +254,8 @@ def enumerate_all(coords: LogitCoordinates, alpha: float, max_dim: int = 3, max_
     while stack:
         boxes += 1
         if boxes > max_boxes:
-            return SearchResult(False, roots, boxes, eff, f"certified search stopped after {max_boxes} boxes")
+            return SearchResult(False, roots, boxes, eff, f"incomplete: certified search stopped after {max_boxes} "
+                                "boxes (a singular fixed point, e.g. at a bifurcation, cannot be certified)")
         got = _contract(coords, *stack.pop(), alpha)
         if got is None:
             continue

@@ -23,7 +23,8 @@ from ers_exact.histories import DEFAULT_MAX_NODES, enumerate_histories, estimate
 from ers_exact.optimal import DEFAULT_MAX_POLICIES, count_policy_trees, self_play_optimum
 from ers_exact.values import local_q_values, uniform_policy, expected_return
 
-__all__ = ["main", "run_demo", "run_games", "run_info", "run_optimal", "run_value"]
+__all__ = ["main", "run_demo", "run_games", "run_info", "run_optimal", "run_export_gambit", "run_solve", "run_sweep",
+           "run_value"]
 
 
 def _provenance() -> dict[str, Any]:
@@ -87,6 +88,46 @@ def run_optimal(spec: str, horizon: int | None = None, discount: float | None = 
     return {**result.to_json(), "provenance": _provenance()}
 
 
+def _solver_config(starts: int, seed: int) -> "SolverConfig":
+    from ers_exact.fixed_points import SolverConfig
+
+    return SolverConfig(n_starts=starts, seed=seed)
+
+
+def run_solve(spec: str, alpha: float, horizon: int | None = None, starts: int = 64, seed: int = 0,
+              with_policy: bool = False) -> dict[str, Any]:
+    """Boltzmann fixed points at temperature alpha, J* and the self-play-optimal set Pi*_alpha."""
+    from ers_exact.fixed_points import solve_fixed_points
+
+    tree = enumerate_histories(load_game(spec, horizon=horizon))
+    result = solve_fixed_points(tree, alpha, _solver_config(starts, seed))
+    return {**result.to_json(with_policy), "provenance": _provenance()}
+
+
+def run_sweep(spec: str, alphas: str, horizon: int | None = None, starts: int = 32, seed: int = 0,
+              plot: str | None = None) -> dict[str, Any]:
+    """Fixed points over a grid of alphas (continuation), bifurcations, optional plot."""
+    from ers_exact.sweep import parse_alphas, plot_sweep, sweep
+
+    tree = enumerate_histories(load_game(spec, horizon=horizon))
+    result = sweep(tree, parse_alphas(alphas), _solver_config(starts, seed))
+    out = {**result.to_json(), "config": {"alphas": alphas, "starts": starts, "seed": seed},
+           "provenance": _provenance()}
+    if plot:
+        out["plot"] = str(plot_sweep(result, plot))
+    return out
+
+
+def run_export_gambit(spec: str, out: str, horizon: int | None = None) -> dict[str, Any]:
+    """Write the game as a Gambit extensive form (.efg); information sets = local histories."""
+    from ers_exact.io.gambit import save_efg
+
+    tree = enumerate_histories(load_game(spec, horizon=horizon))
+    save_efg(tree, out)
+    return {**_game_json(tree.game), "written": str(out), "information_sets": list(tree.n_histories),
+            "note": "Gambit action values = gamma^t * Q^i (reward-to-go); lambda = 1 / alpha"}
+
+
 def run_demo(out: str | None = "results", max_policies: int = 200_000) -> dict[str, Any]:
     """Exact analysis of every built-in game: history counts, J(uniform), J* and root Q of the optimum."""
     rows = []
@@ -125,6 +166,18 @@ def _fmt(v: Any) -> str:
 def _human(command: str, result: dict[str, Any]) -> None:
     if command == "games":
         _print_table(result["games"], ["name", "n_agents", "n_states", "n_actions", "horizon", "description"])
+    elif command == "solve":
+        print(f"{result['game']} H={result['horizon']} alpha={result['alpha']}: {result['n_fixed_points']} fixed "
+              f"point(s), J* = {result['J_star']:.6f}, |Pi*| = {result['n_optimal']}; {result['completeness']}")
+        _print_table(result["fixed_points"], ["J", "residual", "spectral_radius", "stable", "certified", "optimal",
+                                              "basin"])
+    elif command == "sweep":
+        _print_table(result["per_alpha"], ["alpha", "n_fixed_points", "n_optimal", "J_star", "complete"])
+        for b in result["bifurcations"]:
+            print(f"count changes between alpha {b['between'][0]} and {b['between'][1]}: "
+                  f"{b['n_before']} -> {b['n_after']}")
+        if "plot" in result:
+            print(f"wrote {result['plot']}")
     elif command == "demo":
         _print_table(result["games"], ["name", "horizon", "joint_nodes", "local_histories", "J_uniform", "J_star"])
         if "written" in result:
@@ -155,6 +208,17 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("game"); sp.add_argument("--horizon", type=int); sp.add_argument("--discount", type=float)
     sp.add_argument("--max-policies", type=int, default=DEFAULT_MAX_POLICIES)
     sp.add_argument("--save-policy", help="write the optimal policy as JSON (usable by `value --policy`)")
+    sp = add("solve", "all Boltzmann fixed points found at a temperature alpha")
+    sp.add_argument("game"); sp.add_argument("--alpha", type=float, required=True)
+    sp.add_argument("--horizon", type=int); sp.add_argument("--starts", type=int, default=64)
+    sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("--with-policy", action="store_true", help="include full policies in the JSON")
+    sp = add("sweep", "fixed points over a grid of temperatures, with bifurcations and a plot")
+    sp.add_argument("game"); sp.add_argument("--alphas", required=True, help="start:stop:step or a,b,c")
+    sp.add_argument("--horizon", type=int); sp.add_argument("--starts", type=int, default=32)
+    sp.add_argument("--seed", type=int, default=0); sp.add_argument("--plot", help="PNG file to draw")
+    sp = add("export-gambit", "write the game as a Gambit .efg file")
+    sp.add_argument("game"); sp.add_argument("out"); sp.add_argument("--horizon", type=int)
     sp = add("demo", "exact analysis of every built-in game, written as JSON")
     sp.add_argument("--out", default="results"); sp.add_argument("--max-policies", type=int, default=200_000)
     return p
@@ -165,6 +229,9 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace], dict[str, Any]]] = {
     "info": lambda a: run_info(a.game, a.horizon, a.max_nodes),
     "value": lambda a: run_value(a.game, a.policy, a.horizon, a.discount),
     "optimal": lambda a: run_optimal(a.game, a.horizon, a.discount, a.max_policies, a.save_policy),
+    "solve": lambda a: run_solve(a.game, a.alpha, a.horizon, a.starts, a.seed, a.with_policy),
+    "sweep": lambda a: run_sweep(a.game, a.alphas, a.horizon, a.starts, a.seed, a.plot),
+    "export-gambit": lambda a: run_export_gambit(a.game, a.out, a.horizon),
     "demo": lambda a: run_demo(a.out, a.max_policies),
 }
 

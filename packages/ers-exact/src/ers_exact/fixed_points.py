@@ -177,10 +177,12 @@ def _dedup(coords: LogitCoordinates, y: np.ndarray, res: np.ndarray, tol: float)
     flat = np.concatenate([p.reshape(len(y), -1) for p in pols], axis=1)
     kept: list[int] = []
     basin: list[int] = []
+    # near a singular (bifurcating) root Newton converges slowly: a residual r leaves an error ~ sqrt(r)
+    radius = np.maximum(tol, 100.0 * np.sqrt(np.maximum(res, 0.0)))
     for k in order:
         dist = [np.abs(flat[k] - flat[j]).max() for j in kept]
         hit = int(np.argmin(dist)) if dist else -1
-        if hit >= 0 and dist[hit] < tol:
+        if hit >= 0 and dist[hit] < max(radius[k], radius[kept[hit]]):
             basin[hit] += 1
         else:
             kept.append(int(k))

@@ -11,7 +11,9 @@ Q^i is the reward-to-go action value of the paper's Appendix (eq. Q_pi_full):
 
 where the belief B_pi weighs joint histories consistent with tau^i_t by their chance weight times the
 other agents' action probabilities (agent i's own probabilities are constant on them and cancel).
-Q^i is NaN where tau^i_t has probability zero under pi^{-i} and at illegal actions.
+Q^i is NaN where tau^i_t has probability zero under pi^{-i} and at illegal actions. "Zero" is a
+floating-point zero: with near-deterministic partners (probabilities ~1e-170 multiplied along a path) a
+history of tiny positive probability can underflow and read as NaN too.
 
 Algorithm: one forward pass (per-agent path probabilities), one backward pass (unnormalised joint
 action values G_t[n, a] = E[return-to-go; s_t, tau_t] via sparse child aggregation), then a sparse
@@ -210,9 +212,10 @@ def expected_return(tree: HistoryTree, policy: Policy) -> np.ndarray | float:
 
 def joint_action_values(tree: HistoryTree, policy: Policy) -> list[np.ndarray]:
     """Q_pi(tau_t, a) = E[return-to-go | tau_t, a] for every joint history node: a list over t of
-    [N_t, A] (or [P, N_t, A] for a batch)."""
+    [N_t, A] (or [P, N_t, A] for a batch); NaN at illegal joint actions."""
     res, batched, _ = _run(tree, policy)
-    out = [g / layer.probability[None, :, None] for g, layer in zip(res.gain, tree.layers)]
+    out = [np.where(layer.legal[None], g / layer.probability[None, :, None], np.nan)
+           for g, layer in zip(res.gain, tree.layers)]
     return out if batched else [q[0] for q in out]
 
 
