@@ -128,8 +128,11 @@ def run_export_gambit(spec: str, out: str, horizon: int | None = None) -> dict[s
             "note": "Gambit action values = gamma^t * Q^i (reward-to-go); lambda = 1 / alpha"}
 
 
-def run_demo(out: str | None = "results", max_policies: int = 200_000) -> dict[str, Any]:
-    """Exact analysis of every built-in game: history counts, J(uniform), J* and root Q of the optimum."""
+def run_demo(out: str | None = "results", max_policies: int = 200_000, alpha: float = 0.25) -> dict[str, Any]:
+    """Exact analysis of every built-in game: history counts, J(uniform), J*, and the Boltzmann fixed
+    points at ``alpha`` (how many, how many self-play optimal, J of the best)."""
+    from ers_exact.fixed_points import solve_fixed_points
+
     rows = []
     for name, factory in GAMES.items():
         game = factory()
@@ -142,8 +145,12 @@ def run_demo(out: str | None = "results", max_policies: int = 200_000) -> dict[s
                        search_seconds=round(opt.seconds, 4))
         except RuntimeError as err:
             row.update(J_star=None, note=str(err))
+        fps = solve_fixed_points(tree, alpha, _solver_config(16, 0))
+        row.update(alpha=alpha, n_fixed_points=len(fps.points), n_optimal=len(fps.optimal_points),
+                   J_star_alpha=fps.J_star, fixed_points_complete=fps.complete)
         rows.append(row)
-    result = {"command": "demo", "config": {"max_policies": max_policies}, "games": rows,
+    result = {"command": "demo", "config": {"max_policies": max_policies, "alpha": alpha, "starts": 16},
+              "games": rows,
               "provenance": _provenance()}
     if out:
         Path(out).mkdir(parents=True, exist_ok=True)
@@ -179,7 +186,9 @@ def _human(command: str, result: dict[str, Any]) -> None:
         if "plot" in result:
             print(f"wrote {result['plot']}")
     elif command == "demo":
-        _print_table(result["games"], ["name", "horizon", "joint_nodes", "local_histories", "J_uniform", "J_star"])
+        _print_table(result["games"], ["name", "horizon", "joint_nodes", "local_histories", "J_uniform", "J_star",
+                                       "n_fixed_points", "n_optimal", "J_star_alpha", "fixed_points_complete"])
+        print(f"(fixed points at alpha = {result['config']['alpha']}, {result['config']['starts']} starts)")
         if "written" in result:
             print(f"\nwrote {result['written']}")
     else:
@@ -221,6 +230,7 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("game"); sp.add_argument("out"); sp.add_argument("--horizon", type=int)
     sp = add("demo", "exact analysis of every built-in game, written as JSON")
     sp.add_argument("--out", default="results"); sp.add_argument("--max-policies", type=int, default=200_000)
+    sp.add_argument("--alpha", type=float, default=0.25)
     return p
 
 
@@ -232,7 +242,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace], dict[str, Any]]] = {
     "solve": lambda a: run_solve(a.game, a.alpha, a.horizon, a.starts, a.seed, a.with_policy),
     "sweep": lambda a: run_sweep(a.game, a.alphas, a.horizon, a.starts, a.seed, a.plot),
     "export-gambit": lambda a: run_export_gambit(a.game, a.out, a.horizon),
-    "demo": lambda a: run_demo(a.out, a.max_policies),
+    "demo": lambda a: run_demo(a.out, a.max_policies, a.alpha),
 }
 
 

@@ -43,6 +43,8 @@ class SolverConfig:
     max_certify_dim: int = 64
     complete_search: bool = True  # certified subdivision when the effective dimension is small
     max_complete_dim: int = 3
+    optimum_start: bool = True  # also start near the exact deterministic optimum when it is cheap to find
+    optimum_max_policies: int = 5_000
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -123,9 +125,24 @@ def _starts(coords: LogitCoordinates, cfg: SolverConfig, warm: np.ndarray | None
         both = np.concatenate([legal[None] / legal.sum(axis=1, keepdims=True)[None], dirichlet, pure])
         pols.append(both / both.sum(axis=2, keepdims=True))
     y = coords.from_policy(tuple(pols))
+    if cfg.optimum_start:
+        y = np.concatenate([y, _optimum_start(coords, cfg)])
     if warm is not None and len(warm):
         y = np.concatenate([np.atleast_2d(warm), y])
     return y
+
+
+def _optimum_start(coords: LogitCoordinates, cfg: SolverConfig) -> np.ndarray:
+    """Logits of the exact deterministic self-play optimum, smoothed (small alpha puts optimal Boltzmann
+    points near it); empty when exhaustive search is over budget."""
+    from ers_exact.optimal import PolicyBudgetError, self_play_optimum
+
+    try:
+        best = self_play_optimum(coords.tree, max_policies=cfg.optimum_max_policies, progress=False)
+    except PolicyBudgetError:
+        return np.zeros((0, coords.dim))
+    legal = [h.legal / h.legal.sum(axis=1, keepdims=True) for h in coords.tree.local]
+    return coords.from_policy(tuple((0.95 * p + 0.05 * u)[None] for p, u in zip(best.policy, legal)))
 
 
 def _damped(coords: LogitCoordinates, y: np.ndarray, alpha: float, cfg: SolverConfig) -> np.ndarray:
