@@ -97,6 +97,7 @@ def test_sweep_detects_the_toy_bifurcation_and_plots(tmp_path, capsys) -> None:
     assert main(["sweep", "toy-coordination", "--alphas", "0.25:0.65:0.1", "--plot", str(png), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert [b["between"] for b in out["bifurcations"]] == [[0.45, 0.55]]
+    assert out["bifurcations"][0]["proven"] is True  # both neighbours' lists are certified complete
     assert [p["n_fixed_points"] for p in out["per_alpha"]] == [3, 3, 3, 1, 1]
     assert png.stat().st_size > 1000
 

@@ -49,11 +49,13 @@ class SweepResult:
 
     @property
     def bifurcations(self) -> list[dict[str, Any]]:
-        """Consecutive grid points where the number of fixed points found changes."""
+        """Consecutive grid points where the number of fixed points found changes. ``proven`` is True only
+        when both lists are certified complete; otherwise a change may reflect multistart sampling."""
         out = []
         for a, b in zip(self.sets[:-1], self.sets[1:]):
             if len(a.points) != len(b.points):
-                out.append({"between": [a.alpha, b.alpha], "n_before": len(a.points), "n_after": len(b.points)})
+                out.append({"between": [a.alpha, b.alpha], "n_before": len(a.points),
+                            "n_after": len(b.points), "proven": bool(a.complete and b.complete)})
         return out
 
     def to_json(self) -> dict[str, Any]:
