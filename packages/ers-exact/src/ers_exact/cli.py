@@ -23,8 +23,8 @@ from ers_exact.histories import DEFAULT_MAX_NODES, enumerate_histories, estimate
 from ers_exact.optimal import DEFAULT_MAX_POLICIES, count_policy_trees, self_play_optimum
 from ers_exact.values import local_q_values, uniform_policy, expected_return
 
-__all__ = ["main", "run_demo", "run_games", "run_info", "run_optimal", "run_export_gambit", "run_solve", "run_sweep",
-           "run_value"]
+__all__ = ["main", "run_demo", "run_games", "run_info", "run_optimal", "run_atlas", "run_census", "run_export_gambit",
+           "run_solve", "run_sweep", "run_symmetries", "run_value"]
 
 
 def _provenance() -> dict[str, Any]:
@@ -128,6 +128,36 @@ def run_export_gambit(spec: str, out: str, horizon: int | None = None) -> dict[s
             "note": "Gambit action values = gamma^t * Q^i (reward-to-go); lambda = 1 / alpha"}
 
 
+def run_symmetries(spec: str, alpha: float, horizon: int | None = None, starts: int = 64, seed: int = 0
+                   ) -> dict[str, Any]:
+    """Phi_MDP and Phi_ER at alpha (against the solver's whole optimal set), as groups."""
+    from ers_exact.report import symmetry_report
+
+    tree = enumerate_histories(load_game(spec, horizon=horizon))
+    return {**symmetry_report(tree, alpha, _solver_config(starts, seed)), "provenance": _provenance()}
+
+
+def run_atlas(spec: str, alphas: str, horizon: int | None = None, starts: int = 32, seed: int = 0,
+              plot: str | None = None) -> dict[str, Any]:
+    """|Pi*_alpha|, |Phi_ER(alpha)| and |Phi_MDP| over a grid of alphas, optionally plotted."""
+    from ers_exact.report import atlas, plot_atlas
+    from ers_exact.sweep import parse_alphas
+
+    tree = enumerate_histories(load_game(spec, horizon=horizon))
+    out = {**atlas(tree, parse_alphas(alphas), _solver_config(starts, seed)),
+           "config": {"alphas": alphas, "starts": starts, "seed": seed}, "provenance": _provenance()}
+    if plot:
+        out["plot"] = str(plot_atlas(out, plot))
+    return out
+
+
+def run_census(games: int, seed: int, alpha: float = 0.25, out: str | None = None) -> dict[str, Any]:
+    """Random small Dec-POMDPs: how often Phi_ER is strictly larger than Phi_MDP."""
+    from ers_exact.census import CensusConfig, census
+
+    return {**census(CensusConfig(games=games, seed=seed, alpha=alpha, out=out)), "provenance": _provenance()}
+
+
 def run_demo(out: str | None = "results", max_policies: int = 200_000, alpha: float = 0.25) -> dict[str, Any]:
     """Exact analysis of every built-in game: history counts, J(uniform), J*, and the Boltzmann fixed
     points at ``alpha`` (how many, how many self-play optimal, J of the best)."""
@@ -185,6 +215,20 @@ def _human(command: str, result: dict[str, Any]) -> None:
                   f"{b['n_before']} -> {b['n_after']}")
         if "plot" in result:
             print(f"wrote {result['plot']}")
+    elif command == "symmetries":
+        print(f"{result['game']} alpha={result['alpha']}: |Psi| = {result['psi_order']}, |Pi*| found = "
+              f"{result['pool_size']} (complete: {result['fixed_points_complete']})")
+        print(f"|Phi_MDP| = {result['mdp']['order']} ({result['mdp']['order_on_policies']} on policies); "
+              f"|Phi_ER| = {result['er']['order']} ({result['er']['order_on_policies']} on policies); "
+              f"Phi_MDP <= Phi_ER: {result['mdp_subgroup_of_er']}; in Phi_ER not Phi_MDP (on policies): "
+              f"{result['er_not_mdp_on_policies']}")
+    elif command == "atlas":
+        _print_table(result["rows"], ["alpha", "pool_size", "er_order_on_policies", "mdp_order", "mdp_subgroup_of_er"])
+        if "plot" in result:
+            print(f"wrote {result['plot']}")
+    elif command == "census":
+        for k, v in result["summary"].items():
+            print(f"{k}: {v}")
     elif command == "demo":
         _print_table(result["games"], ["name", "horizon", "joint_nodes", "local_histories", "J_uniform", "J_star",
                                        "n_fixed_points", "n_optimal", "J_star_alpha", "fixed_points_complete"])
@@ -228,6 +272,17 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--seed", type=int, default=0); sp.add_argument("--plot", help="PNG file to draw")
     sp = add("export-gambit", "write the game as a Gambit .efg file")
     sp.add_argument("game"); sp.add_argument("out"); sp.add_argument("--horizon", type=int)
+    sp = add("symmetries", "Phi_MDP and Phi_ER at a temperature alpha")
+    sp.add_argument("game"); sp.add_argument("--alpha", type=float, required=True)
+    sp.add_argument("--horizon", type=int); sp.add_argument("--starts", type=int, default=64)
+    sp.add_argument("--seed", type=int, default=0)
+    sp = add("atlas", "|Pi*_alpha|, |Phi_ER| and |Phi_MDP| over a grid of alphas")
+    sp.add_argument("game"); sp.add_argument("--alphas", required=True, help="start:stop:step or a,b,c")
+    sp.add_argument("--horizon", type=int); sp.add_argument("--starts", type=int, default=32)
+    sp.add_argument("--seed", type=int, default=0); sp.add_argument("--plot", help="PNG file to draw")
+    sp = add("census", "random small games: how often Phi_ER is strictly larger than Phi_MDP")
+    sp.add_argument("--games", type=int, default=20); sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("--alpha", type=float, default=0.25); sp.add_argument("--out", help="folder for examples")
     sp = add("demo", "exact analysis of every built-in game, written as JSON")
     sp.add_argument("--out", default="results"); sp.add_argument("--max-policies", type=int, default=200_000)
     sp.add_argument("--alpha", type=float, default=0.25)
@@ -241,6 +296,9 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace], dict[str, Any]]] = {
     "optimal": lambda a: run_optimal(a.game, a.horizon, a.discount, a.max_policies, a.save_policy),
     "solve": lambda a: run_solve(a.game, a.alpha, a.horizon, a.starts, a.seed, a.with_policy),
     "sweep": lambda a: run_sweep(a.game, a.alphas, a.horizon, a.starts, a.seed, a.plot),
+    "symmetries": lambda a: run_symmetries(a.game, a.alpha, a.horizon, a.starts, a.seed),
+    "atlas": lambda a: run_atlas(a.game, a.alphas, a.horizon, a.starts, a.seed, a.plot),
+    "census": lambda a: run_census(a.games, a.seed, a.alpha, a.out),
     "export-gambit": lambda a: run_export_gambit(a.game, a.out, a.horizon),
     "demo": lambda a: run_demo(a.out, a.max_policies, a.alpha),
 }
