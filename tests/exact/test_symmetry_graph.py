@@ -115,6 +115,7 @@ def test_builtin_games_match_brute_force_and_known_groups(name: str) -> None:
     if known is not None:
         assert found == known
     assert decpomdp_symmetries_graph(game)[0] == Transformation.identity(game)
+    assert decpomdp_symmetries_graph(game, method="enumerate") == decpomdp_symmetries_graph(game)
 
 
 def test_known_group_orders() -> None:
@@ -147,6 +148,8 @@ def test_random_and_planted_games_match_brute_force(config: int, legal: bool) ->
         found = _as_set(decpomdp_symmetries_graph(planted))
         assert phi in found
         assert found == brute_force(planted)
+        if trial == 0:
+            assert _as_set(decpomdp_symmetries_graph(planted, method="enumerate")) == found
 
 
 @pytest.mark.parametrize("legal", [False, True])

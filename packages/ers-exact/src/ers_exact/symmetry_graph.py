@@ -34,7 +34,8 @@ phi = (phi_S, phi_A^i, phi_O^i) in Psi; each decoded phi is re-checked with
 
 from __future__ import annotations
 
-from typing import Any
+import itertools
+from typing import Any, Iterable
 
 import networkx as nx
 import numpy as np
@@ -88,6 +89,7 @@ def decpomdp_graph(game: Game, atol: float = 1e-12,
             "joint); raise max_nodes or use the exhaustive search")
     n, S = game.n_agents, game.n_states
     G = nx.Graph()
+    G.add_nodes_from(range(size))  # node ids 0..size-1 in this order; colours are set below
     counter = iter(range(size))
     states = [next(counter) for _ in range(S)]
     actions = [[next(counter) for _ in range(k)] for k in game.n_actions]
@@ -133,45 +135,107 @@ def decpomdp_graph(game: Game, atol: float = 1e-12,
     return G, {"states": states, "actions": actions, "observations": observations}
 
 
-def _refine(G: nx.Graph) -> dict[int, int]:
-    """Colour refinement (1-WL with edge roles) to the coarsest stable partition: the cell of a node is
-    invariant under every automorphism, so matching on cells loses nothing and prunes VF2 early."""
-    keys = {c: k for k, c in enumerate(sorted({repr(G.nodes[v]["colour"]) for v in G}))}
-    cell = {v: keys[repr(G.nodes[v]["colour"])] for v in G}
-    while True:
-        sig = {v: (cell[v], tuple(sorted((G.edges[v, w]["role"], cell[w]) for w in G[v]))) for v in G}
-        ids = {c: k for k, c in enumerate(sorted(set(sig.values())))}
-        if len(ids) == len(set(cell.values())):
-            return cell
-        cell = {v: ids[sig[v]] for v in G}
+class _Refiner:
+    """Colour refinement (1-WL over the edge roles) of a graph and of the disjoint union of two copies."""
+
+    def __init__(self, G: nx.Graph) -> None:
+        self.n = G.number_of_nodes()
+        assert list(G) == list(range(self.n))
+        roles: dict[tuple[str, ...], int] = {}
+        self.adj = [[(w, roles.setdefault(G.edges[v, w]["role"], len(roles))) for w in G[v]] for v in G]
+        colours = sorted({repr(G.nodes[v]["colour"]) for v in G})
+        index = {c: k for k, c in enumerate(colours)}
+        self.base = [index[repr(G.nodes[v]["colour"])] for v in G]
+
+    def cells(self, marks: dict[int, int], twin_marks: dict[int, int] | None = None) -> list[int]:
+        """Coarsest stable refinement of the base colours, with node v also coloured by ``marks[v]``
+        (individualisation). With ``twin_marks``: the refinement of two disjoint copies (nodes of the
+        second shifted by n, marked by ``twin_marks``), whose cells are comparable across the copies."""
+        copies = [marks] if twin_marks is None else [marks, twin_marks]
+        adj = [[(w + c * self.n, r) for w, r in row] for c in range(len(copies)) for row in self.adj]
+        init = [(self.base[v], m.get(v, -1)) for m in copies for v in range(self.n)]
+        keys = {c: k for k, c in enumerate(sorted(set(init)))}
+        cell = [keys[c] for c in init]
+        while True:
+            sig = [(cell[v], tuple(sorted((r, cell[w]) for w, r in adj[v]))) for v in range(len(adj))]
+            ids = {c: k for k, c in enumerate(sorted(set(sig)))}
+            if len(ids) == len(keys):
+                return cell
+            keys, cell = ids, [ids[c] for c in sig]
 
 
-def decpomdp_symmetries_graph(game: Game, atol: float = 1e-12,
-                              max_nodes: int = DEFAULT_MAX_NODES) -> list[Transformation]:
+def _matcher(G: nx.Graph, cells1: list[int], cells2: list[int]) -> iso.GraphMatcher:
+    """VF2 on two copies of ``G`` whose nodes must keep their (refined) cells and edges their roles."""
+    G1, G2 = G.copy(), G.copy()
+    nx.set_node_attributes(G1, dict(enumerate(cells1)), "cell")
+    nx.set_node_attributes(G2, dict(enumerate(cells2)), "cell")
+    return iso.GraphMatcher(G1, G2, node_match=iso.categorical_node_match("cell", None),
+                            edge_match=iso.categorical_edge_match("role", None))
+
+
+def _transversals(G: nx.Graph, base: list[int]) -> list[list[dict[int, int]]]:
+    """Coset representatives along the point-stabiliser chain of ``base``: level k holds, for every
+    image w of base[k] under the automorphisms fixing base[:k], one such automorphism mapping base[k]
+    to w (VF2 between two individualised copies). Aut(G) = {u_0 o u_1 o ... : u_k in level k} when the
+    pointwise stabiliser of ``base`` is trivial."""
+    refiner, levels = _Refiner(G), []
+    fixed: dict[int, int] = {}
+    for k, v in enumerate(base):
+        cell = refiner.cells(fixed)
+        if len(set(cell)) == len(cell):  # discrete: only the identity fixes base[:k]
+            break
+        level = [{x: x for x in G}]
+        for w in base:
+            if w == v or cell[w] != cell[v]:
+                continue
+            pair = refiner.cells({**fixed, v: len(base)}, {**fixed, w: len(base)})
+            c1, c2 = pair[:refiner.n], pair[refiner.n:]
+            if sorted(c1) != sorted(c2):
+                continue
+            found = next(_matcher(G, c1, c2).isomorphisms_iter(), None)
+            if found is not None:
+                level.append(found)
+        levels.append(level)
+        fixed[v] = k
+    return levels
+
+
+def decpomdp_symmetries_graph(game: Game, atol: float = 1e-12, max_nodes: int = DEFAULT_MAX_NODES,
+                              method: str = "transversal") -> list[Transformation]:
     """All Dec-POMDP symmetries of ``game`` (Phi_MDP), found as automorphisms of :func:`decpomdp_graph`.
 
     Args:
         game: the Dec-POMDP.
         atol: values within ``atol`` count as equal (the tolerance of ``is_decpomdp_symmetry``).
         max_nodes: node budget; a larger graph raises :class:`GraphTooLargeError` naming its size.
+        method: ``"transversal"`` (default): VF2 finds one automorphism per coset of the point-stabiliser
+            chain of the element nodes, and the group is the set of their products (fast on large
+            groups); ``"enumerate"``: VF2 enumerates every automorphism directly (simple, slow when the
+            group is large).
 
     Returns the distinct transformations phi with phi(G) = G, each verified by
     :func:`~ers_exact.transformation.is_decpomdp_symmetry`, sorted by their JSON form (identity first).
     """
     G, ids = decpomdp_graph(game, atol, max_nodes)
-    nx.set_node_attributes(G, _refine(G), "cell")
-    matcher = iso.GraphMatcher(G, G, node_match=iso.categorical_node_match("cell", None),
-                               edge_match=iso.categorical_edge_match("role", None))
-    seen: set[Transformation] = set()
-    for mapping in matcher.isomorphisms_iter():
+    elements = [*ids["states"], *itertools.chain(*ids["actions"]), *itertools.chain(*ids["observations"])]
+
+    def decode(mapping: dict[int, int]) -> Transformation:
         def image(nodes: list[int]) -> tuple[int, ...]:
             pos = {node: k for k, node in enumerate(nodes)}
             return tuple(pos[mapping[node]] for node in nodes)
-        try:
-            phi = Transformation(image(ids["states"]), tuple(image(a) for a in ids["actions"]),
-                                 tuple(image(o) for o in ids["observations"]))
-        except (KeyError, ValueError):  # a mapping that leaves the element nodes: never an automorphism
-            continue
-        if phi not in seen and is_decpomdp_symmetry(game, phi, atol=atol):
-            seen.add(phi)
+        return Transformation(image(ids["states"]), tuple(image(a) for a in ids["actions"]),
+                              tuple(image(o) for o in ids["observations"]))
+
+    if method == "enumerate":
+        cells = _Refiner(G).cells({})
+        candidates: Iterable[Transformation] = map(decode, _matcher(G, cells, cells).isomorphisms_iter())
+    elif method == "transversal":
+        group = [Transformation.identity(game)]
+        for level in reversed(_transversals(G, elements)):  # u_0 o (u_1 o (... o u_m))
+            reps = [decode(m) for m in level]
+            group = [u.compose(g) for u in reps for g in group]
+        candidates = group
+    else:
+        raise ValueError(f"unknown method {method!r}: use 'transversal' or 'enumerate'")
+    seen = {phi for phi in candidates if is_decpomdp_symmetry(game, phi, atol=atol)}
     return sorted(seen, key=lambda p: (p.states, p.actions, p.observations))
