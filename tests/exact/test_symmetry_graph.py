@@ -46,7 +46,8 @@ def brute_force(game: Game) -> set[Transformation]:
             if not (np.allclose(T[np.ix_(s, a, s)], T, atol=ATOL, rtol=0)
                     and np.allclose(R[np.ix_(s, a, s)], R, atol=ATOL, rtol=0)):
                 continue
-            for po in itertools.product(*[list(itertools.permutations(range(k))) for k in game.n_observations]):
+            obs_perms = [list(itertools.permutations(range(k))) for k in game.n_observations]
+            for po in itertools.product(*obs_perms):
                 phi = Transformation(ps, pa, po)
                 if is_decpomdp_symmetry(game, phi, atol=ATOL):
                     out.add(phi)
@@ -69,7 +70,8 @@ def symmetrise(game: Game, phi: Transformation) -> Game:
         mean[k] = mean[k] / mean[k].sum(axis=axis, keepdims=True)
     legal = None
     if game.legal_actions is not None:
-        legal = tuple(np.logical_or.reduce([g.legal_actions[i] for g in images]) for i in range(game.n_agents))
+        legal = tuple(np.logical_or.reduce([g.legal_actions[i] for g in images])
+                      for i in range(game.n_agents))
     return replace(game, legal_actions=legal, **mean)
 
 
@@ -148,7 +150,7 @@ def test_random_and_planted_games_match_brute_force(config: int, legal: bool) ->
         found = _as_set(decpomdp_symmetries_graph(planted))
         assert phi in found
         assert found == brute_force(planted)
-        if trial == 0:
+        if config == 0:  # the direct VF2 enumeration too (slow beyond the smallest games)
             assert _as_set(decpomdp_symmetries_graph(planted, method="enumerate")) == found
 
 
@@ -218,3 +220,7 @@ def test_agrees_with_exhaustive_search_on_random_games() -> None:
         for legal in (False, True):
             base = random_game(rng, legal=legal, reward_kind="grid", **config)
             assert set(decpomdp_symmetries(base)) == _as_set(decpomdp_symmetries_graph(base))
+            # the exhaustive search compares exactly, this module within atol: planted games (averages)
+            # agree on these seeds because the averaged entries come out bit-identical
+            planted = symmetrise(base, _random_phi(base, rng))
+            assert set(decpomdp_symmetries(planted)) == _as_set(decpomdp_symmetries_graph(planted))

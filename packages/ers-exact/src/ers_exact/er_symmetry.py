@@ -10,7 +10,6 @@ fixed points found*; results say whether that set was certified complete.
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -19,8 +18,8 @@ import numpy as np
 
 from ers_exact.boltzmann import boltzmann_residual
 from ers_exact.histories import HistoryTree
-from ers_exact.symmetry import permutation_table
-from ers_exact.transformation import Transformation, history_map
+from ers_exact.candidates import CandidateSpace, stack_pool
+from ers_exact.transformation import Transformation
 from ers_exact.values import expected_return
 
 __all__ = ["ERResult", "er_symmetries"]
@@ -65,66 +64,33 @@ class ERResult:
                 "tol": self.tol}
 
 
-def _agent_maps(tree: HistoryTree, i: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """For every (action perm, observation perm) of agent i: the history map [M, K] (-1 if impossible),
-    the action permutation [M, A], admissibility [M], and the (act, obs) permutation indices [M, 2]."""
-    game = tree.game
-    acts, obs = permutation_table(game.n_actions[i]), permutation_table(game.n_observations[i])
-    ident_s = tuple(range(game.n_states))
-    maps, pa, ok, idx = [], [], [], []
-    hist = tree.local[i]
-    for ai, oi in itertools.product(range(len(acts)), range(len(obs))):
-        actions = [tuple(range(k)) for k in game.n_actions]
-        observations = [tuple(range(k)) for k in game.n_observations]
-        actions[i], observations[i] = tuple(acts[ai]), tuple(obs[oi])
-        hmap = history_map(tree, Transformation(ident_s, tuple(actions), tuple(observations)), i)
-        good = bool(np.all(hmap >= 0)) and np.array_equal(hist.legal[np.maximum(hmap, 0)][:, acts[ai]], hist.legal)
-        maps.append(hmap); pa.append(acts[ai]); ok.append(good); idx.append((ai, oi))
-    return np.array(maps), np.array(pa), np.array(ok), np.array(idx)
-
-
 def er_symmetries(tree: HistoryTree, pool: Sequence[Sequence[np.ndarray]], alpha: float, J_star: float,
                   tol: float = 1e-8, pool_is_whole_optimal_set: bool = True, pool_complete: bool = False
                   ) -> ERResult:
     """Every policy-part transformation phi with phi(pi) in Pi*_alpha for all pi in ``pool``."""
     game = tree.game
-    pols = [np.stack([np.asarray(p[i]) for p in pool]) for i in range(game.n_agents)]  # [P, K, A]
+    space = CandidateSpace(tree)
+    pols = list(stack_pool(pool))  # [P, K, A] per agent
     P = pols[0].shape[0]
-    per_agent = [_agent_maps(tree, i) for i in range(game.n_agents)]
-    combos = np.array(list(itertools.product(*[np.flatnonzero(a[2]) for a in per_agent])), dtype=np.int64)
-    total = math.prod(len(a[2]) for a in per_agent)
+    combos = space.admissible_combos()
     members, images = [], []
     width = max(1, _BATCH * 10 // max(1, P * sum(p[0].size for p in pols)))
     for lo in range(0, len(combos), width):
         chunk = combos[lo:lo + width]
         C = len(chunk)
-        batch = []
-        for i, (maps, pa, _, _) in enumerate(per_agent):
-            out = np.empty((C, P) + pols[i].shape[1:])
-            hm, pm = maps[chunk[:, i]], pa[chunk[:, i]]
-            out[np.arange(C)[:, None, None, None], np.arange(P)[None, :, None, None], hm[:, None, :, None],
-                pm[:, None, None, :]] = pols[i][None]
-            batch.append(out.reshape(C * P, *pols[i].shape[1:]))
-        res = np.asarray(boltzmann_residual(tree, tuple(batch), alpha)).reshape(C, P)
-        J = np.asarray(expected_return(tree, tuple(batch))).reshape(C, P)
+        batch = space.apply(chunk, pols)
+        res = np.asarray(boltzmann_residual(tree, batch, alpha)).reshape(C, P)
+        J = np.asarray(expected_return(tree, batch)).reshape(C, P)
         good = np.all(res <= tol, axis=1) & np.all(np.abs(J - J_star) <= tol, axis=1)
         for c in np.flatnonzero(good):
-            members.append(_transformation(game, per_agent, chunk[c]))
+            members.append(space.transformation(chunk[c]))
             images.append([b.reshape(C, P, *b.shape[1:])[c] for b in batch])
+    total = space.size
     orbits, outside = _orbits(pols, images)
     return ERResult(game=game.name, alpha=float(alpha), J_star=float(J_star), pool_size=P,
                     pool_is_whole_optimal_set=pool_is_whole_optimal_set, pool_complete=pool_complete,
                     members=tuple(members), n_candidates=total, n_inadmissible=total - len(combos),
                     orbits=orbits, images_outside_pool=outside, tol=tol)
-
-
-def _transformation(game, per_agent, combo: np.ndarray) -> Transformation:
-    acts, obs = [], []
-    for i, c in enumerate(combo):
-        ai, oi = per_agent[i][3][c]
-        acts.append(tuple(int(v) for v in permutation_table(game.n_actions[i])[ai]))
-        obs.append(tuple(int(v) for v in permutation_table(game.n_observations[i])[oi]))
-    return Transformation(tuple(range(game.n_states)), tuple(acts), tuple(obs))
 
 
 def _orbits(pols: list[np.ndarray], images: list[list[np.ndarray]], tol: float = 1e-6

@@ -1,11 +1,10 @@
 """Phi_MDP by graph automorphisms: an independent second method for the Dec-POMDP symmetries of a game
 (paper, Definition "Dec-POMDP Symmetries", eq. decpomdp-invariance).
 
-The game is encoded as an **undirected** graph with coloured nodes and labelled edges, and the
-automorphisms of that graph are enumerated with networkx's VF2 ``GraphMatcher(G, G, node_match,
-edge_match)`` (the directed matcher and vf2pp stall or lose edge labels on these graphs; see
-``notes/exact-solver-anchors.md`` section 3). The node colours are first refined to the coarsest stable
-partition (1-WL colour refinement over the edge roles), which is automorphism-invariant and prunes VF2.
+The game is encoded as an **undirected** graph with coloured nodes and labelled edges, and its
+automorphisms are found with networkx's VF2 ``GraphMatcher`` with ``node_match`` / ``edge_match`` (the
+directed matcher and vf2pp stall or lose edge labels on these graphs; see
+``notes/exact-solver-anchors.md`` section 3).
 
 Encoding (node -> colour; edge -> role):
 
@@ -19,7 +18,7 @@ Encoding (node -> colour; edge -> role):
 * **observation facts**: one node for every ``(joint a, s', joint o)`` with ``U[a, s', o]`` outside the
   zero class, colour ``("U", class of U)``, joined to the action nodes (``"act<i>"``), ``s'``
   (``"state"``) and each agent's observation node (``"obs<i>"``). Absent facts mean U = 0.
-* **legal sets** (only when ``game.legal_actions`` is not None): an edge ``("legal", i)`` between the
+* **legal sets** (only when ``game.legal_actions`` is not None): an edge ``("legal<i>",)`` between the
   observation node ``o`` and the action node ``a`` of agent i whenever ``a`` is legal after ``o``;
   legality at t = 0 is the flag in the action colour.
 
@@ -28,8 +27,17 @@ information is lost; every edge label is such a tuple. Values are compared throu
 the sorted distinct values of one table are split wherever two neighbours differ by more than ``atol``,
 so values within ``atol`` of each other (e.g. float noise from averaging) always share a class. Each
 fact node is determined by its neighbours, so automorphisms correspond one-to-one to transformations
-phi = (phi_S, phi_A^i, phi_O^i) in Psi; each decoded phi is re-checked with
-:func:`~ers_exact.transformation.is_decpomdp_symmetry` (networkx issue #8891) and the list deduplicated.
+phi = (phi_S, phi_A^i, phi_O^i) in Psi (the pointwise stabiliser of the element nodes is trivial).
+
+Search. Node colours are refined to the coarsest stable partition (1-WL colour refinement over the edge
+roles; automorphism-invariant, so nothing is lost). ``method="transversal"`` (default) walks the
+point-stabiliser chain of the element nodes: at level k, with the first k element nodes individualised,
+each candidate image w of the next one (same refined cell) is tested by refining two individualised copies
+jointly and asking VF2 for ONE isomorphism between them; the found maps are coset representatives, and
+Aut = {u_0 o u_1 o ... o u_m}. ``method="enumerate"`` lets VF2 enumerate every automorphism directly
+(simple, but each automorphism costs a full VF2 descent and dead ends multiply on large groups). Either
+way each decoded phi is re-checked with :func:`~ers_exact.transformation.is_decpomdp_symmetry` (networkx
+issue #8891) and the list deduplicated.
 """
 
 from __future__ import annotations

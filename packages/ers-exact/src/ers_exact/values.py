@@ -36,6 +36,8 @@ __all__ = [
     "check_policy",
     "expected_return",
     "joint_action_values",
+    "local_history_reach",
+    "return_gradient",
     "local_q_values",
     "uniform_policy",
 ]
@@ -237,3 +239,51 @@ def best_response(tree: HistoryTree, policy: Policy, agent: int) -> tuple[np.nda
     root = (_joint_probs(tree, res.act[0]) * res.gain[0]).sum(axis=2)[:, 0]
     assert br is not None
     return (br, root) if batched else (br[0], float(root[0]))
+
+
+def local_history_reach(tree: HistoryTree, policy: Policy) -> tuple[np.ndarray, ...]:
+    """P_pi(tau^i_t): the probability that agent i's local history at time t is tau^i (all agents' action
+    probabilities and chance included); per agent [K_i] (or [P, K_i]). Sums to 1 within each t."""
+    pols, batched = check_policy(tree, policy)
+    act, path = _forward(tree, pols)
+    out = []
+    for i in range(tree.game.n_agents):
+        parts = []
+        for t, layer in enumerate(tree.layers):
+            reach = layer.probability[None] * np.prod([p for p in path[t]], axis=0)  # [P, N]
+            parts.append((tree.local_matrix(t, i) @ reach.T).T)
+        r = np.concatenate(parts, axis=1)
+        out.append(r if batched else r[0])
+    return tuple(out)
+
+
+def return_gradient(tree: HistoryTree, policy: Policy) -> tuple[np.ndarray, ...]:
+    """dJ / d pi^i(a | tau^i), every entry treated as a free variable (J is multilinear in them):
+
+        dJ / d pi^i(a | tau_t) = gamma^t * rho^i(tau_t) * sum_{n in tau_t} p^{-i}(n) sum_{a^{-i}} pi^{-i} G_t[n, (a, a^{-i})],
+
+    where rho^i is agent i's own probability of its past actions along tau. Per agent [K_i, A_i] (or
+    [P, K_i, A_i]); illegal actions get 0. Checked against finite differences in the tests."""
+    res, batched, _ = _run(tree, policy)
+    pols, _ = check_policy(tree, policy)
+    out = []
+    for i, hist in enumerate(tree.local):
+        own = np.ones((pols[i].shape[0], len(hist)))
+        for t in range(1, len(tree.layers)):
+            lo, hi = hist.offsets[t], hist.offsets[t + 1]
+            own[:, lo:hi] = own[:, hist.parent[lo:hi]] * pols[i][:, hist.parent[lo:hi], hist.action[lo:hi]]
+        parts = []
+        for t, layer in enumerate(tree.layers):
+            others = np.ones_like(res.path[t][0])
+            for j, p in enumerate(res.path[t]):
+                if j != i:
+                    others = others * p
+            contrib = others[:, :, None] * _other_contraction(tree, res.gain[t], res.act[t], i)  # [P, N, A_i]
+            P, N, A_i = contrib.shape
+            L = tree.local_matrix(t, i)
+            num = (L @ contrib.transpose(1, 0, 2).reshape(N, P * A_i)).reshape(-1, P, A_i).transpose(1, 0, 2)
+            lo, hi = hist.offsets[t], hist.offsets[t + 1]
+            parts.append(tree.game.discount**t * own[:, lo:hi, None] * num)
+        g = np.where(hist.legal[None], np.concatenate(parts, axis=1), 0.0)
+        out.append(g if batched else g[0])
+    return tuple(out)

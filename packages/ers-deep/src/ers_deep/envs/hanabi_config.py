@@ -1,0 +1,218 @@
+"""Hanabi game configuration, HLE presets, move tables and the canonical observation layout.
+
+Everything here is plain Python/numpy (no torch) and mirrors DeepMind's hanabi-learning-environment (HLE):
+
+* cards are ids ``card = colour * ranks + rank`` (HLE's colour-major ``CardIndex``);
+* move ids follow ``HanabiGame::ConstructMove``: ``[0, H)`` discard slot i, ``[H, 2H)`` play slot i, then
+  reveal colour ``2H + (offset - 1) * C + colour``, then reveal rank ``2H + (P - 1) * C + (offset - 1) * R + rank``
+  (offset = target seat relative to the mover, 1..P-1);
+* the observation is HLE's ``CanonicalObservationEncoder`` vector: hands, board, discards, last action and
+  (unless ``observation_type == "minimal"``) card knowledge, in that order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Literal
+
+import numpy as np
+
+ObservationType = Literal["card_knowledge", "minimal"]
+
+COLOUR_CHARS = "RYGWB"
+MOVE_DISCARD, MOVE_PLAY, MOVE_REVEAL_COLOUR, MOVE_REVEAL_RANK = 0, 1, 2, 3
+MOVE_TYPE_NAMES = ("discard", "play", "reveal-colour", "reveal-rank")
+
+# HLE's rl_env presets (``rl_env.make``); keys are HLE's names, aliases below.
+PRESETS: dict[str, dict[str, object]] = {
+    "Hanabi-Full": dict(colors=5, ranks=5, max_information_tokens=8, max_life_tokens=3),
+    "Hanabi-Full-Minimal": dict(
+        colors=5, ranks=5, max_information_tokens=8, max_life_tokens=3, observation_type="minimal"
+    ),
+    "Hanabi-Small": dict(colors=2, ranks=5, hand_size=2, max_information_tokens=3, max_life_tokens=1),
+    "Hanabi-Very-Small": dict(colors=1, ranks=5, hand_size=2, max_information_tokens=3, max_life_tokens=1),
+}
+PRESET_ALIASES: dict[str, str] = {
+    "full": "Hanabi-Full",
+    "hanabi-full-cardknowledge": "Hanabi-Full",
+    "full-minimal": "Hanabi-Full-Minimal",
+    "minimal": "Hanabi-Full-Minimal",
+    "small": "Hanabi-Small",
+    "very-small": "Hanabi-Very-Small",
+    "verysmall": "Hanabi-Very-Small",
+}
+
+
+@dataclass(frozen=True)
+class ObsLayout:
+    """Start offsets and lengths of the canonical observation's sections (HLE ``canonical_encoders.cc``)."""
+
+    hands: int
+    board: int
+    discards: int
+    last_action: int
+    knowledge: int
+    size: int
+
+    def sections(self) -> dict[str, tuple[int, int]]:
+        """Section name -> (start, stop) index range of the vector."""
+        starts = [("hands", self.hands), ("board", self.board), ("discards", self.discards),
+                  ("last_action", self.last_action), ("knowledge", self.knowledge)]
+        out: dict[str, tuple[int, int]] = {}
+        for (name, start), (_, stop) in zip(starts, starts[1:] + [("end", self.size)]):
+            out[name] = (start, stop)
+        return out
+
+
+@dataclass(frozen=True)
+class HanabiConfig:
+    """A Hanabi variant. Fields use HLE's parameter names; ``hand_size=None`` means HLE's rule (5, or 4 for >= 4
+    players). Derived sizes are properties."""
+
+    players: int = 2
+    colors: int = 5
+    ranks: int = 5
+    hand_size: int | None = None
+    max_information_tokens: int = 8
+    max_life_tokens: int = 3
+    observation_type: ObservationType = "card_knowledge"
+
+    def __post_init__(self) -> None:
+        if not 2 <= self.players <= 5:
+            raise ValueError(f"players must be in 2..5, got {self.players}")
+        if not 1 <= self.colors <= 5:
+            raise ValueError(f"colors must be in 1..5, got {self.colors}")
+        if not 1 <= self.ranks <= 5:
+            raise ValueError(f"ranks must be in 1..5, got {self.ranks}")
+        if self.hand_size is not None and not 1 <= self.hand_size <= 8:
+            raise ValueError(f"hand_size must be in 1..8 (HLE bitmasks), got {self.hand_size}")
+        if self.max_information_tokens < 0 or self.max_life_tokens < 1:
+            raise ValueError("need max_information_tokens >= 0 and max_life_tokens >= 1")
+        if self.observation_type not in ("card_knowledge", "minimal"):
+            raise ValueError(f"observation_type must be 'card_knowledge' or 'minimal', got {self.observation_type!r}")
+        if self.hand * self.players > self.deck_size:
+            raise ValueError(f"{self.players} hands of {self.hand} cards exceed the deck of {self.deck_size}")
+
+    @classmethod
+    def preset(cls, name: str, players: int = 2, **overrides: object) -> HanabiConfig:
+        """HLE preset by name (``Hanabi-Full``, ``Hanabi-Full-Minimal``, ``Hanabi-Small``, ``Hanabi-Very-Small``;
+        case-insensitive aliases ``full``, ``small``, ``very-small``, ``minimal``)."""
+        key = PRESET_ALIASES.get(name.lower(), name)
+        match = {k.lower(): k for k in PRESETS}.get(key.lower())
+        if match is None:
+            raise ValueError(f"unknown Hanabi preset {name!r}; known: {sorted(PRESETS) + sorted(PRESET_ALIASES)}")
+        params = dict(PRESETS[match], players=players)
+        params.update(overrides)
+        return cls(**params)  # type: ignore[arg-type]
+
+    def with_players(self, players: int) -> HanabiConfig:
+        return replace(self, players=players)
+
+    # ---- derived sizes -------------------------------------------------------------------------------------
+    @property
+    def hand(self) -> int:
+        """Effective hand size H."""
+        if self.hand_size is not None:
+            return self.hand_size
+        return 5 if self.players < 4 else 4
+
+    @property
+    def num_cards(self) -> int:
+        """K = colours * ranks distinct cards."""
+        return self.colors * self.ranks
+
+    @property
+    def copies(self) -> np.ndarray:
+        """[R] copies of each rank per colour (HLE: 3 of rank 0, 1 of the top rank, 2 otherwise)."""
+        out = np.full(self.ranks, 2, dtype=np.int64)
+        out[-1] = 1
+        out[0] = 3
+        return out
+
+    @property
+    def deck_size(self) -> int:
+        """D = cards in the full deck (50 for Full)."""
+        return int(self.copies.sum()) * self.colors
+
+    @property
+    def num_moves(self) -> int:
+        """M = 2H + (P - 1)(C + R)."""
+        return 2 * self.hand + (self.players - 1) * (self.colors + self.ranks)
+
+    @property
+    def max_score(self) -> int:
+        return self.colors * self.ranks
+
+    @property
+    def hle_params(self) -> dict[str, str]:
+        """Parameters for ``pyhanabi.HanabiGame`` (strings, as HLE passes them to C++)."""
+        return {"players": str(self.players), "colors": str(self.colors), "ranks": str(self.ranks),
+                "hand_size": str(self.hand), "max_information_tokens": str(self.max_information_tokens),
+                "max_life_tokens": str(self.max_life_tokens),
+                "observation_type": "0" if self.observation_type == "minimal" else "1",
+                "seed": "1", "random_start_player": "false"}
+
+    @property
+    def last_action_length(self) -> int:
+        p, c, r, h = self.players, self.colors, self.ranks, self.hand
+        return p + 4 + p + c + r + h + h + c * r + 2
+
+    @property
+    def layout(self) -> ObsLayout:
+        p, h, k = self.players, self.hand, self.num_cards
+        hands = (p - 1) * h * k + p
+        board = (self.deck_size - p * h) + k + self.max_information_tokens + self.max_life_tokens
+        knowledge = 0 if self.observation_type == "minimal" else p * h * (k + self.colors + self.ranks)
+        starts = np.cumsum([0, hands, board, self.deck_size, self.last_action_length, knowledge])
+        return ObsLayout(*(int(x) for x in starts))
+
+    @property
+    def obs_size(self) -> int:
+        """Length of the canonical observation vector (658 for 2-player Full)."""
+        return self.layout.size
+
+    # ---- move tables ---------------------------------------------------------------------------------------
+    def move_table(self) -> np.ndarray:
+        """[M, 5] int64 rows (type, card_index, target_offset, colour, rank), -1 where not applicable."""
+        h, c, r, p = self.hand, self.colors, self.ranks, self.players
+        rows = [(MOVE_DISCARD, i, -1, -1, -1) for i in range(h)]
+        rows += [(MOVE_PLAY, i, -1, -1, -1) for i in range(h)]
+        rows += [(MOVE_REVEAL_COLOUR, -1, 1 + u // c, u % c, -1) for u in range((p - 1) * c)]
+        rows += [(MOVE_REVEAL_RANK, -1, 1 + u // r, -1, u % r) for u in range((p - 1) * r)]
+        return np.asarray(rows, dtype=np.int64)
+
+    def describe_move(self, move: int) -> str:
+        """Human-readable move, HLE style: ``(Play 2)``, ``(Reveal player +1 color R)``."""
+        if not 0 <= move < self.num_moves:
+            return f"(invalid move id {move}; this game has {self.num_moves} moves)"
+        t, i, off, col, rk = (int(x) for x in self.move_table()[move])
+        if t == MOVE_DISCARD:
+            return f"(Discard {i})"
+        if t == MOVE_PLAY:
+            return f"(Play {i})"
+        if t == MOVE_REVEAL_COLOUR:
+            return f"(Reveal player +{off} color {COLOUR_CHARS[col]})"
+        return f"(Reveal player +{off} rank {rk + 1})"
+
+    def card_name(self, card: int) -> str:
+        return "XX" if card < 0 else f"{COLOUR_CHARS[card // self.ranks]}{card % self.ranks + 1}"
+
+    def full_deck(self) -> np.ndarray:
+        """[D] card ids of the full deck in sorted order (each card repeated by its copy count)."""
+        reps = np.tile(self.copies, self.colors)
+        return np.repeat(np.arange(self.num_cards, dtype=np.int64), reps)
+
+    def discard_slots(self) -> tuple[np.ndarray, np.ndarray]:
+        """([D] card id, [D] copy index) of every bit of the discard thermometer section."""
+        cards = self.full_deck()
+        copy_idx = np.concatenate([np.arange(n) for n in np.tile(self.copies, self.colors)])
+        return cards, copy_idx.astype(np.int64)
+
+
+def resolve_config(config: HanabiConfig | str | None = None, players: int = 2) -> HanabiConfig:
+    """A config from a config, a preset name, or None (2-player Full)."""
+    if config is None:
+        return HanabiConfig(players=players)
+    if isinstance(config, str):
+        return HanabiConfig.preset(config, players=players)
+    return config
