@@ -23,8 +23,8 @@ from ers_exact.histories import DEFAULT_MAX_NODES, enumerate_histories, estimate
 from ers_exact.optimal import DEFAULT_MAX_POLICIES, count_policy_trees, self_play_optimum
 from ers_exact.values import local_q_values, uniform_policy, expected_return
 
-__all__ = ["main", "run_demo", "run_games", "run_info", "run_optimal", "run_atlas", "run_census", "run_export_gambit",
-           "run_solve", "run_sweep", "run_symmetries", "run_value"]
+__all__ = ["main", "run_demo", "run_games", "run_info", "run_optimal", "run_atlas", "run_census", "run_discover", "run_export_gambit",
+           "run_solve", "run_sweep", "run_symmetries", "run_value", "run_zsc"]
 
 
 def _provenance() -> dict[str, Any]:
@@ -158,6 +158,40 @@ def run_census(games: int, seed: int, alpha: float = 0.25, out: str | None = Non
     return {**census(CensusConfig(games=games, seed=seed, alpha=alpha, out=out)), "provenance": _provenance()}
 
 
+def run_zsc(spec: str, agents: int = 5, seed: int = 0, pool: str = "iql", alpha: float = 1.0, k: int = 20,
+            l: int = 6, m: int = 5, episodes: int = 10_000, algorithm: str = "sp-max", horizon: int | None = None,
+            out: str | None = None) -> dict[str, Any]:  # noqa: E741
+    """The population pipeline: SP, OP + Phi_MDP and OP + learned Phi_ER; Table 1 as JSON and markdown."""
+    from ers_exact.zsc import ZSCConfig, run_zsc as pipeline
+
+    tree = enumerate_histories(load_game(spec, horizon=horizon))
+    cfg = ZSCConfig(agents=agents, seed=seed, pool=pool, alpha=alpha, k=k, l=l, m=m, episodes=episodes,
+                    algorithm=algorithm)
+    report, discoveries = pipeline(tree, cfg)
+    result = {**report.to_json(), "markdown": report.to_markdown(),
+              "discovery": [d.to_json() for d in discoveries], "provenance": _provenance()}
+    if out:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        Path(out, f"zsc-{tree.game.name}-seed{seed}.json").write_text(json.dumps(result, indent=2))
+    return result
+
+
+def run_discover(spec: str, alpha: float = 1.0, pool: str = "iql", k: int = 20, algorithm: str = "sp-max",
+                 search: str = "exhaustive", top: int = 6, seed: int = 0, episodes: int = 10_000,
+                 horizon: int | None = None) -> dict[str, Any]:
+    """One agent's discovery (Algorithm 1, 2 or 3) with Table 2's group metrics on an unseen pool."""
+    from ers_exact.discovery import DiscoveryConfig, discover
+    from ers_exact.zsc import ZSCConfig, _pool
+
+    tree = enumerate_histories(load_game(spec, horizon=horizon))
+    cfg = ZSCConfig(pool=pool, alpha=alpha, k=k, episodes=episodes, seed=seed)
+    train, _ = _pool(tree, cfg, seed)
+    unseen, _ = _pool(tree, cfg, seed + 500)
+    result = discover(tree, train, DiscoveryConfig(algorithm=algorithm, search=search, top=top, seed=seed),
+                      unseen_pool=unseen)
+    return {**result.to_json(), "pool": pool, "alpha": alpha, "provenance": _provenance()}
+
+
 def run_demo(out: str | None = "results", max_policies: int = 200_000, alpha: float = 0.25) -> dict[str, Any]:
     """Exact analysis of every built-in game: history counts, J(uniform), J*, and the Boltzmann fixed
     points at ``alpha`` (how many, how many self-play optimal, J of the best)."""
@@ -229,6 +263,14 @@ def _human(command: str, result: dict[str, Any]) -> None:
     elif command == "census":
         for k, v in result["summary"].items():
             print(f"{k}: {v}")
+    elif command == "zsc":
+        print(result["markdown"])
+    elif command == "discover":
+        print(f"{result['algorithm']}: pool J = {result['pool_return']:.4f}; J_1 = {result['J_1']:.4f}, "
+              f"J_2 = {result['J_2']:.4f}, J_3 = {result['J_3']:.4f}, reconstruction loss "
+              f"{result['reconstruction_loss']:.3f}")
+        for t, sc in zip(result["transformations"], result["scores"]):
+            print(f"  {sc:.6f}  actions {t['actions']}  observations {t['observations']}")
     elif command == "demo":
         _print_table(result["games"], ["name", "horizon", "joint_nodes", "local_histories", "J_uniform", "J_star",
                                        "n_fixed_points", "n_optimal", "J_star_alpha", "fixed_points_complete"])
@@ -270,6 +312,20 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("game"); sp.add_argument("--alphas", required=True, help="start:stop:step or a,b,c")
     sp.add_argument("--horizon", type=int); sp.add_argument("--starts", type=int, default=32)
     sp.add_argument("--seed", type=int, default=0); sp.add_argument("--plot", help="PNG file to draw")
+    sp = add("zsc", "zero-shot coordination: SP, OP + Phi_MDP, OP + learned Phi_ER populations (Table 1)")
+    sp.add_argument("game"); sp.add_argument("--agents", type=int, default=5); sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("--pool", choices=["iql", "exact"], default="iql"); sp.add_argument("--alpha", type=float, default=1.0)
+    sp.add_argument("--k", type=int, default=20); sp.add_argument("--l", type=int, default=6)
+    sp.add_argument("--m", type=int, default=5); sp.add_argument("--episodes", type=int, default=10_000)
+    sp.add_argument("--algorithm", choices=["sp-max", "sp-max-reg", "xp-max"], default="sp-max")
+    sp.add_argument("--horizon", type=int); sp.add_argument("--out", help="folder for the JSON result")
+    sp = add("discover", "learn ER symmetries from a pool (Algorithms 1-3) with Table 2's group metrics")
+    sp.add_argument("game"); sp.add_argument("--alpha", type=float, default=1.0)
+    sp.add_argument("--pool", choices=["iql", "exact"], default="iql"); sp.add_argument("--k", type=int, default=20)
+    sp.add_argument("--algorithm", choices=["sp-max", "sp-max-reg", "xp-max"], default="sp-max")
+    sp.add_argument("--search", choices=["exhaustive", "gradient"], default="exhaustive")
+    sp.add_argument("--top", type=int, default=6); sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("--episodes", type=int, default=10_000); sp.add_argument("--horizon", type=int)
     sp = add("export-gambit", "write the game as a Gambit .efg file")
     sp.add_argument("game"); sp.add_argument("out"); sp.add_argument("--horizon", type=int)
     sp = add("symmetries", "Phi_MDP and Phi_ER at a temperature alpha")
@@ -299,6 +355,10 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace], dict[str, Any]]] = {
     "symmetries": lambda a: run_symmetries(a.game, a.alpha, a.horizon, a.starts, a.seed),
     "atlas": lambda a: run_atlas(a.game, a.alphas, a.horizon, a.starts, a.seed, a.plot),
     "census": lambda a: run_census(a.games, a.seed, a.alpha, a.out),
+    "zsc": lambda a: run_zsc(a.game, a.agents, a.seed, a.pool, a.alpha, a.k, a.l, a.m, a.episodes, a.algorithm,
+                             a.horizon, a.out),
+    "discover": lambda a: run_discover(a.game, a.alpha, a.pool, a.k, a.algorithm, a.search, a.top, a.seed,
+                                       a.episodes, a.horizon),
     "export-gambit": lambda a: run_export_gambit(a.game, a.out, a.horizon),
     "demo": lambda a: run_demo(a.out, a.max_policies, a.alpha),
 }
