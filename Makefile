@@ -6,6 +6,8 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 STAMP := $(VENV)/.installed
 OUT ?= results
+# hanabi-learning-environment (ers-deep) builds with CMake; its CMakeLists needs this policy floor here.
+export CMAKE_POLICY_VERSION_MINIMUM := 3.5
 
 .PHONY: venv demo test test-slow bench clean
 
