@@ -1,8 +1,9 @@
-"""ers-deep: batched torch environments and learned ER symmetries (not yet implemented).
+"""ers-deep: the deep half of ers (torch).
 
-This package is a placeholder: the Hanabi / Overcooked V2 environments, IPPO and the learned symmetry
-networks arrive with their own issues. It depends on ers-exact (never the reverse).
+Now: a batched torch Hanabi equal to DeepMind's HLE step for step (``ers_deep.envs.hanabi``), its HLE reference
+adapter (``ers_deep.envs.hle``), colour-permutation symmetries (``ers_deep.envs.hanabi_symmetry``), a TorchRL env
+(``ers_deep.envs.torchrl_env``) and ``ers-deep env-bench``. It depends on ers-exact (never the reverse).
 """
 
 __all__: list[str] = []
-__version__ = "0.0.1"
+__version__ = "0.1.0"

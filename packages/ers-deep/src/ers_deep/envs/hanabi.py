@@ -20,7 +20,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from ers_deep.envs.hanabi_config import HanabiConfig, resolve_config
+from ers_deep.envs.hanabi_config import HanabiConfig, resolve_config, step_tables
 
 
 class IllegalMoveError(ValueError):
@@ -41,26 +41,22 @@ class HanabiStep(NamedTuple):
 
 @dataclass
 class HanabiState:
-    """The full batched game state (every tensor has leading dim B)."""
+    """The full batched game state (every tensor has leading dim B). Card ids are 0..K-1; K means "no card"."""
 
     deck: Tensor  # [B, D] long card ids in draw order (the deal)
-    deck_pos: Tensor  # [B] long cards drawn so far (D - deck_pos = deck size)
-    hand: Tensor  # [B, P, H] long card id per slot, -1 = empty
-    colour_plausible: Tensor  # [B, P, H, C] bool (HLE CardKnowledge)
-    rank_plausible: Tensor  # [B, P, H, R] bool
-    colour_hinted: Tensor  # [B, P, H] bool
-    rank_hinted: Tensor  # [B, P, H] bool
+    deck_pos: Tensor  # [B] long cards drawn so far (deck size = D - deck_pos)
+    hand: Tensor  # [B, P, H] long card per slot (oldest first), K = empty slot
+    knowledge: Tensor  # [B, P, H, K+C+R] bool HLE card knowledge: plausible cards, colour/rank hinted one-hots
     fireworks: Tensor  # [B, C] long cards played per colour
     info: Tensor  # [B] long information tokens
     life: Tensor  # [B] long life tokens
     discards: Tensor  # [B, K] long discarded copies per card id
     cur: Tensor  # [B] long seat to move
     turns_left: Tensor  # [B] long HLE turns_to_play (counts down once the deck is empty)
-    last_move: Tensor  # [B] long move id of the last move, -1 = none yet
+    last_move: Tensor  # [B] long move id of the last move, M = none yet
     last_player: Tensor  # [B] long absolute seat of the last mover
-    last_card: Tensor  # [B] long card played/discarded by the last move, -1 otherwise
-    last_scored: Tensor  # [B] bool last move was a successful play
-    last_info: Tensor  # [B] bool last move was a play that regained an information token
+    last_card: Tensor  # [B] long card played/discarded by the last move, K otherwise
+    last_flags: Tensor  # [B, 2] bool last move was a successful play / a play that regained an info token
     last_reveal: Tensor  # [B, H] bool slots of the target hand matching the last hint
     score: Tensor  # [B] long current score (0 once out of lives)
     done: Tensor  # [B] bool game over
@@ -77,7 +73,7 @@ class HanabiEnv:
         config: a ``HanabiConfig``, a preset name (``"Hanabi-Full"``, ``"small"``, ...) or None (2p Full).
         batch_size: B, the number of games.
         device: torch device of every tensor.
-        seed: seed of the deal generator (deals are reproducible for the same seed and call sequence).
+        seed: seed of the deal generator (deals are reproducible for the same seed, device and call sequence).
         auto_reset: after a move that ends a game, deal that game anew inside ``step``.
         check_legal: raise ``IllegalMoveError`` on an illegal move (costs one device sync per step).
         obs_dtype: dtype of the observation tensor (the vector is 0/1).
@@ -90,75 +86,61 @@ class HanabiEnv:
         self.config = cfg = resolve_config(config, players)
         self.batch_size = int(batch_size)
         self.device = torch.device(device)
-        self.auto_reset = auto_reset
-        self.check_legal = check_legal
-        self.obs_dtype = obs_dtype
+        self.auto_reset, self.check_legal, self.obs_dtype = auto_reset, check_legal, obs_dtype
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(int(seed) if seed is not None else int(torch.seed()) % 2**63)
         self.num_players, self.hand_size = cfg.players, cfg.hand
         self.num_moves, self.obs_size, self.deck_size = cfg.num_moves, cfg.obs_size, cfg.deck_size
-        self._build_tables()
-        self.state = self._fresh_state(self.random_decks())
-        self._legal_cur = torch.zeros(self.batch_size, self.num_moves, dtype=torch.bool, device=self.device)
-
-    # ---- constant tables ------------------------------------------------------------------------------------
-    def _build_tables(self) -> None:
-        cfg, dev = self.config, self.device
-        P, H = cfg.players, cfg.hand
-
-        def t(x: object) -> Tensor:
-            return torch.as_tensor(x, dtype=torch.long, device=dev)
-
-        table = t(cfg.move_table())  # [M, 5]
-        self._mtype, self._mcard, self._moff, self._mcol, self._mrank = table.unbind(1)  # each [M]
-        self._type_code = t([1, 0, 2, 3])  # our type -> HLE encoder order (play, discard, colour, rank)
-        self._full_deck = t(cfg.full_deck())  # [D]
-        slot_card, slot_copy = cfg.discard_slots()
-        self._slot_card, self._slot_copy = t(slot_card), t(slot_copy)  # [D], [D]
-        seats = torch.arange(P, device=dev)
-        self._rel_all = (seats[:, None] + seats[None, :]) % P  # [P, P] observer o -> seat (o + k) % P
-        self._shift = torch.stack([torch.where(torch.arange(H) < i, torch.arange(H), torch.arange(H) + 1)
-                                   for i in range(H)]).to(dev)  # [H, H] slot source after removing slot i
+        self._t = {k: torch.as_tensor(v, device=self.device) for k, v in step_tables(cfg).items()}
+        dev, P = self.device, cfg.players
         self._ar = torch.arange(self.batch_size, device=dev)  # [B]
-        self._arP, self._arH = seats, torch.arange(H, device=dev)
-        self._arC, self._arR = torch.arange(cfg.colors, device=dev), torch.arange(cfg.ranks, device=dev)
-        self._arK = torch.arange(cfg.num_cards, device=dev)
-        self._arDeck = torch.arange(cfg.deck_size - P * H, device=dev)
+        self._arP, self._arH = torch.arange(P, device=dev), torch.arange(cfg.hand, device=dev)
+        self._arR, self._arK = torch.arange(cfg.ranks, device=dev), torch.arange(cfg.num_cards, device=dev)
+        self._arDeck = torch.arange(cfg.deck_size - P * cfg.hand, device=dev)
         self._arI = torch.arange(cfg.max_information_tokens, device=dev)
         self._arL = torch.arange(cfg.max_life_tokens, device=dev)
-        self._offsets = torch.arange(1, P, device=dev)  # [P-1]
-        self._ar4 = torch.arange(4, device=dev)
+        self._layout = cfg.layout
+        self._index_resets = self.device.type == "cpu"  # resets by row index (CPU) or torch.where (sync-free)
+        self.state = self._fresh_state(self.random_decks())
+        self._legal_cur = torch.zeros(self.batch_size, self.num_moves, dtype=torch.bool, device=dev)  # [B, M]
+        self.legal_moves()  # the env is ready to step right after construction (reset() is optional)
 
     # ---- deals and resets -----------------------------------------------------------------------------------
     def random_decks(self, n: int | None = None) -> Tensor:
         """[n, D] uniformly shuffled deck orders drawn from the env's generator (n defaults to B)."""
         n = self.batch_size if n is None else n
         keys = torch.rand(n, self.deck_size, generator=self.generator, device=self.device)
-        return self._full_deck[keys.argsort(dim=1)]
+        return self._t["full_deck"][keys.argsort(dim=1)]
+
+    def _initial_values(self) -> dict[str, int | bool | Tensor]:
+        """Initial value of every state field except the deal (deck, hand)."""
+        cfg = self.config
+        return dict(deck_pos=cfg.players * cfg.hand, knowledge=self._t["fresh_knowledge"], fireworks=0,
+                    info=cfg.max_information_tokens, life=cfg.max_life_tokens, discards=0, cur=0,
+                    turns_left=cfg.players, last_move=cfg.num_moves, last_player=0, last_card=cfg.num_cards,
+                    last_flags=False, last_reveal=False, score=0, done=False, moves=0)
 
     def _fresh_state(self, decks: Tensor) -> HanabiState:
         """Initial states for the deals ``decks`` [n, D] (start player 0)."""
-        cfg, dev = self.config, self.device
-        n, P, H, C, R = decks.shape[0], cfg.players, cfg.hand, cfg.colors, cfg.ranks
-
-        def full(shape: tuple[int, ...], value: int | bool, dtype: torch.dtype = torch.long) -> Tensor:
-            return torch.full(shape, value, dtype=dtype, device=dev)
-
-        return HanabiState(
-            deck=decks, deck_pos=full((n,), P * H), hand=decks[:, : P * H].reshape(n, P, H).clone(),
-            colour_plausible=full((n, P, H, C), True, torch.bool), rank_plausible=full((n, P, H, R), True, torch.bool),
-            colour_hinted=full((n, P, H), False, torch.bool), rank_hinted=full((n, P, H), False, torch.bool),
-            fireworks=full((n, C), 0), info=full((n,), cfg.max_information_tokens), life=full((n,), cfg.max_life_tokens),
-            discards=full((n, cfg.num_cards), 0), cur=full((n,), 0), turns_left=full((n,), P), last_move=full((n,), -1),
-            last_player=full((n,), -1), last_card=full((n,), -1), last_scored=full((n,), False, torch.bool),
-            last_info=full((n,), False, torch.bool), last_reveal=full((n, H), False, torch.bool), score=full((n,), 0),
-            done=full((n,), False, torch.bool), moves=full((n,), 0))
+        cfg, n = self.config, decks.shape[0]
+        P, H, F = cfg.players, cfg.hand, cfg.num_cards + cfg.colors + cfg.ranks
+        shapes = dict(knowledge=(n, P, H, F), fireworks=(n, cfg.colors), discards=(n, cfg.num_cards),
+                      last_flags=(n, 2), last_reveal=(n, H))
+        values = {}
+        for name, v in self._initial_values().items():
+            shape = shapes.get(name, (n,))
+            if isinstance(v, Tensor):
+                values[name] = v.expand(shape).clone()
+            else:
+                values[name] = torch.full(shape, v, dtype=torch.bool if isinstance(v, bool) else torch.long,
+                                          device=self.device)
+        return HanabiState(deck=decks, hand=decks[:, : P * H].reshape(n, P, H).clone(), **values)
 
     def _check_decks(self, decks: Tensor) -> Tensor:
         decks = torch.as_tensor(decks, dtype=torch.long, device=self.device)
         if decks.ndim != 2 or decks.shape[1] != self.deck_size:
             raise ValueError(f"decks must have shape [n, {self.deck_size}], got {tuple(decks.shape)}")
-        if not torch.equal(decks.sort(dim=1).values, self._full_deck.expand_as(decks)):
+        if not torch.equal(decks.sort(dim=1).values, self._t["full_deck"].expand_as(decks)):
             raise ValueError("every deck must be a permutation of the full deck (config.full_deck())")
         return decks
 
@@ -172,14 +154,34 @@ class HanabiEnv:
         return self._output(zeros, self.state.done.clone(), self.state.score.clone())
 
     def reset_games(self, mask: Tensor, decks: Tensor | None = None) -> None:
-        """Deal the games where ``mask`` [B] is True anew (random deals, or rows of ``decks`` [B, D]); others keep
-        their state. Sync-free: a full batch of deals is drawn and selected with ``torch.where``."""
+        """Deal the games where ``mask`` [B] is True anew (random deals, or those rows of ``decks`` [B, D]).
+
+        On CPU only the masked games draw new deals; elsewhere (or with ``decks``) a full batch is drawn and
+        selected with ``torch.where`` so that no device sync is needed."""
+        s, P, H = self.state, self.config.players, self.config.hand
         mask = torch.as_tensor(mask, dtype=torch.bool, device=self.device).reshape(self.batch_size)
-        decks = self.random_decks() if decks is None else self._check_decks(decks)
-        fresh, s = self._fresh_state(decks), self.state
-        for f in fields(s):
-            old, new = getattr(s, f.name), getattr(fresh, f.name)
-            setattr(s, f.name, torch.where(mask.view(-1, *([1] * (old.ndim - 1))), new, old))
+        if decks is None and self._index_resets:  # index only the finished games (no sync cost on CPU)
+            rows = mask.nonzero().flatten()
+            if rows.numel() == 0:
+                return
+            new = self.random_decks(rows.numel())
+            s.deck[rows] = new
+            s.hand[rows] = new[:, : P * H].reshape(-1, P, H)
+            for name, v in self._initial_values().items():
+                getattr(s, name)[rows] = v
+            return
+        if decks is not None:
+            s.deck = torch.where(mask[:, None], self._check_decks(decks), s.deck)
+        else:
+            s.deck = torch.where(mask[:, None], self.random_decks(), s.deck)
+        s.hand = torch.where(mask[:, None, None], s.deck[:, : P * H].reshape(-1, P, H), s.hand)
+        for name, v in self._initial_values().items():
+            old = getattr(s, name)
+            m = mask.view(-1, *([1] * (old.ndim - 1)))
+            if isinstance(v, Tensor):
+                setattr(s, name, torch.where(m, v, old))
+            else:
+                old.masked_fill_(m, v)
 
     # ---- the step ---------------------------------------------------------------------------------------------
     def _raise_illegal(self, actions: Tensor, ok: Tensor) -> None:
@@ -194,72 +196,58 @@ class HanabiEnv:
 
     def step(self, actions: Tensor) -> HanabiStep:
         """Apply move ``actions`` [B] (move ids of each game's current player) to every game at once."""
-        cfg, s, ar = self.config, self.state, self._ar
-        P, H, C, R, D = cfg.players, cfg.hand, cfg.colors, cfg.ranks, cfg.deck_size
+        cfg, s, t, ar = self.config, self.state, self._t, self._ar
+        P, R, K, D = cfg.players, cfg.ranks, cfg.num_cards, cfg.deck_size
         a = torch.as_tensor(actions, device=self.device).long().reshape(self.batch_size)
         if self.check_legal:
-            in_range = (a >= 0) & (a < self.num_moves)
-            ok = in_range & ~s.done & self._legal_cur.gather(1, a.clamp(0, self.num_moves - 1)[:, None]).squeeze(1)
+            ok = (a >= 0) & (a < self.num_moves) & ~s.done
+            ok &= self._legal_cur.gather(1, a.clamp(0, self.num_moves - 1)[:, None]).squeeze(1)
             if not bool(ok.all()):
                 self._raise_illegal(a, ok)
         a = a.clamp(0, self.num_moves - 1)
-        mt, slot, col, rnk = self._mtype[a], self._mcard[a].clamp(min=0), self._mcol[a], self._mrank[a]
-        is_disc, is_play, is_pd = mt == 0, mt == 1, mt <= 1
-        is_col, is_rank, is_hint = mt == 2, mt == 3, mt >= 2
+        mt, slot = t["move_type"][a], t["move_slot"][a]
+        is_disc, is_play, is_pd, is_hint = mt == 0, mt == 1, mt <= 1, mt >= 2
         cur = s.cur
         s.turns_left = s.turns_left - (s.deck_pos >= D).long()
-        seat = torch.where(is_pd, cur, (cur + self._moff[a].clamp(min=0)) % P)  # [B] the hand that changes
-        hand = s.hand[ar, seat]  # [B, H]
-        cp, rp = s.colour_plausible[ar, seat], s.rank_plausible[ar, seat]  # [B, H, C], [B, H, R]
-        ch, rh = s.colour_hinted[ar, seat], s.rank_hinted[ar, seat]  # [B, H]
+        seat = (cur + t["move_offset"][a]) % P  # [B] the hand that changes (mover, or hint target)
+        hand, know = s.hand[ar, seat], s.knowledge[ar, seat]  # [B, H], [B, H, F]
         # play / discard
-        card = torch.where(is_pd, hand.gather(1, slot[:, None]).squeeze(1), -1)  # [B]
-        cc, cr = card.clamp(min=0) // R, card.clamp(min=0) % R
+        card = hand.gather(1, slot[:, None]).squeeze(1)  # [B] (meaningful where is_pd)
+        cc, cr = t["card_colour"][card], t["card_rank"][card]
         playable = s.fireworks.gather(1, cc[:, None]).squeeze(1) == cr
         scored, failed = is_play & playable, is_play & ~playable
-        fireworks = s.fireworks.scatter_add(1, cc[:, None], scored.long()[:, None])
-        completed = scored & (fireworks.gather(1, cc[:, None]).squeeze(1) == R)
+        s.fireworks = s.fireworks.scatter_add(1, cc[:, None], scored.long()[:, None])
+        completed = scored & (s.fireworks.gather(1, cc[:, None]).squeeze(1) == R)
         gain = (is_disc | completed) & (s.info < cfg.max_information_tokens)
         s.info = s.info + gain.long() - is_hint.long()
         s.life = s.life - failed.long()
-        s.discards = s.discards.scatter_add(1, cc[:, None] * R + cr[:, None], (is_disc | failed).long()[:, None])
-        s.fireworks = fireworks
-        # hints: HLE RevealColor/RevealRank on the target hand
-        valid = hand >= 0
-        match_c = is_col[:, None] & valid & (hand // R == col[:, None])  # [B, H]
-        match_r = is_rank[:, None] & valid & (hand % R == rnk[:, None])
-        col_oh = (self._arC == col[:, None]) & is_col[:, None]  # [B, C]
-        rank_oh = (self._arR == rnk[:, None]) & is_rank[:, None]  # [B, R]
-        cp = torch.where(match_c[..., None], col_oh[:, None, :], cp & ~col_oh[:, None, :])
-        rp = torch.where(match_r[..., None], rank_oh[:, None, :], rp & ~rank_oh[:, None, :])
-        ch, rh = ch | match_c, rh | match_r
-        # remove the played/discarded card (later slots shift left) and draw into the last slot
+        s.discards = s.discards.scatter_add(1, card.clamp(max=K - 1)[:, None], (is_disc | failed).long()[:, None])
+        # hints: HLE RevealColor / RevealRank on the target hand (a no-op for play / discard)
+        hit = t["hits"][a].gather(1, hand)  # [B, H]
+        keep = torch.where(hit[..., None], t["keep_hit"][a][:, None], t["keep_miss"][a][:, None])
+        know = (know & keep) | (hit[..., None] & t["set_hit"][a][:, None])
+        # remove the played/discarded card (later slots shift left), draw the next card into the last slot
         draw = is_pd & (s.deck_pos < D)
-        new_card = torch.where(draw, s.deck.gather(1, s.deck_pos.clamp(max=D - 1)[:, None]).squeeze(1), -1)
+        new_card = torch.where(draw, s.deck.gather(1, s.deck_pos.clamp(max=D - 1)[:, None]).squeeze(1), K)
         s.deck_pos = s.deck_pos + draw.long()
-        src = torch.where(is_pd[:, None], self._shift[slot], self._arH)  # [B, H] source column in 0..H
-        true_col = torch.ones_like(ch[:, :1])
+        src = torch.where(is_pd[:, None], t["shift"][slot], self._arH)  # [B, H] source column in 0..H
         s.hand[ar, seat] = torch.cat([hand, new_card[:, None]], 1).gather(1, src)
-        s.colour_plausible[ar, seat] = torch.cat([cp, true_col[..., None].expand(-1, 1, C)], 1).gather(
-            1, src[..., None].expand(-1, -1, C))
-        s.rank_plausible[ar, seat] = torch.cat([rp, true_col[..., None].expand(-1, 1, R)], 1).gather(
-            1, src[..., None].expand(-1, -1, R))
-        s.colour_hinted[ar, seat] = torch.cat([ch, ~true_col], 1).gather(1, src)
-        s.rank_hinted[ar, seat] = torch.cat([rh, ~true_col], 1).gather(1, src)
-        # bookkeeping for the last-action section
-        s.last_move, s.last_player, s.last_card = a, cur, card
-        s.last_scored, s.last_info, s.last_reveal = scored, is_play & gain, match_c | match_r
-        total = fireworks.sum(1)
+        fresh = t["fresh_knowledge"] & draw[:, None]  # [B, F]
+        s.knowledge[ar, seat] = torch.cat([know, fresh[:, None]], 1).gather(1, src[..., None].expand_as(know))
+        # last-action bookkeeping, score, end of game
+        s.last_move, s.last_player, s.last_card = a, cur, torch.where(is_pd, card, K)
+        s.last_flags, s.last_reveal = torch.stack([scored, is_play & gain], 1), hit
+        total = s.fireworks.sum(1)
         score = torch.where(s.life > 0, total, 0)
         reward = (score - s.score).to(torch.float32)
         s.score = score
         s.done = (s.life <= 0) | (total >= cfg.max_score) | (s.turns_left <= 0)
         s.cur = (cur + 1) % P
         s.moves = s.moves + 1
-        done, final = s.done.clone(), score.clone()
+        done, score = s.done.clone(), score.clone()  # resets below write into the state in place
         if self.auto_reset:
             self.reset_games(done)
-        return self._output(reward, done, final)
+        return self._output(reward, done, score)
 
     # ---- observation and legal moves -------------------------------------------------------------------------
     def _output(self, reward: Tensor, done: Tensor, score: Tensor) -> HanabiStep:
@@ -268,53 +256,43 @@ class HanabiEnv:
 
     def legal_moves(self) -> Tensor:
         """[B, P, M] bool legal moves of every player (HLE: empty for all but the current player)."""
-        cfg, s = self.config, self.state
-        P, R = cfg.players, cfg.ranks
-        own = s.hand[self._ar, s.cur]  # [B, H]
-        has = own >= 0
-        targets = s.hand[self._ar[:, None], (s.cur[:, None] + self._offsets) % P]  # [B, P-1, H]
-        tv = targets >= 0
-        colours = ((targets // R)[..., None] == self._arC) & tv[..., None]  # [B, P-1, H, C]
-        ranks = ((targets % R)[..., None] == self._arR) & tv[..., None]  # [B, P-1, H, R]
+        cfg, s, t = self.config, self.state, self._t
+        P, K = cfg.players, cfg.num_cards
+        hands = s.hand[self._ar[:, None], t["rel"][s.cur]]  # [B, P, H] mover first, then seats +1, +2, ...
+        has = hands[:, 0] < K  # [B, H]
+        colours = torch.zeros(self.batch_size, P, cfg.colors + 1, dtype=torch.bool, device=self.device)
+        colours.scatter_(2, t["hint_colour"][hands], True)  # [B, P, C+1] colours each seat holds (+ "none")
+        ranks = torch.zeros(self.batch_size, P, cfg.ranks + 1, dtype=torch.bool, device=self.device)
+        ranks.scatter_(2, t["hint_rank"][hands], True)  # [B, P, R+1]
         can_hint = (s.info > 0)[:, None]
         legal_cur = torch.cat([has & (s.info < cfg.max_information_tokens)[:, None], has,
-                               colours.any(2).flatten(1) & can_hint, ranks.any(2).flatten(1) & can_hint], 1)
+                               colours[:, 1:, :-1].flatten(1) & can_hint, ranks[:, 1:, :-1].flatten(1) & can_hint], 1)
         self._legal_cur = legal_cur  # [B, M]
         return legal_cur[:, None, :] & (self._arP == s.cur[:, None])[..., None]
 
     def observe(self) -> Tensor:
         """[B, P, O] HLE canonical observation vector of every player (observer-relative seats)."""
-        cfg, s = self.config, self.state
-        B, P, H, C, R = self.batch_size, cfg.players, cfg.hand, cfg.colors, cfg.ranks
-        rel = self._rel_all
-        valid = s.hand >= 0  # [B, P, H]
-        card_oh = s.hand[..., None] == self._arK  # [B, P, H, K]
-        hands = card_oh[:, rel[:, 1:]].reshape(B, P, -1)  # [B, P, (P-1)*H*K] other players' cards
-        missing = (~valid).any(2)[:, rel]  # [B, P, P]
-        board = torch.cat([self._arDeck < (cfg.deck_size - s.deck_pos)[:, None],
-                           ((s.fireworks - 1)[..., None] == self._arR).flatten(1),
-                           self._arI < s.info[:, None], self._arL < s.life[:, None],
-                           s.discards[:, self._slot_card] > self._slot_copy], 1)  # [B, board + D]
-        has = s.last_move >= 0
-        lm = s.last_move.clamp(min=0)
-        ltype = self._mtype[lm]
-        is_hint, is_pd = has & (ltype >= 2), has & (ltype <= 1)
-        target = (s.last_player + self._moff[lm].clamp(min=0)) % P
-        seat_oh = self._arP[None, :, None]  # observer o along dim 1, relative seat along dim 2
-        player_rel = ((s.last_player[:, None, None] - seat_oh) % P == self._arP) & has[:, None, None]
-        target_rel = ((target[:, None, None] - seat_oh) % P == self._arP) & is_hint[:, None, None]
-        type_oh = (self._ar4 == self._type_code[ltype][:, None]) & has[:, None]
-        detail = torch.cat([(self._arC == self._mcol[lm][:, None]) & has[:, None],
-                            (self._arR == self._mrank[lm][:, None]) & has[:, None],
-                            s.last_reveal & is_hint[:, None],
-                            (self._arH == self._mcard[lm][:, None]) & is_pd[:, None],
-                            self._arK == s.last_card[:, None],
-                            torch.stack([s.last_scored, s.last_info], 1) & has[:, None]], 1)
-        parts = [hands, missing, board[:, None].expand(B, P, -1), player_rel,
-                 type_oh[:, None].expand(B, P, -1), target_rel, detail[:, None].expand(B, P, -1)]
+        cfg, s, t, lay = self.config, self.state, self._t, self._layout
+        B, P, H, K = self.batch_size, cfg.players, cfg.hand, cfg.num_cards
+        out = torch.zeros(B, P, cfg.obs_size, dtype=torch.uint8, device=self.device)  # built as bytes (2x faster)
+        rel = t["rel"]  # [P, P]
+        others = s.hand[:, rel[:, 1:]].reshape(B, P, -1)  # [B, P, (P-1)*H] cards of seats +1.. per observer
+        out[..., : lay.board - P].scatter_(2, t["hand_base"] + others.clamp(max=K - 1), (others < K).to(out.dtype))
+        out[..., lay.board - P: lay.board] = (s.hand[:, :, -1] == K)[:, rel]  # [B, P, P] hand misses a card
+        shared = torch.cat([self._arDeck < (cfg.deck_size - s.deck_pos)[:, None],
+                            ((s.fireworks - 1)[..., None] == self._arR).flatten(1),
+                            self._arI < s.info[:, None], self._arL < s.life[:, None],
+                            s.discards[:, t["slot_card"]] > t["slot_copy"]], 1)  # [B, board + D]
+        out[..., lay.board: lay.last_action] = shared[:, None, :]
+        mover = (s.last_player[:, None] - self._arP) % P  # [B, P] last mover relative to each observer
+        la = out[..., lay.last_action: lay.knowledge]
+        la.copy_(t["last_action"][s.last_move[:, None], mover])  # [B, P, LA] static bits of the last move
+        o_out = 2 * P + 4 + cfg.colors + cfg.ranks
+        la[..., o_out: o_out + H] = s.last_reveal[:, None, :]
+        o_card = o_out + 2 * H
+        la[..., o_card: o_card + K].scatter_(2, s.last_card.clamp(max=K - 1)[:, None, None].expand(B, P, 1),
+                                              (s.last_card < K)[:, None, None].expand(B, P, 1).to(out.dtype))
+        la[..., o_card + K:] = s.last_flags[:, None, :]
         if cfg.observation_type != "minimal":
-            plaus = (s.colour_plausible[..., :, None] & s.rank_plausible[..., None, :]).flatten(3)  # [B,P,H,K]
-            know = torch.cat([plaus, ((s.hand // R)[..., None] == self._arC) & s.colour_hinted[..., None],
-                              ((s.hand % R)[..., None] == self._arR) & s.rank_hinted[..., None]], 3)
-            parts.append((know & valid[..., None])[:, rel].reshape(B, P, -1))  # [B, P, P*H*(K+C+R)]
-        return torch.cat([p.to(self.obs_dtype) for p in parts], 2)
+            out[..., lay.knowledge:] = s.knowledge[:, rel].reshape(B, P, -1)  # [B, P, P*H*F]
+        return out if self.obs_dtype == torch.uint8 else out.to(self.obs_dtype)

@@ -12,6 +12,7 @@ Everything here is plain Python/numpy (no torch) and mirrors DeepMind's hanabi-l
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -174,18 +175,13 @@ class HanabiConfig:
     # ---- move tables ---------------------------------------------------------------------------------------
     def move_table(self) -> np.ndarray:
         """[M, 5] int64 rows (type, card_index, target_offset, colour, rank), -1 where not applicable."""
-        h, c, r, p = self.hand, self.colors, self.ranks, self.players
-        rows = [(MOVE_DISCARD, i, -1, -1, -1) for i in range(h)]
-        rows += [(MOVE_PLAY, i, -1, -1, -1) for i in range(h)]
-        rows += [(MOVE_REVEAL_COLOUR, -1, 1 + u // c, u % c, -1) for u in range((p - 1) * c)]
-        rows += [(MOVE_REVEAL_RANK, -1, 1 + u // r, -1, u % r) for u in range((p - 1) * r)]
-        return np.asarray(rows, dtype=np.int64)
+        return _move_table(self).copy()
 
     def describe_move(self, move: int) -> str:
         """Human-readable move, HLE style: ``(Play 2)``, ``(Reveal player +1 color R)``."""
         if not 0 <= move < self.num_moves:
             return f"(invalid move id {move}; this game has {self.num_moves} moves)"
-        t, i, off, col, rk = (int(x) for x in self.move_table()[move])
+        t, i, off, col, rk = (int(x) for x in _move_table(self)[move])
         if t == MOVE_DISCARD:
             return f"(Discard {i})"
         if t == MOVE_PLAY:
@@ -195,7 +191,8 @@ class HanabiConfig:
         return f"(Reveal player +{off} rank {rk + 1})"
 
     def card_name(self, card: int) -> str:
-        return "XX" if card < 0 else f"{COLOUR_CHARS[card // self.ranks]}{card % self.ranks + 1}"
+        """``R1``-style name of a card id (``XX`` for no card)."""
+        return "XX" if not 0 <= card < self.num_cards else f"{COLOUR_CHARS[card // self.ranks]}{card % self.ranks + 1}"
 
     def full_deck(self) -> np.ndarray:
         """[D] card ids of the full deck in sorted order (each card repeated by its copy count)."""
@@ -209,6 +206,16 @@ class HanabiConfig:
         return cards, copy_idx.astype(np.int64)
 
 
+@functools.lru_cache(maxsize=64)
+def _move_table(cfg: HanabiConfig) -> np.ndarray:
+    h, c, r, p = cfg.hand, cfg.colors, cfg.ranks, cfg.players
+    rows = [(MOVE_DISCARD, i, -1, -1, -1) for i in range(h)]
+    rows += [(MOVE_PLAY, i, -1, -1, -1) for i in range(h)]
+    rows += [(MOVE_REVEAL_COLOUR, -1, 1 + u // c, u % c, -1) for u in range((p - 1) * c)]
+    rows += [(MOVE_REVEAL_RANK, -1, 1 + u // r, -1, u % r) for u in range((p - 1) * r)]
+    return np.asarray(rows, dtype=np.int64)
+
+
 def resolve_config(config: HanabiConfig | str | None = None, players: int = 2) -> HanabiConfig:
     """A config from a config, a preset name, or None (2-player Full)."""
     if config is None:
@@ -216,3 +223,64 @@ def resolve_config(config: HanabiConfig | str | None = None, players: int = 2) -
     if isinstance(config, str):
         return HanabiConfig.preset(config, players=players)
     return config
+
+
+def step_tables(cfg: HanabiConfig) -> dict[str, np.ndarray]:
+    """Constant lookup tables (numpy) that let the batched env step and encode with gathers instead of branches.
+
+    Card ids run 0..K-1 and K stands for "no card" (an empty hand slot). Knowledge rows have F = K + C + R bits
+    per hand slot: plausible cards (K), colour hinted one-hot (C), rank hinted one-hot (R), as HLE encodes them.
+    """
+    P, H, C, R, K = cfg.players, cfg.hand, cfg.colors, cfg.ranks, cfg.num_cards
+    F = K + C + R
+    moves = cfg.move_table()
+    mtype, slot, off, col, rank = (moves[:, i] for i in range(5))
+    M = len(moves)
+    card_colour = np.append(np.arange(K) // R, -1)  # [K+1]
+    card_rank = np.append(np.arange(K) % R, -1)
+    hits = np.zeros((M, K + 1), dtype=bool)  # hint m reveals card k
+    keep_hit = np.ones((M, F), dtype=bool)  # knowledge bits kept on a slot the hint touches
+    keep_miss = np.ones((M, F), dtype=bool)  # ... on a slot it does not touch
+    set_hit = np.zeros((M, F), dtype=bool)  # knowledge bits set on a touched slot
+    for m in range(M):
+        if mtype[m] == MOVE_REVEAL_COLOUR:
+            same = card_colour[:K] == col[m]
+            hits[m, :K] = same
+            keep_hit[m, :K], keep_miss[m, :K] = same, ~same
+            set_hit[m, K + col[m]] = True
+        elif mtype[m] == MOVE_REVEAL_RANK:
+            same = card_rank[:K] == rank[m]
+            hits[m, :K] = same
+            keep_hit[m, :K], keep_miss[m, :K] = same, ~same
+            set_hit[m, K + C + rank[m]] = True
+    fresh_knowledge = np.zeros(F, dtype=bool)
+    fresh_knowledge[:K] = True
+    # last-action section per (last move, mover seat relative to observer); row M = no move yet
+    la = np.zeros((M + 1, P, cfg.last_action_length), dtype=bool)
+    code = {MOVE_PLAY: 0, MOVE_DISCARD: 1, MOVE_REVEAL_COLOUR: 2, MOVE_REVEAL_RANK: 3}
+    o_col, o_rank = 2 * P + 4, 2 * P + 4 + C
+    o_pos = o_rank + R + H
+    for m in range(M):
+        for q in range(P):
+            la[m, q, q] = True
+            la[m, q, P + code[int(mtype[m])]] = True
+            if mtype[m] >= MOVE_REVEAL_COLOUR:
+                la[m, q, P + 4 + (q + off[m]) % P] = True
+            if mtype[m] == MOVE_REVEAL_COLOUR:
+                la[m, q, o_col + col[m]] = True
+            if mtype[m] == MOVE_REVEAL_RANK:
+                la[m, q, o_rank + rank[m]] = True
+            if mtype[m] <= MOVE_PLAY:
+                la[m, q, o_pos + slot[m]] = True
+    seats = np.arange(P)
+    rel = (seats[:, None] + seats[None, :]) % P  # [P, P] observer o, relative seat k -> absolute seat
+    hand_base = ((np.arange(1, P)[:, None] - 1) * H * K + np.arange(H)[None, :] * K).reshape(-1)
+    shift = np.stack([np.where(np.arange(H) < i, np.arange(H), np.arange(H) + 1) for i in range(H)])
+    slot_card, slot_copy = cfg.discard_slots()
+    return dict(
+        move_type=mtype, move_slot=np.maximum(slot, 0), move_offset=np.maximum(off, 0), hits=hits,
+        keep_hit=keep_hit, keep_miss=keep_miss, set_hit=set_hit, fresh_knowledge=fresh_knowledge,
+        card_colour=np.maximum(card_colour, 0), card_rank=np.maximum(card_rank, 0), last_action=la, rel=rel,
+        hint_colour=np.append(np.arange(K) // R, C), hint_rank=np.append(np.arange(K) % R, R),
+        hand_base=np.broadcast_to(hand_base, (P, len(hand_base))).copy(), shift=shift, full_deck=cfg.full_deck(),
+        slot_card=slot_card, slot_copy=slot_copy)

@@ -12,6 +12,7 @@ Like HLE's ``rl_env``, the replacement card is dealt right after each move, also
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -92,7 +93,7 @@ class HLEGame:
         self._free_state()
         self._state = self._ffi.new("pyhanabi_state_t*")
         self._lib.NewState(self._game, self._state)
-        self._deck = None if deck is None else np.asarray(deck, dtype=np.int64)
+        self._deck = None if deck is None else np.array(deck, dtype=np.int64)  # a copy: callers may reuse theirs
         self._pos = 0
         self.last_score = 0
         self._deal_chance()
@@ -180,6 +181,13 @@ class HLEGame:
             out.append(row)
         return out
 
+    def move_string(self, move: int) -> str:
+        """HLE's own text for move id ``move`` (``HanabiMove::ToString``)."""
+        c = self._lib.MoveToString(self._moves[move])
+        s = self._ffi.string(c).decode()
+        self._lib.DeleteString(c)
+        return s
+
     def state_string(self) -> str:
         c = self._lib.StateToString(self._state)
         s = self._ffi.string(c).decode()
@@ -207,10 +215,8 @@ class HLEGame:
             self._game = None
 
     def __del__(self) -> None:
-        try:
+        with contextlib.suppress(Exception):  # interpreter shutdown may have torn down cffi already
             self.close()
-        except Exception:  # noqa: BLE001 - interpreter shutdown
-            pass
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,178 @@
+"""Throughput of the batched Hanabi env and of its references (HLE, optionally JaxMARL), with random legal moves.
+
+An env-step is one move in one game (a batch step of B games counts B env-steps). Every measurement includes
+auto-reset of finished games and the observations of all players; random legal moves are drawn inside the timed
+loop. Used by ``ers-deep env-bench`` and by ``benchmarks/test_hanabi_bench.py``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import numpy as np
+import torch
+
+from ers_deep.envs.hanabi import HanabiEnv
+from ers_deep.envs.hanabi_config import HanabiConfig, resolve_config
+
+REFERENCES = ("hle", "jaxmarl")
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def bench_ers(config: HanabiConfig | str | None = None, batch: int = 1024, steps: int = 100, device: str = "cpu",
+              seed: int = 0, warmup: int = 5, check_legal: bool = True) -> dict[str, Any]:
+    """Env-steps/s of ``HanabiEnv`` (auto-reset on) over ``steps`` batched steps after ``warmup`` steps."""
+    cfg = resolve_config(config)
+    env = HanabiEnv(cfg, batch_size=batch, device=device, seed=seed, auto_reset=True, check_legal=check_legal)
+    gen = torch.Generator(device=env.device).manual_seed(seed + 1)
+    legal = env.reset().legal
+
+    def run(n: int) -> None:
+        nonlocal legal
+        for _ in range(n):
+            keys = torch.rand(batch, cfg.num_moves, generator=gen, device=env.device)
+            legal = env.step((keys * env._legal_cur).argmax(1)).legal
+
+    run(warmup)
+    _sync(env.device)
+    t0 = time.perf_counter()
+    run(steps)
+    _sync(env.device)
+    seconds = time.perf_counter() - t0
+    return {"env_steps_per_s": batch * steps / seconds, "seconds": seconds, "batch": batch, "steps": steps,
+            "device": str(env.device), "threads": torch.get_num_threads()}
+
+
+def profile_ers(config: HanabiConfig | str | None = None, batch: int = 1024, steps: int = 20, device: str = "cpu",
+                seed: int = 0, check_legal: bool = True, top: int = 15) -> list[dict[str, Any]]:
+    """Where an env step spends its time: the ``top`` torch ops by self time (device time on CUDA) over
+    ``steps`` batched steps, from ``torch.profiler``."""
+    from torch.profiler import ProfilerActivity, profile
+
+    cfg = resolve_config(config)
+    env = HanabiEnv(cfg, batch_size=batch, device=device, seed=seed, check_legal=check_legal)
+    gen = torch.Generator(device=env.device).manual_seed(seed + 1)
+    cuda = env.device.type == "cuda"
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    for _ in range(3):
+        env.step((torch.rand(batch, cfg.num_moves, generator=gen, device=env.device) * env._legal_cur).argmax(1))
+    _sync(env.device)
+    with profile(activities=activities) as prof:
+        for _ in range(steps):
+            keys = torch.rand(batch, cfg.num_moves, generator=gen, device=env.device)
+            env.step((keys * env._legal_cur).argmax(1))
+        _sync(env.device)
+    attr = "self_device_time_total" if cuda else "self_cpu_time_total"
+    events = sorted(prof.key_averages(), key=lambda e: getattr(e, attr), reverse=True)[:top]
+    return [{"op": e.key, "calls_per_step": e.count / steps, "self_us_per_step": getattr(e, attr) / steps,
+             "cpu_us_per_step": e.self_cpu_time_total / steps} for e in events]
+
+
+def bench_hle(config: HanabiConfig | str | None = None, batch: int = 1024, steps: int = 100, seed: int = 0,
+              max_env_steps: int = 20_000) -> dict[str, Any]:
+    """Env-steps/s of HLE (``HLEBatch``: B games one after another, all players' observations and legal masks).
+    Steps are capped so that at most ``max_env_steps`` env-steps run (HLE's rate does not depend on B)."""
+    from ers_deep.envs.hle import HLEBatch
+
+    cfg = resolve_config(config)
+    steps = max(1, min(steps, math.ceil(max_env_steps / batch)))
+    ref = HLEBatch(cfg, batch_size=batch, seed=seed + 1)
+    rng = np.random.default_rng(seed)
+    _, legal = ref.observe()
+
+    def run(n: int) -> None:
+        nonlocal legal
+        for _ in range(n):
+            keys = rng.random((batch, cfg.num_moves)) * legal.any(1)
+            _, legal, _, _ = ref.step(keys.argmax(1))
+
+    run(1)
+    t0 = time.perf_counter()
+    run(steps)
+    seconds = time.perf_counter() - t0
+    ref.close()
+    return {"env_steps_per_s": batch * steps / seconds, "seconds": seconds, "batch": batch, "steps": steps}
+
+
+def jaxmarl_available() -> bool:
+    try:
+        import jaxmarl  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def bench_jaxmarl(config: HanabiConfig | str | None = None, batch: int = 1024, steps: int = 100, seed: int = 0,
+                  scan_length: int = 128) -> dict[str, Any]:
+    """Env-steps/s of JaxMARL's hanabi (vmapped, jitted ``env.step`` with its auto-reset, random legal actions,
+    ``lax.scan`` over ``scan_length`` steps per call as in PureJaxRL); compile time is excluded. Observations and
+    rewards feed a checksum so that XLA cannot skip computing them."""
+    import jax
+    import jax.numpy as jnp
+    import jaxmarl
+
+    cfg = resolve_config(config)
+    env = jaxmarl.make("hanabi", num_agents=cfg.players, num_colors=cfg.colors, num_ranks=cfg.ranks,
+                       hand_size=cfg.hand, max_info_tokens=cfg.max_information_tokens,
+                       max_life_tokens=cfg.max_life_tokens)
+    agents = env.agents
+
+    def one_step(carry: Any, _: Any) -> tuple[Any, None]:
+        state, key, checksum = carry
+        key, k_act, k_step = jax.random.split(key, 3)
+        legal = jax.vmap(env.get_legal_moves)(state)
+        act_keys = jax.random.split(k_act, len(agents))
+        actions = {a: jax.random.categorical(k, jnp.where(legal[a], 0.0, -jnp.inf))
+                   for a, k in zip(agents, act_keys)}
+        obs, state, reward, _, _ = jax.vmap(env.step)(jax.random.split(k_step, batch), state, actions)
+        # consume every output, or XLA drops the observation encoding as dead code
+        checksum = checksum + sum(obs[a].sum() + reward[a].sum() for a in agents)
+        return (state, key, checksum), None
+
+    @jax.jit
+    def rollout(state: Any, key: Any, checksum: Any) -> Any:
+        return jax.lax.scan(one_step, (state, key, checksum), None, length=scan_length)[0]
+
+    key = jax.random.PRNGKey(seed)
+    _, state = jax.vmap(env.reset)(jax.random.split(key, batch))
+    carry = jax.block_until_ready(rollout(state, key, jnp.float32(0)))  # compile
+    carry = jax.block_until_ready(rollout(*carry))  # a carried state may retrace once (weak types): warm that too
+    calls = max(1, math.ceil(steps / scan_length))
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        carry = rollout(*carry)
+    jax.block_until_ready(carry)
+    seconds = time.perf_counter() - t0
+    return {"env_steps_per_s": batch * calls * scan_length / seconds, "seconds": seconds, "batch": batch,
+            "steps": calls * scan_length, "jax": jax.__version__, "backend": jax.default_backend()}
+
+
+def env_bench(config: HanabiConfig | str | None = None, batch: int = 1024, steps: int = 100, device: str = "cpu",
+              against: tuple[str, ...] = (), seed: int = 0, check_legal: bool = True,
+              profile_steps: int = 0) -> dict[str, Any]:
+    """ers's env-steps/s and, for every reference in ``against``, its env-steps/s and ratio = ers / reference."""
+    cfg = resolve_config(config)
+    result: dict[str, Any] = {"env": "hanabi", "config": {k: getattr(cfg, k) for k in (
+        "players", "colors", "ranks", "hand", "max_information_tokens", "max_life_tokens", "observation_type")},
+        "torch": torch.__version__}
+    result.update(bench_ers(cfg, batch, steps, device, seed, check_legal=check_legal))
+    refs: dict[str, Any] = {}
+    for name in against:
+        if name not in REFERENCES:
+            raise ValueError(f"unknown reference {name!r}; choose from {REFERENCES}")
+        if name == "jaxmarl" and not jaxmarl_available():
+            refs[name] = {"error": "jaxmarl is not installed (optional: pip install jaxmarl)"}
+            continue
+        r = bench_hle(cfg, batch, steps, seed) if name == "hle" else bench_jaxmarl(cfg, batch, steps, seed)
+        r["ratio"] = result["env_steps_per_s"] / r["env_steps_per_s"]
+        refs[name] = r
+    result["references"] = refs
+    if profile_steps:
+        result["profile"] = profile_ers(cfg, batch, profile_steps, device, seed, check_legal)
+    return result
