@@ -18,7 +18,7 @@ from ers_exact.objectives import cross_play, other_play
 from ers_exact.other_play import OPConfig, op_gradient, train_other_play
 from ers_exact.symmetry import decpomdp_symmetries
 from ers_exact.transformation import Transformation, apply_to_policy
-from ers_exact.values import expected_return, return_gradient
+from ers_exact.values import return_gradient
 from ers_exact.zsc import ZSCConfig, run_zsc
 
 from .strategies import random_game

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-
+from ers_exact.census import planted_game
 from ers_exact.game import Game
 from ers_exact.games import GAMES
 from ers_exact.symmetry_graph import (
@@ -54,25 +54,7 @@ def brute_force(game: Game) -> set[Transformation]:
     return out
 
 
-def symmetrise(game: Game, phi: Transformation) -> Game:
-    """Average phi^k(G) over the cyclic group <phi> (legal sets: their union over the orbit), so phi is a
-    Dec-POMDP symmetry of the result (the idea of test_symmetry_properties.symmetrised_game)."""
-    powers, cur, ident = [], Transformation.identity(game), Transformation.identity(game)
-    while True:
-        powers.append(cur)
-        cur = phi.compose(cur)
-        if cur == ident:
-            break
-    images = [p.apply_to_game(game) for p in powers]
-    mean = {k: np.mean([getattr(g, k) for g in images], axis=0)
-            for k in ("transition", "observation", "reward", "initial_belief")}
-    for k, axis in (("transition", 2), ("observation", 2), ("initial_belief", 0)):
-        mean[k] = mean[k] / mean[k].sum(axis=axis, keepdims=True)
-    legal = None
-    if game.legal_actions is not None:
-        legal = tuple(np.logical_or.reduce([g.legal_actions[i] for g in images])
-                      for i in range(game.n_agents))
-    return replace(game, legal_actions=legal, **mean)
+symmetrise = planted_game  # average over <phi>, legal sets united (ers_exact.census)
 
 
 def _random_phi(game: Game, rng: np.random.Generator) -> Transformation:

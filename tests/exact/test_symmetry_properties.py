@@ -7,9 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
+from ers_exact.census import planted_game
 from ers_exact.game import Game
 from ers_exact.histories import enumerate_histories
 from ers_exact.objectives import cross_play
@@ -21,6 +19,8 @@ from ers_exact.transformation import (
     is_decpomdp_symmetry,
 )
 from ers_exact.values import expected_return, local_q_values
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from .strategies import game_specs, random_policy
 
@@ -34,30 +34,13 @@ def random_transformation(game: Game, rng: np.random.Generator) -> Transformatio
                           tuple(tuple(rng.permutation(k)) for k in game.n_observations))
 
 
-def symmetrised_game(game: Game, phi: Transformation) -> Game:
-    """Average phi^k(G) over the cyclic group <phi>: phi is then a Dec-POMDP symmetry of the result."""
-    powers, cur = [], Transformation.identity(game)
-    while True:
-        powers.append(cur)
-        cur = phi.compose(cur)
-        if cur == Transformation.identity(game):
-            break
-    images = [p.apply_to_game(game) for p in powers]
-    mean = {k: np.mean([getattr(g, k) for g in images], axis=0)
-            for k in ("transition", "observation", "reward", "initial_belief")}
-    # renormalise away the rounding of the average (the exact average sums to 1)
-    for k, axis in (("transition", 2), ("observation", 2), ("initial_belief", 0)):
-        mean[k] = mean[k] / mean[k].sum(axis=axis, keepdims=True)
-    return replace(game, **mean)
-
-
 @SETTINGS
 @given(spec=game_specs(max_nodes=150).map(lambda s: replace(s, legal=False)), seed=st.integers(0, 2**31))
 def test_decpomdp_symmetry_preserves_j_and_q(spec, seed) -> None:
     rng = np.random.default_rng(seed)
     base = spec.build()
     phi = random_transformation(base, rng)
-    game = symmetrised_game(base, phi)
+    game = planted_game(base, phi)
     assert is_decpomdp_symmetry(game, phi, atol=1e-9)
     tree = enumerate_histories(game)
     assert is_admissible(tree, phi)
@@ -84,7 +67,7 @@ def test_transformations_act_as_a_group_on_policies(spec, seed) -> None:
     rng = np.random.default_rng(seed)
     base = spec.build()
     phi = random_transformation(base, rng)
-    game = symmetrised_game(base, phi)
+    game = planted_game(base, phi)
     tree = enumerate_histories(game)
     psi = phi.compose(phi)  # also a symmetry, so admissible
     pol = random_policy(rng, tree, "full")

@@ -12,7 +12,7 @@ import platform
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
@@ -21,7 +21,10 @@ from ers_exact.game import Game
 from ers_exact.games import GAMES, load_game
 from ers_exact.histories import DEFAULT_MAX_NODES, enumerate_histories, estimate_history_count
 from ers_exact.optimal import DEFAULT_MAX_POLICIES, count_policy_trees, self_play_optimum
-from ers_exact.values import local_q_values, uniform_policy, expected_return
+from ers_exact.values import expected_return, local_q_values, uniform_policy
+
+if TYPE_CHECKING:
+    from ers_exact.fixed_points import SolverConfig
 
 __all__ = ["main", "run_demo", "run_games", "run_info", "run_optimal", "run_atlas", "run_census", "run_discover", "run_export_gambit",
            "run_solve", "run_sweep", "run_symmetries", "run_value", "run_zsc"]

@@ -8,7 +8,6 @@ from typing import Any, Sequence
 
 from sympy.combinatorics import Permutation, PermutationGroup
 
-from ers_exact.game import Game
 from ers_exact.transformation import Transformation
 
 __all__ = ["GroupSummary", "summarise", "to_permutation", "is_subset"]
