@@ -29,6 +29,7 @@ test-slow: $(STAMP)
 	$(PY) -m pytest -q -m slow
 
 bench: $(STAMP)
+	mkdir -p $(OUT)
 	$(PY) -m pytest -q benchmarks -p no:randomly --benchmark-only --benchmark-json=$(OUT)/benchmarks.json -o addopts="--strict-markers"
 
 clean:
