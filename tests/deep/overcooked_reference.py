@@ -32,14 +32,14 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--p-interact", type=float, default=0.3)
     ap.add_argument("--random-reset", action="store_true")
-    ap.add_argument("--view", type=int, default=2)
+    ap.add_argument("--view", type=int, default=2, help="view radius; 0 for the full grid")
     a = ap.parse_args()
 
     import jax
     import jax.numpy as jnp
     from jaxmarl.environments.overcooked_v2.overcooked import OvercookedV2
 
-    env = OvercookedV2(layout=a.layout, agent_view_size=a.view, negative_rewards=True,
+    env = OvercookedV2(layout=a.layout, agent_view_size=a.view or None, negative_rewards=True,
                        sample_recipe_on_delivery=True, random_agent_positions=True, random_reset=a.random_reset)
     names = env.agents
     rng = np.random.default_rng(a.seed)

@@ -103,7 +103,11 @@ class OvercookedV2Env:
         self._mask = torch.tensor([1, 1] + [3] * n, device=dev)
         codes = [L.WALL, L.GOAL, L.POT, L.RECIPE_INDICATOR, L.BUTTON_INDICATOR, L.PLATE_PILE]
         codes += [L.PILE_BASE + i for i in range(n)]
-        self._static_layers = (self.static[:, None] == torch.tensor(codes, device=dev)).long()  # [HW, 6+n]
+        self._codes = torch.tensor(codes, device=dev)  # static codes of the static and pile layers
+        p = agent_view_size or 0
+        pad = torch.full((lay.height + 2 * p, lay.width + 2 * p), -1, dtype=torch.long)
+        pad[p:p + lay.height, p:p + lay.width] = torch.as_tensor(lay.static)
+        self._static_pad = pad.reshape(-1).to(dev)  # [(H+2p)(W+2p)] static codes, -1 outside the map
         self.num_channels = 17 + n + 4 * (n + 2) + int(indicate_successful_delivery)
         self.obs_channels = 18 + 4 * (n + 2) if paper_obs else self.num_channels
         self.view_h, self.view_w = (self.H, self.W) if agent_view_size is None else (2 * agent_view_size + 1,) * 2
@@ -281,39 +285,42 @@ class OvercookedV2Env:
         return (x[..., None] >> self._shift) & self._mask
 
     def observe(self, s: OvercookedState) -> Tensor:
-        """[B, A, V, V, C] observation of every agent (JaxMARL's DEFAULT observation, cropped to the view)."""
+        """[B, A, V, V, C] observation of every agent (JaxMARL's DEFAULT observation, cropped to the view, zero
+        outside the map). The scalar cell fields are cropped first and expanded into channels per window."""
         B, A, H, W = s.pos.shape[0], self.A, self.H, self.W
-        dev = self.device
-        # grid layers shared by all agents: [B, HW, Cg] static, piles, items, recipe, pot timer (, delivery)
-        on_r = self.static == L.RECIPE_INDICATOR
-        on_l = (self.static == L.BUTTON_INDICATOR)[None] & (s.extra > 0)
-        rec = torch.where(on_r[None] | on_l, s.recipe[:, None], 0)
-        parts = [self._static_layers.expand(B, -1, -1), self._layers(s.items), self._layers(rec),
-                 torch.where((self.static == L.POT)[None], s.extra, 0)[..., None]]
-        if self.indicate_delivery:
-            parts.append(((self.static == L.GOAL)[None] & s.new_correct_delivery[:, None]).long()[..., None])
-        grid = torch.cat(parts, -1)  # [B, HW, Cg]
-        # window origin of every agent
-        if self.view is None:
-            origin = torch.zeros(B, A, 2, dtype=torch.long, device=dev)
+        dev, u8, p = self.device, torch.uint8, self.view or 0
+        Hp, Wp = H + 2 * p, W + 2 * p
+        ar = torch.arange(B, device=dev)
+        origin = s.pos - p if p else torch.zeros_like(s.pos)  # [B, A, 2] window origin in map coords
+        if p:  # window cells in padded coordinates (padded origin = agent position)
+            idx = (s.pos[..., 1] * Wp + s.pos[..., 0])[..., None] + (self._win[:, 1] * Wp + self._win[:, 0])
         else:
-            origin = s.pos - self.view
-        cell = origin[:, :, None, :] + self._win  # [B, A, VV, 2] map coords of each window cell
-        inside = (cell[..., 0] >= 0) & (cell[..., 0] < W) & (cell[..., 1] >= 0) & (cell[..., 1] < H)
-        flat = (cell[..., 1].clamp(0, H - 1) * W + cell[..., 0].clamp(0, W - 1)).reshape(B, -1)
-        g = torch.gather(grid, 1, flat[..., None].expand(-1, -1, grid.shape[-1]))
-        g = g.reshape(B, A, -1, grid.shape[-1]) * inside[..., None]  # [B, A, VV, Cg]
-        # agent layers: position, direction one-hot, inventory layers, placed in each observer's window
+            idx = (self._win[:, 1] * W + self._win[:, 0]).expand(B, A, -1)
+        idx = idx.reshape(B, -1)  # [B, A*VV]
+        st = self._static_pad[idx]  # [B, A*VV] static code (-1 outside the map)
+        planes = torch.zeros(2, B, Hp, Wp, dtype=s.items.dtype, device=dev)
+        planes[0, :, p:p + H, p:p + W] = s.items.view(B, H, W)
+        planes[1, :, p:p + H, p:p + W] = s.extra.view(B, H, W)
+        planes = planes.view(2, B, Hp * Wp)
+        it, ex = planes[0].gather(1, idx), planes[1].gather(1, idx)
+        rec = torch.where((st == L.RECIPE_INDICATOR) | ((st == L.BUTTON_INDICATOR) & (ex > 0)), s.recipe[:, None], 0)
+        parts = [(st[..., None] == self._codes).to(u8), self._layers(it).to(u8), self._layers(rec).to(u8),
+                 torch.where(st == L.POT, ex, 0).to(u8)[..., None]]
+        if self.indicate_delivery:
+            parts.append(((st == L.GOAL) & s.new_correct_delivery[:, None]).to(u8)[..., None])
+        # agent layers: agent o's features placed at its cell of observer a's window (own block if o == a)
         feat = torch.cat([torch.ones(B, A, 1, dtype=torch.long, device=dev),
-                          torch.nn.functional.one_hot(s.dir, 4), self._layers(s.inv)], -1)  # [B, A, 5+2+n]
-        rel = s.pos[:, None, :, :] - origin[:, :, None, :]  # [B, obs a, agent o, 2]
-        vis = (rel[..., 0] >= 0) & (rel[..., 0] < self.view_w) & (rel[..., 1] >= 0) & (rel[..., 1] < self.view_h)
-        idx = (rel[..., 1].clamp(0, self.view_h - 1) * self.view_w + rel[..., 0].clamp(0, self.view_w - 1))
+                          torch.nn.functional.one_hot(s.dir, 4), self._layers(s.inv)], -1).to(u8)  # [B, A, F]
         VV, F = self.view_h * self.view_w, feat.shape[-1]
-        onehot = torch.nn.functional.one_hot(idx, VV) * vis[..., None]  # [B, a, o, VV]
-        placed = onehot[..., None] * feat[:, None, :, None, :]  # [B, a, o, VV, F]
-        self_mask = torch.eye(A, dtype=torch.bool, device=dev)[None, :, :, None, None]
-        own = (placed * self_mask).sum(2)
-        other = (placed * ~self_mask).sum(2)
-        obs = torch.cat([own, other, g], -1)[..., : self.obs_channels]
+        agents = torch.zeros(B, A, 2, VV, F, dtype=u8, device=dev)  # [.., 0 own / 1 other, ..]
+        arA = torch.arange(A, device=dev)
+        for o in range(A):
+            rel = s.pos[:, o, None, :] - origin  # [B, A, 2] agent o in every observer's window
+            vis = (rel[..., 0] >= 0) & (rel[..., 0] < self.view_w) & (rel[..., 1] >= 0) & (rel[..., 1] < self.view_h)
+            cell = rel[..., 1].clamp(0, self.view_h - 1) * self.view_w + rel[..., 0].clamp(0, self.view_w - 1)
+            block = (arA != o).long().expand(B, A)
+            agents.index_put_((ar[:, None].expand(B, A), arA.expand(B, A), block, cell),
+                              feat[:, o, None, :] * vis[..., None].to(u8), accumulate=True)
+        grid = torch.cat(parts, -1).view(B, A, VV, -1)
+        obs = torch.cat([agents[:, :, 0], agents[:, :, 1], grid], -1)[..., : self.obs_channels]
         return obs.reshape(B, A, self.view_h, self.view_w, -1).to(self.obs_dtype)

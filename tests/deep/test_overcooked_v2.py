@@ -1,0 +1,225 @@
+"""ers's batched Overcooked V2 (torch) against JaxMARL's overcooked_v2 and hand-checked scripts.
+
+The differential tests run JaxMARL in a separate interpreter (``ERS_JAXMARL_PYTHON``, default
+/tmp/jaxvenv/bin/python) through ``tests/deep/overcooked_reference.py`` and skip when it is unavailable.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from ers_deep.envs.overcooked_v2 import OvercookedState, OvercookedV2Env
+
+JAX_PY = os.environ.get("ERS_JAXMARL_PYTHON", "/tmp/jaxvenv/bin/python")
+REF = Path(__file__).with_name("overcooked_reference.py")
+
+
+def _have_jaxmarl() -> bool:
+    if not Path(JAX_PY).exists():
+        return False
+    return subprocess.run([JAX_PY, "-c", "import jaxmarl"], capture_output=True).returncode == 0
+
+
+needs_jaxmarl = pytest.mark.skipif(not _have_jaxmarl(), reason=f"jaxmarl not importable by {JAX_PY} "
+                                   "(set ERS_JAXMARL_PYTHON to an interpreter with jaxmarl==0.2.0)")
+
+
+def _state(d: dict, prefix: str, t: int | None = None) -> OvercookedState:
+    g = (lambda k: d[f"{prefix}_{k}"]) if t is None else (lambda k: d[f"{prefix}_{k}"][t])
+    B = g("pos").shape[0]
+    T = lambda x: torch.as_tensor(np.asarray(x)).long()  # noqa: E731
+    return OvercookedState(pos=T(g("pos")), dir=T(g("dir")), inv=T(g("inv")), items=T(g("items")).reshape(B, -1),
+                           extra=T(g("extra")).reshape(B, -1), recipe=T(g("recipe")), step=T(g("step")),
+                           new_correct_delivery=torch.as_tensor(np.asarray(g("ncd"))).bool())
+
+
+def _where(mask: torch.Tensor, a: OvercookedState, b: OvercookedState) -> OvercookedState:
+    out = {}
+    for k, v in vars(a).items():
+        w = getattr(b, k)
+        out[k] = torch.where(mask.view(-1, *([1] * (v.ndim - 1))), v, w)
+    return OvercookedState(**out)
+
+
+def run_differential(tmp: Path, layout: str, envs: int, steps: int, seed: int, random_reset: bool = False,
+                     view: int | None = 2) -> dict:
+    """Roll JaxMARL out, replay the same actions in the torch env from the same start; assert equality of every
+    state field, observation, reward, shaped reward and done at every step. The only JaxMARL randomness inside
+    a step (the recipe drawn after a correct delivery) and the reset states are copied from JaxMARL."""
+    out = tmp / f"{layout}-{seed}.npz"
+    cmd = [JAX_PY, str(REF), str(out), "--layout", layout, "--envs", str(envs), "--steps", str(steps),
+           "--seed", str(seed), "--view", str(view or 0)] + (["--random-reset"] if random_reset else [])
+    subprocess.run(cmd, check=True, capture_output=True)
+    d = dict(np.load(out))
+    env = OvercookedV2Env(layout, batch_size=envs, seed=seed, auto_reset=False, obs_dtype=torch.long,
+                          agent_view_size=view)
+    s = _state(d, "s0")
+    np.testing.assert_array_equal(env.observe(s).numpy(), d["obs0"])
+    stats = {"steps": 0, "deliveries": 0, "presses": 0, "shaped": 0}
+    for t in range(steps):
+        ns, rew, shaped, done = env.transition(s, torch.as_tensor(d["actions"][t]))
+        ref = _state(d, "st", t)
+        ncd = ref.new_correct_delivery
+        for k in ("pos", "dir", "inv", "items", "extra", "step", "new_correct_delivery"):
+            a, b = getattr(ns, k), getattr(ref, k)
+            assert torch.equal(a, b), f"{layout} step {t} field {k}: rows {(a != b).reshape(envs, -1).any(1).nonzero()}"
+        assert torch.equal(ns.recipe[~ncd], ref.recipe[~ncd]), f"{layout} step {t} recipe"
+        ns.recipe = ref.recipe.clone()  # the recipe resampled after a correct delivery comes from JaxMARL's key
+        np.testing.assert_allclose(rew.numpy(), d["reward"][t], err_msg=f"step {t} reward")
+        np.testing.assert_allclose(shaped.numpy(), d["shaped"][t], err_msg=f"step {t} shaped")
+        np.testing.assert_array_equal(done.numpy(), d["done"][t], err_msg=f"step {t} done")
+        np.testing.assert_array_equal(env.observe(ns).numpy(), d["obs_st"][t], err_msg=f"step {t} obs")
+        s = _where(done, _state(d, "nx", t), ns)
+        np.testing.assert_array_equal(env.observe(s).numpy(), d["obs_nx"][t], err_msg=f"step {t} obs after reset")
+        stats["steps"] += envs
+        stats["deliveries"] += int((d["reward"][t] == 20).sum() + (d["reward"][t] == -20).sum())
+        stats["presses"] += int((d["reward"][t] == -5).sum())
+        stats["shaped"] += int((d["shaped"][t] != 0).sum())
+    return stats
+
+
+# 200 episodes (x 400 steps) in the default run
+DEFAULT = [("grounded_coord_simple", 110, False, 2), ("grounded_coord_simple", 40, True, 2),
+           ("grounded_coord_ring", 20, True, 2), ("test_time_simple", 20, False, 2),
+           ("grounded_coord_simple", 10, True, None)]
+
+
+@needs_jaxmarl
+@pytest.mark.parametrize("layout,envs,random_reset,view", DEFAULT)
+def test_differential_vs_jaxmarl(tmp_path: Path, layout: str, envs: int, random_reset: bool,
+                                 view: int | None) -> None:
+    stats = run_differential(tmp_path, layout, envs, 400, seed=envs + 7 * random_reset, random_reset=random_reset,
+                             view=view)
+    print(layout, random_reset, stats)
+    assert stats["shaped"] > 0
+
+
+# >= 10,000 episodes in the slow run, in chunks of 250 (the JaxMARL dump of one chunk is ~200 MB unpacked)
+SLOW = [("grounded_coord_simple", False)] * 20 + [("grounded_coord_simple", True)] * 12 + \
+    [("grounded_coord_ring", True)] * 4 + [("test_time_simple", True)] * 4
+
+
+@pytest.mark.slow
+@needs_jaxmarl
+@pytest.mark.parametrize("chunk", range(len(SLOW)))
+def test_differential_vs_jaxmarl_slow(tmp_path: Path, chunk: int) -> None:
+    layout, random_reset = SLOW[chunk]
+    stats = run_differential(tmp_path, layout, 250, 400, seed=1000 + chunk, random_reset=random_reset)
+    print(layout, random_reset, stats, file=sys.stderr)
+
+
+# ---- hand-checked behaviour -----------------------------------------------------------------------------------
+R, D, LEFT, U, S, I = range(6)
+
+
+def test_scripted_grounded_coord_simple() -> None:
+    """Button press (-5), three useful onions (+3 each), plate (+3), dish (+5), correct delivery (+20)."""
+    env = OvercookedV2Env(batch_size=1, random_agent_positions=False, auto_reset=False)
+    env.reset()
+    env.state.recipe[:] = 12  # [0, 0, 0]
+    cook = [R, U, R, I, LEFT, D, LEFT, I] + [R, U, R, I, LEFT, D, LEFT, I] * 2 + [U, LEFT, I, D, LEFT]
+    left = [R, I]
+    total, shaped, t = 0.0, torch.zeros(2), 0
+    while True:
+        a1 = cook[t] if t < len(cook) else I
+        a0 = left[t] if t < len(left) else S
+        out = env.step(torch.tensor([[a0, a1]]))
+        total += float(out.reward[0]); shaped += out.shaped_reward[0]; t += 1
+        if int(env.state.inv[0, 1]) == (12 | 3):  # dish in hand
+            break
+        assert t < 100
+    for a1 in (R, R, I):
+        out = env.step(torch.tensor([[S, a1]]))
+        total += float(out.reward[0]); shaped += out.shaped_reward[0]; t += 1
+    assert total == 15.0 and shaped.tolist() == [0.0, 17.0]
+    assert bool(env.state.new_correct_delivery[0]) and int(env.state.inv[0, 1]) == 0
+    assert t > 40  # cooking alone takes 20 steps after the third onion
+
+
+def test_collisions_and_swaps() -> None:
+    env = OvercookedV2Env("cramped_room_v2", batch_size=2, random_agent_positions=False, auto_reset=False)
+    env.reset()
+    # game 0: agents (1,1) and (3,1) both step into (2,1) -> both stay; game 1: agents adjacent swap -> both stay
+    env.state.pos[1] = torch.tensor([[1, 1], [2, 1]])
+    s, *_ = env.transition(env.state, torch.tensor([[R, LEFT], [R, LEFT]]))
+    assert s.pos.tolist() == [[[1, 1], [3, 1]], [[1, 1], [2, 1]]]
+    assert s.dir.tolist() == [[2, 3], [2, 3]]
+    # following: agent 0 moves into the cell agent 1 leaves -> allowed
+    s2, *_ = env.transition(s, torch.tensor([[R, D], [R, D]]))
+    assert s2.pos[1].tolist() == [[2, 1], [2, 2]]
+
+
+@pytest.mark.parametrize("paper,channels", [(True, 38), (False, 40)])
+def test_observation_shape_and_seed(paper: bool, channels: int) -> None:
+    a = OvercookedV2Env(batch_size=16, seed=3, paper_obs=paper)
+    b = OvercookedV2Env(batch_size=16, seed=3, paper_obs=paper)
+    oa, ob = a.reset(), b.reset()
+    assert oa.obs.shape == (16, 2, 5, 5, channels) and torch.equal(oa.obs, ob.obs)
+    g = torch.Generator().manual_seed(0)
+    for _ in range(50):
+        act = torch.randint(6, (16, 2), generator=g)
+        oa, ob = a.step(act), b.step(act)
+        assert torch.equal(oa.obs, ob.obs) and torch.equal(oa.reward, ob.reward)
+    full = OvercookedV2Env(batch_size=4, seed=3, agent_view_size=None).reset().obs
+    assert full.shape == (4, 2, 5, 8, 40)
+
+
+def test_random_positions_in_own_rooms_and_auto_reset() -> None:
+    env = OvercookedV2Env(batch_size=256, seed=1, max_steps=10)
+    s = env.state
+    assert (s.pos[:, 0, 0] <= 2).all() and (s.pos[:, 1, 0] >= 5).all()
+    assert len({tuple(p) for p in s.pos[:, 0].tolist()}) == 6  # all 6 cells of the left room are used
+    for t in range(10):
+        out = env.step(torch.zeros(256, 2, dtype=torch.long))
+    assert out.done.all() and (env.state.step == 0).all()
+
+
+def test_torchrl_check_env_specs() -> None:
+    from torchrl.envs.utils import check_env_specs
+
+    from ers_deep.envs.overcooked_v2_torchrl import OvercookedV2TorchRLEnv
+
+    env = OvercookedV2TorchRLEnv(batch_size=4, seed=0, max_steps=20, paper_obs=True)
+    check_env_specs(env, break_when_any_done="both")
+    roll = env.rollout(45, break_when_any_done=False)
+    assert roll["agents", "observation"].shape == (4, 45, 2, 5, 5, 38)
+    done = roll["next", "done"].squeeze(-1)
+    assert done[:, 19].all() and done[:, 39].all() and done.sum() == 8
+
+
+@pytest.mark.parametrize("layout,paper,expected", [("grounded_coord_simple", False, (1, 0, 2)),
+                                                   ("grounded_coord_simple", True, (1, 0, 2)),
+                                                   ("test_time_simple", False, (1, 0, 2)),
+                                                   ("cramped_room_v2", False, "none")])
+def test_vertical_symmetry_commutes(layout: str, paper: bool, expected: object) -> None:
+    """obs(phi(s)) = perm(obs(s)) and step(phi(s), phi(a)) = phi(step(s, a)) on states of random play."""
+    from ers_deep.envs.overcooked_v2_symmetry import apply_to_state, find_vertical_symmetry
+
+    env = OvercookedV2Env(layout, batch_size=64, seed=2, sample_recipe_on_delivery=False, paper_obs=paper,
+                          obs_dtype=torch.long)
+    if expected == "none":
+        assert find_vertical_symmetry(env) is None
+        return
+    sym = find_vertical_symmetry(env)
+    assert sym is not None and sym.ingredient_perm == expected
+    g = torch.Generator().manual_seed(0)
+    for _ in range(150):
+        act = torch.where(torch.rand(64, 2, generator=g) < 0.3, 5, torch.randint(5, (64, 2), generator=g))
+        s = env.state.clone()
+        o = env.observe(s).reshape(64, 2, -1)
+        ps = apply_to_state(env, sym, s)
+        assert torch.equal(env.observe(ps).reshape(64, 2, -1), o[..., sym.obs_perm])
+        a, *ra = env.transition(s, act)
+        b, *rb = env.transition(ps, sym.action_perm[act])
+        pa = apply_to_state(env, sym, a)
+        for k in ("pos", "dir", "inv", "items", "extra", "recipe", "step"):
+            assert torch.equal(getattr(pa, k), getattr(b, k)), k
+        assert all(torch.equal(x, y) for x, y in zip(ra, rb))
+        env.step(act)
