@@ -11,6 +11,7 @@ from ers_exact.er_symmetry import er_symmetries
 from ers_exact.fixed_points import SolverConfig, solve_fixed_points
 from ers_exact.groups import is_subset, summarise
 from ers_exact.histories import HistoryTree
+from ers_exact.sweep import save_figure
 from ers_exact.symmetry import decpomdp_symmetries, policy_part_order, psi_order
 
 __all__ = ["atlas", "plot_atlas", "symmetry_report"]
@@ -77,9 +78,4 @@ def plot_atlas(result: dict[str, Any], path: str | Path) -> Path:
     ax.set_xlabel(r"temperature $\alpha$")
     ax.set_title(f"{result['game']} (H={result['horizon']})", fontsize=10)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
-    return out
+    return save_figure(fig, path)

@@ -14,7 +14,7 @@ from ers_exact.fixed_points import FixedPointSet, SolverConfig, solve_fixed_poin
 from ers_exact.histories import HistoryTree
 from ers_exact.progress import Progress
 
-__all__ = ["SweepResult", "parse_alphas", "plot_sweep", "sweep"]
+__all__ = ["SweepResult", "parse_alphas", "plot_sweep", "save_figure", "sweep"]
 
 
 def parse_alphas(text: str) -> list[float]:
@@ -106,6 +106,13 @@ def plot_sweep(result: SweepResult, path: str | Path) -> Path:
     ax.set_ylabel(r"$J(\pi)$ of each Boltzmann fixed point")
     ax.set_title(f"{result.game} (H={result.horizon}): red = self-play optimal, hollow = unstable, "
                  "dashed = count changes", fontsize=9)
+    return save_figure(fig, path)
+
+
+def save_figure(fig: Any, path: str | Path) -> Path:
+    """Lay out, write (creating the folder) and close a matplotlib figure; return its path."""
+    import matplotlib.pyplot as plt
+
     fig.tight_layout()
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
