@@ -8,7 +8,6 @@ from dataclasses import replace
 
 import numpy as np
 from ers_exact.census import planted_game
-from ers_exact.game import Game
 from ers_exact.histories import enumerate_histories
 from ers_exact.objectives import cross_play
 from ers_exact.transformation import (
@@ -28,18 +27,12 @@ SETTINGS = settings(max_examples=40, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
 
-def random_transformation(game: Game, rng: np.random.Generator) -> Transformation:
-    return Transformation(tuple(rng.permutation(game.n_states)),
-                          tuple(tuple(rng.permutation(k)) for k in game.n_actions),
-                          tuple(tuple(rng.permutation(k)) for k in game.n_observations))
-
-
 @SETTINGS
 @given(spec=game_specs(max_nodes=150).map(lambda s: replace(s, legal=False)), seed=st.integers(0, 2**31))
 def test_decpomdp_symmetry_preserves_j_and_q(spec, seed) -> None:
     rng = np.random.default_rng(seed)
     base = spec.build()
-    phi = random_transformation(base, rng)
+    phi = Transformation.random(base, rng)
     game = planted_game(base, phi)
     assert is_decpomdp_symmetry(game, phi, atol=1e-9)
     tree = enumerate_histories(game)
@@ -66,7 +59,7 @@ def test_cross_play_with_itself_is_self_play(spec, seed) -> None:
 def test_transformations_act_as_a_group_on_policies(spec, seed) -> None:
     rng = np.random.default_rng(seed)
     base = spec.build()
-    phi = random_transformation(base, rng)
+    phi = Transformation.random(base, rng)
     game = planted_game(base, phi)
     tree = enumerate_histories(game)
     psi = phi.compose(phi)  # also a symmetry, so admissible

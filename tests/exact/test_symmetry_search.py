@@ -37,9 +37,7 @@ def test_searches_agree_on_random_and_planted_games(seed: int) -> None:
     rng = np.random.default_rng(seed)
     game = random_small_game(rng, f"r{seed}")
     if seed % 2:
-        phi = Transformation(tuple(rng.permutation(game.n_states)),
-                             tuple(tuple(rng.permutation(k)) for k in game.n_actions),
-                             tuple(tuple(rng.permutation(k)) for k in game.n_observations))
+        phi = Transformation.random(game, rng)
         game = planted_game(game, phi)
         assert is_decpomdp_symmetry(game, phi, atol=1e-12)
     exhaustive = decpomdp_symmetries(game, "exhaustive")

@@ -74,12 +74,6 @@ def planted_game(game: Game, phi: Transformation) -> Game:
     return replace(game, name=game.name + "-planted", legal_actions=legal, **mean)
 
 
-def _random_phi(game: Game, rng: np.random.Generator) -> Transformation:
-    return Transformation(tuple(rng.permutation(game.n_states)),
-                          tuple(tuple(rng.permutation(k)) for k in game.n_actions),
-                          tuple(tuple(rng.permutation(k)) for k in game.n_observations))
-
-
 def census(config: CensusConfig, progress: bool | None = None) -> dict[str, Any]:
     """Run the census; return (and, with ``config.out``, write) the table and the examples."""
     from ers_exact.io.dpomdp import save_dpomdp
@@ -91,7 +85,7 @@ def census(config: CensusConfig, progress: bool | None = None) -> dict[str, Any]
             game = random_small_game(rng, f"census-{config.seed}-{k}")
             planted = bool(rng.random() < config.planted_share)
             if planted:
-                game = planted_game(game, _random_phi(game, rng))
+                game = planted_game(game, Transformation.random(game, rng))
             rep = symmetry_report(enumerate_histories(game), config.alpha,
                                   SolverConfig(n_starts=config.starts, seed=config.seed + k), max_elements=0)
             row = {"game": game.name, "planted": planted, "horizon": game.horizon, "n_states": game.n_states,

@@ -62,6 +62,12 @@ class Transformation:
         return cls(tuple(range(game.n_states)), tuple(tuple(range(k)) for k in game.n_actions),
                    tuple(tuple(range(k)) for k in game.n_observations))
 
+    @classmethod
+    def random(cls, game: Game, rng: np.random.Generator) -> "Transformation":
+        """A uniformly random element of Psi (states, then each agent's actions, then observations)."""
+        return cls(tuple(rng.permutation(game.n_states)), tuple(tuple(rng.permutation(k)) for k in game.n_actions),
+                   tuple(tuple(rng.permutation(k)) for k in game.n_observations))
+
     def check_game(self, game: Game) -> None:
         """Raise ValueError when the permutation sizes do not fit ``game``."""
         sizes = (len(self.states), tuple(map(len, self.actions)), tuple(map(len, self.observations)))
