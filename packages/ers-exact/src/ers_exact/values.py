@@ -131,20 +131,27 @@ def _other_contraction(tree: HistoryTree, gain: np.ndarray, act_t: list[np.ndarr
     return m.reshape(P, N, tree.game.n_actions[agent])
 
 
-def _local_q_layer(tree: HistoryTree, t: int, agent: int, gain: np.ndarray, act_t: list[np.ndarray],
-                   path_t: list[np.ndarray]) -> np.ndarray:
-    """Q^i at the local histories of time t.  # [P, K^i_t, |A^i|]"""
-    layer = tree.layers[t]
+def _local_numerator(tree: HistoryTree, t: int, agent: int, gain: np.ndarray, act_t: list[np.ndarray],
+                     path_t: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """sum over joint nodes projecting on tau^i of p^{-i}(n) sum_{a^{-i}} pi^{-i} G_t[n, (a, a^{-i})]
+    (the unnormalised Q^i), and p^{-i} itself.  # ([P, K^i_t, |A^i|], [P, N_t])"""
     others = np.ones_like(path_t[0])
     for j, p in enumerate(path_t):
         if j != agent:
             others = others * p
     P, N = others.shape
     contrib = others[:, :, None] * _other_contraction(tree, gain, act_t, agent)  # [P, N, A_i]
-    L = tree.local_matrix(t, agent)  # [K_t, N]
     A_i = contrib.shape[2]
+    L = tree.local_matrix(t, agent)  # [K_t, N]
     num = (L @ contrib.transpose(1, 0, 2).reshape(N, P * A_i)).reshape(-1, P, A_i).transpose(1, 0, 2)
-    den = (L @ (others * layer.probability[None]).T).T  # [P, K_t]
+    return num, others
+
+
+def _local_q_layer(tree: HistoryTree, t: int, agent: int, gain: np.ndarray, act_t: list[np.ndarray],
+                   path_t: list[np.ndarray]) -> np.ndarray:
+    """Q^i at the local histories of time t.  # [P, K^i_t, |A^i|]"""
+    num, others = _local_numerator(tree, t, agent, gain, act_t, path_t)
+    den = (tree.local_matrix(t, agent) @ (others * tree.layers[t].probability[None]).T).T  # [P, K_t]
     with np.errstate(invalid="ignore", divide="ignore"):
         q = num / den[:, :, None]
     q[np.broadcast_to(den[:, :, None] <= 0, q.shape)] = np.nan
@@ -273,15 +280,8 @@ def return_gradient(tree: HistoryTree, policy: Policy) -> tuple[np.ndarray, ...]
             lo, hi = hist.offsets[t], hist.offsets[t + 1]
             own[:, lo:hi] = own[:, hist.parent[lo:hi]] * pols[i][:, hist.parent[lo:hi], hist.action[lo:hi]]
         parts = []
-        for t, layer in enumerate(tree.layers):
-            others = np.ones_like(res.path[t][0])
-            for j, p in enumerate(res.path[t]):
-                if j != i:
-                    others = others * p
-            contrib = others[:, :, None] * _other_contraction(tree, res.gain[t], res.act[t], i)  # [P, N, A_i]
-            P, N, A_i = contrib.shape
-            L = tree.local_matrix(t, i)
-            num = (L @ contrib.transpose(1, 0, 2).reshape(N, P * A_i)).reshape(-1, P, A_i).transpose(1, 0, 2)
+        for t in range(len(tree.layers)):
+            num, _ = _local_numerator(tree, t, i, res.gain[t], res.act[t], res.path[t])
             lo, hi = hist.offsets[t], hist.offsets[t + 1]
             parts.append(tree.game.discount**t * own[:, lo:hi, None] * num)
         g = np.where(hist.legal[None], np.concatenate(parts, axis=1), 0.0)
