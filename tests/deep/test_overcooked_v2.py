@@ -1,7 +1,8 @@
 """ers's batched Overcooked V2 (torch) against JaxMARL's overcooked_v2 and hand-checked scripts.
 
-The differential tests run JaxMARL in a separate interpreter (``ERS_JAXMARL_PYTHON``, default
-/tmp/jaxvenv/bin/python) through ``tests/deep/overcooked_reference.py`` and skip when it is unavailable.
+The differential tests run JaxMARL (the ``reference`` extra of ers-deep, installed by ``make test``) in a child
+interpreter through ``tests/deep/overcooked_reference.py``: this one, or ``ERS_JAXMARL_PYTHON`` when set. They skip
+when neither can import jaxmarl.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import torch
 
 from ers_deep.envs.overcooked_v2 import OvercookedState, OvercookedV2Env
 
-JAX_PY = os.environ.get("ERS_JAXMARL_PYTHON", "/tmp/jaxvenv/bin/python")
+JAX_PY = os.environ.get("ERS_JAXMARL_PYTHON", sys.executable)
 REF = Path(__file__).with_name("overcooked_reference.py")
 
 

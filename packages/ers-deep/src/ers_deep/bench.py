@@ -167,7 +167,7 @@ def env_bench(config: HanabiConfig | str | None = None, batch: int = 1024, steps
         if name not in REFERENCES:
             raise ValueError(f"unknown reference {name!r}; choose from {REFERENCES}")
         if name == "jaxmarl" and not jaxmarl_available():
-            refs[name] = {"error": "jaxmarl is not installed (optional: pip install jaxmarl)"}
+            refs[name] = {"error": "jaxmarl is not installed (the reference extra: pip install -e packages/ers-deep[reference])"}
             continue
         r = bench_hle(cfg, batch, steps, seed) if name == "hle" else bench_jaxmarl(cfg, batch, steps, seed)
         r["ratio"] = result["env_steps_per_s"] / r["env_steps_per_s"]
