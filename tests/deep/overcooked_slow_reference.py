@@ -6,12 +6,19 @@ them on every state."""
 from __future__ import annotations
 
 import torch
-from torch import Tensor
-
 from ers_deep.envs import overcooked_v2_layouts as L
 from ers_deep.envs.overcooked_v2 import OvercookedState, OvercookedV2Env
-from ers_deep.envs.overcooked_v2_dynamics import (DELIVERY_REWARD, INDICATOR_COST, INDICATOR_TIME, POT_COOK_TIME,
-                                                  SHAPED_DISH, SHAPED_PLACEMENT, SHAPED_PLATE, SHAPED_START)
+from ers_deep.envs.overcooked_v2_dynamics import (
+    DELIVERY_REWARD,
+    INDICATOR_COST,
+    INDICATOR_TIME,
+    POT_COOK_TIME,
+    SHAPED_DISH,
+    SHAPED_PLACEMENT,
+    SHAPED_PLATE,
+    SHAPED_START,
+)
+from torch import Tensor
 
 
 def _layers(x: Tensor, n: int) -> Tensor:

@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from ers_deep.bench import jaxmarl_available
+from ers_deep import bench
 from ers_deep.cli import main
 
 
@@ -18,15 +17,36 @@ def test_env_bench_json_against_hle(capsys: pytest.CaptureFixture[str]) -> None:
     assert hle["env_steps_per_s"] > 0 and hle["ratio"] == pytest.approx(res["env_steps_per_s"] / hle["env_steps_per_s"])
 
 
-def test_env_bench_text_and_missing_jaxmarl(capsys: pytest.CaptureFixture[str]) -> None:
-    if jaxmarl_available():
-        pytest.skip("jaxmarl is installed here; the 'not installed' path cannot be shown")
-    assert main(["env-bench", "hanabi", "--batch", "4", "--steps", "3", "--preset", "small", "--players", "3",
+@pytest.mark.parametrize("env", ["hanabi", "overcooked-v2"])
+def test_env_bench_text_and_missing_jaxmarl(env: str, capsys: pytest.CaptureFixture[str],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bench, "jaxmarl_available", lambda: False)  # as on a machine without the reference extra
+    assert main(["env-bench", env, "--batch", "4", "--steps", "3", "--preset", "small", "--players", "3",
                  "--against", "jaxmarl"]) == 0
     out = capsys.readouterr().out
     assert "env-steps/s" in out and "jaxmarl" in out and "not installed" in out
 
 
+@pytest.mark.skipif(not bench.jaxmarl_available(), reason="needs the reference extra (jaxmarl)")
+def test_overcooked_env_bench_json_against_jaxmarl(capfd: pytest.CaptureFixture[str]) -> None:
+    """The user command of the issue: JSON on stdout (jaxmarl's import banner goes to stderr), ratio consistent."""
+    assert main(["env-bench", "overcooked-v2", "--batch", "8", "--steps", "4", "--against", "jaxmarl",
+                 "--json"]) == 0
+    res = json.loads(capfd.readouterr().out)
+    assert res["env"] == "overcooked-v2" and res["batch"] == 8 and res["config"]["layout"] == "grounded_coord_simple"
+    jm = res["references"]["jaxmarl"]
+    assert jm["env_steps_per_s"] > 0 and jm["observations"] is True
+    assert jm["ratio"] == pytest.approx(res["env_steps_per_s"] / jm["env_steps_per_s"])
+
+
+def test_overcooked_env_bench_without_observations(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["env-bench", "overcooked-v2", "--batch", "4", "--steps", "3", "--no-obs", "--layout",
+                 "cramped_room_v2", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["observations"] is False and res["config"]["layout"] == "cramped_room_v2"
+
+
 def test_unknown_reference_is_an_error() -> None:
-    with pytest.raises(ValueError, match="unknown reference"):
-        main(["env-bench", "hanabi", "--batch", "2", "--steps", "1", "--against", "gym"])
+    for env in ("hanabi", "overcooked-v2"):
+        with pytest.raises(ValueError, match="unknown reference"):
+            main(["env-bench", env, "--batch", "2", "--steps", "1", "--against", "gym"])

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from ers_deep.envs.overcooked_v2 import OvercookedV2Env
 from ers_deep.envs.overcooked_v2_layouts import LAYOUT_STRINGS
 
 from .overcooked_slow_reference import observe_reference, transition_reference
 
-SWITCHES = [dict(), dict(start_cooking_interaction=True), dict(negative_rewards=False),
-            dict(paper_obs=True), dict(indicate_successful_delivery=True), dict(agent_view_size=None),
-            dict(agent_view_size=1, paper_obs=True, indicate_successful_delivery=True)]
+SWITCHES = [{}, {"start_cooking_interaction": True}, {"negative_rewards": False}, {"paper_obs": True},
+            {"indicate_successful_delivery": True}, {"agent_view_size": None},
+            {"agent_view_size": 1, "paper_obs": True, "indicate_successful_delivery": True}]
 
 
 def _random_actions(g: torch.Generator, batch: int, agents: int) -> torch.Tensor:

@@ -7,8 +7,12 @@ loop. Used by ``ers-deep env-bench`` and by ``benchmarks/test_hanabi_bench.py``.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
+import sys
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -100,9 +104,26 @@ def bench_hle(config: HanabiConfig | str | None = None, batch: int = 1024, steps
     return {"env_steps_per_s": batch * steps / seconds, "seconds": seconds, "batch": batch, "steps": steps}
 
 
-def jaxmarl_available() -> bool:
+@contextlib.contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """Send file descriptor 1 to 2 for a while (jaxmarl's import prints a banner that would break ``--json``;
+    it escapes ``contextlib.redirect_stdout``, so the redirection is at the descriptor level)."""
+    sys.stdout.flush()
+    saved = os.dup(1)
     try:
-        import jaxmarl  # noqa: F401
+        os.dup2(2, 1)
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def jaxmarl_available() -> bool:
+    """Whether jaxmarl (the ``reference`` extra) imports; imports it quietly."""
+    try:
+        with _stdout_to_stderr():
+            import jaxmarl.environments  # noqa: F401
     except ImportError:
         return False
     return True

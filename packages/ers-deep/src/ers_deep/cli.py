@@ -1,6 +1,7 @@
 """Command line of ers-deep (console script ``ers-deep``).
 
     ers-deep env-bench hanabi --batch 1024 --steps 200 [--device cuda] [--against hle,jaxmarl] [--json]
+    ers-deep env-bench overcooked-v2 --batch 1024 --steps 200 [--layout L] [--against jaxmarl] [--json]
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 import torch
 
+from ers_deep import bench_overcooked
 from ers_deep.bench import REFERENCES, env_bench
 from ers_deep.envs.hanabi_config import HanabiConfig
 
@@ -21,15 +23,21 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ers-deep", description="ers-deep: batched torch environments")
     sub = p.add_subparsers(dest="command", required=True)
     b = sub.add_parser("env-bench", help="env-steps/s with random legal moves (auto-reset on), vs references")
-    b.add_argument("env", choices=["hanabi"])
+    b.add_argument("env", choices=["hanabi", "overcooked-v2"])
     b.add_argument("--batch", type=int, default=1024, help="games stepped together (B)")
     b.add_argument("--steps", type=int, default=100, help="batched steps to time")
     b.add_argument("--device", default="cpu", help="torch device, e.g. cpu or cuda")
     b.add_argument("--preset", default="Hanabi-Full", help="HLE preset (Hanabi-Full, Hanabi-Small, ...)")
-    b.add_argument("--players", type=int, default=2)
+    b.add_argument("--players", type=int, default=2, help="Hanabi players")
+    b.add_argument("--layout", default="grounded_coord_simple", help="Overcooked V2 layout")
+    b.add_argument("--obs-dtype", default="uint8", choices=sorted(bench_overcooked.DTYPES),
+                   help="Overcooked V2 observation dtype")
+    b.add_argument("--no-obs", action="store_true",
+                   help="Overcooked V2: time the transition and resets only (JaxMARL: observation unused)")
     b.add_argument("--against", default="", help=f"comma-separated references from {','.join(REFERENCES)}")
     b.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
-    b.add_argument("--no-check", action="store_true", help="skip the per-step legality check (no device sync)")
+    b.add_argument("--no-check", action="store_true",
+                   help="Hanabi: skip the per-step legality check (no device sync)")
     b.add_argument("--seed", type=int, default=0)
     b.add_argument("--profile", type=int, default=0, metavar="STEPS",
                    help="also profile STEPS batched steps with torch.profiler (top ops by self time)")
@@ -41,13 +49,17 @@ def run_env_bench(args: argparse.Namespace) -> dict[str, Any]:
     if args.threads:
         torch.set_num_threads(args.threads)
     against = tuple(x.strip() for x in args.against.split(",") if x.strip())
+    if args.env == "overcooked-v2":
+        return bench_overcooked.env_bench(args.layout, batch=args.batch, steps=args.steps, device=args.device,
+                                          against=against, seed=args.seed, obs_dtype=args.obs_dtype,
+                                          observations=not args.no_obs, profile_steps=args.profile)
     cfg = HanabiConfig.preset(args.preset, players=args.players)
     return env_bench(cfg, batch=args.batch, steps=args.steps, device=args.device, against=against, seed=args.seed,
                      check_legal=not args.no_check, profile_steps=args.profile)
 
 
 def _print_text(res: dict[str, Any]) -> None:
-    print(f"ers hanabi  batch {res['batch']:>6}  device {res['device']:<6}  {res['env_steps_per_s']:>14,.0f} "
+    print(f"ers {res['env']}  batch {res['batch']:>6}  device {res['device']:<6}  {res['env_steps_per_s']:>14,.0f} "
           f"env-steps/s")
     for name, r in res["references"].items():
         if "error" in r:

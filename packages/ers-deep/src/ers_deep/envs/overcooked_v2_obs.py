@@ -86,7 +86,7 @@ class ObservationEncoder:
             rows.append(np.concatenate([np.zeros((len(items), 2 * F), int), onehot, item_layers(items, n),
                                         item_layers(recipe, n), timer[:, None], flag[:, None]], -1))
 
-        z = lambda m: np.zeros(m, int)  # noqa: E731
+        z = lambda m: np.zeros(m, int)
         items, timer = np.divmod(np.arange(NI * POT_TIMER_VALUES), NI)[::-1]
         add(L.POT, items, z(len(items)), timer, z(len(items)))
         add(L.WALL, np.arange(NI), z(NI), z(NI), z(NI))

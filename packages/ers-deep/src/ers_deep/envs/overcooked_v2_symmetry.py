@@ -85,7 +85,7 @@ def apply_to_state(env: OvercookedV2Env, sym: OvercookedSymmetry, s: OvercookedS
     H, W, B = env.H, env.W, s.pos.shape[0]
     pos = torch.stack([s.pos[..., 0], H - 1 - s.pos[..., 1]], -1)
     dir_map = torch.tensor([1, 0, 2, 3], device=env.device)
-    flip = lambda g: g.view(B, H, W).flip(1).reshape(B, -1)  # noqa: E731
+    flip = lambda g: g.view(B, H, W).flip(1).reshape(B, -1)
     return OvercookedState(pos=pos, dir=dir_map[s.dir], inv=_map_items(s.inv, sym.ingredient_perm),
                            items=_map_items(flip(s.items), sym.ingredient_perm), extra=flip(s.extra),
                            recipe=_map_items(s.recipe, sym.ingredient_perm), step=s.step.clone(),

@@ -1,0 +1,57 @@
+"""Batched torch Overcooked V2 (grounded_coord_simple, the paper's settings) on CPU: env-steps/s with uniform random
+actions and auto-reset at batch 1, 64, 1024 and 8192, against JaxMARL's overcooked_v2 (vmapped, jitted, lax.scan,
+its own auto-reset; the ``reference`` extra) measured in the same run.
+
+Recorded per batch (extra_info): ers with uint8 observations (the env's default), ers with float32 observations
+(what a network eats; JaxMARL's are int32), JaxMARL with its observations consumed, and the "state only" pair:
+ers's transition and resets without observations against JaxMARL with its observation unused (XLA drops it).
+Torch runs with one CPU thread, as for Hanabi (a step is a few hundred small ops; on the shared 2-core machine a
+second thread costs more than it gains). The issue's target is ers >= JaxMARL at batch 1024."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from ers_deep.bench import jaxmarl_available
+from ers_deep.bench_overcooked import bench_ers, bench_jaxmarl
+
+BATCHES = [1, 64, 1024, 8192]
+ENV_STEPS_PER_ROUND = 16384
+
+
+@pytest.fixture
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.mark.parametrize("batch", BATCHES)
+def test_overcooked_env_steps(benchmark, one_thread, batch: int) -> None:
+    steps = 200 if batch == 1 else max(4, math.ceil(ENV_STEPS_PER_ROUND / batch))
+    result = {}
+
+    def run() -> None:
+        result.update(bench_ers(batch=batch, steps=steps, warmup=3))
+
+    benchmark.pedantic(run, rounds=3, iterations=1)
+    ers = batch * steps / benchmark.stats.stats.mean  # includes env construction: a lower bound
+    info = {"batch": batch, "steps_per_round": steps, "torch_threads": 1,
+            "ers_uint8_env_steps_per_s": result["env_steps_per_s"],
+            "ers_float32_env_steps_per_s": bench_ers(batch=batch, steps=steps, obs_dtype="float32")["env_steps_per_s"],
+            "ers_state_only_env_steps_per_s": bench_ers(batch=batch, steps=steps, observations=False)[
+                "env_steps_per_s"], "ers_round_env_steps_per_s": ers}
+    if jaxmarl_available():
+        jm = bench_jaxmarl(batch=batch, steps=max(128, steps))["env_steps_per_s"]
+        jm_state = bench_jaxmarl(batch=batch, steps=max(128, steps), observations=False)["env_steps_per_s"]
+        info.update(jaxmarl_env_steps_per_s=jm, jaxmarl_state_only_env_steps_per_s=jm_state,
+                    ratio_uint8_vs_jaxmarl=info["ers_uint8_env_steps_per_s"] / jm,
+                    ratio_float32_vs_jaxmarl=info["ers_float32_env_steps_per_s"] / jm,
+                    ratio_state_only_vs_jaxmarl=info["ers_state_only_env_steps_per_s"] / jm_state)
+    benchmark.extra_info.update(info)
+    print({k: round(v, 3) if isinstance(v, float) else v for k, v in info.items()})
+    if batch == 1024 and "ratio_uint8_vs_jaxmarl" in info:
+        assert info["ratio_uint8_vs_jaxmarl"] > 1.0, info

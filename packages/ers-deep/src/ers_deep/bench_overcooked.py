@@ -1,0 +1,147 @@
+"""Throughput of the batched Overcooked V2 env and of JaxMARL's ``overcooked_v2``, with uniform random actions.
+
+An env-step is one joint step of one game (a batch step of B games counts B env-steps). Both sides include
+auto-reset of finished games (episodes of 400 steps) and, unless ``observations=False``, the observations of
+all agents: ers materialises them as a tensor, and JaxMARL's are summed into a checksum so that XLA cannot drop
+them as dead code. With ``observations=False`` ers runs the transition and resets only, and JaxMARL's
+observation is left unused (XLA then skips computing it): the like-for-like "state only" rate.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import torch
+
+from ers_deep.envs.overcooked_v2 import NUM_ACTIONS, OvercookedV2Env
+
+DTYPES = {"uint8": torch.uint8, "float32": torch.float32}
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def bench_ers(layout: str = "grounded_coord_simple", batch: int = 1024, steps: int = 100, device: str = "cpu",
+              seed: int = 0, warmup: int = 5, obs_dtype: str = "uint8", observations: bool = True,
+              **env_kwargs: Any) -> dict[str, Any]:
+    """Env-steps/s of ``OvercookedV2Env`` (auto-reset on) over ``steps`` batched steps after ``warmup`` steps.
+    Random actions are drawn inside the timed loop."""
+    env = OvercookedV2Env(layout, batch_size=batch, device=device, seed=seed, obs_dtype=DTYPES[obs_dtype],
+                          **env_kwargs)
+    gen = torch.Generator(device=env.device).manual_seed(seed + 1)
+    env.reset()
+
+    def run(n: int) -> None:
+        for _ in range(n):
+            actions = torch.randint(NUM_ACTIONS, (batch, env.A), generator=gen, device=env.device)
+            if observations:
+                env.step(actions)
+            else:
+                env.state, _, _, done = env.transition(env.state, actions)
+                env.reset_games(done)
+
+    run(warmup)
+    _sync(env.device)
+    t0 = time.perf_counter()
+    run(steps)
+    _sync(env.device)
+    seconds = time.perf_counter() - t0
+    return {"env_steps_per_s": batch * steps / seconds, "seconds": seconds, "batch": batch, "steps": steps,
+            "device": str(env.device), "threads": torch.get_num_threads(), "obs_dtype": obs_dtype,
+            "observations": observations}
+
+
+def profile_ers(layout: str = "grounded_coord_simple", batch: int = 1024, steps: int = 20, device: str = "cpu",
+                seed: int = 0, top: int = 15) -> list[dict[str, Any]]:
+    """The ``top`` torch ops of an env step by self time (device time on CUDA), from ``torch.profiler``."""
+    from torch.profiler import ProfilerActivity, profile
+
+    env = OvercookedV2Env(layout, batch_size=batch, device=device, seed=seed)
+    gen = torch.Generator(device=env.device).manual_seed(seed + 1)
+    cuda = env.device.type == "cuda"
+    acts = [torch.randint(NUM_ACTIONS, (batch, env.A), generator=gen, device=env.device) for _ in range(steps)]
+    for a in acts[:3]:
+        env.step(a)
+    _sync(env.device)
+    with profile(activities=[ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])) as prof:
+        for a in acts:
+            env.step(a)
+        _sync(env.device)
+    attr = "self_device_time_total" if cuda else "self_cpu_time_total"
+    events = sorted(prof.key_averages(), key=lambda e: getattr(e, attr), reverse=True)[:top]
+    return [{"op": e.key, "calls_per_step": e.count / steps, "self_us_per_step": getattr(e, attr) / steps,
+             "cpu_us_per_step": e.self_cpu_time_total / steps} for e in events]
+
+
+def bench_jaxmarl(layout: str = "grounded_coord_simple", batch: int = 1024, steps: int = 100, seed: int = 0,
+                  observations: bool = True, scan_length: int = 128) -> dict[str, Any]:
+    """Env-steps/s of JaxMARL's overcooked_v2 (the paper's settings: view 2, negative rewards, recipe resampling,
+    random agent positions), as PureJaxRL runs it: ``env.step`` (with its auto-reset) vmapped over the batch and
+    ``lax.scan``-ned over ``scan_length`` steps per jitted call; compile time excluded."""
+    import jax
+    import jax.numpy as jnp
+    from jaxmarl.environments.overcooked_v2.overcooked import OvercookedV2
+
+    env = OvercookedV2(layout=layout, agent_view_size=2, negative_rewards=True, sample_recipe_on_delivery=True,
+                       random_agent_positions=True)
+    agents = env.agents
+
+    def one_step(carry: Any, _: Any) -> tuple[Any, None]:
+        state, key, checksum = carry
+        key, k_act, k_step = jax.random.split(key, 3)
+        acts = jax.random.randint(k_act, (len(agents), batch), 0, NUM_ACTIONS)
+        obs, state, reward, _, info = jax.vmap(env.step)(jax.random.split(k_step, batch), state,
+                                                         {a: acts[i] for i, a in enumerate(agents)})
+        checksum = checksum + sum(reward[a].sum() + info["shaped_reward"][a].sum() for a in agents)
+        if observations:  # consume the observations, or XLA drops their computation as dead code
+            checksum = checksum + sum(obs[a].sum() for a in agents)
+        return (state, key, checksum), None
+
+    @jax.jit
+    def rollout(state: Any, key: Any, checksum: Any) -> Any:
+        return jax.lax.scan(one_step, (state, key, checksum), None, length=scan_length)[0]
+
+    key = jax.random.PRNGKey(seed)
+    _, state = jax.vmap(env.reset)(jax.random.split(key, batch))
+    carry = jax.block_until_ready(rollout(state, key, jnp.float32(0)))  # compile
+    carry = jax.block_until_ready(rollout(*carry))  # a carried state may retrace once (weak types): warm that too
+    calls = max(1, math.ceil(steps / scan_length))
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        carry = rollout(*carry)
+    jax.block_until_ready(carry)
+    seconds = time.perf_counter() - t0
+    return {"env_steps_per_s": batch * calls * scan_length / seconds, "seconds": seconds, "batch": batch,
+            "steps": calls * scan_length, "observations": observations, "jax": jax.__version__,
+            "backend": jax.default_backend()}
+
+
+def env_bench(layout: str = "grounded_coord_simple", batch: int = 1024, steps: int = 100, device: str = "cpu",
+              against: tuple[str, ...] = (), seed: int = 0, obs_dtype: str = "uint8", observations: bool = True,
+              profile_steps: int = 0) -> dict[str, Any]:
+    """ers's env-steps/s and, for every reference in ``against`` (only ``jaxmarl``), its env-steps/s and
+    ratio = ers / reference; the same fields as the Hanabi ``env_bench``."""
+    from ers_deep.bench import jaxmarl_available
+
+    result: dict[str, Any] = {"env": "overcooked-v2", "config": {"layout": layout, "agent_view_size": 2,
+                                                                 "max_steps": 400}, "torch": torch.__version__}
+    result.update(bench_ers(layout, batch, steps, device, seed, obs_dtype=obs_dtype, observations=observations))
+    refs: dict[str, Any] = {}
+    for name in against:
+        if name != "jaxmarl":
+            raise ValueError(f"unknown reference {name!r} for overcooked-v2; choose from ('jaxmarl',)")
+        if not jaxmarl_available():
+            refs[name] = {"error": "jaxmarl is not installed (the reference extra: pip install -e "
+                                   "packages/ers-deep[reference])"}
+            continue
+        r = bench_jaxmarl(layout, batch, steps, seed, observations=observations)
+        r["ratio"] = result["env_steps_per_s"] / r["env_steps_per_s"]
+        refs[name] = r
+    result["references"] = refs
+    if profile_steps:
+        result["profile"] = profile_ers(layout, batch, profile_steps, device, seed)
+    return result
