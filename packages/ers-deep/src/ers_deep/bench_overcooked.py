@@ -1,7 +1,8 @@
 """Throughput of the batched Overcooked V2 env and of JaxMARL's ``overcooked_v2``, with uniform random actions.
 
 An env-step is one joint step of one game (a batch step of B games counts B env-steps). Both sides include
-auto-reset of finished games (episodes of 400 steps) and, unless ``observations=False``, the observations of
+auto-reset of finished games (episodes of 400 steps; ers's episode clocks are staggered so that each timed step
+resets about B/400 games, JaxMARL computes a reset state at every step and selects it) and, unless ``observations=False``, the observations of
 all agents: ers materialises them as a tensor, and JaxMARL's are summed into a checksum so that XLA cannot drop
 them as dead code. With ``observations=False`` ers runs the transition and resets only, and JaxMARL's
 observation is left unused (XLA then skips computing it): the like-for-like "state only" rate.
@@ -34,6 +35,9 @@ def bench_ers(layout: str = "grounded_coord_simple", batch: int = 1024, steps: i
                           **env_kwargs)
     gen = torch.Generator(device=env.device).manual_seed(seed + 1)
     env.reset()
+    # stagger the episode clocks so that every timed step resets about B/max_steps games (a short timing window
+    # of games started together would otherwise contain no reset at all)
+    env.state.step = torch.randint(env.max_steps, (batch,), generator=gen, device=env.device)
 
     def run(n: int) -> None:
         for _ in range(n):
