@@ -1,6 +1,22 @@
-"""Benchmarks import the slow references that live in tests/ (one copy, shared)."""
+"""Benchmarks import the slow references that live in tests/ (one copy, shared); torch env benchmarks time with one
+CPU thread (``one_thread``)."""
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+@pytest.fixture
+def one_thread() -> Iterator[None]:
+    """Torch with one CPU thread for the test (an env step is a few hundred small ops; on the shared 2-core machine
+    a second thread often costs more than it gains)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

@@ -22,14 +22,6 @@ ENV_STEPS_PER_ROUND = 8192  # every round times at least this many env-steps (ba
 TARGET_VS_JAXMARL_AT_1024 = 2.0
 
 
-@pytest.fixture
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.mark.parametrize("batch", BATCHES)
 def test_hanabi_env_steps(benchmark, one_thread, batch: int) -> None:
     cfg = HanabiConfig()

@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 
 import pytest
-import torch
 from ers_deep.bench import jaxmarl_available
 from ers_deep.bench_overcooked import bench_ers, bench_jaxmarl
 
@@ -21,32 +20,28 @@ BATCHES = [1, 64, 1024, 8192]
 ENV_STEPS_PER_ROUND = 32768
 
 
-@pytest.fixture
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.mark.parametrize("batch", BATCHES)
 def test_overcooked_env_steps(benchmark, one_thread, batch: int) -> None:
     steps = 200 if batch == 1 else max(4, math.ceil(ENV_STEPS_PER_ROUND / batch))
-    result = {}
 
     def run() -> None:
-        result.update(bench_ers(batch=batch, steps=steps, warmup=3))
+        bench_ers(batch=batch, steps=steps, warmup=3)
 
     benchmark.pedantic(run, rounds=3, iterations=1)
     ers = batch * steps / benchmark.stats.stats.mean  # includes env construction: a lower bound
+    # best of 3 timings on both sides (this shared VM's speed drifts by tens of percent within minutes)
+    ers_run = {"obs uint8": {}, "obs float32": {"obs_dtype": "float32"}, "state only": {"observations": False}}
+    best = {k: bench_ers(batch=batch, steps=steps, repeats=3, **kw)["env_steps_per_s"]
+            for k, kw in ers_run.items()}
     info = {"batch": batch, "steps_per_round": steps, "torch_threads": 1,
-            "ers_uint8_env_steps_per_s": result["env_steps_per_s"],
-            "ers_float32_env_steps_per_s": bench_ers(batch=batch, steps=steps, obs_dtype="float32")["env_steps_per_s"],
-            "ers_state_only_env_steps_per_s": bench_ers(batch=batch, steps=steps, observations=False)[
-                "env_steps_per_s"], "ers_round_incl_construction_env_steps_per_s": ers}
+            "ers_uint8_env_steps_per_s": best["obs uint8"], "ers_float32_env_steps_per_s": best["obs float32"],
+            "ers_state_only_env_steps_per_s": best["state only"],
+            "ers_round_incl_construction_env_steps_per_s": ers}
     if jaxmarl_available():
-        jm = bench_jaxmarl(batch=batch, steps=max(128, steps))["env_steps_per_s"]
-        jm_state = bench_jaxmarl(batch=batch, steps=max(128, steps), observations=False)["env_steps_per_s"]
+        jax_steps, scan = (128, 128) if batch <= 1024 else (64, 32)
+        jm = bench_jaxmarl(batch=batch, steps=jax_steps, scan_length=scan, repeats=3)["env_steps_per_s"]
+        jm_state = bench_jaxmarl(batch=batch, steps=jax_steps, scan_length=scan, repeats=3,
+                                 observations=False)["env_steps_per_s"]
         info.update(jaxmarl_env_steps_per_s=jm, jaxmarl_state_only_env_steps_per_s=jm_state,
                     ratio_uint8_vs_jaxmarl=info["ers_uint8_env_steps_per_s"] / jm,
                     ratio_float32_vs_jaxmarl=info["ers_float32_env_steps_per_s"] / jm,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from ers_deep import bench
+from ers_deep import bench, bench_overcooked
 from ers_deep.cli import main
 
 
@@ -20,7 +20,8 @@ def test_env_bench_json_against_hle(capsys: pytest.CaptureFixture[str]) -> None:
 @pytest.mark.parametrize("env", ["hanabi", "overcooked-v2"])
 def test_env_bench_text_and_missing_jaxmarl(env: str, capsys: pytest.CaptureFixture[str],
                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(bench, "jaxmarl_available", lambda: False)  # as on a machine without the reference extra
+    for module in (bench, bench_overcooked):  # as on a machine without the reference extra
+        monkeypatch.setattr(module, "jaxmarl_available", lambda: False)
     assert main(["env-bench", env, "--batch", "4", "--steps", "3", "--preset", "small", "--players", "3",
                  "--against", "jaxmarl"]) == 0
     out = capsys.readouterr().out

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from ers_deep.bench_overcooked import bench_ers
 from ers_deep.envs.overcooked_v2 import OvercookedState, OvercookedV2Env
 
