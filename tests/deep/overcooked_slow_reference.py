@@ -81,13 +81,16 @@ def transition_reference(env: OvercookedV2Env, s: OvercookedState, actions: Tens
     actions = torch.as_tensor(actions, device=env.device).long()
     B, A, H, W = actions.shape[0], env.A, env.H, env.W
     ar = torch.arange(B, device=env.device)
+    static = torch.as_tensor(env.layout.static.reshape(-1), device=env.device)  # [HW] static object codes
+    dir_vec = torch.tensor(L.DIR_VEC, device=env.device)  # [4, 2] (dx, dy) of UP, DOWN, RIGHT, LEFT
+    action_dir = torch.tensor(L.ACTION_TO_DIR, device=env.device)  # [6] direction of an action, -1 none
     # 1. moves: a move action always turns; move only onto an EMPTY static cell (bounds-clipped)
-    d = env.action_dir[actions]  # [B, A]
+    d = action_dir[actions]  # [B, A]
     moving = d >= 0
     new_dir = torch.where(moving, d, s.dir)
-    tgt = s.pos + env.dir_vec[d.clamp(min=0)]
+    tgt = s.pos + dir_vec[d.clamp(min=0)]
     tgt = torch.stack([tgt[..., 0].clamp(0, W - 1), tgt[..., 1].clamp(0, H - 1)], -1)
-    free = env.static[tgt[..., 1] * W + tgt[..., 0]] == L.EMPTY
+    free = static[tgt[..., 1] * W + tgt[..., 0]] == L.EMPTY
     prop = torch.where((moving & free)[..., None], tgt, s.pos)  # [B, A, 2]
     # 2. collisions: revert agents sharing a cell until stable (A rounds reach the fixpoint)
     eye = torch.eye(A, dtype=torch.bool, device=env.device)
@@ -109,12 +112,12 @@ def transition_reference(env: OvercookedV2Env, s: OvercookedState, actions: Tens
     correct_any = torch.zeros(B, dtype=torch.bool, device=env.device)
     plated = s.recipe | L.PLATE | L.COOKED
     n_plates = (inv_before == L.PLATE).sum(1)
-    is_pot_cell = env.static == L.POT
+    is_pot_cell = static == L.POT
     for a in range(A):
         act = actions[:, a] == 5
-        f = pos[:, a] + env.dir_vec[new_dir[:, a]]
+        f = pos[:, a] + dir_vec[new_dir[:, a]]
         c = f[:, 1].clamp(0, H - 1) * W + f[:, 0].clamp(0, W - 1)
-        st, it, ex, iv = env.static[c], items[ar, c], extra[ar, c], inv[:, a]
+        st, it, ex, iv = static[c], items[ar, c], extra[ar, c], inv[:, a]
         plate_pile, ing_pile = st == L.PLATE_PILE, st >= L.PILE_BASE
         pot, goal, wall, button = st == L.POT, st == L.GOAL, st == L.WALL, st == L.BUTTON_INDICATOR
         no_ing, empty = it == 0, iv == 0
@@ -161,13 +164,11 @@ def transition_reference(env: OvercookedV2Env, s: OvercookedState, actions: Tens
     cooking = pot_cell & (extra > 0)
     extra = torch.where(cooking, extra - 1, extra)
     items = torch.where(cooking & (extra == 0), items | L.COOKED, items)
-    extra = torch.where((env.static == L.BUTTON_INDICATOR)[None], (extra - 1).clamp(min=0), extra)
+    extra = torch.where((static == L.BUTTON_INDICATOR)[None], (extra - 1).clamp(min=0), extra)
     # 6. recipe resampling after a correct delivery
     recipe = s.recipe
-    if env.sample_recipe_on_delivery:
-        new_recipe = env.recipe_codes[torch.randint(len(env.recipe_codes), (B,), generator=env.generator,
-                                                     device=env.device)]
-        recipe = torch.where(correct_any, new_recipe, recipe)
+    if env.sample_recipe_on_delivery:  # the same draw from the env's generator as the fast path
+        recipe = torch.where(correct_any, env.draw_recipes(B), recipe)
     step = s.step + 1
     done = step >= env.max_steps
     ns = OvercookedState(pos=pos, dir=new_dir, inv=inv, items=items, extra=extra, recipe=recipe, step=step,

@@ -12,7 +12,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -29,26 +29,58 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
+def time_steps(run: Callable[[int], None], steps: int, device: torch.device, warmup: int = 5,
+               repeats: int = 1) -> float:
+    """Seconds that ``run(steps)`` takes after ``run(warmup)``, the best of ``repeats`` timings (device synced)."""
+    run(warmup)
+    seconds = math.inf
+    for _ in range(repeats):
+        _sync(device)
+        t0 = time.perf_counter()
+        run(steps)
+        _sync(device)
+        seconds = min(seconds, time.perf_counter() - t0)
+    return seconds
+
+
+def profile_steps(run: Callable[[int], None], steps: int, device: torch.device, top: int = 15
+                  ) -> list[dict[str, Any]]:
+    """The ``top`` torch ops by self time (device time on CUDA) of ``run(steps)`` after ``run(3)``, per step,
+    from ``torch.profiler``."""
+    from torch.profiler import ProfilerActivity, profile
+
+    cuda = device.type == "cuda"
+    run(3)
+    _sync(device)
+    with profile(activities=[ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])) as prof:
+        run(steps)
+        _sync(device)
+    attr = "self_device_time_total" if cuda else "self_cpu_time_total"
+    events = sorted(prof.key_averages(), key=lambda e: getattr(e, attr), reverse=True)[:top]
+    return [{"op": e.key, "calls_per_step": e.count / steps, "self_us_per_step": getattr(e, attr) / steps,
+             "cpu_us_per_step": e.self_cpu_time_total / steps} for e in events]
+
+
+def _hanabi_runner(cfg: HanabiConfig, batch: int, device: str, seed: int, check_legal: bool
+                   ) -> tuple[HanabiEnv, Callable[[int], None]]:
+    """A Hanabi env (auto-reset on) and ``run(n)``: n batched steps of random legal moves."""
+    env = HanabiEnv(cfg, batch_size=batch, device=device, seed=seed, auto_reset=True, check_legal=check_legal)
+    gen = torch.Generator(device=env.device).manual_seed(seed + 1)
+    env.reset()
+
+    def run(n: int) -> None:
+        for _ in range(n):
+            keys = torch.rand(batch, cfg.num_moves, generator=gen, device=env.device)
+            env.step((keys * env._legal_cur).argmax(1))
+
+    return env, run
+
+
 def bench_ers(config: HanabiConfig | str | None = None, batch: int = 1024, steps: int = 100, device: str = "cpu",
               seed: int = 0, warmup: int = 5, check_legal: bool = True) -> dict[str, Any]:
     """Env-steps/s of ``HanabiEnv`` (auto-reset on) over ``steps`` batched steps after ``warmup`` steps."""
-    cfg = resolve_config(config)
-    env = HanabiEnv(cfg, batch_size=batch, device=device, seed=seed, auto_reset=True, check_legal=check_legal)
-    gen = torch.Generator(device=env.device).manual_seed(seed + 1)
-    legal = env.reset().legal
-
-    def run(n: int) -> None:
-        nonlocal legal
-        for _ in range(n):
-            keys = torch.rand(batch, cfg.num_moves, generator=gen, device=env.device)
-            legal = env.step((keys * env._legal_cur).argmax(1)).legal
-
-    run(warmup)
-    _sync(env.device)
-    t0 = time.perf_counter()
-    run(steps)
-    _sync(env.device)
-    seconds = time.perf_counter() - t0
+    env, run = _hanabi_runner(resolve_config(config), batch, device, seed, check_legal)
+    seconds = time_steps(run, steps, env.device, warmup)
     return {"env_steps_per_s": batch * steps / seconds, "seconds": seconds, "batch": batch, "steps": steps,
             "device": str(env.device), "threads": torch.get_num_threads()}
 
@@ -57,25 +89,8 @@ def profile_ers(config: HanabiConfig | str | None = None, batch: int = 1024, ste
                 seed: int = 0, check_legal: bool = True, top: int = 15) -> list[dict[str, Any]]:
     """Where an env step spends its time: the ``top`` torch ops by self time (device time on CUDA) over
     ``steps`` batched steps, from ``torch.profiler``."""
-    from torch.profiler import ProfilerActivity, profile
-
-    cfg = resolve_config(config)
-    env = HanabiEnv(cfg, batch_size=batch, device=device, seed=seed, check_legal=check_legal)
-    gen = torch.Generator(device=env.device).manual_seed(seed + 1)
-    cuda = env.device.type == "cuda"
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
-    for _ in range(3):
-        env.step((torch.rand(batch, cfg.num_moves, generator=gen, device=env.device) * env._legal_cur).argmax(1))
-    _sync(env.device)
-    with profile(activities=activities) as prof:
-        for _ in range(steps):
-            keys = torch.rand(batch, cfg.num_moves, generator=gen, device=env.device)
-            env.step((keys * env._legal_cur).argmax(1))
-        _sync(env.device)
-    attr = "self_device_time_total" if cuda else "self_cpu_time_total"
-    events = sorted(prof.key_averages(), key=lambda e: getattr(e, attr), reverse=True)[:top]
-    return [{"op": e.key, "calls_per_step": e.count / steps, "self_us_per_step": getattr(e, attr) / steps,
-             "cpu_us_per_step": e.self_cpu_time_total / steps} for e in events]
+    env, run = _hanabi_runner(resolve_config(config), batch, device, seed, check_legal)
+    return profile_steps(run, steps, env.device, top)
 
 
 def bench_hle(config: HanabiConfig | str | None = None, batch: int = 1024, steps: int = 100, seed: int = 0,

@@ -2,42 +2,35 @@
 
 An env-step is one joint step of one game (a batch step of B games counts B env-steps). Both sides include
 auto-reset of finished games (episodes of 400 steps; ers's episode clocks are staggered so that each timed step
-resets about B/400 games, JaxMARL computes a reset state at every step and selects it) and, unless ``observations=False``, the observations of
-all agents: ers materialises them as a tensor, and JaxMARL's are summed into a checksum so that XLA cannot drop
-them as dead code. With ``observations=False`` ers runs the transition and resets only, and JaxMARL's
-observation is left unused (XLA then skips computing it): the like-for-like "state only" rate.
+resets about B/400 games, JaxMARL computes a reset state at every step and selects it) and, unless
+``observations=False``, the observations of all agents: ers materialises them as a tensor, and JaxMARL's are
+summed into a checksum so that XLA cannot drop them as dead code. With ``observations=False`` ers runs the
+transition and resets only, and JaxMARL's observation is left unused (XLA then skips computing it): the
+like-for-like "state only" rate.
 """
 
 from __future__ import annotations
 
-import math
-import time
+from collections.abc import Callable
 from typing import Any
 
 import torch
 
-from ers_deep.bench import jaxmarl_available, time_jax_rollout
+from ers_deep.bench import jaxmarl_available, profile_steps, time_jax_rollout, time_steps
 from ers_deep.envs.overcooked_v2 import NUM_ACTIONS, OvercookedV2Env
 
 DTYPES = {"uint8": torch.uint8, "float32": torch.float32}
 
 
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def bench_ers(layout: str = "grounded_coord_simple", batch: int = 1024, steps: int = 100, device: str = "cpu",
-              seed: int = 0, warmup: int = 5, obs_dtype: str = "uint8", observations: bool = True,
-              repeats: int = 1, **env_kwargs: Any) -> dict[str, Any]:
-    """Env-steps/s of ``OvercookedV2Env`` (auto-reset on) over ``steps`` batched steps after ``warmup`` steps,
-    the best of ``repeats`` timings. Random actions are drawn inside the timed loop."""
+def _runner(layout: str, batch: int, device: str, seed: int, obs_dtype: str = "uint8", observations: bool = True,
+            **env_kwargs: Any) -> tuple[OvercookedV2Env, Callable[[int], None]]:
+    """An Overcooked V2 env (auto-reset on) and ``run(n)``: n batched steps of uniform random actions, drawn
+    inside the loop. The episode clocks are staggered so that every step resets about B/max_steps games (a short
+    timing window of games started together would otherwise contain no reset at all)."""
     env = OvercookedV2Env(layout, batch_size=batch, device=device, seed=seed, obs_dtype=DTYPES[obs_dtype],
                           **env_kwargs)
     gen = torch.Generator(device=env.device).manual_seed(seed + 1)
     env.reset()
-    # stagger the episode clocks so that every timed step resets about B/max_steps games (a short timing window
-    # of games started together would otherwise contain no reset at all)
     env.state.step = torch.randint(env.max_steps, (batch,), generator=gen, device=env.device)
 
     def run(n: int) -> None:
@@ -49,14 +42,16 @@ def bench_ers(layout: str = "grounded_coord_simple", batch: int = 1024, steps: i
                 env.state, _, _, done = env.transition(env.state, actions)
                 env.reset_games(done)
 
-    run(warmup)
-    seconds = math.inf
-    for _ in range(repeats):
-        _sync(env.device)
-        t0 = time.perf_counter()
-        run(steps)
-        _sync(env.device)
-        seconds = min(seconds, time.perf_counter() - t0)
+    return env, run
+
+
+def bench_ers(layout: str = "grounded_coord_simple", batch: int = 1024, steps: int = 100, device: str = "cpu",
+              seed: int = 0, warmup: int = 5, obs_dtype: str = "uint8", observations: bool = True,
+              repeats: int = 1, **env_kwargs: Any) -> dict[str, Any]:
+    """Env-steps/s of ``OvercookedV2Env`` (auto-reset on) over ``steps`` batched steps after ``warmup`` steps,
+    the best of ``repeats`` timings."""
+    env, run = _runner(layout, batch, device, seed, obs_dtype, observations, **env_kwargs)
+    seconds = time_steps(run, steps, env.device, warmup, repeats)
     return {"env_steps_per_s": batch * steps / seconds, "seconds": seconds, "batch": batch, "steps": steps,
             "device": str(env.device), "threads": torch.get_num_threads(), "obs_dtype": obs_dtype,
             "observations": observations}
@@ -65,23 +60,8 @@ def bench_ers(layout: str = "grounded_coord_simple", batch: int = 1024, steps: i
 def profile_ers(layout: str = "grounded_coord_simple", batch: int = 1024, steps: int = 20, device: str = "cpu",
                 seed: int = 0, top: int = 15) -> list[dict[str, Any]]:
     """The ``top`` torch ops of an env step by self time (device time on CUDA), from ``torch.profiler``."""
-    from torch.profiler import ProfilerActivity, profile
-
-    env = OvercookedV2Env(layout, batch_size=batch, device=device, seed=seed)
-    gen = torch.Generator(device=env.device).manual_seed(seed + 1)
-    cuda = env.device.type == "cuda"
-    acts = [torch.randint(NUM_ACTIONS, (batch, env.A), generator=gen, device=env.device) for _ in range(steps)]
-    for a in acts[:3]:
-        env.step(a)
-    _sync(env.device)
-    with profile(activities=[ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])) as prof:
-        for a in acts:
-            env.step(a)
-        _sync(env.device)
-    attr = "self_device_time_total" if cuda else "self_cpu_time_total"
-    events = sorted(prof.key_averages(), key=lambda e: getattr(e, attr), reverse=True)[:top]
-    return [{"op": e.key, "calls_per_step": e.count / steps, "self_us_per_step": getattr(e, attr) / steps,
-             "cpu_us_per_step": e.self_cpu_time_total / steps} for e in events]
+    env, run = _runner(layout, batch, device, seed)
+    return profile_steps(run, steps, env.device, top)
 
 
 def bench_jaxmarl(layout: str = "grounded_coord_simple", batch: int = 1024, steps: int = 100, seed: int = 0,

@@ -92,27 +92,29 @@ class OvercookedV2Env:
         self.generator.manual_seed(int(seed) if seed is not None else int(torch.seed()) % 2**63)
         dev, n = self.device, lay.num_ingredients
         self.H, self.W, self.A, self.n = lay.height, lay.width, lay.num_agents, n
-        self.static = torch.as_tensor(lay.static.reshape(-1), device=dev)  # [HW]
         self.recipe_codes = torch.as_tensor(lay.recipe_codes, device=dev)  # [R]
-        self.dir_vec = torch.tensor(L.DIR_VEC, device=dev)  # [4, 2]
-        self.action_dir = torch.tensor(L.ACTION_TO_DIR, device=dev)  # [6]
         self.start_pos = torch.tensor(lay.agent_positions, device=dev)  # [A, 2]
         spaces = torch.as_tensor(lay.enclosed_spaces.reshape(-1), device=dev)
         own = spaces[self.start_pos[:, 1] * self.W + self.start_pos[:, 0]]  # [A] region of each agent's start
         self.room_mask = spaces[None, :] == own[:, None]  # [A, HW] cells where agent a may be reset
         self.num_channels = 17 + n + 4 * (n + 2) + int(indicate_successful_delivery)
         self.obs_channels = 18 + 4 * (n + 2) if paper_obs else self.num_channels
-        self.view_h, self.view_w = (self.H, self.W) if agent_view_size is None else (2 * agent_view_size + 1,) * 2
         self.dynamics = Dynamics(lay, Rules(negative_rewards, start_cooking_interaction), dev)
         self.encoder = ObservationEncoder(lay, agent_view_size, self.obs_channels, indicate_successful_delivery, dev)
+        self.view_h, self.view_w = self.encoder.view_h, self.encoder.view_w
         self.state = self.initial_state(self.batch_size)
 
     # ---- resets ---------------------------------------------------------------------------------------------
+    def draw_recipes(self, m: int) -> Tensor:
+        """[m] recipes drawn uniformly from the layout's list (the env's generator)."""
+        return self.recipe_codes[torch.randint(len(self.recipe_codes), (m,), generator=self.generator,
+                                               device=self.device)]
+
     def initial_state(self, m: int) -> OvercookedState:
         """[m] fresh episodes: random recipe, agents at their starts (or random cells of their own rooms with
         random directions when ``random_agent_positions``), empty hands, counters and pots."""
         dev, g, A = self.device, self.generator, self.A
-        recipe = self.recipe_codes[torch.randint(len(self.recipe_codes), (m,), generator=g, device=dev)]
+        recipe = self.draw_recipes(m)
         if self.random_agent_positions:
             taken = torch.zeros(m, self.H * self.W, dtype=torch.bool, device=dev)
             cells = []
@@ -184,9 +186,7 @@ class OvercookedV2Env:
         dyn.tick(items, extra)
         recipe = s.recipe
         if self.sample_recipe_on_delivery:
-            new_recipe = self.recipe_codes[torch.randint(len(self.recipe_codes), (B,), generator=self.generator,
-                                                         device=self.device)]
-            recipe = torch.where(correct_any, new_recipe, recipe)
+            recipe = torch.where(correct_any, self.draw_recipes(B), recipe)
         step = s.step + 1
         ns = OvercookedState(pos=dyn.xy[cell], dir=new_dir, inv=inv, items=items, extra=extra, recipe=recipe,
                              step=step, new_correct_delivery=correct_any)

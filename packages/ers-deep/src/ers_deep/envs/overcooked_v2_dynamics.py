@@ -41,7 +41,7 @@ class Dynamics:
 
     def __init__(self, layout: OvercookedLayout, rules: Rules, device: torch.device) -> None:
         H, W, n = layout.height, layout.width, layout.num_ingredients
-        self.W, self.n, self.A, self.rules, self.device = W, n, layout.num_agents, rules, device
+        self.A, self.rules = layout.num_agents, rules
         static = layout.static.reshape(-1)
         cy, cx = np.divmod(np.arange(H * W), W)
         nx = np.clip(cx[:, None] + np.array([d[0] for d in L.DIR_VEC]), 0, W - 1)  # [HW, 4] facing cell
@@ -52,7 +52,8 @@ class Dynamics:
         self.move = torch.as_tensor(move.reshape(-1), device=device)  # [HW*4] cell after a move attempt
         self.xy = torch.as_tensor(np.stack([cx, cy], -1), device=device)  # [HW, 2]
         pile_item = np.where(static == L.PLATE_PILE, L.PLATE, 0)
-        pile_item = pile_item + np.where(static >= L.PILE_BASE, 4 << (2 * np.maximum(static - L.PILE_BASE, 0)), 0)
+        pile_item = pile_item + np.where(static >= L.PILE_BASE, L.ingredient_bits(np.maximum(static - L.PILE_BASE, 0)),
+                                         0)
         kinds = np.stack([static == L.PLATE_PILE, static >= L.PILE_BASE, static == L.POT, static == L.GOAL,
                           static == L.WALL, static == L.BUTTON_INDICATOR], -1)
         self.kinds = torch.as_tensor(kinds, device=device)  # [HW, 6] bool: what each cell is
@@ -61,8 +62,8 @@ class Dynamics:
         timed = np.flatnonzero((static == L.POT) | (static == L.BUTTON_INDICATOR))
         self.timed = torch.as_tensor(timed, device=device)  # [Q] cells with a timer (pots, buttons)
         self.timed_is_pot = torch.as_tensor(static[timed] == L.POT, device=device)  # [Q]
-        items = np.arange(1 << (2 + 2 * n))
-        self.count = torch.as_tensor(sum((items >> (2 + 2 * i)) & 3 for i in range(n)), device=device)  # [NI]
+        ingredients = L.item_layers(np.arange(1 << (2 + 2 * n)), n)[:, 2:]
+        self.count = torch.as_tensor(ingredients.sum(1), device=device)  # [NI] ingredients in an item
         self.action_dir = torch.tensor(L.ACTION_TO_DIR, device=device)  # [6]
         self.not_eye = ~torch.eye(self.A, dtype=torch.bool, device=device)
 
@@ -105,9 +106,12 @@ class Dynamics:
         delivery = goal & inv_dish
         no_effect = ~pickup & ~drop & ~delivery
         new_it = torch.where(drop, merged, torch.where(no_effect, it, 0))
-        start = idle & ~no_ing & empty if self.rules.start_cooking_interaction else torch.zeros_like(idle)
-        auto = idle & (self.count[new_it] == 3) if not self.rules.start_cooking_interaction else start
-        new_ex = torch.where(start | auto, POT_COOK_TIME, torch.where(press, INDICATOR_TIME, ex))
+        if self.rules.start_cooking_interaction:  # an empty-handed interaction starts a filled, idle pot
+            start = idle & ~no_ing & empty
+            use_pot = start
+        else:  # the third ingredient starts it
+            start, use_pot = None, idle & (self.count[new_it] == 3)
+        new_ex = torch.where(use_pot, POT_COOK_TIME, torch.where(press, INDICATOR_TIME, ex))
         new_iv = torch.where(pickup, self.pile_item[c] + merged, torch.where(no_effect, iv, 0))
         correct = iv == plated
         wrong = -1.0 if self.rules.negative_rewards else 0.0
@@ -117,7 +121,8 @@ class Dynamics:
         no_counter_plates = ~(items == L.PLATE).any(1)
         sh = (dish_pickup & (merged == plated)) * float(SHAPED_DISH)
         sh = sh + (placement & ((it & sel) < (recipe & sel))) * float(SHAPED_PLACEMENT)
-        sh = sh + (start & (it == recipe)) * float(SHAPED_START)
+        if start is not None:
+            sh = sh + (start & (it == recipe)) * float(SHAPED_START)
         sh = sh + (pickup & (new_iv == L.PLATE) & (n_plates < n_pots) & no_counter_plates) * float(SHAPED_PLATE)
         items.scatter_(1, cc, torch.where(act, new_it, it)[:, None])
         extra.scatter_(1, cc, torch.where(act, new_ex, ex)[:, None])

@@ -47,6 +47,13 @@ def ingredient_bits(i: int) -> int:
     return 4 << (2 * i)
 
 
+def item_layers(x: np.ndarray, n: int) -> np.ndarray:
+    """[..., 2+n] plate bit, cooked bit and the n ingredient counts of item bitfields ``x``."""
+    shift = np.array([0, 1] + [2 * (i + 1) for i in range(n)])
+    mask = np.array([1, 1] + [3] * n)
+    return (x[..., None] >> shift) & mask
+
+
 def all_recipes(num_ingredients: int) -> list[list[int]]:
     """Every multiset of 3 ingredients, in the order JaxMARL's ``Layout`` derives when none is given."""
     combos = itertools.combinations(list(range(num_ingredients)) * 3, 3)

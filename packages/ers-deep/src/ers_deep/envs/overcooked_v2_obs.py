@@ -19,21 +19,17 @@ Channel order (JaxMARL): own agent F, other agents F, static 6+n, items 2+n, rec
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 from torch import Tensor
 
 from ers_deep.envs import overcooked_v2_layouts as L
-from ers_deep.envs.overcooked_v2_layouts import OvercookedLayout
+from ers_deep.envs.overcooked_v2_dynamics import POT_COOK_TIME
+from ers_deep.envs.overcooked_v2_layouts import OvercookedLayout, item_layers
 
-POT_TIMER_VALUES = 21  # the pot timer runs from the cook time (20) down to 0
-
-
-def item_layers(x: np.ndarray, n: int) -> np.ndarray:
-    """[..., 2+n] plate bit, cooked bit and ingredient counts of item bitfields ``x``."""
-    shift = np.array([0, 1] + [2 * (i + 1) for i in range(n)])
-    mask = np.array([1, 1] + [3] * n)
-    return (x[..., None] >> shift) & mask
+POT_TIMER_VALUES = POT_COOK_TIME + 1  # the pot timer runs from the cook time down to 0
 
 
 class ObservationEncoder:
@@ -95,14 +91,13 @@ class ObservationEncoder:
         add(L.GOAL, z(2), z(2), z(2), np.array([0, 1]))
         for obj in objects[5:] + [None]:  # plate pile, ingredient piles, then every other cell (and outside)
             add(obj, z(1), z(1), z(1), z(1))
-        table = np.concatenate(rows)[:, :self.channels] if indicate_delivery else np.concatenate(rows)[:, :-1][
-            :, :self.channels]
-        c = table.shape[1]
-        word = torch.int64 if c % 8 == 0 else torch.int32 if c % 4 == 0 else torch.int16 if c % 2 == 0 else torch.uint8
+        table = np.concatenate(rows)
+        table = (table if indicate_delivery else table[:, :-1])[:, :self.channels]  # the flag column is optional
         # rows move as whole words: 8 (or 4, 2) channels per element of one index_select
+        word = {8: torch.int64, 4: torch.int32, 2: torch.int16, 1: torch.uint8}[math.gcd(table.shape[1], 8)]
         self.table = torch.as_tensor(table.astype(np.uint8), device=self.device).view(word)
-        self.outside = offsets[None]
-        self.offset = torch.as_tensor([offsets.get(int(c), offsets[None]) for c in static] + [self.outside],
+        outside = offsets[None]
+        self.offset = torch.as_tensor([offsets.get(int(c), outside) for c in static] + [outside],
                                       device=self.device)  # [HW+1]
         self.is_pot = torch.as_tensor(static == L.POT, device=self.device)
         self.is_wall = torch.as_tensor(static == L.WALL, device=self.device)
