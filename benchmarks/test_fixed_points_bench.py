@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from ers_exact.fixed_points import SolverConfig, solve_fixed_points
 from ers_exact.games import get_game
-from ers_exact.histories import enumerate_histories
+from ers_exact.model.histories import enumerate_histories
+from ers_exact.solve.fixed_points import SolverConfig, solve_fixed_points
 
 
 @pytest.mark.parametrize("certify", [False, True], ids=["no-certificates", "with-certificates"])

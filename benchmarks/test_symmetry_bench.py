@@ -9,14 +9,14 @@ import importlib.util
 import numpy as np
 import pytest
 
-from ers_exact.census import planted_game
-from ers_exact.er_symmetry import er_symmetries
-from ers_exact.fixed_points import SolverConfig, solve_fixed_points
-from ers_exact.game import make_game
 from ers_exact.games import get_game
-from ers_exact.histories import enumerate_histories
-from ers_exact.symmetry import decpomdp_symmetries, policy_part_order, psi_order
-from ers_exact.transformation import Transformation
+from ers_exact.games.random import planted_game
+from ers_exact.model.game import make_game
+from ers_exact.model.histories import enumerate_histories
+from ers_exact.model.transformation import Transformation
+from ers_exact.solve.fixed_points import SolverConfig, solve_fixed_points
+from ers_exact.symmetry.er import er_symmetries
+from ers_exact.symmetry.search import decpomdp_symmetries, policy_part_order, psi_order
 
 
 def test_er_search_three_lever(benchmark) -> None:
@@ -52,9 +52,9 @@ METHODS = ["exhaustive", "pruned", "graph"]
 def test_mdp_search(benchmark, name: str, method: str) -> None:
     game = GAMES[name]()
     if method == "graph":
-        if importlib.util.find_spec("ers_exact.symmetry_graph") is None:
+        if importlib.util.find_spec("ers_exact.symmetry.graph") is None:
             pytest.skip("graph method not available")
-        from ers_exact.symmetry_graph import decpomdp_symmetries_graph as search
+        from ers_exact.symmetry.graph import decpomdp_symmetries_graph as search
         found = benchmark.pedantic(search, args=(game,), rounds=1, iterations=1)
     else:
         found = benchmark.pedantic(decpomdp_symmetries, args=(game, method), rounds=1, iterations=1)

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from ers_exact.games import load_game
-from ers_exact.histories import enumerate_histories
-from ers_exact.values import expected_return, local_q_values
+from ers_exact.model.histories import enumerate_histories
+from ers_exact.model.values import expected_return, local_q_values
 from tests.exact.reference import policy_fn_from_arrays, ref_expected_return, ref_local_q
 
 CASES = [("three-lever", h) for h in (2, 3, 4)] + [("dectiger", h) for h in (2, 3, 4)]

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from ers_exact.games import get_game
-from ers_exact.histories import enumerate_histories
-from ers_exact.zsc import ZSCConfig, run_zsc
+from ers_exact.model.histories import enumerate_histories
+from ers_exact.zsc.pipeline import ZSCConfig, run_zsc
 
 CASES = {
     "toy-exact": ("toy-coordination", ZSCConfig(agents=5, pool="exact", alpha=0.3, k=2, l=2)),

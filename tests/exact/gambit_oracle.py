@@ -21,8 +21,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ers_exact.histories import HistoryTree
 from ers_exact.io.gambit import EfgExport, export_efg
+from ers_exact.model.histories import HistoryTree
 
 __all__ = [
     "GambitGame",
@@ -148,7 +148,7 @@ def boltzmann_residual(tree: HistoryTree, policy: Sequence[np.ndarray], alpha: f
     """max_i,tau,a |pi^i(a|tau) - softmax(Q^i_pi(tau, .) / alpha)(a)| over legal actions, Q^i from ers.
 
     With ``stage_scaled`` the logits are gamma^t Q^i / alpha (Gambit's QRE map when gamma < 1)."""
-    from ers_exact.values import local_q_values
+    from ers_exact.model.values import local_q_values
 
     q_all = local_q_values(tree, policy)
     worst = 0.0

@@ -1,11 +1,11 @@
 """A slow, independent reference for exact Dec-POMDP values, written from the definitions.
 
-Everything here is plain recursive Python over explicit (state, joint history) paths: the game's numpy
-arrays are turned into nested lists once, joint actions / observations are re-derived with
-:func:`itertools.product` (row-major, last agent fastest) instead of using ``game.joint_actions``, and no
-quantity is vectorised. It shares no code with :mod:`ers_exact.values` or :mod:`ers_exact.histories`; the
-only bridge is :func:`policy_fn_from_arrays`, which reads a policy array through
-``tree.local[i].index`` (so a history the reference reaches but the tree pruned raises a clear error).
+Everything here is plain recursive Python over explicit (state, joint history) paths: the game's numpy arrays
+are turned into nested lists once, joint actions / observations are re-derived with :func:`itertools.product`
+(row-major, last agent fastest) instead of using ``game.joint_actions``, and no quantity is vectorised. It
+shares no code with :mod:`ers_exact.model.values` or :mod:`ers_exact.model.histories`; the only bridge is
+:func:`policy_fn_from_arrays`, which reads a policy array through ``tree.local[i].index`` (so a history the
+reference reaches but the tree pruned raises a clear error).
 
 Definitions (paper, Background and Appendix eq. Q_pi_full), with transition-attached rewards
 ``R[s, a, s']`` received on the step s_t -> s_{t+1}:
@@ -31,8 +31,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ers_exact.game import Game
-from ers_exact.histories import HistoryTree
+from ers_exact.model.game import Game
+from ers_exact.model.histories import HistoryTree
 
 __all__ = [
     "History",

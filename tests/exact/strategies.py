@@ -5,7 +5,7 @@ b_0 rows are Dirichlet draws with some entries set to exactly zero (so impossibl
 rewards on the grid {-1, 0, 1, 2} or uniform floats, optional random legal-action masks with no empty row.
 
 The Hypothesis strategies draw a compact :class:`GameSpec` / :class:`PolicySpec` (structure plus a numpy
-seed) rather than a :class:`~ers_exact.game.Game`, so a failing example prints as a one-line, pasteable
+seed) rather than a :class:`~ers_exact.model.game.Game`, so a failing example prints as a one-line, pasteable
 reproduction: ``GameSpec(...).build()``.
 """
 
@@ -17,8 +17,8 @@ from typing import Sequence
 import numpy as np
 from hypothesis import strategies as st
 
-from ers_exact.game import Game, make_game
-from ers_exact.histories import HistoryTree
+from ers_exact.model.game import Game, make_game
+from ers_exact.model.histories import HistoryTree
 
 __all__ = [
     "GameSpec",

@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import numpy as np
 
 from ers_exact import __version__
-from ers_exact.game import Game
 from ers_exact.games import GAMES, load_game
-from ers_exact.histories import DEFAULT_MAX_NODES, enumerate_histories, estimate_history_count
-from ers_exact.optimal import DEFAULT_MAX_POLICIES, count_policy_trees, self_play_optimum
-from ers_exact.values import expected_return, local_q_values, uniform_policy
+from ers_exact.model.game import Game
+from ers_exact.model.histories import DEFAULT_MAX_NODES, enumerate_histories, estimate_history_count
+from ers_exact.model.optimal import DEFAULT_MAX_POLICIES, count_policy_trees, self_play_optimum
+from ers_exact.model.values import expected_return, local_q_values, uniform_policy
 
 if TYPE_CHECKING:
-    from ers_exact.fixed_points import SolverConfig
+    from ers_exact.solve.fixed_points import SolverConfig
 
 __all__ = ["main", "run_demo", "run_games", "run_info", "run_optimal", "run_atlas", "run_census", "run_discover", "run_export_gambit",
            "run_solve", "run_sweep", "run_symmetries", "run_value", "run_zsc"]
@@ -92,7 +92,7 @@ def run_optimal(spec: str, horizon: int | None = None, discount: float | None = 
 
 
 def _solver_config(starts: int, seed: int) -> "SolverConfig":
-    from ers_exact.fixed_points import SolverConfig
+    from ers_exact.solve.fixed_points import SolverConfig
 
     return SolverConfig(n_starts=starts, seed=seed)
 
@@ -100,7 +100,7 @@ def _solver_config(starts: int, seed: int) -> "SolverConfig":
 def run_solve(spec: str, alpha: float, horizon: int | None = None, starts: int = 64, seed: int = 0,
               with_policy: bool = False) -> dict[str, Any]:
     """Boltzmann fixed points at temperature alpha, J* and the self-play-optimal set Pi*_alpha."""
-    from ers_exact.fixed_points import solve_fixed_points
+    from ers_exact.solve.fixed_points import solve_fixed_points
 
     tree = enumerate_histories(load_game(spec, horizon=horizon))
     result = solve_fixed_points(tree, alpha, _solver_config(starts, seed))
@@ -110,7 +110,8 @@ def run_solve(spec: str, alpha: float, horizon: int | None = None, starts: int =
 def run_sweep(spec: str, alphas: str, horizon: int | None = None, starts: int = 32, seed: int = 0,
               plot: str | None = None) -> dict[str, Any]:
     """Fixed points over a grid of alphas (continuation), bifurcations, optional plot."""
-    from ers_exact.sweep import parse_alphas, plot_sweep, sweep
+    from ers_exact.analysis.plots import plot_sweep
+    from ers_exact.solve.sweep import parse_alphas, sweep
 
     tree = enumerate_histories(load_game(spec, horizon=horizon))
     result = sweep(tree, parse_alphas(alphas), _solver_config(starts, seed))
@@ -134,7 +135,7 @@ def run_export_gambit(spec: str, out: str, horizon: int | None = None) -> dict[s
 def run_symmetries(spec: str, alpha: float, horizon: int | None = None, starts: int = 64, seed: int = 0
                    ) -> dict[str, Any]:
     """Phi_MDP and Phi_ER at alpha (against the solver's whole optimal set), as groups."""
-    from ers_exact.report import symmetry_report
+    from ers_exact.analysis.report import symmetry_report
 
     tree = enumerate_histories(load_game(spec, horizon=horizon))
     return {**symmetry_report(tree, alpha, _solver_config(starts, seed)), "provenance": _provenance()}
@@ -143,8 +144,9 @@ def run_symmetries(spec: str, alpha: float, horizon: int | None = None, starts: 
 def run_atlas(spec: str, alphas: str, horizon: int | None = None, starts: int = 32, seed: int = 0,
               plot: str | None = None) -> dict[str, Any]:
     """|Pi*_alpha|, |Phi_ER(alpha)| and |Phi_MDP| over a grid of alphas, optionally plotted."""
-    from ers_exact.report import atlas, plot_atlas
-    from ers_exact.sweep import parse_alphas
+    from ers_exact.analysis.plots import plot_atlas
+    from ers_exact.analysis.report import atlas
+    from ers_exact.solve.sweep import parse_alphas
 
     tree = enumerate_histories(load_game(spec, horizon=horizon))
     out = {**atlas(tree, parse_alphas(alphas), _solver_config(starts, seed)),
@@ -156,7 +158,7 @@ def run_atlas(spec: str, alphas: str, horizon: int | None = None, starts: int = 
 
 def run_census(games: int, seed: int, alpha: float = 0.25, out: str | None = None) -> dict[str, Any]:
     """Random small Dec-POMDPs: how often Phi_ER is strictly larger than Phi_MDP."""
-    from ers_exact.census import CensusConfig, census
+    from ers_exact.analysis.census import CensusConfig, census
 
     return {**census(CensusConfig(games=games, seed=seed, alpha=alpha, out=out)), "provenance": _provenance()}
 
@@ -165,7 +167,8 @@ def run_zsc(spec: str, agents: int = 5, seed: int = 0, pool: str = "iql", alpha:
             l: int = 6, m: int = 5, episodes: int = 10_000, algorithm: str = "sp-max", horizon: int | None = None,
             out: str | None = None) -> dict[str, Any]:  # noqa: E741
     """The population pipeline: SP, OP + Phi_MDP and OP + learned Phi_ER; Table 1 as JSON and markdown."""
-    from ers_exact.zsc import ZSCConfig, run_zsc as pipeline
+    from ers_exact.zsc.pipeline import ZSCConfig
+    from ers_exact.zsc.pipeline import run_zsc as pipeline
 
     tree = enumerate_histories(load_game(spec, horizon=horizon))
     cfg = ZSCConfig(agents=agents, seed=seed, pool=pool, alpha=alpha, k=k, l=l, m=m, episodes=episodes,
@@ -183,13 +186,13 @@ def run_discover(spec: str, alpha: float = 1.0, pool: str = "iql", k: int = 20, 
                  search: str = "exhaustive", top: int = 6, seed: int = 0, episodes: int = 10_000,
                  horizon: int | None = None) -> dict[str, Any]:
     """One agent's discovery (Algorithm 1, 2 or 3) with Table 2's group metrics on an unseen pool."""
-    from ers_exact.discovery import DiscoveryConfig, discover
-    from ers_exact.zsc import ZSCConfig, _pool
+    from ers_exact.zsc.discovery import DiscoveryConfig, discover
+    from ers_exact.zsc.pools import UNSEEN_POOL_SEED_OFFSET, PoolConfig, build_pool
 
     tree = enumerate_histories(load_game(spec, horizon=horizon))
-    cfg = ZSCConfig(pool=pool, alpha=alpha, k=k, episodes=episodes, seed=seed)
-    train, _ = _pool(tree, cfg, seed)
-    unseen, _ = _pool(tree, cfg, seed + 500)
+    cfg = PoolConfig(source=pool, alpha=alpha, k=k, episodes=episodes)
+    train, _ = build_pool(tree, cfg, seed)
+    unseen, _ = build_pool(tree, cfg, seed + UNSEEN_POOL_SEED_OFFSET)
     result = discover(tree, train, DiscoveryConfig(algorithm=algorithm, search=search, top=top, seed=seed),
                       unseen_pool=unseen)
     return {**result.to_json(), "pool": pool, "alpha": alpha, "provenance": _provenance()}
@@ -198,7 +201,7 @@ def run_discover(spec: str, alpha: float = 1.0, pool: str = "iql", k: int = 20, 
 def run_demo(out: str | None = "results", max_policies: int = 200_000, alpha: float = 0.25) -> dict[str, Any]:
     """Exact analysis of every built-in game: history counts, J(uniform), J*, and the Boltzmann fixed
     points at ``alpha`` (how many, how many self-play optimal, J of the best)."""
-    from ers_exact.fixed_points import solve_fixed_points
+    from ers_exact.solve.fixed_points import solve_fixed_points
 
     rows = []
     for name, factory in GAMES.items():

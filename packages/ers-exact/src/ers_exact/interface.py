@@ -2,7 +2,7 @@
 zero-shot-coordination reports. Frozen dataclasses with a JSON round trip, so a benchmark can run both
 halves on the same game and compare their outputs field by field.
 
-* :class:`~ers_exact.transformation.Transformation` -- phi = (phi_S, phi_A^i, phi_O^i) as permutations.
+* :class:`~ers_exact.model.transformation.Transformation` -- phi = (phi_S, phi_A^i, phi_O^i) as permutations.
 * :class:`DiscoveryResult` -- the l best learned transformations with their scores (mean J(phi(pi)) over
   the pool, eq. sp-max) and the paper's Table 2 group metrics: J_1, J_2, J_3 (expected return after
   composing 1-3 random learned transformations) and the relative reconstruction loss.
@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ers_exact.transformation import Transformation
+from ers_exact.model.transformation import Transformation
 
 __all__ = ["DiscoveryResult", "Estimate", "PopulationRow", "Transformation", "ZSCReport"]
 

@@ -2,7 +2,8 @@
 
 ``GAMES`` maps a name to a factory ``(**config) -> Game``; every factory has keyword defaults that give
 the game as the paper (or its source) states it. Nothing registers itself on import: to add a game,
-write its module and add one line here.
+write its module and add one line here. The games layer sits above ``model`` and ``io`` (a GAME may be a
+``.dpomdp`` path); :mod:`ers_exact.games.random` generates random small games and planted symmetries.
 
 ===================  ==========================================================================
 name                 game
@@ -24,11 +25,11 @@ from functools import partial
 from os import PathLike
 from pathlib import Path
 
-from ers_exact.game import Game
 from ers_exact.games.dectiger import dectiger
 from ers_exact.games.handshake import handshake
 from ers_exact.games.lever import lever_game
 from ers_exact.games.toy_coordination import toy_coordination
+from ers_exact.model.game import Game
 
 __all__ = [
     "GAMES",

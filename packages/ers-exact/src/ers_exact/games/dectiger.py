@@ -37,7 +37,7 @@ from decimal import Decimal
 
 import numpy as np
 
-from ers_exact.game import Game, GameError, make_game
+from ers_exact.model.game import Game, GameError, make_game
 
 __all__ = ["DECTIGER_REWARDS", "dectiger"]
 

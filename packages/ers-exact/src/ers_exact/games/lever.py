@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ers_exact.game import Game, GameError, make_game
+from ers_exact.model.game import Game, GameError, make_game
 
 __all__ = ["lever_game", "lever_names"]
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ers_exact.game import Game, make_game
+from ers_exact.model.game import Game, make_game
 
 __all__ = ["toy_coordination"]
 

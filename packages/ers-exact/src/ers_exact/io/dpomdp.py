@@ -1,7 +1,8 @@
 """Read and write Dec-POMDPs in the MADP toolbox ``.dpomdp`` format.
 
-:func:`read_dpomdp` / :func:`parse_dpomdp` turn a file (or its text) into a :class:`~ers_exact.game.Game`;
-the grammar and the MADP reward semantics are described in :mod:`ers_exact.io.dpomdp_parse`.
+:func:`read_dpomdp` / :func:`parse_dpomdp` turn a file (or its text) into a
+:class:`~ers_exact.model.game.Game`; the grammar and the MADP reward semantics are described in
+:mod:`ers_exact.io.dpomdp_parse`.
 :func:`write_dpomdp` / :func:`save_dpomdp` go the other way.
 
 Round trip. The format stores only R(s, a), so a game whose reward does not depend on s' is written with
@@ -22,8 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ers_exact.game import Game
-from ers_exact.io.dpomdp_parse import IDENT_RE, RESERVED, DpomdpError, _parse, parse_dpomdp
+from ers_exact.io.dpomdp_parse import IDENT_RE, RESERVED, DpomdpError, parse_dpomdp
+from ers_exact.model.game import Game
 
 __all__ = ["DpomdpError", "parse_dpomdp", "read_dpomdp", "save_dpomdp", "write_dpomdp"]
 
@@ -36,7 +37,7 @@ def read_dpomdp(source: str | os.PathLike[str], horizon: int = 2, name: str | No
     raise :class:`DpomdpError` naming the file and line; an invalid model raises ``GameError``.
     """
     if isinstance(source, str) and "\n" in source:
-        return _parse(source, horizon, "dpomdp" if name is None else name, source=None)
+        return parse_dpomdp(source, horizon, "dpomdp" if name is None else name)
     path = Path(source)
     if path.suffix == ".gz":
         with gzip.open(path, "rt", encoding="utf-8") as fh:
@@ -45,7 +46,7 @@ def read_dpomdp(source: str | os.PathLike[str], horizon: int = 2, name: str | No
     else:
         text = path.read_text(encoding="utf-8")
         stem = path.stem
-    return _parse(text, horizon, stem if name is None else name, source=str(path))
+    return parse_dpomdp(text, horizon, stem if name is None else name, source=str(path))
 
 
 def save_dpomdp(game: Game, path: str | os.PathLike[str]) -> None:

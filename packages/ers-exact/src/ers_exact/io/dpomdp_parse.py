@@ -31,7 +31,7 @@ from typing import Any, Sequence, Union
 
 import numpy as np
 
-from ers_exact.game import Game, GameError, make_game
+from ers_exact.model.game import Game, GameError, make_game
 
 __all__ = ["DpomdpError", "parse_dpomdp", "IDENT_RE", "RESERVED", "PREAMBLE"]
 
@@ -57,16 +57,13 @@ class DpomdpError(GameError):
         super().__init__(": ".join([*parts, reason]))
 
 
-def parse_dpomdp(text: str, horizon: int = 2, name: str = "dpomdp") -> Game:
+def parse_dpomdp(text: str, horizon: int = 2, name: str = "dpomdp", source: str | None = None) -> Game:
     """Parse ``.dpomdp`` text into a :class:`Game` with horizon ``horizon`` (the format has none).
 
     Raises :class:`DpomdpError` (line number and reason) for malformed text, and :class:`GameError` when
-    the parsed model is not a valid game (e.g. a transition row that does not sum to 1).
+    the parsed model is not a valid game (e.g. a transition row that does not sum to 1). ``source`` (the
+    file the text came from, if any) is named in both errors.
     """
-    return _parse(text, horizon, name, source=None)
-
-
-def _parse(text: str, horizon: int, name: str, source: str | None) -> Game:
     parser = _Parser(text)
     try:
         parser.preamble()

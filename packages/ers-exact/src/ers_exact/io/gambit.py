@@ -17,7 +17,7 @@ Tree layout, for each stage t = 0 .. H-1 and each explicit state s_t (states are
   for t < H-1 it is a chance node over (s_{t+1}, o_{t+1}) with probability T(s'|s, a) U(o|s', a)
   (labels ``s<s'>o<o>``, o the joint observation index), else a terminal node.
 * zero-probability chance branches are pruned, so Gambit's information sets are exactly the possible
-  local histories of :func:`~ers_exact.histories.enumerate_histories` (the export checks this).
+  local histories of :func:`~ers_exact.model.histories.enumerate_histories` (the export checks this).
 
 Reward and discount conventions. Gambit's ``action_values`` at an information set is the expected payoff
 of the subtree below an action, weighted by the belief over the set's nodes; it **excludes** outcomes at
@@ -46,8 +46,8 @@ from typing import Sequence, Union
 
 import numpy as np
 
-from ers_exact.game import Game
-from ers_exact.histories import HistoryTree, enumerate_histories
+from ers_exact.model.game import Game
+from ers_exact.model.histories import HistoryTree, enumerate_histories
 
 __all__ = ["EfgExport", "export_efg", "save_efg", "to_efg"]
 

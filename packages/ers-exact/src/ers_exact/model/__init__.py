@@ -1,0 +1,33 @@
+"""The model layer: a finite Dec-POMDP G = (S, n, A^i, O^i, T, R, U^i, H, gamma) as a frozen, validated
+spec (``game``); its possible local histories tau^i_t and joint history tree, enumerated once as flat
+arrays (``histories``); exact values J(pi), Q^i_pi(tau^i, a^i) and dJ/dpi of tabular joint policies
+(``values``); transformations phi = (phi_S, phi_A^i, phi_O^i) acting on games, histories and policies
+(``transformation``); the objectives XP, OP^Phi and the symmetriser S(pi) (``objectives``); and the exact
+self-play optimum J* over deterministic joint policies (``optimal``). It imports only ``util``.
+"""
+
+from ers_exact.model.game import Game, GameError, make_game
+from ers_exact.model.histories import HistoryTree, enumerate_histories
+from ers_exact.model.objectives import cross_play, other_play, symmetrise
+from ers_exact.model.optimal import self_play_optimum
+from ers_exact.model.transformation import Transformation, apply_to_policy, is_decpomdp_symmetry
+from ers_exact.model.values import Policy, expected_return, local_q_values, uniform_policy
+
+__all__ = [
+    "Game",
+    "GameError",
+    "HistoryTree",
+    "Policy",
+    "Transformation",
+    "apply_to_policy",
+    "cross_play",
+    "enumerate_histories",
+    "expected_return",
+    "is_decpomdp_symmetry",
+    "local_q_values",
+    "make_game",
+    "other_play",
+    "self_play_optimum",
+    "symmetrise",
+    "uniform_policy",
+]

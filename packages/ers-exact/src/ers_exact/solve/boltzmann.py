@@ -1,0 +1,136 @@
+"""The Boltzmann map and its coordinates (paper, Definition "Expected Return Symmetries"):
+
+    F(pi)^i(a | tau^i) = exp(Q^i_pi(tau^i, a) / alpha) / sum_{b in A^i(tau^i)} exp(Q^i_pi(tau^i, b) / alpha).
+
+Pi^alpha is the set of fixed points pi = F(pi). Fixed points have full support on legal actions, so they
+live in *logit coordinates* y: for every agent i, local history tau^i and legal action a other than the
+reference action r(tau^i) (the first legal one), y = log pi(a | tau) - log pi(r | tau). In these
+coordinates the fixed-point equation is
+
+    y = M(y),   M(y)_{(i, tau, a)} = (Q^i_{pi(y)}(tau, a) - Q^i_{pi(y)}(tau, r(tau))) / alpha,
+
+and the Jacobian of M at a fixed point has the same spectrum as that of F (conjugate maps), so its
+spectral radius decides local stability of the undamped iteration. Everything here is batched over P.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from ers_exact.model.histories import HistoryTree
+from ers_exact.model.values import Policy, check_policy, local_q_values
+
+__all__ = ["LogitCoordinates", "boltzmann_map", "boltzmann_residual", "logit_bound", "softmax_policy"]
+
+
+def softmax_policy(tree: HistoryTree, q: tuple[np.ndarray, ...], alpha: float) -> tuple[np.ndarray, ...]:
+    """softmax(Q^i(tau, .) / alpha) over legal actions, per agent; batched [P, K, A] or single [K, A]."""
+    out = []
+    for qi, hist in zip(q, tree.local):
+        z = np.where(hist.legal, qi / alpha, -np.inf)
+        z = z - z.max(axis=-1, keepdims=True)
+        e = np.exp(z)
+        out.append(e / e.sum(axis=-1, keepdims=True))
+    return tuple(out)
+
+
+def boltzmann_map(tree: HistoryTree, policy: Policy, alpha: float) -> tuple[np.ndarray, ...]:
+    """F(pi) = softmax(Q_pi / alpha); needs Q finite (full-support policies)."""
+    _check_alpha(alpha)
+    return softmax_policy(tree, local_q_values(tree, policy), alpha)
+
+
+def boltzmann_residual(tree: HistoryTree, policy: Policy, alpha: float) -> np.ndarray | float:
+    """max |F(pi) - pi| over agents, histories and actions; [P] for a batch."""
+    pols, batched = check_policy(tree, policy)
+    image = boltzmann_map(tree, pols, alpha)
+    res = np.max([np.abs(f - p).max(axis=(1, 2)) for f, p in zip(image, pols)], axis=0)
+    return res if batched else float(res[0])
+
+
+def logit_bound(tree: HistoryTree, alpha: float) -> float:
+    """|y| <= B / alpha at every fixed point, B = max reward-to-go gap = sum_t gamma^t (R_max - R_min)."""
+    game = tree.game
+    spread = float(game.reward.max() - game.reward.min())
+    horizon_weight = sum(game.discount**t for t in range(game.horizon))
+    return spread * horizon_weight / alpha + 1.0
+
+
+def _check_alpha(alpha: float) -> None:
+    if not (np.isfinite(alpha) and alpha > 0):
+        raise ValueError(f"temperature alpha must be a positive number, got {alpha}")
+
+
+@dataclass(frozen=True, eq=False)
+class LogitCoordinates:
+    """The free logit coordinates y of a game's policies (one per non-reference legal action)."""
+
+    tree: HistoryTree
+
+    @cached_property
+    def _index(self) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        out = []
+        for hist in self.tree.local:
+            ref = np.argmax(hist.legal, axis=1)
+            k, a = np.nonzero(hist.legal)
+            keep = a != ref[k]
+            out.append((k[keep], a[keep], ref[k[keep]]))
+        return out
+
+    @property
+    def dim(self) -> int:
+        """D = sum_i sum_tau (|A^i(tau)| - 1)."""
+        return int(sum(len(k) for k, _, _ in self._index))
+
+    @cached_property
+    def slices(self) -> list[slice]:
+        """Where each agent's coordinates sit in y."""
+        bounds = np.cumsum([0] + [len(k) for k, _, _ in self._index])
+        return [slice(int(lo), int(hi)) for lo, hi in zip(bounds[:-1], bounds[1:])]
+
+    @cached_property
+    def labels(self) -> list[tuple[int, int, int]]:
+        """(agent, local history, action) of each coordinate."""
+        return [(i, int(k), int(a)) for i, (ks, acts, _) in enumerate(self._index) for k, a in zip(ks, acts)]
+
+    def to_policy(self, y: np.ndarray) -> tuple[np.ndarray, ...]:
+        """pi(y) for y [P, D] -> per agent [P, K_i, A_i]."""
+        y = np.atleast_2d(y)
+        out = []
+        for (k, a, _), sl, hist in zip(self._index, self.slices, self.tree.local):
+            logits = np.where(hist.legal, 0.0, -np.inf)[None].repeat(y.shape[0], axis=0)
+            logits[:, k, a] = y[:, sl]
+            logits -= logits.max(axis=2, keepdims=True)
+            e = np.exp(logits)
+            out.append(e / e.sum(axis=2, keepdims=True))
+        return tuple(out)
+
+    def from_policy(self, policy: Policy) -> np.ndarray:
+        """y(pi) for a full-support policy -> [P, D] (or [D])."""
+        pols, batched = check_policy(self.tree, policy)
+        with np.errstate(divide="ignore"):
+            parts = [np.log(p[:, k, a]) - np.log(p[:, k, r]) for p, (k, a, r) in zip(pols, self._index)]
+        y = np.concatenate(parts, axis=1)
+        return y if batched else y[0]
+
+    def gaps(self, q: tuple[np.ndarray, ...], alpha: float) -> np.ndarray:
+        """(Q(tau, a) - Q(tau, r(tau))) / alpha at every coordinate.  # [P, D]"""
+        return np.concatenate([(qi[:, k, a] - qi[:, k, r]) / alpha for qi, (k, a, r) in zip(q, self._index)],
+                              axis=1)
+
+    def logit_map(self, y: np.ndarray, alpha: float) -> np.ndarray:
+        """M(y) for a batch y [P, D]."""
+        _check_alpha(alpha)
+        return self.gaps(local_q_values(self.tree, self.to_policy(y)), alpha)
+
+    def jacobian(self, y: np.ndarray, alpha: float, step: float = 1e-6) -> np.ndarray:
+        """DM(y) by central differences, all 2D evaluations in one batched call.  # [P, D, D]"""
+        y = np.atleast_2d(y)
+        P, D = y.shape
+        eye = np.eye(D) * step
+        probes = np.concatenate([y[:, None, :] + eye[None], y[:, None, :] - eye[None]], axis=1)  # [P, 2D, D]
+        vals = self.logit_map(probes.reshape(P * 2 * D, D), alpha).reshape(P, 2, D, D)
+        return ((vals[:, 0] - vals[:, 1]) / (2 * step)).transpose(0, 2, 1)

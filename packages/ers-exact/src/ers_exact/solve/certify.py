@@ -1,0 +1,283 @@
+"""Interval certificates for Boltzmann fixed points (Krawczyk 1969; Neumaier 1990).
+
+For g(y) = y - M(y) in logit coordinates, a box Y with centre c and C ~ Dg(c)^{-1}:
+
+    K(Y) = c - C g(c) + (I - C Dg(Y)) (Y - c).
+
+K(Y) in int(Y) proves that Y holds exactly one zero (one fixed point); K(Y) disjoint from Y proves it holds
+none. M and Dg(Y) are enclosed by a plain (slow, rigorous) re-evaluation of the Q-gaps over
+:class:`~ers_exact.solve.interval.Interval` / :class:`~ers_exact.solve.interval.IDual` numbers, including the
+chance weights b_0 T U. :func:`enumerate_all` subdivides the whole domain |y| <= B/alpha (fixed points satisfy
+it) and, where it finishes, proves the list of fixed points complete; it is used when the *effective*
+dimension (coordinates left wide after contracting Y <- Y n M(Y)) is at most ``max_dim``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from ers_exact.model.histories import HistoryTree
+from ers_exact.solve.boltzmann import LogitCoordinates, logit_bound
+from ers_exact.solve.interval import IDual, Interval
+
+__all__ = ["SearchResult", "certify_point", "enumerate_all", "interval_logit_map", "krawczyk"]
+
+_EPS = np.finfo(float).eps
+
+
+def _exp(x: Any) -> Any:
+    return x.exp() if isinstance(x, (Interval, IDual)) else Interval(x).exp()
+
+
+def _structure(coords: LogitCoordinates) -> dict[str, Any]:
+    """Interval chance weights, interval rewards and index lists, built once per tree."""
+    return coords.tree.derived("certify.interval", lambda: _build_structure(coords.tree))
+
+
+def _build_structure(tree: HistoryTree) -> dict[str, Any]:
+    game = tree.game
+    S, A = game.n_states, game.n_joint_actions
+    T, U, R = game.transition, game.observation, game.reward
+    er = [[sum((Interval(T[s, a, s2]) * Interval(R[s, a, s2]) for s2 in range(S) if T[s, a, s2] != 0),
+               Interval(0.0)) for a in range(A)] for s in range(S)]
+    weights = [[[Interval(float(b)) for b in game.initial_belief]]]
+    for t in range(1, len(tree.layers)):
+        layer, prev = tree.layers[t], weights[-1]
+        weights.append([[sum((prev[p][s] * Interval(T[s, a, s2]) * Interval(U[a, s2, o])
+                              for s in range(S) if T[s, a, s2] != 0), Interval(0.0)) for s2 in range(S)]
+                        for p, a, o in zip(layer.parent, layer.action, layer.observation)])
+    children: list[dict[tuple[int, int], list[int]]] = []
+    for t in range(len(tree.layers)):
+        kids: dict[tuple[int, int], list[int]] = {}
+        if t + 1 < len(tree.layers):
+            nxt = tree.layers[t + 1]
+            for c, (p, a) in enumerate(zip(nxt.parent, nxt.action)):
+                kids.setdefault((int(p), int(a)), []).append(c)
+        children.append(kids)
+    rewards = [[[sum((w[s] * er[s][a] for s in range(S)), Interval(0.0)) for a in range(A)] for w in layer_w]
+               for layer_w in weights]
+    prob = [[sum(w, Interval(0.0)) for w in layer_w] for layer_w in weights]
+    return {"rewards": rewards, "prob": prob, "children": children}
+
+
+def interval_logit_map(coords: LogitCoordinates, ys: list[Any], alpha: float) -> list[Any]:
+    """M(y) evaluated on interval-like numbers ``ys`` (Interval or IDual), one per coordinate."""
+    tree, game = coords.tree, coords.tree.game
+    st = _structure(coords)
+    n, ja_table = game.n_agents, game.joint_actions
+    # pi^i(a | tau) = 1 / sum_b exp(z_b - z_a), z = logits with the reference action at 0
+    logits: list[dict[int, dict[int, Any]]] = []
+    for i, hist in enumerate(tree.local):
+        z = {int(k): {int(a): 0.0 for a in np.flatnonzero(hist.legal[k])} for k in range(len(hist))}
+        logits.append(z)
+    for idx, (i, k, a) in enumerate(coords.labels):
+        logits[i][k][a] = ys[idx]
+    pol: list[dict[int, dict[int, Any]]] = []
+    for z_i in logits:
+        pol.append({k: {a: 1.0 / sum((_exp(zb - za) if b != a else 1.0) for b, zb in zk.items())
+                        for a, za in zk.items()} for k, zk in z_i.items()})
+    path = [[[1.0] * n]]
+    for t in range(1, len(tree.layers)):
+        layer, prev = tree.layers[t], tree.layers[t - 1]
+        path.append([[path[-1][p][i] * pol[i][int(prev.local[p, i])][int(ja_table[a, i])] for i in range(n)]
+                     for p, a in zip(layer.parent, layer.action)])
+    gain: list[list[dict[int, Any]]] = [None] * len(tree.layers)  # type: ignore[list-item]
+    value_next: list[Any] = []
+    for t in reversed(range(len(tree.layers))):
+        layer, kids = tree.layers[t], st["children"][t]
+        g_t, v_t = [], []
+        for node in range(len(layer)):
+            g_n, v_n = {}, 0.0
+            for a in np.flatnonzero(layer.legal[node]):
+                g = st["rewards"][t][node][a] + game.discount * sum((value_next[c] for c in kids.get((node, a), [])), 0.0)
+                g_n[int(a)] = g
+                p = 1.0
+                for i in range(n):
+                    p = p * pol[i][int(layer.local[node, i])][int(ja_table[a, i])]
+                v_n = v_n + p * g
+            g_t.append(g_n)
+            v_t.append(v_n)
+        gain[t], value_next = g_t, v_t
+    return [_gap(tree, pol, path, gain, st, i, k, a, alpha) for i, k, a in coords.labels]
+
+
+def _gap(tree, pol, path, gain, st, i: int, k: int, a: int, alpha: float) -> Any:
+    """(Q^i(tau, a) - Q^i(tau, ref)) / alpha, as num / den over the joint nodes projecting on tau."""
+    game, hist = tree.game, tree.local[i]
+    t = int(hist.time[k])
+    layer = tree.layers[t]
+    ref = int(np.argmax(hist.legal[k]))
+    stride = int(np.prod(game.n_actions[i + 1:]))
+    num, den, hull = 0.0, 0.0, None
+    for node in np.flatnonzero(layer.local[:, i] == k):
+        others = 1.0
+        for j in range(game.n_agents):
+            if j != i:
+                others = others * path[t][node][j]
+        inner = 0.0
+        for ja, g in gain[t][node].items():
+            if int(game.joint_actions[ja, i]) != a:
+                continue
+            ja_ref = ja + (ref - a) * stride
+            if ja_ref not in gain[t][node]:
+                continue
+            w = 1.0
+            for j in range(game.n_agents):
+                if j != i:
+                    w = w * pol[j][int(layer.local[node, j])][int(game.joint_actions[ja, j])]
+            inner = inner + w * (g - gain[t][node][ja_ref])
+        num = num + others * inner
+        den = den + others * st["prob"][t][node]
+        if not isinstance(inner, IDual):  # the gap is a convex combination of inner / prob over nodes
+            ratio = inner / st["prob"][t][node] if isinstance(inner, Interval) else Interval(inner)
+            hull = ratio if hull is None else Interval(min(hull.lo, ratio.lo), max(hull.hi, ratio.hi))
+    scale = Interval(1.0) / Interval(alpha)
+    gap = num / den
+    if hull is not None and isinstance(gap, Interval):  # the hull avoids the num/den dependency blow-up
+        gap = gap.intersect(hull) or hull
+    return gap * scale
+
+
+def _bounds(xs: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+    vals = [x.val if isinstance(x, IDual) else x for x in xs]
+    return np.array([v.lo for v in vals]), np.array([v.hi for v in vals])
+
+
+def _fmat_ivec(C: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Enclosure of C v for a float matrix C and an interval vector/matrix v (outward margin)."""
+    cp, cn = np.maximum(C, 0), np.minimum(C, 0)
+    rlo, rhi = cp @ lo + cn @ hi, cp @ hi + cn @ lo
+    mag = np.abs(C) @ np.maximum(np.abs(lo), np.abs(hi))
+    margin = 4 * (C.shape[-1] + 2) * _EPS * mag + 1e-300
+    return rlo - margin, rhi + margin
+
+
+def _imat_ivec(alo, ahi, vlo, vhi) -> tuple[np.ndarray, np.ndarray]:
+    prods = np.stack([alo * vlo, alo * vhi, ahi * vlo, ahi * vhi])
+    lo, hi = prods.min(axis=0).sum(axis=1), prods.max(axis=0).sum(axis=1)
+    margin = 4 * (alo.shape[1] + 2) * _EPS * np.abs(prods).max(axis=0).sum(axis=1) + 1e-300
+    return lo - margin, hi + margin
+
+
+def krawczyk(coords: LogitCoordinates, lo: np.ndarray, hi: np.ndarray, alpha: float
+             ) -> tuple[str, np.ndarray, np.ndarray]:
+    """One Krawczyk test on the box [lo, hi]: 'unique', 'none' or 'unknown', and K(Y)."""
+    D = len(lo)
+    c = 0.5 * (lo + hi)
+    duals = [IDual(Interval(l, h), {j: Interval(1.0)}) for j, (l, h) in enumerate(zip(lo, hi))]
+    image = interval_logit_map(coords, duals, alpha)
+    jlo, jhi = np.zeros((D, D)), np.zeros((D, D))
+    for r, x in enumerate(image):
+        for j, g in x.grad.items():
+            jlo[r, j], jhi[r, j] = g.lo, g.hi
+    eye = np.eye(D)
+    glo, ghi = eye - jhi, eye - jlo  # Dg(Y) = I - DM(Y)
+    try:
+        C = np.linalg.inv(0.5 * (glo + ghi))
+    except np.linalg.LinAlgError:
+        return "unknown", lo, hi
+    mlo, mhi = _bounds(interval_logit_map(coords, [Interval(v) for v in c], alpha))
+    gclo, gchi = c - mhi, c + 0.0 - mlo  # g(c) = c - M(c)
+    gclo, gchi = gclo - 4 * _EPS * np.abs(gclo), gchi + 4 * _EPS * np.abs(gchi)
+    cglo, cghi = _fmat_ivec(C, gclo, gchi)
+    plo, phi = _fmat_ivec(C, glo, ghi)
+    alo, ahi = eye - phi, eye - plo
+    ylo, yhi = lo - c, hi - c
+    ylo, yhi = ylo - 4 * _EPS * np.abs(lo), yhi + 4 * _EPS * np.abs(hi)
+    aylo, ayhi = _imat_ivec(alo, ahi, ylo, yhi)
+    klo, khi = c - cghi + aylo, c - cglo + ayhi
+    klo, khi = klo - 4 * _EPS * np.abs(klo), khi + 4 * _EPS * np.abs(khi)
+    if np.all(klo > lo) and np.all(khi < hi):
+        return "unique", klo, khi
+    if np.any(khi < lo) or np.any(klo > hi):
+        return "none", klo, khi
+    return "unknown", klo, khi
+
+
+def certify_point(coords: LogitCoordinates, y: np.ndarray, alpha: float,
+                  radii: tuple[float, ...] = (1e-8, 1e-6, 1e-4)) -> bool:
+    """True when some box y +- r (r in ``radii``) provably holds exactly one fixed point."""
+    for r in radii:
+        rad = r * np.maximum(1.0, np.abs(y))
+        status, _, _ = krawczyk(coords, y - rad, y + rad, alpha)
+        if status == "unique":
+            return True
+    return False
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """Outcome of the certified subdivision search."""
+
+    complete: bool
+    roots: list[np.ndarray] = field(repr=False)
+    boxes: int
+    effective_dim: int
+    note: str
+
+
+def _contract(coords: LogitCoordinates, lo: np.ndarray, hi: np.ndarray, alpha: float, rounds: int = 8):
+    """Y <- Y n M(Y) until it stops shrinking; None when empty."""
+    for _ in range(rounds):
+        mlo, mhi = _bounds(interval_logit_map(coords, [Interval(l, h) for l, h in zip(lo, hi)], alpha))
+        nlo, nhi = np.maximum(lo, mlo), np.minimum(hi, mhi)
+        if np.any(nlo > nhi):
+            return None
+        shrink = (nhi - nlo).sum() / max((hi - lo).sum(), 1e-300)
+        lo, hi = nlo, nhi
+        if shrink > 0.9:
+            break
+    return lo, hi
+
+
+def enumerate_all(coords: LogitCoordinates, alpha: float, max_dim: int = 3, max_boxes: int = 3_000,
+                  min_width: float = 1e-9, split: float = 0.4875,
+                  bound: Callable[..., float] | None = None) -> SearchResult:
+    """Certified search for *all* fixed points in |y| <= B / alpha (see module docstring).
+
+    Gives up (``complete=False``) after ``max_boxes`` boxes: near a singular fixed point (a bifurcation,
+    e.g. the toy game at alpha = 1/2) no box around it can be certified and the search cannot finish."""
+    B = (bound or logit_bound)(coords.tree, alpha)
+    D = coords.dim
+    box = _contract(coords, np.full(D, -B), np.full(D, B), alpha, rounds=50)
+    if box is None:
+        return SearchResult(True, [], 1, 0, "certified: no fixed point in the domain")
+    eff = int(np.sum(box[1] - box[0] > 1e-6))
+    if eff > max_dim:
+        return SearchResult(False, [], 1, eff, f"no certified search: effective dimension {eff} > {max_dim}")
+    stack, roots, boxes, unresolved = [box], [], 0, 0
+    while stack:
+        boxes += 1
+        if boxes > max_boxes:
+            return SearchResult(False, roots, boxes, eff, f"incomplete: certified search stopped after {max_boxes} "
+                                "boxes (a singular fixed point, e.g. at a bifurcation, cannot be certified)")
+        got = _contract(coords, *stack.pop(), alpha)
+        if got is None:
+            continue
+        lo, hi = got
+        # epsilon-inflation: contracted coordinates can be thinner than the rounding of K itself
+        pad = 0.05 * (hi - lo) + 1e-9 * np.maximum(1.0, np.abs(lo + hi))
+        status, klo, khi = krawczyk(coords, lo - pad, hi + pad, alpha)
+        if status == "unique":
+            roots.append(0.5 * (klo + khi))
+            continue
+        if status == "none":
+            continue
+        lo, hi = np.maximum(lo, klo), np.minimum(hi, khi)
+        if np.any(lo > hi):
+            continue
+        k = int(np.argmax(hi - lo))
+        if hi[k] - lo[k] < min_width:
+            unresolved += 1
+            continue
+        cut = lo[k] + split * (hi[k] - lo[k])
+        left_hi, right_lo = hi.copy(), lo.copy()
+        left_hi[k], right_lo[k] = cut, cut
+        stack += [(lo, left_hi), (right_lo, hi)]
+    complete = unresolved == 0
+    note = (f"certified complete: subdivision of |y| <= {B:.3g} (effective dimension {eff}, {boxes} boxes)"
+            if complete else f"incomplete: {unresolved} box(es) below width {min_width} left unresolved")
+    return SearchResult(complete, roots, boxes, eff, note)

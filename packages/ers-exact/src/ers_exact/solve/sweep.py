@@ -1,0 +1,87 @@
+"""Alpha sweeps of the Boltzmann fixed points: continuation over a grid of temperatures (each solve is
+warm-started from the previous alpha's points, plus fresh seeded starts), bifurcation detection (where
+the number of fixed points changes). The plot of J of every fixed point against alpha is
+:func:`ers_exact.analysis.plots.plot_sweep`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Sequence
+
+import numpy as np
+
+from ers_exact.model.histories import HistoryTree
+from ers_exact.solve.fixed_points import FixedPointSet, SolverConfig, solve_fixed_points
+from ers_exact.util.progress import Progress
+
+__all__ = ["SweepResult", "parse_alphas", "sweep"]
+
+
+def parse_alphas(text: str) -> list[float]:
+    """'0.05:2:0.05' (start:stop:step, stop included) or '0.2,0.3,0.45'."""
+    try:
+        if ":" in text:
+            start, stop, step = (float(v) for v in text.split(":"))
+            if step <= 0 or stop < start:
+                raise ValueError
+            count = int(np.floor((stop - start) / step + 1e-9)) + 1
+            values = [round(start + k * step, 12) for k in range(count)]
+        else:
+            values = [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise ValueError(f"cannot parse alphas {text!r}: use start:stop:step or a comma list") from None
+    if not values or min(values) <= 0:
+        raise ValueError(f"alphas must be positive, got {text!r}")
+    return values
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """Fixed points at every alpha of a grid, and where their number changes."""
+
+    game: str
+    horizon: int
+    sets: tuple[FixedPointSet, ...]
+
+    @property
+    def alphas(self) -> list[float]:
+        return [s.alpha for s in self.sets]
+
+    @property
+    def bifurcations(self) -> list[dict[str, Any]]:
+        """Consecutive grid points where the number of fixed points found changes. ``proven`` is True only
+        when both lists are certified complete; otherwise a change may reflect multistart sampling."""
+        out = []
+        for a, b in zip(self.sets[:-1], self.sets[1:]):
+            if len(a.points) != len(b.points):
+                out.append({"between": [a.alpha, b.alpha], "n_before": len(a.points),
+                            "n_after": len(b.points), "proven": bool(a.complete and b.complete)})
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {"game": self.game, "horizon": self.horizon, "alphas": self.alphas,
+                "bifurcations": self.bifurcations,
+                "per_alpha": [{"alpha": s.alpha, "J_star": s.J_star, "n_fixed_points": len(s.points),
+                               "n_optimal": len(s.optimal_points), "complete": s.complete,
+                               "fixed_points": [{"J": p.J, "stable": p.stable, "optimal": p.optimal,
+                                                 "certified": p.certified} for p in s.points]}
+                              for s in self.sets]}
+
+
+def sweep(tree: HistoryTree, alphas: Sequence[float], config: SolverConfig | None = None,
+          progress: bool | None = None) -> SweepResult:
+    """Solve at every alpha (ascending), warm-starting from the neighbour's fixed points."""
+    cfg = config or SolverConfig()
+    sets: list[FixedPointSet] = []
+    warm: np.ndarray | None = None
+    previous = None
+    with Progress(len(alphas), f"sweep {tree.game.name}", enabled=progress) as bar:
+        for k, alpha in enumerate(sorted(alphas)):
+            if warm is not None and previous is not None:
+                warm = warm * (previous / alpha)  # y = Q-gap / alpha: rescale to the new temperature
+            fs = solve_fixed_points(tree, alpha, replace(cfg, seed=cfg.seed + k), warm_starts=warm)
+            sets.append(fs)
+            warm = np.array([p.y for p in fs.points]) if fs.points else None
+            previous = alpha
+            bar.update()
+    return SweepResult(game=tree.game.name, horizon=tree.game.horizon, sets=tuple(sets))

@@ -1,0 +1,21 @@
+"""The symmetry layer: Psi (all transformations of a game) and its subgroups. Phi_MDP, the Dec-POMDP
+symmetries, by exhaustive or pruned search (``search``) or as automorphisms of a coloured graph
+(``graph``, networkx); Phi_ER, the expected-return symmetries w.r.t. a pool of Boltzmann fixed points
+(``er``), tested over the admissible candidate transformations of a pool (``candidates``); and group
+structure via sympy (``groups``). ``graph`` and ``groups`` are not re-exported here, so that importing
+the layer does not import networkx and sympy. It imports ``solve`` and the layers below.
+"""
+
+from ers_exact.symmetry.candidates import CandidateSpace, stack_pool
+from ers_exact.symmetry.er import ERResult, er_symmetries
+from ers_exact.symmetry.search import decpomdp_symmetries, policy_part_order, psi_order
+
+__all__ = [
+    "CandidateSpace",
+    "ERResult",
+    "decpomdp_symmetries",
+    "er_symmetries",
+    "policy_part_order",
+    "psi_order",
+    "stack_pool",
+]

@@ -1,0 +1,27 @@
+"""The zero-shot-coordination layer, computed exactly on tabular games: pools Pi' of self-play policies
+(``pools``: IQL runs as softmax(Q / alpha), or points of Pi*_alpha); tabular IQL (``iql``); learning ER
+symmetries from a pool with the paper's Algorithms 1-3 (``discovery``); other-play training against
+OP^Phi (``other_play``); and the paper's population pipeline, Table 1's SP / XP / XP(*) columns with and
+without symmetrising by Phi_MDP and the learned Phi_ER (``pipeline``). It writes the shared
+:mod:`ers_exact.interface` types and imports ``symmetry`` and the layers below.
+"""
+
+from ers_exact.zsc.discovery import DiscoveryConfig, discover
+from ers_exact.zsc.iql import IQLConfig, iql_pool, train_iql
+from ers_exact.zsc.other_play import OPConfig, train_other_play
+from ers_exact.zsc.pipeline import ZSCConfig, run_zsc
+from ers_exact.zsc.pools import PoolConfig, build_pool
+
+__all__ = [
+    "DiscoveryConfig",
+    "IQLConfig",
+    "OPConfig",
+    "PoolConfig",
+    "ZSCConfig",
+    "build_pool",
+    "discover",
+    "iql_pool",
+    "run_zsc",
+    "train_iql",
+    "train_other_play",
+]

@@ -1,0 +1,230 @@
+"""ER-symmetry discovery on tabular games: the paper's Algorithms 1-3, computed exactly.
+
+* Algorithm 1 (eq. sp-max): for each tuple of local action permutations (all, or transpositions as for
+  Hanabi), the observation permutations maximising mean_{pi in Pi'} J(phi(pi)); keep the l best.
+  ``search="exhaustive"`` scores every candidate exactly; ``search="gradient"`` learns a factorised
+  softmax distribution over each agent's observation permutations by REINFORCE on exact returns (the
+  paper's policy-gradient path), so it can be checked against the exhaustive answer.
+* Algorithm 2 (eq. sp-max-with-reg-stoch): (1 - lambda_1) J(phi(pi)) + lambda_1 E_{i,j} J(phi_i o phi o
+  phi_j (pi)) - lambda_2 E_o d(o, phi_O^2(o))^2 with previously learned phi_i, phi_j and the discrete
+  metric on one-hot observations (d^2 = 2 when different), in expectation rather than sampled.
+* Algorithm 3 (eq. xp-max): for pairs (pi_i, pi_j), i != j, maximise XP(pi_i, phi(pi_j)) over phi.
+
+Only admissible transformations are candidates (DESIGN.md). The result reports the paper's Table 2
+group metrics (J_1, J_2, J_3 after composing 1-3 random learned transformations; relative
+reconstruction loss) on an unseen pool.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, replace
+from typing import Any, Sequence
+
+import numpy as np
+
+from ers_exact.interface import DiscoveryResult
+from ers_exact.model.histories import HistoryTree
+from ers_exact.model.objectives import cross_play
+from ers_exact.model.transformation import Transformation, apply_to_policy
+from ers_exact.model.values import expected_return, local_history_reach
+from ers_exact.symmetry.candidates import CandidateSpace, stack_pool
+
+__all__ = ["DiscoveryConfig", "discover", "group_metrics", "learn_action_distribution"]
+
+
+@dataclass(frozen=True)
+class DiscoveryConfig:
+    """One code path for Algorithms 1-3; variants are fields."""
+
+    algorithm: str = "sp-max"  # "sp-max" (Alg. 1), "sp-max-reg" (Alg. 2), "xp-max" (Alg. 3)
+    top: int = 6  # l, transformations kept
+    action_set: str = "permutations"  # or "transpositions" (identity included)
+    search: str = "exhaustive"  # or "gradient" (REINFORCE over observation permutations)
+    lambda1: float = 0.65
+    lambda2: float = 0.1
+    steps: int = 200  # gradient search
+    learning_rate: float = 1.0
+    samples: int = 32
+    max_pairs: int = 40  # Algorithm 3: ordered pool pairs used (seeded sample when more)
+    seed: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def _action_key(space: CandidateSpace, combo: np.ndarray) -> tuple[tuple[int, ...], ...]:
+    return tuple(tuple(int(v) for v in a.actions[c]) for a, c in zip(space.agents, combo))
+
+
+def _allowed_actions(perm: tuple[int, ...], action_set: str) -> bool:
+    moved = sum(int(p != k) for k, p in enumerate(perm))
+    return action_set == "permutations" or moved in (0, 2)
+
+
+def _groups(space: CandidateSpace, combos: np.ndarray, action_set: str) -> dict[tuple, np.ndarray]:
+    """Admissible combos grouped by their tuple of local action permutations."""
+    groups: dict[tuple, list[int]] = {}
+    for k, combo in enumerate(combos):
+        key = _action_key(space, combo)
+        if all(_allowed_actions(p, action_set) for p in key):
+            groups.setdefault(key, []).append(k)
+    return {key: np.array(v) for key, v in groups.items()}
+
+
+def _reinforce(space: CandidateSpace, combos: np.ndarray, pool, cfg: DiscoveryConfig,
+               rng: np.random.Generator) -> int:
+    """Learn a factorised softmax over each agent's rows within one action group; return the combo index
+    (into ``combos``) of the final argmax."""
+    rows = [np.unique(combos[:, i]) for i in range(combos.shape[1])]
+    theta = [np.zeros(len(r)) for r in rows]
+    lookup = {tuple(c): k for k, c in enumerate(combos)}
+    for _ in range(cfg.steps):
+        probs = [np.exp(t - t.max()) / np.exp(t - t.max()).sum() for t in theta]
+        picks = [rng.choice(len(p), size=cfg.samples, p=p) for p in probs]
+        sampled = np.stack([r[p] for r, p in zip(rows, picks)], axis=1)
+        ok = np.array([tuple(c) in lookup for c in sampled])
+        score = np.full(cfg.samples, np.nan)
+        if ok.any():
+            score[ok] = space.mean_return(sampled[ok], pool)
+        score = np.where(ok, score, np.nanmin(score) - 1.0 if ok.any() else 0.0)
+        adv = score - score.mean()
+        for i, (t, p, pk) in enumerate(zip(theta, probs, picks)):
+            grad = (np.eye(len(t))[pk] - p[None]) * adv[:, None]
+            theta[i] = t + cfg.learning_rate * grad.mean(axis=0)
+    best = tuple(int(r[np.argmax(t)]) for r, t in zip(rows, theta))
+    return lookup.get(best, 0)
+
+
+def _sp_max(space: CandidateSpace, combos: np.ndarray, pool, cfg: DiscoveryConfig,
+            known: Sequence[Transformation]) -> tuple[list[int], list[float]]:
+    rng = np.random.default_rng(cfg.seed)
+    table = space.mean_return(combos, pool) if (cfg.search == "exhaustive" or cfg.algorithm == "sp-max-reg") else None
+    if cfg.algorithm == "sp-max-reg":
+        table = _regularised(space, combos, table, cfg, known)
+    picks, scores = [], []
+    for key, members in _groups(space, combos, cfg.action_set).items():
+        if cfg.search == "gradient" and cfg.algorithm == "sp-max":
+            k = members[_reinforce(space, combos[members], pool, cfg, rng)]
+            score = float(space.mean_return(combos[k:k + 1], pool)[0])
+        else:
+            k = members[int(np.argmax(table[members]))]
+            score = float(table[k])
+        picks.append(int(k)); scores.append(score)
+    return picks, scores
+
+
+def _regularised(space: CandidateSpace, combos: np.ndarray, table: np.ndarray, cfg: DiscoveryConfig,
+                 known: Sequence[Transformation]) -> np.ndarray:
+    """eq. sp-max-with-reg-stoch in expectation over the known symmetries and observations."""
+    index = {tuple(c): k for k, c in enumerate(combos)}
+    out = np.empty(len(combos))
+    for k, combo in enumerate(combos):
+        phi = space.transformation(combo)
+        comp = []
+        for f, g in itertools.product(known, known):
+            j = index.get(tuple(space.combo(f.compose(phi).compose(g))))
+            comp.append(table[j] if j is not None else -np.inf)
+        penalty = np.mean([2.0 * np.mean(np.asarray(o)[np.asarray(o)] != np.arange(len(o)))
+                           for o in phi.observations])
+        composed = np.mean(comp) if comp else table[k]
+        out[k] = (1 - cfg.lambda1) * table[k] + cfg.lambda1 * composed - cfg.lambda2 * penalty
+    return out
+
+
+def _xp_max(tree: HistoryTree, space: CandidateSpace, combos: np.ndarray, pool_list, cfg: DiscoveryConfig
+            ) -> tuple[list[int], list[float]]:
+    rng = np.random.default_rng(cfg.seed)
+    pairs = [(i, j) for i in range(len(pool_list)) for j in range(len(pool_list)) if i != j]
+    if len(pairs) > cfg.max_pairs:
+        pairs = [pairs[k] for k in rng.choice(len(pairs), size=cfg.max_pairs, replace=False)]
+    best: dict[int, float] = {}
+    for i, j in pairs:
+        images = space.apply(combos, stack_pool([pool_list[j]]))
+        mine = tuple(np.broadcast_to(p, (len(combos),) + p.shape) for p in pool_list[i])
+        xp = np.asarray(cross_play(tree, mine, images))
+        k = int(np.argmax(xp))
+        best[k] = max(best.get(k, -np.inf), float(xp[k]))
+    return list(best), list(best.values())
+
+
+def discover(tree: HistoryTree, pool: Sequence[Sequence[np.ndarray]], config: DiscoveryConfig = DiscoveryConfig(),
+             known: Sequence[Transformation] = (), unseen_pool: Sequence[Sequence[np.ndarray]] | None = None
+             ) -> DiscoveryResult:
+    """Learn the ``top`` best transformations from ``pool`` (see module docstring)."""
+    space = CandidateSpace(tree)
+    combos = space.admissible_combos()
+    stacked = stack_pool(pool)
+    if config.algorithm == "xp-max":
+        picks, scores = _xp_max(tree, space, combos, list(pool), config)
+    elif config.algorithm in ("sp-max", "sp-max-reg"):
+        if config.algorithm == "sp-max-reg" and not known:
+            known = discover(tree, pool, replace(config, algorithm="sp-max")).transformations
+        picks, scores = _sp_max(space, combos, stacked, config, known)
+    else:
+        raise ValueError(f"unknown algorithm {config.algorithm!r}: sp-max, sp-max-reg or xp-max")
+    order = np.argsort(scores, kind="stable")[::-1][:config.top]
+    chosen = [space.transformation(combos[picks[k]]) for k in order]
+    metrics = group_metrics(tree, chosen, unseen_pool or pool, seed=config.seed)
+    return DiscoveryResult(game=tree.game.name, algorithm=config.algorithm, transformations=tuple(chosen),
+                           scores=tuple(float(scores[k]) for k in order),
+                           pool_return=float(np.mean(expected_return(tree, stacked))), **metrics,
+                           config=config.to_json())
+
+
+def group_metrics(tree: HistoryTree, phis: Sequence[Transformation], pool: Sequence[Sequence[np.ndarray]],
+                  max_compositions: int = 256, seed: int = 0) -> dict[str, float]:
+    """J_k = E[J((phi_1 o ... o phi_k)(pi))] over random learned phi_i and the pool (k = 1, 2, 3), and the
+    relative reconstruction loss E_pi E_{tau ~ pi} ||tau - phi_O^2(tau)|| / ||tau|| (one-hot AOH vectors)."""
+    rng = np.random.default_rng(seed)
+    stacked = stack_pool(pool)
+    out: dict[str, float] = {}
+    for k in (1, 2, 3):
+        tuples = list(itertools.product(range(len(phis)), repeat=k))
+        if len(tuples) > max_compositions:
+            tuples = [tuples[t] for t in rng.choice(len(tuples), size=max_compositions, replace=False)]
+        values = []
+        for tup in tuples:
+            phi = phis[tup[0]]
+            for t in tup[1:]:
+                phi = phi.compose(phis[t])
+            values.append(np.mean(expected_return(tree, apply_to_policy(tree, phi, stacked))))
+        out[f"J_{k}"] = float(np.mean(values)) if values else float("nan")
+    out["reconstruction_loss"] = _reconstruction_loss(tree, phis, stacked)
+    return out
+
+
+def _reconstruction_loss(tree: HistoryTree, phis: Sequence[Transformation], stacked) -> float:
+    if not phis:
+        return float("nan")
+    reach = local_history_reach(tree, stacked)  # per agent [P, K]
+    losses = []
+    for phi in phis:
+        for i, hist in enumerate(tree.local):
+            o2 = np.asarray(phi.observations[i])[np.asarray(phi.observations[i])]
+            changed = np.zeros(len(hist))
+            for k in range(1, len(hist)):  # count observations moved by phi_O^2 along each history
+                changed[k] = changed[hist.parent[k]] + float(o2[hist.observation[k]] != hist.observation[k])
+            t = hist.time
+            ratio = np.where(t > 0, np.sqrt(2 * changed) / np.sqrt(2 * np.maximum(t, 1)), 0.0)
+            w = reach[i] * (t > 0)[None]
+            losses.append(float((w * ratio[None]).sum() / max(w.sum(), 1e-300)))
+    return float(np.mean(losses))
+
+
+def learn_action_distribution(tree: HistoryTree, pool: Sequence[Sequence[np.ndarray]],
+                              candidates: Sequence[Transformation], bias: Sequence[float], steps: int = 500,
+                              learning_rate: float = 1.0) -> np.ndarray:
+    """The paper's toy experiment: a softmax distribution over ``candidates`` maximising
+    E_phi[mean_pi J(phi(pi))] + sum_c bias_c p_c by exact gradient ascent; returns the probabilities per
+    step [steps + 1, len(candidates)]."""
+    stacked = stack_pool(pool)
+    value = np.array([np.mean(expected_return(tree, apply_to_policy(tree, c, stacked))) for c in candidates])
+    objective = value + np.asarray(bias, dtype=float)
+    theta = np.zeros(len(candidates))
+    history = []
+    for _ in range(steps + 1):
+        p = np.exp(theta - theta.max()); p /= p.sum()
+        history.append(p)
+        theta = theta + learning_rate * p * (objective - p @ objective)
+    return np.array(history)

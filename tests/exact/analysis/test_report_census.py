@@ -1,0 +1,66 @@
+"""Symmetry reports (Phi_MDP and Phi_ER as groups at one alpha, and the atlas over a grid of alphas) and
+the census of random small games, directly and through the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ers_exact.analysis.report import symmetry_report
+from ers_exact.cli import main
+from ers_exact.games import get_game
+from ers_exact.io.dpomdp import read_dpomdp
+from ers_exact.model.histories import enumerate_histories
+from ers_exact.solve.fixed_points import SolverConfig
+
+
+@pytest.fixture(scope="module")
+def toy():
+    return enumerate_histories(get_game("toy-coordination"))
+
+
+@pytest.mark.parametrize("alpha", [0.2, 0.3, 0.45])
+def test_toy_double_action_swap_is_er_not_mdp(toy, alpha: float) -> None:
+    rep = symmetry_report(toy, alpha)
+    swap_both = lambda t: t["actions"] == [[1, 0], [1, 0]]  # noqa: E731
+    assert any(swap_both(e) for e in rep["er"]["elements"])
+    assert not any(swap_both(e) for e in rep["mdp"]["elements"])
+    assert rep["mdp_subgroup_of_er"] and rep["er"]["closed"]
+    print(f"toy alpha={alpha}: |Phi_MDP| = {rep['mdp']['order']}, |Phi_ER| = {rep['er']['order']} "
+          f"({rep['er']['order_on_policies']} on policies)")
+    # the member is the admissible twin: it also swaps the observations x and m
+    twin = [e for e in rep["er"]["elements"] if swap_both(e)][0]
+    names = toy.game.observation_names[0]
+    x, m = names.index("x"), names.index("m")
+    assert twin["observations"][0][x] == m and twin["observations"][0][m] == x
+
+
+@pytest.mark.parametrize("alpha, er_order", [(0.25, 6), (0.5, 1296), (1.0, 1296)])
+def test_three_lever_er_symmetries(alpha: float, er_order: int) -> None:
+    rep = symmetry_report(enumerate_histories(get_game("three-lever")), alpha, SolverConfig(n_starts=16))
+    assert rep["er"]["order_on_policies"] == er_order
+    assert rep["mdp"]["order"] == 6 and rep["mdp_subgroup_of_er"]
+
+
+def test_symmetries_cli_json(capsys) -> None:
+    assert main(["symmetries", "toy-coordination", "--alpha", "0.3", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {"alpha", "psi_order", "pool_size", "mdp", "er", "mdp_subgroup_of_er"} <= set(out)
+    for part in ("mdp", "er"):
+        assert {"order", "elements"} <= set(out[part])
+    assert out["psi_order"] == 24 * 2 * 2 * 6 * 6 and out["er"]["order"] == 24 * 2
+
+
+def test_atlas_and_census_cli(tmp_path, capsys) -> None:
+    png = tmp_path / "atlas.png"
+    assert main(["atlas", "toy-coordination", "--alphas", "0.3,0.6", "--plot", str(png), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [r["er_order_on_policies"] for r in out["rows"]] == [2, 4] and png.stat().st_size > 1000
+    assert main(["census", "--games", "4", "--seed", "1", "--out", str(tmp_path / "c"), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["summary"]["all"]["games"] == 4 and out["summary"]["all"]["mdp_subgroup_of_er_everywhere"]
+    saved = [r["saved"] for r in out["games"] if r.get("saved")]
+    assert len(saved) == out["summary"]["all"]["er_strictly_larger"]
+    for path in saved:
+        read_dpomdp(path, horizon=2)

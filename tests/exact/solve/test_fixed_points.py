@@ -1,0 +1,130 @@
+"""Boltzmann fixed points: the toy game's closed form (checked with scipy's brentq), certificates,
+completeness, the self-play-optimal set, and Gambit's logit QRE as an independent oracle."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from scipy.optimize import brentq
+from scipy.special import expit
+
+from ers_exact.cli import main, run_solve
+from ers_exact.games import GAMES, get_game
+from ers_exact.model.histories import enumerate_histories
+from ers_exact.solve.boltzmann import LogitCoordinates, boltzmann_map, boltzmann_residual
+from ers_exact.solve.certify import certify_point, krawczyk
+from ers_exact.solve.fixed_points import SolverConfig, solve_fixed_points
+
+
+@pytest.fixture(scope="module")
+def toy():
+    return enumerate_histories(get_game("toy-coordination"))
+
+
+def outer_solution(alpha: float) -> float:
+    """The upper root x_+ > 1/2 of x = sigma((2x - 1) / alpha) (exists for alpha < 1/2), by brentq."""
+    return brentq(lambda x: x - expit((2 * x - 1) / alpha), 0.5 + 1e-9, 1.0, xtol=1e-15, rtol=1e-15)
+
+
+@pytest.mark.parametrize("alpha", [0.2, 0.3, 0.45])
+def test_toy_has_three_certified_fixed_points_below_the_bifurcation(toy, alpha: float) -> None:
+    fs = solve_fixed_points(toy, alpha)
+    assert len(fs.points) == 3
+    assert fs.complete, fs.completeness
+    assert all(p.certified for p in fs.points)
+    x_plus = outer_solution(alpha)
+    roots = sorted(p.policy[0][0, 0] for p in fs.points)  # agent 1's probability of action 0 at t = 0
+    np.testing.assert_allclose(roots, [1 - x_plus, 0.5, x_plus], atol=1e-10)
+    optimal = fs.optimal_points
+    assert len(optimal) == 2  # Pi*_alpha = the two outer conventions
+    assert sorted(p.policy[1][0, 0] for p in optimal) == pytest.approx([1 - x_plus, x_plus], abs=1e-10)
+    middle = [p for p in fs.points if not p.optimal][0]
+    assert not middle.stable and all(p.stable for p in optimal)
+
+
+@pytest.mark.parametrize("alpha", [0.6, 1.0])
+def test_toy_has_one_certified_fixed_point_above_the_bifurcation(toy, alpha: float) -> None:
+    fs = solve_fixed_points(toy, alpha)
+    assert len(fs.points) == 1 and fs.complete and fs.points[0].certified
+    assert fs.points[0].policy[0][0] == pytest.approx([0.5, 0.5], abs=1e-12)
+
+
+@pytest.mark.parametrize("name", list(GAMES))
+def test_every_found_point_satisfies_its_own_equation(name: str) -> None:
+    tree = enumerate_histories(get_game(name))
+    fs = solve_fixed_points(tree, 0.5, SolverConfig(n_starts=8, complete_search=False, certify=False))
+    assert fs.points
+    for p in fs.points:
+        assert boltzmann_residual(tree, p.policy, 0.5) < 1e-9
+        assert p.J <= fs.J_star + 1e-12
+
+
+def test_logit_coordinates_round_trip_and_map(toy) -> None:
+    coords = LogitCoordinates(toy)
+    rng = np.random.default_rng(0)
+    y = rng.normal(size=(5, coords.dim))
+    np.testing.assert_allclose(coords.from_policy(coords.to_policy(y)), y, atol=1e-12)
+    # M(y) are the logits of F(pi(y))
+    image = coords.to_policy(coords.logit_map(y, 0.3))
+    for a, b in zip(image, boltzmann_map(toy, coords.to_policy(y), 0.3)):
+        np.testing.assert_allclose(a, b, atol=1e-12)
+
+
+def test_krawczyk_rejects_boxes_without_fixed_points(toy) -> None:
+    coords = LogitCoordinates(toy)
+    fs = solve_fixed_points(toy, 0.3, SolverConfig(complete_search=False))
+    y = fs.points[0].y
+    assert certify_point(coords, y, 0.3)
+    assert not certify_point(coords, y + 0.5, 0.3)  # no fixed point near there
+    far = y + 3.0
+    status, _, _ = krawczyk(coords, far - 1e-3, far + 1e-3, 0.3)
+    assert status == "none"
+
+
+def test_solve_cli_json_fields(capsys) -> None:
+    assert main(["solve", "toy-coordination", "--alpha", "0.3", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {"alpha", "J_star", "fixed_points", "n_optimal"} <= set(out)
+    assert out["n_optimal"] == 2 and len(out["fixed_points"]) == 3
+    for p in out["fixed_points"]:
+        assert {"J", "residual", "stable", "certified", "optimal"} <= set(p)
+
+
+def test_sweep_detects_the_toy_bifurcation_and_plots(tmp_path, capsys) -> None:
+    png = tmp_path / "toy.png"
+    assert main(["sweep", "toy-coordination", "--alphas", "0.25:0.65:0.1", "--plot", str(png), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [b["between"] for b in out["bifurcations"]] == [[0.45, 0.55]]
+    assert out["bifurcations"][0]["proven"] is True  # both neighbours' lists are certified complete
+    assert [p["n_fixed_points"] for p in out["per_alpha"]] == [3, 3, 3, 1, 1]
+    assert png.stat().st_size > 1000
+
+
+def test_result_records_how_it_was_found(toy) -> None:
+    out = run_solve("toy-coordination", 0.2, starts=10, seed=3)
+    assert out["config"]["seed"] == 3 and out["complete"] is True
+    assert out["n_starts"] == 10 + 2  # the uniform start and the smoothed exact optimum join the random ones
+    assert "certified complete" in out["completeness"]
+
+
+GAMBIT_CASES = [(name, None) for name in GAMES] + [("dectiger", 2)]
+
+
+@pytest.mark.parametrize("alpha", [0.25, 0.5, 1.0])
+@pytest.mark.parametrize("name, horizon", GAMBIT_CASES, ids=[f"{n}-H{h or 'default'}" for n, h in GAMBIT_CASES])
+def test_gambit_principal_branch_qre_is_one_of_our_fixed_points(name: str, horizon, alpha: float) -> None:
+    pytest.importorskip("pygambit", reason="pygambit==17.0.0b2 (requirements-dev.txt) is the oracle")
+    from ..gambit_oracle import gambit_qre_policy
+
+    tree = enumerate_histories(get_game(name, **({"horizon": horizon} if horizon else {})))
+    qre = gambit_qre_policy(tree, alpha)
+    assert boltzmann_residual(tree, qre, alpha) < 1e-6
+    fs = solve_fixed_points(tree, alpha, SolverConfig(n_starts=32, complete_search=False, certify=False))
+    dist = [max(np.abs(a - b).max() for a, b in zip(p.policy, qre)) for p in fs.points]
+    closest = fs.points[int(np.argmin(dist))]
+    # at a singular point (spectral radius 1, a bifurcation such as the toy game at alpha = 1/2) the
+    # residual of Gambit's tracer, < 1e-6, only pins the point down to ~ residual^(1/3)
+    tol = 1e-2 if abs(closest.spectral_radius - 1) < 1e-6 else 1e-6
+    assert min(dist) < tol, f"Gambit's QRE is not among our {len(fs.points)} fixed points (closest {min(dist):.2e})"

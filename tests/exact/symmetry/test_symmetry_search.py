@@ -1,0 +1,79 @@
+"""Phi_MDP (two exhaustive searches) and Phi_ER (exact membership against the optimal pool), as groups."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from ers_exact.games import GAMES, get_game
+from ers_exact.games.random import planted_game, random_small_game
+from ers_exact.model.histories import enumerate_histories
+from ers_exact.model.transformation import Transformation, apply_to_policy, is_decpomdp_symmetry
+from ers_exact.model.values import expected_return
+from ers_exact.solve.boltzmann import boltzmann_residual
+from ers_exact.solve.fixed_points import SolverConfig, solve_fixed_points
+from ers_exact.symmetry.er import er_symmetries
+from ers_exact.symmetry.groups import is_subset, summarise
+from ers_exact.symmetry.search import decpomdp_symmetries, psi_order
+
+
+def keyset(phis):
+    return {(p.states, p.actions, p.observations) for p in phis}
+
+
+@pytest.mark.parametrize("name", list(GAMES))
+def test_exhaustive_and_pruned_searches_agree_on_builtin_games(name: str) -> None:
+    game = get_game(name)
+    assert keyset(decpomdp_symmetries(game, "exhaustive")) == keyset(decpomdp_symmetries(game, "pruned"))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_searches_agree_on_random_and_planted_games(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    game = random_small_game(rng, f"r{seed}")
+    if seed % 2:
+        phi = Transformation.random(game, rng)
+        game = planted_game(game, phi)
+        assert is_decpomdp_symmetry(game, phi, atol=1e-12)
+    exhaustive = decpomdp_symmetries(game, "exhaustive")
+    assert keyset(exhaustive) == keyset(decpomdp_symmetries(game, "pruned"))
+    if seed % 2:
+        assert (phi.states, phi.actions, phi.observations) in keyset(exhaustive)
+    assert summarise(exhaustive).closed  # a group: closed under composition
+
+
+def test_three_lever_mdp_symmetries_are_the_six_lever_relabelings() -> None:
+    expected = {((0,), (p, p), (p, p)) for p in itertools.permutations(range(3))}
+    assert keyset(decpomdp_symmetries(get_game("three-lever"))) == expected
+    assert psi_order(get_game("three-lever")) == 6**4
+
+
+@pytest.fixture(scope="module")
+def toy():
+    return enumerate_histories(get_game("toy-coordination"))
+
+
+def test_er_members_really_preserve_the_optimal_pool(toy) -> None:
+    fs = solve_fixed_points(toy, 0.3)
+    pool = [p.policy for p in fs.optimal_points]
+    er = er_symmetries(toy, pool, 0.3, fs.J_star)
+    assert len(er.members) == 2 and er.orbits == ((0, 1),) and er.images_outside_pool == 0
+    for phi in er.members:
+        for pi in pool:
+            image = apply_to_policy(toy, phi, pi)
+            assert boltzmann_residual(toy, image, 0.3) < 1e-8
+            assert expected_return(toy, image) == pytest.approx(fs.J_star, abs=1e-8)
+
+
+@pytest.mark.parametrize("name", list(GAMES))
+@pytest.mark.parametrize("alpha", [0.25, 1.0])
+def test_mdp_is_a_subgroup_of_er(name: str, alpha: float) -> None:
+    tree = enumerate_histories(get_game(name))
+    fs = solve_fixed_points(tree, alpha, SolverConfig(n_starts=8, complete_search=False, certify=False))
+    er = er_symmetries(tree, [p.policy for p in fs.optimal_points], alpha, fs.J_star)
+    mdp = decpomdp_symmetries(tree.game)
+    assert is_subset(mdp, er.members)
+    if er.members:
+        assert summarise(er.members, include_states=False).closed

@@ -1,0 +1,146 @@
+"""Discovery (Algorithms 1-3), other-play training and the ZSC pipeline (the shared interface types' round
+trips are in tests/interface; the exact return gradient is in tests/exact/model)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from ers_exact.cli import main
+from ers_exact.games import get_game
+from ers_exact.model.histories import enumerate_histories
+from ers_exact.model.objectives import cross_play, other_play
+from ers_exact.model.transformation import Transformation, apply_to_policy
+from ers_exact.model.values import multilinear_return
+from ers_exact.solve.fixed_points import solve_fixed_points
+from ers_exact.symmetry.search import decpomdp_symmetries
+from ers_exact.zsc.discovery import DiscoveryConfig, discover, group_metrics, learn_action_distribution
+from ers_exact.zsc.iql import IQLConfig, iql_pool
+from ers_exact.zsc.other_play import OPConfig, op_gradient, train_other_play
+from ers_exact.zsc.pipeline import ZSCConfig, run_zsc
+
+
+def _perturbed_value(fn, policy, agent, k, a, h=1e-6):
+    """Central difference of fn in one policy entry (entries treated as free variables)."""
+    plus = [p.copy() for p in policy]; plus[agent][k, a] += h
+    minus = [p.copy() for p in policy]; minus[agent][k, a] -= h
+    return (fn(plus) - fn(minus)) / (2 * h)
+
+
+def _raw_return(tree):
+    """J as a polynomial in the policy entries (no simplex check), for finite differences."""
+    return lambda pol: multilinear_return(tree, pol)
+
+
+@pytest.fixture(scope="module")
+def lever3():
+    return enumerate_histories(get_game("three-lever"))
+
+
+def test_op_gradient_matches_finite_differences(lever3) -> None:
+    rng = np.random.default_rng(0)
+    phis = decpomdp_symmetries(lever3.game)
+    pol = tuple(rng.dirichlet(np.ones(3), size=len(h)) for h in lever3.local)
+    grad = op_gradient(lever3, pol, phis)
+    J = _raw_return(lever3)
+
+    def op(p):  # OP = mean over phi and seats of J of mixed profiles, spelled out with the raw J
+        vals = []
+        for phi in phis:
+            img = tuple(_image_raw(lever3, phi, i, p[i]) for i in range(2))
+            vals += [J((p[0], img[1])), J((img[0], p[1]))]
+        return float(np.mean(vals))
+    for i, k, a in [(0, 0, 1), (1, 4, 2), (0, 7, 0)]:
+        assert grad[i][k, a] == pytest.approx(_perturbed_value(op, pol, i, k, a), abs=1e-6)
+
+
+def _image_raw(tree, phi, i, pol_i):
+    from ers_exact.model.transformation import history_map
+
+    hmap = history_map(tree, phi, i)
+    out = np.empty_like(pol_i)
+    out[hmap[:, None], np.asarray(phi.actions[i])[None, :]] = pol_i
+    return out
+
+
+def test_other_play_training_reaches_the_four_thirds_optimum(lever3) -> None:
+    result = train_other_play(lever3, decpomdp_symmetries(lever3.game), OPConfig(seeds=5))
+    assert result.op_value == pytest.approx(4 / 3, abs=1e-6)
+    assert other_play(lever3, result.policy, decpomdp_symmetries(lever3.game)) == pytest.approx(4 / 3, abs=1e-6)
+
+
+def test_each_of_five_ers_agents_finds_exactly_the_six_lever_relabelings(lever3) -> None:
+    """The paper's claim with its own recipe: IQL pools (shared Q, epsilon 0.1, lr 0.1) at alpha = 1."""
+    mdp = {(m.actions, m.observations) for m in decpomdp_symmetries(lever3.game)}
+    for agent in range(5):
+        pool = iql_pool(lever3, 1.0, IQLConfig(runs=10, episodes=1500, seed=agent))
+        found = discover(lever3, pool, DiscoveryConfig(top=6))
+        assert {(t.actions, t.observations) for t in found.transformations} == mdp
+        # Dec-POMDP symmetries preserve J exactly, so every composition does too
+        assert found.J_1 == pytest.approx(found.pool_return, abs=1e-12)
+        assert found.J_3 == pytest.approx(found.pool_return, abs=1e-12)
+
+
+@pytest.fixture(scope="module")
+def toy_pool():
+    tree = enumerate_histories(get_game("toy-coordination"))
+    fs = solve_fixed_points(tree, 0.3)
+    return tree, [p.policy for p in fs.optimal_points], fs.J_star
+
+
+def _is_twin(t: Transformation, tree) -> bool:
+    names = tree.game.observation_names[0]
+    x, m = names.index("x"), names.index("m")
+    return t.actions == ((1, 0), (1, 0)) and all(o[x] == m and o[m] == x for o in t.observations)
+
+
+def test_toy_gradient_discovery_recovers_the_swap(toy_pool) -> None:
+    tree, pool, j_star = toy_pool
+    result = discover(tree, pool, DiscoveryConfig(search="gradient", top=2, steps=80, samples=16))
+    twin = [t for t in result.transformations if _is_twin(t, tree)]
+    assert twin and max(result.scores) == pytest.approx(j_star, abs=1e-9)
+
+
+def test_toy_action_distribution_converges_to_the_swap(toy_pool) -> None:
+    tree, pool, _ = toy_pool
+    ident = Transformation.identity(tree.game)
+    twin = [t for t in discover(tree, pool, DiscoveryConfig(top=4)).transformations if _is_twin(t, tree)][0]
+    probs = learn_action_distribution(tree, pool, [ident, twin], bias=[0.0, 0.01], steps=2000, learning_rate=5.0)
+    assert probs[0, 1] == pytest.approx(0.5) and probs[-1, 1] > 0.99
+
+
+def test_toy_algorithm_3_maps_pi_plus_to_pi_minus(toy_pool) -> None:
+    tree, pool, j_star = toy_pool
+    result = discover(tree, pool, DiscoveryConfig(algorithm="xp-max", top=1))
+    phi = result.transformations[0]
+    assert cross_play(tree, pool[0], apply_to_policy(tree, phi, pool[1])) == pytest.approx(j_star, abs=1e-6)
+    assert result.scores[0] == pytest.approx(j_star, abs=1e-6)
+
+
+def test_group_metrics_reconstruction_loss(lever3) -> None:
+    rng = np.random.default_rng(1)
+    pool = [tuple(rng.dirichlet(np.ones(3), size=len(h)) for h in lever3.local) for _ in range(3)]
+    swap = Transformation((0,), ((1, 0, 2), (1, 0, 2)), ((1, 0, 2), (1, 0, 2)))  # an involution
+    cycle = Transformation((0,), ((1, 2, 0), (1, 2, 0)), ((1, 2, 0), (1, 2, 0)))  # phi_O^2 != id
+    assert group_metrics(lever3, [swap], pool)["reconstruction_loss"] == 0.0
+    assert group_metrics(lever3, [cycle], pool)["reconstruction_loss"] == pytest.approx(1.0)
+
+
+def test_zsc_cli_on_the_toy_game(capsys) -> None:
+    assert main(["zsc", "toy-coordination", "--agents", "3", "--pool", "exact", "--alpha", "0.3", "--k", "2",
+                 "--l", "2", "--m", "2", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    names = [r["name"] for r in out["rows"]]
+    assert names[1] == "OP + Phi_MDP" and len(out["discovery"]) == 3
+    er_row = out["rows"][2]
+    # agents that other-play with the learned swap never mis-coordinate with each other: XP = SP
+    assert er_row["xp"]["value"] == pytest.approx(er_row["sp"]["value"], abs=1e-6)
+
+
+@pytest.mark.slow
+def test_three_lever_op_er_cross_play_beats_self_play(lever3) -> None:
+    report, _ = run_zsc(lever3, ZSCConfig(episodes=2000))
+    sp, _, er = report.rows
+    assert er.xp.value > sp.xp.value

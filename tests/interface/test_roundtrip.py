@@ -1,0 +1,40 @@
+"""JSON round trips of the types shared by ers-exact and ers-deep (:mod:`ers_exact.interface`):
+Transformation, DiscoveryResult and ZSCReport, built by the exact pipeline."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import pytest
+
+from ers_exact.games import get_game
+from ers_exact.interface import DiscoveryResult, Transformation, ZSCReport
+from ers_exact.model.histories import enumerate_histories
+from ers_exact.solve.fixed_points import solve_fixed_points
+from ers_exact.zsc.discovery import DiscoveryConfig, discover
+from ers_exact.zsc.pipeline import ZSCConfig, run_zsc
+
+
+@pytest.fixture(scope="module")
+def toy_pool():
+    tree = enumerate_histories(get_game("toy-coordination"))
+    fs = solve_fixed_points(tree, 0.3)
+    return tree, [p.policy for p in fs.optimal_points], fs.J_star
+
+
+def test_transformation_json_round_trip() -> None:
+    """The six lever relabelings of the three-lever game (one permutation on actions and observations)."""
+    for p in itertools.permutations(range(3)):
+        f = Transformation((0,), (p, p), (p, p))
+        assert Transformation.from_json(f.to_json()) == f
+        assert Transformation.from_json(json.loads(json.dumps(f.to_json()))) == f
+
+
+def test_interface_json_round_trip(toy_pool) -> None:
+    tree, pool, _ = toy_pool
+    result = discover(tree, pool, DiscoveryConfig(top=2))
+    assert DiscoveryResult.from_json(json.loads(json.dumps(result.to_json()))) == result
+    report, _ = run_zsc(tree, ZSCConfig(agents=3, pool="exact", alpha=0.3, k=2, l=2, m=2, op_steps=60))
+    again = ZSCReport.from_json(json.loads(report.dumps()))
+    assert again == report and "| OP + Phi_MDP |" in report.to_markdown()
