@@ -14,7 +14,8 @@ import time
 import pytest
 import torch
 
-from ers_deep.bench import bench_hle, bench_jaxmarl, jaxmarl_available
+from ers_deep.bench.hanabi import bench_hle, bench_jaxmarl
+from ers_deep.bench.timing import jaxmarl_available
 from ers_deep.envs import HanabiConfig, HanabiEnv
 
 BATCHES = [1, 64, 1024, 8192]

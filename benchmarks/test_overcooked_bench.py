@@ -13,8 +13,9 @@ from __future__ import annotations
 import math
 
 import pytest
-from ers_deep.bench import jaxmarl_available
-from ers_deep.bench_overcooked import bench_ers, bench_jaxmarl
+
+from ers_deep.bench.overcooked_v2 import bench_ers, bench_jaxmarl
+from ers_deep.bench.timing import jaxmarl_available
 
 BATCHES = [1, 64, 1024, 8192]
 ENV_STEPS_PER_ROUND = 32768

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from ers_deep import bench, bench_overcooked
+
+from ers_deep.bench import hanabi as bench
+from ers_deep.bench import overcooked_v2 as bench_overcooked
 from ers_deep.cli import main
 
 

@@ -1,11 +1,20 @@
-"""ers-deep: the deep half of ers (torch).
+"""ers-deep: the deep half of ers (torch). It depends on ers-exact (never the reverse).
 
-Now: a batched torch Hanabi equal to DeepMind's HLE step for step (``ers_deep.envs.hanabi``), its HLE reference
-adapter (``ers_deep.envs.hle``), colour-permutation symmetries (``ers_deep.envs.hanabi_symmetry``), a TorchRL env
-(``ers_deep.envs.torchrl_env``); a batched torch Overcooked V2 equal to JaxMARL's ``overcooked_v2`` step for step
-(``ers_deep.envs.overcooked_v2``, its TorchRL env and its Dec-POMDP symmetry); and ``ers-deep env-bench``. It
-depends on ers-exact (never the reverse).
+Layout (imports point down: ``envs`` < ``bench`` < ``cli``):
+
+* ``envs/``: batched torch envs behind one protocol (``envs.base.BatchedEnv``), their Dec-POMDP symmetries
+  as ``envs.symmetry.IndexSymmetry`` and one TorchRL wrapper base (``envs.torchrl_base``); ``envs.ENVS``
+  registers them by name.
+
+  * ``envs/hanabi/``: Hanabi equal to DeepMind's HLE step for step (``env``), its config and presets
+    (``config``), colour-permutation symmetries (``symmetry``), TorchRL env (``torchrl``) and the HLE
+    reference adapter (``hle``);
+  * ``envs/overcooked_v2/``: Overcooked V2 equal to JaxMARL's ``overcooked_v2`` step for step (``env``, with
+    ``layouts``, ``dynamics``, ``obs``), its vertical-flip symmetry (``symmetry``) and TorchRL env
+    (``torchrl``).
+
+* ``bench/``: env throughput against the references (``timing``, ``hanabi``, ``overcooked_v2``);
+* ``cli``: the ``ers-deep`` command (``ers-deep env-bench``).
 """
-
 __all__: list[str] = []
 __version__ = "0.1.0"

@@ -14,16 +14,17 @@ from typing import Any
 
 import torch
 
-from ers_deep import bench_overcooked
-from ers_deep.bench import REFERENCES, env_bench
-from ers_deep.envs.hanabi_config import HanabiConfig
+from ers_deep.bench import ENV_BENCHES
+from ers_deep.bench import hanabi as bench_hanabi
+from ers_deep.bench import overcooked_v2 as bench_overcooked
+from ers_deep.envs.hanabi.config import HanabiConfig
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ers-deep", description="ers-deep: batched torch environments")
     sub = p.add_subparsers(dest="command", required=True)
     b = sub.add_parser("env-bench", help="env-steps/s with random legal moves (auto-reset on), vs references")
-    b.add_argument("env", choices=["hanabi", "overcooked-v2"])
+    b.add_argument("env", choices=sorted(ENV_BENCHES))
     b.add_argument("--batch", type=int, default=1024, help="games stepped together (B)")
     b.add_argument("--steps", type=int, default=100, help="batched steps to time")
     b.add_argument("--device", default="cpu", help="torch device, e.g. cpu or cuda")
@@ -34,7 +35,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="Overcooked V2 observation dtype")
     b.add_argument("--no-obs", action="store_true",
                    help="Overcooked V2: time the transition and resets only (JaxMARL: observation unused)")
-    b.add_argument("--against", default="", help=f"comma-separated references from {','.join(REFERENCES)}")
+    b.add_argument("--against", default="",
+                   help=f"comma-separated references from {','.join(bench_hanabi.REFERENCES)}")
     b.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     b.add_argument("--no-check", action="store_true",
                    help="Hanabi: skip the per-step legality check (no device sync)")
@@ -54,8 +56,9 @@ def run_env_bench(args: argparse.Namespace) -> dict[str, Any]:
                                           against=against, seed=args.seed, obs_dtype=args.obs_dtype,
                                           observations=not args.no_obs, profile_steps=args.profile)
     cfg = HanabiConfig.preset(args.preset, players=args.players)
-    return env_bench(cfg, batch=args.batch, steps=args.steps, device=args.device, against=against, seed=args.seed,
-                     check_legal=not args.no_check, profile_steps=args.profile)
+    return bench_hanabi.env_bench(cfg, batch=args.batch, steps=args.steps, device=args.device,
+                                  against=against, seed=args.seed, check_legal=not args.no_check,
+                                  profile_steps=args.profile)
 
 
 def _print_text(res: dict[str, Any]) -> None:

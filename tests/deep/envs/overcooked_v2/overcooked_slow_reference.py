@@ -6,9 +6,11 @@ them on every state."""
 from __future__ import annotations
 
 import torch
-from ers_deep.envs import overcooked_v2_layouts as L
+from torch import Tensor
+
 from ers_deep.envs.overcooked_v2 import OvercookedState, OvercookedV2Env
-from ers_deep.envs.overcooked_v2_dynamics import (
+from ers_deep.envs.overcooked_v2 import layouts as L
+from ers_deep.envs.overcooked_v2.dynamics import (
     DELIVERY_REWARD,
     INDICATOR_COST,
     INDICATOR_TIME,
@@ -18,7 +20,6 @@ from ers_deep.envs.overcooked_v2_dynamics import (
     SHAPED_PLATE,
     SHAPED_START,
 )
-from torch import Tensor
 
 
 def _layers(x: Tensor, n: int) -> Tensor:

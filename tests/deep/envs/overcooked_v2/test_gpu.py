@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-from ers_deep.bench_overcooked import bench_ers
+
+from ers_deep.bench.overcooked_v2 import bench_ers
 from ers_deep.envs.overcooked_v2 import OvercookedState, OvercookedV2Env
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]

@@ -22,10 +22,11 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from ers_deep.envs import overcooked_v2_layouts as L
-from ers_deep.envs.overcooked_v2_dynamics import INTERACT, Dynamics, Rules
-from ers_deep.envs.overcooked_v2_layouts import OvercookedLayout, get_layout
-from ers_deep.envs.overcooked_v2_obs import ObservationEncoder
+from ers_deep.envs.base import make_generator, reseed
+from ers_deep.envs.overcooked_v2 import layouts as L
+from ers_deep.envs.overcooked_v2.dynamics import INTERACT, Dynamics, Rules
+from ers_deep.envs.overcooked_v2.layouts import OvercookedLayout, get_layout
+from ers_deep.envs.overcooked_v2.obs import ObservationEncoder
 
 NUM_ACTIONS = 6
 
@@ -54,17 +55,29 @@ class OvercookedState:
     new_correct_delivery: Tensor  # [B] bool the last step delivered a correct dish
 
     def clone(self) -> OvercookedState:
+        """A deep copy (every tensor cloned)."""
         return OvercookedState(**{f.name: getattr(self, f.name).clone() for f in fields(self)})
 
 
+class OvercookedTransition(NamedTuple):
+    """What the pure ``transition`` returns: the next state (never reset) and the step's outputs."""
+
+    state: OvercookedState  # the next state (a new object)
+    reward: Tensor  # [B] float32 sparse reward (shared by all agents)
+    shaped_reward: Tensor  # [B, A] float32 shaped reward of every agent
+    done: Tensor  # [B] bool the step ended the episode (time limit)
+
+
 class OvercookedV2Env:
-    """A batch of B Overcooked V2 games stepped together (JaxMARL semantics).
+    """A batch of B Overcooked V2 games stepped together (JaxMARL semantics; follows
+    ``ers_deep.envs.base.BatchedEnv``).
 
     Args:
         layout: a layout name (``grounded_coord_simple``, ...) or an ``OvercookedLayout``.
         batch_size: B.
         device: torch device of every tensor.
-        seed: seed of the env's generator (resets and recipe resampling).
+        seed: seed of the env's generator (resets and recipe resampling; None: a random seed).
+            ``reset(seed=s)`` re-seeds it, ``reset()`` continues it.
         max_steps: episode length.
         agent_view_size: view radius (2 gives 5x5 crops, zero-padded outside the map); None for the full grid.
         negative_rewards, sample_recipe_on_delivery, random_agent_positions, start_cooking_interaction,
@@ -88,8 +101,7 @@ class OvercookedV2Env:
         self.random_agent_positions, self.start_cooking = random_agent_positions, start_cooking_interaction
         self.indicate_delivery, self.paper_obs, self.auto_reset = indicate_successful_delivery, paper_obs, auto_reset
         self.obs_dtype = obs_dtype
-        self.generator = torch.Generator(device=self.device)
-        self.generator.manual_seed(int(seed) if seed is not None else int(torch.seed()) % 2**63)
+        self.generator = make_generator(seed, self.device)
         dev, n = self.device, lay.num_ingredients
         self.H, self.W, self.A, self.n = lay.height, lay.width, lay.num_agents, n
         self.recipe_codes = torch.as_tensor(lay.recipe_codes, device=dev)  # [R]
@@ -103,6 +115,21 @@ class OvercookedV2Env:
         self.encoder = ObservationEncoder(lay, agent_view_size, self.obs_channels, indicate_successful_delivery, dev)
         self.view_h, self.view_w = self.encoder.view_h, self.encoder.view_w
         self.state = self.initial_state(self.batch_size)
+
+    @property
+    def num_agents(self) -> int:
+        """A, the agents."""
+        return self.A
+
+    @property
+    def num_actions(self) -> int:
+        """6: right, down, left, up, stay, interact."""
+        return NUM_ACTIONS
+
+    @property
+    def obs_shape(self) -> tuple[int, ...]:
+        """(V, V, C) (or (H, W, C) for the full view), the observation of one agent."""
+        return (self.view_h, self.view_w, self.obs_channels)
 
     # ---- resets ---------------------------------------------------------------------------------------------
     def draw_recipes(self, m: int) -> Tensor:
@@ -136,10 +163,10 @@ class OvercookedV2Env:
                                step=torch.zeros(m, dtype=torch.long, device=dev),
                                new_correct_delivery=torch.zeros(m, dtype=torch.bool, device=dev))
 
-    def reset(self, seed: int | None = None, state: OvercookedState | None = None) -> OvercookedStep:
-        """Start every game anew (or from ``state``) and return the first observation."""
-        if seed is not None:
-            self.generator.manual_seed(int(seed))
+    def reset(self, seed: int | None = None, *, state: OvercookedState | None = None) -> OvercookedStep:
+        """Start every game anew (or from ``state``) and return the first observation. ``seed`` re-seeds the
+        env's generator first (None: continue it)."""
+        reseed(self.generator, seed)
         self.state = self.initial_state(self.batch_size) if state is None else state.clone()
         B = self.batch_size
         return OvercookedStep(self.observe(self.state), torch.zeros(B, device=self.device),
@@ -170,8 +197,9 @@ class OvercookedV2Env:
             self.reset_games(done)
         return OvercookedStep(self.observe(self.state), reward, shaped, done)
 
-    def transition(self, s: OvercookedState, actions: Tensor) -> tuple[OvercookedState, Tensor, Tensor, Tensor]:
-        """The pure transition (no reset): returns (next state, reward [B], shaped_reward [B, A], done [B])."""
+    def transition(self, s: OvercookedState, actions: Tensor) -> OvercookedTransition:
+        """The pure transition (no reset; ``s`` is unchanged): returns (next state, reward [B], shaped_reward
+        [B, A], done [B]). A recipe resampled after a delivery draws from the env's generator."""
         actions = torch.as_tensor(actions, device=self.device).long()
         B, dyn = actions.shape[0], self.dynamics
         cell, new_dir = dyn.move_agents(s.pos[..., 1] * self.W + s.pos[..., 0], s.dir, actions)
@@ -190,11 +218,18 @@ class OvercookedV2Env:
         step = s.step + 1
         ns = OvercookedState(pos=dyn.xy[cell], dir=new_dir, inv=inv, items=items, extra=extra, recipe=recipe,
                              step=step, new_correct_delivery=correct_any)
-        return ns, reward, torch.stack(shaped, 1), step >= self.max_steps
+        return OvercookedTransition(ns, reward, torch.stack(shaped, 1), step >= self.max_steps)
 
-    # ---- observation ----------------------------------------------------------------------------------------
-    def observe(self, s: OvercookedState) -> Tensor:
-        """[B, A, V, V, C] observation of every agent (JaxMARL's DEFAULT observation cropped to the view, zero
-        outside the map), by table look-up (``overcooked_v2_obs.ObservationEncoder``)."""
+    # ---- observation and legal actions --------------------------------------------------------------------
+    def legal_mask(self, state: OvercookedState | None = None) -> Tensor:
+        """[B, A, 6] bool legal actions of every agent: all True (every action is legal in Overcooked)."""
+        B = (self.state if state is None else state).step.shape[0]
+        return torch.ones(B, self.A, NUM_ACTIONS, dtype=torch.bool, device=self.device)
+
+    def observe(self, state: OvercookedState | None = None) -> Tensor:
+        """[B, A, V, V, C] observation of every agent of ``state`` (default ``env.state``; JaxMARL's DEFAULT
+        observation cropped to the view, zero outside the map), by table look-up
+        (``obs.ObservationEncoder``)."""
+        s = self.state if state is None else state
         return self.encoder.encode(s.pos, s.dir, s.inv, s.items, s.extra, s.recipe, s.new_correct_delivery,
                                    self.obs_dtype)

@@ -20,7 +20,8 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from ers_deep.envs.hanabi_config import HanabiConfig, resolve_config, step_tables
+from ers_deep.envs.base import make_generator, reseed
+from ers_deep.envs.hanabi.config import HanabiConfig, resolve_config, step_tables
 
 
 class IllegalMoveError(ValueError):
@@ -37,6 +38,15 @@ class HanabiStep(NamedTuple):
     reward: Tensor  # [B] float32 score change caused by the move
     done: Tensor  # [B] bool the move ended the game
     score: Tensor  # [B] long score after the move (the final score where done)
+
+
+class HanabiTransition(NamedTuple):
+    """What the pure ``transition`` returns: the next state (never reset) and the move's outputs."""
+
+    state: HanabiState  # the next state (a new object)
+    reward: Tensor  # [B] float32 score change caused by the move
+    done: Tensor  # [B] bool the move ended the game
+    score: Tensor  # [B] long score after the move
 
 
 @dataclass
@@ -63,17 +73,19 @@ class HanabiState:
     moves: Tensor  # [B] long moves made in the current game
 
     def clone(self) -> HanabiState:
+        """A deep copy (every tensor cloned)."""
         return HanabiState(**{f.name: getattr(self, f.name).clone() for f in fields(self)})
 
 
 class HanabiEnv:
-    """A batch of B Hanabi games stepped together.
+    """A batch of B Hanabi games stepped together (follows ``ers_deep.envs.base.BatchedEnv``).
 
     Args:
         config: a ``HanabiConfig``, a preset name (``"Hanabi-Full"``, ``"small"``, ...) or None (2p Full).
         batch_size: B, the number of games.
         device: torch device of every tensor.
-        seed: seed of the deal generator (deals are reproducible for the same seed, device and call sequence).
+        seed: seed of the deal generator (deals are reproducible for the same seed, device and call sequence;
+            None: a random seed). ``reset(seed=s)`` re-seeds it, ``reset()`` continues it.
         auto_reset: after a move that ends a game, deal that game anew inside ``step``.
         check_legal: raise ``IllegalMoveError`` on an illegal move (costs one device sync per step).
         obs_dtype: dtype of the observation tensor (the vector is 0/1).
@@ -87,8 +99,7 @@ class HanabiEnv:
         self.batch_size = int(batch_size)
         self.device = torch.device(device)
         self.auto_reset, self.check_legal, self.obs_dtype = auto_reset, check_legal, obs_dtype
-        self.generator = torch.Generator(device=self.device)
-        self.generator.manual_seed(int(seed) if seed is not None else int(torch.seed()) % 2**63)
+        self.generator = make_generator(seed, self.device)
         self.num_players, self.hand_size = cfg.players, cfg.hand
         self.num_moves, self.obs_size, self.deck_size = cfg.num_moves, cfg.obs_size, cfg.deck_size
         self._t = {k: torch.as_tensor(v, device=self.device) for k, v in step_tables(cfg).items()}
@@ -103,7 +114,22 @@ class HanabiEnv:
         self._index_resets = self.device.type == "cpu"  # resets by row index (CPU) or torch.where (sync-free)
         self.state = self._fresh_state(self.random_decks())
         self._legal_cur = torch.zeros(self.batch_size, self.num_moves, dtype=torch.bool, device=dev)  # [B, M]
-        self.legal_moves()  # the env is ready to step right after construction (reset() is optional)
+        self.legal_mask()  # the env is ready to step right after construction (reset() is optional)
+
+    @property
+    def num_agents(self) -> int:
+        """P, the players."""
+        return self.num_players
+
+    @property
+    def num_actions(self) -> int:
+        """M, the move ids."""
+        return self.num_moves
+
+    @property
+    def obs_shape(self) -> tuple[int, ...]:
+        """(O,), the canonical observation of one player."""
+        return (self.obs_size,)
 
     # ---- deals and resets -----------------------------------------------------------------------------------
     def random_decks(self, n: int | None = None) -> Tensor:
@@ -144,10 +170,10 @@ class HanabiEnv:
             raise ValueError("every deck must be a permutation of the full deck (config.full_deck())")
         return decks
 
-    def reset(self, seed: int | None = None, decks: Tensor | None = None) -> HanabiStep:
-        """Deal every game anew (random deals, or the given ``decks`` [B, D]) and return the first observation."""
-        if seed is not None:
-            self.generator.manual_seed(int(seed))
+    def reset(self, seed: int | None = None, *, decks: Tensor | None = None) -> HanabiStep:
+        """Deal every game anew (random deals, or the given ``decks`` [B, D]) and return the first
+        observation. ``seed`` re-seeds the deal generator first (None: continue it)."""
+        reseed(self.generator, seed)
         decks = self.random_decks() if decks is None else self._check_decks(decks)
         self.state = self._fresh_state(decks)
         zeros = torch.zeros(self.batch_size, device=self.device)
@@ -184,27 +210,51 @@ class HanabiEnv:
                 old.masked_fill_(m, v)
 
     # ---- the step ---------------------------------------------------------------------------------------------
-    def _raise_illegal(self, actions: Tensor, ok: Tensor) -> None:
+    def _raise_illegal(self, s: HanabiState, legal_cur: Tensor, actions: Tensor, ok: Tensor) -> None:
         b = int((~ok).nonzero()[0, 0])
         a = int(actions[b])
-        if bool(self.state.done[b]):
+        if bool(s.done[b]):
             raise IllegalMoveError(f"game {b} is over (auto_reset is off): reset it before moving (move {a})")
-        legal = [int(m) for m in self._legal_cur[b].nonzero().flatten()]
+        legal = [int(m) for m in legal_cur[b].nonzero().flatten()]
         raise IllegalMoveError(
-            f"illegal move {a} {self.config.describe_move(a)} in game {b} for player {int(self.state.cur[b])}; "
+            f"illegal move {a} {self.config.describe_move(a)} in game {b} for player {int(s.cur[b])}; "
             f"legal moves: {legal} ({', '.join(self.config.describe_move(m) for m in legal)})")
 
-    def step(self, actions: Tensor) -> HanabiStep:
-        """Apply move ``actions`` [B] (move ids of each game's current player) to every game at once."""
-        cfg, s, t, ar = self.config, self.state, self._t, self._ar
-        P, R, K, D = cfg.players, cfg.ranks, cfg.num_cards, cfg.deck_size
-        a = torch.as_tensor(actions, device=self.device).long().reshape(self.batch_size)
+    def _moves(self, s: HanabiState, legal_cur: Tensor, actions: Tensor) -> Tensor:
+        """[B] move ids of the players to move: ``actions`` is [B] (their moves) or [B, P] (one per player,
+        the current player's is played); checked against ``legal_cur`` [B, M] when ``check_legal``."""
+        a = torch.as_tensor(actions, device=self.device).long()
+        if a.ndim == 2 and a.shape[1] == self.num_players:
+            a = a.gather(1, s.cur[:, None]).squeeze(1)
+        a = a.reshape(self.batch_size)
         if self.check_legal:
             ok = (a >= 0) & (a < self.num_moves) & ~s.done
-            ok &= self._legal_cur.gather(1, a.clamp(0, self.num_moves - 1)[:, None]).squeeze(1)
+            ok &= legal_cur.gather(1, a.clamp(0, self.num_moves - 1)[:, None]).squeeze(1)
             if not bool(ok.all()):
-                self._raise_illegal(a, ok)
-        a = a.clamp(0, self.num_moves - 1)
+                self._raise_illegal(s, legal_cur, a, ok)
+        return a.clamp(0, self.num_moves - 1)
+
+    def step(self, actions: Tensor) -> HanabiStep:
+        """Apply moves to every game at once: ``actions`` [B] (move ids of each game's current player) or
+        [B, P] (one per player, only the current player's is played). With ``auto_reset`` finished games are
+        re-dealt."""
+        reward = self._advance(self.state, self._moves(self.state, self._legal_cur, actions))
+        done, score = self.state.done.clone(), self.state.score.clone()  # resets below write in place
+        if self.auto_reset:
+            self.reset_games(done)
+        return self._output(reward, done, score)
+
+    def transition(self, state: HanabiState, actions: Tensor) -> HanabiTransition:
+        """The pure transition: the move's next state (a copy; no re-deal) and outputs; ``state`` is
+        unchanged. ``actions`` as in ``step`` (checked against the legal moves of ``state``)."""
+        s = state.clone()
+        reward = self._advance(s, self._moves(s, self._legal_current(s), actions))
+        return HanabiTransition(s, reward, s.done.clone(), s.score.clone())
+
+    def _advance(self, s: HanabiState, a: Tensor) -> Tensor:
+        """Apply the moves ``a`` [B] (legal, clamped) to ``s`` in place; returns the reward [B]."""
+        cfg, t, ar = self.config, self._t, self._ar
+        P, R, K, D = cfg.players, cfg.ranks, cfg.num_cards, cfg.deck_size
         mt, slot = t["move_type"][a], t["move_slot"][a]
         is_disc, is_play, is_pd, is_hint = mt == 0, mt == 1, mt <= 1, mt >= 2
         cur = s.cur
@@ -244,19 +294,26 @@ class HanabiEnv:
         s.done = (s.life <= 0) | (total >= cfg.max_score) | (s.turns_left <= 0)
         s.cur = (cur + 1) % P
         s.moves = s.moves + 1
-        done, score = s.done.clone(), score.clone()  # resets below write into the state in place
-        if self.auto_reset:
-            self.reset_games(done)
-        return self._output(reward, done, score)
+        return reward
 
     # ---- observation and legal moves -------------------------------------------------------------------------
     def _output(self, reward: Tensor, done: Tensor, score: Tensor) -> HanabiStep:
-        legal = self.legal_moves()
+        legal = self.legal_mask()
         return HanabiStep(self.observe(), legal, self.state.cur.clone(), reward, done, score)
 
-    def legal_moves(self) -> Tensor:
-        """[B, P, M] bool legal moves of every player (HLE: empty for all but the current player)."""
-        cfg, s, t = self.config, self.state, self._t
+    def legal_mask(self, state: HanabiState | None = None) -> Tensor:
+        """[B, P, M] bool legal moves of every player of ``state`` (default ``env.state``; HLE: empty for all
+        but the current player). For ``env.state`` it also refreshes the current player's mask that ``step``
+        checks."""
+        s = self.state if state is None else state
+        legal_cur = self._legal_current(s)  # [B, M]
+        if state is None:
+            self._legal_cur = legal_cur
+        return legal_cur[:, None, :] & (self._arP == s.cur[:, None])[..., None]
+
+    def _legal_current(self, s: HanabiState) -> Tensor:
+        """[B, M] bool legal moves of the player to move in every game of ``s``."""
+        cfg, t = self.config, self._t
         P, K = cfg.players, cfg.num_cards
         hands = s.hand[self._ar[:, None], t["rel"][s.cur]]  # [B, P, H] mover first, then seats +1, +2, ...
         has = hands[:, 0] < K  # [B, H]
@@ -265,14 +322,15 @@ class HanabiEnv:
         ranks = torch.zeros(self.batch_size, P, cfg.ranks + 1, dtype=torch.bool, device=self.device)
         ranks.scatter_(2, t["hint_rank"][hands], True)  # [B, P, R+1]
         can_hint = (s.info > 0)[:, None]
-        legal_cur = torch.cat([has & (s.info < cfg.max_information_tokens)[:, None], has,
-                               colours[:, 1:, :-1].flatten(1) & can_hint, ranks[:, 1:, :-1].flatten(1) & can_hint], 1)
-        self._legal_cur = legal_cur  # [B, M]
-        return legal_cur[:, None, :] & (self._arP == s.cur[:, None])[..., None]
+        return torch.cat([has & (s.info < cfg.max_information_tokens)[:, None], has,
+                          colours[:, 1:, :-1].flatten(1) & can_hint,
+                          ranks[:, 1:, :-1].flatten(1) & can_hint], 1)
 
-    def observe(self) -> Tensor:
-        """[B, P, O] HLE canonical observation vector of every player (observer-relative seats)."""
-        cfg, s, t, lay = self.config, self.state, self._t, self._layout
+    def observe(self, state: HanabiState | None = None) -> Tensor:
+        """[B, P, O] HLE canonical observation vector of every player of ``state`` (default ``env.state``;
+        observer-relative seats)."""
+        cfg, t, lay = self.config, self._t, self._layout
+        s = self.state if state is None else state
         B, P, H, K = self.batch_size, cfg.players, cfg.hand, cfg.num_cards
         out = torch.zeros(B, P, cfg.obs_size, dtype=torch.uint8, device=self.device)  # built as bytes (2x faster)
         rel = t["rel"]  # [P, P]

@@ -16,8 +16,8 @@ from typing import Any
 
 import torch
 
-from ers_deep.bench import jaxmarl_available, profile_steps, time_jax_rollout, time_steps
-from ers_deep.envs.overcooked_v2 import NUM_ACTIONS, OvercookedV2Env
+from ers_deep.bench.timing import jaxmarl_available, profile_steps, time_jax_rollout, time_steps
+from ers_deep.envs.overcooked_v2.env import NUM_ACTIONS, OvercookedV2Env
 
 DTYPES = {"uint8": torch.uint8, "float32": torch.float32}
 

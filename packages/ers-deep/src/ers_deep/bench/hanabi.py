@@ -7,58 +7,19 @@ loop. Used by ``ers-deep env-bench`` and by ``benchmarks/test_hanabi_bench.py``.
 
 from __future__ import annotations
 
-import contextlib
 import math
-import os
-import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import torch
 
-from ers_deep.envs.hanabi import HanabiEnv
-from ers_deep.envs.hanabi_config import HanabiConfig, resolve_config
+from ers_deep.bench.timing import jaxmarl_available, profile_steps, time_jax_rollout, time_steps
+from ers_deep.envs.hanabi.config import HanabiConfig, resolve_config
+from ers_deep.envs.hanabi.env import HanabiEnv
 
 REFERENCES = ("hle", "jaxmarl")
-
-
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def time_steps(run: Callable[[int], None], steps: int, device: torch.device, warmup: int = 5,
-               repeats: int = 1) -> float:
-    """Seconds that ``run(steps)`` takes after ``run(warmup)``, the best of ``repeats`` timings (device synced)."""
-    run(warmup)
-    seconds = math.inf
-    for _ in range(repeats):
-        _sync(device)
-        t0 = time.perf_counter()
-        run(steps)
-        _sync(device)
-        seconds = min(seconds, time.perf_counter() - t0)
-    return seconds
-
-
-def profile_steps(run: Callable[[int], None], steps: int, device: torch.device, top: int = 15
-                  ) -> list[dict[str, Any]]:
-    """The ``top`` torch ops by self time (device time on CUDA) of ``run(steps)`` after ``run(3)``, per step,
-    from ``torch.profiler``."""
-    from torch.profiler import ProfilerActivity, profile
-
-    cuda = device.type == "cuda"
-    run(3)
-    _sync(device)
-    with profile(activities=[ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])) as prof:
-        run(steps)
-        _sync(device)
-    attr = "self_device_time_total" if cuda else "self_cpu_time_total"
-    events = sorted(prof.key_averages(), key=lambda e: getattr(e, attr), reverse=True)[:top]
-    return [{"op": e.key, "calls_per_step": e.count / steps, "self_us_per_step": getattr(e, attr) / steps,
-             "cpu_us_per_step": e.self_cpu_time_total / steps} for e in events]
 
 
 def _hanabi_runner(cfg: HanabiConfig, batch: int, device: str, seed: int, check_legal: bool
@@ -97,7 +58,7 @@ def bench_hle(config: HanabiConfig | str | None = None, batch: int = 1024, steps
               max_env_steps: int = 20_000) -> dict[str, Any]:
     """Env-steps/s of HLE (``HLEBatch``: B games one after another, all players' observations and legal masks).
     Steps are capped so that at most ``max_env_steps`` env-steps run (HLE's rate does not depend on B)."""
-    from ers_deep.envs.hle import HLEBatch
+    from ers_deep.envs.hanabi.hle import HLEBatch
 
     cfg = resolve_config(config)
     steps = max(1, min(steps, math.ceil(max_env_steps / batch)))
@@ -117,55 +78,6 @@ def bench_hle(config: HanabiConfig | str | None = None, batch: int = 1024, steps
     seconds = time.perf_counter() - t0
     ref.close()
     return {"env_steps_per_s": batch * steps / seconds, "seconds": seconds, "batch": batch, "steps": steps}
-
-
-@contextlib.contextmanager
-def _stdout_to_stderr() -> Iterator[None]:
-    """Send file descriptor 1 to 2 for a while (jaxmarl's import prints a banner that would break ``--json``;
-    it escapes ``contextlib.redirect_stdout``, so the redirection is at the descriptor level)."""
-    sys.stdout.flush()
-    saved = os.dup(1)
-    try:
-        os.dup2(2, 1)
-        yield
-    finally:
-        sys.stdout.flush()
-        os.dup2(saved, 1)
-        os.close(saved)
-
-
-def jaxmarl_available() -> bool:
-    """Whether jaxmarl (the ``reference`` extra) imports; imports it quietly."""
-    try:
-        with _stdout_to_stderr():
-            import jaxmarl.environments  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-def time_jax_rollout(one_step: Any, carry: Any, batch: int, steps: int, scan_length: int = 128,
-                     repeats: int = 1) -> dict[str, Any]:
-    """Env-steps/s of a jitted ``lax.scan`` of ``one_step`` (carry -> (carry, None)) over ``scan_length`` steps per
-    call, as PureJaxRL runs a JaxMARL env, for at least ``steps`` steps; compile time is excluded. With
-    ``repeats`` > 1 the best of that many timings (the usual defence against a noisy shared machine)."""
-    import jax
-
-    @jax.jit
-    def rollout(carry: Any) -> Any:
-        return jax.lax.scan(one_step, carry, None, length=scan_length)[0]
-
-    carry = jax.block_until_ready(rollout(carry))  # compile
-    carry = jax.block_until_ready(rollout(carry))  # a carried state may retrace once (weak types): warm that too
-    calls, seconds = max(1, math.ceil(steps / scan_length)), math.inf
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            carry = rollout(carry)
-        jax.block_until_ready(carry)
-        seconds = min(seconds, time.perf_counter() - t0)
-    return {"env_steps_per_s": batch * calls * scan_length / seconds, "seconds": seconds, "batch": batch,
-            "steps": calls * scan_length, "jax": jax.__version__, "backend": jax.default_backend()}
 
 
 def bench_jaxmarl(config: HanabiConfig | str | None = None, batch: int = 1024, steps: int = 100, seed: int = 0,

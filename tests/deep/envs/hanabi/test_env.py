@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from ers_deep.envs import HanabiConfig, HanabiEnv, IllegalMoveError
-from ers_deep.envs.hle import HLEGame
-from tests.deep.differential import biased_moves
+from ers_deep.envs.hanabi.hle import HLEGame
+from tests.deep.envs.hanabi.differential import biased_moves
 
 
 def _random_legal(env: HanabiEnv, gen: torch.Generator) -> torch.Tensor:

@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from ers_deep.envs.hanabi import IllegalMoveError
-from ers_deep.envs.hanabi_config import HanabiConfig, resolve_config
+from ers_deep.envs.hanabi.config import HanabiConfig, resolve_config
+from ers_deep.envs.hanabi.env import IllegalMoveError
 
 CHANCE_PLAYER = -1
 _DEAL = 5  # HanabiMove::kDeal

@@ -10,7 +10,7 @@ from torchrl.envs.utils import check_env_specs
 from torchrl.modules import MaskedCategorical, MultiAgentMLP, ProbabilisticActor
 
 from ers_deep.envs import HanabiConfig
-from ers_deep.envs.torchrl_env import HanabiTorchRLEnv
+from ers_deep.envs.hanabi.torchrl import HanabiTorchRLEnv
 
 
 @pytest.mark.parametrize("config, players", [("Hanabi-Full", 2), ("Hanabi-Small", 3), ("Hanabi-Very-Small", 5)])

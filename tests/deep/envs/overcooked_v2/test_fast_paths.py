@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 import torch
+
 from ers_deep.envs.overcooked_v2 import OvercookedV2Env
-from ers_deep.envs.overcooked_v2_layouts import LAYOUT_STRINGS
+from ers_deep.envs.overcooked_v2.layouts import LAYOUT_STRINGS
 
 from .overcooked_slow_reference import observe_reference, transition_reference
 

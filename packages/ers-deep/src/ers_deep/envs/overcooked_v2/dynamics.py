@@ -20,8 +20,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ers_deep.envs import overcooked_v2_layouts as L
-from ers_deep.envs.overcooked_v2_layouts import OvercookedLayout
+from ers_deep.envs.overcooked_v2 import layouts as L
+from ers_deep.envs.overcooked_v2.layouts import OvercookedLayout
 
 DELIVERY_REWARD, POT_COOK_TIME, INDICATOR_TIME, INDICATOR_COST = 20, 20, 10, 5
 SHAPED_PLACEMENT, SHAPED_START, SHAPED_DISH, SHAPED_PLATE = 3, 5, 5, 3

@@ -1,8 +1,8 @@
 """ers's batched Overcooked V2 (torch) against JaxMARL's overcooked_v2 and hand-checked scripts.
 
 The differential tests run JaxMARL (the ``reference`` extra of ers-deep, installed by ``make test``) in a child
-interpreter through ``tests/deep/overcooked_reference.py``: this one, or ``ERS_JAXMARL_PYTHON`` when set. They skip
-when neither can import jaxmarl.
+interpreter through ``overcooked_reference.py`` (beside this file): this one, or ``ERS_JAXMARL_PYTHON`` when
+set. They skip when neither can import jaxmarl.
 """
 
 from __future__ import annotations
@@ -180,47 +180,3 @@ def test_random_positions_in_own_rooms_and_auto_reset() -> None:
     for t in range(10):
         out = env.step(torch.zeros(256, 2, dtype=torch.long))
     assert out.done.all() and (env.state.step == 0).all()
-
-
-def test_torchrl_check_env_specs() -> None:
-    from torchrl.envs.utils import check_env_specs
-
-    from ers_deep.envs.overcooked_v2_torchrl import OvercookedV2TorchRLEnv
-
-    env = OvercookedV2TorchRLEnv(batch_size=4, seed=0, max_steps=20, paper_obs=True)
-    check_env_specs(env, break_when_any_done="both")
-    roll = env.rollout(45, break_when_any_done=False)
-    assert roll["agents", "observation"].shape == (4, 45, 2, 5, 5, 38)
-    done = roll["next", "done"].squeeze(-1)
-    assert done[:, 19].all() and done[:, 39].all() and done.sum() == 8
-
-
-@pytest.mark.parametrize("layout,paper,expected", [("grounded_coord_simple", False, (1, 0, 2)),
-                                                   ("grounded_coord_simple", True, (1, 0, 2)),
-                                                   ("test_time_simple", False, (1, 0, 2)),
-                                                   ("cramped_room_v2", False, "none")])
-def test_vertical_symmetry_commutes(layout: str, paper: bool, expected: object) -> None:
-    """obs(phi(s)) = perm(obs(s)) and step(phi(s), phi(a)) = phi(step(s, a)) on states of random play."""
-    from ers_deep.envs.overcooked_v2_symmetry import apply_to_state, find_vertical_symmetry
-
-    env = OvercookedV2Env(layout, batch_size=64, seed=2, sample_recipe_on_delivery=False, paper_obs=paper,
-                          obs_dtype=torch.long)
-    if expected == "none":
-        assert find_vertical_symmetry(env) is None
-        return
-    sym = find_vertical_symmetry(env)
-    assert sym is not None and sym.ingredient_perm == expected
-    g = torch.Generator().manual_seed(0)
-    for _ in range(150):
-        act = torch.where(torch.rand(64, 2, generator=g) < 0.3, 5, torch.randint(5, (64, 2), generator=g))
-        s = env.state.clone()
-        o = env.observe(s).reshape(64, 2, -1)
-        ps = apply_to_state(env, sym, s)
-        assert torch.equal(env.observe(ps).reshape(64, 2, -1), o[..., sym.obs_perm])
-        a, *ra = env.transition(s, act)
-        b, *rb = env.transition(ps, sym.action_perm[act])
-        pa = apply_to_state(env, sym, a)
-        for k in ("pos", "dir", "inv", "items", "extra", "recipe", "step"):
-            assert torch.equal(getattr(pa, k), getattr(b, k)), k
-        assert all(torch.equal(x, y) for x, y in zip(ra, rb))
-        env.step(act)

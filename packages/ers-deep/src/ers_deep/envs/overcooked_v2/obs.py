@@ -14,22 +14,43 @@ row gather from a table fixed per layout, plus the agents drawn on top:
 * agent channels (``1 + 4 + (2+n)``: presence, direction one-hot, inventory layers) come from a (direction,
   inventory) table and are added at each agent's cell of every observer's window (own block or others' block).
 
-Channel order (JaxMARL): own agent F, other agents F, static 6+n, items 2+n, recipe 2+n, pot timer, [delivery].
+Channel order (JaxMARL): own agent F, other agents F, static 6+n, items 2+n, recipe 2+n, pot timer,
+[delivery]; ``channel_labels`` names every channel (the symmetries derive their channel maps from it).
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import torch
 from torch import Tensor
 
-from ers_deep.envs import overcooked_v2_layouts as L
-from ers_deep.envs.overcooked_v2_dynamics import POT_COOK_TIME
-from ers_deep.envs.overcooked_v2_layouts import OvercookedLayout, item_layers
+from ers_deep.envs.overcooked_v2 import layouts as L
+from ers_deep.envs.overcooked_v2.dynamics import POT_COOK_TIME
+from ers_deep.envs.overcooked_v2.layouts import OvercookedLayout, item_layers
 
 POT_TIMER_VALUES = POT_COOK_TIME + 1  # the pot timer runs from the cook time down to 0
+
+
+def static_objects(n: int) -> list[int]:
+    """The static objects with a one-hot channel, in channel order (JaxMARL), for n ingredients."""
+    return [L.WALL, L.GOAL, L.POT, L.RECIPE_INDICATOR, L.BUTTON_INDICATOR, L.PLATE_PILE] + [
+        L.PILE_BASE + i for i in range(n)]
+
+
+def channel_labels(n: int, indicate_delivery: bool) -> list[tuple[Any, ...]]:
+    """One label per observation channel, in channel order (``item_layers`` order for items: plate, cooked,
+    ingredient i): ``(block, "present")``, ``(block, "dir", d)`` (d indexes ``DIR_VEC``), ``(block, "holds",
+    *item)`` for block "own" and "other"; ``("static", object)``; ``("items", *item)``; ``("recipe", *item)``;
+    ``("pot_timer",)``; ``("delivered",)`` with ``indicate_delivery``."""
+    item = [("plate",), ("cooked",)] + [("ingredient", i) for i in range(n)]
+    agent = [("present",)] + [("dir", d) for d in range(len(L.DIR_VEC))] + [("holds", *x) for x in item]
+    out = [(block, *a) for block in ("own", "other") for a in agent]
+    out += [("static", obj) for obj in static_objects(n)]
+    out += [("items", *x) for x in item] + [("recipe", *x) for x in item] + [("pot_timer",)]
+    return [*out, ("delivered",)] if indicate_delivery else out
 
 
 class ObservationEncoder:
@@ -70,8 +91,7 @@ class ObservationEncoder:
     def _build_codes(self, static: np.ndarray, n: int, indicate_delivery: bool) -> None:
         """The code table: one row per (class, local state), and every map cell's class offset."""
         NI, RV, F = self.n_items, 1 << (2 * n), self.F
-        objects = [L.WALL, L.GOAL, L.POT, L.RECIPE_INDICATOR, L.BUTTON_INDICATOR, L.PLATE_PILE]
-        objects += [L.PILE_BASE + i for i in range(n)]
+        objects = static_objects(n)
         rows, offsets = [], {}
 
         def add(obj: int | None, items: np.ndarray, recipe: np.ndarray, timer: np.ndarray, flag: np.ndarray) -> None:
@@ -92,7 +112,10 @@ class ObservationEncoder:
         for obj in objects[5:] + [None]:  # plate pile, ingredient piles, then every other cell (and outside)
             add(obj, z(1), z(1), z(1), z(1))
         table = np.concatenate(rows)
-        table = (table if indicate_delivery else table[:, :-1])[:, :self.channels]  # the flag column is optional
+        table = table if indicate_delivery else table[:, :-1]  # the flag column is optional
+        if table.shape[1] != len(channel_labels(n, indicate_delivery)):  # pragma: no cover - a guard
+            raise AssertionError("the code table and channel_labels disagree on the channels")
+        table = table[:, :self.channels]
         # rows move as whole words: 8 (or 4, 2) channels per element of one index_select
         word = {8: torch.int64, 4: torch.int32, 2: torch.int16, 1: torch.uint8}[math.gcd(table.shape[1], 8)]
         self.table = torch.as_tensor(table.astype(np.uint8), device=self.device).view(word)

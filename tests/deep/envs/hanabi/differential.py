@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from ers_deep.envs.hanabi import HanabiEnv, HanabiStep
-from ers_deep.envs.hanabi_config import HanabiConfig
-from ers_deep.envs.hle import HLEGame
+from ers_deep.envs.hanabi.config import HanabiConfig
+from ers_deep.envs.hanabi.env import HanabiEnv, HanabiStep
+from ers_deep.envs.hanabi.hle import HLEGame
 
 
 @dataclass

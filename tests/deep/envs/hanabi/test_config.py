@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ers_deep.envs.hanabi_config import PRESETS, HanabiConfig
-from ers_deep.envs.hle import HLEGame
+from ers_deep.envs.hanabi.config import PRESETS, HanabiConfig
+from ers_deep.envs.hanabi.hle import HLEGame
 
 # (obs 2p, moves 2p, obs 3p, moves 3p) measured with HLE (shared notes, verified again below)
 SIZES = {"Hanabi-Full": (658, 20, 956, 30), "Hanabi-Full-Minimal": (308, 20, 431, 30),

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from ers_deep.envs.hanabi_config import HanabiConfig
-from tests.deep.differential import run_differential
+from ers_deep.envs.hanabi.config import HanabiConfig
+from tests.deep.envs.hanabi.differential import run_differential
 
 CUSTOM = HanabiConfig(players=3, colors=3, ranks=4, hand_size=3, max_information_tokens=5, max_life_tokens=2)
 ODD = HanabiConfig(players=2, colors=4, ranks=1, hand_size=2, max_information_tokens=2, max_life_tokens=1)

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-from ers_deep.bench import bench_ers
+from ers_deep.bench.hanabi import bench_ers
 from ers_deep.envs import HanabiConfig, HanabiEnv
-from ers_deep.envs.hle import HLEGame
+from ers_deep.envs.hanabi.hle import HLEGame
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]

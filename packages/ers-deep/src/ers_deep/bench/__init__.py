@@ -1,0 +1,22 @@
+"""Env throughput benchmarks (``ers-deep env-bench``, ``benchmarks/``).
+
+* ``timing``: the shared timing / profiling loop and the JaxMARL helpers;
+* ``hanabi``: batched Hanabi against HLE and JaxMARL;
+* ``overcooked_v2``: batched Overcooked V2 against JaxMARL.
+
+``ENV_BENCHES`` maps env names (those of ``ers_deep.envs.ENVS``) to their ``env_bench`` functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ers_deep.bench import hanabi, overcooked_v2
+
+ENV_BENCHES: dict[str, Callable[..., dict[str, Any]]] = {
+    "hanabi": hanabi.env_bench,
+    "overcooked-v2": overcooked_v2.env_bench,
+}
+
+__all__ = ["ENV_BENCHES"]

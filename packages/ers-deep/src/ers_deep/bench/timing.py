@@ -1,0 +1,104 @@
+"""The timing loop shared by the env benchmarks (best-of-n timings, a torch profile of ``run(steps)``) and the
+JaxMARL helpers (a quiet import check, a jitted ``lax.scan`` rollout timer) for the reference columns.
+
+Every bench module builds ``run(n)`` (n batched steps of its env, random actions drawn inside the loop) and
+hands it to ``time_steps`` / ``profile_steps``; ``time_jax_rollout`` times JaxMARL the way PureJaxRL runs it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def time_steps(run: Callable[[int], None], steps: int, device: torch.device, warmup: int = 5,
+               repeats: int = 1) -> float:
+    """Seconds that ``run(steps)`` takes after ``run(warmup)``, the best of ``repeats`` timings (device synced)."""
+    run(warmup)
+    seconds = math.inf
+    for _ in range(repeats):
+        _sync(device)
+        t0 = time.perf_counter()
+        run(steps)
+        _sync(device)
+        seconds = min(seconds, time.perf_counter() - t0)
+    return seconds
+
+
+def profile_steps(run: Callable[[int], None], steps: int, device: torch.device, top: int = 15
+                  ) -> list[dict[str, Any]]:
+    """The ``top`` torch ops by self time (device time on CUDA) of ``run(steps)`` after ``run(3)``, per step,
+    from ``torch.profiler``."""
+    from torch.profiler import ProfilerActivity, profile
+
+    cuda = device.type == "cuda"
+    run(3)
+    _sync(device)
+    with profile(activities=[ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])) as prof:
+        run(steps)
+        _sync(device)
+    attr = "self_device_time_total" if cuda else "self_cpu_time_total"
+    events = sorted(prof.key_averages(), key=lambda e: getattr(e, attr), reverse=True)[:top]
+    return [{"op": e.key, "calls_per_step": e.count / steps, "self_us_per_step": getattr(e, attr) / steps,
+             "cpu_us_per_step": e.self_cpu_time_total / steps} for e in events]
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """Send file descriptor 1 to 2 for a while (jaxmarl's import prints a banner that would break ``--json``;
+    it escapes ``contextlib.redirect_stdout``, so the redirection is at the descriptor level)."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def jaxmarl_available() -> bool:
+    """Whether jaxmarl (the ``reference`` extra) imports; imports it quietly."""
+    try:
+        with _stdout_to_stderr():
+            import jaxmarl.environments  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def time_jax_rollout(one_step: Any, carry: Any, batch: int, steps: int, scan_length: int = 128,
+                     repeats: int = 1) -> dict[str, Any]:
+    """Env-steps/s of a jitted ``lax.scan`` of ``one_step`` (carry -> (carry, None)) over ``scan_length`` steps per
+    call, as PureJaxRL runs a JaxMARL env, for at least ``steps`` steps; compile time is excluded. With
+    ``repeats`` > 1 the best of that many timings (the usual defence against a noisy shared machine)."""
+    import jax
+
+    @jax.jit
+    def rollout(carry: Any) -> Any:
+        return jax.lax.scan(one_step, carry, None, length=scan_length)[0]
+
+    carry = jax.block_until_ready(rollout(carry))  # compile
+    carry = jax.block_until_ready(rollout(carry))  # a carried state may retrace once (weak types): warm that too
+    calls, seconds = max(1, math.ceil(steps / scan_length)), math.inf
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            carry = rollout(carry)
+        jax.block_until_ready(carry)
+        seconds = min(seconds, time.perf_counter() - t0)
+    return {"env_steps_per_s": batch * calls * scan_length / seconds, "seconds": seconds, "batch": batch,
+            "steps": calls * scan_length, "jax": jax.__version__, "backend": jax.default_backend()}

@@ -1,0 +1,125 @@
+"""The protocol every batched env of ers-deep follows, and the shared seeding rule.
+
+An env is a batch of B games of one Dec-POMDP advanced together by tensor ops (on CPU or GPU). Shapes:
+B games, P agents (``num_agents``), A actions per agent (``num_actions``), ``*O`` the per-agent observation
+shape (``obs_shape``). Every env keeps its current batched state in ``env.state`` and its own
+``torch.Generator`` (``env.generator``): every random draw of the env (deals, start positions, recipes) comes
+from it.
+
+Seeding rule (the same for every env):
+
+* the constructor's ``seed`` seeds the env's generator (``None``: a fresh random seed from torch);
+* ``reset(seed=None)`` continues the generator; ``reset(seed=s)`` re-seeds it with ``s`` first, so a reset
+  with the same ``s`` reproduces the same episodes (for the same actions), whatever ran before;
+* nothing else touches the generator's seed (TorchRL's ``set_seed`` goes through ``torch_rl_seed``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+import torch
+from torch import Tensor
+
+
+@runtime_checkable
+class Step(Protocol):
+    """What ``reset``/``step`` return (each env's own NamedTuple adds fields, e.g. Hanabi's ``legal``).
+
+    After an auto-reset, ``obs`` describes the new episode while ``reward``/``done`` describe the step that
+    ended the old one."""
+
+    @property
+    def obs(self) -> Tensor: ...  # [B, P, *O] observation of every agent
+
+    @property
+    def reward(self) -> Tensor: ...  # [B] float32 team reward of the step (zeros after a reset)
+
+    @property
+    def done(self) -> Tensor: ...  # [B] bool the step ended the episode
+
+
+@runtime_checkable
+class Transition(Protocol):
+    """What the pure ``transition`` returns: the next state (never reset) and the step's outputs."""
+
+    @property
+    def state(self) -> Any: ...  # the next batched state (a new object; the input state is left unchanged)
+
+    @property
+    def reward(self) -> Tensor: ...  # [B] float32 team reward
+
+    @property
+    def done(self) -> Tensor: ...  # [B] bool the step ended the episode
+
+
+@runtime_checkable
+class BatchedEnv(Protocol):
+    """A batch of B games stepped together (see the module docstring for the seeding rule).
+
+    Constructors take ``batch_size``, ``device``, ``seed`` and ``auto_reset`` as keywords, plus the env's own
+    configuration (Hanabi: ``config``; Overcooked V2: ``layout`` and JaxMARL's switches)."""
+
+    state: Any  # the current batched state (a dataclass of tensors with leading dim B)
+    generator: torch.Generator  # the env's own source of randomness
+    auto_reset: bool  # ``step`` restarts finished games
+
+    @property
+    def batch_size(self) -> int: ...  # B
+
+    @property
+    def device(self) -> torch.device: ...
+
+    @property
+    def num_agents(self) -> int: ...  # P
+
+    @property
+    def num_actions(self) -> int: ...  # A
+
+    @property
+    def obs_shape(self) -> tuple[int, ...]: ...  # O, the per-agent observation shape
+
+    def reset(self, seed: int | None = None) -> Step:
+        """Start every game anew (``seed``: see the seeding rule) and return the first observations.
+        Env-specific keyword-only extras inject a start (Hanabi ``decks=``, Overcooked V2 ``state=``)."""
+        ...
+
+    def step(self, actions: Tensor) -> Step:
+        """Apply ``actions`` [B, P] long (one per agent; a turn-based env plays the current player's) to every
+        game; with ``auto_reset`` finished games restart inside the step."""
+        ...
+
+    def transition(self, state: Any, actions: Tensor) -> Transition:
+        """The pure transition: the next state and the step's outputs, without any reset, leaving ``state``
+        unchanged (and ``env.state`` too). Randomness inside a step still draws from ``env.generator``."""
+        ...
+
+    def observe(self, state: Any = None) -> Tensor:
+        """[B, P, *O] observation of every agent of ``state`` (default: ``env.state``)."""
+        ...
+
+    def legal_mask(self, state: Any = None) -> Tensor:
+        """[B, P, A] bool legal actions of every agent of ``state`` (default: ``env.state``)."""
+        ...
+
+    def reset_games(self, mask: Tensor) -> None:
+        """Restart the games where ``mask`` [B] is True (in ``env.state``), drawing from ``env.generator``."""
+        ...
+
+
+def make_generator(seed: int | None, device: torch.device) -> torch.Generator:
+    """The env's generator on ``device``, seeded with ``seed`` (None: a fresh random seed from torch)."""
+    generator = torch.Generator(device=device)
+    generator.manual_seed(int(seed) if seed is not None else int(torch.seed()) % 2**63)
+    return generator
+
+
+def reseed(generator: torch.Generator, seed: int | None) -> None:
+    """``reset``'s rule: re-seed with ``seed`` when given, else keep the generator's stream."""
+    if seed is not None:
+        generator.manual_seed(int(seed))
+
+
+def torch_rl_seed(generator: torch.Generator, seed: int | None) -> None:
+    """TorchRL's ``set_seed``: re-seed with ``seed`` (None means 0, TorchRL's default)."""
+    generator.manual_seed(int(seed) if seed is not None else 0)
