@@ -99,7 +99,7 @@ def bench_jaxmarl(config: HanabiConfig | str | None = None, batch: int = 1024, s
     def one_step(carry: Any, _: Any) -> tuple[Any, None]:
         state, key, checksum = carry
         key, k_act, k_step = jax.random.split(key, 3)
-        legal = jax.vmap(env.get_legal_moves)(state)
+        legal = jax.vmap(env.get_legal_moves)(state)  # type: ignore[attr-defined]
         act_keys = jax.random.split(k_act, len(agents))
         actions = {a: jax.random.categorical(k, jnp.where(legal[a], 0.0, -jnp.inf))
                    for a, k in zip(agents, act_keys)}

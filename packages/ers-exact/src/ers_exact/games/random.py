@@ -51,6 +51,6 @@ def planted_game(game: Game, phi: Transformation) -> Game:
         mean[k] = mean[k] / mean[k].sum(axis=axis, keepdims=True)
     legal = None
     if game.legal_actions is not None:  # the union over the orbit is invariant and keeps rows non-empty
-        legal = tuple(np.logical_or.reduce([g.legal_actions[i] for g in images])
+        legal = tuple(np.logical_or.reduce([g.legal_actions[i] for g in images if g.legal_actions is not None])
                       for i in range(game.n_agents))
     return replace(game, name=game.name + "-planted", legal_actions=legal, **mean)

@@ -159,7 +159,7 @@ def _exact_distribution(probs: np.ndarray) -> tuple[list[str], float]:
     """Decimal strings of positive probabilities summing to exactly one, and the largest change made."""
     texts = [_num(p) for p in probs]
     big = int(np.argmax(probs))
-    rest = 1 - sum(Fraction(t) for j, t in enumerate(texts) if j != big)
+    rest = 1 - sum((Fraction(t) for j, t in enumerate(texts) if j != big), Fraction(0))
     if rest <= 0:
         raise ValueError(f"chance probabilities {probs.tolist()} cannot be made to sum to one")
     texts[big] = _exact_decimal(rest)

@@ -36,7 +36,7 @@ class GameError(ValueError):
 
 
 def _frozen(x: np.ndarray, dtype: type = np.float64) -> np.ndarray:
-    arr = np.array(x, dtype=dtype, copy=True)
+    arr: np.ndarray = np.array(x, dtype=dtype, copy=True)
     arr.setflags(write=False)
     return arr
 
@@ -127,9 +127,9 @@ class Game:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Game):
             return NotImplemented
-        same_legal = (self.legal_actions is None) == (other.legal_actions is None) and (
-            self.legal_actions is None
-            or all(np.array_equal(a, b) for a, b in zip(self.legal_actions, other.legal_actions))
+        mine, theirs = self.legal_actions, other.legal_actions
+        same_legal = (mine is None and theirs is None) or (
+            mine is not None and theirs is not None and all(np.array_equal(a, b) for a, b in zip(mine, theirs))
         )
         return (
             self.state_names == other.state_names

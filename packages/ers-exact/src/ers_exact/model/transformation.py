@@ -106,12 +106,13 @@ class Transformation:
         b = np.empty_like(game.initial_belief); b[s] = game.initial_belief
         legal = None
         if game.legal_actions is not None:
-            legal = []
+            masks = []
             for i, mask in enumerate(game.legal_actions):
                 rows = np.concatenate([[0], 1 + np.array(self.observations[i])])
-                new = np.empty_like(mask); new[np.ix_(rows, np.array(self.actions[i]))] = mask
-                legal.append(new)
-            legal = tuple(legal)
+                new = np.empty_like(mask)
+                new[np.ix_(rows, np.array(self.actions[i]))] = mask
+                masks.append(new)
+            legal = tuple(masks)
         return replace(game, transition=T, observation=U, reward=R, initial_belief=b, legal_actions=legal)
 
     def to_json(self) -> dict[str, Any]:
@@ -133,7 +134,7 @@ def is_decpomdp_symmetry(game: Game, phi: Transformation, atol: float = 1e-12) -
     """Paper eq. decpomdp-invariance: T, U, R (and b_0, legal sets) unchanged by the relabelling."""
     image = phi.apply_to_game(game)
     same_legal = game.legal_actions is None or all(
-        np.array_equal(x, y) for x, y in zip(image.legal_actions, game.legal_actions))
+        np.array_equal(x, y) for x, y in zip(image.legal_actions or (), game.legal_actions))
     return same_legal and all(
         np.allclose(getattr(image, k), getattr(game, k), atol=atol, rtol=0)
         for k in ("transition", "observation", "reward", "initial_belief"))

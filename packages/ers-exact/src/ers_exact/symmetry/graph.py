@@ -169,7 +169,7 @@ class _Refiner:
             ids = {c: k for k, c in enumerate(sorted(set(sig)))}
             if len(ids) == len(keys):
                 return cell
-            keys, cell = ids, [ids[c] for c in sig]
+            keys, cell = ids, [ids[c] for c in sig]  # type: ignore[assignment]
 
 
 def _matcher(G: nx.Graph, cells1: list[int], cells2: list[int]) -> iso.GraphMatcher:

@@ -138,7 +138,7 @@ def parse_layout(text: str, recipes: list[list[int]] | None = None, name: str = 
         recipes = all_recipes(n_ing)
     if any(len(r) != 3 for r in recipes):
         raise ValueError("every recipe must have 3 ingredients")
-    return OvercookedLayout(name, static, tuple(agents), n_ing, tuple(tuple(int(i) for i in r) for r in recipes))
+    return OvercookedLayout(name, static, tuple(agents), n_ing, tuple((int(r[0]), int(r[1]), int(r[2])) for r in recipes))
 
 
 def get_layout(layout: str | OvercookedLayout) -> OvercookedLayout:

@@ -92,7 +92,8 @@ class ObservationEncoder:
         """The code table: one row per (class, local state), and every map cell's class offset."""
         NI, RV, F = self.n_items, 1 << (2 * n), self.F
         objects = static_objects(n)
-        rows, offsets = [], {}
+        rows: list[np.ndarray] = []
+        offsets: dict[int | None, int] = {}
 
         def add(obj: int | None, items: np.ndarray, recipe: np.ndarray, timer: np.ndarray, flag: np.ndarray) -> None:
             offsets[obj] = sum(len(r) for r in rows)
