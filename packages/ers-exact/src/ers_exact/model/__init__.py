@@ -3,13 +3,14 @@ spec (``game``); its possible local histories tau^i_t and joint history tree, en
 arrays (``histories``); exact values J(pi), Q^i_pi(tau^i, a^i) and dJ/dpi of tabular joint policies
 (``values``); transformations phi = (phi_S, phi_A^i, phi_O^i) acting on games, histories and policies
 (``transformation``); the objectives XP, OP^Phi and the symmetriser S(pi) (``objectives``); and the exact
-self-play optimum J* over deterministic joint policies (``optimal``). It imports only ``util``.
+self-play optimum J* over deterministic joint policies (``optimal``: exhaustive reference and GMAA*, with
+the upper bounds of ``bounds`` and the search of ``gmaa``). It imports only ``util``.
 """
 
 from ers_exact.model.game import Game, GameError, make_game
 from ers_exact.model.histories import HistoryTree, enumerate_histories
 from ers_exact.model.objectives import cross_play, other_play, symmetrise
-from ers_exact.model.optimal import self_play_optimum
+from ers_exact.model.optimal import optimal_value, self_play_optimum
 from ers_exact.model.transformation import Transformation, apply_to_policy, is_decpomdp_symmetry
 from ers_exact.model.values import Policy, expected_return, local_q_values, uniform_policy
 
@@ -26,6 +27,7 @@ __all__ = [
     "is_decpomdp_symmetry",
     "local_q_values",
     "make_game",
+    "optimal_value",
     "other_play",
     "self_play_optimum",
     "symmetrise",
