@@ -4,8 +4,8 @@
   legal_mask, one seeding rule) and the ``Step`` / ``Transition`` output protocols;
 * ``symmetry``: ``IndexSymmetry``, a Dec-POMDP symmetry as index permutations of observations and actions;
 * ``torchrl_base``: ``BatchedTorchRLEnv``, the TorchRL wrapper base (imports torchrl; not re-exported);
-* ``hanabi/``, ``overcooked_v2/``: one folder per env, files named by role (``env``, ``symmetry``,
-  ``torchrl``, ...); neither imports the other.
+* ``hanabi/``, ``overcooked_v2/``, ``tabular/`` (every ers-exact game): one folder per env, files named by
+  role (``env``, ``symmetry``, ``torchrl``, ...); none imports another.
 
 ``ENVS`` maps env names to constructors (``ENVS["hanabi"](batch_size=64, seed=0)``); ``make_env`` calls one.
 """
@@ -27,10 +27,12 @@ from ers_deep.envs.overcooked_v2 import (
     parse_layout,
 )
 from ers_deep.envs.symmetry import IndexSymmetry
+from ers_deep.envs.tabular import TabularEnv, TabularState, TabularStep
 
 ENVS: dict[str, Callable[..., BatchedEnv]] = {
     "hanabi": HanabiEnv,
     "overcooked-v2": OvercookedV2Env,
+    "tabular": TabularEnv,
 }
 
 
@@ -44,5 +46,5 @@ def make_env(name: str, **kwargs: Any) -> BatchedEnv:
 
 __all__ = ["ENVS", "LAYOUT_STRINGS", "PRESETS", "BatchedEnv", "HanabiConfig", "HanabiEnv", "HanabiState",
            "HanabiStep", "IllegalMoveError", "IndexSymmetry", "OvercookedLayout", "OvercookedState",
-           "OvercookedStep", "OvercookedV2Env", "Step", "Transition", "get_layout", "make_env",
-           "parse_layout"]
+           "OvercookedStep", "OvercookedV2Env", "Step", "TabularEnv", "TabularState", "TabularStep",
+           "Transition", "get_layout", "make_env", "parse_layout"]
