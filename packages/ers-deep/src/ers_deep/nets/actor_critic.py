@@ -1,0 +1,163 @@
+"""Actor-critic networks of the IPPO learner, one code path with the variant as a config field.
+
+Every net maps observations to *unmasked* logits and a value, for S seeds at once (``ers_deep.nets.layers``):
+
+    forward(obs [S, T, N, *O], first [S, T, N] bool, hidden [S, N, H]) -> (logits [S, T, N, A],
+                                                                        value [S, T, N], hidden [S, N, H])
+
+T time steps of N actors (games x agents, parameters shared by the agents). ``first[t]`` is True where step
+t starts a new episode (the previous step was done): a recurrent net resets its state to zero *before*
+step t there, in collection and in the update alike (the ordering JaxMARL PR #191 fixed; storing the
+post-step done and resetting after it misaligns the reset by one step). Feed-forward nets have H = 0.
+Illegal actions are masked afterwards by :func:`masked_logits` (logit - 1e10, as the official code), so the
+symmetriser can average unmasked logits.
+
+Variants (``NetConfig.kind``):
+
+* ``"mlp"``: the official Hanabi net: obs -> Dense(512) ReLU (shared embedding, orthogonal sqrt 2); actor
+  Dense(512) ReLU (orthogonal 2) -> Dense(A) (0.01); critic Dense(512) ReLU (2) -> Dense(1) (1.0).
+* ``"cnn-gru"``: the official Overcooked V2 net: 1x1 convs 128, 128, 8, 3x3 'SAME' convs 16, 32, 32 (ReLU,
+  orthogonal sqrt 2), flatten, Dense(128) ReLU, LayerNorm, GRU(128), actor Dense(128) ReLU -> Dense(A)
+  (0.01), critic Dense(128) ReLU -> Dense(1) (1.0).
+* ``"tabular"``: logits and value are tables over the env's one-hot observation (bias-free linear maps,
+  zero init: the uniform policy): exactly the tabular softmax policy of ers-exact.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+import torch
+from torch import Tensor, nn
+
+from ers_deep.nets.layers import SConv2d, SGRUCell, SLayerNorm, SLinear
+
+NetKind = Literal["mlp", "cnn-gru", "tabular"]
+ILLEGAL_LOGIT = -1e10
+
+
+@dataclass(frozen=True, kw_only=True)
+class NetConfig:
+    """Which network (``kind``) and its widths (``hidden``: the Hanabi embedding and heads, the Overcooked
+    dense, GRU and heads)."""
+
+    kind: NetKind = "mlp"
+    hidden: int = 512
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def masked_logits(logits: Tensor, legal: Tensor) -> Tensor:
+    """Logits with illegal actions pushed to -1e10 (the official code's ``logits - (1 - avail) * 1e10``)."""
+    return logits.masked_fill(~legal, ILLEGAL_LOGIT)
+
+
+class ActorCritic(nn.Module):
+    """Base: S seeds, obs shape, A actions, recurrent state size (0 for feed-forward nets)."""
+
+    hidden_size: int = 0
+
+    def __init__(self, seeds: Sequence[int], obs_shape: tuple[int, ...], num_actions: int) -> None:
+        super().__init__()
+        self.seeds = tuple(int(s) for s in seeds)
+        self.obs_shape, self.num_actions = tuple(obs_shape), int(num_actions)
+
+    def generators(self) -> list[torch.Generator]:
+        return [torch.Generator().manual_seed(s) for s in self.seeds]
+
+    def initial_state(self, n: int, device: torch.device | str = "cpu") -> Tensor:
+        """[S, n, H] zeros: the recurrent state at an episode start."""
+        return torch.zeros(len(self.seeds), n, self.hidden_size, device=device)
+
+    def forward(self, obs: Tensor, first: Tensor, hidden: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        raise NotImplementedError
+
+
+class FeedForward(ActorCritic):
+    """The official Hanabi net (``"mlp"``)."""
+
+    def __init__(self, seeds: Sequence[int], obs_shape: tuple[int, ...], num_actions: int, hidden: int = 512
+                 ) -> None:
+        super().__init__(seeds, obs_shape, num_actions)
+        g = self.generators()
+        n_in = math.prod(obs_shape)
+        self.embed = SLinear(n_in, hidden, g)
+        self.actor_hidden = SLinear(hidden, hidden, g, gain=2.0)
+        self.actor_out = SLinear(hidden, num_actions, g, gain=0.01)
+        self.critic_hidden = SLinear(hidden, hidden, g, gain=2.0)
+        self.critic_out = SLinear(hidden, 1, g, gain=1.0)
+
+    def forward(self, obs: Tensor, first: Tensor, hidden: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        S, T, N = obs.shape[:3]
+        x = torch.relu(self.embed(obs.reshape(S, T * N, -1).float()))
+        logits = self.actor_out(torch.relu(self.actor_hidden(x)))
+        value = self.critic_out(torch.relu(self.critic_hidden(x)))
+        return logits.view(S, T, N, -1), value.view(S, T, N), hidden
+
+
+class RecurrentCNN(ActorCritic):
+    """The official Overcooked V2 net (``"cnn-gru"``); observations [.., V, V, C] (channels last)."""
+
+    def __init__(self, seeds: Sequence[int], obs_shape: tuple[int, ...], num_actions: int, hidden: int = 128
+                 ) -> None:
+        super().__init__(seeds, obs_shape, num_actions)
+        g = self.generators()
+        V1, V2, C = obs_shape
+        widths = [(C, 128, 1), (128, 128, 1), (128, 8, 1), (8, 16, 3), (16, 32, 3), (32, 32, 3)]
+        self.convs = nn.ModuleList(SConv2d(i, o, k, g) for i, o, k in widths)
+        self.dense = SLinear(32 * V1 * V2, hidden, g)
+        self.norm = SLayerNorm(hidden, len(self.seeds))
+        self.gru = SGRUCell(hidden, hidden, g)
+        self.actor_hidden = SLinear(hidden, hidden, g)
+        self.actor_out = SLinear(hidden, num_actions, g, gain=0.01)
+        self.critic_hidden = SLinear(hidden, hidden, g)
+        self.critic_out = SLinear(hidden, 1, g, gain=1.0)
+        self.hidden_size = hidden
+
+    def forward(self, obs: Tensor, first: Tensor, hidden: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        S, T, N = obs.shape[:3]
+        x = obs.reshape(S, T * N, *self.obs_shape).float().permute(0, 1, 4, 2, 3)  # [S, M, C, V, V]
+        for conv in self.convs:
+            x = torch.relu(conv(x))
+        x = self.norm(torch.relu(self.dense(x.flatten(2))))  # [S, T*N, hidden]
+        x = x.view(S, T, N, -1)
+        outs = []
+        h = hidden
+        for t in range(T):
+            h = torch.where(first[:, t, :, None], torch.zeros_like(h), h)  # reset before the step
+            h = self.gru(x[:, t], h)
+            outs.append(h)
+        y = torch.stack(outs, 1).view(S, T * N, -1)
+        logits = self.actor_out(torch.relu(self.actor_hidden(y)))
+        value = self.critic_out(torch.relu(self.critic_hidden(y)))
+        return logits.view(S, T, N, -1), value.view(S, T, N), h
+
+
+class TabularActorCritic(ActorCritic):
+    """Tables over one-hot observations (``"tabular"``): logits = onehot @ W_pi, value = onehot @ w_V, zero init."""
+
+    def __init__(self, seeds: Sequence[int], obs_shape: tuple[int, ...], num_actions: int, hidden: int = 0
+                 ) -> None:
+        super().__init__(seeds, obs_shape, num_actions)
+        g = self.generators()
+        n_in = math.prod(obs_shape)
+        self.logits = SLinear(n_in, num_actions, g, gain=0.0, bias=False)
+        self.value = SLinear(n_in, 1, g, gain=0.0, bias=False)
+
+    def forward(self, obs: Tensor, first: Tensor, hidden: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        S, T, N = obs.shape[:3]
+        x = obs.reshape(S, T * N, -1).float()
+        return self.logits(x).view(S, T, N, -1), self.value(x).view(S, T, N), hidden
+
+
+NETS: dict[str, type[ActorCritic]] = {"mlp": FeedForward, "cnn-gru": RecurrentCNN, "tabular": TabularActorCritic}
+
+
+def build_net(config: NetConfig, seeds: Sequence[int], obs_shape: tuple[int, ...], num_actions: int
+              ) -> ActorCritic:
+    """The network of ``config.kind`` for S = len(seeds) seeds (slice s initialised from seed ``seeds[s]``)."""
+    return NETS[config.kind](seeds, obs_shape, num_actions, hidden=config.hidden)

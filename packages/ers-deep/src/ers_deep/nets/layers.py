@@ -1,0 +1,93 @@
+"""Layers whose parameters carry a leading *seed* dimension S: S independent networks evaluated together.
+
+Every tensor flowing through them is [S, M, features] (M = any flattened batch). A pool of S seeds then
+trains in one process with one optimiser: Adam is elementwise, so one Adam over stacked parameters is S
+independent Adams; gradient-norm clipping is done per seed by the learner. Seed slice ``s`` is initialised
+from its own generator (seeded by the pool's seed ``s``), so seed s of a pool starts exactly where a
+single-seed run with seed s starts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+
+def _orthogonal(shape: tuple[int, ...], gains: float, generators: Sequence[torch.Generator]) -> Tensor:
+    """[S, *shape] with slice s orthogonal (gain ``gains``) drawn from ``generators[s]``; gain 0: zeros."""
+    out = torch.empty(len(generators), *shape)
+    for s, g in enumerate(generators):
+        if gains == 0:
+            out[s].zero_()
+        else:
+            nn.init.orthogonal_(out[s], gain=gains, generator=g)
+    return out
+
+
+class SLinear(nn.Module):
+    """y = x W_s + b_s per seed; x [S, M, in] -> [S, M, out]. ``gain`` of the orthogonal init (0: zeros)."""
+
+    def __init__(self, n_in: int, n_out: int, generators: Sequence[torch.Generator], gain: float = 2**0.5,
+                 bias: bool = True) -> None:
+        super().__init__()
+        # orthogonal on [out, in] as torch/flax do, stored transposed for x @ W
+        self.weight = nn.Parameter(_orthogonal((n_out, n_in), gain, generators).transpose(1, 2).contiguous())
+        self.bias = nn.Parameter(torch.zeros(len(generators), 1, n_out)) if bias else None
+
+    def forward(self, x: Tensor) -> Tensor:
+        y = torch.bmm(x, self.weight)
+        return y + self.bias if self.bias is not None else y
+
+
+class SConv2d(nn.Module):
+    """A k x k 'SAME' convolution per seed (grouped over seeds); x [S, M, C, H, W] -> [S, M, out, H, W]."""
+
+    def __init__(self, n_in: int, n_out: int, kernel: int, generators: Sequence[torch.Generator],
+                 gain: float = 2**0.5) -> None:
+        super().__init__()
+        S = len(generators)
+        w = _orthogonal((n_out, n_in * kernel * kernel), gain, generators)
+        self.weight = nn.Parameter(w.view(S * n_out, n_in, kernel, kernel))
+        self.bias = nn.Parameter(torch.zeros(S * n_out))
+        self.seeds, self.n_out, self.pad = S, n_out, kernel // 2
+
+    def forward(self, x: Tensor) -> Tensor:
+        S, M, C, H, W = x.shape
+        y = F.conv2d(x.transpose(0, 1).reshape(M, S * C, H, W), self.weight, self.bias, padding=self.pad,
+                     groups=S)
+        return y.view(M, S, self.n_out, H, W).transpose(0, 1)
+
+
+class SLayerNorm(nn.Module):
+    """LayerNorm over the last dim with per-seed scale and shift; x [S, M, D]."""
+
+    def __init__(self, dim: int, seeds: int) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(seeds, 1, dim))
+        self.bias = nn.Parameter(torch.zeros(seeds, 1, dim))
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.layer_norm(x, x.shape[-1:]) * self.weight + self.bias
+
+
+class SGRUCell(nn.Module):
+    """A GRU cell per seed (the torch / flax equations):
+    r = sig(W_ir x + W_hr h + b_r), z = sig(W_iz x + W_hz h + b_z), n = tanh(W_in x + b_in + r (W_hn h + b_hn)),
+    h' = (1 - z) n + z h.  x [S, M, in], h [S, M, H]."""
+
+    def __init__(self, n_in: int, hidden: int, generators: Sequence[torch.Generator]) -> None:
+        super().__init__()
+        self.inp = SLinear(n_in, 3 * hidden, generators, gain=1.0)
+        self.rec = SLinear(hidden, 3 * hidden, generators, gain=1.0)
+        self.hidden = hidden
+
+    def forward(self, x: Tensor, h: Tensor) -> Tensor:
+        xi, hh = self.inp(x), self.rec(h)
+        H = self.hidden
+        r = torch.sigmoid(xi[..., :H] + hh[..., :H])
+        z = torch.sigmoid(xi[..., H:2 * H] + hh[..., H:2 * H])
+        n = torch.tanh(xi[..., 2 * H:] + r * hh[..., 2 * H:])
+        return (1 - z) * n + z * h
