@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 
+import numpy as np
 import pytest
 
 from ers_exact.games import get_game
@@ -38,3 +39,20 @@ def test_interface_json_round_trip(toy_pool) -> None:
     report, _ = run_zsc(tree, ZSCConfig(agents=3, pool="exact", alpha=0.3, k=2, l=2, m=2, op_steps=60))
     again = ZSCReport.from_json(json.loads(report.dumps()))
     assert again == report and "| OP + Phi_MDP |" in report.to_markdown()
+    # every population carries the OP objective of its deployed policies, with a standard error
+    assert all(r.op is not None and np.isfinite(r.op.value) and r.op.se >= 0 for r in report.rows)
+    assert [r.op for r in again.rows] == [r.op for r in report.rows]
+    assert report.to_markdown().splitlines()[0].startswith("| population | Self-Play | OP | XP |")
+
+
+def test_zsc_reports_without_the_op_column_still_load() -> None:
+    """JSON written before the OP column (no "op" key) loads with op = None and prints "-"."""
+    cell = {"value": 1.0, "se": 0.0}
+    old = {"game": "three-lever", "config": {}, "rows": [{"name": "SP (iql)", "sp": cell, "xp": cell,
+                                                          "xp_median": cell, "xp_median_mdp": cell,
+                                                          "xp_median_er": cell}]}
+    report = ZSCReport.from_json(old)
+    assert report.rows[0].op is None
+    assert report.to_markdown().splitlines()[-1] == "| SP (iql) | 1.000 ± 0.000 | - | " + " | ".join(
+        ["1.000 ± 0.000"] * 4) + " |"
+    assert ZSCReport.from_json(json.loads(report.dumps())) == report

@@ -7,7 +7,11 @@ halves on the same game and compare their outputs field by field.
   the pool, eq. sp-max) and the paper's Table 2 group metrics: J_1, J_2, J_3 (expected return after
   composing 1-3 random learned transformations) and the relative reconstruction loss.
 * :class:`ZSCReport` -- per population the columns of the paper's Table 1: SP, XP mean, XP median
-  (XP(*)), XP(*) after symmetrising with Phi_MDP and with Phi_ER, each with a standard error.
+  (XP(*)), XP(*) after symmetrising with Phi_MDP and with Phi_ER, each with a standard error; and the
+  OP objective of the deployed policies (mean and standard error), Phi being the set the population
+  trains OP with (OP + Phi_MDP: Phi_MDP; OP + learned Phi_ER: each agent's own learned set) and, for
+  the self-play population, which trains no OP, Phi_MDP (how much its conventions break the Dec-POMDP
+  symmetries). Reports written before the OP column load with ``op = None``.
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ class DiscoveryResult:
                 "reconstruction_loss": self.reconstruction_loss, "config": self.config}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "DiscoveryResult":
+    def from_json(cls, data: dict[str, Any]) -> DiscoveryResult:
         return cls(game=data["game"], algorithm=data["algorithm"],
                    transformations=tuple(Transformation.from_json(t) for t in data["transformations"]),
                    scores=tuple(data["scores"]), pool_return=data["pool_return"], J_1=data["J_1"],
@@ -72,8 +76,10 @@ class PopulationRow:
     xp_median: Estimate  # XP(*): median cross-play
     xp_median_mdp: Estimate  # XP(*) after symmetrising every deployed policy with Phi_MDP
     xp_median_er: Estimate  # XP(*) after symmetrising with the learned Phi_ER
+    # mean OP^Phi of the deployed policies, Phi = the population's OP set (SP row: Phi_MDP); None: not given
+    op: Estimate | None = None
 
-    COLUMNS = ("sp", "xp", "xp_median", "xp_median_mdp", "xp_median_er")
+    COLUMNS = ("sp", "xp", "xp_median", "xp_median_mdp", "xp_median_er")  # required; ``op`` is optional
 
 
 @dataclass(frozen=True)
@@ -87,18 +93,24 @@ class ZSCReport:
     def to_json(self) -> dict[str, Any]:
         return {"game": self.game, "config": self.config,
                 "rows": [{"name": r.name, **{c: {"value": getattr(r, c).value, "se": getattr(r, c).se}
-                                             for c in PopulationRow.COLUMNS}} for r in self.rows]}
+                                             for c in PopulationRow.COLUMNS},
+                          "op": None if r.op is None else {"value": r.op.value, "se": r.op.se}}
+                         for r in self.rows]}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "ZSCReport":
+    def from_json(cls, data: dict[str, Any]) -> ZSCReport:
         rows = tuple(PopulationRow(name=r["name"], **{c: Estimate(r[c]["value"], r[c]["se"])
-                                                      for c in PopulationRow.COLUMNS}) for r in data["rows"])
+                                                      for c in PopulationRow.COLUMNS},
+                                   op=Estimate(r["op"]["value"], r["op"]["se"]) if r.get("op") else None)
+                     for r in data["rows"])
         return cls(game=data["game"], rows=rows, config=dict(data.get("config", {})))
 
     def to_markdown(self) -> str:
-        head = "| population | Self-Play | XP | XP(*) | XP(*)+MDP | XP(*)+ER |\n| --- | --- | --- | --- | --- | --- |\n"
-        return head + "\n".join(f"| {r.name} | " + " | ".join(str(getattr(r, c)) for c in PopulationRow.COLUMNS)
-                                + " |" for r in self.rows)
+        head = ("| population | Self-Play | OP | XP | XP(*) | XP(*)+MDP | XP(*)+ER |\n"
+                "| --- | --- | --- | --- | --- | --- | --- |\n")
+        cells = [[str(r.sp), "-" if r.op is None else str(r.op),
+                  *(str(getattr(r, c)) for c in PopulationRow.COLUMNS[1:])] for r in self.rows]
+        return head + "\n".join(f"| {r.name} | " + " | ".join(c) + " |" for r, c in zip(self.rows, cells))
 
     def dumps(self) -> str:
         return json.dumps(self.to_json(), indent=2)

@@ -3,24 +3,29 @@
 Each of P independent agents (own seeds) and each population:
 * ``SP``: trains k self-play policies (IQL, or exact Boltzmann fixed points) and deploys its best one
   (greedy w.r.t. Q for IQL: the trained convention; the Boltzmann point itself for exact pools);
-* ``OP+MDP``: trains m OP^{Phi_MDP} policies (Phi_MDP from the exact search) and deploys the best-J one;
+* ``OP+MDP``: trains m OP^{Phi_MDP} policies (Phi_MDP from the exact search) and deploys the best
+  (OP value first, ties by J: :func:`~ers_exact.zsc.other_play.train_other_play`);
 * ``OP+ER``: trains its pool of k policies, discovers l symmetries (Algorithm 1/2/3), trains m OP
-  policies with them and deploys the best-J one.
+  policies with them and deploys the best.
 Within each population every pair of distinct agents is cross-played (XP, eq. XP). XP(*) is the median;
 "+MDP" / "+ER" symmetrise every deployed policy first, with Phi_MDP / with the symmetries learned by the
-OP+ER agent of the same index. Standard errors: SD / sqrt(n) for means, seeded bootstrap for medians.
+OP+ER agent of the same index. The OP column is the mean OP^Phi of the deployed policies, Phi being the
+set each agent trains OP with (Phi_MDP; its own learned set); the SP population trains no OP and reports
+OP^{Phi_MDP}, how much its conventions break the Dec-POMDP symmetries. Standard errors: SD / sqrt(n) for
+means, seeded bootstrap for medians.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 from ers_exact.interface import DiscoveryResult, Estimate, PopulationRow, ZSCReport
 from ers_exact.model.histories import HistoryTree
-from ers_exact.model.objectives import cross_play, symmetrise
+from ers_exact.model.objectives import cross_play, other_play, symmetrise
 from ers_exact.model.transformation import Transformation
 from ers_exact.model.values import expected_return
 from ers_exact.symmetry.search import decpomdp_symmetries
@@ -42,7 +47,7 @@ class ZSCConfig:
 
     agents: int = 5  # P
     k: int = 20  # pool size per agent
-    l: int = 6  # learned symmetries kept  # noqa: E741
+    l: int = 6  # learned symmetries kept
     m: int = 5  # OP seeds per agent
     alpha: float = 1.0
     pool: str = "iql"  # "iql" or "exact" (Boltzmann fixed points from the solver)
@@ -67,7 +72,8 @@ def _estimate(values: np.ndarray, median: bool, seed: int) -> Estimate:
     if len(values) == 0:
         return Estimate(float("nan"), float("nan"))
     if not median:
-        return Estimate(float(values.mean()), float(values.std(ddof=1) / np.sqrt(len(values))) if len(values) > 1 else 0.0)
+        se = float(values.std(ddof=1) / np.sqrt(len(values))) if len(values) > 1 else 0.0
+        return Estimate(float(values.mean()), se)
     rng = np.random.default_rng(seed)
     boot = [np.median(rng.choice(values, size=len(values))) for _ in range(500)]
     return Estimate(float(np.median(values)), float(np.std(boot)))
@@ -82,16 +88,19 @@ def _xp_values(tree: HistoryTree, policies: Sequence[tuple[np.ndarray, ...]]) ->
     return np.asarray(cross_play(tree, first, second))
 
 
-def _row(tree: HistoryTree, name: str, deployed, mdp: Sequence[Transformation],
-         learned: Sequence[Sequence[Transformation]], seed: int) -> PopulationRow:
+def _row(tree: HistoryTree, name: str, deployed: Sequence[tuple[np.ndarray, ...]],
+         mdp: Sequence[Transformation], learned: Sequence[Sequence[Transformation]], *, seed: int,
+         op_sets: Sequence[Sequence[Transformation]]) -> PopulationRow:
     sp = np.array([expected_return(tree, p) for p in deployed])
+    op = np.array([other_play(tree, p, phis) for p, phis in zip(deployed, op_sets)])
     xp = _xp_values(tree, deployed)
     sym_mdp = [symmetrise(tree, p, mdp) for p in deployed]
     sym_er = [symmetrise(tree, p, phis) if phis else p for p, phis in zip(deployed, learned)]
     return PopulationRow(name=name, sp=_estimate(sp, False, seed), xp=_estimate(xp, False, seed),
                          xp_median=_estimate(xp, True, seed),
                          xp_median_mdp=_estimate(_xp_values(tree, sym_mdp), True, seed),
-                         xp_median_er=_estimate(_xp_values(tree, sym_er), True, seed))
+                         xp_median_er=_estimate(_xp_values(tree, sym_er), True, seed),
+                         op=_estimate(op, False, seed))
 
 
 def run_zsc(tree: HistoryTree, config: ZSCConfig = ZSCConfig(), progress: bool | None = None
@@ -105,17 +114,21 @@ def run_zsc(tree: HistoryTree, config: ZSCConfig = ZSCConfig(), progress: bool |
             seed = config.seed * AGENT_SEED_STRIDE + agent
             pool, sp_policy = build_pool(tree, config.pool_config, seed)
             unseen, _ = build_pool(tree, config.pool_config, seed + UNSEEN_POOL_SEED_OFFSET)
-            result = discover(tree, pool, DiscoveryConfig(algorithm=config.algorithm, top=config.l, seed=seed),
-                              unseen_pool=unseen)
+            disc_cfg = DiscoveryConfig(algorithm=config.algorithm, top=config.l, seed=seed)
+            result = discover(tree, pool, disc_cfg, unseen_pool=unseen)
             discoveries.append(result)
             learned.append(list(result.transformations))
             sp_deployed.append(sp_policy)
             mdp_deployed.append(train_other_play(tree, mdp, replace(op_cfg, seed=seed)).policy)
-            er_deployed.append(train_other_play(tree, result.transformations, replace(op_cfg, seed=seed)).policy)
+            er_op = train_other_play(tree, result.transformations, replace(op_cfg, seed=seed))
+            er_deployed.append(er_op.policy)
             bar.update()
-    rows = (_row(tree, f"SP ({config.pool})", sp_deployed, mdp, learned, config.seed),
-            _row(tree, "OP + Phi_MDP", mdp_deployed, mdp, learned, config.seed),
-            _row(tree, f"OP + learned Phi_ER ({config.algorithm})", er_deployed, mdp, learned, config.seed))
+    mdp_sets = [mdp] * config.agents
+    seed = config.seed
+    rows = (_row(tree, f"SP ({config.pool})", sp_deployed, mdp, learned, seed=seed, op_sets=mdp_sets),
+            _row(tree, "OP + Phi_MDP", mdp_deployed, mdp, learned, seed=seed, op_sets=mdp_sets),
+            _row(tree, f"OP + learned Phi_ER ({config.algorithm})", er_deployed, mdp, learned, seed=seed,
+                 op_sets=learned))
     report = ZSCReport(game=tree.game.name, rows=rows,
                        config={**config.to_json(), "mdp_order": len(mdp), "horizon": tree.game.horizon})
     return report, discoveries
