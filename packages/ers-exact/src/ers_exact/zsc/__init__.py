@@ -8,7 +8,7 @@ without symmetrising by Phi_MDP and the learned Phi_ER (``pipeline``). It writes
 
 from ers_exact.zsc.discovery import DiscoveryConfig, discover
 from ers_exact.zsc.iql import IQLConfig, iql_pool, train_iql
-from ers_exact.zsc.other_play import OPConfig, train_other_play
+from ers_exact.zsc.other_play import OPConfig, OPResult, solve_other_play, train_other_play
 from ers_exact.zsc.pipeline import ZSCConfig, run_zsc
 from ers_exact.zsc.pools import PoolConfig, build_pool
 
@@ -16,12 +16,14 @@ __all__ = [
     "DiscoveryConfig",
     "IQLConfig",
     "OPConfig",
+    "OPResult",
     "PoolConfig",
     "ZSCConfig",
     "build_pool",
     "discover",
     "iql_pool",
     "run_zsc",
+    "solve_other_play",
     "train_iql",
     "train_other_play",
 ]
