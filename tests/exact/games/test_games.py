@@ -387,9 +387,11 @@ def test_load_game_routes_paths_to_the_reader(fake_reader: list, tmp_path: Path)
     game = load_game(str(existing), horizon=3, discount=0.5)
     assert fake_reader[-1] == (str(existing), {"horizon": 3})
     assert (game.horizon, game.discount) == (3, 0.5)
-    load_game("missing/somewhere.dpomdp")
-    assert fake_reader[-1] == ("missing/somewhere.dpomdp", {"horizon": 2})
-    assert load_game(tmp_path / "p.dpomdp").horizon == 2  # a PathLike is always a path
+    with pytest.raises(FileNotFoundError, match="missing/somewhere.dpomdp: no such file"):
+        load_game("missing/somewhere.dpomdp")  # a .dpomdp name is a path, even when it is missing
+    (tmp_path / "p").write_text("agents: 2\n")
+    assert load_game(tmp_path / "p").horizon == 2  # a PathLike is always a path
+    assert fake_reader[-1] == (str(tmp_path / "p"), {"horizon": 2})
     n_calls = len(fake_reader)
     load_game("dectiger")  # a registered name never goes to the reader
     assert len(fake_reader) == n_calls

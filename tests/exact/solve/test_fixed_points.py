@@ -10,7 +10,9 @@ import pytest
 from scipy.optimize import brentq
 from scipy.special import expit
 
-from ers_exact.cli import main, run_solve
+from ers_exact.cli import main
+from ers_exact.cli.commands import run_solve
+from ers_exact.cli.options import SolveOptions
 from ers_exact.games import GAMES, get_game
 from ers_exact.model.histories import enumerate_histories
 from ers_exact.solve.boltzmann import LogitCoordinates, boltzmann_map, boltzmann_residual
@@ -103,7 +105,7 @@ def test_sweep_detects_the_toy_bifurcation_and_plots(tmp_path, capsys) -> None:
 
 
 def test_result_records_how_it_was_found(toy) -> None:
-    out = run_solve("toy-coordination", 0.2, starts=10, seed=3)
+    out = run_solve(SolveOptions(game="toy-coordination", alpha=0.2, starts=10, seed=3))
     assert out["config"]["seed"] == 3 and out["complete"] is True
     assert out["n_starts"] == 10 + 2  # the uniform start and the smoothed exact optimum join the random ones
     assert "certified complete" in out["completeness"]

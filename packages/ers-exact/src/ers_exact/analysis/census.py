@@ -23,6 +23,7 @@ from ers_exact.io.dpomdp import save_dpomdp
 from ers_exact.model.histories import enumerate_histories
 from ers_exact.model.transformation import Transformation
 from ers_exact.solve.fixed_points import SolverConfig
+from ers_exact.util.options import at_least, check_fields, non_negative, positive, probability
 from ers_exact.util.progress import Progress
 
 __all__ = ["CensusConfig", "census"]
@@ -38,6 +39,10 @@ class CensusConfig:
     planted_share: float = 0.5
     starts: int = 16
     out: str | None = None  # folder for .dpomdp examples and census.json
+
+    def __post_init__(self) -> None:
+        check_fields(self, games=at_least(1), seed=non_negative, alpha=positive, planted_share=probability,
+                     starts=non_negative)
 
 
 def census(config: CensusConfig, progress: bool | None = None) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import os
 from collections.abc import Callable
 from functools import partial
 from os import PathLike
@@ -32,9 +33,11 @@ from ers_exact.games.toy_coordination import toy_coordination
 from ers_exact.model.game import Game
 
 __all__ = [
+    "DPOMDP_DIR_ENV",
     "GAMES",
     "UnknownGameError",
     "dectiger",
+    "find_game_file",
     "get_game",
     "handshake",
     "lever_game",
@@ -49,6 +52,10 @@ GAMES: dict[str, Callable[..., Game]] = {
     "handshake": handshake,
     "dectiger": dectiger,
 }
+
+
+#: Environment variable naming a folder of .dpomdp files, searched for bare file names (``GridSmall.dpomdp``).
+DPOMDP_DIR_ENV = "ERS_DPOMDP_DIR"
 
 
 class UnknownGameError(ValueError, KeyError):
@@ -100,17 +107,18 @@ def load_game(spec: str | PathLike[str], horizon: int | None = None, discount: f
     ``spec`` is read as a path when it is a ``PathLike``, or a string that is not a registered name and
     names an existing file or ends in ``.dpomdp`` (so a stray file called ``dectiger`` in the working
     directory never shadows the built-in); otherwise as a registry name (see :func:`get_game`).
+    A bare file name (no folder) that is not in the working directory is looked up in the folder named by
+    ``$ERS_DPOMDP_DIR`` (see :func:`find_game_file`).
     ``horizon`` and ``discount`` replace H and gamma (via :meth:`Game.with_horizon` /
     :meth:`Game.with_discount`); ``None`` keeps the game's own (for a file: the reader's default
     horizon and the file's discount).
     """
     text = str(spec)
-    if isinstance(spec, PathLike) or (
-        _normalise(text) not in GAMES and (Path(text).is_file() or text.lower().endswith(".dpomdp"))
-    ):
+    path = find_game_file(spec)
+    if path is not None:
         from ers_exact.io.dpomdp import read_dpomdp  # lazy: the reader is optional for built-ins
 
-        game = read_dpomdp(text) if horizon is None else read_dpomdp(text, horizon=horizon)
+        game = read_dpomdp(path) if horizon is None else read_dpomdp(path, horizon=horizon)
     else:
         game = get_game(text)
     if horizon is not None and game.horizon != horizon:
@@ -118,3 +126,31 @@ def load_game(spec: str | PathLike[str], horizon: int | None = None, discount: f
     if discount is not None and game.discount != discount:
         game = game.with_discount(discount)
     return game
+
+
+def find_game_file(spec: str | PathLike[str]) -> Path | None:
+    """The ``.dpomdp`` file ``spec`` names, or ``None`` when it names a built-in game (see :func:`load_game`).
+
+    A bare file name that does not exist in the working directory is looked up in ``$ERS_DPOMDP_DIR``
+    (:data:`DPOMDP_DIR_ENV`). Raises ``FileNotFoundError`` for a ``.dpomdp`` name found in neither place and
+    ``IsADirectoryError`` for a folder, both naming the path."""
+    text = str(spec)
+    if not isinstance(spec, PathLike) and _normalise(text) in GAMES:
+        return None
+    path = Path(text)
+    folder = os.environ.get(DPOMDP_DIR_ENV)
+    if not path.exists() and folder and path.name == text and Path(folder, text).exists():
+        path = Path(folder, text)
+    if path.is_dir():
+        raise IsADirectoryError(f"{path} is a folder; GAME is a built-in name (ers-exact games) or a .dpomdp "
+                                "file")
+    if path.is_file():
+        return path
+    if isinstance(spec, PathLike) or text.lower().endswith((".dpomdp", ".dpomdp.gz")):
+        where = ""
+        if path.name == text:
+            where = (f" in the working directory nor in ${DPOMDP_DIR_ENV} = {folder}" if folder else
+                     f" in the working directory (set ${DPOMDP_DIR_ENV} to a folder to look bare names up "
+                     "there)")
+        raise FileNotFoundError(f"{text}: no such file{where}")
+    return None

@@ -39,13 +39,21 @@ def read_dpomdp(source: str | os.PathLike[str], horizon: int = 2, name: str | No
     if isinstance(source, str) and "\n" in source:
         return parse_dpomdp(source, horizon, "dpomdp" if name is None else name)
     path = Path(source)
-    if path.suffix == ".gz":
-        with gzip.open(path, "rt", encoding="utf-8") as fh:
-            text = fh.read()
-        stem = Path(path.stem).stem if path.stem.endswith(".dpomdp") else path.stem
-    else:
-        text = path.read_text(encoding="utf-8")
-        stem = path.stem
+    try:
+        if path.suffix == ".gz":
+            with gzip.open(path, "rt", encoding="utf-8") as fh:
+                text = fh.read()
+            stem = Path(path.stem).stem if path.stem.endswith(".dpomdp") else path.stem
+        else:
+            text = path.read_text(encoding="utf-8")
+            stem = path.stem
+    except UnicodeDecodeError as e:
+        raise DpomdpError(f"not a UTF-8 text file (byte 0x{e.object[e.start]:02x} at offset {e.start}); a "
+                          ".dpomdp file is plain text", source=str(path)) from None
+    except (gzip.BadGzipFile, EOFError) as e:
+        raise DpomdpError(f"not a readable gzip file ({e})", source=str(path)) from None
+    except IsADirectoryError:
+        raise DpomdpError("is a folder, not a .dpomdp file", source=str(path)) from None
     return parse_dpomdp(text, horizon, stem if name is None else name, source=str(path))
 
 

@@ -33,7 +33,7 @@ import numpy as np
 
 from ers_exact.model.game import Game, GameError, make_game
 
-__all__ = ["DpomdpError", "parse_dpomdp", "IDENT_RE", "RESERVED", "PREAMBLE"]
+__all__ = ["IDENT_RE", "MAX_MODEL_BYTES", "PREAMBLE", "RESERVED", "DpomdpError", "parse_dpomdp"]
 
 IDENT_RE = re.compile(r"[A-Za-z][A-Za-z0-9_\-]*\Z")
 _NUMBER_RE = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\Z")
@@ -46,6 +46,10 @@ _PREAMBLE_RE = re.compile(rf"({'|'.join(PREAMBLE)})(?:\s+(include|exclude))?\s*:
 _ENTRY_RE = re.compile(r"([TOR])\s*:(.*)\Z")
 
 Index = Union[int, np.ndarray]  # one index, or an array of indices (a wildcard or partial wildcard)
+
+#: A file whose declared sizes need more memory than this for the model arrays (float64 T[s, a, s'],
+#: R[s, a, s'], U[a, s', o]) is refused before anything is allocated.
+MAX_MODEL_BYTES = 2 * 10**9
 
 
 class DpomdpError(GameError):
@@ -82,6 +86,23 @@ def parse_dpomdp(text: str, horizon: int = 2, name: str = "dpomdp", source: str 
         if source is None or isinstance(e, DpomdpError):
             raise
         raise GameError(f"{source}: {e}") from e
+
+
+def _bytes(n: float) -> str:
+    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n:.0f} B"
+
+
+def _check_model_size(S: int, A: int, O: int, line: int) -> None:
+    """Refuse sizes whose T, R and U arrays (float64) would exceed :data:`MAX_MODEL_BYTES`."""
+    t_bytes = 8.0 * S * A * S
+    total = 2 * t_bytes + 8.0 * A * S * O  # T and R[s, a, s'] are both S x A x S
+    if total > MAX_MODEL_BYTES:
+        raise DpomdpError(f"declares {S} states x {A} joint actions x {O} joint observations: T alone needs "
+                          f"{_bytes(t_bytes)}, the model {_bytes(total)} (> budget MAX_MODEL_BYTES = "
+                          f"{_bytes(MAX_MODEL_BYTES)})", line)
 
 
 class _Parser:
@@ -272,6 +293,7 @@ class _Parser:
         self.sizes = {k: tuple(len(d) for d in self.names[k]) for k in ("action", "observation")}
         self.A = int(np.prod(self.sizes["action"]))
         self.O = int(np.prod(self.sizes["observation"]))
+        _check_model_size(self.S, self.A, self.O, ln)
         self.T = np.zeros((self.S, self.A, self.S))
         self.U = np.zeros((self.A, self.S, self.O))
         self.R = np.zeros((self.S, self.A))

@@ -16,6 +16,7 @@ histories at t + 1 by (parent local history, local action, local observation).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -32,8 +33,10 @@ __all__ = [
     "HistoryTree",
     "JointLayer",
     "LocalHistories",
+    "describe_count",
     "enumerate_histories",
     "estimate_history_count",
+    "history_count_log10",
 ]
 
 DEFAULT_MAX_NODES = 5_000_000
@@ -145,13 +148,41 @@ class HistoryTree:
         }
 
 
-def estimate_history_count(game: Game) -> int:
-    """Upper bound on joint history nodes, sum_t (|A| |O_eff|)^t, before any enumeration.
-
-    |O_eff| counts joint observations with positive probability for some (a, s')."""
+def _branching(game: Game) -> int:
+    """|A| |O_eff|: |O_eff| counts joint observations with positive probability for some (a, s')."""
     reachable_obs = int(np.count_nonzero(game.observation.max(axis=(0, 1)) > 0))
-    branching = game.n_joint_actions * max(reachable_obs, 1)
-    return int(sum(branching**t for t in range(game.horizon)))
+    return game.n_joint_actions * max(reachable_obs, 1)
+
+
+def estimate_history_count(game: Game, limit: int | None = None) -> int:
+    """Upper bound on joint history nodes, sum_{t < H} (|A| |O_eff|)^t, before any enumeration.
+
+    With ``limit`` the sum stops as soon as it exceeds ``limit`` and returns that partial sum (some number
+    > ``limit``): cheap for any horizon, where the full sum of a long horizon has millions of digits."""
+    branching = _branching(game)
+    total, layer = 0, 1
+    for _ in range(game.horizon):
+        total += layer
+        if limit is not None and total > limit:
+            break
+        layer *= branching
+    return total
+
+
+def history_count_log10(game: Game) -> float:
+    """log10 of :func:`estimate_history_count`, in floating point (finite for any horizon)."""
+    b, h = _branching(game), game.horizon
+    if b == 1:
+        return math.log10(h)
+    # sum_{t<H} b^t = (b^H - 1) / (b - 1)
+    return h * math.log10(b) + math.log10(-math.expm1(-h * math.log(b))) - math.log10(b - 1)
+
+
+def describe_count(game: Game, limit: int) -> str:
+    """The upper bound of :func:`estimate_history_count` for messages: exact with thousands separators when
+    it is at most ``limit`` or small, else as a power of ten."""
+    count = estimate_history_count(game, limit=max(limit, 10**15))
+    return f"{count:,}" if count <= max(limit, 10**15) else f"about 10^{history_count_log10(game):.1f}"
 
 
 def enumerate_histories(game: Game, max_nodes: int = DEFAULT_MAX_NODES) -> HistoryTree:
@@ -176,8 +207,8 @@ def enumerate_histories(game: Game, max_nodes: int = DEFAULT_MAX_NODES) -> Histo
         if total + candidates > max_nodes:
             raise HistoryBudgetError(
                 f"{game.name}: enumerating horizon {game.horizon} needs up to {total + candidates:,} joint "
-                f"history nodes by t={t} (upper bound for all t: {estimate_history_count(game):,}); the "
-                f"budget is {max_nodes:,}. Raise max_nodes or lower the horizon."
+                f"history nodes by t={t} (upper bound for all t: {describe_count(game, max_nodes)}); the "
+                f"budget is max_nodes = {max_nodes:,}. Raise max_nodes or lower the horizon."
             )
         parent, action, obs, weight = _expand(game, prev)
         local = np.empty((parent.shape[0], n), dtype=np.int64)

@@ -56,11 +56,21 @@ def uniform_policy(tree: HistoryTree) -> tuple[np.ndarray, ...]:
     return tuple(h.legal / h.legal.sum(axis=1, keepdims=True) for h in tree.local)
 
 
+def _agent_array(p: object, agent: int) -> np.ndarray:
+    try:
+        return np.asarray(p, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise PolicyError(f"policy of agent {agent} is not a rectangular array of numbers "
+                          "(histories x actions)") from None
+
+
 def check_policy(tree: HistoryTree, policy: Policy) -> tuple[tuple[np.ndarray, ...], bool]:
     """Validate a (possibly batched) joint policy; return it as [P, K_i, |A^i|] arrays and whether batched."""
+    if isinstance(policy, (str, bytes, dict)) or not hasattr(policy, "__len__"):
+        raise PolicyError(f"a joint policy is a sequence of one array per agent, got {type(policy).__name__}")
     if len(policy) != tree.game.n_agents:
         raise PolicyError(f"policy has {len(policy)} agents, the game has {tree.game.n_agents}")
-    arrays = [np.asarray(p, dtype=np.float64) for p in policy]
+    arrays = [_agent_array(p, i) for i, p in enumerate(policy)]
     batched = arrays[0].ndim == 3
     out = []
     for i, (arr, hist) in enumerate(zip(arrays, tree.local)):

@@ -29,8 +29,16 @@ from ers_exact.model.objectives import cross_play
 from ers_exact.model.transformation import Transformation, apply_to_policy
 from ers_exact.model.values import expected_return, local_history_reach
 from ers_exact.symmetry.candidates import CandidateSpace, stack_pool
+from ers_exact.util.options import at_least, check_fields, non_negative, one_of
 
-__all__ = ["DiscoveryConfig", "discover", "group_metrics", "learn_action_distribution"]
+__all__ = ["ALGORITHMS", "SEARCHES", "DiscoveryConfig", "discover", "group_metrics",
+           "learn_action_distribution"]
+
+
+#: Algorithm 1 (SP-max), 2 (SP-max with the regulariser) and 3 (XP-max) of the paper.
+ALGORITHMS = ("sp-max", "sp-max-reg", "xp-max")
+#: How candidates are searched: every admissible transformation, or REINFORCE over observation permutations.
+SEARCHES = ("exhaustive", "gradient")
 
 
 @dataclass(frozen=True)
@@ -48,6 +56,11 @@ class DiscoveryConfig:
     samples: int = 32
     max_pairs: int = 40  # Algorithm 3: ordered pool pairs used (seeded sample when more)
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        check_fields(self, algorithm=one_of(ALGORITHMS), search=one_of(SEARCHES), top=at_least(1),
+                     action_set=one_of(("permutations", "transpositions")), steps=at_least(1),
+                     samples=at_least(1), max_pairs=at_least(1), seed=non_negative)
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -156,6 +169,9 @@ def discover(tree: HistoryTree, pool: Sequence[Sequence[np.ndarray]], config: Di
     combos = space.admissible_combos()
     stacked = stack_pool(pool)
     if config.algorithm == "xp-max":
+        if len(pool) < 2:
+            raise ValueError(f"xp-max (Algorithm 3) cross-plays distinct pool policies; the pool has "
+                             f"{len(pool)} (use a larger pool, or sp-max)")
         picks, scores = _xp_max(tree, space, combos, list(pool), config)
     elif config.algorithm in ("sp-max", "sp-max-reg"):
         if config.algorithm == "sp-max-reg" and not known:

@@ -29,8 +29,9 @@ from ers_exact.model.objectives import cross_play, other_play, symmetrise
 from ers_exact.model.transformation import Transformation
 from ers_exact.model.values import expected_return
 from ers_exact.symmetry.search import decpomdp_symmetries
+from ers_exact.util.options import at_least, between, check_fields, non_negative, one_of
 from ers_exact.util.progress import Progress
-from ers_exact.zsc.discovery import DiscoveryConfig, discover
+from ers_exact.zsc.discovery import ALGORITHMS, DiscoveryConfig, discover
 from ers_exact.zsc.other_play import OPConfig, train_other_play
 from ers_exact.zsc.pools import UNSEEN_POOL_SEED_OFFSET, PoolConfig, build_pool
 
@@ -57,6 +58,12 @@ class ZSCConfig:
     algorithm: str = "sp-max"  # discovery: "sp-max", "sp-max-reg", "xp-max"
     op_steps: int = 300
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        # XP needs two agents; more than UNSEEN_POOL_SEED_OFFSET would reuse the unseen pools' seeds
+        check_fields(self, agents=between(2, UNSEEN_POOL_SEED_OFFSET), l=at_least(1), m=at_least(1),
+                     algorithm=one_of(ALGORITHMS), op_steps=at_least(1), seed=non_negative)
+        _ = self.pool_config  # PoolConfig validates k, alpha, pool, episodes, epsilon and learning_rate
 
     @property
     def pool_config(self) -> PoolConfig:

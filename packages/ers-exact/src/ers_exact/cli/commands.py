@@ -1,0 +1,231 @@
+"""The ``ers-exact`` commands: each ``run_<command>(options) -> dict`` is a thin call into the library, usable
+from tests and notebooks without a subprocess (``run_solve(SolveOptions(game="dectiger", alpha=0.5))``).
+The dict is what ``--json`` prints."""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ers_exact import __version__
+from ers_exact.cli.files import read_policy_file, write_policy_file
+from ers_exact.cli.options import (
+    AtlasOptions,
+    CensusOptions,
+    DemoOptions,
+    DiscoverOptions,
+    ExportGambitOptions,
+    GameOptions,
+    GamesOptions,
+    InfoOptions,
+    OptimalOptions,
+    SolveOptions,
+    SolverOptions,
+    SweepOptions,
+    SymmetriesOptions,
+    ValueOptions,
+    ZSCOptions,
+    default_demo_dir,
+)
+from ers_exact.games import GAMES, load_game
+from ers_exact.model.game import Game
+from ers_exact.model.histories import (
+    HistoryTree,
+    enumerate_histories,
+    estimate_history_count,
+    history_count_log10,
+)
+from ers_exact.model.optimal import count_policy_trees, self_play_optimum
+from ers_exact.model.values import expected_return, local_q_values, uniform_policy
+from ers_exact.solve.fixed_points import SolverConfig, solve_fixed_points
+
+__all__ = ["run_atlas", "run_census", "run_demo", "run_discover", "run_export_gambit", "run_games",
+           "run_info", "run_optimal", "run_solve", "run_sweep", "run_symmetries", "run_value", "run_zsc"]
+
+# an upper bound above this is reported as None, with its log10 (the exact sum can have millions of digits)
+_EXACT_ESTIMATE_LOG10 = 18
+
+
+def _provenance() -> dict[str, Any]:
+    return {"ers_exact": __version__, "numpy": np.__version__, "python": platform.python_version()}
+
+
+def _game_json(game: Game) -> dict[str, Any]:
+    return {"game": game.name, "horizon": game.horizon, "discount": game.discount, "n_agents": game.n_agents,
+            "n_states": game.n_states, "n_actions": list(game.n_actions),
+            "n_observations": list(game.n_observations)}
+
+
+def _game(o: GameOptions) -> Game:
+    return load_game(o.game, horizon=o.horizon, discount=o.discount)
+
+
+def _tree(o: GameOptions) -> HistoryTree:
+    return enumerate_histories(_game(o), max_nodes=o.max_nodes)
+
+
+def _solver(o: SolverOptions) -> SolverConfig:
+    return SolverConfig(n_starts=o.starts, seed=o.seed)
+
+
+def run_games(o: GamesOptions | None = None) -> dict[str, Any]:
+    """The built-in registry: name, description and sizes of each game."""
+    rows = []
+    for name, factory in GAMES.items():
+        g = factory()
+        rows.append({**_game_json(g), "name": name, "description": g.description})
+    return {"games": rows}
+
+
+def run_info(o: InfoOptions) -> dict[str, Any]:
+    """Sizes of the game and of its enumerated histories (refuses beyond ``max_nodes``)."""
+    game = _game(o)
+    start = time.perf_counter()
+    tree = enumerate_histories(game, max_nodes=o.max_nodes)
+    log10 = history_count_log10(game)
+    bound = estimate_history_count(game) if log10 < _EXACT_ESTIMATE_LOG10 else None
+    return {**_game_json(game), "estimated_joint_nodes_upper_bound": bound,
+            "estimated_joint_nodes_log10": round(log10, 3), **tree.counts(),
+            "policy_trees_per_agent": [count_policy_trees(tree, [i]) for i in range(game.n_agents)],
+            "enumeration_seconds": round(time.perf_counter() - start, 4)}
+
+
+def run_value(o: ValueOptions) -> dict[str, Any]:
+    """J(pi) and the root local Q^i values of a policy ('uniform' or a JSON policy file)."""
+    tree = _tree(o)
+    pol = uniform_policy(tree) if o.policy == "uniform" else read_policy_file(o.policy, tree)
+    q = local_q_values(tree, pol)
+    return {**_game_json(tree.game), "policy": o.policy, "J": expected_return(tree, pol),
+            "q_root": [qi[0].tolist() for qi in q]}
+
+
+def run_optimal(o: OptimalOptions) -> dict[str, Any]:
+    """Exact optimal value J* over deterministic joint policies (exhaustive; tiny games)."""
+    tree = _tree(o)
+    result = self_play_optimum(tree, max_policies=o.max_policies)
+    if o.save_policy:
+        write_policy_file(o.save_policy, tree, result.policy)
+    return {**result.to_json(), "provenance": _provenance()}
+
+
+def run_solve(o: SolveOptions) -> dict[str, Any]:
+    """Boltzmann fixed points at temperature alpha, J* and the self-play-optimal set Pi*_alpha."""
+    result = solve_fixed_points(_tree(o), o.alpha, _solver(o))
+    return {**result.to_json(o.with_policy), "provenance": _provenance()}
+
+
+def run_sweep(o: SweepOptions) -> dict[str, Any]:
+    """Fixed points over a grid of alphas (continuation), bifurcations, optional plot."""
+    from ers_exact.analysis.plots import plot_sweep
+    from ers_exact.solve.sweep import parse_alphas, sweep
+
+    result = sweep(_tree(o), parse_alphas(o.alphas), _solver(o))
+    out = {**result.to_json(), "config": {"alphas": o.alphas, "starts": o.starts, "seed": o.seed},
+           "provenance": _provenance()}
+    if o.plot:
+        out["plot"] = str(plot_sweep(result, o.plot))
+    return out
+
+
+def run_export_gambit(o: ExportGambitOptions) -> dict[str, Any]:
+    """Write the game as a Gambit extensive form (.efg); information sets = local histories."""
+    from ers_exact.io.gambit import save_efg
+
+    tree = _tree(o)
+    save_efg(tree, o.out)
+    return {**_game_json(tree.game), "written": str(o.out), "information_sets": list(tree.n_histories),
+            "note": "Gambit action values = gamma^t * Q^i (reward-to-go); lambda = 1 / alpha"}
+
+
+def run_symmetries(o: SymmetriesOptions) -> dict[str, Any]:
+    """Phi_MDP and Phi_ER at alpha (against the solver's whole optimal set), as groups."""
+    from ers_exact.analysis.report import symmetry_report
+
+    return {**symmetry_report(_tree(o), o.alpha, _solver(o)), "provenance": _provenance()}
+
+
+def run_atlas(o: AtlasOptions) -> dict[str, Any]:
+    """|Pi*_alpha|, |Phi_ER(alpha)| and |Phi_MDP| over a grid of alphas, optionally plotted."""
+    from ers_exact.analysis.plots import plot_atlas
+    from ers_exact.analysis.report import atlas
+    from ers_exact.solve.sweep import parse_alphas
+
+    out = {**atlas(_tree(o), parse_alphas(o.alphas), _solver(o)),
+           "config": {"alphas": o.alphas, "starts": o.starts, "seed": o.seed}, "provenance": _provenance()}
+    if o.plot:
+        out["plot"] = str(plot_atlas(out, o.plot))
+    return out
+
+
+def run_census(o: CensusOptions) -> dict[str, Any]:
+    """Random small Dec-POMDPs: how often Phi_ER is strictly larger than Phi_MDP."""
+    from ers_exact.analysis.census import CensusConfig, census
+
+    cfg = CensusConfig(games=o.games, seed=o.seed, alpha=o.alpha, starts=o.starts, out=o.out)
+    return {**census(cfg), "provenance": _provenance()}
+
+
+def run_zsc(o: ZSCOptions) -> dict[str, Any]:
+    """The population pipeline: SP, OP + Phi_MDP and OP + learned Phi_ER; Table 1 as JSON and markdown."""
+    from ers_exact.zsc.pipeline import ZSCConfig
+    from ers_exact.zsc.pipeline import run_zsc as pipeline
+
+    cfg = ZSCConfig(agents=o.agents, seed=o.seed, pool=o.pool, alpha=o.alpha, k=o.k, l=o.l, m=o.m,
+                    episodes=o.episodes, algorithm=o.algorithm)
+    tree = _tree(o)
+    report, discoveries = pipeline(tree, cfg)
+    result = {**report.to_json(), "markdown": report.to_markdown(),
+              "discovery": [d.to_json() for d in discoveries], "provenance": _provenance()}
+    if o.out:
+        Path(o.out).mkdir(parents=True, exist_ok=True)
+        Path(o.out, f"zsc-{tree.game.name}-seed{o.seed}.json").write_text(json.dumps(result, indent=2))
+    return result
+
+
+def run_discover(o: DiscoverOptions) -> dict[str, Any]:
+    """One agent's discovery (Algorithm 1, 2 or 3) with Table 2's group metrics on an unseen pool."""
+    from ers_exact.zsc.discovery import DiscoveryConfig, discover
+    from ers_exact.zsc.pools import UNSEEN_POOL_SEED_OFFSET, PoolConfig, build_pool
+
+    cfg = PoolConfig(source=o.pool, alpha=o.alpha, k=o.k, episodes=o.episodes)
+    discovery = DiscoveryConfig(algorithm=o.algorithm, search=o.search, top=o.top, seed=o.seed)
+    tree = _tree(o)
+    train, _ = build_pool(tree, cfg, o.seed)
+    unseen, _ = build_pool(tree, cfg, o.seed + UNSEEN_POOL_SEED_OFFSET)
+    result = discover(tree, train, discovery, unseen_pool=unseen)
+    return {**result.to_json(), "pool": o.pool, "alpha": o.alpha, "provenance": _provenance()}
+
+
+def run_demo(o: DemoOptions) -> dict[str, Any]:
+    """Exact analysis of every built-in game: history counts, J(uniform), J*, and the Boltzmann fixed
+    points at ``alpha`` (how many, how many self-play optimal, J of the best); written as demo.json."""
+    from ers_exact.model.optimal import PolicyBudgetError
+
+    folder = Path(o.out) if o.out else default_demo_dir()
+    rows = []
+    for name, factory in GAMES.items():
+        game = factory()
+        tree = enumerate_histories(game, max_nodes=o.max_nodes)
+        row: dict[str, Any] = {**_game_json(game), "name": name, **tree.counts(),
+                               "J_uniform": expected_return(tree, uniform_policy(tree))}
+        try:
+            opt = self_play_optimum(tree, max_policies=o.max_policies)
+            row.update(J_star=opt.value, optimal_policy=opt.to_json()["policy"],
+                       search_candidates=opt.n_candidates, search_seconds=round(opt.seconds, 4))
+        except PolicyBudgetError as err:
+            row.update(J_star=None, note=str(err))
+        fps = solve_fixed_points(tree, o.alpha, SolverConfig(n_starts=o.starts, seed=0))
+        row.update(alpha=o.alpha, n_fixed_points=len(fps.points), n_optimal=len(fps.optimal_points),
+                   J_star_alpha=fps.J_star, fixed_points_complete=fps.complete)
+        rows.append(row)
+    config = {"max_policies": o.max_policies, "alpha": o.alpha, "starts": o.starts}
+    result: dict[str, Any] = {"command": "demo", "config": config, "games": rows, "provenance": _provenance()}
+    folder.mkdir(parents=True, exist_ok=True)
+    Path(folder, "demo.json").write_text(json.dumps(result, indent=2))
+    result["written"] = str(Path(folder, "demo.json"))
+    return result

@@ -1,0 +1,68 @@
+"""Policy files: the JSON written by ``optimal --save-policy`` and read by ``value --policy``.
+
+Format: ``{"game": name, "horizon": H, "policy": [pi^1, ..., pi^n]}`` where pi^i is agent i's
+[histories x actions] array of rows on the simplex, indexed like
+:class:`~ers_exact.model.histories.LocalHistories`. A bare list ``[pi^1, ..., pi^n]`` is read too.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ers_exact.model.histories import HistoryTree
+from ers_exact.model.values import PolicyError, check_policy
+
+__all__ = ["POLICY_FORMAT", "read_policy_file", "write_policy_file"]
+
+POLICY_FORMAT = '{"policy": [one [histories x actions] array per agent]}'
+_JSON_TYPES = {dict: "an object", list: "an array", str: "a string", int: "a number", float: "a number",
+               bool: "a boolean", type(None): "null"}
+
+
+def write_policy_file(path: str | Path, tree: HistoryTree, policy: tuple[np.ndarray, ...]) -> None:
+    """Write one joint policy of ``tree``'s game as JSON (see the module docstring)."""
+    Path(path).write_text(json.dumps({"game": tree.game.name, "horizon": tree.game.horizon,
+                                      "policy": [p.tolist() for p in policy]}))
+
+
+def read_policy_file(path: str | Path, tree: HistoryTree) -> tuple[np.ndarray, ...]:
+    """The joint policy in a JSON file, validated against ``tree`` (shapes, simplex rows, legal actions).
+
+    Raises ``FileNotFoundError`` or :class:`~ers_exact.model.values.PolicyError`, each naming the file."""
+    p = Path(path)
+    if not p.is_file():
+        what = "is a folder" if p.is_dir() else "no such file"
+        raise FileNotFoundError(f"{path}: {what}; a policy is 'uniform' or a JSON file {POLICY_FORMAT}")
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise PolicyError(f"{path}: not a UTF-8 text file; expected JSON {POLICY_FORMAT}") from None
+    except json.JSONDecodeError as err:
+        raise PolicyError(f"{path}: not JSON ({err.msg} at line {err.lineno}, column {err.colno}); expected "
+                          f"{POLICY_FORMAT}") from None
+    if isinstance(data, dict) and "policy" not in data:
+        raise PolicyError(f"{path}: the JSON object has no \"policy\" key; expected {POLICY_FORMAT}")
+    agents = data["policy"] if isinstance(data, dict) else data
+    if not isinstance(agents, list):
+        raise PolicyError(f"{path}: expected {POLICY_FORMAT}, got {_JSON_TYPES.get(type(agents), 'a value')}")
+    try:
+        arrays, batched = check_policy(tree, agents)
+    except PolicyError as err:
+        raise PolicyError(f"{path}: {err}{_written_for(data, tree)}") from None
+    if batched:
+        raise PolicyError(f"{path}: holds a batch of {arrays[0].shape[0]} policies per agent; give one")
+    return tuple(a[0] for a in arrays)
+
+
+def _written_for(data: Any, tree: HistoryTree) -> str:
+    """A hint when the file says it was written for another game or horizon."""
+    if not isinstance(data, dict) or "game" not in data:
+        return ""
+    game, horizon = data.get("game"), data.get("horizon")
+    if (game, horizon) == (tree.game.name, tree.game.horizon):
+        return ""
+    return f" (the file was written for {game} H={horizon}; this is {tree.game.name} H={tree.game.horizon})"

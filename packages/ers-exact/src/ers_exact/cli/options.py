@@ -1,0 +1,257 @@
+"""The options of every ``ers-exact`` command: one frozen dataclass each, built from shared groups.
+
+Defaults come from the library's own configs (:class:`~ers_exact.solve.fixed_points.SolverConfig`,
+:class:`~ers_exact.zsc.pipeline.ZSCConfig`, ...), so the command line and Python callers agree. Values are
+validated when an options object is built (from argv or from Python), so bad input is refused before any
+computation, with a message naming the flag and the value. Paths written to are checked up front too: an
+output FILE's folder must exist; an output folder is created, and must not be a file.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from ers_exact.analysis.census import CensusConfig
+from ers_exact.games import DPOMDP_DIR_ENV
+from ers_exact.model.histories import DEFAULT_MAX_NODES
+from ers_exact.model.optimal import DEFAULT_MAX_POLICIES
+from ers_exact.solve.fixed_points import SolverConfig
+from ers_exact.solve.sweep import parse_alphas
+from ers_exact.util.options import (
+    Options,
+    UsageError,
+    at_least,
+    between,
+    one_of,
+    option,
+    output_file,
+    output_folder,
+    positive,
+)
+from ers_exact.zsc.discovery import ALGORITHMS, SEARCHES, DiscoveryConfig
+from ers_exact.zsc.pipeline import ZSCConfig
+from ers_exact.zsc.pools import POOL_SOURCES, UNSEEN_POOL_SEED_OFFSET, PoolConfig
+
+__all__ = [
+    "DEMO_ALPHA", "DEMO_MAX_POLICIES", "DEMO_STARTS", "PLOT_SUFFIXES", "RESULTS_DIR_ENV", "SWEEP_STARTS",
+    "AtlasOptions", "CensusOptions", "DemoOptions", "DiscoverOptions", "ExportGambitOptions", "GameOptions",
+    "GamesOptions", "GridOptions", "InfoOptions", "OptimalOptions", "PoolOptions", "SolveOptions",
+    "SolverOptions", "SweepOptions", "SymmetriesOptions", "ValueOptions", "ZSCOptions", "alpha_grid",
+    "default_demo_dir",
+]
+
+#: Fresh random starts per alpha of a sweep or atlas (fewer than a single solve's: continuation warm-starts
+#: every alpha from the previous alpha's points).
+SWEEP_STARTS = 32
+#: The demo: exhaustive-search budget, temperature and starts of its per-game analysis.
+DEMO_MAX_POLICIES = 200_000
+DEMO_ALPHA = 0.25
+DEMO_STARTS = 16
+#: Environment variable naming the demo's output folder.
+RESULTS_DIR_ENV = "ERS_RESULTS_DIR"
+#: Image formats a plot may be written in (by its file name's suffix).
+PLOT_SUFFIXES = (".png", ".pdf", ".svg")
+
+_SOLVER = SolverConfig()
+_POOL = PoolConfig()
+_ZSC = ZSCConfig()
+_DISCOVERY = DiscoveryConfig()
+_CENSUS = CensusConfig()
+
+ALPHA_HELP = "Boltzmann temperature alpha > 0 (the paper's alpha; Gambit's lambda = 1 / alpha)"
+
+
+def alpha_grid(text: object) -> str | None:
+    """Check: a grid of temperatures that :func:`~ers_exact.solve.sweep.parse_alphas` accepts."""
+    try:
+        parse_alphas(str(text))
+    except ValueError as err:
+        return str(err).removeprefix(f"alphas {str(text)!r}: ")
+    return None
+
+
+def default_demo_dir() -> Path:
+    """Where ``demo`` writes without ``--out``: ``$ERS_RESULTS_DIR``, else ``$XDG_DATA_HOME/ers/demo``, else
+    ``~/.local/share/ers/demo`` (outside the source tree)."""
+    if os.environ.get(RESULTS_DIR_ENV):
+        return Path(os.environ[RESULTS_DIR_ENV])
+    data_home = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
+    return Path(data_home, "ers", "demo")
+
+
+# ----- shared groups -----
+@dataclass(frozen=True, kw_only=True)
+class GameOptions(Options):
+    """GAME and the overrides every command that enumerates its histories accepts."""
+
+    game: str = option(help=f"a built-in game (list: `ers-exact games`) or a .dpomdp file; a bare file name "
+                            f"not in the working directory is looked up in ${DPOMDP_DIR_ENV}",
+                       positional=True, metavar="GAME")
+    horizon: int | None = option(None, help="horizon H >= 1", check=at_least(1),
+                                 default_text="the game's own; 2 for a .dpomdp file")
+    discount: float | None = option(None, help="discount gamma in (0, 1]", check=between(0, 1, open_lo=True),
+                                    default_text="the game's own")
+    max_nodes: int = option(DEFAULT_MAX_NODES, help="refuse to enumerate more joint history nodes than this "
+                                                    "(checked layer by layer, before each is built)",
+                            check=at_least(1))
+
+
+@dataclass(frozen=True, kw_only=True)
+class SolverOptions(Options):
+    """The multistart Boltzmann fixed-point solver's starts and seed."""
+
+    starts: int = option(_SOLVER.n_starts, help="random starts of the fixed-point search (the uniform start "
+                                                "and warm starts come on top)", check=at_least(0))
+    seed: int = option(_SOLVER.seed, help="seed of the random starts", check=at_least(0))
+
+
+@dataclass(frozen=True, kw_only=True)
+class GridOptions(SolverOptions, GameOptions):
+    """A grid of temperatures (sweep, atlas), with an optional plot."""
+
+    alphas: str = option(help="temperatures: start:stop:step (stop included) or a comma list, at most 1000",
+                         check=alpha_grid, metavar="GRID")
+    starts: int = option(SWEEP_STARTS, help="fresh random starts per alpha (each alpha is also warm-started "
+                                            "from the previous one's points)", check=at_least(0))
+    plot: str | None = option(None, check=output_file(PLOT_SUFFIXES), default_text="no plot", metavar="FILE",
+                              help=f"draw the result into this image file ({', '.join(PLOT_SUFFIXES)}); its "
+                                   "folder must exist")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PoolOptions(GameOptions):
+    """How pools of self-play policies are built and how symmetries are learned from them (zsc, discover)."""
+
+    alpha: float = option(_POOL.alpha, help=ALPHA_HELP + " of the pool policies", check=positive)
+    pool: str = option(_POOL.source, help="pool source: IQL runs (the paper) or the exact solver's "
+                                          "self-play-optimal fixed points", check=one_of(POOL_SOURCES))
+    k: int = option(_POOL.k, help="pool size k", check=at_least(1))
+    episodes: int = option(_POOL.episodes, help="IQL episodes per pool policy", check=at_least(1))
+    algorithm: str = option(_DISCOVERY.algorithm, help="discovery: Algorithm 1 (sp-max), 2 (sp-max-reg) or "
+                                                       "3 (xp-max)", check=one_of(ALGORITHMS))
+    seed: int = option(_ZSC.seed, help="seed of the run", check=at_least(0))
+
+    def check(self) -> None:
+        if self.algorithm == "xp-max" and self.k < 2:
+            raise UsageError(f"--k {self.k}: xp-max (Algorithm 3) cross-plays pairs of pool policies; "
+                             "give --k >= 2")
+
+
+# ----- one class per command -----
+@dataclass(frozen=True, kw_only=True)
+class GamesOptions(Options):
+    """``games``: no options."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class InfoOptions(GameOptions):
+    """``info``: the game's sizes and its history counts."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ValueOptions(GameOptions):
+    """``value``: J and root Q^i of one joint policy."""
+
+    policy: str = option("uniform", metavar="uniform|FILE",
+                         help="'uniform' (uniform over legal actions) or a JSON file {\"policy\": [one "
+                              "histories x actions array per agent]}, as `ers-exact optimal --save-policy` "
+                              "writes it")
+
+
+@dataclass(frozen=True, kw_only=True)
+class OptimalOptions(GameOptions):
+    """``optimal``: J* over deterministic joint policies."""
+
+    max_policies: int = option(DEFAULT_MAX_POLICIES, check=at_least(1),
+                               help="refuse an exhaustive search over more deterministic policies than this")
+    save_policy: str | None = option(None, check=output_file(), default_text="not written", metavar="FILE",
+                                     help="write the optimal policy as JSON (input of `value --policy`); its "
+                                          "folder must exist")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SolveOptions(SolverOptions, GameOptions):
+    """``solve``: every Boltzmann fixed point found at one alpha."""
+
+    alpha: float = option(help=ALPHA_HELP, check=positive)
+    with_policy: bool = option(False, help="include every fixed point's policy in the JSON")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SymmetriesOptions(SolverOptions, GameOptions):
+    """``symmetries``: Phi_MDP and Phi_ER at one alpha."""
+
+    alpha: float = option(help=ALPHA_HELP, check=positive)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SweepOptions(GridOptions):
+    """``sweep``: fixed points over a grid of alphas."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class AtlasOptions(GridOptions):
+    """``atlas``: |Pi*_alpha|, |Phi_ER| and |Phi_MDP| over a grid of alphas."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class CensusOptions(Options):
+    """``census``: random small games."""
+
+    games: int = option(_CENSUS.games, help="number of random games", check=at_least(1))
+    seed: int = option(_CENSUS.seed, help="seed of the game generator and of the solver", check=at_least(0))
+    alpha: float = option(_CENSUS.alpha, help=ALPHA_HELP, check=positive)
+    starts: int = option(_CENSUS.starts, help="random starts of the fixed-point search per game",
+                         check=at_least(0))
+    out: str | None = option(None, check=output_folder, default_text="not written", metavar="DIR",
+                             help="folder for census.json and the games with Phi_ER > Phi_MDP (created)")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ZSCOptions(PoolOptions):
+    """``zsc``: the population pipeline (Table 1)."""
+
+    agents: int = option(_ZSC.agents, help=f"independent agents P per population, 2 to "
+                                           f"{UNSEEN_POOL_SEED_OFFSET} (cross-play needs two)",
+                         check=between(2, UNSEEN_POOL_SEED_OFFSET))
+    l: int = option(_ZSC.l, help="learned symmetries l kept per agent", check=at_least(1))
+    m: int = option(_ZSC.m, help="other-play seeds m per agent", check=at_least(1))
+    out: str | None = option(None, help="folder for the JSON result (created)", check=output_folder,
+                             default_text="not written", metavar="DIR")
+
+
+@dataclass(frozen=True, kw_only=True)
+class DiscoverOptions(PoolOptions):
+    """``discover``: one agent's symmetry discovery with Table 2's metrics."""
+
+    search: str = option(_DISCOVERY.search, check=one_of(SEARCHES),
+                         help="candidate search: every admissible transformation, or REINFORCE over "
+                              "observation permutations")
+    top: int = option(_DISCOVERY.top, help="transformations l kept", check=at_least(1))
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExportGambitOptions(GameOptions):
+    """``export-gambit``: the game as a Gambit extensive form."""
+
+    out: str = option(help="the .efg file to write; its folder must exist", positional=True,
+                      check=output_file((".efg",)), metavar="OUT")
+
+
+@dataclass(frozen=True, kw_only=True)
+class DemoOptions(Options):
+    """``demo``: exact analysis of every built-in game."""
+
+    out: str | None = option(None, help="folder for demo.json (created)", check=output_folder, metavar="DIR",
+                             default_text=f"${RESULTS_DIR_ENV}, else $XDG_DATA_HOME/ers/demo, else "
+                                          "~/.local/share/ers/demo")
+    max_policies: int = option(DEMO_MAX_POLICIES, help="exhaustive-search budget of J* per game "
+                                                       "(a game over it gets J* = null and a note)",
+                               check=at_least(1))
+    alpha: float = option(DEMO_ALPHA, help=ALPHA_HELP + " of the fixed points", check=positive)
+    starts: int = option(DEMO_STARTS, help="random starts of the fixed-point search per game",
+                         check=at_least(0))
+    max_nodes: int = option(DEFAULT_MAX_NODES, help="refuse to enumerate more joint history nodes than this",
+                            check=at_least(1))

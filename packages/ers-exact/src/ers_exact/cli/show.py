@@ -1,0 +1,85 @@
+"""Text summaries of the ``ers-exact`` commands' results (what is printed without ``--json``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["print_table", "show_atlas", "show_census", "show_demo", "show_discover", "show_games",
+           "show_solve", "show_sweep", "show_symmetries", "show_zsc"]
+
+
+def _fmt(v: Any) -> str:
+    return f"{v:.6f}" if isinstance(v, float) else ("-" if v is None else str(v))
+
+
+def print_table(rows: Sequence[dict[str, Any]], keys: Sequence[str]) -> None:
+    """Rows as aligned columns (floats to 6 places, None as '-')."""
+    widths = [max(len(k), *(len(_fmt(r.get(k))) for r in rows)) for k in keys]
+    print("  ".join(k.ljust(w) for k, w in zip(keys, widths)))
+    for r in rows:
+        print("  ".join(_fmt(r.get(k)).ljust(w) for k, w in zip(keys, widths)))
+
+
+def _wrote(result: dict[str, Any], key: str = "plot") -> None:
+    if key in result:
+        print(f"wrote {result[key]}")
+
+
+def show_games(result: dict[str, Any]) -> None:
+    print_table(result["games"], ["name", "n_agents", "n_states", "n_actions", "horizon", "description"])
+
+
+def show_solve(result: dict[str, Any]) -> None:
+    print(f"{result['game']} H={result['horizon']} alpha={result['alpha']}: {result['n_fixed_points']} fixed "
+          f"point(s), J* = {result['J_star']:.6f}, |Pi*| = {result['n_optimal']}; {result['completeness']}")
+    print_table(result["fixed_points"], ["J", "residual", "spectral_radius", "stable", "certified", "optimal",
+                                         "basin"])
+
+
+def show_sweep(result: dict[str, Any]) -> None:
+    print_table(result["per_alpha"], ["alpha", "n_fixed_points", "n_optimal", "J_star", "complete"])
+    for b in result["bifurcations"]:
+        print(f"count changes between alpha {b['between'][0]} and {b['between'][1]}: "
+              f"{b['n_before']} -> {b['n_after']}")
+    _wrote(result)
+
+
+def show_symmetries(result: dict[str, Any]) -> None:
+    print(f"{result['game']} alpha={result['alpha']}: |Psi| = {result['psi_order']}, |Pi*| found = "
+          f"{result['pool_size']} (complete: {result['fixed_points_complete']})")
+    print(f"|Phi_MDP| = {result['mdp']['order']} ({result['mdp']['order_on_policies']} on policies); "
+          f"|Phi_ER| = {result['er']['order']} ({result['er']['order_on_policies']} on policies); "
+          f"Phi_MDP <= Phi_ER: {result['mdp_subgroup_of_er']}; in Phi_ER not Phi_MDP (on policies): "
+          f"{result['er_not_mdp_on_policies']}")
+
+
+def show_atlas(result: dict[str, Any]) -> None:
+    print_table(result["rows"], ["alpha", "pool_size", "er_order_on_policies", "mdp_order",
+                                 "mdp_subgroup_of_er"])
+    _wrote(result)
+
+
+def show_census(result: dict[str, Any]) -> None:
+    for k, v in result["summary"].items():
+        print(f"{k}: {v}")
+
+
+def show_zsc(result: dict[str, Any]) -> None:
+    print(result["markdown"])
+
+
+def show_discover(result: dict[str, Any]) -> None:
+    print(f"{result['algorithm']}: pool J = {result['pool_return']:.4f}; J_1 = {result['J_1']:.4f}, "
+          f"J_2 = {result['J_2']:.4f}, J_3 = {result['J_3']:.4f}, reconstruction loss "
+          f"{result['reconstruction_loss']:.3f}")
+    for t, sc in zip(result["transformations"], result["scores"]):
+        print(f"  {sc:.6f}  actions {t['actions']}  observations {t['observations']}")
+
+
+def show_demo(result: dict[str, Any]) -> None:
+    print_table(result["games"], ["name", "horizon", "joint_nodes", "local_histories", "J_uniform", "J_star",
+                                  "n_fixed_points", "n_optimal", "J_star_alpha", "fixed_points_complete"])
+    print(f"(fixed points at alpha = {result['config']['alpha']}, {result['config']['starts']} starts)")
+    if "written" in result:
+        print(f"\nwrote {result['written']}")

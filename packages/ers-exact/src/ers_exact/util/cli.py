@@ -1,0 +1,108 @@
+"""The command-line contract shared by ``ers-exact`` and ``ers-deep``.
+
+Each subcommand is a :class:`Command`: its :class:`~ers_exact.util.options.Options` class (flags, defaults,
+help, validation) and a ``run(options) -> dict`` callable that tests call without a subprocess.
+:func:`run_cli` parses, validates, runs and prints (a summary, or JSON with ``--json``).
+
+Every invalid input ends the same way: exit status 2 and ONE line on stderr,
+``PROG CMD: error: <what was wrong, naming the value, and what would be valid>``, never a traceback.
+User errors are the exception types listed in ``user_errors`` (by default ``ValueError`` -- which covers
+:class:`~ers_exact.util.options.UsageError`, game and file-format errors and ``UnicodeDecodeError`` --,
+``OSError`` and the budget ``RuntimeError`` subclasses a package declares). Anything else is a bug: exit 1
+with one line asking for a report; ``ERS_DEBUG=1`` shows the traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+from ers_exact.util.options import Options, add_options, from_namespace
+
+__all__ = ["Command", "OneLineParser", "build_parser", "one_line", "run_cli"]
+
+USAGE_ERROR = 2
+INTERNAL_ERROR = 1
+
+
+def one_line(message: object) -> str:
+    """A message flattened to one line (multi-line reasons joined with '; ')."""
+    parts = [p.strip() for p in str(message).splitlines() if p.strip()]
+    return "; ".join(parts) or type(message).__name__
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line ``PROG: error: ...`` and exit status 2 (no usage dump)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(USAGE_ERROR, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
+
+
+@dataclass(frozen=True)
+class Command:
+    """One subcommand: name, one-line help, its options class, the run function and a text printer."""
+
+    name: str
+    help: str
+    options: type[Options]
+    run: Callable[[Any], dict[str, Any]]
+    show: Callable[[dict[str, Any]], None] | None = None
+
+
+def build_parser(prog: str, description: str, version: str, commands: Sequence[Command]) -> OneLineParser:
+    """The parser: one subparser per command, flags from its options class, plus ``--json``."""
+    p = OneLineParser(prog=prog, description=description)
+    p.add_argument("--version", action="version", version=f"{prog} {version}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=OneLineParser)
+    for c in commands:
+        sp = sub.add_parser(c.name, help=c.help, description=c.help)
+        add_options(sp, c.options)
+        sp.add_argument("--json", action="store_true", help="print the result as JSON instead of a summary")
+    return p
+
+
+def _default_show(result: dict[str, Any]) -> None:
+    for k, v in result.items():
+        print(f"{k}: {v}")
+
+
+def run_cli(prog: str, description: str, version: str, commands: Sequence[Command],
+            argv: Sequence[str] | None = None, *,
+            user_errors: tuple[type[BaseException], ...] = (ValueError, OSError)) -> int:
+    """Parse ``argv``, validate, run the command and print; returns the exit status (see module doc)."""
+    table = {c.name: c for c in commands}
+    args = build_parser(prog, description, version, commands).parse_args(argv)
+    cmd = table[args.command]
+    where = f"{prog} {cmd.name}"
+    try:
+        result = cmd.run(from_namespace(cmd.options, args))
+    except KeyboardInterrupt:
+        print(f"{where}: interrupted", file=sys.stderr)
+        return 130
+    except user_errors as err:
+        print(f"{where}: error: {one_line(err)}", file=sys.stderr)
+        return USAGE_ERROR
+    except Exception as err:  # a bug, not bad input: say so in one line unless debugging
+        if os.environ.get("ERS_DEBUG"):
+            raise
+        print(f"{where}: internal error: {type(err).__name__}: {one_line(err)} "
+              f"(please report it; ERS_DEBUG=1 shows the traceback)", file=sys.stderr)
+        return INTERNAL_ERROR
+    if args.json:
+        print(json.dumps(result, indent=2, default=_json_default))
+    else:
+        (cmd.show or _default_show)(result)
+    return 0
+
+
+def _json_default(x: Any) -> Any:
+    if hasattr(x, "tolist"):
+        return x.tolist()
+    if hasattr(x, "to_json"):
+        return x.to_json()
+    return float(x)

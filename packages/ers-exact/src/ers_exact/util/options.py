@@ -1,0 +1,280 @@
+"""Command options as frozen dataclasses: one place for defaults, help text and validation.
+
+A command's options are a ``@dataclass(frozen=True, kw_only=True)`` subclass of :class:`Options` whose fields
+are declared with :func:`option`. The same class
+
+- builds the command's argparse flags (:func:`add_options`): ``--max-nodes`` for ``max_nodes``, the default
+  and the help text shown by ``--help``, ``Literal[...]`` annotations as choices, ``bool`` fields as
+  ``--flag`` / ``--no-flag``;
+- validates every value when it is constructed, from the command line or from Python alike, raising
+  :class:`UsageError` with a message that names the offending value and what would be valid;
+- documents itself (:func:`options_markdown`) for the README's tables.
+
+Checks are plain functions ``value -> str | None`` (``None``: valid; otherwise the reason), e.g.
+``check=positive`` or ``check=between(1, 50)``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import os
+import types
+import typing
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, TypeVar, Union
+
+__all__ = ["Check", "Options", "UsageError", "add_options", "at_least", "between", "check_fields",
+           "default_text", "finite", "flag_name", "from_namespace", "non_negative", "one_of", "option",
+           "options_markdown", "output_file", "output_folder", "positive", "probability"]
+
+Check = Callable[[Any], "str | None"]
+O = TypeVar("O", bound="Options")
+
+
+class UsageError(ValueError):
+    """An invalid option value or combination; the message names the value and what would be valid."""
+
+
+# ----- checks: value -> None (valid) or the reason it is not -----
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def finite(v: Any) -> str | None:
+    """A finite number (rejects nan and +-inf)."""
+    return None if _number(v) and math.isfinite(v) else "must be a finite number"
+
+
+def positive(v: Any) -> str | None:
+    """A finite number > 0."""
+    return None if _number(v) and math.isfinite(v) and v > 0 else "must be a finite number > 0"
+
+
+def non_negative(v: Any) -> str | None:
+    """A finite number >= 0."""
+    return None if _number(v) and math.isfinite(v) and v >= 0 else "must be a finite number >= 0"
+
+
+def probability(v: Any) -> str | None:
+    """A number in [0, 1]."""
+    return None if _number(v) and 0 <= v <= 1 else "must be a probability in [0, 1]"
+
+
+def at_least(lo: float) -> Check:
+    """A finite number >= ``lo``."""
+    def check(v: Any) -> str | None:
+        return None if _number(v) and math.isfinite(v) and v >= lo else f"must be >= {lo}"
+    return check
+
+
+def between(lo: float, hi: float, *, open_lo: bool = False, open_hi: bool = False) -> Check:
+    """A finite number in [lo, hi]; ``open_lo`` / ``open_hi`` exclude an end (``between(0, 1, open_lo=True)``
+    is (0, 1])."""
+    def check(v: Any) -> str | None:
+        above = lo < v if open_lo else lo <= v
+        below = v < hi if open_hi else v <= hi
+        ok = _number(v) and math.isfinite(v) and above and below
+        return None if ok else f"must be in {'(' if open_lo else '['}{lo}, {hi}{')' if open_hi else ']'}"
+    return check
+
+
+def one_of(values: Sequence[Any]) -> Check:
+    """One of ``values`` (for choices that are not a ``Literal`` annotation, e.g. a registry's keys); the
+    command line offers them as argparse choices."""
+    def check(v: Any) -> str | None:
+        return None if v in values else f"must be one of {', '.join(map(str, values))}"
+    check.choices = tuple(values)  # type: ignore[attr-defined]
+    return check
+
+
+def check_fields(obj: object, **checks: Check) -> None:
+    """Validate fields of a library config (``__post_init__``): raise :class:`UsageError` naming the first
+    field that fails its check, e.g. ``check_fields(self, k=at_least(1), alpha=positive)``."""
+    for name, check in checks.items():
+        value = getattr(obj, name)
+        reason = check(value)
+        if reason is not None:
+            raise UsageError(f"{type(obj).__name__}.{name} = {value!r}: {reason}")
+
+
+def output_file(suffixes: Sequence[str] = ()) -> Check:
+    """A file to write: not a folder, its folder exists, and it ends in one of ``suffixes`` (when given).
+
+    Checked when the options are built, so a bad path is refused before any computation."""
+    def check(v: Any) -> str | None:
+        path = os.fspath(v)
+        parent = os.path.dirname(path) or "."
+        if os.path.isdir(path):
+            return "is a folder; give a file name"
+        if not os.path.isdir(parent):
+            is_file = " (it is a file)" if os.path.exists(parent) else ""
+            return f"its folder {parent} does not exist{is_file}"
+        if suffixes and not path.lower().endswith(tuple(s.lower() for s in suffixes)):
+            return f"must end in {', '.join(suffixes)}"
+        return None
+    return check
+
+
+def output_folder(v: Any) -> str | None:
+    """A folder to write into (created with its parents when missing): it must not be an existing file, nor
+    lie under one."""
+    path = os.path.abspath(os.fspath(v))
+    while path and not os.path.exists(path):
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    if os.path.exists(path) and not os.path.isdir(path):
+        whole = path == os.path.abspath(os.fspath(v))
+        return "is a file, not a folder" if whole else f"{path} is a file, not a folder"
+    return None
+
+
+# ----- declaring options -----
+def option(default: Any = dataclasses.MISSING, *, help: str, positional: bool = False,
+           check: Check | None = None, metavar: str | None = None, default_text: str | None = None) -> Any:
+    """A documented, validated field of an :class:`Options` class (no default: the option is required).
+
+    ``default_text`` is what ``--help`` and the README show as the default when the value itself says little
+    (``None`` meaning "the game's own", a folder resolved at run time)."""
+    meta = {"help": help, "positional": positional, "check": check, "metavar": metavar,
+            "default_text": default_text}
+    return dataclasses.field(default=default, metadata=meta)
+
+
+def default_text(f: dataclasses.Field[Any]) -> str | None:
+    """The default of a field as documented (``None`` when the option is required)."""
+    if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+        return None
+    shown = f.metadata.get("default_text")
+    return shown if shown is not None else str(f.default)
+
+
+def flag_name(name: str) -> str:
+    """The command-line spelling of a field: ``max_nodes`` -> ``--max-nodes``."""
+    return "--" + name.replace("_", "-")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Options:
+    """Base of every command's options: validates each field's check, then :meth:`check` (cross-field)."""
+
+    def __post_init__(self) -> None:
+        hints = typing.get_type_hints(type(self))
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            base, optional = _unwrap(hints[f.name])
+            if value is None and optional:
+                continue
+            reason = _type_reason(base, value)
+            check = f.metadata.get("check")
+            if reason is None and check is not None:
+                reason = check(value)
+            if reason is not None:
+                raise UsageError(f"{_label(f)} {value!r}: {reason}")
+        self.check()
+
+    def check(self) -> None:
+        """Cross-field validation (override; raise :class:`UsageError`)."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The resolved options, as written beside results."""
+        return dataclasses.asdict(self)
+
+
+def _label(f: dataclasses.Field[Any]) -> str:
+    if f.metadata.get("positional"):
+        return str(f.metadata.get("metavar") or f.name.upper())
+    return flag_name(f.name)
+
+
+def _unwrap(tp: Any) -> tuple[Any, bool]:
+    """(base type, whether None is allowed) of an annotation such as ``int | None``."""
+    if typing.get_origin(tp) in (Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        return (args[0] if len(args) == 1 else tp), len(args) < len(typing.get_args(tp))
+    return tp, False
+
+
+def _type_reason(tp: Any, value: Any) -> str | None:
+    if typing.get_origin(tp) is Literal:
+        choices = typing.get_args(tp)
+        return None if value in choices else f"must be one of {', '.join(map(str, choices))}"
+    if tp is bool:
+        return None if isinstance(value, bool) else "must be true or false"
+    if tp is int:
+        return None if isinstance(value, int) and not isinstance(value, bool) else "must be an integer"
+    if tp is float:
+        return None if _number(value) else "must be a number"
+    if tp is str:
+        return None if isinstance(value, str) else "must be a string"
+    return None
+
+
+def _cli_type(tp: Any) -> Callable[[str], Any]:
+    if tp is int:
+        return int
+    if tp is float:
+        return float
+    return str
+
+
+def add_options(parser: argparse.ArgumentParser, cls: type[Options]) -> None:
+    """Add one argparse argument per field of ``cls`` (help shows the default)."""
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        base, _ = _unwrap(hints[f.name])
+        shown = default_text(f)
+        required = shown is None
+        help_ = f.metadata.get("help", "").replace("%", "%%")
+        if shown is not None:
+            help_ += f" (default: {shown.replace('%', '%%')})"
+        kw: dict[str, Any] = {"help": help_}
+        if f.metadata.get("metavar"):
+            kw["metavar"] = f.metadata["metavar"]
+        choices = getattr(f.metadata.get("check"), "choices", None)
+        if typing.get_origin(base) is Literal:
+            kw["choices"] = list(typing.get_args(base))
+            kw["type"] = type(kw["choices"][0])
+        elif choices is not None:
+            kw["choices"] = list(choices)
+            kw["type"] = _cli_type(base)
+        elif base is bool:
+            kw["action"] = argparse.BooleanOptionalAction if f.default else "store_true"
+        else:
+            kw["type"] = _cli_type(base)
+        if f.metadata.get("positional"):
+            kw["metavar"] = kw.get("metavar", f.name.upper())
+            if not required:
+                kw["nargs"] = "?"
+                kw["default"] = f.default
+            parser.add_argument(f.name, **kw)
+        else:
+            kw["dest"] = f.name
+            if required:
+                kw["required"] = True
+            else:
+                kw["default"] = f.default
+            parser.add_argument(flag_name(f.name), **kw)
+
+
+def from_namespace(cls: type[O], ns: argparse.Namespace) -> O:
+    """Build (and so validate) ``cls`` from parsed arguments."""
+    return cls(**{f.name: getattr(ns, f.name) for f in dataclasses.fields(cls)})
+
+
+def options_markdown(cls: type[Options]) -> str:
+    """A markdown table of ``cls``'s options (flag, default, meaning) for the README."""
+    rows = ["| option | default | meaning |", "| --- | --- | --- |"]
+    for f in dataclasses.fields(cls):
+        shown = default_text(f)
+        name = _label(f) if f.metadata.get("positional") else f"`{flag_name(f.name)}`"
+        if shown is None:
+            default = "required"
+        else:  # a value in code style; a description (``default_text``) as prose
+            default = shown if f.metadata.get("default_text") is not None else f"`{shown}`"
+        help_ = f.metadata.get("help", "").replace("|", "\\|")
+        rows.append(f"| {name} | {default} | {help_} |")
+    return "\n".join(rows)

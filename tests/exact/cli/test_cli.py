@@ -1,0 +1,155 @@
+"""ers-exact's CLI beyond the bad-input table of tests/test_cli_contract.py: options classes are the single
+source of flags, defaults and help; run_* are callable in-process; files resolve through $ERS_DPOMDP_DIR;
+the library guards behind the one-line errors."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ers_exact.cli import COMMANDS, main, readme_tables
+from ers_exact.cli.commands import run_demo, run_info, run_optimal, run_value
+from ers_exact.cli.options import (
+    DemoOptions,
+    InfoOptions,
+    OptimalOptions,
+    SolveOptions,
+    SweepOptions,
+    ValueOptions,
+    default_demo_dir,
+)
+from ers_exact.games import get_game, load_game
+from ers_exact.io.dpomdp import read_dpomdp, write_dpomdp
+from ers_exact.io.dpomdp_parse import DpomdpError
+from ers_exact.model.histories import enumerate_histories, estimate_history_count, history_count_log10
+from ers_exact.model.values import PolicyError, check_policy
+from ers_exact.solve.fixed_points import SolverConfig
+from ers_exact.solve.sweep import parse_alphas
+from ers_exact.util.options import UsageError, flag_name
+from ers_exact.zsc.pipeline import ZSCConfig
+
+
+@pytest.mark.parametrize("cmd", COMMANDS, ids=[c.name for c in COMMANDS])
+def test_help_shows_every_option_of_the_options_class(cmd, capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main([cmd.name, "--help"])
+    assert exc.value.code == 0
+    out = " ".join(capsys.readouterr().out.split())
+    for f in dataclasses.fields(cmd.options):
+        assert (f.metadata["metavar"] if f.metadata.get("positional") else flag_name(f.name)) in out
+        assert " ".join(f.metadata["help"].split()[:3]) in out
+
+
+def test_defaults_come_from_the_library_configs() -> None:
+    solve = SolveOptions(game="toy-coordination", alpha=0.3)
+    assert (solve.starts, solve.seed) == (SolverConfig().n_starts, SolverConfig().seed)
+    zsc = ZSCConfig()
+    from ers_exact.cli.options import ZSCOptions
+
+    opts = ZSCOptions(game="three-lever")
+    assert (opts.agents, opts.k, opts.l, opts.m, opts.alpha, opts.episodes) == (
+        zsc.agents, zsc.k, zsc.l, zsc.m, zsc.alpha, zsc.episodes)
+
+
+def test_options_validate_from_python_too() -> None:
+    with pytest.raises(UsageError, match=r"--alpha 0\.0"):
+        SolveOptions(game="dectiger", alpha=0.0)
+    with pytest.raises(UsageError, match=r"--alphas '2:1:0\.1'"):
+        SweepOptions(game="dectiger", alphas="2:1:0.1")
+
+
+def test_readme_tables_cover_every_command() -> None:
+    text = readme_tables()
+    for cmd in COMMANDS:
+        assert f"#### ers-exact {cmd.name}\n" in text
+    assert "| `--max-nodes` | `5000000` |" in text and "| GAME | required |" in text
+
+
+def test_run_functions_take_their_options() -> None:
+    info = run_info(InfoOptions(game="toy-coordination", horizon=1))
+    assert info["joint_nodes"] == 1 and info["estimated_joint_nodes_upper_bound"] == 1
+
+
+def test_saved_optimal_policy_is_read_back_by_value(tmp_path: Path) -> None:
+    path = tmp_path / "pi.json"
+    opt = run_optimal(OptimalOptions(game="dectiger", save_policy=str(path)))
+    val = run_value(ValueOptions(game="dectiger", policy=str(path)))
+    assert val["J"] == pytest.approx(opt["value"])
+
+
+def test_value_names_the_game_a_policy_file_was_written_for(tmp_path: Path) -> None:
+    path = tmp_path / "pi.json"
+    run_optimal(OptimalOptions(game="dectiger", save_policy=str(path)))
+    with pytest.raises(PolicyError, match=r"pi.json: .*written for dectiger H=2; this is dectiger H=3"):
+        run_value(ValueOptions(game="dectiger", horizon=3, policy=str(path)))
+
+
+def test_bare_game_file_names_resolve_through_ers_dpomdp_dir(tmp_path: Path, monkeypatch, capsys) -> None:
+    folder = tmp_path / "problems"
+    folder.mkdir()
+    (folder / "tiny.dpomdp").write_text(write_dpomdp(get_game("handshake")))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ERS_DPOMDP_DIR", str(folder))
+    assert main(["info", "tiny.dpomdp", "--horizon", "1", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["game"] == "tiny"
+    (tmp_path / "tiny.dpomdp").write_text("not a game")  # the working directory wins
+    with pytest.raises(DpomdpError, match=r"tiny\.dpomdp: line 1"):
+        load_game("tiny.dpomdp")
+
+
+def test_demo_writes_outside_the_source_tree_by_default(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.delenv("ERS_RESULTS_DIR", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    assert default_demo_dir() == tmp_path / "xdg" / "ers" / "demo"
+    monkeypatch.setenv("ERS_RESULTS_DIR", str(tmp_path / "results"))
+    out = run_demo(DemoOptions(max_policies=1000, starts=2))
+    assert Path(out["written"]) == tmp_path / "results" / "demo.json"
+    assert json.loads(Path(out["written"]).read_text())["config"]["starts"] == 2
+
+
+# ----- the library guards behind the CLI's one-line errors -----
+def test_history_estimate_is_cheap_for_any_horizon() -> None:
+    game = get_game("dectiger").with_horizon(10**6)
+    start = time.perf_counter()
+    assert estimate_history_count(game, limit=10**9) > 10**9
+    assert history_count_log10(game) == pytest.approx(10**6 * np.log10(36), rel=1e-6)
+    assert time.perf_counter() - start < 1.0
+    small = get_game("dectiger").with_horizon(3)
+    assert estimate_history_count(small) == 1 + 36 + 36**2
+    assert history_count_log10(small) == pytest.approx(np.log10(1 + 36 + 36**2))
+
+
+def test_check_policy_reports_malformed_input_as_policy_errors() -> None:
+    tree = enumerate_histories(get_game("toy-coordination"))
+    for bad in (42, "uniform", {"policy": []}, [[[1, 0], [1]], [[1, 0]] * 5], [[["a", "b"]] * 5] * 2):
+        with pytest.raises(PolicyError):
+            check_policy(tree, bad)
+
+
+@pytest.mark.parametrize("text", ["", "nan", "0.1,inf", "1:0.5:0.1", "0.1:1:0", "0.1:1", "0:1:0.1",
+                                  "0.001:100:0.001"])
+def test_parse_alphas_refuses_with_the_text(text: str) -> None:
+    with pytest.raises(ValueError, match=f"alphas {text!r}: "):
+        parse_alphas(text)
+
+
+def test_zsc_config_refuses_nonsense() -> None:
+    for kwargs in ({"agents": 1}, {"k": 0}, {"l": 0}, {"episodes": 0}, {"pool": "deep"}, {"alpha": 0.0}):
+        with pytest.raises(ValueError):
+            ZSCConfig(**kwargs)
+
+
+def test_dpomdp_reader_names_the_file_and_budget(tmp_path: Path) -> None:
+    binary = tmp_path / "bin.dpomdp"
+    binary.write_bytes(b"\x89PNG\r\n")
+    with pytest.raises(DpomdpError, match=r"bin\.dpomdp: not a UTF-8 text file"):
+        read_dpomdp(binary)
+    huge = "agents: 1\ndiscount: 1\nvalues: reward\nstates: 100000\nstart:\nuniform\nactions:\n2\n" \
+           "observations:\n1\n"
+    with pytest.raises(DpomdpError, match=r"line 9: declares 100000 states .*T alone needs 160\.0 GB"):
+        read_dpomdp(huge)

@@ -1,0 +1,236 @@
+"""The command-line contract of both CLIs, table-driven: every invalid input ends with exit status 2 and ONE
+line ``PROG CMD: error: ...`` on stderr that names the offending value, never a traceback, never a hang,
+never a silent nonsense result."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+Files = Callable[[str, "str | bytes"], str]
+
+
+@pytest.fixture
+def make_file(tmp_path: Path) -> Files:
+    def make(name: str, content: str | bytes) -> str:
+        p = tmp_path / name
+        if isinstance(content, bytes):
+            p.write_bytes(content)
+        else:
+            p.write_text(content)
+        return str(p)
+
+    return make
+
+
+def _huge_dpomdp() -> str:
+    return "agents: 2\ndiscount: 1\nvalues: reward\nstates: 200000\nstart:\nuniform\nactions:\n3\n3\n" \
+           "observations:\n2\n2\nT: * : * : * : 0.000005\nO: * : * : * : * : 0.25\nR: * : * : * : * : 0\n"
+
+
+def _small_dpomdp(body: str) -> str:
+    return "agents: 2\ndiscount: 1\nvalues: reward\nstates: 2\nstart:\nuniform\nactions:\n2\n2\n" \
+           "observations:\n2\n2\n" + body
+
+
+SYNTAX_ERROR = _small_dpomdp("T: * : * : * : 0.5\nO: * : * : * : 0.25\nR: * : * : oops\n")
+NOT_STOCHASTIC = _small_dpomdp("T: * : * : * : 0.3\nO: * : * : * : 0.25\n")
+NEGATIVE_POLICY = json.dumps({"policy": [[[1.5, -0.5]] * 5] * 2})
+
+# (id, argv after the program name, files to create {placeholder: content}, substring the message must name)
+EXACT_CASES = [
+    ("alpha-zero", ["solve", "dectiger", "--alpha", "0"], {}, "--alpha 0"),
+    ("alpha-nan", ["solve", "dectiger", "--alpha", "nan"], {}, "--alpha nan"),
+    ("alpha-negative", ["solve", "dectiger", "--alpha", "-1"], {}, "--alpha -1"),
+    ("alpha-inf", ["symmetries", "toy-coordination", "--alpha", "inf"], {}, "--alpha inf"),
+    ("alpha-text", ["solve", "dectiger", "--alpha", "warm"], {}, "warm"),
+    ("alpha-missing", ["solve", "dectiger"], {}, "--alpha"),
+    ("unknown-game", ["info", "dectigr"], {}, "dectigr"),
+    ("unknown-command", ["slove", "dectiger"], {}, "slove"),
+    ("horizon-huge", ["info", "dectiger", "--horizon", "100000"], {}, "100000"),
+    ("horizon-zero", ["info", "dectiger", "--horizon", "0"], {}, "--horizon 0"),
+    ("horizon-negative", ["value", "dectiger", "--horizon", "-2"], {}, "--horizon -2"),
+    ("discount-zero", ["value", "dectiger", "--discount", "0"], {}, "--discount 0"),
+    ("discount-above-one", ["optimal", "dectiger", "--discount", "1.5"], {}, "--discount 1.5"),
+    ("policy-empty-object", ["value", "dectiger", "--policy", "@F"], {"F": "{}"}, "F.json"),
+    ("policy-number", ["value", "dectiger", "--policy", "@F"], {"F": "42"}, "F.json"),
+    ("policy-not-json", ["value", "dectiger", "--policy", "@F"], {"F": "policy = uniform"}, "F.json"),
+    ("policy-missing-file", ["value", "dectiger", "--policy", "no-such-policy.json"], {},
+     "no-such-policy.json"),
+    ("policy-wrong-agents", ["value", "dectiger", "--policy", "@F"], {"F": '{"policy": [[[1, 0, 0]]]}'},
+     "agents"),
+    ("policy-wrong-shape", ["value", "toy-coordination", "--policy", "@F"],
+     {"F": '{"policy": [[[0.5, 0.5]], [[0.5, 0.5]]]}'}, "F.json"),
+    ("policy-not-simplex", ["value", "toy-coordination", "--policy", "@F"], {"F": "SIMPLEX"}, "F.json"),
+    ("starts-negative", ["solve", "toy-coordination", "--alpha", "0.3", "--starts", "-1"], {}, "--starts -1"),
+    ("seed-negative", ["solve", "toy-coordination", "--alpha", "0.3", "--seed", "-1"], {}, "--seed -1"),
+    ("max-policies-zero", ["optimal", "dectiger", "--max-policies", "0"], {}, "--max-policies 0"),
+    ("max-nodes-zero", ["symmetries", "dectiger", "--alpha", "1", "--max-nodes", "0"], {}, "--max-nodes 0"),
+    ("alphas-reversed", ["sweep", "toy-coordination", "--alphas", "1:0.1:0.1"], {}, "1:0.1:0.1"),
+    ("alphas-text", ["atlas", "toy-coordination", "--alphas", "low:high"], {}, "low:high"),
+    ("alphas-zero-step", ["sweep", "toy-coordination", "--alphas", "0.1:1:0"], {}, "0.1:1:0"),
+    ("agents-zero", ["zsc", "handshake", "--agents", "0"], {}, "--agents 0"),
+    ("k-zero", ["zsc", "three-lever", "--k", "0"], {}, "--k 0"),
+    ("episodes-negative", ["discover", "three-lever", "--episodes", "-5"], {}, "--episodes -5"),
+    ("top-zero", ["discover", "three-lever", "--top", "0"], {}, "--top 0"),
+    ("census-games-zero", ["census", "--games", "0"], {}, "--games 0"),
+    ("pool-choice", ["zsc", "three-lever", "--pool", "deep"], {}, "deep"),
+    ("binary-game-file", ["info", "@F"], {"F": b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe"}, "F.dpomdp"),
+    ("latin1-game-file", ["info", "@F"], {"F": "agents: 2\n# caf\xe9\n".encode("latin-1")}, "F.dpomdp"),
+    ("dpomdp-200000-states", ["info", "@F"], {"F": "HUGE"}, "200000"),
+    ("directory-as-game", ["info", "@DIR"], {}, "DIR"),
+    ("demo-out-is-a-file", ["demo", "--out", "@F"], {"F": "not a folder"}, "F.txt"),
+    ("export-into-missing-folder", ["export-gambit", "toy-coordination", "no/such/folder/x.efg"], {},
+     "no/such"),
+    # found beyond the issue's list
+    ("alphas-thousands", ["sweep", "toy-coordination", "--alphas", "0.0001:10:0.0001"], {},
+     "0.0001:10:0.0001"),
+    ("alphas-empty", ["sweep", "toy-coordination", "--alphas", ""], {}, "--alphas ''"),
+    ("alphas-nan", ["atlas", "toy-coordination", "--alphas", "0.3,nan"], {}, "0.3,nan"),
+    ("plot-into-missing-folder", ["sweep", "toy-coordination", "--alphas", "0.3", "--plot", "no/such/p.png"],
+     {}, "no/such"),
+    ("plot-unknown-format", ["atlas", "toy-coordination", "--alphas", "0.3", "--plot", "atlas.txt"], {},
+     "atlas.txt"),
+    ("save-policy-into-missing-folder", ["optimal", "toy-coordination", "--save-policy", "no/such/pi.json"],
+     {}, "no/such"),
+    ("export-wrong-suffix", ["export-gambit", "toy-coordination", "toy.txt"], {}, "toy.txt"),
+    ("export-to-a-folder", ["export-gambit", "toy-coordination", "@DIR"], {}, "DIR"),
+    ("policy-is-a-folder", ["value", "toy-coordination", "--policy", "@DIR"], {}, "DIR"),
+    ("policy-ragged", ["value", "toy-coordination", "--policy", "@F"],
+     {"F": '{"policy": [[[1, 0], [1]], [[1]]]}'}, "F.json"),
+    ("policy-negative", ["value", "toy-coordination", "--policy", "@F"], {"F": NEGATIVE_POLICY}, "F.json"),
+    ("dpomdp-syntax-error", ["info", "@F"], {"F": SYNTAX_ERROR}, "F.dpomdp"),
+    ("dpomdp-not-stochastic", ["info", "@F"], {"F": NOT_STOCHASTIC}, "F.dpomdp"),
+    ("dpomdp-missing-file", ["info", "GridSmal.dpomdp"], {}, "GridSmal.dpomdp"),
+    ("horizon-not-integer", ["info", "dectiger", "--horizon", "1.5"], {}, "1.5"),
+    ("discount-nan", ["solve", "dectiger", "--alpha", "1", "--discount", "nan"], {}, "--discount nan"),
+    ("policy-budget", ["optimal", "dectiger", "--horizon", "3", "--max-policies", "1000"], {}, "1,000"),
+    ("history-budget", ["solve", "dectiger", "--alpha", "1", "--max-nodes", "10"], {}, "max_nodes = 10"),
+    ("agents-too-many", ["zsc", "handshake", "--agents", "501"], {}, "--agents 501"),
+    ("l-zero", ["zsc", "three-lever", "--l", "0"], {}, "--l 0"),
+    ("m-zero", ["zsc", "three-lever", "--m", "0"], {}, "--m 0"),
+    ("episodes-zero", ["zsc", "three-lever", "--episodes", "0"], {}, "--episodes 0"),
+    ("xp-max-one-policy", ["discover", "three-lever", "--algorithm", "xp-max", "--k", "1"], {}, "--k 1"),
+    ("algorithm-choice", ["zsc", "three-lever", "--algorithm", "op"], {}, "'op'"),
+    ("search-choice", ["discover", "three-lever", "--search", "random"], {}, "random"),
+    ("census-out-is-a-file", ["census", "--games", "1", "--out", "@F"], {"F": "x"}, "F.dpomdp"),
+    ("zsc-out-is-a-file", ["zsc", "handshake", "--out", "@F"], {"F": "x"}, "F.dpomdp"),
+    ("census-alpha-zero", ["census", "--alpha", "0"], {}, "--alpha 0"),
+    ("demo-max-policies-zero", ["demo", "--max-policies", "0"], {}, "--max-policies 0"),
+    ("max-nodes-text", ["info", "dectiger", "--max-nodes", "lots"], {}, "lots"),
+]
+
+DEEP_CASES = [
+    ("batch-zero", ["env-bench", "hanabi", "--batch", "0"], "--batch 0"),
+    ("batch-negative", ["env-bench", "overcooked-v2", "--batch", "-4"], "--batch -4"),
+    ("steps-negative", ["env-bench", "hanabi", "--steps", "-3"], "--steps -3"),
+    ("steps-zero", ["env-bench", "overcooked-v2", "--steps", "0"], "--steps 0"),
+    ("players-seven", ["env-bench", "hanabi", "--players", "7"], "--players 7"),
+    ("players-one", ["env-bench", "hanabi", "--players", "1"], "--players 1"),
+    ("layout-unknown", ["env-bench", "overcooked-v2", "--layout", "nope"], "nope"),
+    ("preset-unknown", ["env-bench", "hanabi", "--preset", "Hanabi-Huge"], "Hanabi-Huge"),
+    ("device-bogus", ["env-bench", "hanabi", "--device", "tpu9"], "tpu9"),
+    ("against-unknown", ["env-bench", "hanabi", "--against", "openspiel"], "openspiel"),
+    ("threads-zero", ["env-bench", "hanabi", "--threads", "0"], "--threads 0"),
+    ("profile-negative", ["env-bench", "hanabi", "--profile", "-1"], "--profile -1"),
+    ("env-unknown", ["env-bench", "chess"], "chess"),
+    ("batch-text", ["env-bench", "hanabi", "--batch", "many"], "many"),
+]
+
+
+def _materialise(argv: list[str], files: dict[str, str | bytes], make_file: Files,
+                 tmp_path: Path) -> list[str]:
+    out = []
+    for a in argv:
+        if a == "@DIR":
+            a = str(tmp_path)
+        elif a.startswith("@"):
+            key = a[1:]
+            content = files[key]
+            if content == "HUGE":
+                content = _huge_dpomdp()
+            elif content == "SIMPLEX":
+                content = json.dumps({"policy": [[[0.9, 0.9]] * 5, [[0.9, 0.9]] * 5]})  # toy: 5 histories
+            suffix = ".txt" if argv[0] == "demo" else (".json" if argv[0] == "value" else ".dpomdp")
+            a = make_file(key + suffix, content)
+        out.append(a)
+    return out
+
+
+def _check(prog: str, command: str, code: int, err: str, value: str) -> None:
+    assert code == 2, f"exit status {code}, stderr: {err}"
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, f"expected one line on stderr, got {len(lines)}:\n{err}"
+    assert "Traceback" not in err
+    assert lines[0].startswith((f"{prog} {command}: error: ", f"{prog}: error: ")), lines[0]
+    assert value in lines[0], f"the message does not name {value!r}: {lines[0]}"
+
+
+def _run_in_process(main: Callable[[list[str]], int], argv: list[str]) -> int:
+    try:
+        return main(argv)
+    except SystemExit as exc:  # argparse exits
+        return int(exc.code or 0)
+
+
+@pytest.mark.parametrize(("argv", "files", "value"),
+                         [pytest.param(a, f, v, id=i) for i, a, f, v in EXACT_CASES])
+def test_ers_exact_rejects_bad_input(argv: list[str], files: dict[str, str | bytes], value: str,
+                                     make_file: Files, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from ers_exact.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    argv = _materialise(argv, files, make_file, tmp_path)
+    value = str(tmp_path) if value == "DIR" else value
+    code = _run_in_process(main, argv)
+    captured = capsys.readouterr()
+    _check("ers-exact", argv[0], code, captured.err, value)
+    assert captured.out == ""
+
+
+@pytest.mark.parametrize(("argv", "value"), [pytest.param(a, v, id=i) for i, a, v in DEEP_CASES])
+def test_ers_deep_rejects_bad_input(argv: list[str], value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from ers_deep.cli import main
+
+    code = _run_in_process(main, argv)
+    captured = capsys.readouterr()
+    _check("ers-deep", argv[0], code, captured.err, value)
+    assert captured.out == ""
+
+
+def test_cuda_device_without_cuda_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    import torch
+
+    from ers_deep.cli import main
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA: --device cuda is valid here")
+    code = _run_in_process(main, ["env-bench", "hanabi", "--device", "cuda", "--batch", "8", "--steps", "2"])
+    _check("ers-deep", "env-bench", code, capsys.readouterr().err, "cuda")
+
+
+@pytest.mark.parametrize("prog", ["ers-exact", "ers-deep"])
+def test_console_scripts_give_one_line_and_no_traceback(prog: str) -> None:
+    """The installed console scripts (real processes) follow the contract too, and refuse at once."""
+    argv = ["info", "dectiger", "--horizon", "100000"] if prog == "ers-exact" else ["env-bench", "hanabi",
+                                                                                   "--batch", "0"]
+    exe = Path(sys.executable).with_name(prog)
+    proc = subprocess.run([str(exe), *argv], capture_output=True, text=True, timeout=60, check=False)
+    _check(prog, argv[0], proc.returncode, proc.stderr, argv[-1])
+
+
+def test_help_lists_every_option_with_its_default(capsys: pytest.CaptureFixture[str]) -> None:
+    from ers_exact.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["solve", "--help"])
+    out = capsys.readouterr().out
+    for flag in ("--alpha", "--horizon", "--discount", "--starts", "--seed", "--max-nodes"):
+        assert flag in out
+    assert "(default: 64)" in out
