@@ -487,7 +487,8 @@ def train_other_play(
     """Maximise OP^Phi for ``config.seeds`` seeds (each: exact over deterministic profiles when there are
     at most ``config.exhaustive``, and Adam from ``config.restarts`` starts); deploy the best."""
     start = time.perf_counter()
-    maps = _maps(tree, list(phis))
+    # OP is a mean over Phi: a canonical order makes the result a function of the set, not of its listing
+    maps = _maps(tree, sorted(phis, key=lambda p: (p.actions, p.observations, p.states)))
     shared = bool(config.share) and same_local_trees(tree)
     rngs = [np.random.default_rng(s) for s in np.random.SeedSequence(config.seed).spawn(config.seeds)]
 
