@@ -2,68 +2,108 @@
 
     ers-deep env-bench hanabi --batch 1024 --steps 200 [--device cuda] [--against hle,jaxmarl] [--json]
     ers-deep env-bench overcooked-v2 --batch 1024 --steps 200 [--layout L] [--against jaxmarl] [--json]
+
+Options come from one frozen options class per command (defaults, help and validation in one place, shared
+with ers-exact through :mod:`ers_exact.util.options`); every invalid input exits with status 2 and one line
+``ers-deep CMD: error: ...`` naming the value.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
+import dataclasses
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
+from ers_deep import __version__
 from ers_deep.bench import ENV_BENCHES
 from ers_deep.bench import hanabi as bench_hanabi
 from ers_deep.bench import overcooked_v2 as bench_overcooked
-from ers_deep.envs.hanabi.config import HanabiConfig
+from ers_deep.envs.hanabi.config import PRESET_ALIASES, PRESETS, HanabiConfig
+from ers_deep.envs.overcooked_v2.layouts import LAYOUT_STRINGS
+from ers_exact.util.cli import Command, run_cli
+from ers_exact.util.options import Options, UsageError, at_least, between, one_of, option
+
+__all__ = ["COMMANDS", "EnvBenchOptions", "main", "run_env_bench"]
+
+#: the references each env can be measured against (``--against``)
+ENV_REFERENCES: dict[str, tuple[str, ...]] = {"hanabi": bench_hanabi.REFERENCES, "overcooked-v2": ("jaxmarl",)}
+_PRESET_NAMES = sorted(PRESETS) + sorted(PRESET_ALIASES)
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="ers-deep", description="ers-deep: batched torch environments")
-    sub = p.add_subparsers(dest="command", required=True)
-    b = sub.add_parser("env-bench", help="env-steps/s with random legal moves (auto-reset on), vs references")
-    b.add_argument("env", choices=sorted(ENV_BENCHES))
-    b.add_argument("--batch", type=int, default=1024, help="games stepped together (B)")
-    b.add_argument("--steps", type=int, default=100, help="batched steps to time")
-    b.add_argument("--device", default="cpu", help="torch device, e.g. cpu or cuda")
-    b.add_argument("--preset", default="Hanabi-Full", help="HLE preset (Hanabi-Full, Hanabi-Small, ...)")
-    b.add_argument("--players", type=int, default=2, help="Hanabi players")
-    b.add_argument("--layout", default="grounded_coord_simple", help="Overcooked V2 layout")
-    b.add_argument("--obs-dtype", default="uint8", choices=sorted(bench_overcooked.DTYPES),
-                   help="Overcooked V2 observation dtype")
-    b.add_argument("--no-obs", action="store_true",
-                   help="Overcooked V2: time the transition and resets only (JaxMARL: observation unused)")
-    b.add_argument("--against", default="",
-                   help=f"comma-separated references from {','.join(bench_hanabi.REFERENCES)}")
-    b.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
-    b.add_argument("--no-check", action="store_true",
-                   help="Hanabi: skip the per-step legality check (no device sync)")
-    b.add_argument("--seed", type=int, default=0)
-    b.add_argument("--profile", type=int, default=0, metavar="STEPS",
-                   help="also profile STEPS batched steps with torch.profiler (top ops by self time)")
-    b.add_argument("--json", action="store_true", help="print the result as JSON")
-    return p
+def device_check(value: object) -> str | None:
+    """A torch device string that exists on this machine (``cpu``, ``cuda``, ``cuda:N``, ``mps``)."""
+    try:
+        dev = torch.device(str(value))
+    except (RuntimeError, ValueError):
+        return "is not a torch device (try cpu, cuda, cuda:0)"
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            return "needs CUDA, which this machine does not have (use --device cpu)"
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            return f"does not exist: this machine has {torch.cuda.device_count()} CUDA device(s)"
+    elif dev.type == "mps" and not torch.backends.mps.is_available():
+        return "needs MPS, which this machine does not have (use --device cpu)"
+    elif dev.type not in ("cpu", "cuda", "mps"):
+        return "is not supported (use cpu or cuda)"
+    return None
 
 
-def run_env_bench(args: argparse.Namespace) -> dict[str, Any]:
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    against = tuple(x.strip() for x in args.against.split(",") if x.strip())
-    if args.env == "overcooked-v2":
-        return bench_overcooked.env_bench(args.layout, batch=args.batch, steps=args.steps, device=args.device,
-                                          against=against, seed=args.seed, obs_dtype=args.obs_dtype,
-                                          observations=not args.no_obs, profile_steps=args.profile)
-    cfg = HanabiConfig.preset(args.preset, players=args.players)
-    return bench_hanabi.env_bench(cfg, batch=args.batch, steps=args.steps, device=args.device,
-                                  against=against, seed=args.seed, check_legal=not args.no_check,
-                                  profile_steps=args.profile)
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class EnvBenchOptions(Options):
+    """``ers-deep env-bench``: env-steps/s with random legal moves (auto-reset on), against references."""
+
+    env: Literal["hanabi", "overcooked-v2"] = option(help="the batched env to time", positional=True)
+    batch: int = option(1024, help="games stepped together (B)", check=at_least(1))
+    steps: int = option(100, help="batched steps to time", check=at_least(1))
+    device: str = option("cpu", help="torch device: cpu, cuda or cuda:N", check=device_check)
+    preset: str = option("Hanabi-Full", help="Hanabi: HLE preset (or alias full, small, very-small, minimal)",
+                         check=one_of(_PRESET_NAMES))
+    players: int = option(2, help="Hanabi: number of players (2-5)", check=between(2, 5))
+    layout: str = option("grounded_coord_simple", help="Overcooked V2 layout", check=one_of(sorted(LAYOUT_STRINGS)))
+    obs_dtype: Literal["uint8", "float32"] = option("uint8", help="Overcooked V2: observation dtype")
+    no_obs: bool = option(False, help="Overcooked V2: time the transition and resets only (JaxMARL: "
+                                      "observation unused)")
+    against: str = option("", help="comma-separated references: hle, jaxmarl (Hanabi); jaxmarl (Overcooked V2)")
+    threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=at_least(1))
+    no_check: bool = option(False, help="Hanabi: skip the per-step legality check (no device sync)")
+    seed: int = option(0, help="seed of the env's generator and of the random moves", check=at_least(0))
+    profile: int = option(0, help="also profile this many batched steps with torch.profiler (0: off)",
+                          metavar="STEPS", check=at_least(0))
+
+    @property
+    def references(self) -> tuple[str, ...]:
+        """``--against`` as a tuple of names."""
+        return tuple(x.strip() for x in self.against.split(",") if x.strip())
+
+    def check(self) -> None:
+        known = ENV_REFERENCES[self.env]
+        unknown = [r for r in self.references if r not in known]
+        if unknown:
+            raise UsageError(f"--against {self.against!r}: unknown reference {unknown[0]!r} for {self.env}; "
+                             f"choose from {', '.join(known)}")
 
 
-def _print_text(res: dict[str, Any]) -> None:
-    print(f"ers {res['env']}  batch {res['batch']:>6}  device {res['device']:<6}  {res['env_steps_per_s']:>14,.0f} "
-          f"env-steps/s")
+def run_env_bench(opts: EnvBenchOptions) -> dict[str, Any]:
+    """Time the env (and the references in ``--against``); the result dict of ``bench.*.env_bench``."""
+    if opts.threads:
+        torch.set_num_threads(opts.threads)
+    if opts.env == "overcooked-v2":
+        return bench_overcooked.env_bench(opts.layout, batch=opts.batch, steps=opts.steps, device=opts.device,
+                                          against=opts.references, seed=opts.seed, obs_dtype=opts.obs_dtype,
+                                          observations=not opts.no_obs, profile_steps=opts.profile)
+    cfg = HanabiConfig.preset(opts.preset, players=opts.players)
+    return ENV_BENCHES["hanabi"](cfg, batch=opts.batch, steps=opts.steps, device=opts.device,
+                                 against=opts.references, seed=opts.seed, check_legal=not opts.no_check,
+                                 profile_steps=opts.profile)
+
+
+def show_env_bench(res: dict[str, Any]) -> None:
+    """The text summary of ``env-bench``."""
+    print(f"ers {res['env']}  batch {res['batch']:>6}  device {res['device']:<6}  "
+          f"{res['env_steps_per_s']:>14,.0f} env-steps/s")
     for name, r in res["references"].items():
         if "error" in r:
             print(f"{name:<10} skipped: {r['error']}")
@@ -74,15 +114,16 @@ def _print_text(res: dict[str, Any]) -> None:
         print(f"  {row['op']:<40} {row['calls_per_step']:6.1f} calls/step  {row['self_us_per_step']:10.1f} us/step")
 
 
+COMMANDS: tuple[Command, ...] = (
+    Command("env-bench", "env-steps/s with random legal moves (auto-reset on), against references",
+            EnvBenchOptions, run_env_bench, show_env_bench),
+)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    if args.command == "env-bench":
-        res = run_env_bench(args)
-        if args.json:
-            print(json.dumps(res, indent=2))
-        else:
-            _print_text(res)
-    return 0
+    """Entry point of the ``ers-deep`` console script; returns the exit status."""
+    return run_cli("ers-deep", "ers-deep: batched torch environments and deep RL for ER symmetries", __version__,
+                   COMMANDS, argv)
 
 
 if __name__ == "__main__":
