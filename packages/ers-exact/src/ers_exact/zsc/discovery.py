@@ -31,6 +31,8 @@ from ers_exact.model.values import expected_return, local_history_reach
 from ers_exact.symmetry.candidates import CandidateSpace, stack_pool
 from ers_exact.util.options import at_least, check_fields, non_negative, one_of
 
+StackedPolicy = tuple[np.ndarray, ...]  # a pool stacked per agent: arrays [P, K_i, |A^i|]
+
 __all__ = ["ALGORITHMS", "SEARCHES", "DiscoveryConfig", "discover", "group_metrics",
            "learn_action_distribution"]
 
@@ -85,7 +87,7 @@ def _groups(space: CandidateSpace, combos: np.ndarray, action_set: str) -> dict[
     return {key: np.array(v) for key, v in groups.items()}
 
 
-def _reinforce(space: CandidateSpace, combos: np.ndarray, pool, cfg: DiscoveryConfig,
+def _reinforce(space: CandidateSpace, combos: np.ndarray, pool: StackedPolicy, cfg: DiscoveryConfig,
                rng: np.random.Generator) -> int:
     """Learn a factorised softmax over each agent's rows within one action group; return the combo index
     (into ``combos``) of the final argmax."""
@@ -109,11 +111,12 @@ def _reinforce(space: CandidateSpace, combos: np.ndarray, pool, cfg: DiscoveryCo
     return lookup.get(best, 0)
 
 
-def _sp_max(space: CandidateSpace, combos: np.ndarray, pool, cfg: DiscoveryConfig,
+def _sp_max(space: CandidateSpace, combos: np.ndarray, pool: StackedPolicy, cfg: DiscoveryConfig,
             known: Sequence[Transformation]) -> tuple[list[int], list[float]]:
     rng = np.random.default_rng(cfg.seed)
     table = space.mean_return(combos, pool) if (cfg.search == "exhaustive" or cfg.algorithm == "sp-max-reg") else None
     if cfg.algorithm == "sp-max-reg":
+        assert table is not None
         table = _regularised(space, combos, table, cfg, known)
     picks, scores = [], []
     for key, members in _groups(space, combos, cfg.action_set).items():
@@ -121,6 +124,7 @@ def _sp_max(space: CandidateSpace, combos: np.ndarray, pool, cfg: DiscoveryConfi
             k = members[_reinforce(space, combos[members], pool, cfg, rng)]
             score = float(space.mean_return(combos[k:k + 1], pool)[0])
         else:
+            assert table is not None
             k = members[int(np.argmax(table[members]))]
             score = float(table[k])
         picks.append(int(k)); scores.append(score)
@@ -145,7 +149,7 @@ def _regularised(space: CandidateSpace, combos: np.ndarray, table: np.ndarray, c
     return out
 
 
-def _xp_max(tree: HistoryTree, space: CandidateSpace, combos: np.ndarray, pool_list, cfg: DiscoveryConfig
+def _xp_max(tree: HistoryTree, space: CandidateSpace, combos: np.ndarray, pool_list: Sequence[Sequence[np.ndarray]], cfg: DiscoveryConfig
             ) -> tuple[list[int], list[float]]:
     rng = np.random.default_rng(cfg.seed)
     pairs = [(i, j) for i in range(len(pool_list)) for j in range(len(pool_list)) if i != j]
@@ -210,7 +214,7 @@ def group_metrics(tree: HistoryTree, phis: Sequence[Transformation], pool: Seque
     return out
 
 
-def _reconstruction_loss(tree: HistoryTree, phis: Sequence[Transformation], stacked) -> float:
+def _reconstruction_loss(tree: HistoryTree, phis: Sequence[Transformation], stacked: StackedPolicy) -> float:
     if not phis:
         return float("nan")
     reach = local_history_reach(tree, stacked)  # per agent [P, K]
