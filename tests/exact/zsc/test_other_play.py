@@ -218,6 +218,14 @@ def test_solve_other_play_names_its_symmetry_set_and_serialises(lever3) -> None:
     assert data["seed"] == 2 and data["seeds"] == 2 and len(data["seed_op_values"]) == 2
     assert data["deterministic_profiles"] == 81 and "exact OP over all 81 deterministic" in data["method"]
     assert np.allclose(np.asarray(data["policy"][0]), result.policy[0])
+    # the histories reached in other-play: the first lever, then repeat after a match, else the unused lever
+    rows = [r for r in data["played"] if r["agent"] == 0]
+    first = max(rows[0]["policy"], key=rows[0]["policy"].get)
+    assert [len(r["history"]) for r in rows] == [0, 2, 2, 2] and rows[0]["policy"] == {first: 1.0}
+    for r in rows[1:]:
+        own, seen = r["history"]
+        assert own == first and r["reach"] == pytest.approx(1 / 3)
+        assert r["policy"] == ({own: 1.0} if seen == own else {({"L1", "L2", "L3"} - {own, seen}).pop(): 1.0})
     none = solve_other_play(lever3, "none", OPConfig(seeds=1))  # OP^{id} = SP
     assert none.n_symmetries == 1 and none.op_value == pytest.approx(2.0) == none.J
     with pytest.raises(ValueError, match="unknown symmetry set 'er2'"):

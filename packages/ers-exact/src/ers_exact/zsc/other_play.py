@@ -43,7 +43,7 @@ import numpy as np
 from ers_exact.model.histories import HistoryTree, LocalHistories
 from ers_exact.model.objectives import seat_assignments
 from ers_exact.model.transformation import InadmissibleError, Transformation, history_map
-from ers_exact.model.values import Policy, check_policy, expected_return, return_gradient
+from ers_exact.model.values import Policy, check_policy, expected_return, local_history_reach, return_gradient
 from ers_exact.symmetry.search import decpomdp_symmetries
 from ers_exact.zsc.iql import same_local_trees
 
@@ -54,6 +54,7 @@ __all__ = [
     "OPResult",
     "op_gradient",
     "op_values",
+    "played_histories",
     "solve_other_play",
     "symmetry_set",
     "train_other_play",
@@ -118,6 +119,9 @@ class OPResult:
     horizon: int = 0
     seconds: float = 0.0
     config: dict[str, Any] = field(default_factory=dict)
+    played: tuple[
+        dict[str, Any], ...
+    ] = ()  # the histories the deployed policy reaches: :func:`played_histories`
 
     def to_json(self, with_policy: bool = True) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -138,6 +142,7 @@ class OPResult:
             "deterministic_optimum": self.deterministic_optimum,
             "seconds": round(self.seconds, 4),
             "config": self.config,
+            "played": list(self.played),
         }
         if with_policy:
             out["policy"] = [p.tolist() for p in self.policy]  # usable by `ers-exact value --policy`
@@ -478,6 +483,34 @@ def _starts(
     return theta
 
 
+def played_histories(
+    tree: HistoryTree, policy: Policy, phis: Sequence[Transformation] = (), tol: float = 1e-12
+) -> tuple[dict[str, Any], ...]:
+    """Per agent, every local history the policy reaches with probability > ``tol`` -- in other-play
+    against phi(pi), phi in ``phis`` (either seat; the mean reach), or in self-play when ``phis`` is empty:
+    ``{"agent", "history": [a_0, o_1, ...] as names, "reach", "policy": {action name: probability > tol}}``.
+    A readable summary of a policy; histories it never reaches are left out."""
+    pols, _ = check_policy(tree, policy)
+    game, n, out = tree.game, tree.game.n_agents, []
+    if phis:
+        profiles = _profiles(tree, pols, _maps(tree, phis))  # [F * M, ...], seat rows inner
+        seats = np.tile(seat_assignments(n), (len(phis), 1))
+        reaches = local_history_reach(tree, profiles)
+        reach_of = [reaches[i][seats[:, i] == 0].mean(axis=0) for i in range(n)]
+    else:
+        reach_of = list(local_history_reach(tree, tuple(p[0] for p in pols)))
+    for i, reach in enumerate(reach_of):
+        for k in np.flatnonzero(reach > tol):
+            names = [
+                game.action_names[i][x] if j % 2 == 0 else game.observation_names[i][x]
+                for j, x in enumerate(tree.local[i].as_tuple(int(k)))
+            ]
+            row = pols[i][0, k]
+            actions = {game.action_names[i][a]: float(row[a]) for a in np.flatnonzero(row > tol)}
+            out.append({"agent": i, "history": names, "reach": float(reach[k]), "policy": actions})
+    return tuple(out)
+
+
 # --- training ------------------------------------------------------------------------------------------
 
 
@@ -559,6 +592,7 @@ def train_other_play(
         horizon=tree.game.horizon,
         seconds=time.perf_counter() - start,
         config=config.to_json(),
+        played=played_histories(tree, results[k][0], phis),
     )
 
 
