@@ -150,6 +150,15 @@ def test_gmaa_agrees_with_exhaustive_on_every_builtin_game() -> None:
             _check_policy(tree, fast)
 
 
+def test_lossless_clustering_shrinks_the_search_and_keeps_the_optimum(dpomdp_dir: Path) -> None:
+    tree = _tree(dpomdp_dir, "dectiger.dpomdp", 4)
+    plain = optimal_value(tree, method="gmaa", cluster=False)
+    clustered = optimal_value(tree, method="gmaa")
+    assert clustered.value == pytest.approx(plain.value, abs=1e-9)
+    assert clustered.n_candidates < plain.n_candidates
+    _check_policy(tree, plain)
+
+
 def test_budget_refusal_names_the_count() -> None:
     from ers_exact.games import get_game
 

@@ -193,9 +193,6 @@ def _bg_continuation(tree: HistoryTree, children: np.ndarray, q_next: np.ndarray
         base_rules = (base_rules[:, None, :] + per[None, :, :]).reshape(-1, O)
     n_rules = base_rules.shape[0]
     cols = base_rules[:, :, None] + np.arange(A_last)[None, None, :] * stride[last]  # [R, O, A_last]
-    o_last = jo[:, last]
-    onehot = np.zeros((O, O_last))
-    onehot[np.arange(O), o_last] = 1.0
     pairs = children.reshape(N * A, O)
     out = np.empty(N * A)
     chunk = max(1, _CHUNK_FLOATS // max(1, n_rules * O * A_last))
@@ -204,9 +201,10 @@ def _bg_continuation(tree: HistoryTree, children: np.ndarray, q_next: np.ndarray
         pay = padded[kids]  # [C, O, A]
         # gathered[c, r, o, b] = pay[c, o, cols[r, o, b]]
         gathered = pay[:, np.arange(O)[None, :, None], cols]  # [C, R, O, A_last]
-        finite = np.isfinite(gathered)
-        # -inf only where agent n-1's action is illegal after its observation: zero it for the sum ...
-        summed = np.einsum("crob,op->crpb", np.where(finite, gathered, 0.0), onehot)
+        # -inf only where agent n-1's action is illegal after its observation: zero it for the sum over the
+        # others' observations (joint observations run with agent n-1's fastest) ...
+        gathered[np.isneginf(gathered)] = 0.0
+        summed = gathered.reshape(len(kids), n_rules, O // O_last, O_last, A_last).sum(axis=2)
         # ... and exclude it from the max
         legal_last = game.legal_mask(last)[1:]  # [O_last, A_last]
         summed = np.where(legal_last[None, None], summed, -np.inf)

@@ -28,10 +28,12 @@ import heapq
 import itertools
 import math
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from ers_exact.model.bounds import child_table, stage_rewards, upper_bound_q
 from ers_exact.model.histories import HistoryTree
@@ -88,33 +90,51 @@ class _Node:
 
 
 class _Plan:
-    """The Bayesian game of a partial policy's stage: types, legal options, and which agent responds."""
+    """The Bayesian game of a partial policy's stage: each agent's types (its reachable local histories),
+    grouped into classes that get one action (lossless clustering, see :func:`_classes`), the legal options
+    of each class, and which agent best-responds (the one with the most rules)."""
 
-    def __init__(self, tree: HistoryTree, t: int, reach: np.ndarray) -> None:
+    def __init__(self, tree: HistoryTree, t: int, reach: np.ndarray, cluster: bool = True) -> None:
         game = tree.game
         layer = tree.layers[t]
         self.types: list[np.ndarray] = []  # per agent: local history ids (sorted)
-        self.inv: list[np.ndarray] = []  # per agent: type index of each reached node
-        self.options: list[list[np.ndarray]] = []  # per agent, per type: legal actions
+        self.member_class: list[np.ndarray] = []  # per agent: class of each type
+        self.inv: list[np.ndarray] = []  # per agent: class of each reached node
+        self.options: list[list[np.ndarray]] = []  # per agent, per class: legal actions
+        type_inv = []
         for i in range(game.n_agents):
             uniq, inv = np.unique(layer.local[reach, i], return_inverse=True)
             self.types.append(uniq)
-            self.inv.append(inv.reshape(-1))
-            legal = tree.local[i].legal[uniq]
-            self.options.append([np.flatnonzero(row) for row in legal])
+            type_inv.append(inv.reshape(-1))
+        for i in range(game.n_agents):
+            legal = tree.local[i].legal[self.types[i]]
+            cls = _classes(layer.weight[reach], type_inv, i, legal) if cluster else np.arange(len(legal))
+            first = np.unique(cls, return_index=True)[1]
+            self.member_class.append(cls)
+            self.inv.append(cls[type_inv[i]])
+            self.options.append([np.flatnonzero(row) for row in legal[first]])
         log_rules = [sum(math.log(len(o)) for o in opts) for opts in self.options]
         self.responder = int(np.argmax(log_rules))
         self.enumerated = [i for i in range(game.n_agents) if i != self.responder]
         self.flat_options = [o for i in self.enumerated for o in self.options[i]]
-        self.radix_e = [len(o) for o in self.flat_options]
-        self.radix_r = [len(o) for o in self.options[self.responder]]
-        self.n_e = math.prod(self.radix_e)
-        self.n_r = math.prod(self.radix_r)
+        self.n_e = math.prod(len(o) for o in self.flat_options)
+        self.n_r = math.prod(len(o) for o in self.options[self.responder])
         self.stride = np.cumprod((1, *tuple(reversed(game.n_actions))))[:-1][::-1]
-        self.legal_r = tree.local[self.responder].legal[self.types[self.responder]]  # [T_r, A_r]
+        resp_options = self.options[self.responder]
+        self.legal_r = np.zeros((len(resp_options), game.n_actions[self.responder]), dtype=bool)
+        for k, opts in enumerate(resp_options):
+            self.legal_r[k, opts] = True  # [classes of the responder, A_r]
+
+    def sizes(self) -> str:
+        return (f"types per agent {[len(t) for t in self.types]}, classes per agent "
+                f"{[len(o) for o in self.options]}")
+
+    def decisions(self, actions: list[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """(local history ids, action of each) per agent, for per-class actions."""
+        return [(self.types[i], acts[self.member_class[i]]) for i, acts in enumerate(actions)]
 
     def decode(self, index: int) -> list[np.ndarray]:
-        """Per agent, the action of each type under the joint rule ``index`` (= c_e * n_r + c_r)."""
+        """Per agent, the action of each class under the joint rule ``index`` (= c_e * n_r + c_r)."""
         c_e, c_r = divmod(int(index), self.n_r)
         out: list[np.ndarray] = [None] * len(self.types)  # type: ignore[list-item]
         for i in self.enumerated:
@@ -131,17 +151,55 @@ class _Plan:
         return out
 
     def joint_action(self, actions: list[np.ndarray]) -> np.ndarray:
-        """The joint action at each reached node for per-agent type actions.  # [m]"""
+        """The joint action at each reached node for per-agent class actions.  # [m]"""
         ja = np.zeros(len(self.inv[0]), dtype=np.int64)
         for i, acts in enumerate(actions):
             ja += acts[self.inv[i]] * self.stride[i]
         return ja
 
-    def responder_payoffs(self, q: np.ndarray, lo: int, hi: int) -> np.ndarray:
-        """S[c, theta, b] = sum over reached nodes of responder type theta of q[node, (rule c of the others,
-        b)], for enumerated joint rules c in [lo, hi); -inf where b is illegal for theta.  # [C, T_r, A_r]"""
+    def payoff_chunks(self, q: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
+        """S[c, k, b] = sum over reached nodes of responder class k of q[node, (rule c of the others, b)]
+        for every joint rule c of the enumerated agents, in chunks (lo, S[lo:lo + C]); -inf where b is
+        illegal for k.  # [C, K_r, A_r]
+
+        With one enumerated agent e (two agents), S is a Kronecker sum over e's classes,
+        S[c] = sum_theta Z[theta, rule_c(theta)] with Z[theta, a, k, b] the payoff summed over the nodes of
+        (theta, k): each entry costs one addition. Otherwise every rule gathers q at every node."""
         r = self.responder
-        m = q.shape[0]
+        m, K_r, A_r = q.shape[0], self.legal_r.shape[0], self.legal_r.shape[1]
+        proj = sp.csr_matrix((np.ones(m), (self.inv[r], np.arange(m))), shape=(K_r, m))
+        if len(self.enumerated) != 1:
+            rows = max(1, _CHUNK_FLOATS // max(1, m * A_r))
+            for lo in range(0, self.n_e, rows):
+                hi = min(self.n_e, lo + rows)
+                yield lo, self._gathered_payoffs(q, proj, lo, hi)
+            return
+        e = self.enumerated[0]
+        K_e, A_e = len(self.options[e]), q.shape[1] // A_r
+        qn = q.reshape(m, A_e, A_r) if e < r else q.reshape(m, A_r, A_e).transpose(0, 2, 1)
+        qn = np.where(np.isfinite(qn), qn, 0.0)  # -inf only at illegal actions, never chosen
+        pair = sp.csr_matrix((np.ones(m), (self.inv[e] * K_r + self.inv[r], np.arange(m))),
+                             shape=(K_e * K_r, m))
+        Z = (pair @ qn.reshape(m, -1)).reshape(K_e, K_r, A_e, A_r).transpose(0, 2, 1, 3)
+        parts = [Z[theta, opts] for theta, opts in enumerate(self.options[e])]  # [|opts|, K_r, A_r]
+        low = np.zeros((1, K_r, A_r))
+        p = 0
+        while p < K_e and low.shape[0] * len(parts[p]) * K_r * A_r <= _CHUNK_FLOATS:
+            low = (parts[p][:, None] + low[None]).reshape(-1, K_r, A_r)  # position p varies slowest
+            p += 1
+        low = np.where(self.legal_r[None], low, -np.inf)
+        high = parts[p:]
+        for h in range(math.prod(len(x) for x in high)):
+            offset = np.zeros((K_r, A_r))
+            rest = h
+            for x in high:
+                rest, d = divmod(rest, len(x))
+                offset += x[d]
+            yield h * low.shape[0], low + offset[None]
+
+    def _gathered_payoffs(self, q: np.ndarray, proj: sp.csr_matrix, lo: int, hi: int) -> np.ndarray:
+        r = self.responder
+        m, K_r, A_r = q.shape[0], self.legal_r.shape[0], self.legal_r.shape[1]
         rules = _rule_slice(self.flat_options, lo, hi)  # [C, P_e]
         base = np.zeros((hi - lo, m), dtype=np.int64)
         pos = 0
@@ -149,13 +207,10 @@ class _Plan:
             k = len(self.options[i])
             base += rules[:, pos:pos + k][:, self.inv[i]] * self.stride[i]
             pos += k
-        A_r = self.legal_r.shape[1]
         cols = base[:, :, None] + np.arange(A_r)[None, None, :] * self.stride[r]
         g = q[np.arange(m)[None, :, None], cols]  # [C, m, A_r]
-        g = np.where(np.isfinite(g), g, 0.0)
-        onehot = np.zeros((m, len(self.types[r])))
-        onehot[np.arange(m), self.inv[r]] = 1.0
-        s = np.einsum("cmb,mt->ctb", g, onehot)
+        g[np.isneginf(g)] = 0.0  # only the responder's illegal actions (masked below)
+        s = (proj @ g.transpose(1, 0, 2).reshape(m, -1)).reshape(K_r, hi - lo, A_r).transpose(1, 0, 2)
         return np.where(self.legal_r[None], s, -np.inf)
 
 
@@ -175,19 +230,15 @@ def _children_values(plan: _Plan, q: np.ndarray, max_children: int) -> np.ndarra
     total = plan.n_e * plan.n_r
     if total > max_children:
         raise PolicyBudgetError(
-            f"expanding a partial policy needs {total:,} joint decision rules (types per agent "
-            f"{[len(t) for t in plan.types]}); the budget is {max_children:,} (raise max_children)")
-    resp = _rule_slice(plan.options[plan.responder], 0, plan.n_r)  # [n_r, T_r]
+            f"expanding a partial policy needs {total:,} joint decision rules ({plan.sizes()}); the budget "
+            f"is {max_children:,} (raise max_children)")
+    resp = _rule_slice(plan.options[plan.responder], 0, plan.n_r)  # [n_r, K_r]
     out = np.empty((plan.n_e, plan.n_r))
-    width = q.shape[0] * plan.legal_r.shape[1] + plan.n_r * len(plan.types[plan.responder])
-    chunk = max(1, _CHUNK_FLOATS // max(1, width))
-    for lo in range(0, plan.n_e, chunk):
-        hi = min(plan.n_e, lo + chunk)
-        s = plan.responder_payoffs(q, lo, hi)  # [C, T_r, A_r]; the rules only pick legal actions
-        acc = np.zeros((hi - lo, plan.n_r))
-        for theta in range(s.shape[1]):
-            acc += s[:, theta, resp[:, theta]]
-        out[lo:hi] = acc
+    for lo, s in plan.payoff_chunks(q):  # [C, K_r, A_r]; the responder's rules only pick legal actions
+        acc = np.zeros((s.shape[0], plan.n_r))
+        for k in range(s.shape[1]):
+            acc += s[:, k, resp[:, k]]
+        out[lo:lo + s.shape[0]] = acc
     return out.reshape(-1)
 
 
@@ -197,23 +248,18 @@ def _best_rule(plan: _Plan, q: np.ndarray, max_children: int) -> tuple[float, li
     if plan.n_e > max_children:
         raise PolicyBudgetError(
             f"solving the last-stage Bayesian game needs {plan.n_e:,} decision rules of agents "
-            f"{plan.enumerated} (types per agent {[len(t) for t in plan.types]}); the budget is "
-            f"{max_children:,} (raise max_children)")
-    width = q.shape[0] * plan.legal_r.shape[1]
-    chunk = max(1, _CHUNK_FLOATS // max(1, width))
+            f"{plan.enumerated} ({plan.sizes()}); the budget is {max_children:,} (raise max_children)")
     best, best_c, best_resp = -np.inf, 0, None
-    for lo in range(0, plan.n_e, chunk):
-        hi = min(plan.n_e, lo + chunk)
-        s = plan.responder_payoffs(q, lo, hi)  # [C, T_r, A_r]
+    for lo, s in plan.payoff_chunks(q):  # [C, K_r, A_r]
         values = s.max(axis=2).sum(axis=1)
         k = int(np.argmax(values))
         if values[k] > best:
             best, best_c, best_resp = float(values[k]), lo + k, np.argmax(s[k], axis=1)
     assert best_resp is not None
     c_r = 0
-    for theta in reversed(range(len(plan.options[plan.responder]))):
-        opts = plan.options[plan.responder][theta]
-        c_r = c_r * len(opts) + int(np.flatnonzero(opts == best_resp[theta])[0])
+    for k in reversed(range(len(plan.options[plan.responder]))):
+        opts = plan.options[plan.responder][k]
+        c_r = c_r * len(opts) + int(np.flatnonzero(opts == best_resp[k])[0])
     return best, plan.decode(best_c * plan.n_r + c_r)
 
 
@@ -225,7 +271,7 @@ def _policy(tree: HistoryTree, node: _Node, last: list[np.ndarray], plan: _Plan)
         pol = np.zeros(hist.legal.shape)
         pol[np.arange(len(hist)), np.argmax(hist.legal, axis=1)] = 1.0
         pols.append(pol)
-    steps = [[(plan.types[i], last[i]) for i in range(tree.game.n_agents)]]
+    steps = [plan.decisions(last)]
     cur: _Node | None = node
     while cur is not None and cur.decisions is not None:
         steps.append(cur.decisions)
@@ -238,13 +284,14 @@ def _policy(tree: HistoryTree, node: _Node, last: list[np.ndarray], plan: _Plan)
 
 
 def gmaa_search(tree: HistoryTree, heuristic: str = "Q_BG", max_children: int = DEFAULT_MAX_CHILDREN,
-                tol: float = 1e-12) -> GmaaOutcome:
+                tol: float = 1e-12, cluster: bool = True) -> GmaaOutcome:
     """The optimal value J* and an optimal deterministic joint policy by GMAA*-ICE (module docstring).
 
     ``heuristic``: ``"Q_BG"`` (tightest), ``"Q_POMDP"`` or ``"Q_MDP"``. ``max_children``: most joint
     decision rules evaluated in one expansion (or enumerated in one last-stage Bayesian game); beyond it
     :class:`PolicyBudgetError`. ``tol``: relative tolerance (times max(1, |bound|)) below which a
-    priority counts as no better than the incumbent."""
+    priority counts as no better than the incumbent. ``cluster``: group probabilistically equivalent types
+    (lossless; off only to test that it is)."""
     start = time.perf_counter()
     game = tree.game
     H = len(tree.layers)
@@ -265,7 +312,7 @@ def gmaa_search(tree: HistoryTree, heuristic: str = "Q_BG", max_children: int = 
         if -key <= lower + slack:
             break
         if node.t == H - 1:
-            plan = _Plan(tree, node.t, node.reach)
+            plan = _Plan(tree, node.t, node.reach, cluster)
             best, last = _best_rule(plan, rewards[node.t][node.reach], max_children)
             solves += 1
             value = node.g + gamma**node.t * best
@@ -273,7 +320,7 @@ def gmaa_search(tree: HistoryTree, heuristic: str = "Q_BG", max_children: int = 
                 lower, incumbent = value, (node, last, plan)
             continue
         if node.plan is None:  # expand: every child's priority at once, kept sorted on the parent
-            node.plan = _Plan(tree, node.t, node.reach)
+            node.plan = _Plan(tree, node.t, node.reach, cluster)
             f = node.g + gamma**node.t * _children_values(node.plan, hq.q[node.t][node.reach], max_children)
             evaluated += f.size
             expanded += 1
@@ -311,5 +358,31 @@ def _make_child(node: _Node, index: int, f: float, *, rewards: tuple[np.ndarray,
     g = node.g + gamma**node.t * float(rewards[node.t][node.reach, ja].sum())
     reach = children[node.t][node.reach, ja].reshape(-1)
     reach = reach[reach >= 0]
-    decisions = [(plan.types[i], actions[i]) for i in range(len(actions))]
+    decisions = plan.decisions(actions)
     return _Node(node.t + 1, g, f, reach, parent=node, decisions=decisions)
+
+
+def _classes(weight: np.ndarray, type_inv: list[np.ndarray], agent: int, legal: np.ndarray,
+             max_floats: int = 4_000_000) -> np.ndarray:
+    """Lossless clustering (Oliehoek, Whiteson & Spaan 2009): two types of ``agent`` are equivalent when
+    they have the same legal actions and the same conditional distribution P(s, theta^{-i} | theta^i)
+    over states and the other agents' types (equal to 1e-12 after normalising); some optimal policy then
+    gives both the same sub-policy, so a decision rule may treat each class as one type. ``weight``: the
+    reached nodes' chance weights [m, S]; returns the class of each type [T_i] (all distinct when the
+    table would exceed ``max_floats``)."""
+    n_types = [int(inv.max()) + 1 for inv in type_inv]
+    combo = np.zeros(len(weight), dtype=np.int64)
+    for j, inv in enumerate(type_inv):
+        if j != agent:
+            combo = combo * n_types[j] + inv
+    _, combo = np.unique(combo, return_inverse=True)
+    n_combo = int(combo.max()) + 1
+    T = n_types[agent]
+    if T * n_combo * weight.shape[1] > max_floats:
+        return np.arange(T)
+    cube = np.zeros((T, n_combo, weight.shape[1]))
+    cube[type_inv[agent], combo.reshape(-1)] = weight
+    table = cube.reshape(T, -1)
+    table /= table.sum(axis=1, keepdims=True)
+    key = np.concatenate([np.round(table, 12), legal.astype(np.float64)], axis=1)
+    return np.unique(key, axis=0, return_inverse=True)[1].reshape(-1)

@@ -87,7 +87,7 @@ class OptimalResult:
 
 def optimal_value(tree: HistoryTree, method: str = "auto", *, max_policies: int = DEFAULT_MAX_POLICIES,
                   heuristic: str = "Q_BG", max_children: int = DEFAULT_MAX_CHILDREN,
-                  progress: bool | None = None) -> OptimalResult:
+                  cluster: bool = True, progress: bool | None = None) -> OptimalResult:
     """J* and an optimal deterministic joint policy.
 
     Args:
@@ -95,6 +95,7 @@ def optimal_value(tree: HistoryTree, method: str = "auto", *, max_policies: int 
             (GMAA*-ICE; refuses when one expansion exceeds ``max_children`` decision rules), or ``"auto"``
             (exhaustive when agents 0..n-2 have at most :data:`AUTO_EXHAUSTIVE_MAX` policy trees, else gmaa).
         heuristic: GMAA*'s upper bound, ``"Q_BG"``, ``"Q_POMDP"`` or ``"Q_MDP"``.
+        cluster: GMAA* treats probabilistically equivalent local histories as one type (lossless).
         progress: progress bar of the exhaustive search (default: when stderr is a terminal).
     """
     if method not in METHODS:
@@ -105,7 +106,7 @@ def optimal_value(tree: HistoryTree, method: str = "auto", *, max_policies: int 
     if method == "exhaustive":
         return self_play_optimum(tree, max_policies=max_policies, progress=progress)
     game = tree.game
-    out = gmaa_search(tree, heuristic=heuristic, max_children=max_children)
+    out = gmaa_search(tree, heuristic=heuristic, max_children=max_children, cluster=cluster)
     return OptimalResult(game=game.name, horizon=game.horizon, discount=game.discount, value=out.value,
                          policy=out.policy, n_candidates=out.children_evaluated, seconds=out.seconds,
                          method="gmaa", nodes_expanded=out.nodes_expanded, upper_bound=out.root_bound,
