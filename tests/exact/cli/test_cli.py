@@ -17,6 +17,7 @@ from ers_exact.cli.commands import run_demo, run_info, run_optimal, run_value
 from ers_exact.cli.options import (
     DemoOptions,
     InfoOptions,
+    OPOptions,
     OptimalOptions,
     SolveOptions,
     SweepOptions,
@@ -31,6 +32,7 @@ from ers_exact.model.values import PolicyError, check_policy
 from ers_exact.solve.fixed_points import SolverConfig
 from ers_exact.solve.sweep import parse_alphas
 from ers_exact.util.options import UsageError, flag_name
+from ers_exact.zsc.other_play import OPConfig
 from ers_exact.zsc.pipeline import ZSCConfig
 
 
@@ -87,6 +89,20 @@ def test_value_names_the_game_a_policy_file_was_written_for(tmp_path: Path) -> N
     run_optimal(OptimalOptions(game="dectiger", save_policy=str(path)))
     with pytest.raises(PolicyError, match=r"pi.json: .*written for dectiger H=2; this is dectiger H=3"):
         run_value(ValueOptions(game="dectiger", horizon=3, policy=str(path)))
+
+
+def test_op_prints_the_optimum_its_j_and_a_policy_value_reads_back(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "op.json"
+    assert main(["op", "three-lever", "--symmetries", "mdp", "--seed", "1", "--save-policy", str(path),
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["op_value"] == pytest.approx(4 / 3) and out["J"] == pytest.approx(2.0)
+    assert (out["symmetries"], out["n_symmetries"], out["share"], out["seed"]) == ("mdp", 6, True, 1)
+    assert run_value(ValueOptions(game="three-lever", policy=str(path)))["J"] == pytest.approx(out["J"])
+    assert main(["op", "two-lever", "--no-share"]) == 0
+    text = capsys.readouterr().out
+    assert "OP^Phi = 1.500000" in text and "shared: False" in text and "(L1, L2)" in text
+    assert OPOptions(game="two-lever").share is OPConfig().share is True
 
 
 def test_bare_game_file_names_resolve_through_ers_dpomdp_dir(tmp_path: Path, monkeypatch, capsys) -> None:

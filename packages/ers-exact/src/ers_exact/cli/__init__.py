@@ -20,6 +20,7 @@ from ers_exact.cli import show as s
 from ers_exact.model.histories import HistoryBudgetError
 from ers_exact.model.optimal import PolicyBudgetError
 from ers_exact.util.cli import Command, run_cli
+from ers_exact.util.errors import InputError
 from ers_exact.util.options import options_markdown
 
 __all__ = ["COMMANDS", "DESCRIPTION", "USER_ERRORS", "main", "readme_tables"]
@@ -27,10 +28,11 @@ __all__ = ["COMMANDS", "DESCRIPTION", "USER_ERRORS", "main", "readme_tables"]
 DESCRIPTION = ("Exact analysis of expected-return symmetries in small Dec-POMDPs: histories, values, "
                "Boltzmann fixed points, symmetry groups and zero-shot coordination.")
 
-#: Exceptions that mean "bad input" (exit 2, one line): invalid values, files and games (``ValueError``,
-#: which covers ``UsageError``, ``GameError``, ``PolicyError``, ``GraphTooLargeError`` and
-#: ``UnicodeDecodeError``), paths (``OSError``) and the budgets that refuse a too-large request.
-USER_ERRORS: tuple[type[BaseException], ...] = (ValueError, OSError, HistoryBudgetError, PolicyBudgetError)
+#: Exceptions that mean "bad input" (exit 2, one line): every error marked :class:`InputError` (invalid
+#: values, games, files, policies, and the budgets that refuse a too-large request), paths (``OSError``),
+#: and the exact optimum's policy budget. Anything else -- a numpy ``ValueError`` in a solver included --
+#: is a bug, reported as an internal error (exit 1).
+USER_ERRORS: tuple[type[BaseException], ...] = (InputError, OSError, HistoryBudgetError, PolicyBudgetError)
 
 COMMANDS: tuple[Command, ...] = (
     Command("games", "list the built-in games", o.GamesOptions, c.run_games, s.show_games),
@@ -50,6 +52,8 @@ COMMANDS: tuple[Command, ...] = (
             c.run_census, s.show_census),
     Command("zsc", "zero-shot coordination: SP, OP + Phi_MDP, OP + learned Phi_ER populations (Table 1)",
             o.ZSCOptions, c.run_zsc, s.show_zsc),
+    Command("op", "the other-play optimum OP^Phi found, its J and its policy (Phi = Phi_MDP or {id})",
+            o.OPOptions, c.run_op, s.show_op),
     Command("discover", "learn ER symmetries from a pool (Algorithms 1-3) with Table 2's group metrics",
             o.DiscoverOptions, c.run_discover, s.show_discover),
     Command("export-gambit", "write the game as a Gambit .efg file", o.ExportGambitOptions,

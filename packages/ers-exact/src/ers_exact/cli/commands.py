@@ -23,6 +23,7 @@ from ers_exact.cli.options import (
     GameOptions,
     GamesOptions,
     InfoOptions,
+    OPOptions,
     OptimalOptions,
     SolveOptions,
     SolverOptions,
@@ -40,12 +41,13 @@ from ers_exact.model.histories import (
     estimate_history_count,
     history_count_log10,
 )
-from ers_exact.model.optimal import count_policy_trees, self_play_optimum
+from ers_exact.model.optimal import count_policy_trees, optimal_value, self_play_optimum
 from ers_exact.model.values import expected_return, local_q_values, uniform_policy
 from ers_exact.solve.fixed_points import SolverConfig, solve_fixed_points
 
 __all__ = ["run_atlas", "run_census", "run_demo", "run_discover", "run_export_gambit", "run_games",
-           "run_info", "run_optimal", "run_solve", "run_sweep", "run_symmetries", "run_value", "run_zsc"]
+           "run_info", "run_op", "run_optimal", "run_solve", "run_sweep", "run_symmetries", "run_value",
+           "run_zsc"]
 
 # an upper bound above this is reported as None, with its log10 (the exact sum can have millions of digits)
 _EXACT_ESTIMATE_LOG10 = 18
@@ -105,9 +107,10 @@ def run_value(o: ValueOptions) -> dict[str, Any]:
 
 
 def run_optimal(o: OptimalOptions) -> dict[str, Any]:
-    """Exact optimal value J* over deterministic joint policies (exhaustive; tiny games)."""
+    """Exact optimal value J* over deterministic joint policies (exhaustive search or GMAA*)."""
     tree = _tree(o)
-    result = self_play_optimum(tree, max_policies=o.max_policies)
+    result = optimal_value(tree, o.method, max_policies=o.max_policies, heuristic=o.heuristic,
+                           max_children=o.max_children)
     if o.save_policy:
         write_policy_file(o.save_policy, tree, result.policy)
     return {**result.to_json(), "provenance": _provenance()}
@@ -185,6 +188,19 @@ def run_zsc(o: ZSCOptions) -> dict[str, Any]:
         Path(o.out).mkdir(parents=True, exist_ok=True)
         Path(o.out, f"zsc-{tree.game.name}-seed{o.seed}.json").write_text(json.dumps(result, indent=2))
     return result
+
+
+def run_op(o: OPOptions) -> dict[str, Any]:
+    """The other-play optimum found over Phi (``--symmetries``): op_value, J, the policy, how it was found."""
+    from ers_exact.zsc.other_play import OPConfig, solve_other_play
+
+    cfg = OPConfig(seed=o.seed, seeds=o.seeds, share=o.share, steps=o.steps, restarts=o.restarts,
+                   exhaustive=o.exhaustive)
+    tree = _tree(o)
+    result = solve_other_play(tree, o.symmetries, cfg)
+    if o.save_policy:
+        write_policy_file(o.save_policy, tree, result.policy)
+    return {**_game_json(tree.game), **result.to_json(), "provenance": _provenance()}
 
 
 def run_discover(o: DiscoverOptions) -> dict[str, Any]:

@@ -16,7 +16,9 @@ from pathlib import Path
 from ers_exact.analysis.census import CensusConfig
 from ers_exact.games import DPOMDP_DIR_ENV
 from ers_exact.model.histories import DEFAULT_MAX_NODES
-from ers_exact.model.optimal import DEFAULT_MAX_POLICIES
+from ers_exact.model.bounds import HEURISTICS
+from ers_exact.model.gmaa import DEFAULT_MAX_CHILDREN
+from ers_exact.model.optimal import AUTO_EXHAUSTIVE_MAX, DEFAULT_MAX_POLICIES, METHODS
 from ers_exact.solve.fixed_points import SolverConfig
 from ers_exact.solve.sweep import parse_alphas
 from ers_exact.util.options import (
@@ -31,15 +33,16 @@ from ers_exact.util.options import (
     positive,
 )
 from ers_exact.zsc.discovery import ALGORITHMS, SEARCHES, DiscoveryConfig
+from ers_exact.zsc.other_play import SYMMETRY_SETS, OPConfig
 from ers_exact.zsc.pipeline import ZSCConfig
 from ers_exact.zsc.pools import POOL_SOURCES, UNSEEN_POOL_SEED_OFFSET, PoolConfig
 
 __all__ = [
     "DEMO_ALPHA", "DEMO_MAX_POLICIES", "DEMO_STARTS", "PLOT_SUFFIXES", "RESULTS_DIR_ENV", "SWEEP_STARTS",
     "AtlasOptions", "CensusOptions", "DemoOptions", "DiscoverOptions", "ExportGambitOptions", "GameOptions",
-    "GamesOptions", "GridOptions", "InfoOptions", "OptimalOptions", "PoolOptions", "SolveOptions",
-    "SolverOptions", "SweepOptions", "SymmetriesOptions", "ValueOptions", "ZSCOptions", "alpha_grid",
-    "default_demo_dir",
+    "GamesOptions", "GridOptions", "InfoOptions", "OPOptions", "OptimalOptions", "PoolOptions",
+    "SolveOptions", "SolverOptions", "SweepOptions", "SymmetriesOptions", "ValueOptions", "ZSCOptions",
+    "alpha_grid", "default_demo_dir",
 ]
 
 #: Fresh random starts per alpha of a sweep or atlas (fewer than a single solve's: continuation warm-starts
@@ -59,6 +62,7 @@ _POOL = PoolConfig()
 _ZSC = ZSCConfig()
 _DISCOVERY = DiscoveryConfig()
 _CENSUS = CensusConfig()
+_OP = OPConfig()
 
 ALPHA_HELP = "Boltzmann temperature alpha > 0 (the paper's alpha; Gambit's lambda = 1 / alpha)"
 
@@ -164,8 +168,17 @@ class ValueOptions(GameOptions):
 class OptimalOptions(GameOptions):
     """``optimal``: J* over deterministic joint policies."""
 
+    method: str = option("auto", check=one_of(METHODS), metavar="METHOD",
+                         help="'exhaustive' (every policy tree of agents 0..n-2 + the last agent's best "
+                              "response: the reference), 'gmaa' (GMAA*-ICE heuristic search, exact), or "
+                              f"'auto' (exhaustive up to {AUTO_EXHAUSTIVE_MAX} policy trees, else gmaa)")
+    heuristic: str = option("Q_BG", check=one_of(HEURISTICS), metavar="BOUND",
+                            help="GMAA*'s admissible upper bound: Q_BG (tightest), Q_POMDP or Q_MDP")
     max_policies: int = option(DEFAULT_MAX_POLICIES, check=at_least(1),
                                help="refuse an exhaustive search over more deterministic policies than this")
+    max_children: int = option(DEFAULT_MAX_CHILDREN, check=at_least(1),
+                               help="refuse a GMAA* expansion (or last-stage Bayesian game) over more joint "
+                                    "decision rules than this")
     save_policy: str | None = option(None, check=output_file(), default_text="not written", metavar="FILE",
                                      help="write the optimal policy as JSON (input of `value --policy`); its "
                                           "folder must exist")
@@ -220,6 +233,29 @@ class ZSCOptions(PoolOptions):
     m: int = option(_ZSC.m, help="other-play seeds m per agent", check=at_least(1))
     out: str | None = option(None, help="folder for the JSON result (created)", check=output_folder,
                              default_text="not written", metavar="DIR")
+
+
+@dataclass(frozen=True, kw_only=True)
+class OPOptions(GameOptions):
+    """``op``: the other-play optimum OP^Phi over a named symmetry set."""
+
+    symmetries: str = option("mdp", check=one_of(SYMMETRY_SETS), metavar="SET",
+                             help="Phi: 'mdp' (every Dec-POMDP symmetry, exact search) or 'none' ({id}: "
+                                  "OP = self-play)")
+    seed: int = option(_OP.seed, help="seed of the run", check=at_least(0))
+    seeds: int = option(_OP.seeds, help="independent trainings m; the best OP value is reported (ties by J)",
+                        check=at_least(1))
+    share: bool = option(_OP.share, help="parameter sharing: one policy for agents whose local history "
+                                         "trees coincide (--no-share: one policy per agent)")
+    steps: int = option(_OP.steps, help="Adam steps of every gradient start", check=at_least(0))
+    restarts: int = option(_OP.restarts, help="gradient starts per seed (random, symmetrised, warm from the "
+                                              "deterministic optimum)", check=at_least(1))
+    exhaustive: int = option(_OP.exhaustive, check=at_least(0),
+                             help="also search every deterministic policy profile exactly when there are at "
+                                  "most this many (0: never)")
+    save_policy: str | None = option(None, check=output_file(), default_text="not written", metavar="FILE",
+                                     help="write the policy found as JSON (input of `value --policy`); its "
+                                          "folder must exist")
 
 
 @dataclass(frozen=True, kw_only=True)

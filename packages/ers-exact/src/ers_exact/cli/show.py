@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["print_table", "show_atlas", "show_census", "show_demo", "show_discover", "show_games",
+__all__ = ["print_table", "show_atlas", "show_census", "show_demo", "show_discover", "show_games", "show_op",
            "show_solve", "show_sweep", "show_symmetries", "show_zsc"]
 
 
@@ -67,6 +67,20 @@ def show_census(result: dict[str, Any]) -> None:
 
 def show_zsc(result: dict[str, Any]) -> None:
     print(result["markdown"])
+
+
+def show_op(result: dict[str, Any]) -> None:
+    print(f"{result['game']} H={result['horizon']}: OP^Phi = {result['op_value']:.6f}, J = {result['J']:.6f} "
+          f"(Phi = {result['symmetries']}, |Phi| = {result['n_symmetries']}, shared: {result['share']})")
+    print(f"per seed (seed {result['seed']}): OP " + ", ".join(f"{v:.6f}" for v in result["seed_op_values"])
+          + "; by " + ", ".join(result["seed_methods"]))
+    if result["deterministic_optimum"] is not None:
+        print(f"best deterministic policy: OP = {result['deterministic_optimum']:.6f} "
+              f"({result['deterministic_profiles']:,} profiles searched)")
+    print("played in other-play (agent, history, reach: policy):")
+    for r in result["played"]:
+        acts = ", ".join(f"{a} {p:.3f}" for a, p in r["policy"].items())
+        print(f"  {r['agent']}  ({', '.join(r['history'])})  {r['reach']:.3f}: {acts}")
 
 
 def show_discover(result: dict[str, Any]) -> None:

@@ -45,6 +45,7 @@ from ers_exact.model.objectives import seat_assignments
 from ers_exact.model.transformation import InadmissibleError, Transformation, history_map
 from ers_exact.model.values import Policy, check_policy, expected_return, local_history_reach, return_gradient
 from ers_exact.symmetry.search import decpomdp_symmetries
+from ers_exact.util.options import at_least, between, check_fields, non_negative, positive
 from ers_exact.zsc.iql import same_local_trees
 
 __all__ = [
@@ -86,14 +87,19 @@ class OPConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        for name in ("seeds", "restarts"):
-            if isinstance(getattr(self, name), bool) or int(getattr(self, name)) < 1:
-                raise ValueError(f"OPConfig.{name} must be an integer >= 1, got {getattr(self, name)!r}")
-        for name in ("steps", "exhaustive", "row_search"):
-            if int(getattr(self, name)) < 0:
-                raise ValueError(f"OPConfig.{name} must be >= 0, got {getattr(self, name)!r}")
-        if not self.learning_rate > 0 or not self.init_scale >= 0 or not self.entropy >= 0:
-            raise ValueError("OPConfig.learning_rate must be > 0, init_scale and entropy >= 0")
+        check_fields(
+            self,
+            seeds=at_least(1),
+            restarts=at_least(1),
+            steps=at_least(0),
+            exhaustive=at_least(0),
+            row_search=at_least(0),
+            learning_rate=positive,
+            init_scale=non_negative,
+            polish_threshold=between(0, 1),
+            entropy=non_negative,
+            seed=at_least(0),
+        )
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
