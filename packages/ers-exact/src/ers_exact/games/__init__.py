@@ -31,6 +31,7 @@ from ers_exact.games.handshake import handshake
 from ers_exact.games.lever import lever_game
 from ers_exact.games.toy_coordination import toy_coordination
 from ers_exact.model.game import Game
+from ers_exact.util.errors import InputError
 
 __all__ = [
     "DPOMDP_DIR_ENV",
@@ -58,7 +59,7 @@ GAMES: dict[str, Callable[..., Game]] = {
 DPOMDP_DIR_ENV = "ERS_DPOMDP_DIR"
 
 
-class UnknownGameError(ValueError, KeyError):
+class UnknownGameError(InputError, ValueError, KeyError):
     """No built-in game has this name. A ``ValueError`` that ``except KeyError`` also catches.
 
     Attributes: ``name`` (what was asked for) and ``suggestions`` (the closest registered names).

@@ -25,13 +25,14 @@ from functools import cached_property
 from typing import Sequence
 
 import numpy as np
+from ers_exact.util.errors import InputError
 
 __all__ = ["Game", "GameError", "ROW_SUM_TOL", "make_game"]
 
 ROW_SUM_TOL = 1e-9
 
 
-class GameError(ValueError):
+class GameError(InputError, ValueError):
     """A game spec is malformed; the message names the offending entry."""
 
 

@@ -26,6 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ers_exact.model.game import Game
+from ers_exact.util.errors import InputError
 
 __all__ = [
     "DEFAULT_MAX_NODES",
@@ -45,7 +46,7 @@ _CHUNK_FLOATS = 8_000_000
 _T = TypeVar("_T")
 
 
-class HistoryBudgetError(RuntimeError):
+class HistoryBudgetError(InputError, RuntimeError):
     """Enumerating the histories would exceed the node budget."""
 
 

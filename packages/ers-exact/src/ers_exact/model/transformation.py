@@ -19,6 +19,7 @@ import numpy as np
 from ers_exact.model.game import Game
 from ers_exact.model.histories import HistoryTree
 from ers_exact.model.values import Policy, check_policy
+from ers_exact.util.errors import InputError
 
 __all__ = [
     "InadmissibleError",
@@ -30,7 +31,7 @@ __all__ = [
 ]
 
 
-class InadmissibleError(ValueError):
+class InadmissibleError(InputError, ValueError):
     """phi maps a possible history to an impossible one, or a legal action to an illegal one."""
 
 

@@ -28,6 +28,7 @@ from typing import Sequence, Union
 import numpy as np
 
 from ers_exact.model.histories import HistoryTree
+from ers_exact.util.errors import InputError
 
 __all__ = [
     "Policy",
@@ -47,7 +48,7 @@ Policy = Union[tuple[np.ndarray, ...], Sequence[np.ndarray]]
 POLICY_TOL = 1e-9
 
 
-class PolicyError(ValueError):
+class PolicyError(InputError, ValueError):
     """A policy does not fit the game's histories (shape, simplex rows, mass on illegal actions)."""
 
 

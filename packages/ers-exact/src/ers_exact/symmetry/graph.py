@@ -51,6 +51,7 @@ from networkx.algorithms import isomorphism as iso
 
 from ers_exact.model.game import Game
 from ers_exact.model.transformation import Transformation, is_decpomdp_symmetry
+from ers_exact.util.errors import InputError
 
 __all__ = ["DEFAULT_MAX_NODES", "GraphTooLargeError", "decpomdp_graph", "decpomdp_symmetries_graph",
            "graph_size"]
@@ -58,7 +59,7 @@ __all__ = ["DEFAULT_MAX_NODES", "GraphTooLargeError", "decpomdp_graph", "decpomd
 DEFAULT_MAX_NODES = 20_000
 
 
-class GraphTooLargeError(ValueError):
+class GraphTooLargeError(InputError, ValueError):
     """The symmetry graph of a game would exceed the node budget."""
 
 

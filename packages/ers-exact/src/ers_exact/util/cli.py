@@ -6,10 +6,10 @@ help, validation) and a ``run(options) -> dict`` callable that tests call withou
 
 Every invalid input ends the same way: exit status 2 and ONE line on stderr,
 ``PROG CMD: error: <what was wrong, naming the value, and what would be valid>``, never a traceback.
-User errors are the exception types listed in ``user_errors`` (by default ``ValueError`` -- which covers
-:class:`~ers_exact.util.options.UsageError`, game and file-format errors and ``UnicodeDecodeError`` --,
-``OSError`` and the budget ``RuntimeError`` subclasses a package declares). Anything else is a bug: exit 1
-with one line asking for a report; ``ERS_DEBUG=1`` shows the traceback.
+User errors are the exception types listed in ``user_errors``: by default every error marked
+:class:`~ers_exact.util.errors.InputError` (options, games, files, policies, budgets) and ``OSError``.
+Anything else is a bug, never blamed on the user: exit 1 with one line asking for a report;
+``ERS_DEBUG=1`` shows the traceback.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
+from ers_exact.util.errors import InputError
 from ers_exact.util.options import Options, add_options, from_namespace
 
 __all__ = ["Command", "OneLineParser", "build_parser", "one_line", "run_cli"]
@@ -73,7 +74,7 @@ def _default_show(result: dict[str, Any]) -> None:
 
 def run_cli(prog: str, description: str, version: str, commands: Sequence[Command],
             argv: Sequence[str] | None = None, *,
-            user_errors: tuple[type[BaseException], ...] = (ValueError, OSError)) -> int:
+            user_errors: tuple[type[BaseException], ...] = (InputError, OSError)) -> int:
     """Parse ``argv``, validate, run the command and print; returns the exit status (see module doc)."""
     table = {c.name: c for c in commands}
     args = build_parser(prog, description, version, commands).parse_args(argv)

@@ -24,6 +24,7 @@ import types
 import typing
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, TypeVar, Union
+from ers_exact.util.errors import InputError
 
 __all__ = ["Check", "Options", "UsageError", "add_options", "at_least", "between", "check_fields",
            "default_text", "finite", "flag_name", "from_namespace", "non_negative", "one_of", "option",
@@ -33,7 +34,7 @@ Check = Callable[[Any], "str | None"]
 O = TypeVar("O", bound="Options")
 
 
-class UsageError(ValueError):
+class UsageError(InputError, ValueError):
     """An invalid option value or combination; the message names the value and what would be valid."""
 
 
