@@ -45,7 +45,7 @@ from ers_exact.model.objectives import seat_assignments
 from ers_exact.model.transformation import InadmissibleError, Transformation, history_map
 from ers_exact.model.values import Policy, check_policy, expected_return, local_history_reach, return_gradient
 from ers_exact.symmetry.search import decpomdp_symmetries
-from ers_exact.util.options import at_least, between, check_fields, non_negative, positive
+from ers_exact.util.options import UsageError, at_least, between, check_fields, non_negative, positive
 from ers_exact.zsc.iql import same_local_trees
 
 __all__ = [
@@ -165,7 +165,7 @@ def symmetry_set(tree: HistoryTree, name: str) -> list[Transformation]:
         return decpomdp_symmetries(tree.game)
     if name == "none":
         return [Transformation.identity(tree.game)]
-    raise ValueError(f"unknown symmetry set {name!r}: use one of {', '.join(SYMMETRY_SETS)}")
+    raise UsageError(f"unknown symmetry set {name!r}: use one of {', '.join(SYMMETRY_SETS)}")
 
 
 # --- exact OP values and gradients, batched ------------------------------------------------------------
