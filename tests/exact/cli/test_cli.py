@@ -84,6 +84,16 @@ def test_saved_optimal_policy_is_read_back_by_value(tmp_path: Path) -> None:
     assert val["J"] == pytest.approx(opt["value"])
 
 
+@pytest.mark.parametrize("method", ["exhaustive", "gmaa", "auto"])
+def test_optimal_methods_agree_and_print_their_work(method: str, capsys: pytest.CaptureFixture[str]) -> None:
+    out = run_optimal(OptimalOptions(game="dectiger", horizon=3, method=method))
+    assert out["value"] == pytest.approx(5.1908125, abs=1e-9)
+    assert out["method"] == ("exhaustive" if method == "exhaustive" else "gmaa")
+    assert main(["optimal", "dectiger", "--horizon", "3", "--method", method]) == 0
+    text = capsys.readouterr().out
+    assert "J* = 5.19081" in text and ("policy trees" if method == "exhaustive" else "expanded") in text
+
+
 def test_value_names_the_game_a_policy_file_was_written_for(tmp_path: Path) -> None:
     path = tmp_path / "pi.json"
     run_optimal(OptimalOptions(game="dectiger", save_policy=str(path)))

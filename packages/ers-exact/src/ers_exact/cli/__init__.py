@@ -39,7 +39,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("info", "sizes of a game and of its histories", o.InfoOptions, c.run_info),
     Command("value", "J and root Q values of a policy", o.ValueOptions, c.run_value),
     Command("optimal", "exact optimal value over deterministic joint policies", o.OptimalOptions,
-            c.run_optimal),
+            c.run_optimal, s.show_optimal),
     Command("solve", "all Boltzmann fixed points found at a temperature alpha", o.SolveOptions, c.run_solve,
             s.show_solve),
     Command("sweep", "fixed points over a grid of temperatures, with bifurcations and a plot", o.SweepOptions,

@@ -15,9 +15,9 @@ from pathlib import Path
 
 from ers_exact.analysis.census import CensusConfig
 from ers_exact.games import DPOMDP_DIR_ENV
-from ers_exact.model.histories import DEFAULT_MAX_NODES
 from ers_exact.model.bounds import HEURISTICS
 from ers_exact.model.gmaa import DEFAULT_MAX_CHILDREN
+from ers_exact.model.histories import DEFAULT_MAX_NODES
 from ers_exact.model.optimal import AUTO_EXHAUSTIVE_MAX, DEFAULT_MAX_POLICIES, METHODS
 from ers_exact.solve.fixed_points import SolverConfig
 from ers_exact.solve.sweep import parse_alphas

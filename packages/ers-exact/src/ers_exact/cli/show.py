@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 __all__ = ["print_table", "show_atlas", "show_census", "show_demo", "show_discover", "show_games", "show_op",
-           "show_solve", "show_sweep", "show_symmetries", "show_zsc"]
+           "show_optimal", "show_solve", "show_sweep", "show_symmetries", "show_zsc"]
 
 
 def _fmt(v: Any) -> str:
@@ -67,6 +67,15 @@ def show_census(result: dict[str, Any]) -> None:
 
 def show_zsc(result: dict[str, Any]) -> None:
     print(result["markdown"])
+
+
+def show_optimal(result: dict[str, Any]) -> None:
+    print(f"{result['game']} H={result['horizon']} gamma={result['discount']}: J* = {result['value']:.6f}")
+    work = (f"{result['n_candidates']:,} policy trees" if result["method"] == "exhaustive" else
+            f"{result['nodes_expanded']:,} partial policies expanded, {result['n_candidates']:,} children "
+            f"evaluated, upper bound {result['upper_bound']:.6f}")
+    print(f"{result['method']}: {work}; {result['seconds']:.3f} s")
+    print(f"({result['description']}; the policy: --json or --save-policy)")
 
 
 def show_op(result: dict[str, Any]) -> None:

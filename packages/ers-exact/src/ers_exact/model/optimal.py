@@ -291,8 +291,8 @@ def self_play_optimum(tree: HistoryTree, max_policies: int = DEFAULT_MAX_POLICIE
     if total > max_policies:
         raise PolicyBudgetError(
             f"{game.name} (H={game.horizon}): exhaustive search needs {total:,} deterministic policy trees "
-            f"of agents {enumerated}; the budget is {max_policies:,} (raise max_policies, lower H, or use "
-            f"method='gmaa')")
+            f"of agents {enumerated}; the budget is {max_policies:,} (raise max_policies, lower H, or use the "
+            f"gmaa method)")
     tmpl = _template(tree)
     width = sum(len(loc) for loc in tmpl.local) * game.n_actions[-1] * 6
     chunk = int(max(1, _CHUNK_FLOATS // max(width, 1)))
