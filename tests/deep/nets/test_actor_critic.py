@@ -45,7 +45,7 @@ def test_gru_resets_before_the_step_where_an_episode_starts() -> None:
     first = torch.tensor([False, False, True, False, False, False]).view(1, 6, 1)
     h0 = torch.randn(1, 1, 16)
     logits, _, _ = net(obs, first, h0)
-    a, _, h_a = net(obs[:, :2], first[:, :2], h0)  # the episode that was running
+    a, _, _h_a = net(obs[:, :2], first[:, :2], h0)  # the episode that was running
     b, _, _ = net(obs[:, 2:], torch.zeros(1, 4, 1, dtype=torch.bool), net.initial_state(1))  # the new one
     assert torch.allclose(logits[:, :2], a, atol=1e-6) and torch.allclose(logits[:, 2:], b, atol=1e-6)
     # step by step (collection) equals the whole sequence (update)

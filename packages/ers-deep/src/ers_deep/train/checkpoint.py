@@ -1,0 +1,119 @@
+"""Checkpoints that are safe to load from strangers and never half-written.
+
+A checkpoint is ONE safetensors file: the tensors, plus JSON metadata in the safetensors header
+(``__metadata__["ers"]``) that also records a SHA-256 digest of every tensor's name, dtype, shape and bytes.
+Nothing is ever unpickled (no ``torch.load``), so a malicious file cannot run code.
+
+* ``save_checkpoint(path, tensors, metadata)`` writes atomically: a temporary file in the same folder, flush,
+  ``fsync``, ``os.replace`` onto the final name, ``fsync`` of the folder. A crash at any moment leaves either the
+  old file or the new one, never a torn one; the previous checkpoint stays readable.
+* ``load_checkpoint(path)`` raises :class:`CheckpointError` naming the file when it is missing, truncated, not
+  a safetensors file, lacks ers metadata, or its tensors do not match the recorded digest (tampered).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import struct
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load as st_load
+from safetensors.torch import save as st_save
+from torch import Tensor
+
+__all__ = ["CheckpointError", "atomic_write_bytes", "digest", "load_checkpoint", "read_metadata",
+           "save_checkpoint"]
+
+FORMAT = "ers-checkpoint/1"
+
+
+class CheckpointError(ValueError):
+    """A checkpoint file cannot be trusted or read; the message names the file."""
+
+
+def digest(tensors: dict[str, Tensor]) -> str:
+    """SHA-256 over the tensors in name order (name, dtype, shape, raw bytes)."""
+    h = hashlib.sha256()
+    for name in sorted(tensors):
+        t = tensors[name].detach().cpu().contiguous()
+        h.update(f"{name}|{t.dtype}|{tuple(t.shape)}|".encode())
+        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
+    return h.hexdigest()
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (temp file in the same folder, fsync, rename, fsync folder)."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def save_checkpoint(path: str | os.PathLike[str], tensors: dict[str, Tensor], metadata: dict[str, Any]) -> Path:
+    """Write ``tensors`` and JSON-able ``metadata`` to ``path`` atomically; returns the path."""
+    tensors = {k: v.detach().cpu().contiguous() for k, v in tensors.items()}
+    meta = {"format": FORMAT, "sha256": digest(tensors), **metadata}
+    atomic_write_bytes(path, st_save(tensors, metadata={"ers": json.dumps(meta, sort_keys=True)}))
+    return Path(path)
+
+
+def _header(path: Path, data: bytes) -> dict[str, Any]:
+    if len(data) < 8:
+        raise CheckpointError(f"{path}: truncated checkpoint ({len(data)} bytes)")
+    (n,) = struct.unpack("<Q", data[:8])
+    if n > len(data) - 8:
+        raise CheckpointError(f"{path}: truncated or not a safetensors checkpoint (header of {n} bytes, file of "
+                              f"{len(data)})")
+    try:
+        header = json.loads(data[8:8 + n])
+        meta = json.loads(header["__metadata__"]["ers"])
+    except (ValueError, KeyError, TypeError):
+        raise CheckpointError(f"{path}: not an ers checkpoint (no readable ers metadata in the header)") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise CheckpointError(f"{path}: unknown checkpoint format {meta.get('format')!r}, expected {FORMAT!r}")
+    return meta
+
+
+def read_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The JSON metadata of a checkpoint (tensors not verified)."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise CheckpointError(f"{path}: cannot read checkpoint: {e.strerror}") from None
+    return _header(path, data)
+
+
+def load_checkpoint(path: str | os.PathLike[str]) -> tuple[dict[str, Tensor], dict[str, Any]]:
+    """(tensors, metadata) of a checkpoint, verified against its digest; :class:`CheckpointError` otherwise."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise CheckpointError(f"{path}: cannot read checkpoint: {e.strerror}") from None
+    meta = _header(path, data)
+    try:
+        tensors = st_load(data)
+    except (SafetensorError, ValueError, RuntimeError) as e:
+        raise CheckpointError(f"{path}: truncated or corrupted checkpoint ({e})") from None
+    if digest(tensors) != meta.get("sha256"):
+        raise CheckpointError(f"{path}: checkpoint tensors do not match their recorded SHA-256 (tampered or "
+                              "corrupted)")
+    return tensors, meta

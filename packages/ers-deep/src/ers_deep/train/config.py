@@ -1,0 +1,158 @@
+"""The learner's configuration: one frozen dataclass, defaults per env taken from the paper's appendix
+("Experimental Setup") and the official code's configs (``../shared/notes/reference-code-and-jaxmarl.md``).
+
+``TrainConfig`` holds every knob of one IPPO self-play run (or pool of seeds); derived values (batch sizes,
+number of updates) are properties, never written back. ``paper_config(env, **overrides)`` starts from the
+paper's values for ``env``:
+
+=================  ============================================================================================
+env                defaults
+=================  ============================================================================================
+hanabi             1024 envs x 128 steps, 4 epochs, 4 minibatches, gamma 0.99, GAE 0.95, clip 0.2, value 0.5,
+                   max grad norm 0.5, Adam 5e-4 (eps 1e-5) linearly annealed, entropy (alpha) 0.01, the
+                   official feed-forward net (512)
+overcooked-v2      256 envs x 256 steps, 4 epochs, 64 minibatches, max grad norm 0.25, Adam 2.5e-4 with 5%
+                   linear warm-up then cosine, shaped reward annealed 1 -> 0 over 1.5e7 steps, CNN + GRU (128)
+tabular:NAME       any ers-exact game (a registered name or a .dpomdp path): tabular head, gamma = the game's,
+                   GAE lambda 1 (unbiased Monte-Carlo advantages), no advantage normalisation, so the entropy
+                   coefficient is exactly the Boltzmann temperature alpha (see ``ers_deep.train.ippo``)
+=================  ============================================================================================
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ers_deep.envs.base import BatchedEnv
+from ers_deep.nets import NetConfig
+from ers_exact.util.options import UsageError, at_least, between, check_fields, non_negative, positive
+
+LrSchedule = Literal["constant", "linear", "warmup-cosine"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainConfig:
+    """One IPPO self-play run with parameter sharing (S = ``len(seeds)`` seeds trained together)."""
+
+    # env
+    env: str = "hanabi"  # "hanabi", "overcooked-v2", "tabular:NAME" or a .dpomdp path
+    hanabi_preset: str = "Hanabi-Full"  # HLE preset (hanabi)
+    layout: str = "grounded_coord_simple"  # Overcooked V2 layout
+    paper_obs: bool = True  # Overcooked V2: the paper's 38 observation channels
+    # collection
+    num_envs: int = 1024  # games per seed
+    num_steps: int = 128  # steps per game per update
+    total_env_steps: int = 10**10  # per seed
+    # PPO
+    epochs: int = 4
+    minibatches: int = 4
+    gamma: float | None = 0.99  # None: the game's discount (tabular)
+    gae_lambda: float = 0.95
+    clip_eps: float = 0.2
+    vf_coef: float = 0.5
+    alpha: float = 0.01  # entropy coefficient = Boltzmann temperature
+    max_grad_norm: float = 0.5
+    lr: float = 5e-4
+    lr_schedule: LrSchedule = "linear"
+    warmup: float = 0.05  # fraction of the updates spent warming up (warmup-cosine)
+    adam_eps: float = 1e-5
+    normalize_advantage: bool = True  # per minibatch (PureJaxRL); off keeps alpha a true temperature
+    clip_value_loss: bool = True
+    shaped_reward_horizon: int = 0  # Overcooked: env steps over which the shaped reward anneals 1 -> 0 (0: 1)
+    # network
+    net: NetConfig = dataclasses.field(default_factory=NetConfig)
+    # run
+    seeds: tuple[int, ...] = (0,)
+    device: str = "cpu"
+    checkpoint_every: int = 10  # updates between checkpoints
+    keep_checkpoints: int = 2
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "seeds", tuple(int(s) for s in self.seeds))
+        if isinstance(self.net, dict):
+            object.__setattr__(self, "net", NetConfig(**self.net))
+        check_fields(self, num_envs=at_least(1), num_steps=at_least(1), total_env_steps=at_least(1),
+                     epochs=at_least(1), minibatches=at_least(1), gae_lambda=between(0, 1), clip_eps=positive,
+                     vf_coef=non_negative, alpha=non_negative, max_grad_norm=positive, lr=non_negative,
+                     warmup=between(0, 1), adam_eps=positive, shaped_reward_horizon=non_negative,
+                     checkpoint_every=at_least(1), keep_checkpoints=at_least(1))
+        if self.gamma is not None:
+            check_fields(self, gamma=between(0, 1))
+        if not self.seeds or len(set(self.seeds)) != len(self.seeds):
+            raise UsageError(f"TrainConfig.seeds = {self.seeds!r}: give distinct seeds")
+        if self.minibatches > self.num_envs * 2:
+            raise UsageError(f"TrainConfig.minibatches = {self.minibatches}: more than the actors per seed")
+
+    # ---- derived ---------------------------------------------------------------------------------------------
+    @property
+    def steps_per_update(self) -> int:
+        """Env steps per seed per update (num_envs x num_steps)."""
+        return self.num_envs * self.num_steps
+
+    @property
+    def num_updates(self) -> int:
+        return max(1, self.total_env_steps // self.steps_per_update)
+
+    @property
+    def env_kind(self) -> str:
+        """``hanabi``, ``overcooked-v2`` or ``tabular``."""
+        return self.env if self.env in ("hanabi", "overcooked-v2") else "tabular"
+
+    @property
+    def game_spec(self) -> str:
+        """The ers-exact game of a tabular env (name or path)."""
+        return self.env.removeprefix("tabular:")
+
+    def to_json(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        out["seeds"] = list(self.seeds)
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TrainConfig:
+        data = dict(data)
+        data["net"] = NetConfig(**data["net"])
+        data["seeds"] = tuple(data["seeds"])
+        return cls(**data)
+
+    def replace(self, **changes: Any) -> TrainConfig:
+        return dataclasses.replace(self, **changes)
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_json(), indent=2, sort_keys=True)
+
+
+PAPER: dict[str, dict[str, Any]] = {
+    "hanabi": {},
+    "overcooked-v2": {"num_envs": 256, "num_steps": 256, "minibatches": 64, "max_grad_norm": 0.25, "lr": 2.5e-4,
+                          "lr_schedule": "warmup-cosine", "total_env_steps": 30_000_000,
+                          "shaped_reward_horizon": 15_000_000, "net": NetConfig(kind="cnn-gru", hidden=128)},
+    "tabular": {"num_envs": 4096, "num_steps": 2, "minibatches": 1, "gamma": None, "gae_lambda": 1.0, "alpha": 0.25,
+                    "normalize_advantage": False, "clip_value_loss": False, "lr": 0.5, "lr_schedule": "linear",
+                    "max_grad_norm": 100.0, "total_env_steps": 4096 * 2 * 300, "net": NetConfig(kind="tabular", hidden=0)},
+}
+
+
+def paper_config(env: str, **overrides: Any) -> TrainConfig:
+    """The paper's settings for ``env`` (``hanabi``, ``overcooked-v2``, ``tabular:NAME`` / a .dpomdp path),
+    with ``overrides``."""
+    kind = env if env in ("hanabi", "overcooked-v2") else "tabular"
+    return TrainConfig(**{"env": env, **PAPER[kind], **overrides})
+
+
+def make_env(config: TrainConfig, batch_size: int, seed: int) -> BatchedEnv:
+    """The batched env of ``config`` with ``batch_size`` games (auto-reset on)."""
+    from ers_deep.envs.hanabi import HanabiEnv
+    from ers_deep.envs.overcooked_v2 import OvercookedV2Env
+    from ers_deep.envs.tabular import TabularEnv
+
+    dev = config.device
+    if config.env == "hanabi":
+        return HanabiEnv(config.hanabi_preset, batch_size=batch_size, device=dev, seed=seed, check_legal=False)
+    if config.env == "overcooked-v2":
+        return OvercookedV2Env(config.layout, batch_size=batch_size, device=dev, seed=seed,
+                               paper_obs=config.paper_obs)
+    return TabularEnv(config.game_spec, batch_size=batch_size, device=dev, seed=seed, check_legal=False)

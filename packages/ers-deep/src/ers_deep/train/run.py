@@ -1,0 +1,202 @@
+"""The run directory of a training run, and ``train(config, run_dir)`` / ``resume(run_dir)``.
+
+    RUN_DIR/
+      config.json                 the resolved TrainConfig (+ versions), written once, atomically
+      metrics.csv                 one row per update and seed (update, env_steps, seed, return, ...; ``seconds``
+                                  is the only wall-clock column)
+      checkpoints/update-NNNNNN.safetensors   the full learner state (``ers_deep.train.checkpoint``), the last
+                                  ``keep_checkpoints`` kept
+      tensorboard/                scalars, when the ``tensorboard`` extra is installed
+
+Resume: ``resume(run_dir)`` rebuilds the learner from ``config.json``, loads the newest checkpoint that
+verifies (model, Adam moments, learning-rate schedule and shaped-reward annealing -- both pure functions of
+the update counter --, the env's full state and generator, the learner's sampling generator, the recurrent
+state and the running episode returns, the counters), drops the metrics rows written after that checkpoint,
+and continues. Nothing is re-seeded: on the same machine and thread count the resumed curve equals the
+uninterrupted one bit for bit (tests/deep/train/test_run.py kills a run with SIGKILL and compares).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import re
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ers_deep.train.checkpoint import CheckpointError, atomic_write_bytes, load_checkpoint, save_checkpoint
+from ers_deep.train.config import TrainConfig
+from ers_deep.train.ippo import Learner
+
+__all__ = ["METRIC_COLUMNS", "checkpoints", "latest_checkpoint", "read_metrics", "resume", "train"]
+
+METRIC_COLUMNS = ("update", "env_steps", "seed", "return", "shaped_return", "episodes", "actor_loss",
+                  "value_loss", "entropy", "grad_norm", "lr", "shaped_coef", "seconds")
+_CKPT = re.compile(r"^update-(\d{6,})\.safetensors$")
+
+
+def checkpoints(run_dir: str | os.PathLike[str]) -> list[Path]:
+    """Checkpoint files of a run, oldest first (temporary files of an interrupted write are ignored)."""
+    folder = Path(run_dir) / "checkpoints"
+    found = [p for p in folder.glob("update-*.safetensors") if _CKPT.match(p.name)] if folder.is_dir() else []
+    return sorted(found, key=lambda p: int(_CKPT.match(p.name).group(1)))  # type: ignore[union-attr]
+
+
+def latest_checkpoint(run_dir: str | os.PathLike[str]) -> Path | None:
+    found = checkpoints(run_dir)
+    return found[-1] if found else None
+
+
+def read_metrics(run_dir: str | os.PathLike[str]) -> list[dict[str, str]]:
+    with open(Path(run_dir) / "metrics.csv", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+class _Bar:
+    """One stderr line: update, env-steps/s and the recent return (only on a terminal unless forced)."""
+
+    def __init__(self, total: int, enabled: bool | None) -> None:
+        self.total, self.enabled = total, sys.stderr.isatty() if enabled is None else enabled
+        self.last = 0.0
+
+    def show(self, m: dict[str, Any], sps: float, force: bool = False) -> None:
+        now = time.perf_counter()
+        if not self.enabled or (now - self.last < 0.5 and not force):
+            return
+        self.last = now
+        rets = [r for r in m["return"] if not math.isnan(r)]
+        ret = f"{sum(rets) / len(rets):8.3f}" if rets else "     n/a"
+        bar = "#" * int(20 * m["update"] / self.total)
+        sys.stderr.write(f"\r[{bar:<20}] update {m['update']}/{self.total}  {sps:,.0f} env-steps/s  "
+                         f"return {ret}")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\n")
+
+
+def _tensorboard(run_dir: Path) -> Any:
+    try:
+        from torch.utils.tensorboard import SummaryWriter
+    except ImportError:  # the optional `tensorboard` extra
+        return None
+    return SummaryWriter(str(run_dir / "tensorboard"))
+
+
+def _write_rows(path: Path, m: dict[str, Any], seeds: tuple[int, ...], seconds: float) -> None:
+    with open(path, "a", newline="") as f:
+        w = csv.writer(f)
+        for s, seed in enumerate(seeds):
+            row = [m["update"], m["env_steps"], seed] + [repr(float(m[k][s])) for k in METRIC_COLUMNS[3:10]]
+            w.writerow([*row, repr(m["lr"]), repr(m["shaped_coef"]), f"{seconds:.3f}"])
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _truncate_metrics(path: Path, update: int) -> None:
+    """Keep the header and the rows of updates <= ``update`` (rows written after the checkpoint go)."""
+    rows = list(csv.reader(io.StringIO(path.read_text()))) if path.exists() else []
+    keep = [r for r in rows[1:] if r and int(r[0]) <= update]
+    buf = io.StringIO()
+    csv.writer(buf).writerows([list(METRIC_COLUMNS), *keep])
+    atomic_write_bytes(path, buf.getvalue().encode())
+
+
+def _save(learner: Learner, run_dir: Path) -> Path:
+    folder = run_dir / "checkpoints"
+    folder.mkdir(exist_ok=True)
+    path = folder / f"update-{learner.update:06d}.safetensors"
+    meta = {"counters": learner.counters(), "config": learner.config.to_json(),
+            "env_state": type(learner.env.state).__name__, "torch": torch.__version__}
+    save_checkpoint(path, learner.state_tensors(), meta)
+    for old in checkpoints(run_dir)[:-learner.config.keep_checkpoints]:
+        old.unlink()
+    return path
+
+
+def _loop(learner: Learner, run_dir: Path, max_updates: int | None, progress: bool | None,
+          on_update: Callable[[dict[str, Any]], None] | None) -> dict[str, Any]:
+    cfg = learner.config
+    stop = cfg.num_updates if max_updates is None else min(cfg.num_updates, max_updates)
+    tb, bar, history = _tensorboard(run_dir), _Bar(cfg.num_updates, progress), []
+    start, steps0 = time.perf_counter(), learner.env_steps
+    m: dict[str, Any] = {}
+    while learner.update < stop:
+        t0 = time.perf_counter()
+        m = learner.train_step()
+        elapsed = time.perf_counter() - t0
+        _write_rows(run_dir / "metrics.csv", m, cfg.seeds, elapsed)
+        history.append(m)
+        if tb is not None:
+            for k in ("return", "shaped_return", "entropy", "value_loss"):
+                for s, seed in enumerate(cfg.seeds):
+                    tb.add_scalar(f"{k}/seed{seed}", m[k][s], m["env_steps"])
+        if learner.update % cfg.checkpoint_every == 0 or learner.update == stop:
+            _save(learner, run_dir)
+        sps = (learner.env_steps - steps0) * len(cfg.seeds) / max(1e-9, time.perf_counter() - start)
+        bar.show(m, sps, force=learner.update == stop)
+        if on_update is not None:
+            on_update(m)
+    bar.close()
+    if tb is not None:
+        tb.close()
+    seconds = time.perf_counter() - start
+    return {"run_dir": str(run_dir), "updates": learner.update, "env_steps": learner.env_steps,
+            "seconds": seconds, "env_steps_per_s": (learner.env_steps - steps0) * len(cfg.seeds) / max(seconds, 1e-9),
+            "finished": learner.update >= cfg.num_updates}
+
+
+def train(config: TrainConfig, run_dir: str | os.PathLike[str], *, max_updates: int | None = None,
+          progress: bool | None = None, threads: int | None = None,
+          on_update: Callable[[dict[str, Any]], None] | None = None) -> tuple[Learner, dict[str, Any]]:
+    """Start a run in a new (or empty) ``run_dir``; ``max_updates`` stops early (the run can be resumed)."""
+    run_dir = Path(run_dir)
+    if (run_dir / "config.json").exists():
+        raise ValueError(f"{run_dir} already holds a run (config.json); resume it with --resume {run_dir}")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if threads:
+        torch.set_num_threads(threads)
+    learner = Learner(config)
+    info = {"config": config.to_json(), "torch": torch.__version__, "obs_shape": list(learner.env.obs_shape),
+            "num_actions": learner.env.num_actions, "num_agents": learner.env.num_agents}
+    atomic_write_bytes(run_dir / "config.json", json.dumps(info, indent=2, sort_keys=True).encode())
+    _truncate_metrics(run_dir / "metrics.csv", -1)
+    return learner, _loop(learner, run_dir, max_updates, progress, on_update)
+
+
+def resume(run_dir: str | os.PathLike[str], *, max_updates: int | None = None, progress: bool | None = None,
+           threads: int | None = None, on_update: Callable[[dict[str, Any]], None] | None = None
+           ) -> tuple[Learner, dict[str, Any]]:
+    """Continue the run in ``run_dir`` from its newest readable checkpoint (see the module docstring)."""
+    run_dir = Path(run_dir)
+    try:
+        info = json.loads((run_dir / "config.json").read_text())
+    except OSError:
+        raise ValueError(f"{run_dir}: no run to resume (config.json missing)") from None
+    if threads:
+        torch.set_num_threads(threads)
+    learner = Learner(TrainConfig.from_json(info["config"]))
+    errors = []
+    for path in reversed(checkpoints(run_dir)):
+        try:
+            tensors, meta = load_checkpoint(path)
+        except CheckpointError as e:  # e.g. a file damaged after it was written: fall back to an older one
+            errors.append(str(e))
+            continue
+        learner.load_state_tensors(tensors, meta["counters"])
+        break
+    else:
+        if errors:
+            raise CheckpointError("; ".join(errors))
+        # killed before the first checkpoint: start over (the fresh learner is the state at update 0)
+    _truncate_metrics(run_dir / "metrics.csv", learner.update)
+    return learner, _loop(learner, run_dir, max_updates, progress, on_update)

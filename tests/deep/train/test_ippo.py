@@ -1,0 +1,93 @@
+"""The learner's pieces: GAE against a plain loop, schedules, per-seed gradient clipping, seeds of a pool."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from ers_deep.nets import NetConfig
+from ers_deep.train.config import TrainConfig, paper_config
+from ers_deep.train.ippo import Learner, Rollout, gae, lr_at, shaped_coef
+from ers_exact.util.options import UsageError
+
+
+def _slow_gae(value, last_value, reward, done, gamma, lam):  # [T] tensors of one actor
+    T = len(value)
+    adv, running = [0.0] * T, 0.0
+    for t in reversed(range(T)):
+        nxt = last_value if t == T - 1 else value[t + 1]
+        nonterminal = 0.0 if done[t] else 1.0
+        delta = reward[t] + gamma * nxt * nonterminal - value[t]
+        running = delta + gamma * lam * nonterminal * running
+        adv[t] = running
+    return adv
+
+
+def test_gae_matches_a_plain_loop() -> None:
+    g = torch.Generator().manual_seed(0)
+    S, T, N = 2, 9, 3
+    value, reward = torch.randn(S, T, N, generator=g), torch.randn(S, T, N, generator=g)
+    done = torch.rand(S, T, N, generator=g) < 0.3
+    last = torch.randn(S, N, generator=g)
+    empty = torch.zeros(0)
+    ro = Rollout(obs=empty, legal=empty, acting=empty, first=empty, hidden0=empty, action=empty, logp=empty,
+                 value=value, reward=reward, done=done, last_value=last)
+    cfg = TrainConfig(gae_lambda=0.9)
+    adv, target = gae(cfg, ro, 0.97)
+    for s in range(S):
+        for n in range(N):
+            ref = _slow_gae(value[s, :, n].tolist(), float(last[s, n]), reward[s, :, n].tolist(),
+                            done[s, :, n].tolist(), 0.97, 0.9)
+            assert torch.allclose(adv[s, :, n], torch.tensor(ref), atol=1e-5)
+    assert torch.allclose(target, adv + value)
+
+
+def test_schedules() -> None:
+    cfg = paper_config("hanabi", total_env_steps=1024 * 128 * 100)
+    assert lr_at(cfg, 0) == 5e-4 and math.isclose(lr_at(cfg, 50), 2.5e-4)
+    oc = paper_config("overcooked-v2", total_env_steps=256 * 256 * 100)
+    assert lr_at(oc, 0) < lr_at(oc, 4) <= 2.5e-4 and math.isclose(lr_at(oc, 4), 2.5e-4)
+    assert lr_at(oc, 99) < 1e-6
+    assert shaped_coef(oc, 0) == 1.0 and math.isclose(shaped_coef(oc, 7_500_000), 0.5)
+    assert shaped_coef(oc, 10**9) == 0.0
+
+
+def test_paper_defaults() -> None:
+    h = paper_config("hanabi")
+    assert (h.num_envs, h.num_steps, h.epochs, h.minibatches, h.gamma, h.gae_lambda, h.clip_eps, h.vf_coef,
+            h.max_grad_norm, h.lr, h.lr_schedule) == (1024, 128, 4, 4, 0.99, 0.95, 0.2, 0.5, 0.5, 5e-4, "linear")
+    o = paper_config("overcooked-v2")
+    assert (o.num_envs, o.num_steps, o.minibatches, o.lr, o.lr_schedule, o.net.kind) == (
+        256, 256, 64, 2.5e-4, "warmup-cosine", "cnn-gru")
+    assert TrainConfig.from_json(o.to_json()) == o
+    with pytest.raises(UsageError, match="gae_lambda"):
+        TrainConfig(gae_lambda=1.5)
+    with pytest.raises(UsageError, match="seeds"):
+        TrainConfig(seeds=(1, 1))
+
+
+def test_gradient_clipping_is_per_seed() -> None:
+    cfg = paper_config("tabular:three-lever", num_envs=8, seeds=(0, 1), max_grad_norm=0.1)
+    learner = Learner(cfg)
+    for p in learner.net.parameters():
+        p.grad = torch.ones_like(p)
+        p.grad.view(2, -1)[1] *= 1e-4  # seed 1's gradient is tiny: it must stay unscaled
+    before = [p.grad.clone() for p in learner.net.parameters()]
+    learner._clip_grads()
+    after = list(learner.net.parameters())
+    norm0 = math.sqrt(sum(float(p.grad.view(2, -1)[0].pow(2).sum()) for p in after))
+    assert math.isclose(norm0, 0.1, rel_tol=1e-4)
+    assert all(torch.equal(p.grad.view(2, -1)[1], b.view(2, -1)[1]) for p, b in zip(after, before))
+
+
+@pytest.mark.parametrize("env", ["hanabi", "overcooked-v2", "tabular:dectiger"])
+def test_one_update_on_every_env(env: str) -> None:
+    kw = {"hanabi": {"hanabi_preset": "Hanabi-Very-Small", "net": NetConfig(kind="mlp", hidden=32)},
+          "overcooked-v2": {"minibatches": 2, "net": NetConfig(kind="cnn-gru", hidden=16)}}.get(env, {})
+    cfg = paper_config(env, num_envs=4, num_steps=6, seeds=(0, 3), **kw)
+    learner = Learner(cfg)
+    m = learner.train_step()
+    assert m["update"] == 1 and m["env_steps"] == 24 and len(m["entropy"]) == 2
+    assert all(math.isfinite(x) for x in m["value_loss"] + m["entropy"] + m["grad_norm"])
