@@ -11,6 +11,9 @@ coordinates the fixed-point equation is
 
 and the Jacobian of M at a fixed point has the same spectrum as that of F (conjugate maps), so its
 spectral radius decides local stability of the undamped iteration. Everything here is batched over P.
+M and its exact Jacobian DM come from :class:`~ers_exact.solve.derivatives.LogitDerivatives` (one forward
+and one backward pass, chunked under ``memory_budget`` bytes); central differences remain as
+:meth:`LogitCoordinates.jacobian_fd`, for tests.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import numpy as np
 
 from ers_exact.model.histories import HistoryTree
 from ers_exact.model.values import Policy, check_policy, local_q_values
+from ers_exact.solve.derivatives import DEFAULT_MEMORY_BUDGET, LogitDerivatives, LogitEvaluation, coordinate_index
 
 __all__ = ["LogitCoordinates", "boltzmann_map", "boltzmann_residual", "logit_bound", "softmax_policy"]
 
@@ -69,16 +73,16 @@ class LogitCoordinates:
     """The free logit coordinates y of a game's policies (one per non-reference legal action)."""
 
     tree: HistoryTree
+    memory_budget: int = DEFAULT_MEMORY_BUDGET  # bytes of working memory per batched evaluation
 
     @cached_property
     def _index(self) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-        out = []
-        for hist in self.tree.local:
-            ref = np.argmax(hist.legal, axis=1)
-            k, a = np.nonzero(hist.legal)
-            keep = a != ref[k]
-            out.append((k[keep], a[keep], ref[k[keep]]))
-        return out
+        return coordinate_index(self.tree)
+
+    @property
+    def derivatives(self) -> LogitDerivatives:
+        """The tree's exact evaluator of M and DM (built once per tree)."""
+        return self.tree.derived("solve.derivatives", lambda: LogitDerivatives(self.tree))
 
     @property
     def dim(self) -> int:
@@ -123,14 +127,36 @@ class LogitCoordinates:
 
     def logit_map(self, y: np.ndarray, alpha: float) -> np.ndarray:
         """M(y) for a batch y [P, D]."""
+        return self.evaluate(y, alpha, jacobian=False).values
+
+    def evaluate(self, y: np.ndarray, alpha: float, jacobian: bool = True) -> LogitEvaluation:
+        """M(y) [P, D], the exact DM(y) [P, D, D] when ``jacobian``, and J(pi(y)) [P], in one pass."""
+        _check_alpha(alpha)
+        return self.derivatives.evaluate(y, alpha, jacobian=jacobian, budget=self.memory_budget)
+
+    def jacobian(self, y: np.ndarray, alpha: float) -> np.ndarray:
+        """The exact DM(y).  # [P, D, D]"""
+        jac = self.evaluate(y, alpha).jacobian
+        assert jac is not None
+        return jac
+
+    def residual(self, y: np.ndarray, alpha: float, image: np.ndarray | None = None) -> np.ndarray:
+        """max |F(pi) - pi| of pi = pi(y), from M(y) (pass ``image`` = M(y) when known).  # [P]"""
+        y = np.atleast_2d(y)
+        image = self.logit_map(y, alpha) if image is None else np.atleast_2d(image)
+        before, after = self.to_policy(y), self.to_policy(image)
+        return np.max([np.abs(a - b).max(axis=(1, 2)) for a, b in zip(after, before)], axis=0)
+
+    def reference_map(self, y: np.ndarray, alpha: float) -> np.ndarray:
+        """M(y) through :func:`~ers_exact.model.values.local_q_values` (an independent path, for tests)."""
         _check_alpha(alpha)
         return self.gaps(local_q_values(self.tree, self.to_policy(y)), alpha)
 
-    def jacobian(self, y: np.ndarray, alpha: float, step: float = 1e-6) -> np.ndarray:
+    def jacobian_fd(self, y: np.ndarray, alpha: float, step: float = 1e-6) -> np.ndarray:
         """DM(y) by central differences, all 2D evaluations in one batched call.  # [P, D, D]"""
         y = np.atleast_2d(y)
         P, D = y.shape
         eye = np.eye(D) * step
         probes = np.concatenate([y[:, None, :] + eye[None], y[:, None, :] - eye[None]], axis=1)  # [P, 2D, D]
-        vals = self.logit_map(probes.reshape(P * 2 * D, D), alpha).reshape(P, 2, D, D)
+        vals = self.reference_map(probes.reshape(P * 2 * D, D), alpha).reshape(P, 2, D, D)
         return ((vals[:, 0] - vals[:, 1]) / (2 * step)).transpose(0, 2, 1)

@@ -162,24 +162,55 @@ def _imat_ivec(alo, ahi, vlo, vhi) -> tuple[np.ndarray, np.ndarray]:
     return lo - margin, hi + margin
 
 
-def krawczyk(coords: LogitCoordinates, lo: np.ndarray, hi: np.ndarray, alpha: float
-             ) -> tuple[str, np.ndarray, np.ndarray]:
-    """One Krawczyk test on the box [lo, hi]: 'unique', 'none' or 'unknown', and K(Y)."""
+def _enclosures_scalar(coords: LogitCoordinates, lo: np.ndarray, hi: np.ndarray, c: np.ndarray, alpha: float
+                       ) -> tuple[np.ndarray, ...]:
+    """DM(Y) and M(c) enclosures by the plain scalar re-evaluation (IDual; hull of per-node gaps)."""
     D = len(lo)
-    c = 0.5 * (lo + hi)
     duals = [IDual(Interval(l, h), {j: Interval(1.0)}) for j, (l, h) in enumerate(zip(lo, hi))]
     image = interval_logit_map(coords, duals, alpha)
     jlo, jhi = np.zeros((D, D)), np.zeros((D, D))
     for r, x in enumerate(image):
         for j, g in x.grad.items():
             jlo[r, j], jhi[r, j] = g.lo, g.hi
+    mlo, mhi = _bounds(interval_logit_map(coords, [Interval(v) for v in c], alpha))
+    return jlo, jhi, mlo, mhi
+
+
+def _enclosures_vectorised(coords: LogitCoordinates, lo: np.ndarray, hi: np.ndarray, c: np.ndarray,
+                           alpha: float) -> tuple[np.ndarray, ...]:
+    """DM(Y) and M(c) enclosures by the exact-derivative evaluator run on interval arrays
+    (:meth:`~ers_exact.solve.derivatives.LogitDerivatives.enclose`): any dimension, for small boxes."""
+    der = coords.derivatives
+    _, dm = der.enclose(lo, hi, alpha)
+    mc, _ = der.enclose(c, c, alpha, jacobian=False)
+    assert dm is not None
+    return dm.lo[:, :, 0], dm.hi[:, :, 0], mc.lo[:, 0], mc.hi[:, 0]
+
+
+def krawczyk(coords: LogitCoordinates, lo: np.ndarray, hi: np.ndarray, alpha: float, method: str = "scalar"
+             ) -> tuple[str, np.ndarray, np.ndarray]:
+    """One Krawczyk test on the box [lo, hi]: 'unique', 'none' or 'unknown', and K(Y).
+
+    ``method``: 'scalar' (the plain re-evaluation; tighter on wide boxes, slow beyond a few dozen
+    coordinates) or 'vectorised' (interval arrays through the exact-derivative evaluator; fast at any
+    dimension, meant for the small boxes around a computed fixed point)."""
+    D = len(lo)
+    c = 0.5 * (lo + hi)
+    if method == "scalar":
+        jlo, jhi, mlo, mhi = _enclosures_scalar(coords, lo, hi, c, alpha)
+    elif method == "vectorised":
+        jlo, jhi, mlo, mhi = _enclosures_vectorised(coords, lo, hi, c, alpha)
+    else:
+        raise ValueError(f"unknown Krawczyk method {method!r}: use 'scalar' or 'vectorised'")
+    if not (np.all(np.isfinite(jlo)) and np.all(np.isfinite(jhi)) and np.all(np.isfinite(mlo))
+            and np.all(np.isfinite(mhi))):
+        return "unknown", lo, hi
     eye = np.eye(D)
     glo, ghi = eye - jhi, eye - jlo  # Dg(Y) = I - DM(Y)
     try:
         C = np.linalg.inv(0.5 * (glo + ghi))
     except np.linalg.LinAlgError:
         return "unknown", lo, hi
-    mlo, mhi = _bounds(interval_logit_map(coords, [Interval(v) for v in c], alpha))
     gclo, gchi = c - mhi, c + 0.0 - mlo  # g(c) = c - M(c)
     gclo, gchi = gclo - 4 * _EPS * np.abs(gclo), gchi + 4 * _EPS * np.abs(gchi)
     cglo, cghi = _fmat_ivec(C, gclo, gchi)
@@ -198,13 +229,19 @@ def krawczyk(coords: LogitCoordinates, lo: np.ndarray, hi: np.ndarray, alpha: fl
 
 
 def certify_point(coords: LogitCoordinates, y: np.ndarray, alpha: float,
-                  radii: tuple[float, ...] = (1e-8, 1e-6, 1e-4)) -> bool:
-    """True when some box y +- r (r in ``radii``) provably holds exactly one fixed point."""
-    for r in radii:
-        rad = r * np.maximum(1.0, np.abs(y))
-        status, _, _ = krawczyk(coords, y - rad, y + rad, alpha)
-        if status == "unique":
-            return True
+                  radii: tuple[float, ...] = (1e-8, 1e-6, 1e-4), method: str = "auto") -> bool:
+    """True when some box y +- r (r in ``radii``) provably holds exactly one fixed point.
+
+    ``method`` 'auto' runs the vectorised Krawczyk test first and the scalar one (up to 64 coordinates)
+    where the first cannot decide."""
+    methods = {"auto": ["vectorised"] + (["scalar"] if coords.dim <= 64 else []),
+               "scalar": ["scalar"], "vectorised": ["vectorised"]}[method]
+    for m in methods:
+        for r in radii:
+            rad = r * np.maximum(1.0, np.abs(y))
+            status, _, _ = krawczyk(coords, y - rad, y + rad, alpha, method=m)
+            if status == "unique":
+                return True
     return False
 
 

@@ -1,12 +1,18 @@
-"""All Boltzmann fixed points Pi^alpha of a game that multistart can find, and the self-play-optimal set
-Pi*_alpha = argmax_{pi in Pi^alpha} J(pi).
+"""All Boltzmann fixed points Pi^alpha of a game that multistart and continuation can find, and the
+self-play-optimal set Pi*_alpha = argmax_{pi in Pi^alpha} J(pi).
 
-Method (recorded in every result): seeded starts spread over the product of simplices (uniform, Dirichlet
-and near-pure), damped iteration pi <- (1 - eta) pi + eta F(pi) (reaches stable points), then Newton on
-g(y) = y - M(y) in logit coordinates with a batched central-difference Jacobian (polishes and reaches
-unstable points), de-duplication in probability space, then per point: residual, J, spectral radius of
-DM (stable iff < 1) and, on small systems, an interval Krawczyk certificate (:mod:`ers_exact.solve.certify`).
-Multistart is not complete in general: ``complete`` is True only when a certified subdivision search
+Method (recorded in every result). Multistart: seeded starts spread over the product of simplices
+(uniform, Dirichlet and near-pure, the smoothed exact optimum when cheap, warm starts), a short damped
+iteration pi <- (1 - eta) pi + eta F(pi) in probability space (pulls starts into the basins of stable
+points), then Newton on g(y) = y - M(y) in logit coordinates with the EXACT Jacobian
+(:mod:`ers_exact.solve.derivatives`) and a backtracking line search on ||g||_inf (reaches unstable points
+too). Continuation (:mod:`ers_exact.solve.continuation`): the branches traced from the unique
+high-temperature point at lambda = 0 and split off at bifurcations; every crossing of lambda = 1 / alpha is
+a fixed point. Both lists are merged (de-duplication in probability space); each point records the method
+that found it and its continuation branch. Then per point: residual, J, spectral radius of DM (stable iff
+< 1) and an interval Krawczyk certificate (:mod:`ers_exact.solve.certify`). Work is chunked under
+``memory_budget_bytes``; BLAS runs single-threaded (many small systems; see :mod:`ers_exact.util.blas`).
+Neither method is complete in general: ``complete`` is True only when a certified subdivision search
 (:func:`ers_exact.solve.certify.enumerate_all`) proved that no other fixed point exists.
 """
 
@@ -20,9 +26,13 @@ import numpy as np
 
 from ers_exact.model.histories import HistoryTree
 from ers_exact.model.optimal import PolicyBudgetError, self_play_optimum
-from ers_exact.model.values import expected_return
-from ers_exact.solve.boltzmann import LogitCoordinates, boltzmann_residual, logit_bound
+from ers_exact.solve.boltzmann import LogitCoordinates, logit_bound
 from ers_exact.solve.certify import certify_point, enumerate_all
+from ers_exact.solve.continuation import ContinuationConfig, ContinuationResult, continuation
+from ers_exact.solve.derivatives import DEFAULT_MEMORY_BUDGET
+from ers_exact.solve.newton import NewtonSettings, dedup, flat_policies, newton
+from ers_exact.util.blas import blas_threads
+from ers_exact.util.progress import Progress
 
 __all__ = ["FixedPoint", "FixedPointSet", "SolverConfig", "solve_fixed_points"]
 
@@ -34,22 +44,42 @@ class SolverConfig:
     n_starts: int = 64  # random starts (plus the uniform start and any warm starts)
     seed: int = 0
     damping: float = 0.5  # eta of the damped iteration
-    damped_steps: int = 300
+    damped_steps: int = 100  # at most, per start; a start stops once it moves by less than damped_tol
+    damped_short: int = 10  # Newton runs from each start after this many damped steps and after the last
+    damped_tol: float = 1e-6
     newton_steps: int = 60
-    max_newton_step: float = 2.0  # infinity-norm cap on a Newton step in logit units
-    tol: float = 1e-11  # converged when ||y - M(y)||_inf < tol
+    max_newton_step: float = 2.0  # cap on a Newton step (inf-norm, logit units), or ||g||_inf where larger
+    line_search: int = 4  # step halvings tried when a Newton step does not reduce ||g||_inf
+    stall_steps: int = 12  # a start whose residual has not halved in this many Newton steps is given up
+    tol: float = 1e-11  # converged when ||y - M(y)||_inf < tol * max(1, ||y||_inf)
     dedup_tol: float = 1e-7  # two points are one when their policies differ by less (max abs)
     optimal_tol: float = 1e-9  # pi is self-play optimal when J(pi) >= J* - optimal_tol
     stable_margin: float = 1e-6  # stable when spectral radius < 1 - margin
-    certify: bool = True  # interval Krawczyk test per point (small systems)
-    max_certify_dim: int = 64
+    certify: bool = True  # interval Krawczyk test per point
+    max_certify_dim: int = 2_000
     complete_search: bool = True  # certified subdivision when the effective dimension is small
     max_complete_dim: int = 3
+    max_complete_input_dim: int = 64  # ... tried only up to this many coordinates (its first contraction is slow)
     optimum_start: bool = True  # also start near the exact deterministic optimum when it is cheap to find
     optimum_max_policies: int = 5_000
+    continuation: bool = True  # also trace the branches from lambda = 0 (ers_exact.solve.continuation)
+    max_branches: int = 24  # continuation branches traced at most
+    continuation_steps: int = 4_000  # continuation steps, all branches together
+    memory_budget_bytes: int = DEFAULT_MEMORY_BUDGET  # working memory of one batched evaluation
+    blas_threads: int | None = 1  # BLAS threads inside the solver (None: leave as configured)
+    progress: bool | None = None  # progress bars on stderr (None: when it is a terminal)
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+    @property
+    def newton_settings(self) -> NewtonSettings:
+        return NewtonSettings(steps=self.newton_steps, tol=self.tol, max_step=self.max_newton_step,
+                              line_search=self.line_search, stall_steps=self.stall_steps)
+
+    @property
+    def continuation_config(self) -> ContinuationConfig:
+        return ContinuationConfig(max_branches=self.max_branches, max_steps=self.continuation_steps)
 
 
 @dataclass(frozen=True)
@@ -64,11 +94,14 @@ class FixedPoint:
     stable: bool
     certified: bool | None  # None: not attempted
     optimal: bool
-    basin: int  # starts that converged here
+    basin: int  # multistart Newton runs (two per start) that converged here
+    method: str = "multistart"  # who found it: "multistart", "continuation", ... joined by "+"
+    branch: int | None = None  # continuation branch it lies on (ContinuationResult.branches), if any
 
     def to_json(self, with_policy: bool = False) -> dict[str, Any]:
         out = {"J": self.J, "residual": self.residual, "spectral_radius": self.spectral_radius,
                "stable": self.stable, "certified": self.certified, "optimal": self.optimal, "basin": self.basin,
+               "method": self.method, "branch": self.branch,
                "root_policy": [p[0].tolist() for p in self.policy]}
         if with_policy:
             out["policy"] = [p.tolist() for p in self.policy]
@@ -89,7 +122,9 @@ class FixedPointSet:
     complete: bool
     completeness: str  # how completeness was (or was not) established
     seconds: float
-    method: str = "multistart damped iteration + batched Newton in logit coordinates; Krawczyk certificates"
+    method: str = ("multistart damped iteration + batched Newton (exact Jacobian) in logit coordinates; "
+                   "continuation from lambda = 0 with branch switching; Krawczyk certificates")
+    continuation: ContinuationResult | None = None
 
     @property
     def J_star(self) -> float:
@@ -106,6 +141,7 @@ class FixedPointSet:
                 "fixed_points": [p.to_json(with_policy) for p in self.points], "n_starts": self.n_starts,
                 "converged_starts": self.converged_starts, "complete": self.complete,
                 "completeness": self.completeness, "seconds": round(self.seconds, 4), "method": self.method,
+                "continuation": self.continuation.to_json() if self.continuation is not None else None,
                 "config": self.config.to_json()}
 
 
@@ -145,112 +181,123 @@ def _optimum_start(coords: LogitCoordinates, cfg: SolverConfig) -> np.ndarray:
     return coords.from_policy(tuple((0.95 * p + 0.05 * u)[None] for p, u in zip(best.policy, legal)))
 
 
-def _damped(coords: LogitCoordinates, y: np.ndarray, alpha: float, cfg: SolverConfig) -> np.ndarray:
-    """pi <- (1 - eta) pi + eta F(pi) in probability space, batched; returns logits."""
+def _damped(coords: LogitCoordinates, y: np.ndarray, alpha: float, cfg: SolverConfig, bound: float,
+            bar: Progress) -> tuple[np.ndarray, np.ndarray]:
+    """pi <- (1 - eta) pi + eta F(pi) in probability space, batched, each start until it moves by less than
+    ``damped_tol``. Returns the logits after ``damped_short`` steps (Newton's starts towards any fixed
+    point) and at the end (near the stable points the damped iteration is attracted to), clipped."""
     pols = coords.to_policy(y)
-    for _ in range(cfg.damped_steps):
-        image = coords.to_policy(coords.logit_map(coords.from_policy(pols), alpha))
-        diff = max(float(np.abs(f - p).max()) for f, p in zip(image, pols))
-        pols = tuple((1 - cfg.damping) * p + cfg.damping * f for p, f in zip(pols, image))
-        if diff < cfg.tol:
-            break
-    return coords.from_policy(pols)
-
-
-def _newton(coords: LogitCoordinates, y: np.ndarray, alpha: float, cfg: SolverConfig, bound: float
-            ) -> tuple[np.ndarray, np.ndarray]:
-    """Batched Newton on g(y) = y - M(y); returns (y, ||g||_inf)."""
-    y = np.clip(y, -bound, bound)
-    res = np.abs(y - coords.logit_map(y, alpha)).max(axis=1)
-    D = y.shape[1]
-    for _ in range(cfg.newton_steps):
-        active = np.flatnonzero(np.isfinite(res) & (res >= cfg.tol))
+    short = np.clip(coords.from_policy(pols), -bound, bound)
+    active = np.arange(len(y))
+    for step in range(cfg.damped_steps):
         if active.size == 0:
             break
-        ya = y[active]
-        g = ya - coords.logit_map(ya, alpha)
-        jac = np.eye(D)[None] - coords.jacobian(ya, alpha)
-        try:
-            delta = np.linalg.solve(jac, g[:, :, None])[:, :, 0]
-        except np.linalg.LinAlgError:
-            delta = np.einsum("pij,pj->pi", np.linalg.pinv(jac), g)
-        scale = np.maximum(1.0, np.abs(delta).max(axis=1, keepdims=True) / cfg.max_newton_step)
-        y[active] = np.clip(ya - delta / scale, -bound, bound)
-        res[active] = np.abs(y[active] - coords.logit_map(y[active], alpha)).max(axis=1)
-    return y, res
+        cur = tuple(p[active] for p in pols)
+        image = coords.to_policy(coords.logit_map(np.clip(coords.from_policy(cur), -bound, bound), alpha))
+        diff = np.max([np.abs(f - p).max(axis=(1, 2)) for f, p in zip(image, cur)], axis=0)
+        for p, c, f in zip(pols, cur, image):
+            p[active] = (1 - cfg.damping) * c + cfg.damping * f
+        active = active[diff >= cfg.damped_tol]
+        if step + 1 == cfg.damped_short:
+            short = np.clip(coords.from_policy(pols), -bound, bound)
+        bar.update()
+    return short, np.clip(coords.from_policy(pols), -bound, bound)
 
 
-def _dedup(coords: LogitCoordinates, y: np.ndarray, res: np.ndarray, tol: float) -> list[tuple[np.ndarray, int]]:
-    order = np.argsort(res)
-    pols = coords.to_policy(y)
-    flat = np.concatenate([p.reshape(len(y), -1) for p in pols], axis=1)
-    kept: list[int] = []
-    basin: list[int] = []
-    # near a singular (bifurcating) root Newton converges slowly: a residual r leaves an error ~ sqrt(r)
-    radius = np.maximum(tol, 100.0 * np.sqrt(np.maximum(res, 0.0)))
-    for k in order:
-        dist = [np.abs(flat[k] - flat[j]).max() for j in kept]
-        hit = int(np.argmin(dist)) if dist else -1
-        if hit >= 0 and dist[hit] < max(radius[k], radius[kept[hit]]):
-            basin[hit] += 1
-        else:
-            kept.append(int(k))
-            basin.append(1)
-    return [(y[k], b) for k, b in zip(kept, basin)]
+@dataclass
+class _Found:
+    y: np.ndarray
+    basin: int
+    methods: set[str]
+    branch: int | None = None
+
+
+def _merge(coords: LogitCoordinates, found: list[_Found], y: np.ndarray, method: str, branch: int | None,
+           tol: float) -> bool:
+    """Add a point found by ``method`` unless it is already listed (then label it); True when new."""
+    fy = flat_policies(coords, y)[0]
+    for f in found:
+        if np.abs(flat_policies(coords, f.y)[0] - fy).max() < tol:
+            f.methods.add(method)
+            if f.branch is None:
+                f.branch = branch
+            return False
+    found.append(_Found(y, 0, {method}, branch))
+    return True
 
 
 def solve_fixed_points(tree: HistoryTree, alpha: float, config: SolverConfig | None = None,
                        warm_starts: np.ndarray | None = None) -> FixedPointSet:
     """Find Boltzmann fixed points at temperature ``alpha`` (see module docstring)."""
     cfg = config or SolverConfig()
+    with blas_threads(cfg.blas_threads):
+        return _solve(tree, alpha, cfg, warm_starts)
+
+
+def _solve(tree: HistoryTree, alpha: float, cfg: SolverConfig, warm_starts: np.ndarray | None) -> FixedPointSet:
     start = time.perf_counter()
-    coords = LogitCoordinates(tree)
+    if not (np.isfinite(alpha) and alpha > 0):
+        raise ValueError(f"temperature alpha must be a positive number, got {alpha}")
+    coords = LogitCoordinates(tree, memory_budget=cfg.memory_budget_bytes)
+    coords.derivatives.chunk_size(True, cfg.memory_budget_bytes)  # refuses at once when one policy cannot fit
     bound = logit_bound(tree, alpha)
+    cont = continuation(coords, alpha, cfg.continuation_config, progress=cfg.progress) if cfg.continuation else None
     y0 = _starts(coords, cfg, warm_starts)
-    y1 = _damped(coords, np.clip(y0, -bound, bound), alpha, cfg)
-    y, res = _newton(coords, y1, alpha, cfg, bound)
+    desc = f"multistart {tree.game.name} alpha={alpha:g} ({len(y0)} starts)"
+    with Progress(cfg.damped_steps + cfg.newton_steps, desc, enabled=cfg.progress) as bar:
+        short, long = _damped(coords, np.clip(y0, -bound, bound), alpha, cfg, bound, bar)
+        y, res = newton(coords, np.concatenate([short, long]), alpha, cfg.newton_settings, bound, bar)
     ok = np.isfinite(res) & (res < cfg.tol)
-    found = _dedup(coords, y[ok], res[ok], cfg.dedup_tol)
-    complete, completeness = False, "multistart only: no proof that the list is complete"
-    if cfg.complete_search:
+    ok = ok[: len(y0)] | ok[len(y0):]  # a start converged when either of its two Newton runs did
+    conv = np.isfinite(res) & (res < cfg.tol)
+    found = [_Found(yk, b, {"multistart"}) for yk, b in dedup(coords, y[conv], res[conv], cfg.dedup_tol)]
+    if cont is not None:
+        for yc, b in zip(cont.points, cont.point_branch):
+            _merge(coords, found, yc, "continuation", b, max(cfg.dedup_tol, 1e-6))
+    complete, completeness = False, "multistart and continuation: no proof that the list is complete"
+    if cfg.complete_search and coords.dim > cfg.max_complete_input_dim:
+        completeness += f" (no certified search: {coords.dim} coordinates > {cfg.max_complete_input_dim})"
+    elif cfg.complete_search:
         search = enumerate_all(coords, alpha, max_dim=cfg.max_complete_dim)
         completeness = search.note
         if search.complete:
             # boxes were inflated, so one root may sit in two certified boxes: polish and de-duplicate
-            y_r, res_r = _newton(coords, np.array(search.roots).reshape(-1, coords.dim), alpha, cfg, bound)
-            roots = _dedup(coords, y_r[res_r < cfg.tol], res_r[res_r < cfg.tol], cfg.dedup_tol)
-            n_multistart = len(found)
-            flat = [np.concatenate([p.ravel() for p in coords.to_policy(f[0])]) for f in found]
+            y_r, res_r = newton(coords, np.array(search.roots).reshape(-1, coords.dim), alpha, cfg.newton_settings,
+                                bound)
+            roots = dedup(coords, y_r[res_r < cfg.tol], res_r[res_r < cfg.tol], cfg.dedup_tol)
+            n_before = len(found)
             for root, _ in roots:
-                rp = np.concatenate([p.ravel() for p in coords.to_policy(root)])
-                if not any(np.abs(rp - fp).max() < cfg.dedup_tol for fp in flat):
-                    found.append((root, 0))
+                _merge(coords, found, root, "certified search", None, cfg.dedup_tol)
             complete = len(found) == len(roots)
-            completeness += f"; it holds {len(roots)} fixed point(s), multistart found {n_multistart}"
+            completeness += f"; it holds {len(roots)} fixed point(s), multistart and continuation found {n_before}"
     points = _describe(coords, found, alpha, cfg)
     return FixedPointSet(game=tree.game.name, horizon=tree.game.horizon, alpha=float(alpha), points=points,
                          config=cfg, n_starts=len(y0), converged_starts=int(ok.sum()), complete=complete,
-                         completeness=completeness, seconds=time.perf_counter() - start)
+                         completeness=completeness, seconds=time.perf_counter() - start, continuation=cont)
 
 
-def _describe(coords: LogitCoordinates, found: list[tuple[np.ndarray, int]], alpha: float,
-              cfg: SolverConfig) -> tuple[FixedPoint, ...]:
+def _describe(coords: LogitCoordinates, found: list[_Found], alpha: float, cfg: SolverConfig
+              ) -> tuple[FixedPoint, ...]:
     if not found:
         return ()
-    ys = np.array([f[0] for f in found])
+    ys = np.array([f.y for f in found]).reshape(len(found), coords.dim)
+    ev = coords.evaluate(ys, alpha, jacobian=True)
+    assert ev.jacobian is not None
     pols = coords.to_policy(ys)
-    J = np.atleast_1d(expected_return(coords.tree, pols))
-    res = np.atleast_1d(boltzmann_residual(coords.tree, pols, alpha))
-    rho = np.array([np.abs(np.linalg.eigvals(j)).max() if j.size else 0.0
-                    for j in coords.jacobian(ys, alpha)])
+    J = ev.J
+    res = coords.residual(ys, alpha, image=ev.values)
+    rho = np.array([np.abs(np.linalg.eigvals(j)).max() if j.size else 0.0 for j in ev.jacobian])
     j_star = J.max()
     points = []
-    for k, (yk, basin) in enumerate(found):
+    order = {"multistart": 0, "continuation": 1, "certified search": 2}
+    for k, f in enumerate(found):
         cert = None
         if cfg.certify and coords.dim <= cfg.max_certify_dim:
-            cert = certify_point(coords, yk, alpha)
-        points.append(FixedPoint(policy=tuple(p[k] for p in pols), y=yk, J=float(J[k]), residual=float(res[k]),
+            cert = certify_point(coords, f.y, alpha)
+        method = "+".join(sorted(f.methods, key=order.__getitem__))
+        points.append(FixedPoint(policy=tuple(p[k] for p in pols), y=f.y, J=float(J[k]), residual=float(res[k]),
                                  spectral_radius=float(rho[k]), stable=bool(rho[k] < 1 - cfg.stable_margin),
-                                 certified=cert, optimal=bool(J[k] >= j_star - cfg.optimal_tol), basin=basin))
+                                 certified=cert, optimal=bool(J[k] >= j_star - cfg.optimal_tol), basin=f.basin,
+                                 method=method, branch=f.branch))
     points.sort(key=lambda p: (-p.J, p.spectral_radius))
     return tuple(points)

@@ -24,6 +24,11 @@ def _up(x: float) -> float:
     return math.nextafter(x, _INF)
 
 
+def _times(x: float, y: float) -> float:
+    """x * y with 0 * inf = 0 (an exact zero times an overflowed bound is still zero)."""
+    return 0.0 if x == 0.0 or y == 0.0 else x * y
+
+
 class Interval:
     """A closed interval [lo, hi] of reals."""
 
@@ -71,8 +76,8 @@ class Interval:
             return NotImplemented
         o = as_interval(other)
         if self.lo >= 0 and o.lo >= 0:  # common case: probabilities
-            return Interval(_dn(self.lo * o.lo), _up(self.hi * o.hi))
-        p = (self.lo * o.lo, self.lo * o.hi, self.hi * o.lo, self.hi * o.hi)
+            return Interval(_dn(_times(self.lo, o.lo)), _up(_times(self.hi, o.hi)))
+        p = (_times(self.lo, o.lo), _times(self.lo, o.hi), _times(self.hi, o.lo), _times(self.hi, o.hi))
         return Interval(_dn(min(p)), _up(max(p)))
 
     __rmul__ = __mul__

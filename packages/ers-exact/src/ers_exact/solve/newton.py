@@ -1,0 +1,123 @@
+"""Batched Newton on g(y) = y - M(y) in logit coordinates with the exact Jacobian, and de-duplication of
+the roots it finds (shared by multistart in :mod:`ers_exact.solve.fixed_points` and branch switching in
+:mod:`ers_exact.solve.continuation`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ers_exact.solve.boltzmann import LogitCoordinates
+from ers_exact.util.progress import Progress
+
+__all__ = ["NewtonSettings", "dedup", "flat_policies", "newton", "scaled_residual"]
+
+
+@dataclass(frozen=True)
+class NewtonSettings:
+    """Stopping and step rules of :func:`newton`."""
+
+    steps: int = 60
+    tol: float = 1e-11  # converged when ||y - M(y)||_inf < tol * max(1, ||y||_inf)
+    max_step: float = 2.0  # cap on a step (inf-norm, logit units), or ||g||_inf where larger
+    line_search: int = 4  # step halvings tried at once when the full step does not reduce ||g||_inf
+    stall_steps: int = 12  # a start whose residual has not halved in this many steps is given up
+
+
+def scaled_residual(g: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """||g||_inf / max(1, ||y||_inf) per row (logits of size B carry rounding errors of size B * eps)."""
+    if g.shape[1] == 0:
+        return np.zeros(g.shape[0])
+    return np.abs(g).max(axis=1) / np.maximum(1.0, np.abs(y).max(axis=1))
+
+
+def _solve_batched(jac: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """jac^{-1} g for a batch [P, D, D], [P, D]; least squares where a matrix is singular."""
+    try:
+        return np.linalg.solve(jac, g[:, :, None])[:, :, 0]
+    except np.linalg.LinAlgError:
+        out = np.empty_like(g)
+        for p in range(len(g)):
+            try:
+                out[p] = np.linalg.solve(jac[p], g[p])
+            except np.linalg.LinAlgError:
+                out[p] = np.linalg.lstsq(jac[p], g[p], rcond=None)[0]
+        return out
+
+
+def newton(coords: LogitCoordinates, y: np.ndarray, alpha: float, cfg: NewtonSettings, bound: float,
+           bar: Progress | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Batched Newton on g(y) = y - M(y) with the exact Jacobian and a backtracking line search on
+    ||g||_inf (the full step first, then every halving at once in one batch); a start whose residual has
+    not halved in ``stall_steps`` iterations is given up. Returns (y, scaled ||g||_inf)."""
+    y = np.clip(np.array(y, dtype=np.float64), -bound, bound)
+    if len(y) == 0:
+        return y, np.zeros(0)
+    res = scaled_residual(y - coords.logit_map(y, alpha), y)
+    D = y.shape[1]
+    history = [res.copy()]
+    alive = np.ones(len(y), dtype=bool)
+    halvings = 0.5 ** np.arange(1, cfg.line_search + 1)
+    for it in range(cfg.steps):
+        if bar is not None:
+            bar.update()
+        if it >= cfg.stall_steps:  # give up on starts that stopped making progress
+            alive &= ~(res > 0.5 * history[-cfg.stall_steps])
+        active = np.flatnonzero(alive & np.isfinite(res) & (res >= cfg.tol))
+        if active.size == 0:
+            break
+        ya = y[active]
+        ev = coords.evaluate(ya, alpha, jacobian=True)
+        assert ev.jacobian is not None
+        g = ya - ev.values
+        r0 = np.abs(g).max(axis=1)
+        delta = _solve_batched(np.eye(D)[None] - ev.jacobian, g)
+        delta[~np.isfinite(delta)] = 0.0
+        cap = np.maximum(cfg.max_step, r0)[:, None]  # Newton may move as far as g is large
+        delta /= np.maximum(1.0, np.abs(delta).max(axis=1, keepdims=True) / cap)
+        y_try = np.clip(ya - delta, -bound, bound)
+        g_try = y_try - coords.logit_map(y_try, alpha)
+        r_try = np.abs(g_try).max(axis=1)
+        need = np.flatnonzero(~np.isfinite(r_try) | (r_try > (1 - 1e-4) * r0))
+        if need.size and len(halvings):
+            cand = np.clip(ya[need, None] - halvings[None, :, None] * delta[need, None], -bound, bound)
+            cand = cand.reshape(-1, D)
+            g_c = (cand - coords.logit_map(cand, alpha)).reshape(len(need), len(halvings), D)
+            r_c = np.abs(g_c).max(axis=2)
+            r_c[~np.isfinite(r_c)] = np.inf
+            ok = r_c <= (1 - 1e-4 * halvings[None]) * r0[need, None]
+            # the longest step that decreases ||g||, else the shortest one (to move on)
+            pick = np.where(ok.any(axis=1), np.argmax(ok, axis=1), len(halvings) - 1)
+            rows = np.arange(len(need))
+            y_try[need] = cand.reshape(len(need), len(halvings), D)[rows, pick]
+            g_try[need] = g_c[rows, pick]
+        y[active] = y_try
+        res[active] = scaled_residual(g_try, y_try)
+        history.append(res.copy())
+    return y, res
+
+
+def flat_policies(coords: LogitCoordinates, y: np.ndarray) -> np.ndarray:
+    y = np.atleast_2d(y)
+    return np.concatenate([p.reshape(len(y), -1) for p in coords.to_policy(y)], axis=1)
+
+
+def dedup(coords: LogitCoordinates, y: np.ndarray, res: np.ndarray, tol: float) -> list[tuple[np.ndarray, int]]:
+    if len(y) == 0:
+        return []
+    order = np.argsort(res)
+    flat = flat_policies(coords, y)
+    kept: list[int] = []
+    basin: list[int] = []
+    # near a singular (bifurcating) root Newton converges slowly: a residual r leaves an error ~ sqrt(r)
+    radius = np.maximum(tol, 100.0 * np.sqrt(np.maximum(res, 0.0)))
+    for k in order:
+        dist = np.abs(flat[kept] - flat[k]).max(axis=1) if kept else np.zeros(0)
+        hit = int(np.argmin(dist)) if len(dist) else -1
+        if hit >= 0 and dist[hit] < max(radius[k], radius[kept[hit]]):
+            basin[hit] += 1
+        else:
+            kept.append(int(k))
+            basin.append(1)
+    return [(y[k], b) for k, b in zip(kept, basin)]
