@@ -27,8 +27,13 @@ from tests.exact.strategies import GameSpec, deterministic_policies, game_specs,
 # Published values carry 6 decimals: agree within half a unit of the last one (plus rounding noise).
 HALF_UNIT = 5e-7 + 1e-12
 
-SETTINGS = settings(max_examples=60, deadline=None, derandomize=True, database=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+SETTINGS = settings(
+    max_examples=60,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 
 # (file, horizon, published optimum): Nair et al. 2003; Szer et al. 2005; Hansen et al. 2004; Oliehoek et al.
 # 2008; as tabulated on masplan.org "Optimal values for Finite-Horizon Dec-POMDPs" (undiscounted).
@@ -76,8 +81,9 @@ EXHAUSTIVE = [case for case in PUBLISHED if case[1] < 4 or case[0] == "broadcast
 
 
 @pytest.mark.parametrize("fname, horizon, published", EXHAUSTIVE, ids=_ids(EXHAUSTIVE))
-def test_published_optimal_values_exhaustive(dpomdp_dir: Path, fname: str, horizon: int,
-                                             published: float) -> None:
+def test_published_optimal_values_exhaustive(
+    dpomdp_dir: Path, fname: str, horizon: int, published: float
+) -> None:
     tree = _tree(dpomdp_dir, fname, horizon)
     result = self_play_optimum(tree, progress=False)
     assert result.method == "exhaustive"

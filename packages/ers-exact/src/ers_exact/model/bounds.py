@@ -104,8 +104,9 @@ def rule_table(options: list[np.ndarray]) -> np.ndarray:
     return out
 
 
-def upper_bound_q(tree: HistoryTree, kind: str = "Q_BG",
-                  max_bg_rules: int = DEFAULT_MAX_BG_RULES) -> HeuristicQ:
+def upper_bound_q(
+    tree: HistoryTree, kind: str = "Q_BG", max_bg_rules: int = DEFAULT_MAX_BG_RULES
+) -> HeuristicQ:
     """The heuristic ``kind`` (one of :data:`HEURISTICS`) on every decision layer; memoised on the tree.
 
     ``max_bg_rules`` caps the joint decision rules enumerated per Bayesian game of ``Q_BG`` (all agents but
@@ -184,8 +185,10 @@ def _bg_continuation(tree: HistoryTree, children: np.ndarray, q_next: np.ndarray
     padded = np.concatenate([q_next, np.zeros((1, A))])
     stride = np.cumprod((1, *tuple(reversed(game.n_actions))))[:-1][::-1]  # joint action strides
     # rules of agents 0..n-2: actions per local observation, legal after that observation
-    rules = [rule_table([np.flatnonzero(game.legal_mask(i)[1 + o]) for o in range(game.n_observations[i])])
-             for i in range(last)]
+    rules = [
+        rule_table([np.flatnonzero(game.legal_mask(i)[1 + o]) for o in range(game.n_observations[i])])
+        for i in range(last)
+    ]
     jo = game.joint_observations  # [O, n]
     base_rules = np.zeros((1, O), dtype=np.int64)
     for i in range(last):  # joint offset of agents 0..n-2's actions at each joint observation
@@ -197,7 +200,7 @@ def _bg_continuation(tree: HistoryTree, children: np.ndarray, q_next: np.ndarray
     out = np.empty(N * A)
     chunk = max(1, _CHUNK_FLOATS // max(1, n_rules * O * A_last))
     for lo in range(0, N * A, chunk):
-        kids = pairs[lo:lo + chunk]  # [C, O]
+        kids = pairs[lo : lo + chunk]  # [C, O]
         pay = padded[kids]  # [C, O, A]
         # gathered[c, r, o, b] = pay[c, o, cols[r, o, b]]
         gathered = pay[:, np.arange(O)[None, :, None], cols]  # [C, R, O, A_last]
@@ -208,5 +211,5 @@ def _bg_continuation(tree: HistoryTree, children: np.ndarray, q_next: np.ndarray
         # ... and exclude it from the max
         legal_last = game.legal_mask(last)[1:]  # [O_last, A_last]
         summed = np.where(legal_last[None, None], summed, -np.inf)
-        out[lo:lo + chunk] = summed.max(axis=3).sum(axis=2).max(axis=1)
+        out[lo : lo + chunk] = summed.max(axis=3).sum(axis=2).max(axis=1)
     return out.reshape(N, A)

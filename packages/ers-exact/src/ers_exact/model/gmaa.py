@@ -10,12 +10,15 @@ i are its reachable local histories). Its priority is an upper bound on every co
                          + gamma^t sum_{n reached at t} Q_t[n, delta_t(n)],
 
 with Q_t an admissible heuristic from :mod:`ers_exact.model.bounds` (Q_BG by default; Q_POMDP, Q_MDP). The
-children of phi_t are all joint decision rules delta_t; their f-values are computed at once (a tensor
-contraction, agents 0..n-2 enumerated and one agent's rules combined last) but generated one at a time in
-decreasing f order: *incremental expansion* (GMAA*-ICE, Spaan, Oliehoek & Amato 2011), so the open list
-holds one entry per expanded parent, not all its children. A partial policy of the last stage H-1 is
+children of phi_t are all joint decision rules delta_t; their f-values are computed at once (the rules of
+every agent but the one with the most rules are enumerated -- for two agents as a Kronecker sum, one
+addition per rule and responder entry -- and that agent's rules are combined last) but generated one at a
+time in decreasing f order: *incremental expansion* (GMAA*-ICE, Spaan, Oliehoek & Amato 2011), so the open
+list holds one entry per expanded parent, not all its children. A partial policy of the last stage H-1 is
 completed exactly: the Bayesian game of immediate rewards is solved by enumerating the rules of all agents
 but one and best-responding that one, which gives the value of its best completion (a lower bound L).
+Types with the same legal actions and the same conditional distribution over states and the others' types
+are *losslessly clustered* (Oliehoek, Whiteson & Spaan 2009) and share one action (:func:`_classes`).
 
 Optimality: the heuristic never underestimates (Q_t >= the return-to-go of any continuation), so every
 partial policy on the path to an optimal policy keeps f >= J*. The search stops when the largest priority
@@ -66,12 +69,17 @@ class GmaaOutcome:
     stages_as_pomdp: tuple[int, ...] = ()
 
     def stats(self) -> dict[str, Any]:
-        return {"heuristic": self.heuristic, "root_bound": self.root_bound,
-                "nodes_expanded": self.nodes_expanded,
-                "last_stage_solves": self.last_stage_solves, "children_evaluated": self.children_evaluated,
-                "children_generated": self.children_generated, "max_open": self.max_open,
-                "heuristic_seconds": round(self.heuristic_seconds, 4),
-                "heuristic_stages_as_pomdp": list(self.stages_as_pomdp)}
+        return {
+            "heuristic": self.heuristic,
+            "root_bound": self.root_bound,
+            "nodes_expanded": self.nodes_expanded,
+            "last_stage_solves": self.last_stage_solves,
+            "children_evaluated": self.children_evaluated,
+            "children_generated": self.children_generated,
+            "max_open": self.max_open,
+            "heuristic_seconds": round(self.heuristic_seconds, 4),
+            "heuristic_stages_as_pomdp": list(self.stages_as_pomdp),
+        }
 
 
 class _Node:
@@ -79,8 +87,16 @@ class _Node:
 
     __slots__ = ("decisions", "f", "g", "kids_f", "kids_idx", "parent", "plan", "ptr", "reach", "t")
 
-    def __init__(self, t: int, g: float, f: float, reach: np.ndarray, *, parent: _Node | None,
-                 decisions: list[tuple[np.ndarray, np.ndarray]] | None) -> None:
+    def __init__(
+        self,
+        t: int,
+        g: float,
+        f: float,
+        reach: np.ndarray,
+        *,
+        parent: _Node | None,
+        decisions: list[tuple[np.ndarray, np.ndarray]] | None,
+    ) -> None:
         self.t, self.g, self.f, self.reach, self.parent = t, g, f, reach, parent
         self.decisions = decisions  # per agent (local history ids at stage t-1, action of each)
         self.plan: _Plan | None = None
@@ -126,8 +142,10 @@ class _Plan:
             self.legal_r[k, opts] = True  # [classes of the responder, A_r]
 
     def sizes(self) -> str:
-        return (f"types per agent {[len(t) for t in self.types]}, classes per agent "
-                f"{[len(o) for o in self.options]}")
+        return (
+            f"types per agent {[len(t) for t in self.types]}, classes per agent "
+            f"{[len(o) for o in self.options]}"
+        )
 
     def decisions(self, actions: list[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray]]:
         """(local history ids, action of each) per agent, for per-class actions."""
@@ -178,8 +196,9 @@ class _Plan:
         K_e, A_e = len(self.options[e]), q.shape[1] // A_r
         qn = q.reshape(m, A_e, A_r) if e < r else q.reshape(m, A_r, A_e).transpose(0, 2, 1)
         qn = np.where(np.isfinite(qn), qn, 0.0)  # -inf only at illegal actions, never chosen
-        pair = sp.csr_matrix((np.ones(m), (self.inv[e] * K_r + self.inv[r], np.arange(m))),
-                             shape=(K_e * K_r, m))
+        pair = sp.csr_matrix(
+            (np.ones(m), (self.inv[e] * K_r + self.inv[r], np.arange(m))), shape=(K_e * K_r, m)
+        )
         Z = (pair @ qn.reshape(m, -1)).reshape(K_e, K_r, A_e, A_r).transpose(0, 2, 1, 3)
         parts = [Z[theta, opts] for theta, opts in enumerate(self.options[e])]  # [|opts|, K_r, A_r]
         low = np.zeros((1, K_r, A_r))
@@ -205,7 +224,7 @@ class _Plan:
         pos = 0
         for i in self.enumerated:
             k = len(self.options[i])
-            base += rules[:, pos:pos + k][:, self.inv[i]] * self.stride[i]
+            base += rules[:, pos : pos + k][:, self.inv[i]] * self.stride[i]
             pos += k
         cols = base[:, :, None] + np.arange(A_r)[None, None, :] * self.stride[r]
         g = q[np.arange(m)[None, :, None], cols]  # [C, m, A_r]
@@ -231,14 +250,15 @@ def _children_values(plan: _Plan, q: np.ndarray, max_children: int) -> np.ndarra
     if total > max_children:
         raise PolicyBudgetError(
             f"expanding a partial policy needs {total:,} joint decision rules ({plan.sizes()}); the budget "
-            f"is {max_children:,} (raise max_children)")
+            f"is {max_children:,} (raise max_children)"
+        )
     resp = _rule_slice(plan.options[plan.responder], 0, plan.n_r)  # [n_r, K_r]
     out = np.empty((plan.n_e, plan.n_r))
     for lo, s in plan.payoff_chunks(q):  # [C, K_r, A_r]; the responder's rules only pick legal actions
         acc = np.zeros((s.shape[0], plan.n_r))
         for k in range(s.shape[1]):
             acc += s[:, k, resp[:, k]]
-        out[lo:lo + s.shape[0]] = acc
+        out[lo : lo + s.shape[0]] = acc
     return out.reshape(-1)
 
 
@@ -248,7 +268,8 @@ def _best_rule(plan: _Plan, q: np.ndarray, max_children: int) -> tuple[float, li
     if plan.n_e > max_children:
         raise PolicyBudgetError(
             f"solving the last-stage Bayesian game needs {plan.n_e:,} decision rules of agents "
-            f"{plan.enumerated} ({plan.sizes()}); the budget is {max_children:,} (raise max_children)")
+            f"{plan.enumerated} ({plan.sizes()}); the budget is {max_children:,} (raise max_children)"
+        )
     best, best_c, best_resp = -np.inf, 0, None
     for lo, s in plan.payoff_chunks(q):  # [C, K_r, A_r]
         values = s.max(axis=2).sum(axis=1)
@@ -283,8 +304,13 @@ def _policy(tree: HistoryTree, node: _Node, last: list[np.ndarray], plan: _Plan)
     return tuple(pols)
 
 
-def gmaa_search(tree: HistoryTree, heuristic: str = "Q_BG", max_children: int = DEFAULT_MAX_CHILDREN,
-                tol: float = 1e-12, cluster: bool = True) -> GmaaOutcome:
+def gmaa_search(
+    tree: HistoryTree,
+    heuristic: str = "Q_BG",
+    max_children: int = DEFAULT_MAX_CHILDREN,
+    tol: float = 1e-12,
+    cluster: bool = True,
+) -> GmaaOutcome:
     """The optimal value J* and an optimal deterministic joint policy by GMAA*-ICE (module docstring).
 
     ``heuristic``: ``"Q_BG"`` (tightest), ``"Q_POMDP"`` or ``"Q_MDP"``. ``max_children``: most joint
@@ -331,8 +357,14 @@ def gmaa_search(tree: HistoryTree, heuristic: str = "Q_BG", max_children: int = 
             assert node.kids_idx is not None and node.kids_f is not None
             k = node.ptr
             node.ptr += 1
-            child = _make_child(node, int(node.kids_idx[k]), float(node.kids_f[k]), rewards=rewards,
-                                children=children, gamma=gamma)
+            child = _make_child(
+                node,
+                int(node.kids_idx[k]),
+                float(node.kids_f[k]),
+                rewards=rewards,
+                children=children,
+                gamma=gamma,
+            )
             generated += 1
             heapq.heappush(open_list, (-child.f, -child.t, next(counter), child))
         if node.ptr < len(node.kids_f) and node.kids_f[node.ptr] > lower + slack:
@@ -342,15 +374,31 @@ def gmaa_search(tree: HistoryTree, heuristic: str = "Q_BG", max_children: int = 
         max_open = max(max_open, len(open_list))
     assert incumbent is not None
     inc_node, last, plan = incumbent
-    return GmaaOutcome(value=float(lower), policy=_policy(tree, inc_node, last, plan), heuristic=heuristic,
-                       root_bound=hq.root_bound, nodes_expanded=expanded, last_stage_solves=solves,
-                       children_evaluated=evaluated, children_generated=generated, max_open=max_open,
-                       seconds=time.perf_counter() - start, heuristic_seconds=heuristic_seconds,
-                       stages_as_pomdp=hq.stages_as_pomdp)
+    return GmaaOutcome(
+        value=float(lower),
+        policy=_policy(tree, inc_node, last, plan),
+        heuristic=heuristic,
+        root_bound=hq.root_bound,
+        nodes_expanded=expanded,
+        last_stage_solves=solves,
+        children_evaluated=evaluated,
+        children_generated=generated,
+        max_open=max_open,
+        seconds=time.perf_counter() - start,
+        heuristic_seconds=heuristic_seconds,
+        stages_as_pomdp=hq.stages_as_pomdp,
+    )
 
 
-def _make_child(node: _Node, index: int, f: float, *, rewards: tuple[np.ndarray, ...],
-                children: tuple[np.ndarray, ...], gamma: float) -> _Node:
+def _make_child(
+    node: _Node,
+    index: int,
+    f: float,
+    *,
+    rewards: tuple[np.ndarray, ...],
+    children: tuple[np.ndarray, ...],
+    gamma: float,
+) -> _Node:
     plan = node.plan
     assert plan is not None
     actions = plan.decode(index)
@@ -362,8 +410,9 @@ def _make_child(node: _Node, index: int, f: float, *, rewards: tuple[np.ndarray,
     return _Node(node.t + 1, g, f, reach, parent=node, decisions=decisions)
 
 
-def _classes(weight: np.ndarray, type_inv: list[np.ndarray], agent: int, legal: np.ndarray,
-             max_floats: int = 4_000_000) -> np.ndarray:
+def _classes(
+    weight: np.ndarray, type_inv: list[np.ndarray], agent: int, legal: np.ndarray, max_floats: int = 4_000_000
+) -> np.ndarray:
     """Lossless clustering (Oliehoek, Whiteson & Spaan 2009): two types of ``agent`` are equivalent when
     they have the same legal actions and the same conditional distribution P(s, theta^{-i} | theta^i)
     over states and the other agents' types (equal to 1e-12 after normalising); some optimal policy then

@@ -46,9 +46,9 @@ METHODS = ("auto", "exhaustive", "gmaa")
 _CHUNK_FLOATS = 8_000_000
 _DESCRIPTIONS = {
     "exhaustive": "exhaustive policy trees of agents 0..n-2 + exact best response of agent n-1 on the "
-                  "reached subtree",
+    "reached subtree",
     "gmaa": "GMAA*-ICE: A* over partial joint policies stage by stage, admissible heuristic {heuristic}, "
-            "incremental expansion; last stage solved exactly as a Bayesian game",
+    "incremental expansion; last stage solved exactly as a Bayesian game",
 }
 
 
@@ -78,16 +78,32 @@ class OptimalResult:
         return _DESCRIPTIONS[self.method].format(heuristic=self.search.get("heuristic", ""))
 
     def to_json(self) -> dict[str, Any]:
-        return {"game": self.game, "horizon": self.horizon, "discount": self.discount, "value": self.value,
-                "method": self.method, "description": self.description, "n_candidates": self.n_candidates,
-                "nodes_expanded": self.nodes_expanded, "upper_bound": self.upper_bound,
-                "seconds": round(self.seconds, 4), "search": self.search,
-                "policy": [np.argmax(p, axis=1).tolist() for p in self.policy]}
+        return {
+            "game": self.game,
+            "horizon": self.horizon,
+            "discount": self.discount,
+            "value": self.value,
+            "method": self.method,
+            "description": self.description,
+            "n_candidates": self.n_candidates,
+            "nodes_expanded": self.nodes_expanded,
+            "upper_bound": self.upper_bound,
+            "seconds": round(self.seconds, 4),
+            "search": self.search,
+            "policy": [np.argmax(p, axis=1).tolist() for p in self.policy],
+        }
 
 
-def optimal_value(tree: HistoryTree, method: str = "auto", *, max_policies: int = DEFAULT_MAX_POLICIES,
-                  heuristic: str = "Q_BG", max_children: int = DEFAULT_MAX_CHILDREN,
-                  cluster: bool = True, progress: bool | None = None) -> OptimalResult:
+def optimal_value(
+    tree: HistoryTree,
+    method: str = "auto",
+    *,
+    max_policies: int = DEFAULT_MAX_POLICIES,
+    heuristic: str = "Q_BG",
+    max_children: int = DEFAULT_MAX_CHILDREN,
+    cluster: bool = True,
+    progress: bool | None = None,
+) -> OptimalResult:
     """J* and an optimal deterministic joint policy.
 
     Args:
@@ -107,10 +123,19 @@ def optimal_value(tree: HistoryTree, method: str = "auto", *, max_policies: int 
         return self_play_optimum(tree, max_policies=max_policies, progress=progress)
     game = tree.game
     out = gmaa_search(tree, heuristic=heuristic, max_children=max_children, cluster=cluster)
-    return OptimalResult(game=game.name, horizon=game.horizon, discount=game.discount, value=out.value,
-                         policy=out.policy, n_candidates=out.children_evaluated, seconds=out.seconds,
-                         method="gmaa", nodes_expanded=out.nodes_expanded, upper_bound=out.root_bound,
-                         search=out.stats())
+    return OptimalResult(
+        game=game.name,
+        horizon=game.horizon,
+        discount=game.discount,
+        value=out.value,
+        policy=out.policy,
+        n_candidates=out.children_evaluated,
+        seconds=out.seconds,
+        method="gmaa",
+        nodes_expanded=out.nodes_expanded,
+        upper_bound=out.root_bound,
+        search=out.stats(),
+    )
 
 
 def _observation_sequences(tree: HistoryTree, agent: int) -> tuple[np.ndarray, np.ndarray]:
@@ -211,8 +236,9 @@ def _template(tree: HistoryTree) -> _Template:
             lo, hi = hist.offsets[t], hist.offsets[t + 1]
             k_prev = hist.offsets[t] - hist.offsets[t - 1]
             table = np.full((k_prev + 1, A_r, game.n_observations[r]), -1, dtype=np.int64)
-            table[hist.parent[lo:hi] - hist.offsets[t - 1], hist.action[lo:hi], hist.observation[lo:hi]] = \
+            table[hist.parent[lo:hi] - hist.offsets[t - 1], hist.action[lo:hi], hist.observation[lo:hi]] = (
                 np.arange(lo, hi)
+            )
             prev = locals_[-1]
             prev_rows = np.where(prev >= 0, prev - hist.offsets[t - 1], k_prev)
             m = np.arange(len(prev) * A_r * O)
@@ -222,15 +248,17 @@ def _template(tree: HistoryTree) -> _Template:
             lo, hi = hist.offsets[t], hist.offsets[t + 1]
             loc = locals_[t]
             cols = np.flatnonzero(loc >= 0)
-            projections.append(sp.csr_matrix((np.ones(len(cols)), (loc[cols] - lo, cols)),
-                                              shape=(hi - lo, len(loc))))
+            projections.append(
+                sp.csr_matrix((np.ones(len(cols)), (loc[cols] - lo, cols)), shape=(hi - lo, len(loc)))
+            )
         return _Template(seq=tuple(seqs), local=tuple(locals_), project=tuple(projections))
 
     return tree.derived("optimal.template", build)
 
 
-def _restricted_best_response(tree: HistoryTree, actions: list[np.ndarray]
-                              ) -> tuple[np.ndarray, list[np.ndarray]]:
+def _restricted_best_response(
+    tree: HistoryTree, actions: list[np.ndarray]
+) -> tuple[np.ndarray, list[np.ndarray]]:
     """Exact best response of agent n-1 to policy trees of agents 0..n-2 (``actions[i]``: [P, Q_i], the
     action per observation sequence), by backward induction on the reached subtree only.
     Returns (J of each profile [P], per stage the responder's action per local history [P, K^r_t])."""
@@ -252,8 +280,9 @@ def _restricted_best_response(tree: HistoryTree, actions: list[np.ndarray]
         joint.append(base[:, :, None] + np.arange(A_r) * stride[r])  # [P, M_t, A_r]
         if t + 1 < H:
             n_next = len(tree.layers[t + 1])
-            table = np.concatenate([np.where(kids[t] >= 0, kids[t], n_next),
-                                    np.full((1, *kids[t].shape[1:]), n_next)])
+            table = np.concatenate(
+                [np.where(kids[t] >= 0, kids[t], n_next), np.full((1, *kids[t].shape[1:]), n_next)]
+            )
             node.append(table[node[t][:, :, None], joint[t]].reshape(P, -1))  # [P, M_t * A_r * O]
     value = None
     choices: list[np.ndarray] = [None] * H  # type: ignore[list-item]
@@ -266,7 +295,7 @@ def _restricted_best_response(tree: HistoryTree, actions: list[np.ndarray]
         proj = tmpl.project[t]
         q = (proj @ g.transpose(1, 0, 2).reshape(M, P * A_r)).reshape(-1, P, A_r)  # [K_t, P, A_r]
         hist = tree.local[r]
-        legal = hist.legal[hist.offsets[t]:hist.offsets[t + 1]]
+        legal = hist.legal[hist.offsets[t] : hist.offsets[t + 1]]
         choice = np.argmax(np.where(legal[:, None, :], q, -np.inf), axis=2)  # [K_t, P]
         choices[t] = choice.T
         loc = tmpl.local[t]
@@ -277,8 +306,9 @@ def _restricted_best_response(tree: HistoryTree, actions: list[np.ndarray]
     return value[:, 0], choices
 
 
-def self_play_optimum(tree: HistoryTree, max_policies: int = DEFAULT_MAX_POLICIES,
-                      progress: bool | None = None) -> OptimalResult:
+def self_play_optimum(
+    tree: HistoryTree, max_policies: int = DEFAULT_MAX_POLICIES, progress: bool | None = None
+) -> OptimalResult:
     """max_pi J(pi) over deterministic joint policies by exhaustive search (the reference of
     :func:`optimal_value`). Raises :class:`PolicyBudgetError` (with the count) when agents 0..n-2 have more
     than ``max_policies`` policy trees."""
@@ -291,8 +321,9 @@ def self_play_optimum(tree: HistoryTree, max_policies: int = DEFAULT_MAX_POLICIE
     if total > max_policies:
         raise PolicyBudgetError(
             f"{game.name} (H={game.horizon}): exhaustive search needs {total:,} deterministic policy trees "
-            f"of agents {enumerated}; the budget is {max_policies:,} (raise max_policies, lower H, or use the "
-            f"gmaa method)")
+            f"of agents {enumerated}; the budget is {max_policies:,} (raise max_policies, lower H, or use "
+            f"the gmaa method)"
+        )
     tmpl = _template(tree)
     width = sum(len(loc) for loc in tmpl.local) * game.n_actions[-1] * 6
     chunk = int(max(1, _CHUNK_FLOATS // max(width, 1)))
@@ -316,9 +347,16 @@ def self_play_optimum(tree: HistoryTree, max_policies: int = DEFAULT_MAX_POLICIE
     response = np.zeros(hist.legal.shape)
     response[np.arange(len(hist)), np.concatenate([c[0] for c in choices])] = 1.0
     policy.append(response)
-    return OptimalResult(game=game.name, horizon=game.horizon, discount=game.discount, value=float(value[0]),
-                         policy=tuple(policy), n_candidates=total, seconds=time.perf_counter() - start,
-                         method="exhaustive")
+    return OptimalResult(
+        game=game.name,
+        horizon=game.horizon,
+        discount=game.discount,
+        value=float(value[0]),
+        policy=tuple(policy),
+        n_candidates=total,
+        seconds=time.perf_counter() - start,
+        method="exhaustive",
+    )
 
 
 def _candidate_actions(tree: HistoryTree, sizes: list[int], idx: np.ndarray) -> list[np.ndarray]:
