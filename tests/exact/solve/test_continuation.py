@@ -1,0 +1,119 @@
+"""Continuation in the temperature (solve/continuation.py): branches from lambda = 0, the toy game's
+pitchfork located exactly, agreement with multistart where both run (toy, three-lever, random games), and
+Gambit's principal-branch QRE equal to our principal branch's crossing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ers_exact.games import GAMES, get_game
+from ers_exact.model.histories import enumerate_histories
+from ers_exact.solve.boltzmann import LogitCoordinates
+from ers_exact.solve.continuation import continuation
+from ers_exact.solve.fixed_points import SolverConfig, solve_fixed_points
+from tests.exact.strategies import random_game
+
+
+def policy_distance(coords: LogitCoordinates, y1: np.ndarray, y2: np.ndarray) -> float:
+    return max(float(np.abs(a - b).max()) for a, b in zip(coords.to_policy(y1), coords.to_policy(y2)))
+
+
+def same_sets(coords: LogitCoordinates, ys1, ys2, tol: float = 1e-8) -> bool:
+    if len(ys1) != len(ys2):
+        return False
+    return all(min(policy_distance(coords, a, b) for b in ys2) < tol for a in ys1)
+
+
+@pytest.fixture(scope="module")
+def toy():
+    return enumerate_histories(get_game("toy-coordination"))
+
+
+def test_toy_pitchfork_is_located_at_alpha_one_half_and_both_arms_are_traced(toy) -> None:
+    res = continuation(LogitCoordinates(toy), 0.3)
+    assert len(res.bifurcations) == 1
+    bif = res.bifurcations[0]
+    assert bif["lambda"] == pytest.approx(2.0, abs=1e-7) and bif["kernel_dim"] == 1
+    assert bif["new_branches"] == 2 and bif["branch"] == 0
+    assert [b.parent for b in res.branches] == [None, 0, 0]
+    assert sorted(res.point_branch) == [0, 1, 2]  # one crossing of lambda = 1 / 0.3 per branch
+
+
+@pytest.mark.parametrize("alpha", [0.2, 0.3, 0.45, 0.6, 1.0])
+def test_toy_continuation_multistart_and_certified_search_agree(toy, alpha: float) -> None:
+    coords = LogitCoordinates(toy)
+    cont = continuation(coords, alpha)
+    multi = solve_fixed_points(toy, alpha, SolverConfig(continuation=False))
+    assert multi.complete  # the certified subdivision proved the list complete
+    assert same_sets(coords, list(cont.points), [p.y for p in multi.points])
+    both = solve_fixed_points(toy, alpha)
+    assert all(p.method == "multistart+continuation+certified search" for p in both.points)
+    assert sorted(p.branch for p in both.points) == sorted(cont.point_branch)
+
+
+@pytest.mark.parametrize("alpha", [1.0, 0.5])
+def test_three_lever_unique_point_is_found_by_both(alpha: float) -> None:
+    tree = enumerate_histories(get_game("three-lever"))
+    fs = solve_fixed_points(tree, alpha)
+    assert len(fs.points) == 1 and fs.points[0].method.startswith("multistart+continuation")
+    assert fs.points[0].branch == 0 and fs.points[0].J == pytest.approx(2 / 3, abs=1e-12)
+
+
+def test_three_lever_branch_points_are_certified_fixed_points_that_newton_keeps() -> None:
+    """At alpha = 0.25 the uniform branch splits at lambda = 3 along a 20-dimensional kernel (the game's
+    symmetries); every crossing found on the new branches is a certified fixed point, and multistart's
+    Newton, started near each of them, returns to the same point (the two methods agree on it)."""
+    tree = enumerate_histories(get_game("three-lever"))
+    coords = LogitCoordinates(tree)
+    cont = continuation(coords, 0.25)
+    assert cont.bifurcations and cont.bifurcations[0]["lambda"] == pytest.approx(3.0, abs=1e-6)
+    assert len(cont.points) > 3
+    ys = np.array(cont.points)
+    warm = ys + np.random.default_rng(0).normal(0.0, 1e-3, size=ys.shape)
+    fs = solve_fixed_points(tree, 0.25, SolverConfig(n_starts=0, optimum_start=False, damped_steps=0),
+                            warm_starts=warm)
+    for y in cont.points:
+        hit = [p for p in fs.points if policy_distance(coords, p.y, y) < 1e-8]
+        assert hit and "multistart" in hit[0].method and "continuation" in hit[0].method
+        assert hit[0].residual < 1e-10 and hit[0].certified
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3, 4])
+def test_random_games_continuation_points_are_found_by_multistart(seed: int) -> None:
+    game = random_game(np.random.default_rng(seed), n_agents=2, n_states=2, n_actions=2, n_observations=2,
+                       horizon=2, reward_kind="float")
+    tree = enumerate_histories(game)
+    coords = LogitCoordinates(tree)
+    for alpha in (1.0, 0.3):
+        cont = continuation(coords, alpha)
+        multi = solve_fixed_points(tree, alpha, SolverConfig(continuation=False, n_starts=64))
+        assert cont.points, "the principal branch crosses every lambda"
+        for y in cont.points:
+            assert min(policy_distance(coords, y, p.y) for p in multi.points) < 1e-8
+
+
+GAMBIT_CASES = [pytest.param("dectiger", 2, id="dectiger-H2"),
+                pytest.param("dectiger", 3, id="dectiger-H3", marks=pytest.mark.slow),  # Gambit: 5-20 s
+                pytest.param("three-lever", None, id="three-lever"), pytest.param("handshake", None, id="handshake")]
+
+
+@pytest.mark.parametrize("alpha", [1.0, 0.5, 0.25])
+@pytest.mark.parametrize("name, horizon", GAMBIT_CASES)
+def test_gambit_principal_branch_is_our_branch_zero(name: str, horizon, alpha: float) -> None:
+    """Gambit traces its logit QRE from lambda = 0 along the principal branch: where that branch does not
+    bifurcate before lambda = 1 / alpha, its QRE is our branch 0's first crossing."""
+    pytest.importorskip("pygambit", reason="pygambit==17.0.0b2 (requirements-dev.txt) is the oracle")
+    from ..gambit_oracle import gambit_qre_policy
+
+    if name not in GAMES and name != "dectiger":
+        pytest.skip(f"{name} is not a built-in game")
+    tree = enumerate_histories(get_game(name, **({"horizon": horizon} if horizon else {})))
+    coords = LogitCoordinates(tree)
+    cont = continuation(coords, alpha)
+    if any(b["branch"] == 0 and b["lambda"] < 1 / alpha for b in cont.bifurcations):
+        pytest.skip("the principal branch bifurcates first: Gambit then picks one arm")
+    first = cont.points[cont.point_branch.index(0)]
+    qre = gambit_qre_policy(tree, alpha)
+    dist = max(float(np.abs(a - b).max()) for a, b in zip(coords.to_policy(first), qre))
+    assert dist < 1e-6
