@@ -9,6 +9,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from tests.conftest import dpomdp_dir  # noqa: F401  (the .dpomdp folder; skips when absent)
+
 
 @pytest.fixture
 def one_thread() -> Iterator[None]:
