@@ -22,7 +22,7 @@ from ers_exact.model.optimal import (
     self_play_optimum,
 )
 from ers_exact.model.values import best_response, expected_return, uniform_policy
-from tests.exact.strategies import GameSpec, deterministic_policies, game_specs, tiny_game_specs
+from tests.exact.strategies import GameSpec, deterministic_policies, game_specs, random_game, tiny_game_specs
 
 # Published values carry 6 decimals: agree within half a unit of the last one (plus rounding noise).
 HALF_UNIT = 5e-7 + 1e-12
@@ -175,6 +175,21 @@ def test_budget_refusal_names_the_count() -> None:
         self_play_optimum(tree, max_policies=100)
     with pytest.raises(PolicyBudgetError, match="81"):  # stage 1: 3^2 rules per agent
         optimal_value(tree, method="gmaa", max_children=50)
+
+
+def test_exhaustive_refuses_a_template_too_large_and_auto_avoids_it() -> None:
+    """A POMDP (one agent) with 3 observations that are in fact deterministic: its tree is small, 3^t nodes
+    per stage, but the exhaustive template counts every observation, 9^t."""
+    game = random_game(
+        np.random.default_rng(5), n_agents=1, n_actions=3, n_observations=3, horizon=8, sparsity=1
+    )
+    tree = enumerate_histories(game)
+    assert tree.n_joint_nodes < 4000
+    with pytest.raises(PolicyBudgetError, match="template nodes"):
+        self_play_optimum(tree)
+    result = optimal_value(tree)
+    assert result.method == "gmaa"
+    _check_policy(tree, result)
 
 
 def test_auto_picks_enumeration_only_when_small() -> None:

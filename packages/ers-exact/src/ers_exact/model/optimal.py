@@ -44,6 +44,7 @@ DEFAULT_MAX_POLICIES = 2_000_000
 AUTO_EXHAUSTIVE_MAX = 256  # ``auto`` enumerates at most this many policy trees, else runs GMAA*
 METHODS = ("auto", "exhaustive", "gmaa")
 _CHUNK_FLOATS = 8_000_000
+_MAX_TEMPLATE_NODES = 2_000_000  # reached-subtree nodes (joint observations x last agent's actions)^t
 _DESCRIPTIONS = {
     "exhaustive": "exhaustive policy trees of agents 0..n-2 + exact best response of agent n-1 on the "
     "reached subtree",
@@ -117,8 +118,8 @@ def optimal_value(
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
     if method == "auto":
-        small = count_policy_trees(tree, list(range(tree.game.n_agents - 1))) <= AUTO_EXHAUSTIVE_MAX
-        method = "exhaustive" if small else "gmaa"
+        few = count_policy_trees(tree, list(range(tree.game.n_agents - 1))) <= AUTO_EXHAUSTIVE_MAX
+        method = "exhaustive" if few and _template_nodes(tree) <= _MAX_TEMPLATE_NODES else "gmaa"
     if method == "exhaustive":
         return self_play_optimum(tree, max_policies=max_policies, progress=progress)
     game = tree.game
@@ -136,6 +137,12 @@ def optimal_value(
         upper_bound=out.root_bound,
         search=out.stats(),
     )
+
+
+def _template_nodes(tree: HistoryTree) -> int:
+    """Nodes of the exhaustive search's reached-subtree template: sum_t (|O| |A^{n-1}|)^t."""
+    game = tree.game
+    return sum((game.n_joint_observations * game.n_actions[-1]) ** t for t in range(len(tree.layers)))
 
 
 def _observation_sequences(tree: HistoryTree, agent: int) -> tuple[np.ndarray, np.ndarray]:
@@ -323,6 +330,14 @@ def self_play_optimum(
             f"{game.name} (H={game.horizon}): exhaustive search needs {total:,} deterministic policy trees "
             f"of agents {enumerated}; the budget is {max_policies:,} (raise max_policies, lower H, or use "
             f"the gmaa method)"
+        )
+    branching = game.n_joint_observations * game.n_actions[-1]
+    template_nodes = _template_nodes(tree)
+    if template_nodes > _MAX_TEMPLATE_NODES:
+        raise PolicyBudgetError(
+            f"{game.name} (H={game.horizon}): the exhaustive best response runs on {template_nodes:,} "
+            f"template nodes (|O| |A^{n - 1}| = {branching} per stage); the limit is "
+            f"{_MAX_TEMPLATE_NODES:,} (use the gmaa method)"
         )
     tmpl = _template(tree)
     width = sum(len(loc) for loc in tmpl.local) * game.n_actions[-1] * 6
