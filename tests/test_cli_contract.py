@@ -29,13 +29,17 @@ def make_file(tmp_path: Path) -> Files:
 
 
 def _huge_dpomdp() -> str:
-    return "agents: 2\ndiscount: 1\nvalues: reward\nstates: 200000\nstart:\nuniform\nactions:\n3\n3\n" \
-           "observations:\n2\n2\nT: * : * : * : 0.000005\nO: * : * : * : * : 0.25\nR: * : * : * : * : 0\n"
+    return (
+        "agents: 2\ndiscount: 1\nvalues: reward\nstates: 200000\nstart:\nuniform\nactions:\n3\n3\n"
+        "observations:\n2\n2\nT: * : * : * : 0.000005\nO: * : * : * : * : 0.25\nR: * : * : * : * : 0\n"
+    )
 
 
 def _small_dpomdp(body: str) -> str:
-    return "agents: 2\ndiscount: 1\nvalues: reward\nstates: 2\nstart:\nuniform\nactions:\n2\n2\n" \
-           "observations:\n2\n2\n" + body
+    return (
+        "agents: 2\ndiscount: 1\nvalues: reward\nstates: 2\nstart:\nuniform\nactions:\n2\n2\n"
+        "observations:\n2\n2\n" + body
+    )
 
 
 SYNTAX_ERROR = _small_dpomdp("T: * : * : * : 0.5\nO: * : * : * : 0.25\nR: * : * : oops\n")
@@ -60,12 +64,24 @@ EXACT_CASES = [
     ("policy-empty-object", ["value", "dectiger", "--policy", "@F"], {"F": "{}"}, "F.json"),
     ("policy-number", ["value", "dectiger", "--policy", "@F"], {"F": "42"}, "F.json"),
     ("policy-not-json", ["value", "dectiger", "--policy", "@F"], {"F": "policy = uniform"}, "F.json"),
-    ("policy-missing-file", ["value", "dectiger", "--policy", "no-such-policy.json"], {},
-     "no-such-policy.json"),
-    ("policy-wrong-agents", ["value", "dectiger", "--policy", "@F"], {"F": '{"policy": [[[1, 0, 0]]]}'},
-     "agents"),
-    ("policy-wrong-shape", ["value", "toy-coordination", "--policy", "@F"],
-     {"F": '{"policy": [[[0.5, 0.5]], [[0.5, 0.5]]]}'}, "F.json"),
+    (
+        "policy-missing-file",
+        ["value", "dectiger", "--policy", "no-such-policy.json"],
+        {},
+        "no-such-policy.json",
+    ),
+    (
+        "policy-wrong-agents",
+        ["value", "dectiger", "--policy", "@F"],
+        {"F": '{"policy": [[[1, 0, 0]]]}'},
+        "agents",
+    ),
+    (
+        "policy-wrong-shape",
+        ["value", "toy-coordination", "--policy", "@F"],
+        {"F": '{"policy": [[[0.5, 0.5]], [[0.5, 0.5]]]}'},
+        "F.json",
+    ),
     ("policy-not-simplex", ["value", "toy-coordination", "--policy", "@F"], {"F": "SIMPLEX"}, "F.json"),
     ("starts-negative", ["solve", "toy-coordination", "--alpha", "0.3", "--starts", "-1"], {}, "--starts -1"),
     ("seed-negative", ["solve", "toy-coordination", "--alpha", "0.3", "--seed", "-1"], {}, "--seed -1"),
@@ -87,34 +103,66 @@ EXACT_CASES = [
     ("dpomdp-200000-states", ["info", "@F"], {"F": "HUGE"}, "200000"),
     ("directory-as-game", ["info", "@DIR"], {}, "DIR"),
     ("demo-out-is-a-file", ["demo", "--out", "@F"], {"F": "not a folder"}, "F.txt"),
-    ("export-into-missing-folder", ["export-gambit", "toy-coordination", "no/such/folder/x.efg"], {},
-     "no/such"),
+    (
+        "export-into-missing-folder",
+        ["export-gambit", "toy-coordination", "no/such/folder/x.efg"],
+        {},
+        "no/such",
+    ),
     # found beyond the issue's list
-    ("alphas-thousands", ["sweep", "toy-coordination", "--alphas", "0.0001:10:0.0001"], {},
-     "0.0001:10:0.0001"),
+    (
+        "alphas-thousands",
+        ["sweep", "toy-coordination", "--alphas", "0.0001:10:0.0001"],
+        {},
+        "0.0001:10:0.0001",
+    ),
     ("alphas-empty", ["sweep", "toy-coordination", "--alphas", ""], {}, "--alphas ''"),
     ("alphas-nan", ["atlas", "toy-coordination", "--alphas", "0.3,nan"], {}, "0.3,nan"),
-    ("plot-into-missing-folder", ["sweep", "toy-coordination", "--alphas", "0.3", "--plot", "no/such/p.png"],
-     {}, "no/such"),
-    ("plot-unknown-format", ["atlas", "toy-coordination", "--alphas", "0.3", "--plot", "atlas.txt"], {},
-     "atlas.txt"),
-    ("save-policy-into-missing-folder", ["optimal", "toy-coordination", "--save-policy", "no/such/pi.json"],
-     {}, "no/such"),
+    (
+        "plot-into-missing-folder",
+        ["sweep", "toy-coordination", "--alphas", "0.3", "--plot", "no/such/p.png"],
+        {},
+        "no/such",
+    ),
+    (
+        "plot-unknown-format",
+        ["atlas", "toy-coordination", "--alphas", "0.3", "--plot", "atlas.txt"],
+        {},
+        "atlas.txt",
+    ),
+    (
+        "save-policy-into-missing-folder",
+        ["optimal", "toy-coordination", "--save-policy", "no/such/pi.json"],
+        {},
+        "no/such",
+    ),
     ("export-wrong-suffix", ["export-gambit", "toy-coordination", "toy.txt"], {}, "toy.txt"),
     ("export-to-a-folder", ["export-gambit", "toy-coordination", "@DIR"], {}, "DIR"),
     ("policy-is-a-folder", ["value", "toy-coordination", "--policy", "@DIR"], {}, "DIR"),
-    ("policy-ragged", ["value", "toy-coordination", "--policy", "@F"],
-     {"F": '{"policy": [[[1, 0], [1]], [[1]]]}'}, "F.json"),
+    (
+        "policy-ragged",
+        ["value", "toy-coordination", "--policy", "@F"],
+        {"F": '{"policy": [[[1, 0], [1]], [[1]]]}'},
+        "F.json",
+    ),
     ("policy-negative", ["value", "toy-coordination", "--policy", "@F"], {"F": NEGATIVE_POLICY}, "F.json"),
     ("dpomdp-syntax-error", ["info", "@F"], {"F": SYNTAX_ERROR}, "F.dpomdp"),
     ("dpomdp-not-stochastic", ["info", "@F"], {"F": NOT_STOCHASTIC}, "F.dpomdp"),
     ("dpomdp-missing-file", ["info", "GridSmal.dpomdp"], {}, "GridSmal.dpomdp"),
     ("horizon-not-integer", ["info", "dectiger", "--horizon", "1.5"], {}, "1.5"),
     ("discount-nan", ["solve", "dectiger", "--alpha", "1", "--discount", "nan"], {}, "--discount nan"),
-    ("policy-budget", ["optimal", "dectiger", "--horizon", "3", "--method", "exhaustive",
-                       "--max-policies", "1000"], {}, "1,000"),
-    ("children-budget", ["optimal", "dectiger", "--horizon", "3", "--method", "gmaa", "--max-children", "50"],
-     {}, "50"),
+    (
+        "policy-budget",
+        ["optimal", "dectiger", "--horizon", "3", "--method", "exhaustive", "--max-policies", "1000"],
+        {},
+        "1,000",
+    ),
+    (
+        "children-budget",
+        ["optimal", "dectiger", "--horizon", "3", "--method", "gmaa", "--max-children", "50"],
+        {},
+        "50",
+    ),
     ("method-choice", ["optimal", "dectiger", "--method", "dfs"], {}, "dfs"),
     ("history-budget", ["solve", "dectiger", "--alpha", "1", "--max-nodes", "10"], {}, "max_nodes = 10"),
     ("agents-too-many", ["zsc", "handshake", "--agents", "501"], {}, "--agents 501"),
@@ -144,13 +192,50 @@ DEEP_CASES = [
     ("against-unknown", ["env-bench", "hanabi", "--against", "openspiel"], "openspiel"),
     ("threads-zero", ["env-bench", "hanabi", "--threads", "0"], "--threads 0"),
     ("profile-negative", ["env-bench", "hanabi", "--profile", "-1"], "--profile -1"),
+    ("train-env-unknown", ["train-sp", "--env", "chess", "--out", "/tmp/ers-never"], "chess"),
+    (
+        "train-game-unknown",
+        ["train-sp", "--env", "tabular:tree-lever", "--out", "/tmp/ers-never"],
+        "tabular:tree-lever",
+    ),
+    ("train-seeds-bad", ["train-sp", "--env", "hanabi", "--seeds", "4-1", "--out", "/tmp/ers-never"], "4-1"),
+    (
+        "train-seeds-repeated",
+        ["train-sp", "--env", "hanabi", "--seeds", "1,1", "--out", "/tmp/ers-never"],
+        "1,1",
+    ),
+    (
+        "train-alpha-negative",
+        ["train-sp", "--env", "hanabi", "--alpha", "-1", "--out", "/tmp/ers-never"],
+        "--alpha -1",
+    ),
+    (
+        "train-alpha-nan",
+        ["train-sp", "--env", "hanabi", "--alpha", "nan", "--out", "/tmp/ers-never"],
+        "--alpha nan",
+    ),
+    ("train-no-out", ["train-sp", "--env", "hanabi"], "--out"),
+    (
+        "train-total-zero",
+        ["train-sp", "--env", "hanabi", "--total-steps", "0", "--out", "/tmp/ers-never"],
+        "--total-steps 0",
+    ),
+    (
+        "train-exact-on-hanabi",
+        ["train-sp", "--env", "hanabi", "--advantage", "exact", "--out", "/tmp/ers-never"],
+        "exact",
+    ),
+    ("train-resume-missing", ["train-sp", "--resume", "/tmp/ers-no-such-pool"], "/tmp/ers-no-such-pool"),
+    ("crossplay-no-pool", ["crossplay", "/tmp/ers-no-such-pool"], "/tmp/ers-no-such-pool"),
+    ("crossplay-games-zero", ["crossplay", "/tmp/ers-no-such-pool", "--games", "0"], "--games 0"),
     ("env-unknown", ["env-bench", "chess"], "chess"),
     ("batch-text", ["env-bench", "hanabi", "--batch", "many"], "many"),
 ]
 
 
-def _materialise(argv: list[str], files: dict[str, str | bytes], make_file: Files,
-                 tmp_path: Path) -> list[str]:
+def _materialise(
+    argv: list[str], files: dict[str, str | bytes], make_file: Files, tmp_path: Path
+) -> list[str]:
     out = []
     for a in argv:
         if a == "@DIR":
@@ -184,11 +269,18 @@ def _run_in_process(main: Callable[[list[str]], int], argv: list[str]) -> int:
         return int(exc.code or 0)
 
 
-@pytest.mark.parametrize(("argv", "files", "value"),
-                         [pytest.param(a, f, v, id=i) for i, a, f, v in EXACT_CASES])
-def test_ers_exact_rejects_bad_input(argv: list[str], files: dict[str, str | bytes], value: str,
-                                     make_file: Files, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                     monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("argv", "files", "value"), [pytest.param(a, f, v, id=i) for i, a, f, v in EXACT_CASES]
+)
+def test_ers_exact_rejects_bad_input(
+    argv: list[str],
+    files: dict[str, str | bytes],
+    value: str,
+    make_file: Files,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from ers_exact.cli import main
 
     monkeypatch.chdir(tmp_path)
@@ -224,8 +316,11 @@ def test_cuda_device_without_cuda_is_a_usage_error(capsys: pytest.CaptureFixture
 @pytest.mark.parametrize("prog", ["ers-exact", "ers-deep"])
 def test_console_scripts_give_one_line_and_no_traceback(prog: str) -> None:
     """The installed console scripts (real processes) follow the contract too, and refuse at once."""
-    argv = ["info", "dectiger", "--horizon", "100000"] if prog == "ers-exact" else ["env-bench", "hanabi",
-                                                                                   "--batch", "0"]
+    argv = (
+        ["info", "dectiger", "--horizon", "100000"]
+        if prog == "ers-exact"
+        else ["env-bench", "hanabi", "--batch", "0"]
+    )
     exe = Path(sys.executable).with_name(prog)
     proc = subprocess.run([str(exe), *argv], capture_output=True, text=True, timeout=60, check=False)
     _check(prog, argv[0], proc.returncode, proc.stderr, argv[-1])

@@ -57,7 +57,7 @@ def test_gru_resets_before_the_step_where_an_episode_starts() -> None:
 
 
 def test_tabular_starts_uniform_and_masking() -> None:
-    net = build_net(NetConfig(kind="tabular", hidden=0), [0], (4,), 3)
+    net = build_net(NetConfig(kind="tabular", hidden=0, tabular_init=0.0), [0], (4,), 3)
     logits, value, _ = net(torch.eye(4).view(1, 1, 4, 4), torch.zeros(1, 1, 4, dtype=torch.bool),
                            net.initial_state(4))
     assert not logits.any() and not value.any()

@@ -19,8 +19,9 @@ Variants (``NetConfig.kind``):
 * ``"cnn-gru"``: the official Overcooked V2 net: 1x1 convs 128, 128, 8, 3x3 'SAME' convs 16, 32, 32 (ReLU,
   orthogonal sqrt 2), flatten, Dense(128) ReLU, LayerNorm, GRU(128), actor Dense(128) ReLU -> Dense(A)
   (0.01), critic Dense(128) ReLU -> Dense(1) (1.0).
-* ``"tabular"``: logits and value are tables over the env's one-hot observation (bias-free linear maps,
-  zero init: the uniform policy): exactly the tabular softmax policy of ers-exact.
+* ``"tabular"``: logits and value are tables over the env's one-hot observation (bias-free linear maps;
+  logits start random (orthogonal, gain ``tabular_init``; 0: the uniform policy, which is itself a fixed
+  point of symmetric games), value zero): exactly the tabular softmax policy of ers-exact.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ class NetConfig:
 
     kind: NetKind = "mlp"
     hidden: int = 512
+    tabular_init: float = 1.0  # tabular: gain of the random initial logits (0: uniform policy)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -138,14 +140,14 @@ class RecurrentCNN(ActorCritic):
 
 
 class TabularActorCritic(ActorCritic):
-    """Tables over one-hot observations (``"tabular"``): logits = onehot @ W_pi, value = onehot @ w_V, zero init."""
+    """Tables over one-hot observations (``"tabular"``): logits = onehot @ W_pi, value = onehot @ w_V."""
 
-    def __init__(self, seeds: Sequence[int], obs_shape: tuple[int, ...], num_actions: int, hidden: int = 0
-                 ) -> None:
+    def __init__(self, seeds: Sequence[int], obs_shape: tuple[int, ...], num_actions: int, hidden: int = 0,
+                 init: float = 1.0) -> None:
         super().__init__(seeds, obs_shape, num_actions)
         g = self.generators()
         n_in = math.prod(obs_shape)
-        self.logits = SLinear(n_in, num_actions, g, gain=0.0, bias=False)
+        self.logits = SLinear(n_in, num_actions, g, gain=init, bias=False)
         self.value = SLinear(n_in, 1, g, gain=0.0, bias=False)
 
     def forward(self, obs: Tensor, first: Tensor, hidden: Tensor) -> tuple[Tensor, Tensor, Tensor]:
@@ -160,4 +162,6 @@ NETS: dict[str, type[ActorCritic]] = {"mlp": FeedForward, "cnn-gru": RecurrentCN
 def build_net(config: NetConfig, seeds: Sequence[int], obs_shape: tuple[int, ...], num_actions: int
               ) -> ActorCritic:
     """The network of ``config.kind`` for S = len(seeds) seeds (slice s initialised from seed ``seeds[s]``)."""
+    if config.kind == "tabular":
+        return TabularActorCritic(seeds, obs_shape, num_actions, init=config.tabular_init)
     return NETS[config.kind](seeds, obs_shape, num_actions, hidden=config.hidden)

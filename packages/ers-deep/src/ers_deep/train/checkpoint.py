@@ -26,13 +26,15 @@ from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
 from torch import Tensor
 
+from ers_exact.util.errors import InputError
+
 __all__ = ["CheckpointError", "atomic_write_bytes", "digest", "load_checkpoint", "read_metadata",
            "save_checkpoint"]
 
 FORMAT = "ers-checkpoint/1"
 
 
-class CheckpointError(ValueError):
+class CheckpointError(ValueError, InputError):
     """A checkpoint file cannot be trusted or read; the message names the file."""
 
 

@@ -31,6 +31,7 @@ from ers_deep.nets import NetConfig
 from ers_exact.util.options import UsageError, at_least, between, check_fields, non_negative, positive
 
 LrSchedule = Literal["constant", "linear", "warmup-cosine"]
+AdvantageMode = Literal["gae", "exact"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,6 +62,7 @@ class TrainConfig:
     adam_eps: float = 1e-5
     normalize_advantage: bool = True  # per minibatch (PureJaxRL); off keeps alpha a true temperature
     clip_value_loss: bool = True
+    advantage: AdvantageMode = "gae"  # "exact" (tabular only): all-actions gradient with ers-exact's Q - V
     shaped_reward_horizon: int = 0  # Overcooked: env steps over which the shaped reward anneals 1 -> 0 (0: 1)
     # network
     net: NetConfig = dataclasses.field(default_factory=NetConfig)
@@ -81,6 +83,8 @@ class TrainConfig:
                      checkpoint_every=at_least(1), keep_checkpoints=at_least(1))
         if self.gamma is not None:
             check_fields(self, gamma=between(0, 1))
+        if self.advantage == "exact" and self.env_kind != "tabular":
+            raise UsageError(f"TrainConfig.advantage = 'exact' needs a tabular env, not {self.env!r}")
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
             raise UsageError(f"TrainConfig.seeds = {self.seeds!r}: give distinct seeds")
         if self.minibatches > self.num_envs * 2:

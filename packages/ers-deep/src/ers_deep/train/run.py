@@ -35,11 +35,18 @@ import torch
 from ers_deep.train.checkpoint import CheckpointError, atomic_write_bytes, load_checkpoint, save_checkpoint
 from ers_deep.train.config import TrainConfig
 from ers_deep.train.ippo import Learner
+from ers_exact.util.errors import InputError
 
-__all__ = ["METRIC_COLUMNS", "checkpoints", "latest_checkpoint", "read_metrics", "resume", "train"]
+__all__ = ["METRIC_COLUMNS", "RunError", "checkpoints", "latest_checkpoint", "read_metrics", "resume", "train"]
 
 METRIC_COLUMNS = ("update", "env_steps", "seed", "return", "shaped_return", "episodes", "actor_loss",
                   "value_loss", "entropy", "grad_norm", "lr", "shaped_coef", "seconds")
+
+
+class RunError(ValueError, InputError):
+    """A run directory that cannot be started or resumed; the message names it."""
+
+
 _CKPT = re.compile(r"^update-(\d{6,})\.safetensors$")
 
 
@@ -161,7 +168,7 @@ def train(config: TrainConfig, run_dir: str | os.PathLike[str], *, max_updates: 
     """Start a run in a new (or empty) ``run_dir``; ``max_updates`` stops early (the run can be resumed)."""
     run_dir = Path(run_dir)
     if (run_dir / "config.json").exists():
-        raise ValueError(f"{run_dir} already holds a run (config.json); resume it with --resume {run_dir}")
+        raise RunError(f"{run_dir} already holds a run (config.json); resume it with --resume {run_dir}")
     run_dir.mkdir(parents=True, exist_ok=True)
     if threads:
         torch.set_num_threads(threads)
@@ -181,7 +188,7 @@ def resume(run_dir: str | os.PathLike[str], *, max_updates: int | None = None, p
     try:
         info = json.loads((run_dir / "config.json").read_text())
     except OSError:
-        raise ValueError(f"{run_dir}: no run to resume (config.json missing)") from None
+        raise RunError(f"{run_dir}: no run to resume (config.json missing)") from None
     if threads:
         torch.set_num_threads(threads)
     learner = Learner(TrainConfig.from_json(info["config"]))

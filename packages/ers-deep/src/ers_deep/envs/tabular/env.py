@@ -207,6 +207,10 @@ class TabularEnv:
         return self._output(tr.reward, tr.done)
 
     # ---- tables ------------------------------------------------------------------------------------------
+    def legal_table(self) -> Tensor:
+        """[K, A] bool legal actions of every local history."""
+        return self._legal
+
     def history_obs(self) -> Tensor:
         """[K, K] the observation of every local history (identity): evaluate a network on all histories."""
         return torch.eye(self.offsets[-1], device=self._device)

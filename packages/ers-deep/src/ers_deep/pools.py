@@ -1,0 +1,149 @@
+"""Pools: directories of frozen self-play policies (the deep Pi' of the paper) with their scores and configs.
+
+    POOL/
+      pool.json                    env, config, per seed: policy file, self-play score (mean, se, games),
+                                   final training return, and on tabular games the exact J / fixed-point check
+      policies/seed-S.safetensors  one frozen single-seed network (``ers_deep.train.checkpoint`` format:
+                                   safetensors + JSON metadata with the TrainConfig, seed, obs shape, actions)
+      run/                         the training run (``ers_deep.train.run``: config.json, metrics.csv, checkpoints)
+
+``train_pool(config, out)`` trains all seeds of ``config.seeds`` together in one process (stacked parameters,
+``ers_deep.train.ippo``), or continues an interrupted pool (``resume=True``), then freezes every seed.
+``load_pool(dir)`` and ``load_policy(file)`` read them back (verified; nothing is unpickled).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ers_deep.envs.tabular import TabularEnv
+from ers_deep.nets import ActorCritic, NetConfig, build_net
+from ers_deep.train.checkpoint import CheckpointError, atomic_write_bytes, load_checkpoint, save_checkpoint
+from ers_deep.train.config import TrainConfig
+from ers_deep.train.evaluate import Agent, play
+from ers_deep.train.exact import exact_report
+from ers_deep.train.ippo import Learner
+from ers_deep.train.run import read_metrics, resume, train
+from ers_exact.util.errors import InputError
+
+
+class PoolError(ValueError, InputError):
+    """A folder that is not a usable pool; the message names it."""
+
+__all__ = ["Policy", "Pool", "PoolError", "load_policy", "load_pool", "save_policy", "train_pool"]
+
+
+@dataclass(frozen=True)
+class Policy:
+    """One frozen policy: a single-seed network and the config it was trained with."""
+
+    net: ActorCritic
+    config: TrainConfig
+    seed: int
+    name: str
+
+    def agent(self) -> Agent:
+        return Agent(self.net)
+
+
+@dataclass(frozen=True)
+class Pool:
+    path: Path
+    info: dict[str, Any]
+    policies: tuple[Policy, ...]
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+
+def _seed_slice(t: torch.Tensor, S: int, s: int) -> torch.Tensor:
+    """Seed s's slice of a stacked parameter (every parameter's leading dim is S times the single-seed one)."""
+    return t.reshape(S, t.shape[0] // S, *t.shape[1:])[s].clone()
+
+
+def save_policy(path: str | os.PathLike[str], learner: Learner, index: int, extra: dict[str, Any] | None = None
+                ) -> Path:
+    """Freeze seed ``learner.config.seeds[index]`` of ``learner`` into ``path``."""
+    S, seed = learner.S, learner.config.seeds[index]
+    tensors = {k: _seed_slice(v, S, index) for k, v in learner.net.state_dict().items()}
+    meta = {"kind": "policy", "seed": seed, "config": learner.config.to_json(),
+            "obs_shape": list(learner.env.obs_shape), "num_actions": learner.env.num_actions, **(extra or {})}
+    return save_checkpoint(path, tensors, meta)
+
+
+def load_policy(path: str | os.PathLike[str]) -> Policy:
+    """A frozen policy file (``CheckpointError`` naming the file when damaged)."""
+    tensors, meta = load_checkpoint(path)
+    if meta.get("kind") != "policy":
+        raise CheckpointError(f"{path}: not a policy file (kind {meta.get('kind')!r})")
+    config = TrainConfig.from_json(meta["config"])
+    net = build_net(NetConfig(**meta["config"]["net"]), [meta["seed"]], tuple(meta["obs_shape"]),
+                    meta["num_actions"])
+    net.load_state_dict(tensors)
+    net.to(config.device).eval()
+    return Policy(net, config, int(meta["seed"]), f"{Path(path).parent.parent.name}/seed-{meta['seed']}")
+
+
+def _final_returns(run_dir: Path, seeds: tuple[int, ...], window: int = 10) -> dict[int, float]:
+    """Per seed, the mean training return over the last ``window`` updates that had finished episodes."""
+    rows = read_metrics(run_dir)
+    out = {}
+    for seed in seeds:
+        vals = [float(r["return"]) for r in rows if int(r["seed"]) == seed and r["return"] != "nan"]
+        out[seed] = sum(vals[-window:]) / len(vals[-window:]) if vals else math.nan
+    return out
+
+
+def train_pool(config: TrainConfig, out: str | os.PathLike[str], *, resume_run: bool = False,
+               eval_games: int = 1000, progress: bool | None = None, threads: int | None = None,
+               max_updates: int | None = None) -> dict[str, Any]:
+    """Train (or continue) the pool ``out`` and freeze its seeds; returns the pool summary (also pool.json)."""
+    out = Path(out)
+    run_dir = out / "run"
+    if resume_run:
+        learner, summary = resume(run_dir, progress=progress, threads=threads, max_updates=max_updates)
+    else:
+        if (out / "pool.json").exists() or (run_dir / "config.json").exists():
+            raise PoolError(f"{out} already holds a pool; continue it with --resume or choose another --out")
+        learner, summary = train(config, run_dir, progress=progress, threads=threads, max_updates=max_updates)
+    cfg = learner.config
+    (out / "policies").mkdir(parents=True, exist_ok=True)
+    final = _final_returns(run_dir, cfg.seeds)
+    exact = (exact_report(learner.net, learner.env, cfg.alpha) if isinstance(learner.env, TabularEnv) else
+             [None] * len(cfg.seeds))
+    entries = []
+    for s, seed in enumerate(cfg.seeds):
+        file = out / "policies" / f"seed-{seed}.safetensors"
+        save_policy(file, learner, s)
+        policy = load_policy(file)
+        score = play([policy.agent()] * learner.env.num_agents, cfg, eval_games, seed=10_000 + seed)
+        entry: dict[str, Any] = {"seed": seed, "file": str(file.relative_to(out)), "self_play": score,
+                                 "final_return": final[seed]}
+        if exact[s] is not None:
+            entry["exact"] = exact[s]
+        entries.append(entry)
+    info = {"env": cfg.env, "alpha": cfg.alpha, "seeds": list(cfg.seeds), "config": cfg.to_json(),
+            "training": summary, "policies": entries}
+    atomic_write_bytes(out / "pool.json", json.dumps(info, indent=2, sort_keys=True).encode())
+    return info
+
+
+def load_pool(path: str | os.PathLike[str]) -> Pool:
+    """A pool directory (``ValueError`` naming it when it is not one)."""
+    path = Path(path)
+    try:
+        info = json.loads((path / "pool.json").read_text())
+    except OSError:
+        raise PoolError(f"{path}: not a pool (no pool.json); build one with ers-deep train-sp") from None
+    except json.JSONDecodeError as e:
+        raise PoolError(f"{path / 'pool.json'}: not valid JSON ({e.msg})") from None
+    policies = tuple(load_policy(path / p["file"]) for p in info["policies"])
+    return Pool(path, info, policies)

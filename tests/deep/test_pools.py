@@ -1,0 +1,65 @@
+"""Pools: seeds trained together, frozen into verified policy files, self-play scores, exact checks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from ers_deep.pools import PoolError, load_policy, load_pool, train_pool
+from ers_deep.train.checkpoint import CheckpointError
+from ers_deep.train.config import paper_config
+from ers_deep.train.ippo import Learner
+
+
+@pytest.fixture(scope="module")
+def toy_pool(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("pools") / "toy"
+    cfg = paper_config("tabular:toy-coordination", num_envs=256, seeds=(0, 4), total_env_steps=256 * 2 * 15,
+                       advantage="exact")
+    train_pool(cfg, out, eval_games=2000)
+    return out
+
+
+def test_pool_layout_and_scores(toy_pool: Path) -> None:
+    info = json.loads((toy_pool / "pool.json").read_text())
+    assert info["seeds"] == [0, 4] and info["alpha"] == 0.25
+    for p in info["policies"]:
+        assert (toy_pool / p["file"]).is_file()
+        sp, ex = p["self_play"], p["exact"]
+        assert abs(sp["mean"] - ex["J"]) < 5 * sp["se"]  # sampled self-play agrees with the exact J
+        assert 0 <= ex["residual"] < 1 and ex["fixed_point"]["residual"] < 1e-9  # convergence: test_exact.py
+    pool = load_pool(toy_pool)
+    assert [p.seed for p in pool.policies] == [0, 4] and pool.name == "toy"
+
+
+def test_frozen_policy_equals_its_seed_slice(toy_pool: Path) -> None:
+    pol = load_policy(toy_pool / "policies" / "seed-4.safetensors")
+    learner = Learner(pol.config)
+    learner.load_state_tensors(*_last_checkpoint(toy_pool))
+    obs = torch.eye(10).view(1, 1, 10, 10)
+    first = torch.ones(1, 1, 10, dtype=torch.bool)
+    pooled, _, _ = learner.net(obs.expand(2, 1, 10, 10), first.expand(2, 1, 10), learner.net.initial_state(10))
+    single, _, _ = pol.net(obs, first, pol.net.initial_state(10))
+    assert torch.allclose(pooled[1], single[0])
+
+
+def _last_checkpoint(pool: Path):  # type: ignore[no-untyped-def]
+    from ers_deep.train.checkpoint import load_checkpoint
+    from ers_deep.train.run import latest_checkpoint
+
+    tensors, meta = load_checkpoint(latest_checkpoint(pool / "run"))
+    return tensors, meta["counters"]
+
+
+def test_damaged_policy_and_missing_pool(toy_pool: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "seed-0.safetensors"
+    bad.write_bytes((toy_pool / "policies" / "seed-0.safetensors").read_bytes()[:-10])
+    with pytest.raises(CheckpointError, match=str(bad)):
+        load_policy(bad)
+    with pytest.raises(PoolError, match="not a pool"):
+        load_pool(tmp_path)
+    with pytest.raises(PoolError, match="already holds a pool"):
+        train_pool(paper_config("tabular:toy-coordination"), toy_pool)
