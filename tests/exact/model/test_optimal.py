@@ -46,6 +46,7 @@ PUBLISHED = [
     ("broadcastChannel.dpomdp", 4, 3.89),
     ("GridSmall.dpomdp", 2, 0.91),
     ("GridSmall.dpomdp", 3, 1.550444),
+    ("GridSmall.dpomdp", 4, 2.241577),
 ]
 
 
@@ -78,6 +79,17 @@ def test_published_optimal_values_gmaa(dpomdp_dir: Path, fname: str, horizon: in
 
 
 EXHAUSTIVE = [case for case in PUBLISHED if case[1] < 4 or case[0] == "broadcastChannel.dpomdp"]
+
+
+@pytest.mark.slow  # 1.7 million joint histories at t = 4
+def test_published_dectiger_h5(dpomdp_dir: Path) -> None:
+    """Dec-Tiger H=5 = 7.026451 (Oliehoek, Whiteson & Spaan 2009, GMAA* with lossless clustering; masplan.org);
+    not in ../shared/dpomdp/README.md's table. Types per agent at t=3: 8, clustered to fewer."""
+    tree = _tree(dpomdp_dir, "dectiger.dpomdp", 5)
+    result = optimal_value(tree)
+    assert result.method == "gmaa"
+    assert result.value == pytest.approx(7.026451, abs=HALF_UNIT)
+    _check_policy(tree, result)
 
 
 @pytest.mark.parametrize("fname, horizon, published", EXHAUSTIVE, ids=_ids(EXHAUSTIVE))
