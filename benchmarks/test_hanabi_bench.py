@@ -44,8 +44,15 @@ def test_hanabi_env_steps(benchmark, one_thread, batch: int) -> None:
     ers_2_threads = batch * steps / (time.perf_counter() - t0)
     torch.set_num_threads(1)
     hle = bench_hle(cfg, batch=batch, steps=10**6, max_env_steps=5000)["env_steps_per_s"]
-    info = {"batch": batch, "steps_per_round": steps, "env_steps_per_s": ers, "hle_env_steps_per_s": hle,
-            "ratio_vs_hle": ers / hle, "torch_threads": 1, "env_steps_per_s_2_threads": ers_2_threads}
+    info = {
+        "batch": batch,
+        "steps_per_round": steps,
+        "env_steps_per_s": ers,
+        "hle_env_steps_per_s": hle,
+        "ratio_vs_hle": ers / hle,
+        "torch_threads": 1,
+        "env_steps_per_s_2_threads": ers_2_threads,
+    }
     if jaxmarl_available():
         jm = bench_jaxmarl(cfg, batch=batch, steps=max(128, steps))["env_steps_per_s"]
         info.update(jaxmarl_env_steps_per_s=jm, ratio_vs_jaxmarl=ers / jm)

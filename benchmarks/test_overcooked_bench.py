@@ -31,22 +31,37 @@ def test_overcooked_env_steps(benchmark, one_thread, batch: int) -> None:
     benchmark.pedantic(run, rounds=3, iterations=1)
     ers = batch * steps / benchmark.stats.stats.mean  # includes env construction: a lower bound
     # best of 3 timings on both sides (this shared VM's speed drifts by tens of percent within minutes)
-    ers_run = {"obs uint8": {}, "obs float32": {"obs_dtype": "float32"}, "state only": {"observations": False}}
-    best = {k: bench_ers(batch=batch, steps=steps, repeats=3, **kw)["env_steps_per_s"]
-            for k, kw in ers_run.items()}
-    info = {"batch": batch, "steps_per_round": steps, "torch_threads": 1,
-            "ers_uint8_env_steps_per_s": best["obs uint8"], "ers_float32_env_steps_per_s": best["obs float32"],
-            "ers_state_only_env_steps_per_s": best["state only"],
-            "ers_round_incl_construction_env_steps_per_s": ers}
+    ers_run = {
+        "obs uint8": {},
+        "obs float32": {"obs_dtype": "float32"},
+        "state only": {"observations": False},
+    }
+    best = {
+        k: bench_ers(batch=batch, steps=steps, repeats=3, **kw)["env_steps_per_s"]
+        for k, kw in ers_run.items()
+    }
+    info = {
+        "batch": batch,
+        "steps_per_round": steps,
+        "torch_threads": 1,
+        "ers_uint8_env_steps_per_s": best["obs uint8"],
+        "ers_float32_env_steps_per_s": best["obs float32"],
+        "ers_state_only_env_steps_per_s": best["state only"],
+        "ers_round_incl_construction_env_steps_per_s": ers,
+    }
     if jaxmarl_available():
         jax_steps, scan = (128, 128) if batch <= 1024 else (64, 32)
         jm = bench_jaxmarl(batch=batch, steps=jax_steps, scan_length=scan, repeats=3)["env_steps_per_s"]
-        jm_state = bench_jaxmarl(batch=batch, steps=jax_steps, scan_length=scan, repeats=3,
-                                 observations=False)["env_steps_per_s"]
-        info.update(jaxmarl_env_steps_per_s=jm, jaxmarl_state_only_env_steps_per_s=jm_state,
-                    ratio_uint8_vs_jaxmarl=info["ers_uint8_env_steps_per_s"] / jm,
-                    ratio_float32_vs_jaxmarl=info["ers_float32_env_steps_per_s"] / jm,
-                    ratio_state_only_vs_jaxmarl=info["ers_state_only_env_steps_per_s"] / jm_state)
+        jm_state = bench_jaxmarl(
+            batch=batch, steps=jax_steps, scan_length=scan, repeats=3, observations=False
+        )["env_steps_per_s"]
+        info.update(
+            jaxmarl_env_steps_per_s=jm,
+            jaxmarl_state_only_env_steps_per_s=jm_state,
+            ratio_uint8_vs_jaxmarl=info["ers_uint8_env_steps_per_s"] / jm,
+            ratio_float32_vs_jaxmarl=info["ers_float32_env_steps_per_s"] / jm,
+            ratio_state_only_vs_jaxmarl=info["ers_state_only_env_steps_per_s"] / jm_state,
+        )
     benchmark.extra_info.update(info)
     print({k: round(v, 3) if isinstance(v, float) else v for k, v in info.items()})
     if batch == 1024 and "ratio_uint8_vs_jaxmarl" in info:

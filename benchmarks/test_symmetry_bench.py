@@ -24,9 +24,13 @@ def test_er_search_three_lever(benchmark) -> None:
     fs = solve_fixed_points(tree, 0.25, SolverConfig(n_starts=64, complete_search=False, certify=False))
     pool = [p.policy for p in fs.optimal_points]
     er = benchmark.pedantic(er_symmetries, args=(tree, pool, 0.25, fs.J_star), rounds=3, iterations=1)
-    benchmark.extra_info.update(candidates=er.n_candidates, pool_size=len(pool), members=len(er.members),
-                                evaluations=er.n_candidates * len(pool),
-                                evaluations_per_second=er.n_candidates * len(pool) / benchmark.stats.stats.mean)
+    benchmark.extra_info.update(
+        candidates=er.n_candidates,
+        pool_size=len(pool),
+        members=len(er.members),
+        evaluations=er.n_candidates * len(pool),
+        evaluations_per_second=er.n_candidates * len(pool) / benchmark.stats.stats.mean,
+    )
     assert len(er.members) == 6
 
 
@@ -35,15 +39,26 @@ def _large_planted_game() -> object:
     rng = np.random.default_rng(7)
     S, A, O = 6, 9, 9
     rows = lambda shape: rng.dirichlet(np.ones(shape[-1]), size=shape[:-1])  # noqa: E731
-    game = make_game("planted-6x3x3", [f"s{k}" for k in range(S)], [["a0", "a1", "a2"]] * 2,
-                     [["o0", "o1", "o2"]] * 2, rows((S, A, S)), rows((A, S, O)),
-                     rng.choice([0.0, 1.0], size=(S, A)), np.full(S, 1 / S), horizon=1)
+    game = make_game(
+        "planted-6x3x3",
+        [f"s{k}" for k in range(S)],
+        [["a0", "a1", "a2"]] * 2,
+        [["o0", "o1", "o2"]] * 2,
+        rows((S, A, S)),
+        rows((A, S, O)),
+        rng.choice([0.0, 1.0], size=(S, A)),
+        np.full(S, 1 / S),
+        horizon=1,
+    )
     phi = Transformation((1, 0, 3, 2, 5, 4), ((1, 0, 2), (1, 0, 2)), ((2, 1, 0), (2, 1, 0)))
     return planted_game(game, phi)
 
 
-GAMES = {"three-lever": lambda: get_game("three-lever"), "four-lever": lambda: get_game("three-lever", levers=4),
-         "planted-6x3x3": _large_planted_game}
+GAMES = {
+    "three-lever": lambda: get_game("three-lever"),
+    "four-lever": lambda: get_game("three-lever", levers=4),
+    "planted-6x3x3": _large_planted_game,
+}
 METHODS = ["exhaustive", "pruned", "graph"]
 
 
@@ -55,10 +70,16 @@ def test_mdp_search(benchmark, name: str, method: str) -> None:
         if importlib.util.find_spec("ers_exact.symmetry.graph") is None:
             pytest.skip("graph method not available")
         from ers_exact.symmetry.graph import decpomdp_symmetries_graph as search
+
         found = benchmark.pedantic(search, args=(game,), rounds=1, iterations=1)
     else:
         found = benchmark.pedantic(decpomdp_symmetries, args=(game, method), rounds=1, iterations=1)
-    benchmark.extra_info.update(game=name, method=method, psi_order=psi_order(game),
-                                psi_order_on_policies=policy_part_order(game), symmetries=len(found),
-                                candidates_per_second=psi_order(game) / benchmark.stats.stats.mean)
+    benchmark.extra_info.update(
+        game=name,
+        method=method,
+        psi_order=psi_order(game),
+        psi_order_on_policies=policy_part_order(game),
+        symmetries=len(found),
+        candidates_per_second=psi_order(game) / benchmark.stats.stats.mean,
+    )
     assert len(found) >= 2

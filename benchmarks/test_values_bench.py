@@ -48,10 +48,19 @@ def test_values_vectorised_vs_reference(benchmark, name: str, horizon: int) -> N
     vec_s = benchmark.stats.stats.mean
     ratio = reference_s / vec_s
     benchmark.extra_info.update(
-        game=name, horizon=horizon, joint_nodes=tree.n_joint_nodes, local_histories=list(tree.n_histories),
-        reference_seconds=reference_s, vectorised_seconds=vec_s, enumerate_seconds=enumerate_s,
-        speedup=ratio, speedup_including_enumeration=reference_s / (vec_s + enumerate_s))
-    print(f"\n{name} H={horizon}: reference {reference_s:.3f}s, vectorised {vec_s * 1e3:.2f}ms "
-          f"(+ enumeration {enumerate_s * 1e3:.1f}ms): {ratio:.0f}x")
+        game=name,
+        horizon=horizon,
+        joint_nodes=tree.n_joint_nodes,
+        local_histories=list(tree.n_histories),
+        reference_seconds=reference_s,
+        vectorised_seconds=vec_s,
+        enumerate_seconds=enumerate_s,
+        speedup=ratio,
+        speedup_including_enumeration=reference_s / (vec_s + enumerate_s),
+    )
+    print(
+        f"\n{name} H={horizon}: reference {reference_s:.3f}s, vectorised {vec_s * 1e3:.2f}ms "
+        f"(+ enumeration {enumerate_s * 1e3:.1f}ms): {ratio:.0f}x"
+    )
     if (name, horizon) in LARGEST:
         assert ratio >= MIN_RATIO_AT_LARGEST

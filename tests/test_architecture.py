@@ -14,14 +14,40 @@ import networkx as nx
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1] / "packages"
-SOURCES = {"ers_exact": ROOT / "ers-exact" / "src" / "ers_exact", "ers_deep": ROOT / "ers-deep" / "src" / "ers_deep"}
+SOURCES = {
+    "ers_exact": ROOT / "ers-exact" / "src" / "ers_exact",
+    "ers_deep": ROOT / "ers-deep" / "src" / "ers_deep",
+}
 
 # Layer rank of each top-level subpackage / module (lower = more basic). A new folder must be placed here.
 LAYERS: dict[str, dict[str, int]] = {
-    "ers_exact": {"util": 0, "model": 1, "io": 2, "games": 3, "interface": 4, "solve": 5, "symmetry": 6, "zsc": 7,
-                  "analysis": 8, "cli": 9, "__init__": 10},
-    "ers_deep": {"envs": 1, "nets": 2, "train": 3, "pools": 4, "crossplay": 5, "discovery": 6, "other_play": 7,
-                 "zsc": 8, "analysis": 9, "bench": 10, "cli": 11, "__init__": 12},
+    "ers_exact": {
+        "util": 0,
+        "model": 1,
+        "io": 2,
+        "games": 3,
+        "interface": 4,
+        "solve": 5,
+        "symmetry": 6,
+        "zsc": 7,
+        "analysis": 8,
+        "cli": 9,
+        "__init__": 10,
+    },
+    "ers_deep": {
+        "envs": 1,
+        "nets": 2,
+        "train": 3,
+        "pools": 4,
+        "crossplay": 5,
+        "discovery": 6,
+        "other_play": 7,
+        "zsc": 8,
+        "analysis": 9,
+        "bench": 10,
+        "cli": 11,
+        "__init__": 12,
+    },
 }
 # Inside ers_deep.envs: the shared base modules sit below the env folders, which never import each other.
 ENV_FOLDERS = ("hanabi", "overcooked_v2", "tabular")
@@ -72,7 +98,11 @@ def _graph() -> nx.DiGraph:
         g.add_node(name)
         for module, names in _imports(name, path):
             for target in _resolve(module, names):
-                if target != name and not name.startswith(target + ".") and target.split(".")[-1] != "__init__":
+                if (
+                    target != name
+                    and not name.startswith(target + ".")
+                    and target.split(".")[-1] != "__init__"
+                ):
                     g.add_edge(name, target)
     return g
 
@@ -112,7 +142,9 @@ def test_env_folders_do_not_import_each_other() -> None:
 
 def test_no_import_cycles() -> None:
     g = _graph()
-    packages = {n for n in MODULES if (SOURCES[n.split(".")[0]] / Path(*n.split(".")[1:]) / "__init__.py").exists()}
+    packages = {
+        n for n in MODULES if (SOURCES[n.split(".")[0]] / Path(*n.split(".")[1:]) / "__init__.py").exists()
+    }
     g = g.subgraph(n for n in g if n not in packages)  # package __init__ re-exports are not dependencies
     cycles = list(nx.simple_cycles(g))
     assert not cycles, f"import cycles: {cycles[:5]}"
@@ -124,14 +156,25 @@ def test_no_private_names_across_modules() -> None:
         for module, names in _imports(name, path):
             if module.split(".")[0] == "torch":
                 continue
-            bad += [f"{name}: from {module} import {n}" for n in names
-                    if n.startswith("_") and not (n.startswith("__") and n.endswith("__"))]
-            bad += [f"{name}: import {module}" for part in module.split(".") if part.startswith("_")
-                    and part != "__init__"]
+            bad += [
+                f"{name}: from {module} import {n}"
+                for n in names
+                if n.startswith("_") and not (n.startswith("__") and n.endswith("__"))
+            ]
+            bad += [
+                f"{name}: import {module}"
+                for part in module.split(".")
+                if part.startswith("_") and part != "__init__"
+            ]
     assert not bad, "private names imported across modules:\n" + "\n".join(bad)
 
 
 def test_ers_exact_never_imports_torch() -> None:
-    bad = [f"{n}: {m}" for n, p in MODULES.items() if n.startswith("ers_exact")
-           for m, _ in _imports(n, p) if m.split(".")[0] in ("torch", "ers_deep")]
+    bad = [
+        f"{n}: {m}"
+        for n, p in MODULES.items()
+        if n.startswith("ers_exact")
+        for m, _ in _imports(n, p)
+        if m.split(".")[0] in ("torch", "ers_deep")
+    ]
     assert not bad, "\n".join(bad)

@@ -16,8 +16,9 @@ pygambit 17 API used (differs from 16.x): players are labels (``g.players`` iter
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -143,8 +144,9 @@ def gambit_qre_policy(tree: HistoryTree, alpha: float) -> tuple[np.ndarray, ...]
     return gambit_qre(tree, alpha).policy
 
 
-def boltzmann_residual(tree: HistoryTree, policy: Sequence[np.ndarray], alpha: float,
-                       stage_scaled: bool = False) -> float:
+def boltzmann_residual(
+    tree: HistoryTree, policy: Sequence[np.ndarray], alpha: float, stage_scaled: bool = False
+) -> float:
     """max_i,tau,a |pi^i(a|tau) - softmax(Q^i_pi(tau, .) / alpha)(a)| over legal actions, Q^i from ers.
 
     With ``stage_scaled`` the logits are gamma^t Q^i / alpha (Gambit's QRE map when gamma < 1)."""

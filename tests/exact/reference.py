@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -66,7 +66,9 @@ class _Reference:
         self.n_actions = tuple(len(a) for a in game.action_names)
         self.n_obs = tuple(len(o) for o in game.observation_names)
         # Row-major, last agent fastest: exactly the order of itertools.product.
-        self.joint_actions: list[tuple[int, ...]] = list(itertools.product(*[range(k) for k in self.n_actions]))
+        self.joint_actions: list[tuple[int, ...]] = list(
+            itertools.product(*[range(k) for k in self.n_actions])
+        )
         self.joint_obs: list[tuple[int, ...]] = list(itertools.product(*[range(k) for k in self.n_obs]))
         self.T: list[list[list[float]]] = np.asarray(game.transition).tolist()
         self.U: list[list[list[float]]] = np.asarray(game.observation).tolist()
@@ -93,8 +95,9 @@ class _Reference:
             assert self.policy_fn is not None, "this computation needs a policy"
             probs = [float(p) for p in self.policy_fn(agent, hist)]
             if len(probs) != self.n_actions[agent]:
-                raise ValueError(f"policy_fn({agent}, {hist}) has {len(probs)} entries, "
-                                 f"expected {self.n_actions[agent]}")
+                raise ValueError(
+                    f"policy_fn({agent}, {hist}) has {len(probs)} entries, expected {self.n_actions[agent]}"
+                )
             legal = self.legal(agent, hist)
             if any(p > 1e-12 and not ok for p, ok in zip(probs, legal)):
                 raise ValueError(f"policy_fn({agent}, {hist}) puts mass on an illegal action: {probs}")
@@ -159,8 +162,11 @@ class _Reference:
         return tuple(() for _ in range(self.n))
 
     # ----- forward enumeration of explicit paths (s_0, ..., s_t, tau_t) -----
-    def walk(self, visit: Callable[[int, int, JointHistory, float], None],
-             action_weight: Callable[[JointHistory, tuple[int, ...]], float | None]) -> None:
+    def walk(
+        self,
+        visit: Callable[[int, int, JointHistory, float], None],
+        action_weight: Callable[[JointHistory, tuple[int, ...]], float | None],
+    ) -> None:
         """Call ``visit(t, s_t, tau_t, w)`` once per explicit state path with positive chance weight.
 
         ``w`` is b_0(s_0) * prod T * prod U * prod action_weight along the path. ``action_weight`` returns
@@ -305,8 +311,9 @@ def policy_fn_from_arrays(tree: HistoryTree, policy: Sequence[np.ndarray]) -> Po
         try:
             k = tree.local[agent].index[hist]
         except KeyError:
-            raise KeyError(f"agent {agent}: history {hist} is reached by the reference but is not in the "
-                           "enumerated tree") from None
+            raise KeyError(
+                f"agent {agent}: history {hist} is reached by the reference but is not in the enumerated tree"
+            ) from None
         return arrays[agent][k].tolist()
 
     return policy_fn

@@ -11,8 +11,8 @@ reproduction: ``GameSpec(...).build()``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 from hypothesis import strategies as st
@@ -21,8 +21,8 @@ from ers_exact.model.game import Game, make_game
 from ers_exact.model.histories import HistoryTree
 
 __all__ = [
-    "GameSpec",
     "POLICY_KINDS",
+    "GameSpec",
     "PolicySpec",
     "deterministic_policies",
     "game_specs",
@@ -182,9 +182,16 @@ class GameSpec:
 
     def build(self) -> Game:
         return random_game(
-            np.random.default_rng(self.seed), n_agents=self.n_agents, n_states=self.n_states,
-            n_actions=self.n_actions, n_observations=self.n_observations, horizon=self.horizon,
-            discount=self.discount, sparsity=self.sparsity, reward_kind=self.reward_kind, legal=self.legal,
+            np.random.default_rng(self.seed),
+            n_agents=self.n_agents,
+            n_states=self.n_states,
+            n_actions=self.n_actions,
+            n_observations=self.n_observations,
+            horizon=self.horizon,
+            discount=self.discount,
+            sparsity=self.sparsity,
+            reward_kind=self.reward_kind,
+            legal=self.legal,
             name=f"random-{self.seed}",
         )
 

@@ -48,11 +48,24 @@ def test_interface_json_round_trip(toy_pool) -> None:
 def test_zsc_reports_without_the_op_column_still_load() -> None:
     """JSON written before the OP column (no "op" key) loads with op = None and prints "-"."""
     cell = {"value": 1.0, "se": 0.0}
-    old = {"game": "three-lever", "config": {}, "rows": [{"name": "SP (iql)", "sp": cell, "xp": cell,
-                                                          "xp_median": cell, "xp_median_mdp": cell,
-                                                          "xp_median_er": cell}]}
+    old = {
+        "game": "three-lever",
+        "config": {},
+        "rows": [
+            {
+                "name": "SP (iql)",
+                "sp": cell,
+                "xp": cell,
+                "xp_median": cell,
+                "xp_median_mdp": cell,
+                "xp_median_er": cell,
+            }
+        ],
+    }
     report = ZSCReport.from_json(old)
     assert report.rows[0].op is None
-    assert report.to_markdown().splitlines()[-1] == "| SP (iql) | 1.000 ± 0.000 | - | " + " | ".join(
-        ["1.000 ± 0.000"] * 4) + " |"
+    assert (
+        report.to_markdown().splitlines()[-1]
+        == "| SP (iql) | 1.000 ± 0.000 | - | " + " | ".join(["1.000 ± 0.000"] * 4) + " |"
+    )
     assert ZSCReport.from_json(json.loads(report.dumps())) == report

@@ -27,10 +27,12 @@ def test_toy_double_action_swap_is_er_not_mdp(toy, alpha: float) -> None:
     assert any(swap_both(e) for e in rep["er"]["elements"])
     assert not any(swap_both(e) for e in rep["mdp"]["elements"])
     assert rep["mdp_subgroup_of_er"] and rep["er"]["closed"]
-    print(f"toy alpha={alpha}: |Phi_MDP| = {rep['mdp']['order']}, |Phi_ER| = {rep['er']['order']} "
-          f"({rep['er']['order_on_policies']} on policies)")
+    print(
+        f"toy alpha={alpha}: |Phi_MDP| = {rep['mdp']['order']}, |Phi_ER| = {rep['er']['order']} "
+        f"({rep['er']['order_on_policies']} on policies)"
+    )
     # the member is the admissible twin: it also swaps the observations x and m
-    twin = [e for e in rep["er"]["elements"] if swap_both(e)][0]
+    twin = next(e for e in rep["er"]["elements"] if swap_both(e))
     names = toy.game.observation_names[0]
     x, m = names.index("x"), names.index("m")
     assert twin["observations"][0][x] == m and twin["observations"][0][m] == x

@@ -338,7 +338,7 @@ def test_unknown_name_suggests_closest(typo: str, closest: str) -> None:
 
 
 def test_unknown_name_without_close_match_lists_games() -> None:
-    with pytest.raises(UnknownGameError, match="known games: .*dectiger"):
+    with pytest.raises(UnknownGameError, match=r"known games: .*dectiger"):
         get_game("hanabi-full")
 
 
@@ -387,7 +387,7 @@ def test_load_game_routes_paths_to_the_reader(fake_reader: list, tmp_path: Path)
     game = load_game(str(existing), horizon=3, discount=0.5)
     assert fake_reader[-1] == (str(existing), {"horizon": 3})
     assert (game.horizon, game.discount) == (3, 0.5)
-    with pytest.raises(FileNotFoundError, match="missing/somewhere.dpomdp: no such file"):
+    with pytest.raises(FileNotFoundError, match=r"missing/somewhere\.dpomdp: no such file"):
         load_game("missing/somewhere.dpomdp")  # a .dpomdp name is a path, even when it is missing
     (tmp_path / "p").write_text("agents: 2\n")
     assert load_game(tmp_path / "p").horizon == 2  # a PathLike is always a path

@@ -58,9 +58,19 @@ def _builtin(name: str) -> Game:
 
 def _random(name: str) -> Game:
     n, states, acts, obs, horizon, gamma, sparsity, kind, legal, seed = RANDOM_SPECS[name]
-    return random_game(np.random.default_rng(seed), n_agents=n, n_states=states, n_actions=acts,
-                       n_observations=obs, horizon=horizon, discount=gamma, sparsity=sparsity,
-                       reward_kind=kind, legal=legal, name=name)
+    return random_game(
+        np.random.default_rng(seed),
+        n_agents=n,
+        n_states=states,
+        n_actions=acts,
+        n_observations=obs,
+        horizon=horizon,
+        discount=gamma,
+        sparsity=sparsity,
+        reward_kind=kind,
+        legal=legal,
+        name=name,
+    )
 
 
 BUILTINS = sorted(k for k in GAMES if get_game(k).horizon <= 2)
@@ -68,21 +78,27 @@ BUILTINS = sorted(k for k in GAMES if get_game(k).horizon <= 2)
 
 def _odd_names() -> Game:
     """Names that need escaping (quote) or the exporter's fallback labels (backslash, non-ASCII)."""
-    return replace(get_game("two-lever"), name='odd "game" \\ name',
-                   action_names=(('L"1', "L2"), ("L\\1", "\u00e9")))
+    return replace(
+        get_game("two-lever"), name='odd "game" \\ name', action_names=(('L"1', "L2"), ("L\\1", "\u00e9"))
+    )
 
 
-GAME_FACTORIES = {**{k: (lambda k=k: _builtin(k)) for k in BUILTINS},
-                  "dectiger-gamma0.9": lambda: get_game("dectiger").with_discount(0.9),
-                  "two-lever-odd-names": _odd_names,
-                  **{k: (lambda k=k: _random(k)) for k in RANDOM_SPECS}}
+GAME_FACTORIES = {
+    **{k: (lambda k=k: _builtin(k)) for k in BUILTINS},
+    "dectiger-gamma0.9": lambda: get_game("dectiger").with_discount(0.9),
+    "two-lever-odd-names": _odd_names,
+    **{k: (lambda k=k: _random(k)) for k in RANDOM_SPECS},
+}
 UNDISCOUNTED = [k for k in GAME_FACTORIES if GAME_FACTORIES[k]().discount == 1.0]
 
 
 @pytest.fixture(scope="module")
 def gbt():
-    return pytest.importorskip("pygambit", reason="pygambit (test-only oracle) is not installed; "
-                               "`pip install -c constraints.txt pygambit==17.0.0b2`")
+    return pytest.importorskip(
+        "pygambit",
+        reason="pygambit (test-only oracle) is not installed; "
+        "`pip install -c constraints.txt pygambit==17.0.0b2`",
+    )
 
 
 _TREES: dict[str, HistoryTree] = {}
@@ -116,7 +132,7 @@ def test_export_text_structure(name: str, tmp_path: Path) -> None:
             _, _, player, number, _ = line.split(" ", 4)
             infosets[int(player) - 1].add(int(number) - 1)
         if kind == "c":  # chance probabilities sum to exactly one, all positive
-            body = line[line.index("{") + 1:line.index("}")].split()
+            body = line[line.index("{") + 1 : line.index("}")].split()
             probs = [Fraction(tok) for tok in body[1::2]]
             assert sum(probs) == 1 and min(probs) > 0, line
     assert [sorted(s) for s in infosets] == [list(range(k)) for k in tree.n_histories]

@@ -24,8 +24,10 @@ from ers_exact.zsc.pipeline import ZSCConfig, run_zsc
 
 def _perturbed_value(fn, policy, agent, k, a, h=1e-6):
     """Central difference of fn in one policy entry (entries treated as free variables)."""
-    plus = [p.copy() for p in policy]; plus[agent][k, a] += h
-    minus = [p.copy() for p in policy]; minus[agent][k, a] -= h
+    plus = [p.copy() for p in policy]
+    plus[agent][k, a] += h
+    minus = [p.copy() for p in policy]
+    minus[agent][k, a] -= h
     return (fn(plus) - fn(minus)) / (2 * h)
 
 
@@ -52,6 +54,7 @@ def test_op_gradient_matches_finite_differences(lever3) -> None:
             img = tuple(_image_raw(lever3, phi, i, p[i]) for i in range(2))
             vals += [J((p[0], img[1])), J((img[0], p[1]))]
         return float(np.mean(vals))
+
     for i, k, a in [(0, 0, 1), (1, 4, 2), (0, 7, 0)]:
         assert grad[i][k, a] == pytest.approx(_perturbed_value(op, pol, i, k, a), abs=1e-6)
 
@@ -68,7 +71,9 @@ def _image_raw(tree, phi, i, pol_i):
 def test_other_play_training_reaches_the_four_thirds_optimum(lever3) -> None:
     result = train_other_play(lever3, decpomdp_symmetries(lever3.game), OPConfig(seeds=5))
     assert result.op_value == pytest.approx(4 / 3, abs=1e-6)
-    assert other_play(lever3, result.policy, decpomdp_symmetries(lever3.game)) == pytest.approx(4 / 3, abs=1e-6)
+    assert other_play(lever3, result.policy, decpomdp_symmetries(lever3.game)) == pytest.approx(
+        4 / 3, abs=1e-6
+    )
 
 
 def test_each_of_five_ers_agents_finds_exactly_the_six_lever_relabelings(lever3) -> None:
@@ -79,8 +84,8 @@ def test_each_of_five_ers_agents_finds_exactly_the_six_lever_relabelings(lever3)
         found = discover(lever3, pool, DiscoveryConfig(top=6))
         assert {(t.actions, t.observations) for t in found.transformations} == mdp
         # Dec-POMDP symmetries preserve J exactly, so every composition does too
-        assert found.J_1 == pytest.approx(found.pool_return, abs=1e-12)
-        assert found.J_3 == pytest.approx(found.pool_return, abs=1e-12)
+        assert pytest.approx(found.pool_return, abs=1e-12) == found.J_1
+        assert pytest.approx(found.pool_return, abs=1e-12) == found.J_3
 
 
 @pytest.fixture(scope="module")
@@ -106,8 +111,10 @@ def test_toy_gradient_discovery_recovers_the_swap(toy_pool) -> None:
 def test_toy_action_distribution_converges_to_the_swap(toy_pool) -> None:
     tree, pool, _ = toy_pool
     ident = Transformation.identity(tree.game)
-    twin = [t for t in discover(tree, pool, DiscoveryConfig(top=4)).transformations if _is_twin(t, tree)][0]
-    probs = learn_action_distribution(tree, pool, [ident, twin], bias=[0.0, 0.01], steps=2000, learning_rate=5.0)
+    twin = next(t for t in discover(tree, pool, DiscoveryConfig(top=4)).transformations if _is_twin(t, tree))
+    probs = learn_action_distribution(
+        tree, pool, [ident, twin], bias=[0.0, 0.01], steps=2000, learning_rate=5.0
+    )
     assert probs[0, 1] == pytest.approx(0.5) and probs[-1, 1] > 0.99
 
 
@@ -129,8 +136,28 @@ def test_group_metrics_reconstruction_loss(lever3) -> None:
 
 
 def test_zsc_cli_on_the_toy_game(capsys) -> None:
-    assert main(["zsc", "toy-coordination", "--agents", "3", "--pool", "exact", "--alpha", "0.3", "--k", "2",
-                 "--l", "2", "--m", "2", "--json"]) == 0
+    assert (
+        main(
+            [
+                "zsc",
+                "toy-coordination",
+                "--agents",
+                "3",
+                "--pool",
+                "exact",
+                "--alpha",
+                "0.3",
+                "--k",
+                "2",
+                "--l",
+                "2",
+                "--m",
+                "2",
+                "--json",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     names = [r["name"] for r in out["rows"]]
     assert names[1] == "OP + Phi_MDP" and len(out["discovery"]) == 3

@@ -41,18 +41,33 @@ class DiscoveryResult:
     config: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def to_json(self) -> dict[str, Any]:
-        return {"game": self.game, "algorithm": self.algorithm,
-                "transformations": [t.to_json() for t in self.transformations], "scores": list(self.scores),
-                "pool_return": self.pool_return, "J_1": self.J_1, "J_2": self.J_2, "J_3": self.J_3,
-                "reconstruction_loss": self.reconstruction_loss, "config": self.config}
+        return {
+            "game": self.game,
+            "algorithm": self.algorithm,
+            "transformations": [t.to_json() for t in self.transformations],
+            "scores": list(self.scores),
+            "pool_return": self.pool_return,
+            "J_1": self.J_1,
+            "J_2": self.J_2,
+            "J_3": self.J_3,
+            "reconstruction_loss": self.reconstruction_loss,
+            "config": self.config,
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> DiscoveryResult:
-        return cls(game=data["game"], algorithm=data["algorithm"],
-                   transformations=tuple(Transformation.from_json(t) for t in data["transformations"]),
-                   scores=tuple(data["scores"]), pool_return=data["pool_return"], J_1=data["J_1"],
-                   J_2=data["J_2"], J_3=data["J_3"], reconstruction_loss=data["reconstruction_loss"],
-                   config=dict(data.get("config", {})))
+        return cls(
+            game=data["game"],
+            algorithm=data["algorithm"],
+            transformations=tuple(Transformation.from_json(t) for t in data["transformations"]),
+            scores=tuple(data["scores"]),
+            pool_return=data["pool_return"],
+            J_1=data["J_1"],
+            J_2=data["J_2"],
+            J_3=data["J_3"],
+            reconstruction_loss=data["reconstruction_loss"],
+            config=dict(data.get("config", {})),
+        )
 
 
 @dataclass(frozen=True)
@@ -91,25 +106,47 @@ class ZSCReport:
     config: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def to_json(self) -> dict[str, Any]:
-        return {"game": self.game, "config": self.config,
-                "rows": [{"name": r.name, **{c: {"value": getattr(r, c).value, "se": getattr(r, c).se}
-                                             for c in PopulationRow.COLUMNS},
-                          "op": None if r.op is None else {"value": r.op.value, "se": r.op.se}}
-                         for r in self.rows]}
+        return {
+            "game": self.game,
+            "config": self.config,
+            "rows": [
+                {
+                    "name": r.name,
+                    **{
+                        c: {"value": getattr(r, c).value, "se": getattr(r, c).se}
+                        for c in PopulationRow.COLUMNS
+                    },
+                    "op": None if r.op is None else {"value": r.op.value, "se": r.op.se},
+                }
+                for r in self.rows
+            ],
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ZSCReport:
-        rows = tuple(PopulationRow(name=r["name"], **{c: Estimate(r[c]["value"], r[c]["se"])
-                                                      for c in PopulationRow.COLUMNS},
-                                   op=Estimate(r["op"]["value"], r["op"]["se"]) if r.get("op") else None)
-                     for r in data["rows"])
+        rows = tuple(
+            PopulationRow(
+                name=r["name"],
+                **{c: Estimate(r[c]["value"], r[c]["se"]) for c in PopulationRow.COLUMNS},
+                op=Estimate(r["op"]["value"], r["op"]["se"]) if r.get("op") else None,
+            )
+            for r in data["rows"]
+        )
         return cls(game=data["game"], rows=rows, config=dict(data.get("config", {})))
 
     def to_markdown(self) -> str:
-        head = ("| population | Self-Play | OP | XP | XP(*) | XP(*)+MDP | XP(*)+ER |\n"
-                "| --- | --- | --- | --- | --- | --- | --- |\n")
-        cells = [[str(r.sp), "-" if r.op is None else str(r.op),
-                  *(str(getattr(r, c)) for c in PopulationRow.COLUMNS[1:])] for r in self.rows]
+        head = (
+            "| population | Self-Play | OP | XP | XP(*) | XP(*)+MDP | XP(*)+ER |\n"
+            "| --- | --- | --- | --- | --- | --- | --- |\n"
+        )
+        cells = [
+            [
+                str(r.sp),
+                "-" if r.op is None else str(r.op),
+                *(str(getattr(r, c)) for c in PopulationRow.COLUMNS[1:]),
+            ]
+            for r in self.rows
+        ]
         return head + "\n".join(f"| {r.name} | " + " | ".join(c) + " |" for r, c in zip(self.rows, cells))
 
     def dumps(self) -> str:

@@ -35,7 +35,7 @@ def biased_moves(env: HanabiEnv, gen: torch.Generator) -> torch.Tensor:
     colour, rank = (own // R).clamp(max=cfg.colors - 1), own % R
     playable = (s.fireworks.gather(1, colour) == rank) & (own < cfg.num_cards)
     weights = torch.ones_like(legal)
-    weights[:, H:2 * H] = torch.where(playable, 20.0, 0.05)
+    weights[:, H : 2 * H] = torch.where(playable, 20.0, 0.05)
     weights[0::2] = 1.0
     keys = torch.rand(legal.shape, generator=gen) ** (1.0 / weights)  # weighted sampling without replacement
     return (keys * legal).argmax(1)
@@ -48,8 +48,10 @@ def _compare(out: HanabiStep, obs: np.ndarray, b: int, game: HLEGame, where: str
         raise AssertionError(f"{where}: observation differs at [player, index] {bad}\n{game.state_string()}")
     legal = out.legal[b].numpy()
     if not np.array_equal(legal, game.legal_mask()):
-        raise AssertionError(f"{where}: legal moves differ: ers {np.argwhere(legal).tolist()} "
-                             f"hle {np.argwhere(game.legal_mask()).tolist()}\n{game.state_string()}")
+        raise AssertionError(
+            f"{where}: legal moves differ: ers {np.argwhere(legal).tolist()} "
+            f"hle {np.argwhere(game.legal_mask()).tolist()}\n{game.state_string()}"
+        )
     if int(out.cur_player[b]) != game.cur_player:
         raise AssertionError(f"{where}: current player ers {int(out.cur_player[b])} hle {game.cur_player}")
 
@@ -76,7 +78,9 @@ def run_differential(cfg: HanabiConfig, n_games: int, batch: int = 64, seed: int
             _compare(out, obs, b, games[b], where)
             ours = (float(out.reward[b]), bool(out.done[b]), int(out.score[b]))
             if ours != (reward, done, games[b].score):
-                raise AssertionError(f"{where}: (reward, done, score) ers {ours} hle {(reward, done, games[b].score)}")
+                raise AssertionError(
+                    f"{where}: (reward, done, score) ers {ours} hle {(reward, done, games[b].score)}"
+                )
         ended = out.done.numpy().copy()
         finished = ended & active
         if not ended.any():
@@ -84,8 +88,13 @@ def run_differential(cfg: HanabiConfig, n_games: int, batch: int = 64, seed: int
         for b in np.flatnonzero(finished):
             stats.games += 1
             stats.scores.append(int(out.score[b]))
-            stats.endings["out_of_lives" if int(env.state.life[b]) == 0 else
-                          "perfect" if int(env.state.fireworks[b].sum()) == cfg.max_score else "deck_out"] += 1
+            stats.endings[
+                "out_of_lives"
+                if int(env.state.life[b]) == 0
+                else "perfect"
+                if int(env.state.fireworks[b].sum()) == cfg.max_score
+                else "deck_out"
+            ] += 1
         env.reset_games(torch.as_tensor(ended))  # idle slots keep playing unchecked
         out = env._output(torch.zeros(batch), torch.zeros(batch, dtype=torch.bool), env.state.score)
         obs = out.obs.numpy().astype(np.uint8)

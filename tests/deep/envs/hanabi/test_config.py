@@ -9,8 +9,12 @@ from ers_deep.envs.hanabi.config import PRESETS, HanabiConfig
 from ers_deep.envs.hanabi.hle import HLEGame
 
 # (obs 2p, moves 2p, obs 3p, moves 3p) measured with HLE (shared notes, verified again below)
-SIZES = {"Hanabi-Full": (658, 20, 956, 30), "Hanabi-Full-Minimal": (308, 20, 431, 30),
-         "Hanabi-Small": (171, 11, 226, 18), "Hanabi-Very-Small": (106, 10, 139, 16)}
+SIZES = {
+    "Hanabi-Full": (658, 20, 956, 30),
+    "Hanabi-Full-Minimal": (308, 20, 431, 30),
+    "Hanabi-Small": (171, 11, 226, 18),
+    "Hanabi-Very-Small": (106, 10, 139, 16),
+}
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS))
@@ -24,8 +28,9 @@ def test_preset_sizes(name: str) -> None:
 def test_sizes_and_move_order_match_hle(name: str, players: int) -> None:
     cfg = HanabiConfig.preset(name, players=players)
     game = HLEGame(cfg)  # raises if HLE's encoder shape or move count differ
-    assert [game.move_string(m) for m in range(cfg.num_moves)] == [cfg.describe_move(m)
-                                                                    for m in range(cfg.num_moves)]
+    assert [game.move_string(m) for m in range(cfg.num_moves)] == [
+        cfg.describe_move(m) for m in range(cfg.num_moves)
+    ]
     game.close()
 
 
@@ -52,7 +57,12 @@ def test_aliases_and_errors() -> None:
 
 def test_layout_sections_full() -> None:
     sec = HanabiConfig().layout.sections()
-    assert sec == {"hands": (0, 127), "board": (127, 203), "discards": (203, 253), "last_action": (253, 308),
-                   "knowledge": (308, 658)}
+    assert sec == {
+        "hands": (0, 127),
+        "board": (127, 203),
+        "discards": (203, 253),
+        "last_action": (253, 308),
+        "knowledge": (308, 658),
+    }
     deck = HanabiConfig().full_deck()
     assert len(deck) == 50 and np.bincount(deck).tolist() == [3, 2, 2, 2, 1] * 5

@@ -22,7 +22,7 @@ def test_illegal_move_names_game_and_move() -> None:
     with pytest.raises(IllegalMoveError, match=r"illegal move 0 \(Discard 0\) in game 2 for player 0"):
         env.step(actions)
     actions[2] = 99
-    with pytest.raises(IllegalMoveError, match="illegal move 99 .*game 2"):
+    with pytest.raises(IllegalMoveError, match=r"illegal move 99 .*game 2"):
         env.step(actions)
     env.step(env._legal_cur.float().argmax(1))  # the env is still usable
 
@@ -54,7 +54,9 @@ def test_seeded_deals_are_reproducible() -> None:
     for _ in range(60):
         oa, ob = a.step(_random_legal(a, gen_a)), b.step(_random_legal(b, gen_b))
         assert torch.equal(oa.obs, ob.obs) and torch.equal(oa.reward, ob.reward)
-    assert not torch.equal(HanabiEnv(batch_size=16, seed=8).state.deck, HanabiEnv(batch_size=16, seed=7).state.deck)
+    assert not torch.equal(
+        HanabiEnv(batch_size=16, seed=8).state.deck, HanabiEnv(batch_size=16, seed=7).state.deck
+    )
     assert torch.equal(a.reset(seed=3).obs, b.reset(seed=3).obs)
 
 
@@ -118,7 +120,9 @@ def test_reset_games_only_touches_masked_games(index_resets: bool) -> None:
     env.reset_games(mask)
     s = env.state
     assert (s.moves[mask] == 0).all() and (s.moves[~mask] == 3).all()
-    assert torch.equal(s.hand[~mask], before.hand[~mask]) and torch.equal(s.knowledge[~mask], before.knowledge[~mask])
+    assert torch.equal(s.hand[~mask], before.hand[~mask]) and torch.equal(
+        s.knowledge[~mask], before.knowledge[~mask]
+    )
     assert (s.info[mask] == 8).all() and (s.deck_pos[mask] == 10).all()
     assert torch.equal(s.hand[mask].reshape(4, -1), s.deck[mask][:, :10])
 

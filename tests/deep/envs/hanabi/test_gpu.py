@@ -13,11 +13,15 @@ from ers_deep.bench.hanabi import bench_ers
 from ers_deep.envs import HanabiConfig, HanabiEnv
 from ers_deep.envs.hanabi.hle import HLEGame
 
-pytestmark = [pytest.mark.gpu,
-              pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device"),
+]
 
 
-@pytest.mark.parametrize("cfg", [HanabiConfig(), HanabiConfig.preset("small", players=3)], ids=["full", "small"])
+@pytest.mark.parametrize(
+    "cfg", [HanabiConfig(), HanabiConfig.preset("small", players=3)], ids=["full", "small"]
+)
 def test_cuda_equals_cpu_on_same_deals(cfg: HanabiConfig) -> None:
     B = 256
     cpu = HanabiEnv(cfg, batch_size=B, seed=0, auto_reset=False)

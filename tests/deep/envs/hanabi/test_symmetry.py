@@ -16,8 +16,12 @@ from ers_deep.envs.hanabi.symmetry import (
     permute_deck,
 )
 
-CONFIGS = [HanabiConfig(), HanabiConfig(players=3), HanabiConfig.preset("small", players=4),
-           HanabiConfig.preset("minimal")]
+CONFIGS = [
+    HanabiConfig(),
+    HanabiConfig(players=3),
+    HanabiConfig.preset("small", players=4),
+    HanabiConfig.preset("minimal"),
+]
 
 
 @pytest.mark.parametrize("cfg", CONFIGS, ids=["full-2p", "full-3p", "small-4p", "minimal-2p"])
@@ -52,8 +56,12 @@ def test_permuted_batch_in_ers() -> None:
     out_b = b.reset(decks=decks)
     gen = torch.Generator().manual_seed(3)
     for _ in range(8):
-        assert torch.equal(out_b.obs, out_a.obs.gather(2, maps["obs_index"][g][:, None, :].expand_as(out_a.obs)))
-        assert torch.equal(out_b.legal, out_a.legal.gather(2, maps["move_index"][g][:, None, :].expand_as(out_a.legal)))
+        assert torch.equal(
+            out_b.obs, out_a.obs.gather(2, maps["obs_index"][g][:, None, :].expand_as(out_a.obs))
+        )
+        assert torch.equal(
+            out_b.legal, out_a.legal.gather(2, maps["move_index"][g][:, None, :].expand_as(out_a.legal))
+        )
         if out_a.done.any():
             break
         moves = (torch.rand(B, cfg.num_moves, generator=gen) * a._legal_cur).argmax(1)
@@ -73,7 +81,9 @@ def test_group_structure() -> None:
     assert np.array_equal(pq.action_map.numpy(), q.action_map[p.action_map].numpy())
     assert sorted(p.obs_index.tolist()) == list(range(658))
     moved = np.flatnonzero(p.obs_index.numpy() != np.arange(658))
-    assert moved.min() >= 0 and set(np.flatnonzero(p.action_map.numpy() != np.arange(20))) <= set(range(10, 15))
+    assert moved.min() >= 0 and set(np.flatnonzero(p.action_map.numpy() != np.arange(20))) <= set(
+        range(10, 15)
+    )
     # the shared IndexSymmetry algebra agrees with building the composite directly
     composed = p.compose(q)
     assert torch.equal(composed.obs_index, pq.obs_index) and torch.equal(composed.action_map, pq.action_map)

@@ -13,7 +13,9 @@ from ers_deep.envs import HanabiConfig
 from ers_deep.envs.hanabi.torchrl import HanabiTorchRLEnv
 
 
-@pytest.mark.parametrize("config, players", [("Hanabi-Full", 2), ("Hanabi-Small", 3), ("Hanabi-Very-Small", 5)])
+@pytest.mark.parametrize(
+    "config, players", [("Hanabi-Full", 2), ("Hanabi-Small", 3), ("Hanabi-Very-Small", 5)]
+)
 def test_check_env_specs(config: str, players: int) -> None:
     env = HanabiTorchRLEnv(config, players=players, batch_size=6, seed=0)
     check_env_specs(env, break_when_any_done="both")
@@ -40,20 +42,25 @@ def test_layout_and_partial_resets() -> None:
     assert t + 1 < 60 and int(roll["current_player"][b, t + 1]) == 0 and int(roll["score"][b, t + 1]) == 0
     # the sum of rewards of a finished game is its final score
     start = 0
-    assert float(reward[b, start:t + 1, 0].sum()) == float(roll["next", "score"][b, t])
+    assert float(reward[b, start : t + 1, 0].sum()) == float(roll["next", "score"][b, t])
 
 
 def test_collector_with_masked_policy() -> None:
     cfg = HanabiConfig()
     env = HanabiTorchRLEnv(cfg, batch_size=32, seed=0)
-    net = MultiAgentMLP(cfg.obs_size, cfg.num_moves, n_agents=2, centralized=False, share_params=True, depth=1,
-                        num_cells=32)
+    net = MultiAgentMLP(
+        cfg.obs_size, cfg.num_moves, n_agents=2, centralized=False, share_params=True, depth=1, num_cells=32
+    )
     actor = ProbabilisticActor(
         TensorDictModule(net, in_keys=[("agents", "observation")], out_keys=[("agents", "logits")]),
         in_keys={"logits": ("agents", "logits"), "mask": ("agents", "action_mask")},
-        out_keys=[("agents", "action")], distribution_class=MaskedCategorical, return_log_prob=True)
-    collector = Collector(env, actor, frames_per_batch=32 * 20, total_frames=32 * 60,
-                          auto_register_policy_transforms=False)
+        out_keys=[("agents", "action")],
+        distribution_class=MaskedCategorical,
+        return_log_prob=True,
+    )
+    collector = Collector(
+        env, actor, frames_per_batch=32 * 20, total_frames=32 * 60, auto_register_policy_transforms=False
+    )
     batches = 0
     for batch in collector:
         batches += 1

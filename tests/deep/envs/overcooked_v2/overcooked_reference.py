@@ -17,10 +17,16 @@ import numpy as np
 
 def _flat(state) -> dict:
     g = state.grid  # [..., H, W, 3]
-    return {"pos": np.stack([np.asarray(state.agents.pos.x), np.asarray(state.agents.pos.y)], -1),
-            "dir": np.asarray(state.agents.dir), "inv": np.asarray(state.agents.inventory),
-            "items": np.asarray(g[..., 1]), "extra": np.asarray(g[..., 2]), "recipe": np.asarray(state.recipe),
-            "step": np.asarray(state.step), "ncd": np.asarray(state.new_correct_delivery)}
+    return {
+        "pos": np.stack([np.asarray(state.agents.pos.x), np.asarray(state.agents.pos.y)], -1),
+        "dir": np.asarray(state.agents.dir),
+        "inv": np.asarray(state.agents.inventory),
+        "items": np.asarray(g[..., 1]),
+        "extra": np.asarray(g[..., 2]),
+        "recipe": np.asarray(state.recipe),
+        "step": np.asarray(state.step),
+        "ncd": np.asarray(state.new_correct_delivery),
+    }
 
 
 def main() -> None:
@@ -39,8 +45,14 @@ def main() -> None:
     import jax.numpy as jnp
     from jaxmarl.environments.overcooked_v2.overcooked import OvercookedV2
 
-    env = OvercookedV2(layout=a.layout, agent_view_size=a.view or None, negative_rewards=True,
-                       sample_recipe_on_delivery=True, random_agent_positions=True, random_reset=a.random_reset)
+    env = OvercookedV2(
+        layout=a.layout,
+        agent_view_size=a.view or None,
+        negative_rewards=True,
+        sample_recipe_on_delivery=True,
+        random_agent_positions=True,
+        random_reset=a.random_reset,
+    )
     names = env.agents
     rng = np.random.default_rng(a.seed)
     other = rng.integers(0, 5, size=(a.steps, a.envs, len(names)))
@@ -70,9 +82,15 @@ def main() -> None:
 
     keys = jax.random.split(jax.random.PRNGKey(a.seed), (a.steps + 1, a.envs))
     s0, obs0, (st, obs_st, rew, shaped, done, nx, obs_nx) = rollout(keys, jnp.asarray(acts))
-    data = {"actions": acts, "obs0": np.asarray(obs0, np.int8), "obs_st": np.asarray(obs_st, np.int8),
-            "obs_nx": np.asarray(obs_nx, np.int8), "reward": np.asarray(rew), "shaped": np.asarray(shaped),
-            "done": np.asarray(done)}
+    data = {
+        "actions": acts,
+        "obs0": np.asarray(obs0, np.int8),
+        "obs_st": np.asarray(obs_st, np.int8),
+        "obs_nx": np.asarray(obs_nx, np.int8),
+        "reward": np.asarray(rew),
+        "shaped": np.asarray(shaped),
+        "done": np.asarray(done),
+    }
     for prefix, s in (("s0", s0), ("st", st), ("nx", nx)):
         data.update({f"{prefix}_{k}": v for k, v in _flat(s).items()})
     np.savez_compressed(a.out, **data)

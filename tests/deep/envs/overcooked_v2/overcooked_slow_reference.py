@@ -32,11 +32,13 @@ def observe_reference(env: OvercookedV2Env, s: OvercookedState) -> Tensor:
     """[B, A, V, V, C] long observation of every agent, computed channel group by channel group."""
     lay, n, A, H, W = env.layout, env.n, env.A, env.H, env.W
     B, p, u8 = s.pos.shape[0], env.view or 0, torch.long
-    codes = torch.tensor([L.WALL, L.GOAL, L.POT, L.RECIPE_INDICATOR, L.BUTTON_INDICATOR, L.PLATE_PILE]
-                         + [L.PILE_BASE + i for i in range(n)])
+    codes = torch.tensor(
+        [L.WALL, L.GOAL, L.POT, L.RECIPE_INDICATOR, L.BUTTON_INDICATOR, L.PLATE_PILE]
+        + [L.PILE_BASE + i for i in range(n)]
+    )
     Hp, Wp = H + 2 * p, W + 2 * p
     pad = torch.full((Hp, Wp), -1, dtype=torch.long)
-    pad[p:p + H, p:p + W] = torch.as_tensor(lay.static)
+    pad[p : p + H, p : p + W] = torch.as_tensor(lay.static)
     static_pad = pad.reshape(-1)
     wy, wx = torch.meshgrid(torch.arange(env.view_h), torch.arange(env.view_w), indexing="ij")
     win = torch.stack([wx.reshape(-1), wy.reshape(-1)], -1)
@@ -48,26 +50,39 @@ def observe_reference(env: OvercookedV2Env, s: OvercookedState) -> Tensor:
     idx = idx.reshape(B, -1)
     st = static_pad[idx]
     planes = torch.zeros(2, B, Hp, Wp, dtype=torch.long)
-    planes[0, :, p:p + H, p:p + W] = s.items.view(B, H, W)
-    planes[1, :, p:p + H, p:p + W] = s.extra.view(B, H, W)
+    planes[0, :, p : p + H, p : p + W] = s.items.view(B, H, W)
+    planes[1, :, p : p + H, p : p + W] = s.extra.view(B, H, W)
     planes = planes.view(2, B, Hp * Wp)
     it, ex = planes[0].gather(1, idx), planes[1].gather(1, idx)
-    rec = torch.where((st == L.RECIPE_INDICATOR) | ((st == L.BUTTON_INDICATOR) & (ex > 0)), s.recipe[:, None], 0)
-    parts = [(st[..., None] == codes).to(u8), _layers(it, n), _layers(rec, n), torch.where(st == L.POT, ex, 0)[..., None]]
+    rec = torch.where(
+        (st == L.RECIPE_INDICATOR) | ((st == L.BUTTON_INDICATOR) & (ex > 0)), s.recipe[:, None], 0
+    )
+    parts = [
+        (st[..., None] == codes).to(u8),
+        _layers(it, n),
+        _layers(rec, n),
+        torch.where(st == L.POT, ex, 0)[..., None],
+    ]
     if env.indicate_delivery:
         parts.append(((st == L.GOAL) & s.new_correct_delivery[:, None]).to(u8)[..., None])
-    feat = torch.cat([torch.ones(B, A, 1, dtype=torch.long), torch.nn.functional.one_hot(s.dir, 4),
-                      _layers(s.inv, n)], -1)
+    feat = torch.cat(
+        [torch.ones(B, A, 1, dtype=torch.long), torch.nn.functional.one_hot(s.dir, 4), _layers(s.inv, n)], -1
+    )
     VV, F = env.view_h * env.view_w, feat.shape[-1]
     agents = torch.zeros(B, A, 2, VV, F, dtype=u8)
     arA, ar = torch.arange(A), torch.arange(B)
     for o in range(A):
         rel = s.pos[:, o, None, :] - origin
-        vis = (rel[..., 0] >= 0) & (rel[..., 0] < env.view_w) & (rel[..., 1] >= 0) & (rel[..., 1] < env.view_h)
+        vis = (
+            (rel[..., 0] >= 0) & (rel[..., 0] < env.view_w) & (rel[..., 1] >= 0) & (rel[..., 1] < env.view_h)
+        )
         cell = rel[..., 1].clamp(0, env.view_h - 1) * env.view_w + rel[..., 0].clamp(0, env.view_w - 1)
         block = (arA != o).long().expand(B, A)
-        agents.index_put_((ar[:, None].expand(B, A), arA.expand(B, A), block, cell),
-                          feat[:, o, None, :] * vis[..., None], accumulate=True)
+        agents.index_put_(
+            (ar[:, None].expand(B, A), arA.expand(B, A), block, cell),
+            feat[:, o, None, :] * vis[..., None],
+            accumulate=True,
+        )
     grid = torch.cat(parts, -1).view(B, A, VV, -1)
     obs = torch.cat([agents[:, :, 0], agents[:, :, 1], grid], -1)[..., : env.obs_channels]
     return obs.reshape(B, A, env.view_h, env.view_w, -1)
@@ -76,8 +91,10 @@ def observe_reference(env: OvercookedV2Env, s: OvercookedState) -> Tensor:
 def _ingredient_count(env: OvercookedV2Env, items: Tensor) -> Tensor:
     return sum(((items >> (2 + 2 * i)) & 3) for i in range(env.n))
 
-def transition_reference(env: OvercookedV2Env, s: OvercookedState, actions: Tensor
-                     ) -> tuple[OvercookedState, Tensor, Tensor, Tensor]:
+
+def transition_reference(
+    env: OvercookedV2Env, s: OvercookedState, actions: Tensor
+) -> tuple[OvercookedState, Tensor, Tensor, Tensor]:
     """The pure transition (no reset): returns (next state, reward [B], shaped_reward [B, A], done [B])."""
     actions = torch.as_tensor(actions, device=env.device).long()
     B, A, H, W = actions.shape[0], env.A, env.H, env.W
@@ -139,7 +156,8 @@ def transition_reference(env: OvercookedV2Env, s: OvercookedState, actions: Tens
         delivery = goal & inv_dish
         no_effect = ~pickup & ~drop & ~delivery
         pile_item = torch.where(plate_pile, L.PLATE, 0) + torch.where(
-            ing_pile, 4 << (2 * (st - L.PILE_BASE).clamp(min=0)), 0)
+            ing_pile, 4 << (2 * (st - L.PILE_BASE).clamp(min=0)), 0
+        )
         new_it = torch.where(drop, merged, torch.where(no_effect, it, 0))
         start = idle & ~no_ing & empty & env.start_cooking
         sh = sh + (start & (it == s.recipe)).float() * SHAPED_START
@@ -148,11 +166,18 @@ def transition_reference(env: OvercookedV2Env, s: OvercookedState, actions: Tens
         new_ex = torch.where(use_pot, POT_COOK_TIME, torch.where(press, INDICATOR_TIME, ex))
         new_iv = torch.where(pickup, pile_item + merged, torch.where(no_effect, iv, 0))
         correct = iv == plated
-        r = delivery.float() * torch.where(correct, 1.0, -1.0 if env.negative_rewards else 0.0) * DELIVERY_REWARD
+        r = (
+            delivery.float()
+            * torch.where(correct, 1.0, -1.0 if env.negative_rewards else 0.0)
+            * DELIVERY_REWARD
+        )
         r = r - press.float() * INDICATOR_COST
         n_pots = (is_pot_cell & (items != 0)).sum(1)
         no_counter_plates = (items == L.PLATE).sum(1) == 0
-        sh = sh + (pickup & (new_iv == L.PLATE) & (n_plates < n_pots) & no_counter_plates).float() * SHAPED_PLATE
+        sh = (
+            sh
+            + (pickup & (new_iv == L.PLATE) & (n_plates < n_pots) & no_counter_plates).float() * SHAPED_PLATE
+        )
         # apply where the agent interacted
         items[ar, c] = torch.where(act, new_it, it)
         extra[ar, c] = torch.where(act, new_ex, ex)
@@ -172,6 +197,14 @@ def transition_reference(env: OvercookedV2Env, s: OvercookedState, actions: Tens
         recipe = torch.where(correct_any, env.draw_recipes(B), recipe)
     step = s.step + 1
     done = step >= env.max_steps
-    ns = OvercookedState(pos=pos, dir=new_dir, inv=inv, items=items, extra=extra, recipe=recipe, step=step,
-                         new_correct_delivery=correct_any)
+    ns = OvercookedState(
+        pos=pos,
+        dir=new_dir,
+        inv=inv,
+        items=items,
+        extra=extra,
+        recipe=recipe,
+        step=step,
+        new_correct_delivery=correct_any,
+    )
     return ns, reward, shaped, done

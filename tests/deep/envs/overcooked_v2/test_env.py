@@ -25,20 +25,30 @@ REF = Path(__file__).with_name("overcooked_reference.py")
 def _have_jaxmarl() -> bool:
     if not Path(JAX_PY).exists():
         return False
-    return subprocess.run([JAX_PY, "-c", "import jaxmarl"], capture_output=True).returncode == 0
+    return subprocess.run([JAX_PY, "-c", "import jaxmarl"], capture_output=True, check=False).returncode == 0
 
 
-needs_jaxmarl = pytest.mark.skipif(not _have_jaxmarl(), reason=f"jaxmarl not importable by {JAX_PY} "
-                                   "(set ERS_JAXMARL_PYTHON to an interpreter with jaxmarl==0.2.0)")
+needs_jaxmarl = pytest.mark.skipif(
+    not _have_jaxmarl(),
+    reason=f"jaxmarl not importable by {JAX_PY} "
+    "(set ERS_JAXMARL_PYTHON to an interpreter with jaxmarl==0.2.0)",
+)
 
 
 def _state(d: dict, prefix: str, t: int | None = None) -> OvercookedState:
     g = (lambda k: d[f"{prefix}_{k}"]) if t is None else (lambda k: d[f"{prefix}_{k}"][t])
     B = g("pos").shape[0]
     T = lambda x: torch.as_tensor(np.asarray(x)).long()  # noqa: E731
-    return OvercookedState(pos=T(g("pos")), dir=T(g("dir")), inv=T(g("inv")), items=T(g("items")).reshape(B, -1),
-                           extra=T(g("extra")).reshape(B, -1), recipe=T(g("recipe")), step=T(g("step")),
-                           new_correct_delivery=torch.as_tensor(np.asarray(g("ncd"))).bool())
+    return OvercookedState(
+        pos=T(g("pos")),
+        dir=T(g("dir")),
+        inv=T(g("inv")),
+        items=T(g("items")).reshape(B, -1),
+        extra=T(g("extra")).reshape(B, -1),
+        recipe=T(g("recipe")),
+        step=T(g("step")),
+        new_correct_delivery=torch.as_tensor(np.asarray(g("ncd"))).bool(),
+    )
 
 
 def _where(mask: torch.Tensor, a: OvercookedState, b: OvercookedState) -> OvercookedState:
@@ -49,18 +59,33 @@ def _where(mask: torch.Tensor, a: OvercookedState, b: OvercookedState) -> Overco
     return OvercookedState(**out)
 
 
-def run_differential(tmp: Path, layout: str, envs: int, steps: int, seed: int, random_reset: bool = False,
-                     view: int | None = 2) -> dict:
+def run_differential(
+    tmp: Path, layout: str, envs: int, steps: int, seed: int, random_reset: bool = False, view: int | None = 2
+) -> dict:
     """Roll JaxMARL out, replay the same actions in the torch env from the same start; assert equality of every
     state field, observation, reward, shaped reward and done at every step. The only JaxMARL randomness inside
     a step (the recipe drawn after a correct delivery) and the reset states are copied from JaxMARL."""
     out = tmp / f"{layout}-{seed}.npz"
-    cmd = [JAX_PY, str(REF), str(out), "--layout", layout, "--envs", str(envs), "--steps", str(steps),
-           "--seed", str(seed), "--view", str(view or 0)] + (["--random-reset"] if random_reset else [])
+    cmd = [
+        JAX_PY,
+        str(REF),
+        str(out),
+        "--layout",
+        layout,
+        "--envs",
+        str(envs),
+        "--steps",
+        str(steps),
+        "--seed",
+        str(seed),
+        "--view",
+        str(view or 0),
+    ] + (["--random-reset"] if random_reset else [])
     subprocess.run(cmd, check=True, capture_output=True)
     d = dict(np.load(out))
-    env = OvercookedV2Env(layout, batch_size=envs, seed=seed, auto_reset=False, obs_dtype=torch.long,
-                          agent_view_size=view)
+    env = OvercookedV2Env(
+        layout, batch_size=envs, seed=seed, auto_reset=False, obs_dtype=torch.long, agent_view_size=view
+    )
     s = _state(d, "s0")
     np.testing.assert_array_equal(env.observe(s).numpy(), d["obs0"])
     stats = {"steps": 0, "deliveries": 0, "presses": 0, "shaped": 0}
@@ -70,15 +95,21 @@ def run_differential(tmp: Path, layout: str, envs: int, steps: int, seed: int, r
         ncd = ref.new_correct_delivery
         for k in ("pos", "dir", "inv", "items", "extra", "step", "new_correct_delivery"):
             a, b = getattr(ns, k), getattr(ref, k)
-            assert torch.equal(a, b), f"{layout} step {t} field {k}: rows {(a != b).reshape(envs, -1).any(1).nonzero()}"
+            assert torch.equal(a, b), (
+                f"{layout} step {t} field {k}: rows {(a != b).reshape(envs, -1).any(1).nonzero()}"
+            )
         assert torch.equal(ns.recipe[~ncd], ref.recipe[~ncd]), f"{layout} step {t} recipe"
-        ns.recipe = ref.recipe.clone()  # the recipe resampled after a correct delivery comes from JaxMARL's key
+        ns.recipe = (
+            ref.recipe.clone()
+        )  # the recipe resampled after a correct delivery comes from JaxMARL's key
         np.testing.assert_allclose(rew.numpy(), d["reward"][t], err_msg=f"step {t} reward")
         np.testing.assert_allclose(shaped.numpy(), d["shaped"][t], err_msg=f"step {t} shaped")
         np.testing.assert_array_equal(done.numpy(), d["done"][t], err_msg=f"step {t} done")
         np.testing.assert_array_equal(env.observe(ns).numpy(), d["obs_st"][t], err_msg=f"step {t} obs")
         s = _where(done, _state(d, "nx", t), ns)
-        np.testing.assert_array_equal(env.observe(s).numpy(), d["obs_nx"][t], err_msg=f"step {t} obs after reset")
+        np.testing.assert_array_equal(
+            env.observe(s).numpy(), d["obs_nx"][t], err_msg=f"step {t} obs after reset"
+        )
         stats["steps"] += envs
         stats["deliveries"] += int((d["reward"][t] == 20).sum() + (d["reward"][t] == -20).sum())
         stats["presses"] += int((d["reward"][t] == -5).sum())
@@ -87,24 +118,34 @@ def run_differential(tmp: Path, layout: str, envs: int, steps: int, seed: int, r
 
 
 # 200 episodes (x 400 steps) in the default run
-DEFAULT = [("grounded_coord_simple", 110, False, 2), ("grounded_coord_simple", 40, True, 2),
-           ("grounded_coord_ring", 20, True, 2), ("test_time_simple", 20, False, 2),
-           ("grounded_coord_simple", 10, True, None)]
+DEFAULT = [
+    ("grounded_coord_simple", 110, False, 2),
+    ("grounded_coord_simple", 40, True, 2),
+    ("grounded_coord_ring", 20, True, 2),
+    ("test_time_simple", 20, False, 2),
+    ("grounded_coord_simple", 10, True, None),
+]
 
 
 @needs_jaxmarl
 @pytest.mark.parametrize("layout,envs,random_reset,view", DEFAULT)
-def test_differential_vs_jaxmarl(tmp_path: Path, layout: str, envs: int, random_reset: bool,
-                                 view: int | None) -> None:
-    stats = run_differential(tmp_path, layout, envs, 400, seed=envs + 7 * random_reset, random_reset=random_reset,
-                             view=view)
+def test_differential_vs_jaxmarl(
+    tmp_path: Path, layout: str, envs: int, random_reset: bool, view: int | None
+) -> None:
+    stats = run_differential(
+        tmp_path, layout, envs, 400, seed=envs + 7 * random_reset, random_reset=random_reset, view=view
+    )
     print(layout, random_reset, stats)
     assert stats["shaped"] > 0
 
 
 # >= 10,000 episodes in the slow run, in chunks of 250 (the JaxMARL dump of one chunk is ~200 MB unpacked)
-SLOW = [("grounded_coord_simple", False)] * 20 + [("grounded_coord_simple", True)] * 12 + \
-    [("grounded_coord_ring", True)] * 4 + [("test_time_simple", True)] * 4
+SLOW = (
+    [("grounded_coord_simple", False)] * 20
+    + [("grounded_coord_simple", True)] * 12
+    + [("grounded_coord_ring", True)] * 4
+    + [("test_time_simple", True)] * 4
+)
 
 
 @pytest.mark.slow
@@ -132,13 +173,17 @@ def test_scripted_grounded_coord_simple() -> None:
         a1 = cook[t] if t < len(cook) else I
         a0 = left[t] if t < len(left) else S
         out = env.step(torch.tensor([[a0, a1]]))
-        total += float(out.reward[0]); shaped += out.shaped_reward[0]; t += 1
+        total += float(out.reward[0])
+        shaped += out.shaped_reward[0]
+        t += 1
         if int(env.state.inv[0, 1]) == (12 | 3):  # dish in hand
             break
         assert t < 100
     for a1 in (R, R, I):
         out = env.step(torch.tensor([[S, a1]]))
-        total += float(out.reward[0]); shaped += out.shaped_reward[0]; t += 1
+        total += float(out.reward[0])
+        shaped += out.shaped_reward[0]
+        t += 1
     assert total == 15.0 and shaped.tolist() == [0.0, 17.0]
     assert bool(env.state.new_correct_delivery[0]) and int(env.state.inv[0, 1]) == 0
     assert t > 40  # cooking alone takes 20 steps after the third onion
@@ -177,6 +222,6 @@ def test_random_positions_in_own_rooms_and_auto_reset() -> None:
     s = env.state
     assert (s.pos[:, 0, 0] <= 2).all() and (s.pos[:, 1, 0] >= 5).all()
     assert len({tuple(p) for p in s.pos[:, 0].tolist()}) == 6  # all 6 cells of the left room are used
-    for t in range(10):
+    for _ in range(10):
         out = env.step(torch.zeros(256, 2, dtype=torch.long))
     assert out.done.all() and (env.state.step == 0).all()

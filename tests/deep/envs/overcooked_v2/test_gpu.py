@@ -10,7 +10,10 @@ import torch
 from ers_deep.bench.overcooked_v2 import bench_ers
 from ers_deep.envs.overcooked_v2 import OvercookedState, OvercookedV2Env
 
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device"),
+]
 
 
 def _to(s: OvercookedState, device: str) -> OvercookedState:
@@ -29,7 +32,9 @@ def test_cuda_equals_cpu(layout: str) -> None:
         nc, *oc = cpu.transition(s, a)
         ng, *og = gpu.transition(_to(s, "cuda"), a.cuda())
         ncd = nc.new_correct_delivery
-        for k, v in vars(nc).items():  # the recipe drawn after a correct delivery comes from each device's stream
+        for k, v in vars(
+            nc
+        ).items():  # the recipe drawn after a correct delivery comes from each device's stream
             w = getattr(ng, k).cpu()
             assert torch.equal(v[~ncd] if k == "recipe" else v, w[~ncd] if k == "recipe" else w), (t, k)
         assert all(torch.equal(x, y.cpu()) for x, y in zip(oc, og)), t

@@ -8,16 +8,22 @@ import torch
 from ers_deep.envs.overcooked_v2 import OvercookedV2Env
 
 
-@pytest.mark.parametrize("layout,paper,expected", [("grounded_coord_simple", False, (1, 0, 2)),
-                                                   ("grounded_coord_simple", True, (1, 0, 2)),
-                                                   ("test_time_simple", False, (1, 0, 2)),
-                                                   ("cramped_room_v2", False, "none")])
+@pytest.mark.parametrize(
+    "layout,paper,expected",
+    [
+        ("grounded_coord_simple", False, (1, 0, 2)),
+        ("grounded_coord_simple", True, (1, 0, 2)),
+        ("test_time_simple", False, (1, 0, 2)),
+        ("cramped_room_v2", False, "none"),
+    ],
+)
 def test_vertical_symmetry_commutes(layout: str, paper: bool, expected: object) -> None:
     """obs(phi(s)) = perm(obs(s)) and step(phi(s), phi(a)) = phi(step(s, a)) on states of random play."""
     from ers_deep.envs.overcooked_v2.symmetry import apply_to_state, find_vertical_symmetry
 
-    env = OvercookedV2Env(layout, batch_size=64, seed=2, sample_recipe_on_delivery=False, paper_obs=paper,
-                          obs_dtype=torch.long)
+    env = OvercookedV2Env(
+        layout, batch_size=64, seed=2, sample_recipe_on_delivery=False, paper_obs=paper, obs_dtype=torch.long
+    )
     if expected == "none":
         assert find_vertical_symmetry(env) is None
         return

@@ -22,8 +22,9 @@ from ers_deep.envs.hanabi.env import HanabiEnv
 REFERENCES = ("hle", "jaxmarl")
 
 
-def _hanabi_runner(cfg: HanabiConfig, batch: int, device: str, seed: int, check_legal: bool
-                   ) -> tuple[HanabiEnv, Callable[[int], None]]:
+def _hanabi_runner(
+    cfg: HanabiConfig, batch: int, device: str, seed: int, check_legal: bool
+) -> tuple[HanabiEnv, Callable[[int], None]]:
     """A Hanabi env (auto-reset on) and ``run(n)``: n batched steps of random legal moves."""
     env = HanabiEnv(cfg, batch_size=batch, device=device, seed=seed, auto_reset=True, check_legal=check_legal)
     gen = torch.Generator(device=env.device).manual_seed(seed + 1)
@@ -37,25 +38,50 @@ def _hanabi_runner(cfg: HanabiConfig, batch: int, device: str, seed: int, check_
     return env, run
 
 
-def bench_ers(config: HanabiConfig | str | None = None, batch: int = 1024, steps: int = 100, device: str = "cpu",
-              seed: int = 0, warmup: int = 5, check_legal: bool = True) -> dict[str, Any]:
+def bench_ers(
+    config: HanabiConfig | str | None = None,
+    batch: int = 1024,
+    steps: int = 100,
+    device: str = "cpu",
+    seed: int = 0,
+    warmup: int = 5,
+    check_legal: bool = True,
+) -> dict[str, Any]:
     """Env-steps/s of ``HanabiEnv`` (auto-reset on) over ``steps`` batched steps after ``warmup`` steps."""
     env, run = _hanabi_runner(resolve_config(config), batch, device, seed, check_legal)
     seconds = time_steps(run, steps, env.device, warmup)
-    return {"env_steps_per_s": batch * steps / seconds, "seconds": seconds, "batch": batch, "steps": steps,
-            "device": str(env.device), "threads": torch.get_num_threads()}
+    return {
+        "env_steps_per_s": batch * steps / seconds,
+        "seconds": seconds,
+        "batch": batch,
+        "steps": steps,
+        "device": str(env.device),
+        "threads": torch.get_num_threads(),
+    }
 
 
-def profile_ers(config: HanabiConfig | str | None = None, batch: int = 1024, steps: int = 20, device: str = "cpu",
-                seed: int = 0, check_legal: bool = True, top: int = 15) -> list[dict[str, Any]]:
+def profile_ers(
+    config: HanabiConfig | str | None = None,
+    batch: int = 1024,
+    steps: int = 20,
+    device: str = "cpu",
+    seed: int = 0,
+    check_legal: bool = True,
+    top: int = 15,
+) -> list[dict[str, Any]]:
     """Where an env step spends its time: the ``top`` torch ops by self time (device time on CUDA) over
     ``steps`` batched steps, from ``torch.profiler``."""
     env, run = _hanabi_runner(resolve_config(config), batch, device, seed, check_legal)
     return profile_steps(run, steps, env.device, top)
 
 
-def bench_hle(config: HanabiConfig | str | None = None, batch: int = 1024, steps: int = 100, seed: int = 0,
-              max_env_steps: int = 20_000) -> dict[str, Any]:
+def bench_hle(
+    config: HanabiConfig | str | None = None,
+    batch: int = 1024,
+    steps: int = 100,
+    seed: int = 0,
+    max_env_steps: int = 20_000,
+) -> dict[str, Any]:
     """Env-steps/s of HLE (``HLEBatch``: B games one after another, all players' observations and legal masks).
     Steps are capped so that at most ``max_env_steps`` env-steps run (HLE's rate does not depend on B)."""
     from ers_deep.envs.hanabi.hle import HLEBatch
@@ -80,8 +106,13 @@ def bench_hle(config: HanabiConfig | str | None = None, batch: int = 1024, steps
     return {"env_steps_per_s": batch * steps / seconds, "seconds": seconds, "batch": batch, "steps": steps}
 
 
-def bench_jaxmarl(config: HanabiConfig | str | None = None, batch: int = 1024, steps: int = 100, seed: int = 0,
-                  scan_length: int = 128) -> dict[str, Any]:
+def bench_jaxmarl(
+    config: HanabiConfig | str | None = None,
+    batch: int = 1024,
+    steps: int = 100,
+    seed: int = 0,
+    scan_length: int = 128,
+) -> dict[str, Any]:
     """Env-steps/s of JaxMARL's hanabi (vmapped, jitted ``env.step`` with its auto-reset, random legal actions,
     ``lax.scan`` over ``scan_length`` steps per call as in PureJaxRL); compile time is excluded. Observations and
     rewards feed a checksum so that XLA cannot skip computing them."""
@@ -91,9 +122,15 @@ def bench_jaxmarl(config: HanabiConfig | str | None = None, batch: int = 1024, s
     import jaxmarl
 
     cfg = resolve_config(config)
-    env = jaxmarl.make("hanabi", num_agents=cfg.players, num_colors=cfg.colors, num_ranks=cfg.ranks,
-                       hand_size=cfg.hand, max_info_tokens=cfg.max_information_tokens,
-                       max_life_tokens=cfg.max_life_tokens)
+    env = jaxmarl.make(
+        "hanabi",
+        num_agents=cfg.players,
+        num_colors=cfg.colors,
+        num_ranks=cfg.ranks,
+        hand_size=cfg.hand,
+        max_info_tokens=cfg.max_information_tokens,
+        max_life_tokens=cfg.max_life_tokens,
+    )
     agents = env.agents
 
     def one_step(carry: Any, _: Any) -> tuple[Any, None]:
@@ -101,8 +138,9 @@ def bench_jaxmarl(config: HanabiConfig | str | None = None, batch: int = 1024, s
         key, k_act, k_step = jax.random.split(key, 3)
         legal = jax.vmap(env.get_legal_moves)(state)  # type: ignore[attr-defined]
         act_keys = jax.random.split(k_act, len(agents))
-        actions = {a: jax.random.categorical(k, jnp.where(legal[a], 0.0, -jnp.inf))
-                   for a, k in zip(agents, act_keys)}
+        actions = {
+            a: jax.random.categorical(k, jnp.where(legal[a], 0.0, -jnp.inf)) for a, k in zip(agents, act_keys)
+        }
         obs, state, reward, _, _ = jax.vmap(env.step)(jax.random.split(k_step, batch), state, actions)
         # consume every output, or XLA drops the observation encoding as dead code
         checksum = checksum + sum(obs[a].sum() + reward[a].sum() for a in agents)
@@ -112,21 +150,44 @@ def bench_jaxmarl(config: HanabiConfig | str | None = None, batch: int = 1024, s
     _, state = jax.vmap(env.reset)(jax.random.split(key, batch))
     return time_jax_rollout(one_step, (state, key, jnp.float32(0)), batch, steps, scan_length)
 
-def env_bench(config: HanabiConfig | str | None = None, batch: int = 1024, steps: int = 100, device: str = "cpu",
-              against: tuple[str, ...] = (), seed: int = 0, check_legal: bool = True,
-              profile_steps: int = 0) -> dict[str, Any]:
+
+def env_bench(
+    config: HanabiConfig | str | None = None,
+    batch: int = 1024,
+    steps: int = 100,
+    device: str = "cpu",
+    against: tuple[str, ...] = (),
+    seed: int = 0,
+    check_legal: bool = True,
+    profile_steps: int = 0,
+) -> dict[str, Any]:
     """ers's env-steps/s and, for every reference in ``against``, its env-steps/s and ratio = ers / reference."""
     cfg = resolve_config(config)
-    result: dict[str, Any] = {"env": "hanabi", "config": {k: getattr(cfg, k) for k in (
-        "players", "colors", "ranks", "hand", "max_information_tokens", "max_life_tokens", "observation_type")},
-        "torch": torch.__version__}
+    result: dict[str, Any] = {
+        "env": "hanabi",
+        "config": {
+            k: getattr(cfg, k)
+            for k in (
+                "players",
+                "colors",
+                "ranks",
+                "hand",
+                "max_information_tokens",
+                "max_life_tokens",
+                "observation_type",
+            )
+        },
+        "torch": torch.__version__,
+    }
     result.update(bench_ers(cfg, batch, steps, device, seed, check_legal=check_legal))
     refs: dict[str, Any] = {}
     for name in against:
         if name not in REFERENCES:
             raise ValueError(f"unknown reference {name!r}; choose from {REFERENCES}")
         if name == "jaxmarl" and not jaxmarl_available():
-            refs[name] = {"error": "jaxmarl is not installed (the reference extra: pip install -e packages/ers-deep[reference])"}
+            refs[name] = {
+                "error": "jaxmarl is not installed (the reference extra: pip install -e packages/ers-deep[reference])"
+            }
             continue
         r = bench_hle(cfg, batch, steps, seed) if name == "hle" else bench_jaxmarl(cfg, batch, steps, seed)
         r["ratio"] = result["env_steps_per_s"] / r["env_steps_per_s"]

@@ -22,13 +22,21 @@ from ers_deep.envs.overcooked_v2.env import NUM_ACTIONS, OvercookedV2Env
 DTYPES = {"uint8": torch.uint8, "float32": torch.float32}
 
 
-def _runner(layout: str, batch: int, device: str, seed: int, obs_dtype: str = "uint8", observations: bool = True,
-            **env_kwargs: Any) -> tuple[OvercookedV2Env, Callable[[int], None]]:
+def _runner(
+    layout: str,
+    batch: int,
+    device: str,
+    seed: int,
+    obs_dtype: str = "uint8",
+    observations: bool = True,
+    **env_kwargs: Any,
+) -> tuple[OvercookedV2Env, Callable[[int], None]]:
     """An Overcooked V2 env (auto-reset on) and ``run(n)``: n batched steps of uniform random actions, drawn
     inside the loop. The episode clocks are staggered so that every step resets about B/max_steps games (a short
     timing window of games started together would otherwise contain no reset at all)."""
-    env = OvercookedV2Env(layout, batch_size=batch, device=device, seed=seed, obs_dtype=DTYPES[obs_dtype],
-                          **env_kwargs)
+    env = OvercookedV2Env(
+        layout, batch_size=batch, device=device, seed=seed, obs_dtype=DTYPES[obs_dtype], **env_kwargs
+    )
     gen = torch.Generator(device=env.device).manual_seed(seed + 1)
     env.reset()
     env.state.step = torch.randint(env.max_steps, (batch,), generator=gen, device=env.device)
@@ -45,27 +53,56 @@ def _runner(layout: str, batch: int, device: str, seed: int, obs_dtype: str = "u
     return env, run
 
 
-def bench_ers(layout: str = "grounded_coord_simple", batch: int = 1024, steps: int = 100, device: str = "cpu",
-              seed: int = 0, warmup: int = 5, obs_dtype: str = "uint8", observations: bool = True,
-              repeats: int = 1, **env_kwargs: Any) -> dict[str, Any]:
+def bench_ers(
+    layout: str = "grounded_coord_simple",
+    batch: int = 1024,
+    steps: int = 100,
+    device: str = "cpu",
+    seed: int = 0,
+    warmup: int = 5,
+    obs_dtype: str = "uint8",
+    observations: bool = True,
+    repeats: int = 1,
+    **env_kwargs: Any,
+) -> dict[str, Any]:
     """Env-steps/s of ``OvercookedV2Env`` (auto-reset on) over ``steps`` batched steps after ``warmup`` steps,
     the best of ``repeats`` timings."""
     env, run = _runner(layout, batch, device, seed, obs_dtype, observations, **env_kwargs)
     seconds = time_steps(run, steps, env.device, warmup, repeats)
-    return {"env_steps_per_s": batch * steps / seconds, "seconds": seconds, "batch": batch, "steps": steps,
-            "device": str(env.device), "threads": torch.get_num_threads(), "obs_dtype": obs_dtype,
-            "observations": observations}
+    return {
+        "env_steps_per_s": batch * steps / seconds,
+        "seconds": seconds,
+        "batch": batch,
+        "steps": steps,
+        "device": str(env.device),
+        "threads": torch.get_num_threads(),
+        "obs_dtype": obs_dtype,
+        "observations": observations,
+    }
 
 
-def profile_ers(layout: str = "grounded_coord_simple", batch: int = 1024, steps: int = 20, device: str = "cpu",
-                seed: int = 0, top: int = 15) -> list[dict[str, Any]]:
+def profile_ers(
+    layout: str = "grounded_coord_simple",
+    batch: int = 1024,
+    steps: int = 20,
+    device: str = "cpu",
+    seed: int = 0,
+    top: int = 15,
+) -> list[dict[str, Any]]:
     """The ``top`` torch ops of an env step by self time (device time on CUDA), from ``torch.profiler``."""
     env, run = _runner(layout, batch, device, seed)
     return profile_steps(run, steps, env.device, top)
 
 
-def bench_jaxmarl(layout: str = "grounded_coord_simple", batch: int = 1024, steps: int = 100, seed: int = 0,
-                  observations: bool = True, scan_length: int = 128, repeats: int = 1) -> dict[str, Any]:
+def bench_jaxmarl(
+    layout: str = "grounded_coord_simple",
+    batch: int = 1024,
+    steps: int = 100,
+    seed: int = 0,
+    observations: bool = True,
+    scan_length: int = 128,
+    repeats: int = 1,
+) -> dict[str, Any]:
     """Env-steps/s of JaxMARL's overcooked_v2 (the paper's settings: view 2, negative rewards, recipe resampling,
     random agent positions), as PureJaxRL runs it: ``env.step`` (with its auto-reset) vmapped over the batch and
     ``lax.scan``-ned over ``scan_length`` steps per jitted call; compile time excluded."""
@@ -74,16 +111,22 @@ def bench_jaxmarl(layout: str = "grounded_coord_simple", batch: int = 1024, step
     import jax.numpy as jnp
     from jaxmarl.environments.overcooked_v2.overcooked import OvercookedV2
 
-    env = OvercookedV2(layout=layout, agent_view_size=2, negative_rewards=True, sample_recipe_on_delivery=True,
-                       random_agent_positions=True)
+    env = OvercookedV2(
+        layout=layout,
+        agent_view_size=2,
+        negative_rewards=True,
+        sample_recipe_on_delivery=True,
+        random_agent_positions=True,
+    )
     agents = env.agents
 
     def one_step(carry: Any, _: Any) -> tuple[Any, None]:
         state, key, checksum = carry
         key, k_act, k_step = jax.random.split(key, 3)
         acts = jax.random.randint(k_act, (len(agents), batch), 0, NUM_ACTIONS)
-        obs, state, reward, _, info = jax.vmap(env.step)(jax.random.split(k_step, batch), state,
-                                                         {a: acts[i] for i, a in enumerate(agents)})
+        obs, state, reward, _, info = jax.vmap(env.step)(
+            jax.random.split(k_step, batch), state, {a: acts[i] for i, a in enumerate(agents)}
+        )
         checksum = checksum + sum(reward[a].sum() + info["shaped_reward"][a].sum() for a in agents)
         if observations:  # consume the observations, or XLA drops their computation as dead code
             checksum = checksum + sum(obs[a].sum() for a in agents)
@@ -94,21 +137,37 @@ def bench_jaxmarl(layout: str = "grounded_coord_simple", batch: int = 1024, step
     result = time_jax_rollout(one_step, (state, key, jnp.float32(0)), batch, steps, scan_length, repeats)
     return {**result, "observations": observations}
 
-def env_bench(layout: str = "grounded_coord_simple", batch: int = 1024, steps: int = 100, device: str = "cpu",
-              against: tuple[str, ...] = (), seed: int = 0, obs_dtype: str = "uint8", observations: bool = True,
-              profile_steps: int = 0) -> dict[str, Any]:
+
+def env_bench(
+    layout: str = "grounded_coord_simple",
+    batch: int = 1024,
+    steps: int = 100,
+    device: str = "cpu",
+    against: tuple[str, ...] = (),
+    seed: int = 0,
+    obs_dtype: str = "uint8",
+    observations: bool = True,
+    profile_steps: int = 0,
+) -> dict[str, Any]:
     """ers's env-steps/s and, for every reference in ``against`` (only ``jaxmarl``), its env-steps/s and
     ratio = ers / reference; the same fields as the Hanabi ``env_bench``."""
-    result: dict[str, Any] = {"env": "overcooked-v2", "config": {"layout": layout, "agent_view_size": 2,
-                                                                 "max_steps": 400}, "torch": torch.__version__}
-    result.update(bench_ers(layout, batch, steps, device, seed, obs_dtype=obs_dtype, observations=observations))
+    result: dict[str, Any] = {
+        "env": "overcooked-v2",
+        "config": {"layout": layout, "agent_view_size": 2, "max_steps": 400},
+        "torch": torch.__version__,
+    }
+    result.update(
+        bench_ers(layout, batch, steps, device, seed, obs_dtype=obs_dtype, observations=observations)
+    )
     refs: dict[str, Any] = {}
     for name in against:
         if name != "jaxmarl":
             raise ValueError(f"unknown reference {name!r} for overcooked-v2; choose from ('jaxmarl',)")
         if not jaxmarl_available():
-            refs[name] = {"error": "jaxmarl is not installed (the reference extra: pip install -e "
-                                   "packages/ers-deep[reference])"}
+            refs[name] = {
+                "error": "jaxmarl is not installed (the reference extra: pip install -e "
+                "packages/ers-deep[reference])"
+            }
             continue
         r = bench_jaxmarl(layout, batch, steps, seed, observations=observations)
         r["ratio"] = result["env_steps_per_s"] / r["env_steps_per_s"]

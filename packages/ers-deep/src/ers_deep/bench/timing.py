@@ -23,8 +23,9 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def time_steps(run: Callable[[int], None], steps: int, device: torch.device, warmup: int = 5,
-               repeats: int = 1) -> float:
+def time_steps(
+    run: Callable[[int], None], steps: int, device: torch.device, warmup: int = 5, repeats: int = 1
+) -> float:
     """Seconds that ``run(steps)`` takes after ``run(warmup)``, the best of ``repeats`` timings (device synced)."""
     run(warmup)
     seconds = math.inf
@@ -37,8 +38,9 @@ def time_steps(run: Callable[[int], None], steps: int, device: torch.device, war
     return seconds
 
 
-def profile_steps(run: Callable[[int], None], steps: int, device: torch.device, top: int = 15
-                  ) -> list[dict[str, Any]]:
+def profile_steps(
+    run: Callable[[int], None], steps: int, device: torch.device, top: int = 15
+) -> list[dict[str, Any]]:
     """The ``top`` torch ops by self time (device time on CUDA) of ``run(steps)`` after ``run(3)``, per step,
     from ``torch.profiler``."""
     from torch.profiler import ProfilerActivity, profile
@@ -51,8 +53,15 @@ def profile_steps(run: Callable[[int], None], steps: int, device: torch.device, 
         _sync(device)
     attr = "self_device_time_total" if cuda else "self_cpu_time_total"
     events = sorted(prof.key_averages(), key=lambda e: getattr(e, attr), reverse=True)[:top]
-    return [{"op": e.key, "calls_per_step": e.count / steps, "self_us_per_step": getattr(e, attr) / steps,
-             "cpu_us_per_step": e.self_cpu_time_total / steps} for e in events]
+    return [
+        {
+            "op": e.key,
+            "calls_per_step": e.count / steps,
+            "self_us_per_step": getattr(e, attr) / steps,
+            "cpu_us_per_step": e.self_cpu_time_total / steps,
+        }
+        for e in events
+    ]
 
 
 @contextlib.contextmanager
@@ -80,8 +89,9 @@ def jaxmarl_available() -> bool:
     return True
 
 
-def time_jax_rollout(one_step: Any, carry: Any, batch: int, steps: int, scan_length: int = 128,
-                     repeats: int = 1) -> dict[str, Any]:
+def time_jax_rollout(
+    one_step: Any, carry: Any, batch: int, steps: int, scan_length: int = 128, repeats: int = 1
+) -> dict[str, Any]:
     """Env-steps/s of a jitted ``lax.scan`` of ``one_step`` (carry -> (carry, None)) over ``scan_length`` steps per
     call, as PureJaxRL runs a JaxMARL env, for at least ``steps`` steps; compile time is excluded. With
     ``repeats`` > 1 the best of that many timings (the usual defence against a noisy shared machine)."""
@@ -92,7 +102,9 @@ def time_jax_rollout(one_step: Any, carry: Any, batch: int, steps: int, scan_len
         return jax.lax.scan(one_step, carry, None, length=scan_length)[0]
 
     carry = jax.block_until_ready(rollout(carry))  # compile
-    carry = jax.block_until_ready(rollout(carry))  # a carried state may retrace once (weak types): warm that too
+    carry = jax.block_until_ready(
+        rollout(carry)
+    )  # a carried state may retrace once (weak types): warm that too
     calls, seconds = max(1, math.ceil(steps / scan_length)), math.inf
     for _ in range(repeats):
         t0 = time.perf_counter()
@@ -100,5 +112,11 @@ def time_jax_rollout(one_step: Any, carry: Any, batch: int, steps: int, scan_len
             carry = rollout(carry)
         jax.block_until_ready(carry)
         seconds = min(seconds, time.perf_counter() - t0)
-    return {"env_steps_per_s": batch * calls * scan_length / seconds, "seconds": seconds, "batch": batch,
-            "steps": calls * scan_length, "jax": jax.__version__, "backend": jax.default_backend()}
+    return {
+        "env_steps_per_s": batch * calls * scan_length / seconds,
+        "seconds": seconds,
+        "batch": batch,
+        "steps": calls * scan_length,
+        "jax": jax.__version__,
+        "backend": jax.default_backend(),
+    }

@@ -99,30 +99,44 @@ class IndexSymmetry:
         if self.obs_shape != other.obs_shape or len(self.label_perm) != len(other.label_perm):
             raise ValueError(f"cannot compose symmetries of different envs ({self.name}, {other.name})")
         other = other.to(self.device)
-        return IndexSymmetry(self.obs_index[other.obs_index], self.action_index[other.action_index],
-                             f"{self.name} then {other.name}", self.obs_shape,
-                             tuple(other.label_perm[c] for c in self.label_perm))
+        return IndexSymmetry(
+            self.obs_index[other.obs_index],
+            self.action_index[other.action_index],
+            f"{self.name} then {other.name}",
+            self.obs_shape,
+            tuple(other.label_perm[c] for c in self.label_perm),
+        )
 
     def inverse(self) -> IndexSymmetry:
         """The symmetry that undoes this one: ``self.compose(self.inverse())`` is the identity."""
         label_perm = tuple(int(c) for c in np.argsort(self.label_perm))
-        return IndexSymmetry(torch.argsort(self.obs_index), self.action_map, f"({self.name})^-1",
-                             self.obs_shape, label_perm)
+        return IndexSymmetry(
+            torch.argsort(self.obs_index), self.action_map, f"({self.name})^-1", self.obs_shape, label_perm
+        )
 
     def is_identity(self) -> bool:
         """Whether every map is the identity."""
+
         def fixed(index: Tensor) -> bool:
             return bool(torch.equal(index, torch.arange(index.numel(), device=index.device)))
 
-        return fixed(self.obs_index) and fixed(self.action_index) and self.label_perm == tuple(
-            range(len(self.label_perm)))
+        return (
+            fixed(self.obs_index)
+            and fixed(self.action_index)
+            and self.label_perm == tuple(range(len(self.label_perm)))
+        )
 
     def to(self, device: torch.device | str) -> IndexSymmetry:
         """The same symmetry with its index tensors on ``device``."""
         if torch.device(device) == self.device:
             return self
-        return IndexSymmetry(self.obs_index.to(device), self.action_index.to(device), self.name,
-                             self.obs_shape, self.label_perm)
+        return IndexSymmetry(
+            self.obs_index.to(device),
+            self.action_index.to(device),
+            self.name,
+            self.obs_shape,
+            self.label_perm,
+        )
 
     def __repr__(self) -> str:
         return f"IndexSymmetry({self.name!r}, obs_shape={self.obs_shape}, actions={len(self.action_index)})"
@@ -145,5 +159,7 @@ def relabel_index(labels: Sequence[Hashable], relabel: Callable[[Any], Hashable]
 def stack_symmetries(symmetries: Sequence[IndexSymmetry]) -> dict[str, Tensor]:
     """Stacked maps of G symmetries for batched gathers: ``obs_index`` [G, N], ``action_index`` [G, A],
     ``action_map`` [G, A]."""
-    return {name: torch.stack([getattr(s, name) for s in symmetries])
-            for name in ("obs_index", "action_index", "action_map")}
+    return {
+        name: torch.stack([getattr(s, name) for s in symmetries])
+        for name in ("obs_index", "action_index", "action_map")
+    }

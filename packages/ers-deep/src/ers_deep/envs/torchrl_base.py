@@ -41,16 +41,22 @@ class BatchedTorchRLEnv(EnvBase):
         B, P, dev = game.batch_size, game.num_agents, self.device
         self.observation_spec = Composite(
             {GROUP: Composite(self._agent_obs_specs(B, P), shape=(B, P), device=dev), **self._root_specs(B)},
-            shape=(B,), device=dev)
+            shape=(B,),
+            device=dev,
+        )
         action = Categorical(game.num_actions, shape=(B, P), dtype=torch.long, device=dev)
-        self.action_spec = Composite({GROUP: Composite(action=action, shape=(B, P), device=dev)}, shape=(B,),
-                                     device=dev)
+        self.action_spec = Composite(
+            {GROUP: Composite(action=action, shape=(B, P), device=dev)}, shape=(B,), device=dev
+        )
         reward = Unbounded(shape=(B, P, 1), dtype=torch.float32, device=dev)
-        self.reward_spec = Composite({GROUP: Composite(reward=reward, shape=(B, P), device=dev)}, shape=(B,),
-                                     device=dev)
+        self.reward_spec = Composite(
+            {GROUP: Composite(reward=reward, shape=(B, P), device=dev)}, shape=(B,), device=dev
+        )
         self.done_spec = Composite(
             {key: Categorical(2, shape=(B, 1), dtype=torch.bool, device=dev) for key in self._done_keys()},
-            shape=(B,), device=dev)
+            shape=(B,),
+            device=dev,
+        )
 
     # ---- what a subclass declares --------------------------------------------------------------------------
     def _agent_obs_specs(self, B: int, P: int) -> dict[str, TensorSpec]:
@@ -84,8 +90,11 @@ class BatchedTorchRLEnv(EnvBase):
         group, root = self._pack(out)
         if with_reward:
             group["reward"] = out.reward[:, None, None].expand(B, P, 1).clone()
-        entries = {GROUP: TensorDict(group, batch_size=(B, P), device=self.device),
-                   **self._done_entries(out.done[:, None]), **root}
+        entries = {
+            GROUP: TensorDict(group, batch_size=(B, P), device=self.device),
+            **self._done_entries(out.done[:, None]),
+            **root,
+        }
         return TensorDict(entries, batch_size=(B,), device=self.device)
 
     def _reset(self, tensordict: TensorDictBase | None = None, **kwargs: object) -> TensorDictBase:

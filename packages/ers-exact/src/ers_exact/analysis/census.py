@@ -41,8 +41,14 @@ class CensusConfig:
     out: str | None = None  # folder for .dpomdp examples and census.json
 
     def __post_init__(self) -> None:
-        check_fields(self, games=at_least(1), seed=non_negative, alpha=positive, planted_share=probability,
-                     starts=non_negative)
+        check_fields(
+            self,
+            games=at_least(1),
+            seed=non_negative,
+            alpha=positive,
+            planted_share=probability,
+            starts=non_negative,
+        )
 
 
 def census(config: CensusConfig, progress: bool | None = None) -> dict[str, Any]:
@@ -55,15 +61,26 @@ def census(config: CensusConfig, progress: bool | None = None) -> dict[str, Any]
             planted = bool(rng.random() < config.planted_share)
             if planted:
                 game = planted_game(game, Transformation.random(game, rng))
-            rep = symmetry_report(enumerate_histories(game), config.alpha,
-                                  SolverConfig(n_starts=config.starts, seed=config.seed + k), max_elements=0)
-            row = {"game": game.name, "planted": planted, "horizon": game.horizon, "n_states": game.n_states,
-                   "n_actions": list(game.n_actions), "n_observations": list(game.n_observations),
-                   "pool_size": rep["pool_size"], "fixed_points_complete": rep["fixed_points_complete"],
-                   "mdp_order_on_policies": rep["mdp"]["order_on_policies"],
-                   "er_order_on_policies": rep["er"]["order_on_policies"],
-                   "er_strictly_larger": rep["er"]["order_on_policies"] > rep["mdp"]["order_on_policies"],
-                   "mdp_subgroup_of_er": rep["mdp_subgroup_of_er"]}
+            rep = symmetry_report(
+                enumerate_histories(game),
+                config.alpha,
+                SolverConfig(n_starts=config.starts, seed=config.seed + k),
+                max_elements=0,
+            )
+            row = {
+                "game": game.name,
+                "planted": planted,
+                "horizon": game.horizon,
+                "n_states": game.n_states,
+                "n_actions": list(game.n_actions),
+                "n_observations": list(game.n_observations),
+                "pool_size": rep["pool_size"],
+                "fixed_points_complete": rep["fixed_points_complete"],
+                "mdp_order_on_policies": rep["mdp"]["order_on_policies"],
+                "er_order_on_policies": rep["er"]["order_on_policies"],
+                "er_strictly_larger": rep["er"]["order_on_policies"] > rep["mdp"]["order_on_policies"],
+                "mdp_subgroup_of_er": rep["mdp_subgroup_of_er"],
+            }
             if row["er_strictly_larger"] and config.out:
                 path = Path(config.out, f"{game.name}.dpomdp")
                 path.parent.mkdir(parents=True, exist_ok=True)
@@ -83,9 +100,16 @@ def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     def part(sel: list[dict[str, Any]]) -> dict[str, Any]:
         n = len(sel)
         larger = sum(r["er_strictly_larger"] for r in sel)
-        return {"games": n, "er_strictly_larger": larger, "share": larger / n if n else None,
-                "mdp_nontrivial": sum(r["mdp_order_on_policies"] > 1 for r in sel),
-                "mdp_subgroup_of_er_everywhere": all(r["mdp_subgroup_of_er"] for r in sel)}
+        return {
+            "games": n,
+            "er_strictly_larger": larger,
+            "share": larger / n if n else None,
+            "mdp_nontrivial": sum(r["mdp_order_on_policies"] > 1 for r in sel),
+            "mdp_subgroup_of_er_everywhere": all(r["mdp_subgroup_of_er"] for r in sel),
+        }
 
-    return {"all": part(rows), "planted": part([r for r in rows if r["planted"]]),
-            "unplanted": part([r for r in rows if not r["planted"]])}
+    return {
+        "all": part(rows),
+        "planted": part([r for r in rows if r["planted"]]),
+        "unplanted": part([r for r in rows if not r["planted"]]),
+    }

@@ -25,15 +25,24 @@ def plot_sweep(result: SweepResult, path: str | Path) -> Path:
     for fs in result.sets:
         for p in fs.points:
             colour = "tab:red" if p.optimal else "tab:blue"
-            ax.scatter(fs.alpha, p.J, s=28 if p.optimal else 14, edgecolors=colour,
-                       facecolors=colour if p.stable else "none", linewidths=1.0,
-                       zorder=3 if p.optimal else 2)
+            ax.scatter(
+                fs.alpha,
+                p.J,
+                s=28 if p.optimal else 14,
+                edgecolors=colour,
+                facecolors=colour if p.stable else "none",
+                linewidths=1.0,
+                zorder=3 if p.optimal else 2,
+            )
     for b in result.bifurcations:
         ax.axvline(float(np.mean(b["between"])), color="grey", lw=0.8, ls="--", zorder=1)
     ax.set_xlabel(r"temperature $\alpha$")
     ax.set_ylabel(r"$J(\pi)$ of each Boltzmann fixed point")
-    ax.set_title(f"{result.game} (H={result.horizon}): red = self-play optimal, hollow = unstable, "
-                 "dashed = count changes", fontsize=9)
+    ax.set_title(
+        f"{result.game} (H={result.horizon}): red = self-play optimal, hollow = unstable, "
+        "dashed = count changes",
+        fontsize=9,
+    )
     return save_figure(fig, path)
 
 

@@ -3,8 +3,9 @@ alphas (``atlas``), with the group checks of the paper (closure, Phi_MDP <= Phi_
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, Sequence
+from typing import Any
 
 from ers_exact.model.histories import HistoryTree
 from ers_exact.solve.fixed_points import SolverConfig, solve_fixed_points
@@ -15,8 +16,13 @@ from ers_exact.symmetry.search import decpomdp_symmetries, policy_part_order, ps
 __all__ = ["atlas", "symmetry_report"]
 
 
-def symmetry_report(tree: HistoryTree, alpha: float, config: SolverConfig | None = None,
-                    max_elements: int = 10_000, tol: float = 1e-8) -> dict[str, Any]:
+def symmetry_report(
+    tree: HistoryTree,
+    alpha: float,
+    config: SolverConfig | None = None,
+    max_elements: int = 10_000,
+    tol: float = 1e-8,
+) -> dict[str, Any]:
     """Phi_MDP, Phi_ER (against the solver's whole optimal set) and how they relate."""
     game = tree.game
     fps = solve_fixed_points(tree, alpha, config or SolverConfig())
@@ -30,13 +36,23 @@ def symmetry_report(tree: HistoryTree, alpha: float, config: SolverConfig | None
     mdp_keys = {(m.actions, m.observations) for m in mdp}
     extra = [m for m in er.members if (m.actions, m.observations) not in mdp_keys]
     return {
-        "game": game.name, "horizon": game.horizon, "alpha": alpha, "psi_order": psi_order(game),
-        "psi_order_on_policies": policy_part_order(game), "pool_size": len(pool), "J_star": fps.J_star,
-        "n_fixed_points": len(fps.points), "fixed_points_complete": fps.complete,
+        "game": game.name,
+        "horizon": game.horizon,
+        "alpha": alpha,
+        "psi_order": psi_order(game),
+        "psi_order_on_policies": policy_part_order(game),
+        "pool_size": len(pool),
+        "J_star": fps.J_star,
+        "n_fixed_points": len(fps.points),
+        "fixed_points_complete": fps.complete,
         "completeness": fps.completeness,
-        "mdp": {"order": mdp_group.order, "order_on_policies": len({(m.actions, m.observations) for m in mdp}),
-                "elements": [m.to_json() for m in mdp[:max_elements]],
-                "elements_truncated": len(mdp) > max_elements, **mdp_group.to_json()},
+        "mdp": {
+            "order": mdp_group.order,
+            "order_on_policies": len({(m.actions, m.observations) for m in mdp}),
+            "elements": [m.to_json() for m in mdp[:max_elements]],
+            "elements_truncated": len(mdp) > max_elements,
+            **mdp_group.to_json(),
+        },
         "er": er_json,
         "mdp_subgroup_of_er": is_subset(mdp, er.members),
         "er_not_mdp_on_policies": len(extra),
@@ -51,8 +67,21 @@ def atlas(tree: HistoryTree, alphas: Sequence[float], config: SolverConfig | Non
     rows = []
     for k, alpha in enumerate(sorted(alphas)):
         rep = symmetry_report(tree, alpha, replace(cfg, seed=cfg.seed + k), max_elements=0)
-        rows.append({"alpha": alpha, "pool_size": rep["pool_size"], "er_order": rep["er"]["order"],
-                     "er_order_on_policies": rep["er"]["order_on_policies"], "mdp_order": rep["mdp"]["order"],
-                     "mdp_subgroup_of_er": rep["mdp_subgroup_of_er"], "fixed_points_complete": rep["fixed_points_complete"]})
-    return {"game": tree.game.name, "horizon": tree.game.horizon, "psi_order": psi_order(tree.game),
-            "psi_order_on_policies": policy_part_order(tree.game), "rows": rows}
+        rows.append(
+            {
+                "alpha": alpha,
+                "pool_size": rep["pool_size"],
+                "er_order": rep["er"]["order"],
+                "er_order_on_policies": rep["er"]["order_on_policies"],
+                "mdp_order": rep["mdp"]["order"],
+                "mdp_subgroup_of_er": rep["mdp_subgroup_of_er"],
+                "fixed_points_complete": rep["fixed_points_complete"],
+            }
+        )
+    return {
+        "game": tree.game.name,
+        "horizon": tree.game.horizon,
+        "psi_order": psi_order(tree.game),
+        "psi_order_on_policies": policy_part_order(tree.game),
+        "rows": rows,
+    }

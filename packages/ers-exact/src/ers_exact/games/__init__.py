@@ -143,15 +143,19 @@ def find_game_file(spec: str | PathLike[str]) -> Path | None:
     if not path.exists() and folder and path.name == text and Path(folder, text).exists():
         path = Path(folder, text)
     if path.is_dir():
-        raise IsADirectoryError(f"{path} is a folder; GAME is a built-in name (ers-exact games) or a .dpomdp "
-                                "file")
+        raise IsADirectoryError(
+            f"{path} is a folder; GAME is a built-in name (ers-exact games) or a .dpomdp file"
+        )
     if path.is_file():
         return path
     if isinstance(spec, PathLike) or text.lower().endswith((".dpomdp", ".dpomdp.gz")):
         where = ""
         if path.name == text:
-            where = (f" in the working directory nor in ${DPOMDP_DIR_ENV} = {folder}" if folder else
-                     f" in the working directory (set ${DPOMDP_DIR_ENV} to a folder to look bare names up "
-                     "there)")
+            where = (
+                f" in the working directory nor in ${DPOMDP_DIR_ENV} = {folder}"
+                if folder
+                else f" in the working directory (set ${DPOMDP_DIR_ENV} to a folder to look bare names up "
+                "there)"
+            )
         raise FileNotFoundError(f"{text}: no such file{where}")
     return None

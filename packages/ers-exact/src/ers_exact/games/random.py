@@ -20,7 +20,7 @@ __all__ = ["planted_game", "random_small_game"]
 
 def _rows(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
     x = rng.gamma(0.7, size=shape) * (rng.random(shape) > 0.3)
-    x[..., 0] += (x.sum(axis=-1) == 0)  # never an all-zero row
+    x[..., 0] += x.sum(axis=-1) == 0  # never an all-zero row
     return x / x.sum(axis=-1, keepdims=True)
 
 
@@ -30,9 +30,17 @@ def random_small_game(rng: np.random.Generator, name: str) -> Game:
     obs = tuple(int(v) for v in rng.integers(2, 4, size=2))
     S, A, O = int(rng.integers(1, 3)), acts[0] * acts[1], obs[0] * obs[1]
     grid = np.array([0.0, 1.0]) if rng.random() < 0.5 else np.array([-1.0, 0.0, 1.0])
-    return make_game(name, [f"s{k}" for k in range(S)], [[f"a{k}" for k in range(n)] for n in acts],
-                     [[f"o{k}" for k in range(n)] for n in obs], _rows(rng, (S, A, S)), _rows(rng, (A, S, O)),
-                     rng.choice(grid, size=(S, A)), _rows(rng, (S,)), horizon=int(rng.integers(1, 3)))
+    return make_game(
+        name,
+        [f"s{k}" for k in range(S)],
+        [[f"a{k}" for k in range(n)] for n in acts],
+        [[f"o{k}" for k in range(n)] for n in obs],
+        _rows(rng, (S, A, S)),
+        _rows(rng, (A, S, O)),
+        rng.choice(grid, size=(S, A)),
+        _rows(rng, (S,)),
+        horizon=int(rng.integers(1, 3)),
+    )
 
 
 def planted_game(game: Game, phi: Transformation) -> Game:
@@ -45,12 +53,16 @@ def planted_game(game: Game, phi: Transformation) -> Game:
         if cur == ident:
             break
     images = [p.apply_to_game(game) for p in powers]
-    mean = {k: np.mean([getattr(g, k) for g in images], axis=0)
-            for k in ("transition", "observation", "reward", "initial_belief")}
+    mean = {
+        k: np.mean([getattr(g, k) for g in images], axis=0)
+        for k in ("transition", "observation", "reward", "initial_belief")
+    }
     for k, axis in (("transition", 2), ("observation", 2), ("initial_belief", 0)):
         mean[k] = mean[k] / mean[k].sum(axis=axis, keepdims=True)
     legal = None
     if game.legal_actions is not None:  # the union over the orbit is invariant and keeps rows non-empty
-        legal = tuple(np.logical_or.reduce([g.legal_actions[i] for g in images if g.legal_actions is not None])
-                      for i in range(game.n_agents))
+        legal = tuple(
+            np.logical_or.reduce([g.legal_actions[i] for g in images if g.legal_actions is not None])
+            for i in range(game.n_agents)
+        )
     return replace(game, name=game.name + "-planted", legal_actions=legal, **mean)

@@ -48,8 +48,11 @@ def read_dpomdp(source: str | os.PathLike[str], horizon: int = 2, name: str | No
             text = path.read_text(encoding="utf-8")
             stem = path.stem
     except UnicodeDecodeError as e:
-        raise DpomdpError(f"not a UTF-8 text file (byte 0x{e.object[e.start]:02x} at offset {e.start}); a "
-                          ".dpomdp file is plain text", source=str(path)) from None
+        raise DpomdpError(
+            f"not a UTF-8 text file (byte 0x{e.object[e.start]:02x} at offset {e.start}); a "
+            ".dpomdp file is plain text",
+            source=str(path),
+        ) from None
     except (gzip.BadGzipFile, EOFError) as e:
         raise DpomdpError(f"not a readable gzip file ({e})", source=str(path)) from None
     except IsADirectoryError:
@@ -74,8 +77,10 @@ def write_dpomdp(game: Game) -> str:
     Raises :class:`DpomdpError` when ``game.legal_actions`` is set (the format cannot express it).
     """
     if game.legal_actions is not None:
-        raise DpomdpError(f"game {game.name!r} has legal-action sets, which .dpomdp cannot express; "
-                          "write a copy with legal_actions=None if dropping them is intended")
+        raise DpomdpError(
+            f"game {game.name!r} has legal-action sets, which .dpomdp cannot express; "
+            "write a copy with legal_actions=None if dropping them is intended"
+        )
     S, A, O = game.n_states, game.n_joint_actions, game.n_joint_observations
     states_decl, st = _declare(game.state_names, "s")
     acts = [_declare(names, "a") for names in game.action_names]
@@ -85,13 +90,20 @@ def write_dpomdp(game: Game) -> str:
 
     # the leading comment block is what the reader returns as the description
     out = [f"# {line}".rstrip() for line in (game.description or game.name).splitlines()]
-    out += [f"agents: {game.n_agents}", f"discount: {game.discount!r}", "values: reward",
-            f"states: {states_decl}", "start:"]
+    out += [
+        f"agents: {game.n_agents}",
+        f"discount: {game.discount!r}",
+        "values: reward",
+        f"states: {states_decl}",
+        "start:",
+    ]
     b0 = game.initial_belief
     out.append("uniform" if np.all(b0 == 1.0 / S) else _fmt(b0))
     out += ["actions:", *(decl for decl, _ in acts), "observations:", *(decl for decl, _ in obs)]
-    out.append(f"# game {game.name!r} written by ers_exact.io.dpomdp; its horizon H = {game.horizon} is not "
-               "part of the format")
+    out.append(
+        f"# game {game.name!r} written by ers_exact.io.dpomdp; its horizon H = {game.horizon} is not "
+        "part of the format"
+    )
 
     T, U = game.transition, game.observation
     eye = np.eye(S)
@@ -112,7 +124,7 @@ def write_dpomdp(game: Game) -> str:
                 _rows(out, f"O: {ja[a]} : {st[s]} :", U[a, s], jo)
 
     R = game.reward
-    flat = np.all(R == R[:, :, :1], axis=2)  # [S, A]: R(s, a, .) constant in s'
+    flat = np.all(R[:, :, :1] == R, axis=2)  # [S, A]: R(s, a, .) constant in s'
     for s in range(S):
         for a in range(A):
             if flat[s, a]:

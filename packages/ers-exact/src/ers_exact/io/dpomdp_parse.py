@@ -27,7 +27,8 @@ per-agent wildcards such as ``* *`` name every joint observation explicitly and 
 from __future__ import annotations
 
 import re
-from typing import Any, Sequence, Union
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -40,12 +41,21 @@ _NUMBER_RE = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\Z")
 _UINT_RE = re.compile(r"\d+\Z")
 PREAMBLE = ("agents", "discount", "values", "states", "start", "actions", "observations")
 #: Words that cannot serve as names (keywords of the format).
-RESERVED = frozenset(PREAMBLE) | {"T", "O", "R", "uniform", "identity", "reward", "cost", "include",
-                                  "exclude"}
+RESERVED = frozenset(PREAMBLE) | {
+    "T",
+    "O",
+    "R",
+    "uniform",
+    "identity",
+    "reward",
+    "cost",
+    "include",
+    "exclude",
+}
 _PREAMBLE_RE = re.compile(rf"({'|'.join(PREAMBLE)})(?:\s+(include|exclude))?\s*:(.*)\Z")
 _ENTRY_RE = re.compile(r"([TOR])\s*:(.*)\Z")
 
-Index = Union[int, np.ndarray]  # one index, or an array of indices (a wildcard or partial wildcard)
+Index = int | np.ndarray  # one index, or an array of indices (a wildcard or partial wildcard)
 
 #: A file whose declared sizes need more memory than this for the model arrays (float64 T[s, a, s'],
 #: R[s, a, s'], U[a, s', o]) is refused before anything is allocated.
@@ -79,8 +89,17 @@ def parse_dpomdp(text: str, horizon: int = 2, name: str = "dpomdp", source: str 
     reward = -parser.R if parser.cost else parser.R
     try:
         return make_game(
-            name, parser.states, parser.names["action"], parser.names["observation"], parser.T, parser.U,
-            reward, parser.b0, horizon, parser.discount, description=parser.description,
+            name,
+            parser.states,
+            parser.names["action"],
+            parser.names["observation"],
+            parser.T,
+            parser.U,
+            reward,
+            parser.b0,
+            horizon,
+            parser.discount,
+            description=parser.description,
         )
     except GameError as e:
         if source is None or isinstance(e, DpomdpError):
@@ -100,9 +119,12 @@ def _check_model_size(S: int, A: int, O: int, line: int) -> None:
     t_bytes = 8.0 * S * A * S
     total = 2 * t_bytes + 8.0 * A * S * O  # T and R[s, a, s'] are both S x A x S
     if total > MAX_MODEL_BYTES:
-        raise DpomdpError(f"declares {S} states x {A} joint actions x {O} joint observations: T alone needs "
-                          f"{_bytes(t_bytes)}, the model {_bytes(total)} (> budget MAX_MODEL_BYTES = "
-                          f"{_bytes(MAX_MODEL_BYTES)})", line)
+        raise DpomdpError(
+            f"declares {S} states x {A} joint actions x {O} joint observations: T alone needs "
+            f"{_bytes(t_bytes)}, the model {_bytes(total)} (> budget MAX_MODEL_BYTES = "
+            f"{_bytes(MAX_MODEL_BYTES)})",
+            line,
+        )
 
 
 class _Parser:
@@ -168,8 +190,9 @@ class _Parser:
         conv = self.prob if probs else self.number
         return np.array([conv(t, ln) for t in toks], dtype=np.float64)
 
-    def matrix(self, rows: int, cols: int, what: str, header: int, probs: bool,
-               keywords: Sequence[str] = ()) -> Any:
+    def matrix(
+        self, rows: int, cols: int, what: str, header: int, probs: bool, keywords: Sequence[str] = ()
+    ) -> Any:
         """``rows`` data lines of ``cols`` numbers (an array), or one of ``keywords`` (a string)."""
         first = self.row(cols, f"row 1 of {what}", header, probs, keywords)
         if isinstance(first, str):
@@ -187,13 +210,19 @@ class _Parser:
             m = _PREAMBLE_RE.match(line)
             order = ", ".join(PREAMBLE)
             if m is None:
-                raise DpomdpError(f"missing preamble entry '{key}:', got {line[:60]!r} (the preamble is "
-                                  f"{order}, each once, in this order)", ln)
+                raise DpomdpError(
+                    f"missing preamble entry '{key}:', got {line[:60]!r} (the preamble is "
+                    f"{order}, each once, in this order)",
+                    ln,
+                )
             got, mod, rest = m.group(1), m.group(2), m.group(3).strip()
             if got != key:
                 later = PREAMBLE.index(got) > PREAMBLE.index(key)
-                problem = (f"missing preamble entry '{key}:' before '{got}:'" if later
-                           else f"preamble entry '{got}:' is repeated or out of order (expected '{key}:')")
+                problem = (
+                    f"missing preamble entry '{key}:' before '{got}:'"
+                    if later
+                    else f"preamble entry '{got}:' is repeated or out of order (expected '{key}:')"
+                )
                 raise DpomdpError(f"{problem}; the preamble is {order}, each once, in this order", ln)
             if mod is not None and key != "start":
                 raise DpomdpError(f"'{mod}' only follows 'start'", ln)
@@ -229,8 +258,11 @@ class _Parser:
             raise DpomdpError(f"expected a count or a list of {what}", ln)
         for t in toks:
             if not IDENT_RE.match(t) or t in RESERVED:
-                raise DpomdpError(f"invalid {what[:-1]} name {t!r} (a name is a letter followed by letters, "
-                                  "digits, '_' or '-', and not a keyword)", ln)
+                raise DpomdpError(
+                    f"invalid {what[:-1]} name {t!r} (a name is a letter followed by letters, "
+                    "digits, '_' or '-', and not a keyword)",
+                    ln,
+                )
         if len(set(toks)) != len(toks):
             dup = next(t for t in toks if toks.count(t) > 1)
             raise DpomdpError(f"{what[:-1]} name {dup!r} is declared twice", ln)
@@ -259,8 +291,10 @@ class _Parser:
             self.b0 = np.full(S, 1.0 / S)
         elif rest:
             if len(rest.split()) != 1:
-                raise DpomdpError("expected one start state after 'start:' (a vector goes on the next line), "
-                                  f"got {rest!r}", ln)
+                raise DpomdpError(
+                    f"expected one start state after 'start:' (a vector goes on the next line), got {rest!r}",
+                    ln,
+                )
             self.b0 = np.zeros(S)
             self.b0[self.state_index(rest, ln)] = 1.0
         else:
@@ -340,8 +374,11 @@ class _Parser:
             if res >= total:
                 raise DpomdpError(f"joint {kind} index {res} is out of range ({total} joint {kind}s)", ln)
         elif len(parts) != self.n:
-            raise DpomdpError(f"joint {kind} {tok!r} has {len(parts)} component(s), expected a joint index, "
-                              f"'*', or one {kind} per agent ({self.n})", ln)
+            raise DpomdpError(
+                f"joint {kind} {tok!r} has {len(parts)} component(s), expected a joint index, "
+                f"'*', or one {kind} per agent ({self.n})",
+                ln,
+            )
         else:
             per: list[Index] = []
             for i, t in enumerate(parts):
@@ -349,8 +386,11 @@ class _Parser:
                     per.append(np.arange(sizes[i]))
                 elif _UINT_RE.match(t):
                     if int(t) >= sizes[i]:
-                        raise DpomdpError(f"{kind} index {t} of agent {i} is out of range (agent {i} has "
-                                          f"{sizes[i]} {kind}s)", ln)
+                        raise DpomdpError(
+                            f"{kind} index {t} of agent {i} is out of range (agent {i} has "
+                            f"{sizes[i]} {kind}s)",
+                            ln,
+                        )
                     per.append(int(t))
                 elif t in self.lookup[kind][i]:
                     per.append(self.lookup[kind][i][t])
@@ -379,9 +419,11 @@ class _Parser:
 
     @staticmethod
     def _bad_form(kind: str, ln: int) -> DpomdpError:
-        forms = {"T": "'T: ja : s : s' : p', 'T: ja : s :' + row, or 'T: ja :' + matrix/uniform/identity",
-                 "O": "'O: ja : s' : jo : p', 'O: ja : s' :' + row, or 'O: ja :' + matrix/uniform",
-                 "R": "'R: ja : s : s' : jo : r', 'R: ja : s : s' :' + row, or 'R: ja : s :' + matrix"}
+        forms = {
+            "T": "'T: ja : s : s' : p', 'T: ja : s :' + row, or 'T: ja :' + matrix/uniform/identity",
+            "O": "'O: ja : s' : jo : p', 'O: ja : s' :' + row, or 'O: ja :' + matrix/uniform",
+            "R": "'R: ja : s : s' : jo : r', 'R: ja : s : s' :' + row, or 'R: ja : s :' + matrix",
+        }
         return DpomdpError(f"malformed {kind} entry: expected {forms[kind]}", ln)
 
     def _entry_T(self, f: list[str], ln: int) -> None:

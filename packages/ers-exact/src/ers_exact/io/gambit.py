@@ -39,10 +39,10 @@ that caused (float round-off, or up to the game's row-sum tolerance).
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Sequence, Union
 
 import numpy as np
 
@@ -51,7 +51,7 @@ from ers_exact.model.histories import HistoryTree, enumerate_histories
 
 __all__ = ["EfgExport", "export_efg", "save_efg", "to_efg"]
 
-TreeOrGame = Union[HistoryTree, Game]
+TreeOrGame = HistoryTree | Game
 
 
 @dataclass(frozen=True, eq=False)
@@ -131,7 +131,8 @@ def _labels(names: Sequence[str], prefix: str) -> tuple[str, ...]:
     """Names as Gambit labels when they are distinct, non-empty, printable ASCII without a backslash,
     else ``<prefix><k>`` for all of them."""
     ok = len(set(names)) == len(names) and all(
-        n and n.isascii() and n.isprintable() and "\\" not in n for n in names)
+        n and n.isascii() and n.isprintable() and "\\" not in n for n in names
+    )
     return tuple(names) if ok else tuple(f"{prefix}{k}" for k in range(len(names)))
 
 
@@ -183,14 +184,21 @@ class _Writer:
         self.used: list[set[int]] = [set() for _ in range(self.n)]
         # child[i][(k, a^i, o^i)] = index of tau^i_{t+1} = (tau^i_t, a^i, o^i)
         self.child = [
-            {(int(h.parent[k]), int(h.action[k]), int(h.observation[k])): k
-             for k in range(len(h)) if h.parent[k] >= 0}
+            {
+                (int(h.parent[k]), int(h.action[k]), int(h.observation[k])): k
+                for k in range(len(h))
+                if h.parent[k] >= 0
+            }
             for h in tree.local
         ]
         # ' "h<k>" { "a" "b" } 0' : the infoset part of every decision line, per agent and history
         self.infoset_text = [
-            [f' {k + 1} "h{k}" {{ ' + " ".join(_quote(self.actions[i][a]) for a in np.flatnonzero(h.legal[k]))
-             + " } 0" for k in range(len(h))]
+            [
+                f' {k + 1} "h{k}" {{ '
+                + " ".join(_quote(self.actions[i][a]) for a in np.flatnonzero(h.legal[k]))
+                + " } 0"
+                for k in range(len(h))
+            ]
             for i, h in enumerate(tree.local)
         ]
         self.legal = [[np.flatnonzero(h.legal[k]).tolist() for k in range(len(h))] for h in tree.local]
@@ -234,9 +242,12 @@ class _Writer:
         g = self.game
         name = title if title is not None else g.name
         self.lines.append(f"EFG 2 R {_quote(name)} {{ " + " ".join(_quote(p) for p in self.players) + " }")
-        self.lines.append(_quote(
-            f"ers export of {g.name}: H={g.horizon}, gamma={g.discount!r}; stage-t outcome gamma^t E[R|s,a] "
-            "after the joint action; Gambit action value = gamma^t * reward-to-go Q^i"))
+        self.lines.append(
+            _quote(
+                f"ers export of {g.name}: H={g.horizon}, gamma={g.discount!r}; stage-t outcome gamma^t E[R|s,a] "
+                "after the joint action; Gambit action value = gamma^t * reward-to-go Q^i"
+            )
+        )
         self.lines.append("")
         states = np.flatnonzero(g.initial_belief > 0)
         self.nodes += 1
@@ -245,9 +256,15 @@ class _Writer:
         for s in states.tolist():
             self._stage(0, s, root_locals)
         self._check_infosets()
-        return EfgExport(text="\n".join(self.lines) + "\n", tree=self.tree, player_labels=self.players,
-                         action_labels=self.actions, n_nodes=self.nodes, n_outcomes=len(self.outcomes),
-                         max_prob_adjustment=self.max_adjust)
+        return EfgExport(
+            text="\n".join(self.lines) + "\n",
+            tree=self.tree,
+            player_labels=self.players,
+            action_labels=self.actions,
+            n_nodes=self.nodes,
+            n_outcomes=len(self.outcomes),
+            max_prob_adjustment=self.max_adjust,
+        )
 
     def _stage(self, t: int, s: int, locs: tuple[int, ...]) -> None:
         self._decide(t, s, locs, 0, [])
@@ -291,5 +308,7 @@ class _Writer:
         for i, h in enumerate(self.tree.local):
             if self.used[i] != set(range(len(h))):
                 missing = sorted(set(range(len(h))) - self.used[i])[:5]
-                raise RuntimeError(f"agent {i}: local histories {missing} of the tree never occur in the "
-                                   "Gambit tree (tree and game disagree on which histories are possible)")
+                raise RuntimeError(
+                    f"agent {i}: local histories {missing} of the tree never occur in the "
+                    "Gambit tree (tree and game disagree on which histories are possible)"
+                )

@@ -20,14 +20,15 @@ Validation raises :class:`GameError` naming the offending entry. Nothing is reno
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Sequence
 
 import numpy as np
+
 from ers_exact.util.errors import InputError
 
-__all__ = ["Game", "GameError", "ROW_SUM_TOL", "make_game"]
+__all__ = ["ROW_SUM_TOL", "Game", "GameError", "make_game"]
 
 ROW_SUM_TOL = 1e-9
 
@@ -117,11 +118,11 @@ class Game:
             return np.ones((1 + self.n_observations[agent], self.n_actions[agent]), dtype=bool)
         return self.legal_actions[agent]
 
-    def with_horizon(self, horizon: int) -> "Game":
+    def with_horizon(self, horizon: int) -> Game:
         """The same game with another horizon H."""
         return replace(self, horizon=int(horizon))
 
-    def with_discount(self, discount: float) -> "Game":
+    def with_discount(self, discount: float) -> Game:
         """The same game with another discount gamma."""
         return replace(self, discount=float(discount))
 
@@ -130,7 +131,9 @@ class Game:
             return NotImplemented
         mine, theirs = self.legal_actions, other.legal_actions
         same_legal = (mine is None and theirs is None) or (
-            mine is not None and theirs is not None and all(np.array_equal(a, b) for a, b in zip(mine, theirs))
+            mine is not None
+            and theirs is not None
+            and all(np.array_equal(a, b) for a, b in zip(mine, theirs))
         )
         return (
             self.state_names == other.state_names
@@ -223,7 +226,9 @@ def _validate(g: Game) -> None:
             empty = np.flatnonzero(~mask.any(axis=1))
             if empty.size:
                 row = int(empty[0])
-                where = "the empty history" if row == 0 else f"observation {g.observation_names[i][row - 1]!r}"
+                where = (
+                    "the empty history" if row == 0 else f"observation {g.observation_names[i][row - 1]!r}"
+                )
                 raise GameError(f"agent {i} has an empty legal action set after {where}")
 
 

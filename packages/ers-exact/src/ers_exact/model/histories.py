@@ -194,8 +194,19 @@ def enumerate_histories(game: Game, max_nodes: int = DEFAULT_MAX_NODES) -> Histo
     n = game.n_agents
     local_legal = [game.legal_mask(i) for i in range(n)]
     root_local = np.zeros((1, n), dtype=np.int64)
-    layers = [_make_layer(game, 0, np.array([-1]), np.array([-1]), np.array([-1]),
-                          game.initial_belief[None, :].copy(), root_local, local_legal, None)]
+    layers = [
+        _make_layer(
+            game,
+            0,
+            np.array([-1]),
+            np.array([-1]),
+            np.array([-1]),
+            game.initial_belief[None, :].copy(),
+            root_local,
+            local_legal,
+            None,
+        )
+    ]
     loc_parent = [[np.array([-1])] for _ in range(n)]
     loc_action = [[np.array([-1])] for _ in range(n)]
     loc_obs = [[np.array([-1])] for _ in range(n)]
@@ -228,8 +239,9 @@ def enumerate_histories(game: Game, max_nodes: int = DEFAULT_MAX_NODES) -> Histo
             loc_obs[i].append(u_obs)
             loc_last_obs[i] = u_obs
             offsets[i] = start
-        layers.append(_make_layer(game, t, parent, action, obs, weight, local, local_legal, loc_last_obs,
-                                  offsets))
+        layers.append(
+            _make_layer(game, t, parent, action, obs, weight, local, local_legal, loc_last_obs, offsets)
+        )
         total += len(parent)
     local_histories = tuple(
         _make_local(i, loc_parent[i], loc_action[i], loc_obs[i], local_legal[i]) for i in range(n)
@@ -243,18 +255,27 @@ def _expand(game: Game, prev: JointLayer) -> tuple[np.ndarray, ...]:
     chunk = max(1, _CHUNK_FLOATS // max(1, A * O * S))
     parts: list[tuple[np.ndarray, ...]] = []
     for lo in range(0, len(prev), chunk):
-        w = prev.weight[lo:lo + chunk]  # [C, S]
+        w = prev.weight[lo : lo + chunk]  # [C, S]
         nxt = np.einsum("cs,sap->cap", w, game.transition)  # [C, A, S']
         full = nxt[:, :, None, :] * game.observation.transpose(0, 2, 1)[None]  # [C, A, O, S']
-        full *= prev.legal[lo:lo + chunk, :, None, None]
+        full *= prev.legal[lo : lo + chunk, :, None, None]
         c, a, o = np.nonzero(full.sum(axis=3) > 0)
         parts.append((c + lo, a, o, full[c, a, o]))
     return tuple(np.concatenate([p[k] for p in parts]) for k in range(4))
 
 
-def _make_layer(game: Game, t: int, parent: np.ndarray, action: np.ndarray, obs: np.ndarray,
-                weight: np.ndarray, local: np.ndarray, local_legal: list[np.ndarray],
-                last_obs: list[np.ndarray] | None, local_offsets: list[int] | None = None) -> JointLayer:
+def _make_layer(
+    game: Game,
+    t: int,
+    parent: np.ndarray,
+    action: np.ndarray,
+    obs: np.ndarray,
+    weight: np.ndarray,
+    local: np.ndarray,
+    local_legal: list[np.ndarray],
+    last_obs: list[np.ndarray] | None,
+    local_offsets: list[int] | None = None,
+) -> JointLayer:
     legal = np.ones((len(parent), game.n_joint_actions), dtype=bool)
     for i in range(game.n_agents):
         if t == 0:
@@ -264,17 +285,28 @@ def _make_layer(game: Game, t: int, parent: np.ndarray, action: np.ndarray, obs:
         legal &= local_legal[i][rows][:, game.joint_actions[:, i]]
     for arr in (parent, action, obs, weight, local, legal):
         arr.setflags(write=False)
-    return JointLayer(t=t, parent=parent, action=action, observation=obs, weight=weight, local=local,
-                      legal=legal)
+    return JointLayer(
+        t=t, parent=parent, action=action, observation=obs, weight=weight, local=local, legal=legal
+    )
 
 
-def _make_local(agent: int, parents: list[np.ndarray], actions: list[np.ndarray], obs: list[np.ndarray],
-                legal_table: np.ndarray) -> LocalHistories:
+def _make_local(
+    agent: int,
+    parents: list[np.ndarray],
+    actions: list[np.ndarray],
+    obs: list[np.ndarray],
+    legal_table: np.ndarray,
+) -> LocalHistories:
     time = np.concatenate([np.full(len(p), t, dtype=np.int64) for t, p in enumerate(parents)])
     observation = np.concatenate(obs).astype(np.int64)
     legal = legal_table[np.where(observation < 0, 0, observation + 1)]
-    arrays = dict(time=time, parent=np.concatenate(parents).astype(np.int64),
-                  action=np.concatenate(actions).astype(np.int64), observation=observation, legal=legal)
+    arrays = dict(
+        time=time,
+        parent=np.concatenate(parents).astype(np.int64),
+        action=np.concatenate(actions).astype(np.int64),
+        observation=observation,
+        legal=legal,
+    )
     for arr in arrays.values():
         arr.setflags(write=False)
     return LocalHistories(agent=agent, **arrays)
@@ -288,8 +320,9 @@ def _child_matrices(tree: HistoryTree) -> list[sp.csr_matrix]:
         nxt = tree.layers[t + 1]
         rows = nxt.parent * A + nxt.action
         data = np.ones(len(nxt))
-        mats.append(sp.csr_matrix((data, (rows, np.arange(len(nxt)))),
-                                  shape=(len(tree.layers[t]) * A, len(nxt))))
+        mats.append(
+            sp.csr_matrix((data, (rows, np.arange(len(nxt)))), shape=(len(tree.layers[t]) * A, len(nxt)))
+        )
     return mats
 
 
@@ -300,8 +333,11 @@ def _local_matrices(tree: HistoryTree) -> list[list[sp.csr_matrix]]:
         per_agent = []
         for i, hist in enumerate(tree.local):
             lo, hi = hist.offsets[t], hist.offsets[t + 1]
-            per_agent.append(sp.csr_matrix(
-                (np.ones(len(layer)), (layer.local[:, i] - lo, np.arange(len(layer)))),
-                shape=(hi - lo, len(layer))))
+            per_agent.append(
+                sp.csr_matrix(
+                    (np.ones(len(layer)), (layer.local[:, i] - lo, np.arange(len(layer)))),
+                    shape=(hi - lo, len(layer)),
+                )
+            )
         mats.append(per_agent)
     return mats

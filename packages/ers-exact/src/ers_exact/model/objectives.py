@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 import itertools
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -39,15 +39,18 @@ def cross_play(tree: HistoryTree, policy_1: Policy, policy_2: Policy) -> np.ndar
     seats = seat_assignments(tree.game.n_agents)  # [M, n]
     P, M = p1[0].shape[0], seats.shape[0]
     mixed = tuple(
-        np.where(seats[:, i][:, None, None, None] == 0, p1[i][None], p2[i][None]).reshape(M * P, *p1[i].shape[1:])
+        np.where(seats[:, i][:, None, None, None] == 0, p1[i][None], p2[i][None]).reshape(
+            M * P, *p1[i].shape[1:]
+        )
         for i in range(tree.game.n_agents)
     )
     values = np.asarray(expected_return(tree, mixed)).reshape(M, P).mean(axis=0)
     return values if (batched1 or batched2) else float(values[0])
 
 
-def _images(tree: HistoryTree, policy: Policy, phis: Sequence[Transformation]
-            ) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
+def _images(
+    tree: HistoryTree, policy: Policy, phis: Sequence[Transformation]
+) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
     """(pi repeated, phi(pi)) stacked over phi: [F * P, K_i, A_i] per agent, phi-major."""
     pols, _ = check_policy(tree, policy)
     if len(phis) == 0:

@@ -11,8 +11,9 @@ onto legal actions. Inadmissible ones raise :class:`InadmissibleError`; :func:`i
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -53,41 +54,57 @@ class Transformation:
     def __post_init__(self) -> None:
         object.__setattr__(self, "states", _perm(self.states, "phi_S"))
         object.__setattr__(self, "actions", tuple(_perm(a, f"phi_A^{i}") for i, a in enumerate(self.actions)))
-        object.__setattr__(self, "observations",
-                           tuple(_perm(o, f"phi_O^{i}") for i, o in enumerate(self.observations)))
+        object.__setattr__(
+            self, "observations", tuple(_perm(o, f"phi_O^{i}") for i, o in enumerate(self.observations))
+        )
         if len(self.actions) != len(self.observations):
             raise ValueError("actions and observations must list the same number of agents")
 
     @classmethod
-    def identity(cls, game: Game) -> "Transformation":
-        return cls(tuple(range(game.n_states)), tuple(tuple(range(k)) for k in game.n_actions),
-                   tuple(tuple(range(k)) for k in game.n_observations))
+    def identity(cls, game: Game) -> Transformation:
+        return cls(
+            tuple(range(game.n_states)),
+            tuple(tuple(range(k)) for k in game.n_actions),
+            tuple(tuple(range(k)) for k in game.n_observations),
+        )
 
     @classmethod
-    def random(cls, game: Game, rng: np.random.Generator) -> "Transformation":
+    def random(cls, game: Game, rng: np.random.Generator) -> Transformation:
         """A uniformly random element of Psi (states, then each agent's actions, then observations)."""
-        return cls(tuple(rng.permutation(game.n_states)), tuple(tuple(rng.permutation(k)) for k in game.n_actions),
-                   tuple(tuple(rng.permutation(k)) for k in game.n_observations))
+        return cls(
+            tuple(rng.permutation(game.n_states)),
+            tuple(tuple(rng.permutation(k)) for k in game.n_actions),
+            tuple(tuple(rng.permutation(k)) for k in game.n_observations),
+        )
 
     def check_game(self, game: Game) -> None:
         """Raise ValueError when the permutation sizes do not fit ``game``."""
         sizes = (len(self.states), tuple(map(len, self.actions)), tuple(map(len, self.observations)))
         if sizes != (game.n_states, game.n_actions, game.n_observations):
-            raise ValueError(f"transformation sizes {sizes} do not fit game {game.name!r} "
-                             f"{(game.n_states, game.n_actions, game.n_observations)}")
+            raise ValueError(
+                f"transformation sizes {sizes} do not fit game {game.name!r} "
+                f"{(game.n_states, game.n_actions, game.n_observations)}"
+            )
 
-    def compose(self, other: "Transformation") -> "Transformation":
+    def compose(self, other: Transformation) -> Transformation:
         """(self o other): apply ``other`` first, then ``self``."""
+
         def comp(p: Sequence[int], q: Sequence[int]) -> tuple[int, ...]:
             return tuple(p[k] for k in q)
-        return Transformation(comp(self.states, other.states),
-                              tuple(comp(p, q) for p, q in zip(self.actions, other.actions)),
-                              tuple(comp(p, q) for p, q in zip(self.observations, other.observations)))
 
-    def inverse(self) -> "Transformation":
+        return Transformation(
+            comp(self.states, other.states),
+            tuple(comp(p, q) for p, q in zip(self.actions, other.actions)),
+            tuple(comp(p, q) for p, q in zip(self.observations, other.observations)),
+        )
+
+    def inverse(self) -> Transformation:
         def inv(p: Sequence[int]) -> tuple[int, ...]:
             return tuple(int(v) for v in np.argsort(p))
-        return Transformation(inv(self.states), tuple(map(inv, self.actions)), tuple(map(inv, self.observations)))
+
+        return Transformation(
+            inv(self.states), tuple(map(inv, self.actions)), tuple(map(inv, self.observations))
+        )
 
     def joint_action_map(self, game: Game) -> np.ndarray:
         """phi_A on joint action indices.  # [A]"""
@@ -101,10 +118,14 @@ class Transformation:
         """The relabelled game phi(G): T'(phi s' | phi s, phi a) = T(s' | s, a), likewise U, R, b_0."""
         self.check_game(game)
         s, a, o = np.array(self.states), self.joint_action_map(game), self.joint_observation_map(game)
-        T = np.empty_like(game.transition); T[np.ix_(s, a, s)] = game.transition
-        U = np.empty_like(game.observation); U[np.ix_(a, s, o)] = game.observation
-        R = np.empty_like(game.reward); R[np.ix_(s, a, s)] = game.reward
-        b = np.empty_like(game.initial_belief); b[s] = game.initial_belief
+        T = np.empty_like(game.transition)
+        T[np.ix_(s, a, s)] = game.transition
+        U = np.empty_like(game.observation)
+        U[np.ix_(a, s, o)] = game.observation
+        R = np.empty_like(game.reward)
+        R[np.ix_(s, a, s)] = game.reward
+        b = np.empty_like(game.initial_belief)
+        b[s] = game.initial_belief
         legal = None
         if game.legal_actions is not None:
             masks = []
@@ -117,13 +138,19 @@ class Transformation:
         return replace(game, transition=T, observation=U, reward=R, initial_belief=b, legal_actions=legal)
 
     def to_json(self) -> dict[str, Any]:
-        return {"states": list(self.states), "actions": [list(a) for a in self.actions],
-                "observations": [list(o) for o in self.observations]}
+        return {
+            "states": list(self.states),
+            "actions": [list(a) for a in self.actions],
+            "observations": [list(o) for o in self.observations],
+        }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "Transformation":
-        return cls(tuple(data["states"]), tuple(tuple(a) for a in data["actions"]),
-                   tuple(tuple(o) for o in data["observations"]))
+    def from_json(cls, data: dict[str, Any]) -> Transformation:
+        return cls(
+            tuple(data["states"]),
+            tuple(tuple(a) for a in data["actions"]),
+            tuple(tuple(o) for o in data["observations"]),
+        )
 
 
 def _joint_map(table: np.ndarray, perms: Sequence[Sequence[int]], sizes: Sequence[int]) -> np.ndarray:
@@ -135,10 +162,12 @@ def is_decpomdp_symmetry(game: Game, phi: Transformation, atol: float = 1e-12) -
     """Paper eq. decpomdp-invariance: T, U, R (and b_0, legal sets) unchanged by the relabelling."""
     image = phi.apply_to_game(game)
     same_legal = game.legal_actions is None or all(
-        np.array_equal(x, y) for x, y in zip(image.legal_actions or (), game.legal_actions))
+        np.array_equal(x, y) for x, y in zip(image.legal_actions or (), game.legal_actions)
+    )
     return same_legal and all(
         np.allclose(getattr(image, k), getattr(game, k), atol=atol, rtol=0)
-        for k in ("transition", "observation", "reward", "initial_belief"))
+        for k in ("transition", "observation", "reward", "initial_belief")
+    )
 
 
 def history_map(tree: HistoryTree, phi: Transformation, agent: int) -> np.ndarray:
@@ -181,8 +210,9 @@ def apply_to_policy(tree: HistoryTree, phi: Transformation, policy: Policy) -> t
         hmap = history_map(tree, phi, i)
         if np.any(hmap < 0):
             k = int(np.flatnonzero(hmap < 0)[0])
-            raise InadmissibleError(f"phi maps agent {i}'s possible history {tree.local[i].as_tuple(k)} "
-                                    "to an impossible one")
+            raise InadmissibleError(
+                f"phi maps agent {i}'s possible history {tree.local[i].as_tuple(k)} to an impossible one"
+            )
         new = np.empty_like(pol)
         new[:, hmap[:, None], np.asarray(phi.actions[i])[None, :]] = pol
         if np.any((new > 0) & ~tree.local[i].legal[None]):

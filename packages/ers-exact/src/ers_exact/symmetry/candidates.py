@@ -5,9 +5,9 @@ policies in one vectorised step. Used by the ER-symmetry search and by discovery
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Sequence
 
 import numpy as np
 
@@ -30,8 +30,10 @@ class AgentMaps:
 
     def index(self, actions: Sequence[int], observations: Sequence[int]) -> int:
         """Row of a given (action perm, observation perm) pair."""
-        hit = np.flatnonzero((self.actions == np.asarray(actions)).all(axis=1)
-                             & (self.observations == np.asarray(observations)).all(axis=1))
+        hit = np.flatnonzero(
+            (self.actions == np.asarray(actions)).all(axis=1)
+            & (self.observations == np.asarray(observations)).all(axis=1)
+        )
         return int(hit[0])
 
 
@@ -67,14 +69,17 @@ class CandidateSpace:
 
     def admissible_combos(self) -> np.ndarray:
         """All admissible candidates.  # [C, n]"""
-        return np.array(list(itertools.product(*[np.flatnonzero(a.admissible) for a in self.agents])),
-                        dtype=np.int64).reshape(-1, len(self.agents))
+        return np.array(
+            list(itertools.product(*[np.flatnonzero(a.admissible) for a in self.agents])), dtype=np.int64
+        ).reshape(-1, len(self.agents))
 
     def transformation(self, combo: Sequence[int]) -> Transformation:
         game = self.tree.game
-        return Transformation(tuple(range(game.n_states)),
-                              tuple(tuple(int(v) for v in a.actions[c]) for a, c in zip(self.agents, combo)),
-                              tuple(tuple(int(v) for v in a.observations[c]) for a, c in zip(self.agents, combo)))
+        return Transformation(
+            tuple(range(game.n_states)),
+            tuple(tuple(int(v) for v in a.actions[c]) for a, c in zip(self.agents, combo)),
+            tuple(tuple(int(v) for v in a.observations[c]) for a, c in zip(self.agents, combo)),
+        )
 
     def combo(self, phi: Transformation) -> np.ndarray:
         """Inverse of :meth:`transformation` (the state part of phi is ignored)."""
@@ -91,20 +96,27 @@ class CandidateSpace:
         for i, maps in enumerate(self.agents):
             arr = np.empty((C, P) + pool[i].shape[1:])
             hm, pa = maps.history[combos[:, i]], maps.actions[combos[:, i]]
-            arr[np.arange(C)[:, None, None, None], np.arange(P)[None, :, None, None], hm[:, None, :, None],
-                pa[:, None, None, :]] = pool[i][None]
+            arr[
+                np.arange(C)[:, None, None, None],
+                np.arange(P)[None, :, None, None],
+                hm[:, None, :, None],
+                pa[:, None, None, :],
+            ] = pool[i][None]
             out.append(arr.reshape(C * P, *pool[i].shape[1:]))
         return tuple(out)
 
-    def mean_return(self, combos: np.ndarray, pool: Sequence[np.ndarray], chunk_entries: int = 4_000_000
-                    ) -> np.ndarray:
+    def mean_return(
+        self, combos: np.ndarray, pool: Sequence[np.ndarray], chunk_entries: int = 4_000_000
+    ) -> np.ndarray:
         """mean_{pi in pool} J(phi_c(pi)) for every candidate c (eq. sp-max's objective).  # [C]"""
         P = pool[0].shape[0]
         width = max(1, chunk_entries // max(1, P * sum(p[0].size for p in pool)))
         out = np.empty(len(combos))
         for lo in range(0, len(combos), width):
-            c = combos[lo:lo + width]
-            out[lo:lo + len(c)] = np.asarray(expected_return(self.tree, self.apply(c, pool))).reshape(len(c), P).mean(1)
+            c = combos[lo : lo + width]
+            out[lo : lo + len(c)] = (
+                np.asarray(expected_return(self.tree, self.apply(c, pool))).reshape(len(c), P).mean(1)
+            )
         return out
 
 

@@ -43,7 +43,8 @@ issue #8891) and the list deduplicated.
 from __future__ import annotations
 
 import itertools
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -53,8 +54,13 @@ from ers_exact.model.game import Game
 from ers_exact.model.transformation import Transformation, is_decpomdp_symmetry
 from ers_exact.util.errors import InputError
 
-__all__ = ["DEFAULT_MAX_NODES", "GraphTooLargeError", "decpomdp_graph", "decpomdp_symmetries_graph",
-           "graph_size"]
+__all__ = [
+    "DEFAULT_MAX_NODES",
+    "GraphTooLargeError",
+    "decpomdp_graph",
+    "decpomdp_symmetries_graph",
+    "graph_size",
+]
 
 DEFAULT_MAX_NODES = 20_000
 
@@ -80,12 +86,12 @@ def _u_present(game: Game, atol: float) -> np.ndarray:
 def graph_size(game: Game, atol: float = 1e-12) -> int:
     """Number of nodes of :func:`decpomdp_graph` for ``game`` (computed without building it)."""
     S, A = game.n_states, game.n_joint_actions
-    return (S + sum(game.n_actions) + sum(game.n_observations) + S * A * S
-            + int(_u_present(game, atol).sum()))
+    return S + sum(game.n_actions) + sum(game.n_observations) + S * A * S + int(_u_present(game, atol).sum())
 
 
-def decpomdp_graph(game: Game, atol: float = 1e-12,
-                   max_nodes: int = DEFAULT_MAX_NODES) -> tuple[nx.Graph, dict[str, Any]]:
+def decpomdp_graph(
+    game: Game, atol: float = 1e-12, max_nodes: int = DEFAULT_MAX_NODES
+) -> tuple[nx.Graph, dict[str, Any]]:
     """The coloured, edge-labelled undirected graph of ``game`` (module docstring) and the node ids of
     its element nodes: ``{"states": [...], "actions": [[...] per agent], "observations": [[...]]}``.
 
@@ -95,7 +101,8 @@ def decpomdp_graph(game: Game, atol: float = 1e-12,
         raise GraphTooLargeError(
             f"the symmetry graph of game {game.name!r} would have {size} nodes, over the budget of "
             f"{max_nodes} (S={game.n_states}, A={game.n_joint_actions} joint, O={game.n_joint_observations} "
-            "joint); raise max_nodes or use the exhaustive search")
+            "joint); raise max_nodes or use the exhaustive search"
+        )
     n, S = game.n_agents, game.n_states
     G = nx.Graph()
     G.add_nodes_from(range(size))  # node ids 0..size-1 in this order; colours are set below
@@ -178,8 +185,12 @@ def _matcher(G: nx.Graph, cells1: list[int], cells2: list[int]) -> iso.GraphMatc
     G1, G2 = G.copy(), G.copy()
     nx.set_node_attributes(G1, dict(enumerate(cells1)), "cell")
     nx.set_node_attributes(G2, dict(enumerate(cells2)), "cell")
-    return iso.GraphMatcher(G1, G2, node_match=iso.categorical_node_match("cell", None),
-                            edge_match=iso.categorical_edge_match("role", None))
+    return iso.GraphMatcher(
+        G1,
+        G2,
+        node_match=iso.categorical_node_match("cell", None),
+        edge_match=iso.categorical_edge_match("role", None),
+    )
 
 
 def _transversals(G: nx.Graph, base: list[int]) -> list[list[dict[int, int]]]:
@@ -198,7 +209,7 @@ def _transversals(G: nx.Graph, base: list[int]) -> list[list[dict[int, int]]]:
             if w == v or cell[w] != cell[v]:
                 continue
             pair = refiner.cells({**fixed, v: len(base)}, {**fixed, w: len(base)})
-            c1, c2 = pair[:refiner.n], pair[refiner.n:]
+            c1, c2 = pair[: refiner.n], pair[refiner.n :]
             if sorted(c1) != sorted(c2):
                 continue
             found = next(_matcher(G, c1, c2).isomorphisms_iter(), None)
@@ -209,8 +220,9 @@ def _transversals(G: nx.Graph, base: list[int]) -> list[list[dict[int, int]]]:
     return levels
 
 
-def decpomdp_symmetries_graph(game: Game, atol: float = 1e-12, max_nodes: int = DEFAULT_MAX_NODES,
-                              method: str = "transversal") -> list[Transformation]:
+def decpomdp_symmetries_graph(
+    game: Game, atol: float = 1e-12, max_nodes: int = DEFAULT_MAX_NODES, method: str = "transversal"
+) -> list[Transformation]:
     """All Dec-POMDP symmetries of ``game`` (Phi_MDP), found as automorphisms of :func:`decpomdp_graph`.
 
     Args:
@@ -232,8 +244,12 @@ def decpomdp_symmetries_graph(game: Game, atol: float = 1e-12, max_nodes: int = 
         def image(nodes: list[int]) -> tuple[int, ...]:
             pos = {node: k for k, node in enumerate(nodes)}
             return tuple(pos[mapping[node]] for node in nodes)
-        return Transformation(image(ids["states"]), tuple(image(a) for a in ids["actions"]),
-                              tuple(image(o) for o in ids["observations"]))
+
+        return Transformation(
+            image(ids["states"]),
+            tuple(image(a) for a in ids["actions"]),
+            tuple(image(o) for o in ids["observations"]),
+        )
 
     if method == "enumerate":
         cells = _Refiner(G).cells({})

@@ -3,14 +3,15 @@ states, then each agent's actions, then each agent's observations."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from sympy.combinatorics import Permutation, PermutationGroup
 
 from ers_exact.model.transformation import Transformation
 
-__all__ = ["GroupSummary", "summarise", "to_permutation", "is_subset"]
+__all__ = ["GroupSummary", "is_subset", "summarise", "to_permutation"]
 
 
 def to_permutation(phi: Transformation, include_states: bool = True) -> Permutation:
@@ -33,8 +34,12 @@ class GroupSummary:
     generators: tuple[Transformation, ...]
 
     def to_json(self) -> dict[str, Any]:
-        return {"size": self.size, "generated_order": self.order, "closed": self.closed,
-                "generators": [g.to_json() for g in self.generators]}
+        return {
+            "size": self.size,
+            "generated_order": self.order,
+            "closed": self.closed,
+            "generators": [g.to_json() for g in self.generators],
+        }
 
 
 def summarise(elements: Sequence[Transformation], include_states: bool = True) -> GroupSummary:
@@ -50,8 +55,9 @@ def summarise(elements: Sequence[Transformation], include_states: bool = True) -
             group = PermutationGroup([perms[j] for j in gens])
     order = int(group.order())
     distinct = len({tuple(p.array_form) for p in perms})
-    return GroupSummary(size=distinct, order=order, closed=order == distinct,
-                        generators=tuple(elements[k] for k in gens))
+    return GroupSummary(
+        size=distinct, order=order, closed=order == distinct, generators=tuple(elements[k] for k in gens)
+    )
 
 
 def is_subset(small: Sequence[Transformation], big: Sequence[Transformation]) -> bool:

@@ -72,9 +72,15 @@ def _default_show(result: dict[str, Any]) -> None:
         print(f"{k}: {v}")
 
 
-def run_cli(prog: str, description: str, version: str, commands: Sequence[Command],
-            argv: Sequence[str] | None = None, *,
-            user_errors: tuple[type[BaseException], ...] = (InputError, OSError)) -> int:
+def run_cli(
+    prog: str,
+    description: str,
+    version: str,
+    commands: Sequence[Command],
+    argv: Sequence[str] | None = None,
+    *,
+    user_errors: tuple[type[BaseException], ...] = (InputError, OSError),
+) -> int:
     """Parse ``argv``, validate, run the command and print; returns the exit status (see module doc)."""
     table = {c.name: c for c in commands}
     args = build_parser(prog, description, version, commands).parse_args(argv)
@@ -91,8 +97,11 @@ def run_cli(prog: str, description: str, version: str, commands: Sequence[Comman
     except Exception as err:  # a bug, not bad input: say so in one line unless debugging
         if os.environ.get("ERS_DEBUG"):
             raise
-        print(f"{where}: internal error: {type(err).__name__}: {one_line(err)} "
-              f"(please report it; ERS_DEBUG=1 shows the traceback)", file=sys.stderr)
+        print(
+            f"{where}: internal error: {type(err).__name__}: {one_line(err)} "
+            f"(please report it; ERS_DEBUG=1 shows the traceback)",
+            file=sys.stderr,
+        )
         return INTERNAL_ERROR
     if args.json:
         print(json.dumps(result, indent=2, default=_json_default))

@@ -24,11 +24,30 @@ import types
 import typing
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, TypeVar, Union
+
 from ers_exact.util.errors import InputError
 
-__all__ = ["Check", "Options", "UsageError", "add_options", "at_least", "between", "check_fields",
-           "default_text", "finite", "flag_name", "from_namespace", "non_negative", "one_of", "option",
-           "options_markdown", "output_file", "output_folder", "positive", "probability"]
+__all__ = [
+    "Check",
+    "Options",
+    "UsageError",
+    "add_options",
+    "at_least",
+    "between",
+    "check_fields",
+    "default_text",
+    "finite",
+    "flag_name",
+    "from_namespace",
+    "non_negative",
+    "one_of",
+    "option",
+    "options_markdown",
+    "output_file",
+    "output_folder",
+    "positive",
+    "probability",
+]
 
 Check = Callable[[Any], "str | None"]
 O = TypeVar("O", bound="Options")
@@ -65,27 +84,33 @@ def probability(v: Any) -> str | None:
 
 def at_least(lo: float) -> Check:
     """A finite number >= ``lo``."""
+
     def check(v: Any) -> str | None:
         return None if _number(v) and math.isfinite(v) and v >= lo else f"must be >= {lo}"
+
     return check
 
 
 def between(lo: float, hi: float, *, open_lo: bool = False, open_hi: bool = False) -> Check:
     """A finite number in [lo, hi]; ``open_lo`` / ``open_hi`` exclude an end (``between(0, 1, open_lo=True)``
     is (0, 1])."""
+
     def check(v: Any) -> str | None:
         above = lo < v if open_lo else lo <= v
         below = v < hi if open_hi else v <= hi
         ok = _number(v) and math.isfinite(v) and above and below
         return None if ok else f"must be in {'(' if open_lo else '['}{lo}, {hi}{')' if open_hi else ']'}"
+
     return check
 
 
 def one_of(values: Sequence[Any]) -> Check:
     """One of ``values`` (for choices that are not a ``Literal`` annotation, e.g. a registry's keys); the
     command line offers them as argparse choices."""
+
     def check(v: Any) -> str | None:
         return None if v in values else f"must be one of {', '.join(map(str, values))}"
+
     check.choices = tuple(values)  # type: ignore[attr-defined]
     return check
 
@@ -104,6 +129,7 @@ def output_file(suffixes: Sequence[str] = ()) -> Check:
     """A file to write: not a folder, its folder exists, and it ends in one of ``suffixes`` (when given).
 
     Checked when the options are built, so a bad path is refused before any computation."""
+
     def check(v: Any) -> str | None:
         path = os.fspath(v)
         parent = os.path.dirname(path) or "."
@@ -115,6 +141,7 @@ def output_file(suffixes: Sequence[str] = ()) -> Check:
         if suffixes and not path.lower().endswith(tuple(s.lower() for s in suffixes)):
             return f"must end in {', '.join(suffixes)}"
         return None
+
     return check
 
 
@@ -134,14 +161,26 @@ def output_folder(v: Any) -> str | None:
 
 
 # ----- declaring options -----
-def option(default: Any = dataclasses.MISSING, *, help: str, positional: bool = False,
-           check: Check | None = None, metavar: str | None = None, default_text: str | None = None) -> Any:
+def option(
+    default: Any = dataclasses.MISSING,
+    *,
+    help: str,
+    positional: bool = False,
+    check: Check | None = None,
+    metavar: str | None = None,
+    default_text: str | None = None,
+) -> Any:
     """A documented, validated field of an :class:`Options` class (no default: the option is required).
 
     ``default_text`` is what ``--help`` and the README show as the default when the value itself says little
     (``None`` meaning "the game's own", a folder resolved at run time)."""
-    meta = {"help": help, "positional": positional, "check": check, "metavar": metavar,
-            "default_text": default_text}
+    meta = {
+        "help": help,
+        "positional": positional,
+        "check": check,
+        "metavar": metavar,
+        "default_text": default_text,
+    }
     return dataclasses.field(default=default, metadata=meta)
 
 

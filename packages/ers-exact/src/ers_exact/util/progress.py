@@ -26,11 +26,12 @@ class Progress:
             sys.stderr.write(f"\r{self.desc}: [{bar:<30}] {self.done:,}/{self.total:,} eta {eta:5.1f}s")
             sys.stderr.flush()
 
-    def __enter__(self) -> "Progress":
+    def __enter__(self) -> Progress:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if self.enabled:
             sys.stderr.write("\n")
             sys.stderr.flush()

@@ -18,8 +18,9 @@ reconstruction loss) on an unseen pool.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -33,8 +34,14 @@ from ers_exact.util.options import at_least, check_fields, non_negative, one_of
 
 StackedPolicy = tuple[np.ndarray, ...]  # a pool stacked per agent: arrays [P, K_i, |A^i|]
 
-__all__ = ["ALGORITHMS", "SEARCHES", "DiscoveryConfig", "discover", "group_metrics",
-           "learn_action_distribution"]
+__all__ = [
+    "ALGORITHMS",
+    "SEARCHES",
+    "DiscoveryConfig",
+    "discover",
+    "group_metrics",
+    "learn_action_distribution",
+]
 
 
 #: Algorithm 1 (SP-max), 2 (SP-max with the regulariser) and 3 (XP-max) of the paper.
@@ -60,9 +67,17 @@ class DiscoveryConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        check_fields(self, algorithm=one_of(ALGORITHMS), search=one_of(SEARCHES), top=at_least(1),
-                     action_set=one_of(("permutations", "transpositions")), steps=at_least(1),
-                     samples=at_least(1), max_pairs=at_least(1), seed=non_negative)
+        check_fields(
+            self,
+            algorithm=one_of(ALGORITHMS),
+            search=one_of(SEARCHES),
+            top=at_least(1),
+            action_set=one_of(("permutations", "transpositions")),
+            steps=at_least(1),
+            samples=at_least(1),
+            max_pairs=at_least(1),
+            seed=non_negative,
+        )
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -87,8 +102,13 @@ def _groups(space: CandidateSpace, combos: np.ndarray, action_set: str) -> dict[
     return {key: np.array(v) for key, v in groups.items()}
 
 
-def _reinforce(space: CandidateSpace, combos: np.ndarray, pool: StackedPolicy, cfg: DiscoveryConfig,
-               rng: np.random.Generator) -> int:
+def _reinforce(
+    space: CandidateSpace,
+    combos: np.ndarray,
+    pool: StackedPolicy,
+    cfg: DiscoveryConfig,
+    rng: np.random.Generator,
+) -> int:
     """Learn a factorised softmax over each agent's rows within one action group; return the combo index
     (into ``combos``) of the final argmax."""
     rows = [np.unique(combos[:, i]) for i in range(combos.shape[1])]
@@ -111,28 +131,43 @@ def _reinforce(space: CandidateSpace, combos: np.ndarray, pool: StackedPolicy, c
     return lookup.get(best, 0)
 
 
-def _sp_max(space: CandidateSpace, combos: np.ndarray, pool: StackedPolicy, cfg: DiscoveryConfig,
-            known: Sequence[Transformation]) -> tuple[list[int], list[float]]:
+def _sp_max(
+    space: CandidateSpace,
+    combos: np.ndarray,
+    pool: StackedPolicy,
+    cfg: DiscoveryConfig,
+    known: Sequence[Transformation],
+) -> tuple[list[int], list[float]]:
     rng = np.random.default_rng(cfg.seed)
-    table = space.mean_return(combos, pool) if (cfg.search == "exhaustive" or cfg.algorithm == "sp-max-reg") else None
+    table = (
+        space.mean_return(combos, pool)
+        if (cfg.search == "exhaustive" or cfg.algorithm == "sp-max-reg")
+        else None
+    )
     if cfg.algorithm == "sp-max-reg":
         assert table is not None
         table = _regularised(space, combos, table, cfg, known)
     picks, scores = [], []
-    for key, members in _groups(space, combos, cfg.action_set).items():
+    for members in _groups(space, combos, cfg.action_set).values():
         if cfg.search == "gradient" and cfg.algorithm == "sp-max":
             k = members[_reinforce(space, combos[members], pool, cfg, rng)]
-            score = float(space.mean_return(combos[k:k + 1], pool)[0])
+            score = float(space.mean_return(combos[k : k + 1], pool)[0])
         else:
             assert table is not None
             k = members[int(np.argmax(table[members]))]
             score = float(table[k])
-        picks.append(int(k)); scores.append(score)
+        picks.append(int(k))
+        scores.append(score)
     return picks, scores
 
 
-def _regularised(space: CandidateSpace, combos: np.ndarray, table: np.ndarray, cfg: DiscoveryConfig,
-                 known: Sequence[Transformation]) -> np.ndarray:
+def _regularised(
+    space: CandidateSpace,
+    combos: np.ndarray,
+    table: np.ndarray,
+    cfg: DiscoveryConfig,
+    known: Sequence[Transformation],
+) -> np.ndarray:
     """eq. sp-max-with-reg-stoch in expectation over the known symmetries and observations."""
     index = {tuple(c): k for k, c in enumerate(combos)}
     out = np.empty(len(combos))
@@ -142,15 +177,21 @@ def _regularised(space: CandidateSpace, combos: np.ndarray, table: np.ndarray, c
         for f, g in itertools.product(known, known):
             j = index.get(tuple(space.combo(f.compose(phi).compose(g))))
             comp.append(table[j] if j is not None else -np.inf)
-        penalty = np.mean([2.0 * np.mean(np.asarray(o)[np.asarray(o)] != np.arange(len(o)))
-                           for o in phi.observations])
+        penalty = np.mean(
+            [2.0 * np.mean(np.asarray(o)[np.asarray(o)] != np.arange(len(o))) for o in phi.observations]
+        )
         composed = np.mean(comp) if comp else table[k]
         out[k] = (1 - cfg.lambda1) * table[k] + cfg.lambda1 * composed - cfg.lambda2 * penalty
     return out
 
 
-def _xp_max(tree: HistoryTree, space: CandidateSpace, combos: np.ndarray, pool_list: Sequence[Sequence[np.ndarray]], cfg: DiscoveryConfig
-            ) -> tuple[list[int], list[float]]:
+def _xp_max(
+    tree: HistoryTree,
+    space: CandidateSpace,
+    combos: np.ndarray,
+    pool_list: Sequence[Sequence[np.ndarray]],
+    cfg: DiscoveryConfig,
+) -> tuple[list[int], list[float]]:
     rng = np.random.default_rng(cfg.seed)
     pairs = [(i, j) for i in range(len(pool_list)) for j in range(len(pool_list)) if i != j]
     if len(pairs) > cfg.max_pairs:
@@ -165,17 +206,23 @@ def _xp_max(tree: HistoryTree, space: CandidateSpace, combos: np.ndarray, pool_l
     return list(best), list(best.values())
 
 
-def discover(tree: HistoryTree, pool: Sequence[Sequence[np.ndarray]], config: DiscoveryConfig = DiscoveryConfig(),
-             known: Sequence[Transformation] = (), unseen_pool: Sequence[Sequence[np.ndarray]] | None = None
-             ) -> DiscoveryResult:
+def discover(
+    tree: HistoryTree,
+    pool: Sequence[Sequence[np.ndarray]],
+    config: DiscoveryConfig = DiscoveryConfig(),
+    known: Sequence[Transformation] = (),
+    unseen_pool: Sequence[Sequence[np.ndarray]] | None = None,
+) -> DiscoveryResult:
     """Learn the ``top`` best transformations from ``pool`` (see module docstring)."""
     space = CandidateSpace(tree)
     combos = space.admissible_combos()
     stacked = stack_pool(pool)
     if config.algorithm == "xp-max":
         if len(pool) < 2:
-            raise ValueError(f"xp-max (Algorithm 3) cross-plays distinct pool policies; the pool has "
-                             f"{len(pool)} (use a larger pool, or sp-max)")
+            raise ValueError(
+                f"xp-max (Algorithm 3) cross-plays distinct pool policies; the pool has "
+                f"{len(pool)} (use a larger pool, or sp-max)"
+            )
         picks, scores = _xp_max(tree, space, combos, list(pool), config)
     elif config.algorithm in ("sp-max", "sp-max-reg"):
         if config.algorithm == "sp-max-reg" and not known:
@@ -183,17 +230,27 @@ def discover(tree: HistoryTree, pool: Sequence[Sequence[np.ndarray]], config: Di
         picks, scores = _sp_max(space, combos, stacked, config, known)
     else:
         raise ValueError(f"unknown algorithm {config.algorithm!r}: sp-max, sp-max-reg or xp-max")
-    order = np.argsort(scores, kind="stable")[::-1][:config.top]
+    order = np.argsort(scores, kind="stable")[::-1][: config.top]
     chosen = [space.transformation(combos[picks[k]]) for k in order]
     metrics = group_metrics(tree, chosen, unseen_pool or pool, seed=config.seed)
-    return DiscoveryResult(game=tree.game.name, algorithm=config.algorithm, transformations=tuple(chosen),
-                           scores=tuple(float(scores[k]) for k in order),
-                           pool_return=float(np.mean(expected_return(tree, stacked))), **metrics,
-                           config=config.to_json())
+    return DiscoveryResult(
+        game=tree.game.name,
+        algorithm=config.algorithm,
+        transformations=tuple(chosen),
+        scores=tuple(float(scores[k]) for k in order),
+        pool_return=float(np.mean(expected_return(tree, stacked))),
+        **metrics,
+        config=config.to_json(),
+    )
 
 
-def group_metrics(tree: HistoryTree, phis: Sequence[Transformation], pool: Sequence[Sequence[np.ndarray]],
-                  max_compositions: int = 256, seed: int = 0) -> dict[str, float]:
+def group_metrics(
+    tree: HistoryTree,
+    phis: Sequence[Transformation],
+    pool: Sequence[Sequence[np.ndarray]],
+    max_compositions: int = 256,
+    seed: int = 0,
+) -> dict[str, float]:
     """J_k = E[J((phi_1 o ... o phi_k)(pi))] over random learned phi_i and the pool (k = 1, 2, 3), and the
     relative reconstruction loss E_pi E_{tau ~ pi} ||tau - phi_O^2(tau)|| / ||tau|| (one-hot AOH vectors)."""
     rng = np.random.default_rng(seed)
@@ -232,9 +289,14 @@ def _reconstruction_loss(tree: HistoryTree, phis: Sequence[Transformation], stac
     return float(np.mean(losses))
 
 
-def learn_action_distribution(tree: HistoryTree, pool: Sequence[Sequence[np.ndarray]],
-                              candidates: Sequence[Transformation], bias: Sequence[float], steps: int = 500,
-                              learning_rate: float = 1.0) -> np.ndarray:
+def learn_action_distribution(
+    tree: HistoryTree,
+    pool: Sequence[Sequence[np.ndarray]],
+    candidates: Sequence[Transformation],
+    bias: Sequence[float],
+    steps: int = 500,
+    learning_rate: float = 1.0,
+) -> np.ndarray:
     """The paper's toy experiment: a softmax distribution over ``candidates`` maximising
     E_phi[mean_pi J(phi(pi))] + sum_c bias_c p_c by exact gradient ascent; returns the probabilities per
     step [steps + 1, len(candidates)]."""
@@ -244,7 +306,8 @@ def learn_action_distribution(tree: HistoryTree, pool: Sequence[Sequence[np.ndar
     theta = np.zeros(len(candidates))
     history = []
     for _ in range(steps + 1):
-        p = np.exp(theta - theta.max()); p /= p.sum()
+        p = np.exp(theta - theta.max())
+        p /= p.sum()
         history.append(p)
         theta = theta + learning_rate * p * (objective - p @ objective)
     return np.array(history)

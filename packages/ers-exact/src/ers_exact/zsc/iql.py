@@ -35,7 +35,9 @@ class IQLConfig:
 def child_table(tree: HistoryTree, agent: int) -> np.ndarray:
     """child[k, a, o] = index of the local history (tau_k, a, o), -1 when impossible.  # [K, A, O]"""
     hist = tree.local[agent]
-    out = np.full((len(hist), tree.game.n_actions[agent], tree.game.n_observations[agent]), -1, dtype=np.int64)
+    out = np.full(
+        (len(hist), tree.game.n_actions[agent], tree.game.n_observations[agent]), -1, dtype=np.int64
+    )
     k = np.arange(1, len(hist))
     out[hist.parent[k], hist.action[k], hist.observation[k]] = k
     return out
@@ -44,14 +46,21 @@ def child_table(tree: HistoryTree, agent: int) -> np.ndarray:
 def same_local_trees(tree: HistoryTree) -> bool:
     """Every agent has the same local history tree (same indices, actions, observations, legal sets)."""
     first = tree.local[0]
-    return all(len(h) == len(first) and np.array_equal(h.parent, first.parent) and np.array_equal(h.action, first.action)
-               and np.array_equal(h.observation, first.observation) and np.array_equal(h.legal, first.legal)
-               for h in tree.local[1:])
+    return all(
+        len(h) == len(first)
+        and np.array_equal(h.parent, first.parent)
+        and np.array_equal(h.action, first.action)
+        and np.array_equal(h.observation, first.observation)
+        and np.array_equal(h.legal, first.legal)
+        for h in tree.local[1:]
+    )
 
 
 def _sample(rng: np.random.Generator, probs: np.ndarray) -> np.ndarray:
     """One categorical draw per row of ``probs`` [R, K]."""
-    return (rng.random((probs.shape[0], 1)) > np.cumsum(probs, axis=1)).sum(axis=1).clip(max=probs.shape[1] - 1)
+    return (
+        (rng.random((probs.shape[0], 1)) > np.cumsum(probs, axis=1)).sum(axis=1).clip(max=probs.shape[1] - 1)
+    )
 
 
 def train_iql(tree: HistoryTree, config: IQLConfig = IQLConfig()) -> tuple[np.ndarray, ...]:
@@ -84,7 +93,9 @@ def train_iql(tree: HistoryTree, config: IQLConfig = IQLConfig()) -> tuple[np.nd
                 target = r.copy()
                 if t + 1 < game.horizon:
                     nxt = children[i][hist[i], acts[i], game.joint_observations[o, i]]
-                    target += game.discount * np.where(tree.local[i].legal[nxt], tables[i][runs, nxt], -np.inf).max(axis=1)
+                    target += game.discount * np.where(
+                        tree.local[i].legal[nxt], tables[i][runs, nxt], -np.inf
+                    ).max(axis=1)
                     hist_next = nxt
                 td = target - tables[i][runs, hist[i], acts[i]]
                 np.add.at(tables[i], (runs, hist[i], acts[i]), config.learning_rate * td)
@@ -94,7 +105,9 @@ def train_iql(tree: HistoryTree, config: IQLConfig = IQLConfig()) -> tuple[np.nd
     return tuple(tables)
 
 
-def iql_pool(tree: HistoryTree, alpha: float, config: IQLConfig = IQLConfig()) -> list[tuple[np.ndarray, ...]]:
+def iql_pool(
+    tree: HistoryTree, alpha: float, config: IQLConfig = IQLConfig()
+) -> list[tuple[np.ndarray, ...]]:
     """k IQL runs turned into Boltzmann policies softmax(Q / alpha): a list of joint policies."""
     tables = train_iql(tree, config)
     batched = softmax_policy(tree, tables, alpha)

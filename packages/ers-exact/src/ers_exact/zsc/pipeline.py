@@ -61,15 +61,28 @@ class ZSCConfig:
 
     def __post_init__(self) -> None:
         # XP needs two agents; more than UNSEEN_POOL_SEED_OFFSET would reuse the unseen pools' seeds
-        check_fields(self, agents=between(2, UNSEEN_POOL_SEED_OFFSET), l=at_least(1), m=at_least(1),
-                     algorithm=one_of(ALGORITHMS), op_steps=at_least(1), seed=non_negative)
+        check_fields(
+            self,
+            agents=between(2, UNSEEN_POOL_SEED_OFFSET),
+            l=at_least(1),
+            m=at_least(1),
+            algorithm=one_of(ALGORITHMS),
+            op_steps=at_least(1),
+            seed=non_negative,
+        )
         _ = self.pool_config  # PoolConfig validates k, alpha, pool, episodes, epsilon and learning_rate
 
     @property
     def pool_config(self) -> PoolConfig:
         """How each agent's pool is built (the fields :func:`~ers_exact.zsc.pools.build_pool` reads)."""
-        return PoolConfig(source=self.pool, k=self.k, alpha=self.alpha, episodes=self.episodes,
-                          epsilon=self.epsilon, learning_rate=self.learning_rate)
+        return PoolConfig(
+            source=self.pool,
+            k=self.k,
+            alpha=self.alpha,
+            episodes=self.episodes,
+            epsilon=self.epsilon,
+            learning_rate=self.learning_rate,
+        )
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -95,23 +108,35 @@ def _xp_values(tree: HistoryTree, policies: Sequence[tuple[np.ndarray, ...]]) ->
     return np.asarray(cross_play(tree, first, second))
 
 
-def _row(tree: HistoryTree, name: str, deployed: Sequence[tuple[np.ndarray, ...]],
-         mdp: Sequence[Transformation], learned: Sequence[Sequence[Transformation]], *, seed: int,
-         op_sets: Sequence[Sequence[Transformation]]) -> PopulationRow:
+def _row(
+    tree: HistoryTree,
+    name: str,
+    deployed: Sequence[tuple[np.ndarray, ...]],
+    mdp: Sequence[Transformation],
+    learned: Sequence[Sequence[Transformation]],
+    *,
+    seed: int,
+    op_sets: Sequence[Sequence[Transformation]],
+) -> PopulationRow:
     sp = np.array([expected_return(tree, p) for p in deployed])
     op = np.array([other_play(tree, p, phis) for p, phis in zip(deployed, op_sets)])
     xp = _xp_values(tree, deployed)
     sym_mdp = [symmetrise(tree, p, mdp) for p in deployed]
     sym_er = [symmetrise(tree, p, phis) if phis else p for p, phis in zip(deployed, learned)]
-    return PopulationRow(name=name, sp=_estimate(sp, False, seed), xp=_estimate(xp, False, seed),
-                         xp_median=_estimate(xp, True, seed),
-                         xp_median_mdp=_estimate(_xp_values(tree, sym_mdp), True, seed),
-                         xp_median_er=_estimate(_xp_values(tree, sym_er), True, seed),
-                         op=_estimate(op, False, seed))
+    return PopulationRow(
+        name=name,
+        sp=_estimate(sp, False, seed),
+        xp=_estimate(xp, False, seed),
+        xp_median=_estimate(xp, True, seed),
+        xp_median_mdp=_estimate(_xp_values(tree, sym_mdp), True, seed),
+        xp_median_er=_estimate(_xp_values(tree, sym_er), True, seed),
+        op=_estimate(op, False, seed),
+    )
 
 
-def run_zsc(tree: HistoryTree, config: ZSCConfig = ZSCConfig(), progress: bool | None = None
-            ) -> tuple[ZSCReport, list[DiscoveryResult]]:
+def run_zsc(
+    tree: HistoryTree, config: ZSCConfig = ZSCConfig(), progress: bool | None = None
+) -> tuple[ZSCReport, list[DiscoveryResult]]:
     """Run the three populations; return Table 1 and every ER agent's discovery result."""
     mdp = decpomdp_symmetries(tree.game)
     op_cfg = OPConfig(seeds=config.m, steps=config.op_steps)
@@ -132,10 +157,22 @@ def run_zsc(tree: HistoryTree, config: ZSCConfig = ZSCConfig(), progress: bool |
             bar.update()
     mdp_sets = [mdp] * config.agents
     seed = config.seed
-    rows = (_row(tree, f"SP ({config.pool})", sp_deployed, mdp, learned, seed=seed, op_sets=mdp_sets),
-            _row(tree, "OP + Phi_MDP", mdp_deployed, mdp, learned, seed=seed, op_sets=mdp_sets),
-            _row(tree, f"OP + learned Phi_ER ({config.algorithm})", er_deployed, mdp, learned, seed=seed,
-                 op_sets=learned))
-    report = ZSCReport(game=tree.game.name, rows=rows,
-                       config={**config.to_json(), "mdp_order": len(mdp), "horizon": tree.game.horizon})
+    rows = (
+        _row(tree, f"SP ({config.pool})", sp_deployed, mdp, learned, seed=seed, op_sets=mdp_sets),
+        _row(tree, "OP + Phi_MDP", mdp_deployed, mdp, learned, seed=seed, op_sets=mdp_sets),
+        _row(
+            tree,
+            f"OP + learned Phi_ER ({config.algorithm})",
+            er_deployed,
+            mdp,
+            learned,
+            seed=seed,
+            op_sets=learned,
+        ),
+    )
+    report = ZSCReport(
+        game=tree.game.name,
+        rows=rows,
+        config={**config.to_json(), "mdp_order": len(mdp), "horizon": tree.game.horizon},
+    )
     return report, discoveries

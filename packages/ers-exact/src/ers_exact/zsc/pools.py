@@ -39,12 +39,20 @@ class PoolConfig:
     learning_rate: float = 0.1  # IQL
 
     def __post_init__(self) -> None:
-        check_fields(self, source=one_of(POOL_SOURCES), k=at_least(1), alpha=positive, episodes=at_least(1),
-                     epsilon=between(0, 1), learning_rate=positive)
+        check_fields(
+            self,
+            source=one_of(POOL_SOURCES),
+            k=at_least(1),
+            alpha=positive,
+            episodes=at_least(1),
+            epsilon=between(0, 1),
+            learning_rate=positive,
+        )
 
 
-def build_pool(tree: HistoryTree, config: PoolConfig, seed: int
-               ) -> tuple[list[tuple[np.ndarray, ...]], tuple[np.ndarray, ...]]:
+def build_pool(
+    tree: HistoryTree, config: PoolConfig, seed: int
+) -> tuple[list[tuple[np.ndarray, ...]], tuple[np.ndarray, ...]]:
     """(k Boltzmann pool policies, the agent's SP deployment), all seeded by ``seed``.
 
     ``"iql"``: k IQL runs as softmax(Q / alpha); the SP deployment is the best-J greedy policy (ties
@@ -52,8 +60,16 @@ def build_pool(tree: HistoryTree, config: PoolConfig, seed: int
     deployment is the first of them. Raises ``ValueError`` for another ``config.source``."""
     cfg = config
     if cfg.source == "iql":
-        tables = train_iql(tree, IQLConfig(runs=cfg.k, episodes=cfg.episodes, epsilon=cfg.epsilon,
-                                           learning_rate=cfg.learning_rate, seed=seed))
+        tables = train_iql(
+            tree,
+            IQLConfig(
+                runs=cfg.k,
+                episodes=cfg.episodes,
+                epsilon=cfg.epsilon,
+                learning_rate=cfg.learning_rate,
+                seed=seed,
+            ),
+        )
         boltz = softmax_policy(tree, tables, cfg.alpha)
         pool = [tuple(p[r] for p in boltz) for r in range(cfg.k)]
         greedy = softmax_policy(tree, tables, 1e-9)  # ties split evenly
@@ -61,8 +77,11 @@ def build_pool(tree: HistoryTree, config: PoolConfig, seed: int
         best = int(np.argmax(J))
         return pool, tuple(p[best] for p in greedy)
     if cfg.source == "exact":
-        fs = solve_fixed_points(tree, cfg.alpha, SolverConfig(n_starts=max(16, 2 * cfg.k), seed=seed,
-                                                              complete_search=False, certify=False))
+        fs = solve_fixed_points(
+            tree,
+            cfg.alpha,
+            SolverConfig(n_starts=max(16, 2 * cfg.k), seed=seed, complete_search=False, certify=False),
+        )
         optimal = list(fs.optimal_points)
         rng = np.random.default_rng(seed)
         picks = rng.choice(len(optimal), size=min(cfg.k, len(optimal)), replace=False)

@@ -11,5 +11,15 @@ from ers_deep.envs.hanabi.config import PRESETS, HanabiConfig
 from ers_deep.envs.hanabi.env import HanabiEnv, HanabiState, HanabiStep, HanabiTransition, IllegalMoveError
 from ers_deep.envs.hanabi.symmetry import colour_permutation, colour_permutations, permute_deck
 
-__all__ = ["PRESETS", "HanabiConfig", "HanabiEnv", "HanabiState", "HanabiStep", "HanabiTransition",
-           "IllegalMoveError", "colour_permutation", "colour_permutations", "permute_deck"]
+__all__ = [
+    "PRESETS",
+    "HanabiConfig",
+    "HanabiEnv",
+    "HanabiState",
+    "HanabiStep",
+    "HanabiTransition",
+    "IllegalMoveError",
+    "colour_permutation",
+    "colour_permutations",
+    "permute_deck",
+]

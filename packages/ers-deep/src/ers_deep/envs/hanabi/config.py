@@ -57,8 +57,13 @@ class ObsLayout:
 
     def sections(self) -> dict[str, tuple[int, int]]:
         """Section name -> (start, stop) index range of the vector."""
-        starts = [("hands", self.hands), ("board", self.board), ("discards", self.discards),
-                  ("last_action", self.last_action), ("knowledge", self.knowledge)]
+        starts = [
+            ("hands", self.hands),
+            ("board", self.board),
+            ("discards", self.discards),
+            ("last_action", self.last_action),
+            ("knowledge", self.knowledge),
+        ]
         out: dict[str, tuple[int, int]] = {}
         for (name, start), (_, stop) in zip(starts, starts[1:] + [("end", self.size)]):
             out[name] = (start, stop)
@@ -90,7 +95,9 @@ class HanabiConfig:
         if self.max_information_tokens < 0 or self.max_life_tokens < 1:
             raise ValueError("need max_information_tokens >= 0 and max_life_tokens >= 1")
         if self.observation_type not in ("card_knowledge", "minimal"):
-            raise ValueError(f"observation_type must be 'card_knowledge' or 'minimal', got {self.observation_type!r}")
+            raise ValueError(
+                f"observation_type must be 'card_knowledge' or 'minimal', got {self.observation_type!r}"
+            )
         if self.hand * self.players > self.deck_size:
             raise ValueError(f"{self.players} hands of {self.hand} cards exceed the deck of {self.deck_size}")
 
@@ -101,7 +108,9 @@ class HanabiConfig:
         key = PRESET_ALIASES.get(name.lower(), name)
         match = {k.lower(): k for k in PRESETS}.get(key.lower())
         if match is None:
-            raise ValueError(f"unknown Hanabi preset {name!r}; known: {sorted(PRESETS) + sorted(PRESET_ALIASES)}")
+            raise ValueError(
+                f"unknown Hanabi preset {name!r}; known: {sorted(PRESETS) + sorted(PRESET_ALIASES)}"
+            )
         params = dict(PRESETS[match], players=players)
         params.update(overrides)
         return cls(**params)  # type: ignore[arg-type]
@@ -147,11 +156,17 @@ class HanabiConfig:
     @property
     def hle_params(self) -> dict[str, str]:
         """Parameters for ``pyhanabi.HanabiGame`` (strings, as HLE passes them to C++)."""
-        return {"players": str(self.players), "colors": str(self.colors), "ranks": str(self.ranks),
-                "hand_size": str(self.hand), "max_information_tokens": str(self.max_information_tokens),
-                "max_life_tokens": str(self.max_life_tokens),
-                "observation_type": "0" if self.observation_type == "minimal" else "1",
-                "seed": "1", "random_start_player": "false"}
+        return {
+            "players": str(self.players),
+            "colors": str(self.colors),
+            "ranks": str(self.ranks),
+            "hand_size": str(self.hand),
+            "max_information_tokens": str(self.max_information_tokens),
+            "max_life_tokens": str(self.max_life_tokens),
+            "observation_type": "0" if self.observation_type == "minimal" else "1",
+            "seed": "1",
+            "random_start_player": "false",
+        }
 
     @property
     def last_action_length(self) -> int:
@@ -192,7 +207,11 @@ class HanabiConfig:
 
     def card_name(self, card: int) -> str:
         """``R1``-style name of a card id (``XX`` for no card)."""
-        return "XX" if not 0 <= card < self.num_cards else f"{COLOUR_CHARS[card // self.ranks]}{card % self.ranks + 1}"
+        return (
+            "XX"
+            if not 0 <= card < self.num_cards
+            else f"{COLOUR_CHARS[card // self.ranks]}{card % self.ranks + 1}"
+        )
 
     def full_deck(self) -> np.ndarray:
         """[D] card ids of the full deck in sorted order (each card repeated by its copy count)."""
@@ -278,9 +297,23 @@ def step_tables(cfg: HanabiConfig) -> dict[str, np.ndarray]:
     shift = np.stack([np.where(np.arange(H) < i, np.arange(H), np.arange(H) + 1) for i in range(H)])
     slot_card, slot_copy = cfg.discard_slots()
     return dict(
-        move_type=mtype, move_slot=np.maximum(slot, 0), move_offset=np.maximum(off, 0), hits=hits,
-        keep_hit=keep_hit, keep_miss=keep_miss, set_hit=set_hit, fresh_knowledge=fresh_knowledge,
-        card_colour=np.maximum(card_colour, 0), card_rank=np.maximum(card_rank, 0), last_action=la, rel=rel,
-        hint_colour=np.append(np.arange(K) // R, C), hint_rank=np.append(np.arange(K) % R, R),
-        hand_base=np.broadcast_to(hand_base, (P, len(hand_base))).copy(), shift=shift, full_deck=cfg.full_deck(),
-        slot_card=slot_card, slot_copy=slot_copy)
+        move_type=mtype,
+        move_slot=np.maximum(slot, 0),
+        move_offset=np.maximum(off, 0),
+        hits=hits,
+        keep_hit=keep_hit,
+        keep_miss=keep_miss,
+        set_hit=set_hit,
+        fresh_knowledge=fresh_knowledge,
+        card_colour=np.maximum(card_colour, 0),
+        card_rank=np.maximum(card_rank, 0),
+        last_action=la,
+        rel=rel,
+        hint_colour=np.append(np.arange(K) // R, C),
+        hint_rank=np.append(np.arange(K) % R, R),
+        hand_base=np.broadcast_to(hand_base, (P, len(hand_base))).copy(),
+        shift=shift,
+        full_deck=cfg.full_deck(),
+        slot_card=slot_card,
+        slot_copy=slot_copy,
+    )

@@ -56,7 +56,9 @@ class HanabiState:
     deck: Tensor  # [B, D] long card ids in draw order (the deal)
     deck_pos: Tensor  # [B] long cards drawn so far (deck size = D - deck_pos)
     hand: Tensor  # [B, P, H] long card per slot (oldest first), K = empty slot
-    knowledge: Tensor  # [B, P, H, K+C+R] bool HLE card knowledge: plausible cards, colour/rank hinted one-hots
+    knowledge: (
+        Tensor  # [B, P, H, K+C+R] bool HLE card knowledge: plausible cards, colour/rank hinted one-hots
+    )
     fireworks: Tensor  # [B, C] long cards played per colour
     info: Tensor  # [B] long information tokens
     life: Tensor  # [B] long life tokens
@@ -92,9 +94,17 @@ class HanabiEnv:
         players: number of players when ``config`` is a preset name or None.
     """
 
-    def __init__(self, config: HanabiConfig | str | None = None, batch_size: int = 1, device: str | torch.device = "cpu",
-                 seed: int | None = 0, auto_reset: bool = True, check_legal: bool = True,
-                 obs_dtype: torch.dtype = torch.float32, players: int = 2) -> None:
+    def __init__(
+        self,
+        config: HanabiConfig | str | None = None,
+        batch_size: int = 1,
+        device: str | torch.device = "cpu",
+        seed: int | None = 0,
+        auto_reset: bool = True,
+        check_legal: bool = True,
+        obs_dtype: torch.dtype = torch.float32,
+        players: int = 2,
+    ) -> None:
         self.config = cfg = resolve_config(config, players)
         self.batch_size = int(batch_size)
         self.device = torch.device(device)
@@ -141,25 +151,45 @@ class HanabiEnv:
     def _initial_values(self) -> dict[str, int | bool | Tensor]:
         """Initial value of every state field except the deal (deck, hand)."""
         cfg = self.config
-        return dict(deck_pos=cfg.players * cfg.hand, knowledge=self._t["fresh_knowledge"], fireworks=0,
-                    info=cfg.max_information_tokens, life=cfg.max_life_tokens, discards=0, cur=0,
-                    turns_left=cfg.players, last_move=cfg.num_moves, last_player=0, last_card=cfg.num_cards,
-                    last_flags=False, last_reveal=False, score=0, done=False, moves=0)
+        return dict(
+            deck_pos=cfg.players * cfg.hand,
+            knowledge=self._t["fresh_knowledge"],
+            fireworks=0,
+            info=cfg.max_information_tokens,
+            life=cfg.max_life_tokens,
+            discards=0,
+            cur=0,
+            turns_left=cfg.players,
+            last_move=cfg.num_moves,
+            last_player=0,
+            last_card=cfg.num_cards,
+            last_flags=False,
+            last_reveal=False,
+            score=0,
+            done=False,
+            moves=0,
+        )
 
     def _fresh_state(self, decks: Tensor) -> HanabiState:
         """Initial states for the deals ``decks`` [n, D] (start player 0)."""
         cfg, n = self.config, decks.shape[0]
         P, H, F = cfg.players, cfg.hand, cfg.num_cards + cfg.colors + cfg.ranks
-        shapes = dict(knowledge=(n, P, H, F), fireworks=(n, cfg.colors), discards=(n, cfg.num_cards),
-                      last_flags=(n, 2), last_reveal=(n, H))
+        shapes = dict(
+            knowledge=(n, P, H, F),
+            fireworks=(n, cfg.colors),
+            discards=(n, cfg.num_cards),
+            last_flags=(n, 2),
+            last_reveal=(n, H),
+        )
         values = {}
         for name, v in self._initial_values().items():
             shape = shapes.get(name, (n,))
             if isinstance(v, Tensor):
                 values[name] = v.expand(shape).clone()
             else:
-                values[name] = torch.full(shape, v, dtype=torch.bool if isinstance(v, bool) else torch.long,
-                                          device=self.device)
+                values[name] = torch.full(
+                    shape, v, dtype=torch.bool if isinstance(v, bool) else torch.long, device=self.device
+                )
         return HanabiState(deck=decks, hand=decks[:, : P * H].reshape(n, P, H).clone(), **values)
 
     def _check_decks(self, decks: Tensor) -> Tensor:
@@ -218,7 +248,8 @@ class HanabiEnv:
         legal = [int(m) for m in legal_cur[b].nonzero().flatten()]
         raise IllegalMoveError(
             f"illegal move {a} {self.config.describe_move(a)} in game {b} for player {int(s.cur[b])}; "
-            f"legal moves: {legal} ({', '.join(self.config.describe_move(m) for m in legal)})")
+            f"legal moves: {legal} ({', '.join(self.config.describe_move(m) for m in legal)})"
+        )
 
     def _moves(self, s: HanabiState, legal_cur: Tensor, actions: Tensor) -> Tensor:
         """[B] move ids of the players to move: ``actions`` is [B] (their moves) or [B, P] (one per player,
@@ -271,7 +302,9 @@ class HanabiEnv:
         gain = (is_disc | completed) & (s.info < cfg.max_information_tokens)
         s.info = s.info + gain.long() - is_hint.long()
         s.life = s.life - failed.long()
-        s.discards = s.discards.scatter_add(1, card.clamp(max=K - 1)[:, None], (is_disc | failed).long()[:, None])
+        s.discards = s.discards.scatter_add(
+            1, card.clamp(max=K - 1)[:, None], (is_disc | failed).long()[:, None]
+        )
         # hints: HLE RevealColor / RevealRank on the target hand (a no-op for play / discard)
         hit = t["hits"][a].gather(1, hand)  # [B, H]
         keep = torch.where(hit[..., None], t["keep_hit"][a][:, None], t["keep_miss"][a][:, None])
@@ -322,9 +355,15 @@ class HanabiEnv:
         ranks = torch.zeros(self.batch_size, P, cfg.ranks + 1, dtype=torch.bool, device=self.device)
         ranks.scatter_(2, t["hint_rank"][hands], True)  # [B, P, R+1]
         can_hint = (s.info > 0)[:, None]
-        return torch.cat([has & (s.info < cfg.max_information_tokens)[:, None], has,
-                          colours[:, 1:, :-1].flatten(1) & can_hint,
-                          ranks[:, 1:, :-1].flatten(1) & can_hint], 1)
+        return torch.cat(
+            [
+                has & (s.info < cfg.max_information_tokens)[:, None],
+                has,
+                colours[:, 1:, :-1].flatten(1) & can_hint,
+                ranks[:, 1:, :-1].flatten(1) & can_hint,
+            ],
+            1,
+        )
 
     def observe(self, state: HanabiState | None = None) -> Tensor:
         """[B, P, O] HLE canonical observation vector of every player of ``state`` (default ``env.state``;
@@ -332,25 +371,38 @@ class HanabiEnv:
         cfg, t, lay = self.config, self._t, self._layout
         s = self.state if state is None else state
         B, P, H, K = self.batch_size, cfg.players, cfg.hand, cfg.num_cards
-        out = torch.zeros(B, P, cfg.obs_size, dtype=torch.uint8, device=self.device)  # built as bytes (2x faster)
+        out = torch.zeros(
+            B, P, cfg.obs_size, dtype=torch.uint8, device=self.device
+        )  # built as bytes (2x faster)
         rel = t["rel"]  # [P, P]
         others = s.hand[:, rel[:, 1:]].reshape(B, P, -1)  # [B, P, (P-1)*H] cards of seats +1.. per observer
-        out[..., : lay.board - P].scatter_(2, t["hand_base"] + others.clamp(max=K - 1), (others < K).to(out.dtype))
-        out[..., lay.board - P: lay.board] = (s.hand[:, :, -1] == K)[:, rel]  # [B, P, P] hand misses a card
-        shared = torch.cat([self._arDeck < (cfg.deck_size - s.deck_pos)[:, None],
-                            ((s.fireworks - 1)[..., None] == self._arR).flatten(1),
-                            self._arI < s.info[:, None], self._arL < s.life[:, None],
-                            s.discards[:, t["slot_card"]] > t["slot_copy"]], 1)  # [B, board + D]
-        out[..., lay.board: lay.last_action] = shared[:, None, :]
+        out[..., : lay.board - P].scatter_(
+            2, t["hand_base"] + others.clamp(max=K - 1), (others < K).to(out.dtype)
+        )
+        out[..., lay.board - P : lay.board] = (s.hand[:, :, -1] == K)[:, rel]  # [B, P, P] hand misses a card
+        shared = torch.cat(
+            [
+                self._arDeck < (cfg.deck_size - s.deck_pos)[:, None],
+                ((s.fireworks - 1)[..., None] == self._arR).flatten(1),
+                self._arI < s.info[:, None],
+                self._arL < s.life[:, None],
+                s.discards[:, t["slot_card"]] > t["slot_copy"],
+            ],
+            1,
+        )  # [B, board + D]
+        out[..., lay.board : lay.last_action] = shared[:, None, :]
         mover = (s.last_player[:, None] - self._arP) % P  # [B, P] last mover relative to each observer
-        la = out[..., lay.last_action: lay.knowledge]
+        la = out[..., lay.last_action : lay.knowledge]
         la.copy_(t["last_action"][s.last_move[:, None], mover])  # [B, P, LA] static bits of the last move
         o_out = 2 * P + 4 + cfg.colors + cfg.ranks
-        la[..., o_out: o_out + H] = s.last_reveal[:, None, :]
+        la[..., o_out : o_out + H] = s.last_reveal[:, None, :]
         o_card = o_out + 2 * H
-        la[..., o_card: o_card + K].scatter_(2, s.last_card.clamp(max=K - 1)[:, None, None].expand(B, P, 1),
-                                              (s.last_card < K)[:, None, None].expand(B, P, 1).to(out.dtype))
-        la[..., o_card + K:] = s.last_flags[:, None, :]
+        la[..., o_card : o_card + K].scatter_(
+            2,
+            s.last_card.clamp(max=K - 1)[:, None, None].expand(B, P, 1),
+            (s.last_card < K)[:, None, None].expand(B, P, 1).to(out.dtype),
+        )
+        la[..., o_card + K :] = s.last_flags[:, None, :]
         if cfg.observation_type != "minimal":
-            out[..., lay.knowledge:] = s.knowledge[:, rel].reshape(B, P, -1)  # [B, P, P*H*F]
+            out[..., lay.knowledge :] = s.knowledge[:, rel].reshape(B, P, -1)  # [B, P, P*H*F]
         return out if self.obs_dtype == torch.uint8 else out.to(self.obs_dtype)

@@ -30,8 +30,10 @@ def _pyhanabi() -> Any:
     try:
         from hanabi_learning_environment import pyhanabi
     except ImportError as err:  # pragma: no cover - the package is a dependency of ers-deep
-        raise ImportError("the HLE reference needs hanabi-learning-environment (pip install "
-                          "hanabi-learning-environment; building it may need CMAKE_POLICY_VERSION_MINIMUM=3.5)") from err
+        raise ImportError(
+            "the HLE reference needs hanabi-learning-environment (pip install "
+            "hanabi-learning-environment; building it may need CMAKE_POLICY_VERSION_MINIMUM=3.5)"
+        ) from err
     if not (pyhanabi.cdef_loaded() and pyhanabi.lib_loaded()):  # pragma: no cover
         raise ImportError("pyhanabi failed to load its C library")
     return pyhanabi
@@ -53,8 +55,10 @@ class HLEGame:
         shape = ffi.string(c := lib.ObservationShape(self._encoder))
         lib.DeleteString(c)
         if int(shape) != cfg.obs_size or lib.MaxMoves(self._game) != cfg.num_moves:
-            raise RuntimeError(f"HLE sizes {shape!r}/{lib.MaxMoves(self._game)} differ from the config's "
-                               f"{cfg.obs_size}/{cfg.num_moves}")
+            raise RuntimeError(
+                f"HLE sizes {shape!r}/{lib.MaxMoves(self._game)} differ from the config's "
+                f"{cfg.obs_size}/{cfg.num_moves}"
+            )
         self._moves = []
         for uid in range(cfg.num_moves):
             m = ffi.new("pyhanabi_move_t*")
@@ -93,7 +97,9 @@ class HLEGame:
         self._free_state()
         self._state = self._ffi.new("pyhanabi_state_t*")
         self._lib.NewState(self._game, self._state)
-        self._deck = None if deck is None else np.array(deck, dtype=np.int64)  # a copy: callers may reuse theirs
+        self._deck = (
+            None if deck is None else np.array(deck, dtype=np.int64)
+        )  # a copy: callers may reuse theirs
         self._pos = 0
         self.last_score = 0
         self._deal_chance()
@@ -109,8 +115,10 @@ class HLEGame:
             card = int(self._deck[self._pos])
             self._set_deal(card // ranks, card % ranks)
             if not lib.MoveIsLegal(state, self._deal):
-                raise ValueError(f"deal of card {self.config.card_name(card)} at deck position {self._pos} is "
-                                 "not possible (no copy left): the deck is not a permutation of the full deck")
+                raise ValueError(
+                    f"deal of card {self.config.card_name(card)} at deck position {self._pos} is "
+                    "not possible (no copy left): the deck is not a permutation of the full deck"
+                )
             lib.StateApplyMove(state, self._deal)
             self._pos += 1
 
@@ -121,8 +129,10 @@ class HLEGame:
             raise IllegalMoveError(f"the HLE game is over; move {move} refused")
         cur = lib.StateCurPlayer(state)
         if not (0 <= move < self.config.num_moves) or not lib.MoveIsLegal(state, self._moves[move]):
-            raise IllegalMoveError(f"illegal move {move} {self.config.describe_move(move)} for player {cur} "
-                                   f"in HLE; legal: {self.legal_moves()}")
+            raise IllegalMoveError(
+                f"illegal move {move} {self.config.describe_move(move)} for player {cur} "
+                f"in HLE; legal: {self.legal_moves()}"
+            )
         lib.StateApplyMove(state, self._moves[move])
         self._deal_chance()
         score = lib.StateScore(state)
@@ -231,15 +241,21 @@ class HLERecord:
     score: int
 
 
-def replay(config: HanabiConfig | str | None, deck: Sequence[int] | np.ndarray, moves: Sequence[int],
-           players: int = 2) -> list[HLERecord]:
+def replay(
+    config: HanabiConfig | str | None,
+    deck: Sequence[int] | np.ndarray,
+    moves: Sequence[int],
+    players: int = 2,
+) -> list[HLERecord]:
     """Replay an ers game in HLE: record 0 is the initial observation, record t the result of move t-1."""
     game = HLEGame(config, players=players)
     game.new_game(deck)
     records = [HLERecord(game.observations(), game.legal_mask(), game.cur_player, 0.0, game.done, game.score)]
     for m in moves:
         reward, done = game.step(int(m))
-        records.append(HLERecord(game.observations(), game.legal_mask(), game.cur_player, reward, done, game.score))
+        records.append(
+            HLERecord(game.observations(), game.legal_mask(), game.cur_player, reward, done, game.score)
+        )
     game.close()
     return records
 
@@ -249,17 +265,23 @@ class HLEBatch:
 
     ``step`` returns (obs [B, P, O] uint8, legal [B, P, M] bool, reward [B] float32, done [B] bool)."""
 
-    def __init__(self, config: HanabiConfig | str | None = None, batch_size: int = 1, players: int = 2,
-                 seed: int = 1) -> None:
+    def __init__(
+        self, config: HanabiConfig | str | None = None, batch_size: int = 1, players: int = 2, seed: int = 1
+    ) -> None:
         self.config = resolve_config(config, players)
         self.games = [HLEGame(self.config, seed=seed + i) for i in range(batch_size)]
         for g in self.games:
             g.new_game(None)
 
     def observe(self) -> tuple[np.ndarray, np.ndarray]:
-        return (np.stack([g.observations() for g in self.games]), np.stack([g.legal_mask() for g in self.games]))
+        return (
+            np.stack([g.observations() for g in self.games]),
+            np.stack([g.legal_mask() for g in self.games]),
+        )
 
-    def step(self, actions: Sequence[int] | np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def step(
+        self, actions: Sequence[int] | np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         rewards = np.zeros(len(self.games), dtype=np.float32)
         dones = np.zeros(len(self.games), dtype=bool)
         for i, (g, a) in enumerate(zip(self.games, actions)):

@@ -33,9 +33,18 @@ Label = tuple[Any, ...]
 Deck = TypeVar("Deck", np.ndarray, torch.Tensor)
 
 # the section of the canonical vector (``ObsLayout.sections``) each kind of observation label belongs to
-_SECTION = {"hand": "hands", "missing": "hands", "deck": "board", "firework": "board", "info": "board",
-            "life": "board", "discard": "discards", "plausible": "knowledge", "colour_hinted": "knowledge",
-            "rank_hinted": "knowledge"}
+_SECTION = {
+    "hand": "hands",
+    "missing": "hands",
+    "deck": "board",
+    "firework": "board",
+    "info": "board",
+    "life": "board",
+    "discard": "discards",
+    "plausible": "knowledge",
+    "colour_hinted": "knowledge",
+    "rank_hinted": "knowledge",
+}
 
 
 def card_labels(cfg: HanabiConfig) -> list[Label]:
@@ -114,8 +123,9 @@ def colour_permutation(cfg: HanabiConfig, perm: Sequence[int]) -> IndexSymmetry:
     relabel = functools.partial(_relabel, perm=perm)
     obs_index = relabel_index(observation_labels(cfg), relabel)
     move_index = relabel_index(move_labels(cfg), relabel)
-    return IndexSymmetry(torch.as_tensor(obs_index), torch.as_tensor(move_index), f"colours{perm}",
-                         (cfg.obs_size,), perm)
+    return IndexSymmetry(
+        torch.as_tensor(obs_index), torch.as_tensor(move_index), f"colours{perm}", (cfg.obs_size,), perm
+    )
 
 
 def colour_permutations(cfg: HanabiConfig) -> list[IndexSymmetry]:
@@ -136,12 +146,16 @@ def permute_deck(cfg: HanabiConfig, sym: IndexSymmetry, deck: Deck) -> Deck:
     return cards[np.asarray(deck)]
 
 
-def colour_permutation_tensors(cfg: HanabiConfig, device: str | torch.device = "cpu"
-                               ) -> dict[str, torch.Tensor]:
+def colour_permutation_tensors(
+    cfg: HanabiConfig, device: str | torch.device = "cpu"
+) -> dict[str, torch.Tensor]:
     """Stacked maps of every colour permutation: ``obs_index`` [G, O], ``move_index`` [G, M], ``move_map``
     [G, M], ``card_map`` [G, K] (G = colors!; index 0 is the identity), ready for batched gathers."""
     perms = colour_permutations(cfg)
-    maps = {"obs_index": [p.obs_index for p in perms], "move_index": [p.action_index for p in perms],
-            "move_map": [p.action_map for p in perms],
-            "card_map": [torch.as_tensor(card_map(cfg, p)) for p in perms]}
+    maps = {
+        "obs_index": [p.obs_index for p in perms],
+        "move_index": [p.action_index for p in perms],
+        "move_map": [p.action_map for p in perms],
+        "card_map": [torch.as_tensor(card_map(cfg, p)) for p in perms],
+    }
     return {name: torch.stack(rows).to(device) for name, rows in maps.items()}

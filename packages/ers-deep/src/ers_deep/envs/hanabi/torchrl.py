@@ -29,31 +29,50 @@ class HanabiTorchRLEnv(BatchedTorchRLEnv):
 
     game: HanabiEnv
 
-    def __init__(self, config: HanabiConfig | str | None = None, batch_size: int = 1,
-                 device: str | torch.device = "cpu", seed: int | None = 0, players: int = 2,
-                 check_legal: bool = True) -> None:
-        game = HanabiEnv(config, batch_size=batch_size, device=device, seed=seed, auto_reset=False,
-                         check_legal=check_legal, players=players)
+    def __init__(
+        self,
+        config: HanabiConfig | str | None = None,
+        batch_size: int = 1,
+        device: str | torch.device = "cpu",
+        seed: int | None = 0,
+        players: int = 2,
+        check_legal: bool = True,
+    ) -> None:
+        game = HanabiEnv(
+            config,
+            batch_size=batch_size,
+            device=device,
+            seed=seed,
+            auto_reset=False,
+            check_legal=check_legal,
+            players=players,
+        )
         super().__init__(game)
         self.config = game.config
 
     def _agent_obs_specs(self, B: int, P: int) -> dict[str, TensorSpec]:
         O, M, dev = self.game.obs_size, self.game.num_moves, self.device
-        return {"observation": Binary(n=O, shape=(B, P, O), dtype=torch.float32, device=dev),
-                "action_mask": Binary(n=M, shape=(B, P, M), dtype=torch.bool, device=dev),
-                "mask": Binary(n=1, shape=(B, P, 1), dtype=torch.bool, device=dev)}
+        return {
+            "observation": Binary(n=O, shape=(B, P, O), dtype=torch.float32, device=dev),
+            "action_mask": Binary(n=M, shape=(B, P, M), dtype=torch.bool, device=dev),
+            "mask": Binary(n=1, shape=(B, P, 1), dtype=torch.bool, device=dev),
+        }
 
     def _root_specs(self, B: int) -> dict[str, TensorSpec]:
         P, dev = self.game.num_players, self.device
-        return {"current_player": Categorical(P, shape=(B, 1), dtype=torch.long, device=dev),
-                "score": Unbounded(shape=(B, 1), dtype=torch.long, device=dev)}
+        return {
+            "current_player": Categorical(P, shape=(B, 1), dtype=torch.long, device=dev),
+            "score": Unbounded(shape=(B, 1), dtype=torch.long, device=dev),
+        }
 
     def _pack(self, out: HanabiStep) -> tuple[dict[str, Tensor], dict[str, Tensor]]:
         seats = torch.arange(self.game.num_players, device=self.device)
         acting = (seats == out.cur_player[:, None])[..., None]  # [B, P, 1] the player to move
         mask = out.legal | ~acting  # non-acting players: all moves "allowed" (ignored)
-        return ({"observation": out.obs, "action_mask": mask, "mask": acting},
-                {"current_player": out.cur_player[:, None], "score": self.game.state.score[:, None].clone()})
+        return (
+            {"observation": out.obs, "action_mask": mask, "mask": acting},
+            {"current_player": out.cur_player[:, None], "score": self.game.state.score[:, None].clone()},
+        )
 
     def _partial_reset_output(self) -> HanabiStep:
         s = self.game.state

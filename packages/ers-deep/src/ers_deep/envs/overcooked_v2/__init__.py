@@ -19,6 +19,16 @@ from ers_deep.envs.overcooked_v2.env import (
 from ers_deep.envs.overcooked_v2.layouts import LAYOUT_STRINGS, OvercookedLayout, get_layout, parse_layout
 from ers_deep.envs.overcooked_v2.symmetry import apply_to_state, find_vertical_symmetry
 
-__all__ = ["LAYOUT_STRINGS", "NUM_ACTIONS", "OvercookedLayout", "OvercookedState", "OvercookedStep",
-           "OvercookedTransition", "OvercookedV2Env", "apply_to_state", "find_vertical_symmetry",
-           "get_layout", "parse_layout"]
+__all__ = [
+    "LAYOUT_STRINGS",
+    "NUM_ACTIONS",
+    "OvercookedLayout",
+    "OvercookedState",
+    "OvercookedStep",
+    "OvercookedTransition",
+    "OvercookedV2Env",
+    "apply_to_state",
+    "find_vertical_symmetry",
+    "get_layout",
+    "parse_layout",
+]

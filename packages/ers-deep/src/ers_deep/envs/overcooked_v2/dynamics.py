@@ -52,10 +52,20 @@ class Dynamics:
         self.move = torch.as_tensor(move.reshape(-1), device=device)  # [HW*4] cell after a move attempt
         self.xy = torch.as_tensor(np.stack([cx, cy], -1), device=device)  # [HW, 2]
         pile_item = np.where(static == L.PLATE_PILE, L.PLATE, 0)
-        pile_item = pile_item + np.where(static >= L.PILE_BASE, L.ingredient_bits(np.maximum(static - L.PILE_BASE, 0)),
-                                         0)
-        kinds = np.stack([static == L.PLATE_PILE, static >= L.PILE_BASE, static == L.POT, static == L.GOAL,
-                          static == L.WALL, static == L.BUTTON_INDICATOR], -1)
+        pile_item = pile_item + np.where(
+            static >= L.PILE_BASE, L.ingredient_bits(np.maximum(static - L.PILE_BASE, 0)), 0
+        )
+        kinds = np.stack(
+            [
+                static == L.PLATE_PILE,
+                static >= L.PILE_BASE,
+                static == L.POT,
+                static == L.GOAL,
+                static == L.WALL,
+                static == L.BUTTON_INDICATOR,
+            ],
+            -1,
+        )
         self.kinds = torch.as_tensor(kinds, device=device)  # [HW, 6] bool: what each cell is
         self.pile_item = torch.as_tensor(pile_item, device=device)  # [HW] item a pile hands out
         self.pots = torch.as_tensor(np.flatnonzero(static == L.POT), device=device)  # [P] pot cells
@@ -83,8 +93,17 @@ class Dynamics:
         return torch.where((sw & sw.transpose(1, 2)).any(2), cell, new), new_dir
 
     # ---- interactions ---------------------------------------------------------------------------------------
-    def interact(self, a: int, act: Tensor, c: Tensor, items: Tensor, extra: Tensor, inv: Tensor, recipe: Tensor,
-                 n_plates: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    def interact(
+        self,
+        a: int,
+        act: Tensor,
+        c: Tensor,
+        items: Tensor,
+        extra: Tensor,
+        inv: Tensor,
+        recipe: Tensor,
+        n_plates: Tensor,
+    ) -> tuple[Tensor, Tensor, Tensor]:
         """Agent ``a`` interacts (where ``act`` [B]) with cell ``c`` [B]; ``items``, ``extra`` [B, HW] and ``inv``
         [B, A] are updated in place. Returns (sparse reward [B], shaped reward [B], correct delivery [B])."""
         cc = c[:, None]
@@ -123,7 +142,9 @@ class Dynamics:
         sh = sh + (placement & ((it & sel) < (recipe & sel))) * float(SHAPED_PLACEMENT)
         if start is not None:
             sh = sh + (start & (it == recipe)) * float(SHAPED_START)
-        sh = sh + (pickup & (new_iv == L.PLATE) & (n_plates < n_pots) & no_counter_plates) * float(SHAPED_PLATE)
+        sh = sh + (pickup & (new_iv == L.PLATE) & (n_plates < n_pots) & no_counter_plates) * float(
+            SHAPED_PLATE
+        )
         items.scatter_(1, cc, torch.where(act, new_it, it)[:, None])
         extra.scatter_(1, cc, torch.where(act, new_ex, ex)[:, None])
         inv[:, a] = torch.where(act, new_iv, iv)

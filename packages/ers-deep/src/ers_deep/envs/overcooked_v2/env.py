@@ -88,18 +88,33 @@ class OvercookedV2Env:
             memory traffic of float32; convert at the network), any torch dtype otherwise.
     """
 
-    def __init__(self, layout: str | OvercookedLayout = "grounded_coord_simple", batch_size: int = 1,
-                 device: str | torch.device = "cpu", seed: int | None = 0, max_steps: int = 400,
-                 agent_view_size: int | None = 2, negative_rewards: bool = True,
-                 sample_recipe_on_delivery: bool = True, random_agent_positions: bool = True,
-                 start_cooking_interaction: bool = False, indicate_successful_delivery: bool = False,
-                 paper_obs: bool = False, auto_reset: bool = True, obs_dtype: torch.dtype = torch.uint8) -> None:
+    def __init__(
+        self,
+        layout: str | OvercookedLayout = "grounded_coord_simple",
+        batch_size: int = 1,
+        device: str | torch.device = "cpu",
+        seed: int | None = 0,
+        max_steps: int = 400,
+        agent_view_size: int | None = 2,
+        negative_rewards: bool = True,
+        sample_recipe_on_delivery: bool = True,
+        random_agent_positions: bool = True,
+        start_cooking_interaction: bool = False,
+        indicate_successful_delivery: bool = False,
+        paper_obs: bool = False,
+        auto_reset: bool = True,
+        obs_dtype: torch.dtype = torch.uint8,
+    ) -> None:
         self.layout = lay = get_layout(layout)
         self.batch_size, self.device = int(batch_size), torch.device(device)
         self.max_steps, self.view = int(max_steps), agent_view_size
         self.negative_rewards, self.sample_recipe_on_delivery = negative_rewards, sample_recipe_on_delivery
         self.random_agent_positions, self.start_cooking = random_agent_positions, start_cooking_interaction
-        self.indicate_delivery, self.paper_obs, self.auto_reset = indicate_successful_delivery, paper_obs, auto_reset
+        self.indicate_delivery, self.paper_obs, self.auto_reset = (
+            indicate_successful_delivery,
+            paper_obs,
+            auto_reset,
+        )
         self.obs_dtype = obs_dtype
         self.generator = make_generator(seed, self.device)
         dev, n = self.device, lay.num_ingredients
@@ -112,7 +127,9 @@ class OvercookedV2Env:
         self.num_channels = 17 + n + 4 * (n + 2) + int(indicate_successful_delivery)
         self.obs_channels = 18 + 4 * (n + 2) if paper_obs else self.num_channels
         self.dynamics = Dynamics(lay, Rules(negative_rewards, start_cooking_interaction), dev)
-        self.encoder = ObservationEncoder(lay, agent_view_size, self.obs_channels, indicate_successful_delivery, dev)
+        self.encoder = ObservationEncoder(
+            lay, agent_view_size, self.obs_channels, indicate_successful_delivery, dev
+        )
         self.view_h, self.view_w = self.encoder.view_h, self.encoder.view_w
         self.state = self.initial_state(self.batch_size)
 
@@ -134,8 +151,9 @@ class OvercookedV2Env:
     # ---- resets ---------------------------------------------------------------------------------------------
     def draw_recipes(self, m: int) -> Tensor:
         """[m] recipes drawn uniformly from the layout's list (the env's generator)."""
-        return self.recipe_codes[torch.randint(len(self.recipe_codes), (m,), generator=self.generator,
-                                               device=self.device)]
+        return self.recipe_codes[
+            torch.randint(len(self.recipe_codes), (m,), generator=self.generator, device=self.device)
+        ]
 
     def initial_state(self, m: int) -> OvercookedState:
         """[m] fresh episodes: random recipe, agents at their starts (or random cells of their own rooms with
@@ -158,10 +176,16 @@ class OvercookedV2Env:
             pos = self.start_pos.expand(m, A, 2).clone()
             direction = torch.zeros(m, A, dtype=torch.long, device=dev)
         z = torch.zeros(m, self.H * self.W, dtype=torch.long, device=dev)
-        return OvercookedState(pos=pos, dir=direction, inv=torch.zeros(m, A, dtype=torch.long, device=dev),
-                               items=z, extra=z.clone(), recipe=recipe,
-                               step=torch.zeros(m, dtype=torch.long, device=dev),
-                               new_correct_delivery=torch.zeros(m, dtype=torch.bool, device=dev))
+        return OvercookedState(
+            pos=pos,
+            dir=direction,
+            inv=torch.zeros(m, A, dtype=torch.long, device=dev),
+            items=z,
+            extra=z.clone(),
+            recipe=recipe,
+            step=torch.zeros(m, dtype=torch.long, device=dev),
+            new_correct_delivery=torch.zeros(m, dtype=torch.bool, device=dev),
+        )
 
     def reset(self, seed: int | None = None, *, state: OvercookedState | None = None) -> OvercookedStep:
         """Start every game anew (or from ``state``) and return the first observation. ``seed`` re-seeds the
@@ -169,9 +193,12 @@ class OvercookedV2Env:
         reseed(self.generator, seed)
         self.state = self.initial_state(self.batch_size) if state is None else state.clone()
         B = self.batch_size
-        return OvercookedStep(self.observe(self.state), torch.zeros(B, device=self.device),
-                              torch.zeros(B, self.A, device=self.device),
-                              torch.zeros(B, dtype=torch.bool, device=self.device))
+        return OvercookedStep(
+            self.observe(self.state),
+            torch.zeros(B, device=self.device),
+            torch.zeros(B, self.A, device=self.device),
+            torch.zeros(B, dtype=torch.bool, device=self.device),
+        )
 
     def reset_games(self, mask: Tensor) -> None:
         """Start the games where ``mask`` [B] is True anew (index-based on CPU, ``torch.where`` elsewhere)."""
@@ -216,8 +243,16 @@ class OvercookedV2Env:
         if self.sample_recipe_on_delivery:
             recipe = torch.where(correct_any, self.draw_recipes(B), recipe)
         step = s.step + 1
-        ns = OvercookedState(pos=dyn.xy[cell], dir=new_dir, inv=inv, items=items, extra=extra, recipe=recipe,
-                             step=step, new_correct_delivery=correct_any)
+        ns = OvercookedState(
+            pos=dyn.xy[cell],
+            dir=new_dir,
+            inv=inv,
+            items=items,
+            extra=extra,
+            recipe=recipe,
+            step=step,
+            new_correct_delivery=correct_any,
+        )
         return OvercookedTransition(ns, reward, torch.stack(shaped, 1), step >= self.max_steps)
 
     # ---- observation and legal actions --------------------------------------------------------------------
@@ -231,5 +266,6 @@ class OvercookedV2Env:
         observation cropped to the view, zero outside the map), by table look-up
         (``obs.ObservationEncoder``)."""
         s = self.state if state is None else state
-        return self.encoder.encode(s.pos, s.dir, s.inv, s.items, s.extra, s.recipe, s.new_correct_delivery,
-                                   self.obs_dtype)
+        return self.encoder.encode(
+            s.pos, s.dir, s.inv, s.items, s.extra, s.recipe, s.new_correct_delivery, self.obs_dtype
+        )

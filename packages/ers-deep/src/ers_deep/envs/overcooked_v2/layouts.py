@@ -25,8 +25,9 @@ ACTION_TO_DIR = (2, 1, 3, 0, -1, -1)
 
 LAYOUT_STRINGS: dict[str, str] = {
     "grounded_coord_simple": "WW2WWWWW\nW  WB  0\nR ALPA X\nW  WB  1\nWW2WWWWW",
-    "grounded_coord_ring": ("WWW2R2WWW\nW       W\nW WWLWW W\n2 0   B 2\nRAXAP X R\n2 1   B 2\nW WWLWW W\n"
-                            "W       W\nWWW2R2WWW"),
+    "grounded_coord_ring": (
+        "WWW2R2WWW\nW       W\nW WWLWW W\n2 0   B 2\nRAXAP X R\n2 1   B 2\nW WWLWW W\nW       W\nWWW2R2WWW"
+    ),
     "test_time_simple": "WW2WWWWW\nW  WB  0\nR AWPA X\nW  WB  1\nWW2WWWWW",
     "demo_cook_simple": "WWWWWR2W0WW\n0      W  B\nW     APA X\n1      W  B\nWWWWWR2W1WW",
     "cramped_room_v2": "WWPWW\n0A A1\nW   R\nWBWXW",
@@ -39,7 +40,15 @@ LAYOUT_RECIPES: dict[str, list[list[int]] | None] = {
     "cramped_room_v2": None,  # all 3-ingredient multisets, in JaxMARL's (set-iteration) order
 }
 
-_CHAR = {" ": EMPTY, "W": WALL, "X": GOAL, "B": PLATE_PILE, "P": POT, "R": RECIPE_INDICATOR, "L": BUTTON_INDICATOR}
+_CHAR = {
+    " ": EMPTY,
+    "W": WALL,
+    "X": GOAL,
+    "B": PLATE_PILE,
+    "P": POT,
+    "R": RECIPE_INDICATOR,
+    "L": BUTTON_INDICATOR,
+}
 
 
 def ingredient_bits(i: int) -> int:
@@ -115,7 +124,7 @@ class OvercookedLayout:
 
 def parse_layout(text: str, recipes: list[list[int]] | None = None, name: str = "custom") -> OvercookedLayout:
     """Parse a layout string (one row per line) as JaxMARL's ``Layout.from_string`` does."""
-    rows = [r for r in text.split("\n")]
+    rows = text.split("\n")
     rows = rows[1:] if rows and not rows[0] else rows
     rows = rows[:-1] if rows and not rows[-1] else rows
     static = np.zeros((len(rows), max(len(r) for r in rows)), dtype=np.int64)
@@ -138,7 +147,9 @@ def parse_layout(text: str, recipes: list[list[int]] | None = None, name: str = 
         recipes = all_recipes(n_ing)
     if any(len(r) != 3 for r in recipes):
         raise ValueError("every recipe must have 3 ingredients")
-    return OvercookedLayout(name, static, tuple(agents), n_ing, tuple((int(r[0]), int(r[1]), int(r[2])) for r in recipes))
+    return OvercookedLayout(
+        name, static, tuple(agents), n_ing, tuple((int(r[0]), int(r[1]), int(r[2])) for r in recipes)
+    )
 
 
 def get_layout(layout: str | OvercookedLayout) -> OvercookedLayout:

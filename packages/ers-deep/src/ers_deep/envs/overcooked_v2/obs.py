@@ -37,7 +37,8 @@ POT_TIMER_VALUES = POT_COOK_TIME + 1  # the pot timer runs from the cook time do
 def static_objects(n: int) -> list[int]:
     """The static objects with a one-hot channel, in channel order (JaxMARL), for n ingredients."""
     return [L.WALL, L.GOAL, L.POT, L.RECIPE_INDICATOR, L.BUTTON_INDICATOR, L.PLATE_PILE] + [
-        L.PILE_BASE + i for i in range(n)]
+        L.PILE_BASE + i for i in range(n)
+    ]
 
 
 def channel_labels(n: int, indicate_delivery: bool) -> list[tuple[Any, ...]]:
@@ -59,8 +60,14 @@ class ObservationEncoder:
     ``encode`` maps a batched state to ``[B, A, V, V, C]`` observations; ``C`` is ``channels`` (38 for the ERS
     paper's truncated variant, 40 for JaxMARL's, +1 with the delivery indicator)."""
 
-    def __init__(self, layout: OvercookedLayout, view: int | None, channels: int, indicate_delivery: bool,
-                 device: torch.device) -> None:
+    def __init__(
+        self,
+        layout: OvercookedLayout,
+        view: int | None,
+        channels: int,
+        indicate_delivery: bool,
+        device: torch.device,
+    ) -> None:
         H, W, n = layout.height, layout.width, layout.num_ingredients
         self.A, self.W, self.HW, self.channels, self.device = layout.num_agents, W, H * W, channels, device
         self.view, self.view_h, self.view_w = view, *((H, W) if view is None else (2 * view + 1,) * 2)
@@ -78,8 +85,12 @@ class ObservationEncoder:
         d, inv = np.divmod(np.arange(4 * self.n_items), self.n_items)
         feat = np.concatenate([np.ones((len(d), 1), int), np.eye(4, dtype=int)[d], item_layers(inv, n)], -1)
         self.agent_lut = torch.as_tensor(feat.astype(np.uint8), device=device)  # [4*NI, F]
-        block = (~np.eye(self.A, dtype=bool)).astype(int)  # 0 own block, 1 others' block, per (observer, agent)
-        self._cols = torch.as_tensor(block[..., None] * self.F + np.arange(self.F), device=device)  # [A, A, F] channels
+        block = (~np.eye(self.A, dtype=bool)).astype(
+            int
+        )  # 0 own block, 1 others' block, per (observer, agent)
+        self._cols = torch.as_tensor(
+            block[..., None] * self.F + np.arange(self.F), device=device
+        )  # [A, A, F] channels
         self._rows0 = torch.zeros(0, self.A, 1, dtype=torch.long, device=device)
 
     def _first_row(self, B: int) -> Tensor:
@@ -95,15 +106,30 @@ class ObservationEncoder:
         rows: list[np.ndarray] = []
         offsets: dict[int | None, int] = {}
 
-        def add(obj: int | None, items: np.ndarray, recipe: np.ndarray, timer: np.ndarray, flag: np.ndarray) -> None:
+        def add(
+            obj: int | None, items: np.ndarray, recipe: np.ndarray, timer: np.ndarray, flag: np.ndarray
+        ) -> None:
             offsets[obj] = sum(len(r) for r in rows)
             onehot = np.zeros((len(items), len(objects)), int)
             if obj in objects:
                 onehot[:, objects.index(obj)] = 1
-            rows.append(np.concatenate([np.zeros((len(items), 2 * F), int), onehot, item_layers(items, n),
-                                        item_layers(recipe, n), timer[:, None], flag[:, None]], -1))
+            rows.append(
+                np.concatenate(
+                    [
+                        np.zeros((len(items), 2 * F), int),
+                        onehot,
+                        item_layers(items, n),
+                        item_layers(recipe, n),
+                        timer[:, None],
+                        flag[:, None],
+                    ],
+                    -1,
+                )
+            )
 
-        z = lambda m: np.zeros(m, int)
+        def z(m: int) -> np.ndarray:
+            return np.zeros(m, int)
+
         items, timer = np.divmod(np.arange(NI * POT_TIMER_VALUES), NI)[::-1]
         add(L.POT, items, z(len(items)), timer, z(len(items)))
         add(L.WALL, np.arange(NI), z(NI), z(NI), z(NI))
@@ -116,13 +142,14 @@ class ObservationEncoder:
         table = table if indicate_delivery else table[:, :-1]  # the flag column is optional
         if table.shape[1] != len(channel_labels(n, indicate_delivery)):  # pragma: no cover - a guard
             raise AssertionError("the code table and channel_labels disagree on the channels")
-        table = table[:, :self.channels]
+        table = table[:, : self.channels]
         # rows move as whole words: 8 (or 4, 2) channels per element of one index_select
         word = {8: torch.int64, 4: torch.int32, 2: torch.int16, 1: torch.uint8}[math.gcd(table.shape[1], 8)]
         self.table = torch.as_tensor(table.astype(np.uint8), device=self.device).view(word)
         outside = offsets[None]
-        self.offset = torch.as_tensor([offsets.get(int(c), outside) for c in static] + [outside],
-                                      device=self.device)  # [HW+1]
+        self.offset = torch.as_tensor(
+            [offsets.get(int(c), outside) for c in static] + [outside], device=self.device
+        )  # [HW+1]
         self.is_pot = torch.as_tensor(static == L.POT, device=self.device)
         self.is_wall = torch.as_tensor(static == L.WALL, device=self.device)
         self.is_recipe = torch.as_tensor(static == L.RECIPE_INDICATOR, device=self.device)
@@ -133,13 +160,26 @@ class ObservationEncoder:
         """[B, HW+1] code of every map cell (and of 'outside', the last column)."""
         rec = (recipe >> 2)[:, None]
         local = torch.where(self.is_pot, items + self.n_items * extra, torch.where(self.is_wall, items, 0))
-        local = local + torch.where(self.is_recipe, rec, 0) + torch.where(self.is_button & (extra > 0), rec + 1, 0)
+        local = (
+            local
+            + torch.where(self.is_recipe, rec, 0)
+            + torch.where(self.is_button & (extra > 0), rec + 1, 0)
+        )
         if self.is_goal is not None:
             local = local + (self.is_goal & delivered[:, None])
         return torch.cat([local, local.new_zeros(local.shape[0], 1)], 1) + self.offset
 
-    def encode(self, pos: Tensor, direction: Tensor, inv: Tensor, items: Tensor, extra: Tensor, recipe: Tensor,
-               delivered: Tensor, dtype: torch.dtype) -> Tensor:
+    def encode(
+        self,
+        pos: Tensor,
+        direction: Tensor,
+        inv: Tensor,
+        items: Tensor,
+        extra: Tensor,
+        recipe: Tensor,
+        delivered: Tensor,
+        dtype: torch.dtype,
+    ) -> Tensor:
         """[B, A, V, V, C] observations of every agent (zero outside the map)."""
         B, A, VV, F = pos.shape[0], self.A, self.VV, self.F
         N = B * A * VV
@@ -150,7 +190,12 @@ class ObservationEncoder:
         out = self.table.index_select(0, codes).view(torch.uint8)  # [N+1, C]
         # agent o drawn in observer a's window: own block (0) when o == a, else the others' block (1)
         rel = pos[:, None, :, :] - self.origin[cell][:, :, None, :]  # [B, A(observer), A(agent), 2]
-        vis = (rel[..., 0] >= 0) & (rel[..., 0] < self.view_w) & (rel[..., 1] >= 0) & (rel[..., 1] < self.view_h)
+        vis = (
+            (rel[..., 0] >= 0)
+            & (rel[..., 0] < self.view_w)
+            & (rel[..., 1] >= 0)
+            & (rel[..., 1] < self.view_h)
+        )
         row = torch.where(vis, self._first_row(B) + rel[..., 1] * self.view_w + rel[..., 0], N)  # [B, A, A]
         val = self.agent_lut[direction * self.n_items + inv][:, None, :, :].expand(B, A, A, F)
         # targets are distinct (agents never share a cell; own and others' blocks differ): a plain scatter

@@ -73,6 +73,7 @@ def _build(env: OvercookedV2Env, perm: tuple[int, ...]) -> IndexSymmetry:
     Vh, Vw, C = env.obs_shape
     channels = channel_labels(env.n, env.indicate_delivery)[:C]
     labels = [(y, x, ch) for y in range(Vh) for x in range(Vw) for ch in channels]
+
     def relabel(lab: tuple[Any, ...]) -> tuple[Any, ...]:
         return (Vh - 1 - lab[0], lab[1], _relabel_channel(lab[2], perm))
 
@@ -82,8 +83,13 @@ def _build(env: OvercookedV2Env, perm: tuple[int, ...]) -> IndexSymmetry:
         msg = "this symmetry moves a channel dropped by the 38-channel (paper) observation"
         raise ValueError(msg) from None
     action_index = torch.argsort(torch.tensor(FLIP_ACTION))
-    return IndexSymmetry(torch.as_tensor(obs_index, device=env.device), action_index.to(env.device),
-                         f"vertical-flip{perm}", (Vh, Vw, C), perm)
+    return IndexSymmetry(
+        torch.as_tensor(obs_index, device=env.device),
+        action_index.to(env.device),
+        f"vertical-flip{perm}",
+        (Vh, Vw, C),
+        perm,
+    )
 
 
 def apply_to_state(env: OvercookedV2Env, sym: IndexSymmetry, s: OvercookedState) -> OvercookedState:
@@ -95,7 +101,13 @@ def apply_to_state(env: OvercookedV2Env, sym: IndexSymmetry, s: OvercookedState)
     def flip(g: Tensor) -> Tensor:
         return g.view(B, H, W).flip(1).reshape(B, -1)
 
-    return OvercookedState(pos=pos, dir=dir_map[s.dir], inv=_map_items(s.inv, perm),
-                           items=_map_items(flip(s.items), perm), extra=flip(s.extra),
-                           recipe=_map_items(s.recipe, perm), step=s.step.clone(),
-                           new_correct_delivery=s.new_correct_delivery.clone())
+    return OvercookedState(
+        pos=pos,
+        dir=dir_map[s.dir],
+        inv=_map_items(s.inv, perm),
+        items=_map_items(flip(s.items), perm),
+        extra=flip(s.extra),
+        recipe=_map_items(s.recipe, perm),
+        step=s.step.clone(),
+        new_correct_delivery=s.new_correct_delivery.clone(),
+    )

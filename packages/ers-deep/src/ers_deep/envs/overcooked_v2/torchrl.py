@@ -29,15 +29,26 @@ class OvercookedV2TorchRLEnv(BatchedTorchRLEnv):
 
     game: OvercookedV2Env
 
-    def __init__(self, layout: str = "grounded_coord_simple", batch_size: int = 1,
-                 device: str | torch.device = "cpu", seed: int | None = 0, **kwargs: Any) -> None:
-        super().__init__(OvercookedV2Env(layout, batch_size=batch_size, device=device, seed=seed,
-                                         auto_reset=False, **kwargs))
+    def __init__(
+        self,
+        layout: str = "grounded_coord_simple",
+        batch_size: int = 1,
+        device: str | torch.device = "cpu",
+        seed: int | None = 0,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            OvercookedV2Env(
+                layout, batch_size=batch_size, device=device, seed=seed, auto_reset=False, **kwargs
+            )
+        )
 
     def _agent_obs_specs(self, B: int, P: int) -> dict[str, TensorSpec]:
         dev = self.device
-        return {"observation": Unbounded(shape=(B, P, *self.game.obs_shape), dtype=torch.float32, device=dev),
-                "shaped_reward": Unbounded(shape=(B, P, 1), dtype=torch.float32, device=dev)}
+        return {
+            "observation": Unbounded(shape=(B, P, *self.game.obs_shape), dtype=torch.float32, device=dev),
+            "shaped_reward": Unbounded(shape=(B, P, 1), dtype=torch.float32, device=dev),
+        }
 
     def _done_keys(self) -> tuple[str, ...]:
         return ("done", "terminated", "truncated")
@@ -50,5 +61,9 @@ class OvercookedV2TorchRLEnv(BatchedTorchRLEnv):
 
     def _partial_reset_output(self) -> OvercookedStep:
         B, A, dev = self.batch_size[0], self.game.A, self.device
-        return OvercookedStep(self.game.observe(self.game.state), torch.zeros(B, device=dev),
-                              torch.zeros(B, A, device=dev), torch.zeros(B, dtype=torch.bool, device=dev))
+        return OvercookedStep(
+            self.game.observe(self.game.state),
+            torch.zeros(B, device=dev),
+            torch.zeros(B, A, device=dev),
+            torch.zeros(B, dtype=torch.bool, device=dev),
+        )
