@@ -55,7 +55,13 @@ def test_defaults_come_from_the_library_configs() -> None:
 
     opts = ZSCOptions(game="three-lever")
     assert (opts.agents, opts.k, opts.l, opts.m, opts.alpha, opts.episodes) == (
-        zsc.agents, zsc.k, zsc.l, zsc.m, zsc.alpha, zsc.episodes)
+        zsc.agents,
+        zsc.k,
+        zsc.l,
+        zsc.m,
+        zsc.alpha,
+        zsc.episodes,
+    )
 
 
 def test_options_validate_from_python_too() -> None:
@@ -103,8 +109,12 @@ def test_value_names_the_game_a_policy_file_was_written_for(tmp_path: Path) -> N
 
 def test_op_prints_the_optimum_its_j_and_a_policy_value_reads_back(tmp_path: Path, capsys) -> None:
     path = tmp_path / "op.json"
-    assert main(["op", "three-lever", "--symmetries", "mdp", "--seed", "1", "--save-policy", str(path),
-                 "--json"]) == 0
+    assert (
+        main(
+            ["op", "three-lever", "--symmetries", "mdp", "--seed", "1", "--save-policy", str(path), "--json"]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert out["op_value"] == pytest.approx(4 / 3) and out["J"] == pytest.approx(2.0)
     assert (out["symmetries"], out["n_symmetries"], out["share"], out["seed"]) == ("mdp", 6, True, 1)
@@ -157,8 +167,9 @@ def test_check_policy_reports_malformed_input_as_policy_errors() -> None:
             check_policy(tree, bad)
 
 
-@pytest.mark.parametrize("text", ["", "nan", "0.1,inf", "1:0.5:0.1", "0.1:1:0", "0.1:1", "0:1:0.1",
-                                  "0.001:100:0.001"])
+@pytest.mark.parametrize(
+    "text", ["", "nan", "0.1,inf", "1:0.5:0.1", "0.1:1:0", "0.1:1", "0:1:0.1", "0.001:100:0.001"]
+)
 def test_parse_alphas_refuses_with_the_text(text: str) -> None:
     with pytest.raises(ValueError, match=f"alphas {text!r}: "):
         parse_alphas(text)
@@ -175,7 +186,9 @@ def test_dpomdp_reader_names_the_file_and_budget(tmp_path: Path) -> None:
     binary.write_bytes(b"\x89PNG\r\n")
     with pytest.raises(DpomdpError, match=r"bin\.dpomdp: not a UTF-8 text file"):
         read_dpomdp(binary)
-    huge = "agents: 1\ndiscount: 1\nvalues: reward\nstates: 100000\nstart:\nuniform\nactions:\n2\n" \
-           "observations:\n1\n"
+    huge = (
+        "agents: 1\ndiscount: 1\nvalues: reward\nstates: 100000\nstart:\nuniform\nactions:\n2\n"
+        "observations:\n1\n"
+    )
     with pytest.raises(DpomdpError, match=r"line 9: declares 100000 states .*T alone needs 160\.0 GB"):
         read_dpomdp(huge)

@@ -108,7 +108,9 @@ BAD_SPECS = [
         id="T-sum-half",
     ),
     pytest.param(_set("observation", (1, 0, 0), 0.6), "observation[a=1, s'=0] sums to", id="U-sum"),
-    pytest.param(lambda: _with(initial_belief=np.array([0.5, 0.4])), "initial_belief sums to 0.9", id="b0-sum"),
+    pytest.param(
+        lambda: _with(initial_belief=np.array([0.5, 0.4])), "initial_belief sums to 0.9", id="b0-sum"
+    ),
     # non-finite entries
     pytest.param(
         _set("transition", (0, 1, 0), np.nan), "transition[s=0, a=1, s'=0] is not finite", id="T-nan"

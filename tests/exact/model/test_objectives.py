@@ -30,8 +30,10 @@ def lever_relabelings(levers: int) -> list[Transformation]:
 
 
 def random_policy(tree, rng, batch=None):
-    shape = lambda h: ((batch,) if batch else ()) + (len(h), tree.game.n_actions[h.agent])
-    return tuple(rng.dirichlet(np.ones(tree.game.n_actions[h.agent]), size=shape(h)[:-1]) for h in tree.local)
+    def shape(h):
+        return ((batch,) if batch else ()) + (len(h),)
+
+    return tuple(rng.dirichlet(np.ones(tree.game.n_actions[h.agent]), size=shape(h)) for h in tree.local)
 
 
 def op_optimal_three_lever(tree) -> tuple[np.ndarray, ...]:
@@ -119,7 +121,8 @@ def test_toy_game_action_swap_needs_observation_swap() -> None:
         apply_to_policy(tree, paper_phi, uniform_policy(tree))
     # its admissible twin also swaps the observations x and m
     x, m = obs_names.index("x"), obs_names.index("m")
-    twin_obs = list(identity_obs); twin_obs[x], twin_obs[m] = m, x
+    twin_obs = list(identity_obs)
+    twin_obs[x], twin_obs[m] = m, x
     twin = Transformation(tuple(range(game.n_states)), (swap, swap), (tuple(twin_obs), tuple(twin_obs)))
     assert is_admissible(tree, twin)
     assert not is_decpomdp_symmetry(game, twin)

@@ -28,8 +28,9 @@ def _raw_return(tree):
 @pytest.mark.parametrize("seed", range(4))
 def test_return_gradient_matches_finite_differences(seed: int) -> None:
     rng = np.random.default_rng(seed)
-    game = random_game(rng, n_agents=2, n_states=2, n_actions=(2, 3), n_observations=2, horizon=3,
-                       discount=0.9)
+    game = random_game(
+        rng, n_agents=2, n_states=2, n_actions=(2, 3), n_observations=2, horizon=3, discount=0.9
+    )
     tree = enumerate_histories(game)
     pol = tuple(rng.dirichlet(np.ones(game.n_actions[h.agent]), size=len(h)) for h in tree.local)
     grad = return_gradient(tree, pol)

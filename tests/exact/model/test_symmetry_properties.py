@@ -24,8 +24,12 @@ from ers_exact.model.values import expected_return, local_q_values
 
 from ..strategies import game_specs, random_policy
 
-SETTINGS = settings(max_examples=40, deadline=None, derandomize=True,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+SETTINGS = settings(
+    max_examples=40,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 
 
 @SETTINGS
@@ -65,7 +69,9 @@ def test_transformations_act_as_a_group_on_policies(spec, seed) -> None:
     tree = enumerate_histories(game)
     psi = phi.compose(phi)  # also a symmetry, so admissible
     pol = random_policy(rng, tree, "full")
-    for a, b in zip(apply_to_policy(tree, psi, pol), apply_to_policy(tree, phi, apply_to_policy(tree, phi, pol))):
+    for a, b in zip(
+        apply_to_policy(tree, psi, pol), apply_to_policy(tree, phi, apply_to_policy(tree, phi, pol))
+    ):
         np.testing.assert_array_equal(a, b)
     for a, b in zip(apply_to_policy(tree, phi.inverse(), apply_to_policy(tree, phi, pol)), pol):
         np.testing.assert_array_equal(a, b)

@@ -79,7 +79,9 @@ def assert_rows_match(ref: Mapping, got: Mapping, what: str) -> None:
         assert len(row) == len(ref_row), f"{what}{key}: {len(row)} entries, reference {len(ref_row)}"
         for a, (x, r) in enumerate(zip(row, ref_row)):
             if math.isnan(r) or math.isnan(x):
-                assert math.isnan(r) and math.isnan(x), f"{what}{key}[{a}]: ers {x}, reference {r} (NaN pattern)"
+                assert math.isnan(r) and math.isnan(x), (
+                    f"{what}{key}[{a}]: ers {x}, reference {r} (NaN pattern)"
+                )
             else:
                 assert _close(x, r), f"{what}{key}[{a}]: ers {x!r}, reference {r!r}, diff {x - r:.3e}"
 
@@ -114,10 +116,18 @@ def _noisy_guess(discount: float) -> Game:
     U = np.zeros((2, 2, 2))
     for a in range(2):
         U[a] = [[0.8, 0.2], [0.2, 0.8]]
-    return make_game("noisy-guess", ["s0", "s1"], [["g0", "g1"]], [["o0", "o1"]],
-                     transition=np.stack([np.eye(2)] * 2, axis=1), observation=U,
-                     reward=np.array([[1.0, 0.0], [0.0, 1.0]]), initial_belief=[0.5, 0.5], horizon=2,
-                     discount=discount)
+    return make_game(
+        "noisy-guess",
+        ["s0", "s1"],
+        [["g0", "g1"]],
+        [["o0", "o1"]],
+        transition=np.stack([np.eye(2)] * 2, axis=1),
+        observation=U,
+        reward=np.array([[1.0, 0.0], [0.0, 1.0]]),
+        initial_belief=[0.5, 0.5],
+        horizon=2,
+        discount=discount,
+    )
 
 
 @pytest.mark.parametrize("discount", [1.0, 0.9], ids=["gamma1", "gamma0.9"])
@@ -143,8 +153,9 @@ TOY_CASES = [
 
 
 @pytest.mark.parametrize("horizon, discount, p, q", TOY_CASES)
-def test_reference_toy_coordination_by_hand(horizon: int, discount: float, p: tuple[float, float],
-                                            q: tuple[float, float]) -> None:
+def test_reference_toy_coordination_by_hand(
+    horizon: int, discount: float, p: tuple[float, float], q: tuple[float, float]
+) -> None:
     """Paper's toy game: (0,0) pays 1 now; (1,1) reaches m, which pays 1 every later step."""
     from ers_exact.games.toy_coordination import toy_coordination
 
@@ -200,7 +211,8 @@ def test_nan_exactly_where_conditioning_has_zero_probability(spec: GameSpec, pol
             assert not np.any(defined & ~hist.legal[k]), f"agent {i} history {hist.as_tuple(k)}: Q at illegal"
             expect = hist.as_tuple(k) in reach
             assert np.array_equal(defined[hist.legal[k]], np.full(hist.legal[k].sum(), expect)), (
-                f"agent {i} history {hist.as_tuple(k)}: finite {defined}, reachable under pi^-i: {expect}")
+                f"agent {i} history {hist.as_tuple(k)}: finite {defined}, reachable under pi^-i: {expect}"
+            )
 
 
 # ----- (b) joint action values -----
@@ -223,8 +235,11 @@ def test_joint_action_values_match_reference(spec: GameSpec, pol: PolicySpec) ->
 
 # ----- (c) best response -----
 @settings(SETTINGS, max_examples=80)
-@given(spec=tiny_game_specs(), pol=policy_specs(("sparse", "deterministic", "full", "sparse")),
-       agent_seed=st.integers(0, 2))
+@given(
+    spec=tiny_game_specs(),
+    pol=policy_specs(("sparse", "deterministic", "full", "sparse")),
+    agent_seed=st.integers(0, 2),
+)
 def test_best_response_is_brute_force_optimal(spec: GameSpec, pol: PolicySpec, agent_seed: int) -> None:
     """Sparse / deterministic others make some responder histories unreachable (the BR must still pick
     a legal action there)."""
@@ -241,8 +256,9 @@ def test_best_response_is_brute_force_optimal(spec: GameSpec, pol: PolicySpec, a
     assert _close(j_br, ref_expected_return(tree.game, policy_fn_from_arrays(tree, profile)))
     # brute force over every deterministic policy of the responder (batched J, validated above)
     det = deterministic_policies(tree, agent)
-    batch = tuple(det if j == agent else np.broadcast_to(policy[j], (len(det),) + policy[j].shape)
-                  for j in range(n))
+    batch = tuple(
+        det if j == agent else np.broadcast_to(policy[j], (len(det),) + policy[j].shape) for j in range(n)
+    )
     values = expected_return(tree, batch)
     assert j_br >= values.max() - ATOL
     assert _close(j_br, float(values.max()))
@@ -313,8 +329,14 @@ def _builtin_params() -> list:
     try:
         from ers_exact.games import GAMES
     except ImportError:
-        return [pytest.param(None, None, id="no-registry",
-                             marks=pytest.mark.skip(reason="ers_exact.games.GAMES is not available"))]
+        return [
+            pytest.param(
+                None,
+                None,
+                id="no-registry",
+                marks=pytest.mark.skip(reason="ers_exact.games.GAMES is not available"),
+            )
+        ]
     items: list[tuple[str, Callable[[], Game]]] = list(GAMES.items())
     for name, suffix, config in BUILTIN_VARIANTS:
         if name in GAMES:
@@ -341,7 +363,9 @@ def test_builtin_games_match_reference(name: str, factory: Callable[[], Game], k
     game = factory()
     assert isinstance(game, Game), f"GAMES[{name!r}]() returned {type(game).__name__}"
     tree = enumerate_histories(game)
-    policy = uniform_policy(tree) if kind == "uniform" else random_policy(np.random.default_rng(0), tree, kind)
+    policy = (
+        uniform_policy(tree) if kind == "uniform" else random_policy(np.random.default_rng(0), tree, kind)
+    )
     assert_matches_reference(tree, policy)
     possible = ref_possible_histories(game)
     for i, hist in enumerate(tree.local):

@@ -22,8 +22,8 @@ projection of joint nodes onto local histories. No Python loop over histories.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence, Union
 
 import numpy as np
 
@@ -44,7 +44,7 @@ __all__ = [
     "uniform_policy",
 ]
 
-Policy = Union[tuple[np.ndarray, ...], Sequence[np.ndarray]]
+Policy = tuple[np.ndarray, ...] | Sequence[np.ndarray]
 POLICY_TOL = 1e-9
 
 
@@ -61,8 +61,9 @@ def _agent_array(p: object, agent: int) -> np.ndarray:
     try:
         return np.asarray(p, dtype=np.float64)
     except (TypeError, ValueError):
-        raise PolicyError(f"policy of agent {agent} is not a rectangular array of numbers "
-                          "(histories x actions)") from None
+        raise PolicyError(
+            f"policy of agent {agent} is not a rectangular array of numbers (histories x actions)"
+        ) from None
 
 
 def check_policy(tree: HistoryTree, policy: Policy) -> tuple[tuple[np.ndarray, ...], bool]:
@@ -79,8 +80,10 @@ def check_policy(tree: HistoryTree, policy: Policy) -> tuple[tuple[np.ndarray, .
             arr = arr[None]
         shape = (len(hist), tree.game.n_actions[i])
         if arr.ndim != 3 or arr.shape[1:] != shape or (batched and arr.shape[0] != arrays[0].shape[0]):
-            raise PolicyError(f"policy of agent {i} has shape {np.shape(policy[i])}, expected "
-                              f"{'[P, ' if batched else '['}{shape[0]}, {shape[1]}] (histories x actions)")
+            raise PolicyError(
+                f"policy of agent {i} has shape {np.shape(policy[i])}, expected "
+                f"{'[P, ' if batched else '['}{shape[0]}, {shape[1]}] (histories x actions)"
+            )
         if np.any(arr < -POLICY_TOL) or not np.all(np.isfinite(arr)):
             raise PolicyError(f"policy of agent {i} has negative or non-finite entries")
         sums = arr.sum(axis=2)
@@ -125,12 +128,18 @@ def _forward(tree: HistoryTree, pols: tuple[np.ndarray, ...]) -> tuple[list, lis
             continue
         prev_act, prev_path = act[t - 1], path[t - 1]
         a_i = tree.game.joint_actions[layer.action]
-        path.append([prev_path[i][:, layer.parent] * prev_act[i][:, layer.parent, a_i[:, i]]
-                     for i in range(len(pols))])
+        path.append(
+            [
+                prev_path[i][:, layer.parent] * prev_act[i][:, layer.parent, a_i[:, i]]
+                for i in range(len(pols))
+            ]
+        )
     return act, path
 
 
-def _other_contraction(tree: HistoryTree, gain: np.ndarray, act_t: list[np.ndarray], agent: int) -> np.ndarray:
+def _other_contraction(
+    tree: HistoryTree, gain: np.ndarray, act_t: list[np.ndarray], agent: int
+) -> np.ndarray:
     """sum_{a^{-i}} pi^{-i}(a^{-i} | tau^{-i}) G[n, a]  # [P, N, |A^i|]"""
     P, N, _ = gain.shape
     m = gain.reshape(P, N, *tree.game.n_actions)
@@ -143,8 +152,9 @@ def _other_contraction(tree: HistoryTree, gain: np.ndarray, act_t: list[np.ndarr
     return m.reshape(P, N, tree.game.n_actions[agent])
 
 
-def _local_numerator(tree: HistoryTree, t: int, agent: int, gain: np.ndarray, act_t: list[np.ndarray],
-                     path_t: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+def _local_numerator(
+    tree: HistoryTree, t: int, agent: int, gain: np.ndarray, act_t: list[np.ndarray], path_t: list[np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
     """sum over joint nodes projecting on tau^i of p^{-i}(n) sum_{a^{-i}} pi^{-i} G_t[n, (a, a^{-i})]
     (the unnormalised Q^i), and p^{-i} itself.  # ([P, K^i_t, |A^i|], [P, N_t])"""
     others = np.ones_like(path_t[0])
@@ -159,8 +169,9 @@ def _local_numerator(tree: HistoryTree, t: int, agent: int, gain: np.ndarray, ac
     return num, others
 
 
-def _local_q_layer(tree: HistoryTree, t: int, agent: int, gain: np.ndarray, act_t: list[np.ndarray],
-                   path_t: list[np.ndarray]) -> np.ndarray:
+def _local_q_layer(
+    tree: HistoryTree, t: int, agent: int, gain: np.ndarray, act_t: list[np.ndarray], path_t: list[np.ndarray]
+) -> np.ndarray:
     """Q^i at the local histories of time t.  # [P, K^i_t, |A^i|]"""
     num, others = _local_numerator(tree, t, agent, gain, act_t, path_t)
     den = (tree.local_matrix(t, agent) @ (others * tree.layers[t].probability[None]).T).T  # [P, K_t]
@@ -168,13 +179,14 @@ def _local_q_layer(tree: HistoryTree, t: int, agent: int, gain: np.ndarray, act_
         q = num / den[:, :, None]
     q[np.broadcast_to(den[:, :, None] <= 0, q.shape)] = np.nan
     hist = tree.local[agent]
-    legal = hist.legal[hist.offsets[t]:hist.offsets[t + 1]]
+    legal = hist.legal[hist.offsets[t] : hist.offsets[t + 1]]
     q[:, ~legal] = np.nan
     return q
 
 
-def _backward(tree: HistoryTree, act: list, path: list, responder: int | None = None
-              ) -> tuple[list[np.ndarray], np.ndarray | None]:
+def _backward(
+    tree: HistoryTree, act: list, path: list, responder: int | None = None
+) -> tuple[list[np.ndarray], np.ndarray | None]:
     """Backward pass; with ``responder`` = j, agent j's actions are replaced by a deterministic best
     response chosen layer by layer (ties -> lowest action index). Returns G and the responder's policy."""
     game = tree.game
@@ -201,8 +213,9 @@ def _backward(tree: HistoryTree, act: list, path: list, responder: int | None = 
     return gain, br
 
 
-def _best_response_layer(tree: HistoryTree, t: int, j: int, g: np.ndarray, act_t: list, path_t: list,
-                         br: np.ndarray) -> np.ndarray:
+def _best_response_layer(
+    tree: HistoryTree, t: int, j: int, g: np.ndarray, act_t: list, path_t: list, br: np.ndarray
+) -> np.ndarray:
     q = _local_q_layer(tree, t, j, g, act_t, path_t)
     hist = tree.local[j]
     lo, hi = hist.offsets[t], hist.offsets[t + 1]
@@ -249,8 +262,10 @@ def joint_action_values(tree: HistoryTree, policy: Policy) -> list[np.ndarray]:
     """Q_pi(tau_t, a) = E[return-to-go | tau_t, a] for every joint history node: a list over t of
     [N_t, A] (or [P, N_t, A] for a batch); NaN at illegal joint actions."""
     res, batched, _ = _run(tree, policy)
-    out = [np.where(layer.legal[None], g / layer.probability[None, :, None], np.nan)
-           for g, layer in zip(res.gain, tree.layers)]
+    out = [
+        np.where(layer.legal[None], g / layer.probability[None, :, None], np.nan)
+        for g, layer in zip(res.gain, tree.layers)
+    ]
     return out if batched else [q[0] for q in out]
 
 
@@ -259,8 +274,13 @@ def local_q_values(tree: HistoryTree, policy: Policy) -> tuple[np.ndarray, ...]:
     res, batched, _ = _run(tree, policy)
     out = []
     for i in range(tree.game.n_agents):
-        q = np.concatenate([_local_q_layer(tree, t, i, res.gain[t], res.act[t], res.path[t])
-                            for t in range(len(tree.layers))], axis=1)
+        q = np.concatenate(
+            [
+                _local_q_layer(tree, t, i, res.gain[t], res.act[t], res.path[t])
+                for t in range(len(tree.layers))
+            ],
+            axis=1,
+        )
         out.append(q if batched else q[0])
     return tuple(out)
 
@@ -278,12 +298,12 @@ def local_history_reach(tree: HistoryTree, policy: Policy) -> tuple[np.ndarray, 
     """P_pi(tau^i_t): the probability that agent i's local history at time t is tau^i (all agents' action
     probabilities and chance included); per agent [K_i] (or [P, K_i]). Sums to 1 within each t."""
     pols, batched = check_policy(tree, policy)
-    act, path = _forward(tree, pols)
+    _, path = _forward(tree, pols)
     out = []
     for i in range(tree.game.n_agents):
         parts = []
         for t, layer in enumerate(tree.layers):
-            reach = layer.probability[None] * np.prod([p for p in path[t]], axis=0)  # [P, N]
+            reach = layer.probability[None] * np.prod(list(path[t]), axis=0)  # [P, N]
             parts.append((tree.local_matrix(t, i) @ reach.T).T)
         r = np.concatenate(parts, axis=1)
         out.append(r if batched else r[0])
