@@ -10,7 +10,6 @@ on stderr naming the value; budget refusals (history nodes, policies, graph size
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 
 from ers_exact import __version__
@@ -19,14 +18,15 @@ from ers_exact.cli import options as o
 from ers_exact.cli import show as s
 from ers_exact.model.histories import HistoryBudgetError
 from ers_exact.model.optimal import PolicyBudgetError
-from ers_exact.util.cli import Command, run_cli
+from ers_exact.util.cli import Command, commands_markdown, run_cli
 from ers_exact.util.errors import InputError
-from ers_exact.util.options import options_markdown
 
 __all__ = ["COMMANDS", "DESCRIPTION", "USER_ERRORS", "main", "readme_tables"]
 
-DESCRIPTION = ("Exact analysis of expected-return symmetries in small Dec-POMDPs: histories, values, "
-               "Boltzmann fixed points, symmetry groups and zero-shot coordination.")
+DESCRIPTION = (
+    "Exact analysis of expected-return symmetries in small Dec-POMDPs: histories, values, "
+    "Boltzmann fixed points, symmetry groups and zero-shot coordination."
+)
 
 #: Exceptions that mean "bad input" (exit 2, one line): every error marked :class:`InputError` (invalid
 #: values, games, files, policies, and the budgets that refuse a too-large request), paths (``OSError``),
@@ -38,28 +38,79 @@ COMMANDS: tuple[Command, ...] = (
     Command("games", "list the built-in games", o.GamesOptions, c.run_games, s.show_games),
     Command("info", "sizes of a game and of its histories", o.InfoOptions, c.run_info),
     Command("value", "J and root Q values of a policy", o.ValueOptions, c.run_value),
-    Command("optimal", "exact optimal value over deterministic joint policies", o.OptimalOptions,
-            c.run_optimal, s.show_optimal),
-    Command("solve", "all Boltzmann fixed points found at a temperature alpha", o.SolveOptions, c.run_solve,
-            s.show_solve),
-    Command("sweep", "fixed points over a grid of temperatures, with bifurcations and a plot", o.SweepOptions,
-            c.run_sweep, s.show_sweep),
-    Command("symmetries", "Phi_MDP and Phi_ER at a temperature alpha", o.SymmetriesOptions, c.run_symmetries,
-            s.show_symmetries),
-    Command("atlas", "|Pi*_alpha|, |Phi_ER| and |Phi_MDP| over a grid of alphas", o.AtlasOptions, c.run_atlas,
-            s.show_atlas),
-    Command("census", "random small games: how often Phi_ER is strictly larger than Phi_MDP", o.CensusOptions,
-            c.run_census, s.show_census),
-    Command("zsc", "zero-shot coordination: SP, OP + Phi_MDP, OP + learned Phi_ER populations (Table 1)",
-            o.ZSCOptions, c.run_zsc, s.show_zsc),
-    Command("op", "the other-play optimum OP^Phi found, its J and its policy (Phi = Phi_MDP or {id})",
-            o.OPOptions, c.run_op, s.show_op),
-    Command("discover", "learn ER symmetries from a pool (Algorithms 1-3) with Table 2's group metrics",
-            o.DiscoverOptions, c.run_discover, s.show_discover),
-    Command("export-gambit", "write the game as a Gambit .efg file", o.ExportGambitOptions,
-            c.run_export_gambit),
-    Command("demo", "exact analysis of every built-in game, written as JSON", o.DemoOptions, c.run_demo,
-            s.show_demo),
+    Command(
+        "optimal",
+        "exact optimal value over deterministic joint policies",
+        o.OptimalOptions,
+        c.run_optimal,
+        s.show_optimal,
+    ),
+    Command(
+        "solve",
+        "all Boltzmann fixed points found at a temperature alpha",
+        o.SolveOptions,
+        c.run_solve,
+        s.show_solve,
+    ),
+    Command(
+        "sweep",
+        "fixed points over a grid of temperatures, with bifurcations and a plot",
+        o.SweepOptions,
+        c.run_sweep,
+        s.show_sweep,
+    ),
+    Command(
+        "symmetries",
+        "Phi_MDP and Phi_ER at a temperature alpha",
+        o.SymmetriesOptions,
+        c.run_symmetries,
+        s.show_symmetries,
+    ),
+    Command(
+        "atlas",
+        "|Pi*_alpha|, |Phi_ER| and |Phi_MDP| over a grid of alphas",
+        o.AtlasOptions,
+        c.run_atlas,
+        s.show_atlas,
+    ),
+    Command(
+        "census",
+        "random small games: how often Phi_ER is strictly larger than Phi_MDP",
+        o.CensusOptions,
+        c.run_census,
+        s.show_census,
+    ),
+    Command(
+        "zsc",
+        "zero-shot coordination: SP, OP + Phi_MDP, OP + learned Phi_ER populations (Table 1)",
+        o.ZSCOptions,
+        c.run_zsc,
+        s.show_zsc,
+    ),
+    Command(
+        "op",
+        "the other-play optimum OP^Phi found, its J and its policy (Phi = Phi_MDP or {id})",
+        o.OPOptions,
+        c.run_op,
+        s.show_op,
+    ),
+    Command(
+        "discover",
+        "learn ER symmetries from a pool (Algorithms 1-3) with Table 2's group metrics",
+        o.DiscoverOptions,
+        c.run_discover,
+        s.show_discover,
+    ),
+    Command(
+        "export-gambit", "write the game as a Gambit .efg file", o.ExportGambitOptions, c.run_export_gambit
+    ),
+    Command(
+        "demo",
+        "exact analysis of every built-in game, written as JSON",
+        o.DemoOptions,
+        c.run_demo,
+        s.show_demo,
+    ),
 )
 
 
@@ -70,11 +121,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def readme_tables() -> str:
     """Every command's options as markdown tables under ``#### ers-exact CMD`` headings (for the README)."""
-    parts = []
-    for cmd in COMMANDS:
-        parts.append(f"#### ers-exact {cmd.name}\n\n{cmd.help}.\n")
-        if dataclasses.fields(cmd.options):
-            parts.append(options_markdown(cmd.options) + "\n")
-        else:
-            parts.append("No options besides `--json`.\n")
-    return "\n".join(parts)
+    return commands_markdown("ers-exact", COMMANDS)

@@ -15,6 +15,7 @@ Anything else is a bug, never blamed on the user: exit 1 with one line asking fo
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -23,9 +24,9 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from ers_exact.util.errors import InputError
-from ers_exact.util.options import Options, add_options, from_namespace
+from ers_exact.util.options import Options, add_options, from_namespace, options_markdown
 
-__all__ = ["Command", "OneLineParser", "build_parser", "one_line", "run_cli"]
+__all__ = ["Command", "OneLineParser", "build_parser", "commands_markdown", "one_line", "run_cli"]
 
 USAGE_ERROR = 2
 INTERNAL_ERROR = 1
@@ -116,3 +117,15 @@ def _json_default(x: Any) -> Any:
     if hasattr(x, "to_json"):
         return x.to_json()
     return float(x)
+
+
+def commands_markdown(prog: str, commands: Sequence[Command]) -> str:
+    """Every command's options as markdown tables under ``#### PROG CMD`` headings (the README's tables)."""
+    parts = []
+    for cmd in commands:
+        parts.append(f"#### {prog} {cmd.name}\n\n{cmd.help}.\n")
+        if dataclasses.fields(cmd.options):
+            parts.append(options_markdown(cmd.options) + "\n")
+        else:
+            parts.append("No options besides `--json`.\n")
+    return "\n".join(parts)
