@@ -27,8 +27,17 @@ from ers_deep.bench import overcooked_v2 as bench_overcooked
 from ers_deep.envs.hanabi.config import PRESET_ALIASES, PRESETS, HanabiConfig
 from ers_deep.envs.overcooked_v2.layouts import LAYOUT_STRINGS
 from ers_exact.util.cli import Command, run_cli
-from ers_exact.util.options import (Options, UsageError, at_least, between, one_of, option, output_folder,
-                                    positive)
+from ers_exact.util.options import (
+    Options,
+    UsageError,
+    at_least,
+    between,
+    non_negative,
+    one_of,
+    option,
+    output_folder,
+    positive,
+)
 
 __all__ = ["COMMANDS", "CrossplayOptions", "EnvBenchOptions", "TrainSPOptions", "main", "run_crossplay",
            "run_env_bench", "run_train_sp"]
@@ -170,8 +179,7 @@ class TrainSPOptions(Options):
     resume: str | None = option(None, help="continue the interrupted pool in this folder from its last "
                                            "checkpoint", metavar="POOL")
     alpha: float | None = option(None, help="temperature = entropy coefficient (default: the env's paper value)",
-                                 check=lambda v: None if v >= 0 and v == v and v != float("inf")
-                                 else "must be a finite number >= 0")
+                                 check=non_negative)
     total_steps: int | None = option(None, help="env steps per seed (default: the paper's)", check=at_least(1))
     num_envs: int | None = option(None, help="games per seed (default: the paper's)", check=at_least(1))
     num_steps: int | None = option(None, help="steps per game per update (default: the paper's)",

@@ -48,6 +48,7 @@ class NetConfig:
     kind: NetKind = "mlp"
     hidden: int = 512
     tabular_init: float = 1.0  # tabular: gain of the random initial logits (0: uniform policy)
+    conv: int = 128  # cnn-gru: width of the two wide 1x1 convolutions (the official 128; smaller for CPU runs)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -104,12 +105,12 @@ class FeedForward(ActorCritic):
 class RecurrentCNN(ActorCritic):
     """The official Overcooked V2 net (``"cnn-gru"``); observations [.., V, V, C] (channels last)."""
 
-    def __init__(self, seeds: Sequence[int], obs_shape: tuple[int, ...], num_actions: int, hidden: int = 128
-                 ) -> None:
+    def __init__(self, seeds: Sequence[int], obs_shape: tuple[int, ...], num_actions: int, hidden: int = 128,
+                 conv: int = 128) -> None:
         super().__init__(seeds, obs_shape, num_actions)
         g = self.generators()
         V1, V2, C = obs_shape
-        widths = [(C, 128, 1), (128, 128, 1), (128, 8, 1), (8, 16, 3), (16, 32, 3), (32, 32, 3)]
+        widths = [(C, conv, 1), (conv, conv, 1), (conv, 8, 1), (8, 16, 3), (16, 32, 3), (32, 32, 3)]
         self.convs = nn.ModuleList(SConv2d(i, o, k, g) for i, o, k in widths)
         self.dense = SLinear(32 * V1 * V2, hidden, g)
         self.norm = SLayerNorm(hidden, len(self.seeds))
@@ -164,4 +165,6 @@ def build_net(config: NetConfig, seeds: Sequence[int], obs_shape: tuple[int, ...
     """The network of ``config.kind`` for S = len(seeds) seeds (slice s initialised from seed ``seeds[s]``)."""
     if config.kind == "tabular":
         return TabularActorCritic(seeds, obs_shape, num_actions, init=config.tabular_init)
+    if config.kind == "cnn-gru":
+        return RecurrentCNN(seeds, obs_shape, num_actions, hidden=config.hidden, conv=config.conv)
     return NETS[config.kind](seeds, obs_shape, num_actions, hidden=config.hidden)
