@@ -188,6 +188,11 @@ class TrainSPOptions(Options):
     lr: float | None = option(None, help="Adam learning rate (default: the paper's)", check=positive)
     hidden: int | None = option(None, help="network width (default: the paper's: 512 Hanabi, 128 Overcooked)",
                                 check=at_least(1))
+    conv: int | None = option(None, help="Overcooked V2: width of the wide 1x1 convolutions (default 128)",
+                              check=at_least(1))
+    shaped_horizon: int | None = option(None, help="Overcooked V2: env steps over which the shaped reward anneals "
+                                                   "1 -> 0 (0: never; default: the paper's 1.5e7)",
+                                        check=at_least(0))
     preset: str = option("Hanabi-Full", help="Hanabi: HLE preset", check=one_of(_PRESET_NAMES))
     layout: str = option("grounded_coord_simple", help="Overcooked V2 layout", check=one_of(sorted(LAYOUT_STRINGS)))
     advantage: Literal["gae", "exact"] = option("gae", help="tabular: exact = all-actions gradient with "
@@ -216,9 +221,12 @@ class TrainSPOptions(Options):
                            ("num_steps", "num_steps"), ("minibatches", "minibatches"), ("lr", "lr")):
             if getattr(self, field) is not None:
                 over[key] = getattr(self, field)
+        if self.shaped_horizon is not None:
+            over["shaped_reward_horizon"] = self.shaped_horizon
         base = paper_config(self.env)
-        if self.hidden is not None:
-            over["net"] = NetConfig(kind=base.net.kind, hidden=self.hidden)
+        if self.hidden is not None or self.conv is not None:
+            over["net"] = NetConfig(kind=base.net.kind, hidden=self.hidden or base.net.hidden,
+                                    conv=self.conv or base.net.conv)
         return paper_config(self.env, **over)
 
 
@@ -285,7 +293,8 @@ def run_crossplay(opts: CrossplayOptions) -> dict[str, Any]:
     b = load_pool(opts.pool_b) if opts.pool_b else None
     out = Path(opts.out) if opts.out else a.path / "crossplay"
     out.mkdir(parents=True, exist_ok=True)
-    rows, sym_matrices = [], {}
+    rows: list[Any] = []
+    sym_matrices: dict[str, dict[str, Any]] = {}
     for pool in ([a] if b is None else [a, b]):
         if opts.no_mdp:
             m = crossplay_matrix(pool.policies, pool.policies, opts.games, greedy=opts.greedy, seed=opts.seed)
@@ -299,7 +308,7 @@ def run_crossplay(opts: CrossplayOptions) -> dict[str, Any]:
                                                    seed=opts.seed)
         rows += list(report.rows)
         sym_matrices[pool.name] = {"plain": plain, "mdp": sym}
-    matrix = (sym_matrices[a.name]["plain"] if b is None else
+    matrix: dict[str, Any] = (sym_matrices[a.name]["plain"] if b is None else
               crossplay_matrix(a.policies, b.policies, opts.games, greedy=opts.greedy, seed=opts.seed))
     report = ZSCReport(a.info["env"], tuple(rows), config={"games_per_seat_order": opts.games, "greedy": opts.greedy,
                                                            "seed": opts.seed, "source": "ers-deep crossplay"})

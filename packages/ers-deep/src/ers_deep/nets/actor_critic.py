@@ -167,4 +167,4 @@ def build_net(config: NetConfig, seeds: Sequence[int], obs_shape: tuple[int, ...
         return TabularActorCritic(seeds, obs_shape, num_actions, init=config.tabular_init)
     if config.kind == "cnn-gru":
         return RecurrentCNN(seeds, obs_shape, num_actions, hidden=config.hidden, conv=config.conv)
-    return NETS[config.kind](seeds, obs_shape, num_actions, hidden=config.hidden)
+    return FeedForward(seeds, obs_shape, num_actions, hidden=config.hidden)

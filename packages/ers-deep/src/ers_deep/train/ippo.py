@@ -125,7 +125,8 @@ class Learner:
         self.net.to(self.env.device)
         self.optimizer = torch.optim.Adam(self.net.parameters(), lr=cfg.lr, eps=cfg.adam_eps)
         self.generator = torch.Generator(device=self.env.device).manual_seed(10_007 * cfg.seeds[0] + 1)
-        self.gamma = cfg.gamma if cfg.gamma is not None else float(self.env.game.discount)
+        game = getattr(self.env, "game", None)  # a tabular env's ers-exact game: its own discount
+        self.gamma: float = cfg.gamma if cfg.gamma is not None else float(game.discount if game else 0.99)
         self.update = 0
         self.env_steps = 0  # per seed
         dev = self.env.device
@@ -303,8 +304,8 @@ class Learner:
         state: dict[int, dict[str, Tensor]] = {}
         for k, v in tensors.items():
             if k.startswith("opt/"):
-                _, i, name = k.split("/")
-                state.setdefault(int(i), {})[name] = v.to(dev) if name != "step" else v
+                _, index, name = k.split("/")
+                state.setdefault(int(index), {})[name] = v.to(dev) if name != "step" else v
         self.optimizer.state.clear()
         for i, st in state.items():
             self.optimizer.state[params[i]] = st
