@@ -1,4 +1,5 @@
-"""The README's examples run as written (its Python block), so the documentation cannot drift from the code."""
+"""The READMEs' examples run as written (their Python blocks) and the option tables are generated, so the
+documentation cannot drift from the code."""
 
 from __future__ import annotations
 
@@ -8,10 +9,15 @@ from pathlib import Path
 import pytest
 
 README = Path(__file__).resolve().parents[1] / "README.md"
+DEEP_README = README.parent / "packages" / "ers-deep" / "README.md"
 
 
 def _python_blocks() -> list[str]:
-    return re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+    return [
+        b
+        for path in (README, DEEP_README)
+        for b in re.findall(r"```python\n(.*?)```", path.read_text(), flags=re.S)
+    ]
 
 
 def test_readme_has_a_python_example() -> None:
@@ -26,3 +32,15 @@ def test_readme_python_block_runs(index: int) -> None:
     if "self_play_optimum(tree).value" in code:  # the block states J* of Dec-Tiger H=3 in a comment
         value = eval("self_play_optimum(tree).value", namespace)
         assert value == pytest.approx(5.1908125, abs=1e-6)
+
+
+def test_readme_lists_every_option_of_every_command() -> None:
+    """The option tables in the README are exactly what the options classes generate (`make readme`)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("sync_readme", README.parent / "scripts" / "sync_readme.py")
+    assert spec is not None and spec.loader is not None
+    sync_readme = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sync_readme)
+    text = README.read_text()
+    assert sync_readme.sync(text) == text, "README option tables are stale: run `make readme`"
