@@ -161,13 +161,13 @@ def _declare(names: tuple[str, ...], prefix: str) -> tuple[str, tuple[str, ...]]
         kept.append(n if ok else None)
         if ok:
             taken.add(n)
-    result = []
-    for i, n in enumerate(kept):
-        if n is None:
-            n, k = f"{prefix}{i}", 0
-            while n in taken:
+    result: list[str] = []
+    for i, name in enumerate(kept):
+        if name is None:
+            name, k = f"{prefix}{i}", 0
+            while name in taken:
                 k += 1
-                n = f"{prefix}{i}_{k}"
-            taken.add(n)
-        result.append(n)
+                name = f"{prefix}{i}_{k}"
+            taken.add(name)
+        result.append(name)
     return " ".join(result), tuple(result)

@@ -207,7 +207,7 @@ def _backward(
         else:
             g = np.broadcast_to(g, (act[t][0].shape[0],) + g.shape[1:])
         gain[t] = g
-        if responder is not None:
+        if responder is not None and br is not None:
             act[t][responder] = _best_response_layer(tree, t, responder, g, act[t], path[t], br)
         value_next = (_joint_probs(tree, act[t]) * g).sum(axis=2)
     return gain, br
@@ -230,7 +230,9 @@ def _best_response_layer(
     return table[:, tree.layers[t].local[:, j] - lo]
 
 
-def _run(tree: HistoryTree, policy: Policy, responder: int | None = None):
+def _run(
+    tree: HistoryTree, policy: Policy, responder: int | None = None
+) -> tuple[_Pass, bool, np.ndarray | None]:
     pols, batched = check_policy(tree, policy)
     act, path = _forward(tree, pols)
     gain, br = _backward(tree, act, path, responder)
