@@ -57,7 +57,7 @@ def test_three_lever_unique_point_is_found_by_both(alpha: float) -> None:
     tree = enumerate_histories(get_game("three-lever"))
     fs = solve_fixed_points(tree, alpha)
     assert len(fs.points) == 1 and fs.points[0].method.startswith("multistart+continuation")
-    assert fs.points[0].branch == 0 and fs.points[0].J == pytest.approx(2 / 3, abs=1e-12)
+    assert fs.points[0].branch == 0 and pytest.approx(2 / 3, abs=1e-12) == fs.points[0].J
 
 
 def test_three_lever_branch_points_are_certified_fixed_points_that_newton_keeps() -> None:
@@ -71,8 +71,9 @@ def test_three_lever_branch_points_are_certified_fixed_points_that_newton_keeps(
     assert len(cont.points) > 3
     ys = np.array(cont.points)
     warm = ys + np.random.default_rng(0).normal(0.0, 1e-3, size=ys.shape)
-    fs = solve_fixed_points(tree, 0.25, SolverConfig(n_starts=0, optimum_start=False, damped_steps=0),
-                            warm_starts=warm)
+    fs = solve_fixed_points(
+        tree, 0.25, SolverConfig(n_starts=0, optimum_start=False, damped_steps=0), warm_starts=warm
+    )
     for y in cont.points:
         hit = [p for p in fs.points if policy_distance(coords, p.y, y) < 1e-8]
         assert hit and "multistart" in hit[0].method and "continuation" in hit[0].method
@@ -81,8 +82,15 @@ def test_three_lever_branch_points_are_certified_fixed_points_that_newton_keeps(
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3, 4])
 def test_random_games_continuation_points_are_found_by_multistart(seed: int) -> None:
-    game = random_game(np.random.default_rng(seed), n_agents=2, n_states=2, n_actions=2, n_observations=2,
-                       horizon=2, reward_kind="float")
+    game = random_game(
+        np.random.default_rng(seed),
+        n_agents=2,
+        n_states=2,
+        n_actions=2,
+        n_observations=2,
+        horizon=2,
+        reward_kind="float",
+    )
     tree = enumerate_histories(game)
     coords = LogitCoordinates(tree)
     for alpha in (1.0, 0.3):
@@ -93,9 +101,12 @@ def test_random_games_continuation_points_are_found_by_multistart(seed: int) -> 
             assert min(policy_distance(coords, y, p.y) for p in multi.points) < 1e-8
 
 
-GAMBIT_CASES = [pytest.param("dectiger", 2, id="dectiger-H2"),
-                pytest.param("dectiger", 3, id="dectiger-H3", marks=pytest.mark.slow),  # Gambit: 5-20 s
-                pytest.param("three-lever", None, id="three-lever"), pytest.param("handshake", None, id="handshake")]
+GAMBIT_CASES = [
+    pytest.param("dectiger", 2, id="dectiger-H2"),
+    pytest.param("dectiger", 3, id="dectiger-H3", marks=pytest.mark.slow),  # Gambit: 5-20 s
+    pytest.param("three-lever", None, id="three-lever"),
+    pytest.param("handshake", None, id="handshake"),
+]
 
 
 @pytest.mark.parametrize("alpha", [1.0, 0.5, 0.25])

@@ -22,7 +22,9 @@ def reference_map(coords: LogitCoordinates, y: np.ndarray, alpha: float) -> np.n
     return coords.gaps(local_q_values(coords.tree, coords.to_policy(y)), alpha)
 
 
-def central_differences(coords: LogitCoordinates, y: np.ndarray, alpha: float, step: float = 1e-6) -> np.ndarray:
+def central_differences(
+    coords: LogitCoordinates, y: np.ndarray, alpha: float, step: float = 1e-6
+) -> np.ndarray:
     D = y.shape[0]
     probes = np.concatenate([y + step * np.eye(D), y - step * np.eye(D)])
     vals = reference_map(coords, probes, alpha)
@@ -30,8 +32,12 @@ def central_differences(coords: LogitCoordinates, y: np.ndarray, alpha: float, s
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(spec=game_specs(max_nodes=300), seed=st.integers(0, 2**32 - 1),
-       alpha=st.sampled_from([0.3, 1.0, 2.5]), scale=st.sampled_from([0.5, 2.0]))
+@given(
+    spec=game_specs(max_nodes=300),
+    seed=st.integers(0, 2**32 - 1),
+    alpha=st.sampled_from([0.3, 1.0, 2.5]),
+    scale=st.sampled_from([0.5, 2.0]),
+)
 def test_exact_jacobian_matches_central_differences(spec, seed: int, alpha: float, scale: float) -> None:
     tree = enumerate_histories(spec.build())
     coords = LogitCoordinates(tree)

@@ -24,8 +24,12 @@ from hypothesis import strategies as st
 
 from ers_exact.solve.interval import IDual, Interval
 
-SETTINGS = settings(max_examples=300, deadline=None, derandomize=True,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+SETTINGS = settings(
+    max_examples=300,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 N_VARS = 3
 PREC = 400  # bits for the "exact" evaluation; doubles carry 53
 
@@ -166,8 +170,11 @@ def test_interval_evaluation_encloses_float_and_exact_values(expr, box, fracs) -
 
 
 @SETTINGS
-@given(a=st.tuples(bounds, bounds).map(sorted), b=st.tuples(bounds, bounds).map(sorted),
-       op=st.sampled_from(["add", "sub", "mul", "div"]))
+@given(
+    a=st.tuples(bounds, bounds).map(sorted),
+    b=st.tuples(bounds, bounds).map(sorted),
+    op=st.sampled_from(["add", "sub", "mul", "div"]),
+)
 def test_binary_operations_enclose_every_corner_combination(a, b, op) -> None:
     """[a] op [b] holds the exact (rational) x op y for all corners x of [a] and y of [b]."""
     assume(op != "div" or not (b[0] <= 0 <= b[1]))
@@ -192,14 +199,17 @@ def test_tenth_plus_fifth_encloses_three_tenths() -> None:
     assert s.lo < 0.1 + 0.2 < s.hi  # the rounded double sum too: rounding went outward on both ends
 
 
-@pytest.mark.parametrize("result, exact", [
-    pytest.param(lambda: Interval(1.0) / Interval(3.0), Fraction(1, 3), id="one-third"),
-    pytest.param(lambda: 1.0 / Interval(3.0), Fraction(1, 3), id="one-third-reflected"),
-    pytest.param(lambda: Interval(0.1) * 3, Fraction(0.1) * 3, id="tenth-times-three"),
-    pytest.param(lambda: 1.0 - Interval(1e-17), 1 - Fraction(1e-17), id="one-minus-tiny"),
-    pytest.param(lambda: Interval(2.0) - 1e-17, 2 - Fraction(1e-17), id="two-minus-tiny"),
-    pytest.param(lambda: -Interval(0.1) + 0.3, Fraction(0.3) - Fraction(0.1), id="neg-then-add"),
-])
+@pytest.mark.parametrize(
+    "result, exact",
+    [
+        pytest.param(lambda: Interval(1.0) / Interval(3.0), Fraction(1, 3), id="one-third"),
+        pytest.param(lambda: 1.0 / Interval(3.0), Fraction(1, 3), id="one-third-reflected"),
+        pytest.param(lambda: Interval(0.1) * 3, Fraction(0.1) * 3, id="tenth-times-three"),
+        pytest.param(lambda: 1.0 - Interval(1e-17), 1 - Fraction(1e-17), id="one-minus-tiny"),
+        pytest.param(lambda: Interval(2.0) - 1e-17, 2 - Fraction(1e-17), id="two-minus-tiny"),
+        pytest.param(lambda: -Interval(0.1) + 0.3, Fraction(0.3) - Fraction(0.1), id="neg-then-add"),
+    ],
+)
 def test_single_operations_enclose_the_exact_rational(result, exact) -> None:
     iv = result()
     assert iv.lo <= exact <= iv.hi and iv.lo < iv.hi

@@ -28,15 +28,19 @@ def dectiger3():
 @pytest.mark.parametrize("starts", [1, 4])
 def test_solve_dectiger_h3_low_temperature_with_few_starts_does_not_crash(capsys, starts: int) -> None:
     """Issue 12: `ers-exact solve dectiger --horizon 3 --alpha 0.25 --starts 1|4` crashed after 80-100 s."""
-    assert main(["solve", "dectiger", "--horizon", "3", "--alpha", "0.25", "--starts", str(starts), "--json"]) == 0
+    assert (
+        main(["solve", "dectiger", "--horizon", "3", "--alpha", "0.25", "--starts", str(starts), "--json"])
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert out["J_star"] == pytest.approx(DECTIGER_H3_OPTIMUM, abs=1e-6)
     assert all(p["residual"] < 1e-10 for p in out["fixed_points"])
 
 
 def test_no_converged_start_gives_an_empty_list_not_a_crash(dectiger3) -> None:
-    cfg = SolverConfig(n_starts=1, damped_steps=0, newton_steps=0, continuation=False, optimum_start=False,
-                       certify=False)
+    cfg = SolverConfig(
+        n_starts=1, damped_steps=0, newton_steps=0, continuation=False, optimum_start=False, certify=False
+    )
     fs = solve_fixed_points(dectiger3, 0.25, cfg)
     assert fs.converged_starts == 0 and fs.points == ()
     assert np.isnan(fs.J_star) and fs.to_json()["n_fixed_points"] == 0
@@ -54,8 +58,11 @@ def test_a_small_budget_chunks_and_gives_the_same_points(dectiger3) -> None:
     big = solve_fixed_points(dectiger3, 1.0, cfg)
     per = LogitCoordinates(dectiger3).derivatives.bytes_per_policy(jacobian=True)
     assert per * 8 < cfg.memory_budget_bytes
-    small = solve_fixed_points(dectiger3, 1.0, SolverConfig(n_starts=8, continuation=False, certify=False,
-                                                            memory_budget_bytes=3 * per))
+    small = solve_fixed_points(
+        dectiger3,
+        1.0,
+        SolverConfig(n_starts=8, continuation=False, certify=False, memory_budget_bytes=3 * per),
+    )
     assert [p.J for p in small.points] == pytest.approx([p.J for p in big.points], abs=1e-10)
 
 

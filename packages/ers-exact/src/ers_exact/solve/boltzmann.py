@@ -18,6 +18,7 @@ and one backward pass, chunked under ``memory_budget`` bytes); central differenc
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -25,7 +26,12 @@ import numpy as np
 
 from ers_exact.model.histories import HistoryTree
 from ers_exact.model.values import Policy, check_policy, local_q_values
-from ers_exact.solve.derivatives import DEFAULT_MEMORY_BUDGET, LogitDerivatives, LogitEvaluation, coordinate_index
+from ers_exact.solve.derivatives import (
+    DEFAULT_MEMORY_BUDGET,
+    LogitDerivatives,
+    LogitEvaluation,
+    coordinate_index,
+)
 
 __all__ = ["LogitCoordinates", "boltzmann_map", "boltzmann_residual", "logit_bound", "softmax_policy"]
 
@@ -93,7 +99,7 @@ class LogitCoordinates:
     def slices(self) -> list[slice]:
         """Where each agent's coordinates sit in y."""
         bounds = np.cumsum([0] + [len(k) for k, _, _ in self._index])
-        return [slice(int(lo), int(hi)) for lo, hi in zip(bounds[:-1], bounds[1:])]
+        return [slice(int(lo), int(hi)) for lo, hi in itertools.pairwise(bounds)]
 
     @cached_property
     def labels(self) -> list[tuple[int, int, int]]:
@@ -122,8 +128,9 @@ class LogitCoordinates:
 
     def gaps(self, q: tuple[np.ndarray, ...], alpha: float) -> np.ndarray:
         """(Q(tau, a) - Q(tau, r(tau))) / alpha at every coordinate.  # [P, D]"""
-        return np.concatenate([(qi[:, k, a] - qi[:, k, r]) / alpha for qi, (k, a, r) in zip(q, self._index)],
-                              axis=1)
+        return np.concatenate(
+            [(qi[:, k, a] - qi[:, k, r]) / alpha for qi, (k, a, r) in zip(q, self._index)], axis=1
+        )
 
     def logit_map(self, y: np.ndarray, alpha: float) -> np.ndarray:
         """M(y) for a batch y [P, D]."""

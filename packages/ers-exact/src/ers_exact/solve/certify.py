@@ -14,8 +14,9 @@ dimension (coordinates left wide after contracting Y <- Y n M(Y)) is at most ``m
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -41,14 +42,35 @@ def _build_structure(tree: HistoryTree) -> dict[str, Any]:
     game = tree.game
     S, A = game.n_states, game.n_joint_actions
     T, U, R = game.transition, game.observation, game.reward
-    er = [[sum((Interval(T[s, a, s2]) * Interval(R[s, a, s2]) for s2 in range(S) if T[s, a, s2] != 0),
-               Interval(0.0)) for a in range(A)] for s in range(S)]
+    er = [
+        [
+            sum(
+                (Interval(T[s, a, s2]) * Interval(R[s, a, s2]) for s2 in range(S) if T[s, a, s2] != 0),
+                Interval(0.0),
+            )
+            for a in range(A)
+        ]
+        for s in range(S)
+    ]
     weights = [[[Interval(float(b)) for b in game.initial_belief]]]
     for t in range(1, len(tree.layers)):
         layer, prev = tree.layers[t], weights[-1]
-        weights.append([[sum((prev[p][s] * Interval(T[s, a, s2]) * Interval(U[a, s2, o])
-                              for s in range(S) if T[s, a, s2] != 0), Interval(0.0)) for s2 in range(S)]
-                        for p, a, o in zip(layer.parent, layer.action, layer.observation)])
+        weights.append(
+            [
+                [
+                    sum(
+                        (
+                            prev[p][s] * Interval(T[s, a, s2]) * Interval(U[a, s2, o])
+                            for s in range(S)
+                            if T[s, a, s2] != 0
+                        ),
+                        Interval(0.0),
+                    )
+                    for s2 in range(S)
+                ]
+                for p, a, o in zip(layer.parent, layer.action, layer.observation)
+            ]
+        )
     children: list[dict[tuple[int, int], list[int]]] = []
     for t in range(len(tree.layers)):
         kids: dict[tuple[int, int], list[int]] = {}
@@ -57,8 +79,10 @@ def _build_structure(tree: HistoryTree) -> dict[str, Any]:
             for c, (p, a) in enumerate(zip(nxt.parent, nxt.action)):
                 kids.setdefault((int(p), int(a)), []).append(c)
         children.append(kids)
-    rewards = [[[sum((w[s] * er[s][a] for s in range(S)), Interval(0.0)) for a in range(A)] for w in layer_w]
-               for layer_w in weights]
+    rewards = [
+        [[sum((w[s] * er[s][a] for s in range(S)), Interval(0.0)) for a in range(A)] for w in layer_w]
+        for layer_w in weights
+    ]
     prob = [[sum(w, Interval(0.0)) for w in layer_w] for layer_w in weights]
     return {"rewards": rewards, "prob": prob, "children": children}
 
@@ -70,20 +94,31 @@ def interval_logit_map(coords: LogitCoordinates, ys: list[Any], alpha: float) ->
     n, ja_table = game.n_agents, game.joint_actions
     # pi^i(a | tau) = 1 / sum_b exp(z_b - z_a), z = logits with the reference action at 0
     logits: list[dict[int, dict[int, Any]]] = []
-    for i, hist in enumerate(tree.local):
+    for hist in tree.local:
         z = {int(k): {int(a): 0.0 for a in np.flatnonzero(hist.legal[k])} for k in range(len(hist))}
         logits.append(z)
     for idx, (i, k, a) in enumerate(coords.labels):
         logits[i][k][a] = ys[idx]
     pol: list[dict[int, dict[int, Any]]] = []
     for z_i in logits:
-        pol.append({k: {a: 1.0 / sum((_exp(zb - za) if b != a else 1.0) for b, zb in zk.items())
-                        for a, za in zk.items()} for k, zk in z_i.items()})
+        pol.append(
+            {
+                k: {
+                    a: 1.0 / sum((_exp(zb - za) if b != a else 1.0) for b, zb in zk.items())
+                    for a, za in zk.items()
+                }
+                for k, zk in z_i.items()
+            }
+        )
     path = [[[1.0] * n]]
     for t in range(1, len(tree.layers)):
         layer, prev = tree.layers[t], tree.layers[t - 1]
-        path.append([[path[-1][p][i] * pol[i][int(prev.local[p, i])][int(ja_table[a, i])] for i in range(n)]
-                     for p, a in zip(layer.parent, layer.action)])
+        path.append(
+            [
+                [path[-1][p][i] * pol[i][int(prev.local[p, i])][int(ja_table[a, i])] for i in range(n)]
+                for p, a in zip(layer.parent, layer.action)
+            ]
+        )
     gain: list[list[dict[int, Any]]] = [None] * len(tree.layers)  # type: ignore[list-item]
     value_next: list[Any] = []
     for t in reversed(range(len(tree.layers))):
@@ -91,8 +126,10 @@ def interval_logit_map(coords: LogitCoordinates, ys: list[Any], alpha: float) ->
         g_t, v_t = [], []
         for node in range(len(layer)):
             g_n, v_n = {}, 0.0
-            for a in np.flatnonzero(layer.legal[node]):
-                g = st["rewards"][t][node][a] + game.discount * sum((value_next[c] for c in kids.get((node, a), [])), 0.0)
+            for a in map(int, np.flatnonzero(layer.legal[node])):
+                g = st["rewards"][t][node][a] + game.discount * sum(
+                    (value_next[c] for c in kids.get((node, a), [])), 0.0
+                )
                 g_n[int(a)] = g
                 p = 1.0
                 for i in range(n):
@@ -104,13 +141,15 @@ def interval_logit_map(coords: LogitCoordinates, ys: list[Any], alpha: float) ->
     return [_gap(tree, pol, path, gain, st, i, k, a, alpha) for i, k, a in coords.labels]
 
 
-def _gap(tree, pol, path, gain, st, i: int, k: int, a: int, alpha: float) -> Any:
+def _gap(
+    tree: HistoryTree, pol: Any, path: Any, gain: Any, st: Any, i: int, k: int, a: int, alpha: float
+) -> Any:
     """(Q^i(tau, a) - Q^i(tau, ref)) / alpha, as num / den over the joint nodes projecting on tau."""
     game, hist = tree.game, tree.local[i]
     t = int(hist.time[k])
     layer = tree.layers[t]
     ref = int(np.argmax(hist.legal[k]))
-    stride = int(np.prod(game.n_actions[i + 1:]))
+    stride = int(np.prod(game.n_actions[i + 1 :]))
     num, den, hull = 0.0, 0.0, None
     for node in np.flatnonzero(layer.local[:, i] == k):
         others = 1.0
@@ -155,15 +194,18 @@ def _fmat_ivec(C: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarra
     return rlo - margin, rhi + margin
 
 
-def _imat_ivec(alo, ahi, vlo, vhi) -> tuple[np.ndarray, np.ndarray]:
+def _imat_ivec(
+    alo: np.ndarray, ahi: np.ndarray, vlo: np.ndarray, vhi: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     prods = np.stack([alo * vlo, alo * vhi, ahi * vlo, ahi * vhi])
     lo, hi = prods.min(axis=0).sum(axis=1), prods.max(axis=0).sum(axis=1)
     margin = 4 * (alo.shape[1] + 2) * _EPS * np.abs(prods).max(axis=0).sum(axis=1) + 1e-300
     return lo - margin, hi + margin
 
 
-def _enclosures_scalar(coords: LogitCoordinates, lo: np.ndarray, hi: np.ndarray, c: np.ndarray, alpha: float
-                       ) -> tuple[np.ndarray, ...]:
+def _enclosures_scalar(
+    coords: LogitCoordinates, lo: np.ndarray, hi: np.ndarray, c: np.ndarray, alpha: float
+) -> tuple[np.ndarray, ...]:
     """DM(Y) and M(c) enclosures by the plain scalar re-evaluation (IDual; hull of per-node gaps)."""
     D = len(lo)
     duals = [IDual(Interval(l, h), {j: Interval(1.0)}) for j, (l, h) in enumerate(zip(lo, hi))]
@@ -176,8 +218,9 @@ def _enclosures_scalar(coords: LogitCoordinates, lo: np.ndarray, hi: np.ndarray,
     return jlo, jhi, mlo, mhi
 
 
-def _enclosures_vectorised(coords: LogitCoordinates, lo: np.ndarray, hi: np.ndarray, c: np.ndarray,
-                           alpha: float) -> tuple[np.ndarray, ...]:
+def _enclosures_vectorised(
+    coords: LogitCoordinates, lo: np.ndarray, hi: np.ndarray, c: np.ndarray, alpha: float
+) -> tuple[np.ndarray, ...]:
     """DM(Y) and M(c) enclosures by the exact-derivative evaluator run on interval arrays
     (:meth:`~ers_exact.solve.derivatives.LogitDerivatives.enclose`): any dimension, for small boxes."""
     der = coords.derivatives
@@ -187,8 +230,9 @@ def _enclosures_vectorised(coords: LogitCoordinates, lo: np.ndarray, hi: np.ndar
     return dm.lo[:, :, 0], dm.hi[:, :, 0], mc.lo[:, 0], mc.hi[:, 0]
 
 
-def krawczyk(coords: LogitCoordinates, lo: np.ndarray, hi: np.ndarray, alpha: float, method: str = "scalar"
-             ) -> tuple[str, np.ndarray, np.ndarray]:
+def krawczyk(
+    coords: LogitCoordinates, lo: np.ndarray, hi: np.ndarray, alpha: float, method: str = "scalar"
+) -> tuple[str, np.ndarray, np.ndarray]:
     """One Krawczyk test on the box [lo, hi]: 'unique', 'none' or 'unknown', and K(Y).
 
     ``method``: 'scalar' (the plain re-evaluation; tighter on wide boxes, slow beyond a few dozen
@@ -202,8 +246,12 @@ def krawczyk(coords: LogitCoordinates, lo: np.ndarray, hi: np.ndarray, alpha: fl
         jlo, jhi, mlo, mhi = _enclosures_vectorised(coords, lo, hi, c, alpha)
     else:
         raise ValueError(f"unknown Krawczyk method {method!r}: use 'scalar' or 'vectorised'")
-    if not (np.all(np.isfinite(jlo)) and np.all(np.isfinite(jhi)) and np.all(np.isfinite(mlo))
-            and np.all(np.isfinite(mhi))):
+    if not (
+        np.all(np.isfinite(jlo))
+        and np.all(np.isfinite(jhi))
+        and np.all(np.isfinite(mlo))
+        and np.all(np.isfinite(mhi))
+    ):
         return "unknown", lo, hi
     eye = np.eye(D)
     glo, ghi = eye - jhi, eye - jlo  # Dg(Y) = I - DM(Y)
@@ -228,14 +276,22 @@ def krawczyk(coords: LogitCoordinates, lo: np.ndarray, hi: np.ndarray, alpha: fl
     return "unknown", klo, khi
 
 
-def certify_point(coords: LogitCoordinates, y: np.ndarray, alpha: float,
-                  radii: tuple[float, ...] = (1e-8, 1e-6, 1e-4), method: str = "auto") -> bool:
+def certify_point(
+    coords: LogitCoordinates,
+    y: np.ndarray,
+    alpha: float,
+    radii: tuple[float, ...] = (1e-8, 1e-6, 1e-4),
+    method: str = "auto",
+) -> bool:
     """True when some box y +- r (r in ``radii``) provably holds exactly one fixed point.
 
     ``method`` 'auto' runs the vectorised Krawczyk test first and the scalar one (up to 64 coordinates)
     where the first cannot decide."""
-    methods = {"auto": ["vectorised"] + (["scalar"] if coords.dim <= 64 else []),
-               "scalar": ["scalar"], "vectorised": ["vectorised"]}[method]
+    methods = {
+        "auto": ["vectorised"] + (["scalar"] if coords.dim <= 64 else []),
+        "scalar": ["scalar"],
+        "vectorised": ["vectorised"],
+    }[method]
     for m in methods:
         for r in radii:
             rad = r * np.maximum(1.0, np.abs(y))
@@ -256,7 +312,9 @@ class SearchResult:
     note: str
 
 
-def _contract(coords: LogitCoordinates, lo: np.ndarray, hi: np.ndarray, alpha: float, rounds: int = 8):
+def _contract(
+    coords: LogitCoordinates, lo: np.ndarray, hi: np.ndarray, alpha: float, rounds: int = 8
+) -> tuple[np.ndarray, np.ndarray] | None:
     """Y <- Y n M(Y) until it stops shrinking; None when empty."""
     for _ in range(rounds):
         mlo, mhi = _bounds(interval_logit_map(coords, [Interval(l, h) for l, h in zip(lo, hi)], alpha))
@@ -270,9 +328,15 @@ def _contract(coords: LogitCoordinates, lo: np.ndarray, hi: np.ndarray, alpha: f
     return lo, hi
 
 
-def enumerate_all(coords: LogitCoordinates, alpha: float, max_dim: int = 3, max_boxes: int = 3_000,
-                  min_width: float = 1e-9, split: float = 0.4875,
-                  bound: Callable[..., float] | None = None) -> SearchResult:
+def enumerate_all(
+    coords: LogitCoordinates,
+    alpha: float,
+    max_dim: int = 3,
+    max_boxes: int = 3_000,
+    min_width: float = 1e-9,
+    split: float = 0.4875,
+    bound: Callable[..., float] | None = None,
+) -> SearchResult:
     """Certified search for *all* fixed points in |y| <= B / alpha (see module docstring).
 
     Gives up (``complete=False``) after ``max_boxes`` boxes: near a singular fixed point (a bifurcation,
@@ -285,12 +349,20 @@ def enumerate_all(coords: LogitCoordinates, alpha: float, max_dim: int = 3, max_
     eff = int(np.sum(box[1] - box[0] > 1e-6))
     if eff > max_dim:
         return SearchResult(False, [], 1, eff, f"no certified search: effective dimension {eff} > {max_dim}")
-    stack, roots, boxes, unresolved = [box], [], 0, 0
+    stack: list[tuple[np.ndarray, np.ndarray]] = [box]
+    roots: list[np.ndarray] = []
+    boxes, unresolved = 0, 0
     while stack:
         boxes += 1
         if boxes > max_boxes:
-            return SearchResult(False, roots, boxes, eff, f"incomplete: certified search stopped after {max_boxes} "
-                                "boxes (a singular fixed point, e.g. at a bifurcation, cannot be certified)")
+            return SearchResult(
+                False,
+                roots,
+                boxes,
+                eff,
+                f"incomplete: certified search stopped after {max_boxes} "
+                "boxes (a singular fixed point, e.g. at a bifurcation, cannot be certified)",
+            )
         got = _contract(coords, *stack.pop(), alpha)
         if got is None:
             continue
@@ -315,6 +387,9 @@ def enumerate_all(coords: LogitCoordinates, alpha: float, max_dim: int = 3, max_
         left_hi[k], right_lo[k] = cut, cut
         stack += [(lo, left_hi), (right_lo, hi)]
     complete = unresolved == 0
-    note = (f"certified complete: subdivision of |y| <= {B:.3g} (effective dimension {eff}, {boxes} boxes)"
-            if complete else f"incomplete: {unresolved} box(es) below width {min_width} left unresolved")
+    note = (
+        f"certified complete: subdivision of |y| <= {B:.3g} (effective dimension {eff}, {boxes} boxes)"
+        if complete
+        else f"incomplete: {unresolved} box(es) below width {min_width} left unresolved"
+    )
     return SearchResult(complete, roots, boxes, eff, note)

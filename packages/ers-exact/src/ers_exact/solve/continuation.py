@@ -64,7 +64,9 @@ class ContinuationConfig:
     switch_delta: float = 0.02  # new branches are picked up at lambda_b (1 +- switch_delta)
     switch_eps: tuple[float, ...] = (0.05, 0.5)  # ... from the parent's point pushed this far (relative)
     switch_directions: int = 48  # kernel directions tried at one branch point
-    singular_ratio: float = 0.25  # a local minimum of sigma_min(A) below this times its neighbours is examined
+    singular_ratio: float = (
+        0.25  # a local minimum of sigma_min(A) below this times its neighbours is examined
+    )
     singular_tol: float = 1e-6  # ... and is a branch point when the minimum is below this
 
     def to_json(self) -> dict[str, Any]:
@@ -100,10 +102,17 @@ class ContinuationResult:
     config: ContinuationConfig
 
     def to_json(self) -> dict[str, Any]:
-        return {"alpha": self.alpha, "lambda": 1.0 / self.alpha, "n_points": len(self.points),
-                "point_branch": list(self.point_branch), "branches": [b.to_json() for b in self.branches],
-                "bifurcations": list(self.bifurcations), "steps": self.steps, "seconds": round(self.seconds, 4),
-                "config": self.config.to_json()}
+        return {
+            "alpha": self.alpha,
+            "lambda": 1.0 / self.alpha,
+            "n_points": len(self.points),
+            "point_branch": list(self.point_branch),
+            "branches": [b.to_json() for b in self.branches],
+            "bifurcations": list(self.bifurcations),
+            "steps": self.steps,
+            "seconds": round(self.seconds, 4),
+            "config": self.config.to_json(),
+        }
 
 
 class _Tracer:
@@ -160,8 +169,9 @@ class _Tracer:
             x = w / nw
         return s, x
 
-    def correct(self, zp: np.ndarray, row: np.ndarray, lu: Any, target: float = 0.0
-                ) -> tuple[np.ndarray | None, int]:
+    def correct(
+        self, zp: np.ndarray, row: np.ndarray, lu: Any, target: float = 0.0
+    ) -> tuple[np.ndarray | None, int]:
         """Chord Newton on {H(z) = 0, row . (z - zp) = target} with the factored [H_z; row]."""
         z = zp.copy()
         last = np.inf
@@ -179,7 +189,9 @@ class _Tracer:
             last = step
             z = z - delta
         h = self.H(z)
-        ok = np.all(np.isfinite(h)) and np.abs(h).max() < self.cfg.corrector_tol * max(1.0, np.abs(z[:-1]).max())
+        ok = np.all(np.isfinite(h)) and np.abs(h).max() < self.cfg.corrector_tol * max(
+            1.0, np.abs(z[:-1]).max()
+        )
         return (z if ok else None), self.cfg.corrector_steps
 
     def polish(self, y: np.ndarray, lam: float) -> tuple[np.ndarray, float]:
@@ -209,8 +221,12 @@ class _Seed:
     origin_point: np.ndarray | None
 
 
-def continuation(coords: LogitCoordinates, alpha: float, config: ContinuationConfig | None = None,
-                 progress: bool | None = None) -> ContinuationResult:
+def continuation(
+    coords: LogitCoordinates,
+    alpha: float,
+    config: ContinuationConfig | None = None,
+    progress: bool | None = None,
+) -> ContinuationResult:
     """Trace the fixed-point branches from lambda = 0 to lambda* = 1 / alpha (see module docstring)."""
     cfg = config or ContinuationConfig()
     start = time.perf_counter()
@@ -224,8 +240,16 @@ def continuation(coords: LogitCoordinates, alpha: float, config: ContinuationCon
     bifurcations: list[dict[str, Any]] = []
     known_bif: list[np.ndarray] = []
     if D == 0:
-        return ContinuationResult(alpha, (np.zeros(0),), (0,), (Branch(0, None, 0.0, 0, 1, "no coordinates"),), (),
-                                  0, time.perf_counter() - start, cfg)
+        return ContinuationResult(
+            alpha,
+            (np.zeros(0),),
+            (0,),
+            (Branch(0, None, 0.0, 0, 1, "no coordinates"),),
+            (),
+            0,
+            time.perf_counter() - start,
+            cfg,
+        )
     z0 = np.zeros(D + 1)
     hz0 = tr.Hz(z0)
     # y grows like lambda * Gamma: measure arclength in units of the path's size, not of lambda alone
@@ -235,13 +259,25 @@ def continuation(coords: LogitCoordinates, alpha: float, config: ContinuationCon
     t0, _ = tr.tangent(hz0, e)  # oriented towards increasing lambda
     queue = [_Seed(z0, t0, None, 0.0, None)]
     total_steps = 0
-    with Progress(1000, f"continuation {coords.tree.game.name} to lambda={lam_star:g}", enabled=progress) as bar:
+    with Progress(
+        1000, f"continuation {coords.tree.game.name} to lambda={lam_star:g}", enabled=progress
+    ) as bar:
         shown = 0
         while queue and len(branches) < cfg.max_branches and total_steps < cfg.max_steps:
             seed = queue.pop(0)
             bid = len(branches)
-            steps, crossings, end, new_bifs = _trace(tr, seed, lam_star, lam_stop, cfg, points, point_branch, bid,
-                                                     known_bif, cfg.max_steps - total_steps)
+            steps, crossings, end, new_bifs = _trace(
+                tr,
+                seed,
+                lam_star,
+                lam_stop,
+                cfg,
+                points,
+                point_branch,
+                bid,
+                known_bif,
+                cfg.max_steps - total_steps,
+            )
             total_steps += steps
             branches.append(Branch(bid, seed.parent, float(seed.origin), steps, crossings, end))
             for bif in new_bifs:
@@ -257,16 +293,40 @@ def continuation(coords: LogitCoordinates, alpha: float, config: ContinuationCon
         if b.end == "running":
             branches[k] = Branch(b.id, b.parent, b.origin_lambda, b.steps, b.crossings, "step budget spent")
     if queue:
-        branches.append(Branch(len(branches), None, float("nan"), 0, 0,
-                               f"{len(queue)} branch(es) left untraced (max_branches / max_steps reached)"))
-    return ContinuationResult(alpha=float(alpha), points=tuple(points), point_branch=tuple(point_branch),
-                              branches=tuple(branches), bifurcations=tuple(bifurcations), steps=total_steps,
-                              seconds=time.perf_counter() - start, config=cfg)
+        branches.append(
+            Branch(
+                len(branches),
+                None,
+                float("nan"),
+                0,
+                0,
+                f"{len(queue)} branch(es) left untraced (max_branches / max_steps reached)",
+            )
+        )
+    return ContinuationResult(
+        alpha=float(alpha),
+        points=tuple(points),
+        point_branch=tuple(point_branch),
+        branches=tuple(branches),
+        bifurcations=tuple(bifurcations),
+        steps=total_steps,
+        seconds=time.perf_counter() - start,
+        config=cfg,
+    )
 
 
-def _trace(tr: _Tracer, seed: _Seed, lam_star: float, lam_stop: float, cfg: ContinuationConfig,
-           points: list[np.ndarray], point_branch: list[int], bid: int, known_bif: list[np.ndarray],
-           budget: int) -> tuple[int, int, str, list[dict[str, Any]]]:
+def _trace(
+    tr: _Tracer,
+    seed: _Seed,
+    lam_star: float,
+    lam_stop: float,
+    cfg: ContinuationConfig,
+    points: list[np.ndarray],
+    point_branch: list[int],
+    bid: int,
+    known_bif: list[np.ndarray],
+    budget: int,
+) -> tuple[int, int, str, list[dict[str, Any]]]:
     """Follow one branch from seed; append crossings of lambda*; return (steps, crossings, end, branch points)."""
     z, t = seed.z.copy(), seed.t.copy()
     h = cfg.initial_step * tr.scale
@@ -311,7 +371,7 @@ def _trace(tr: _Tracer, seed: _Seed, lam_star: float, lam_stop: float, cfg: Cont
                 known_bif.append(bif["z"])
                 found.append(bif)
         elif len(hist_sig) >= 2:
-            s_prev, z_prev, t_prev = hist_sig[-1]
+            s_prev, z_prev, _ = hist_sig[-1]
             s_pp = hist_sig[-2][0]
             if s_prev < cfg.singular_ratio * min(s_pp, sig_n) and z_prev[-1] < lam_stop:
                 bif = _locate_min(tr, hist_sig[-2][1], hist_sig[-2][2], zn, cfg)
@@ -333,9 +393,11 @@ def _trace(tr: _Tracer, seed: _Seed, lam_star: float, lam_stop: float, cfg: Cont
         if z[-1] < -1e-9:
             end = "returned to lambda < 0"
             break
-        if seed.origin_point is not None and steps > 3 and _near_known(z, [p for p in known_bif
-                                                                           if p is not seed.origin_point],
-                                                                       0.5 * cfg.branch_eps):
+        if (
+            seed.origin_point is not None
+            and steps > 3
+            and _near_known(z, [p for p in known_bif if p is not seed.origin_point], 0.5 * cfg.branch_eps)
+        ):
             end = f"reached another branch point at lambda={z[-1]:.6g}"
             break
     return steps, crossings, end, found
@@ -345,7 +407,9 @@ def _near_known(z: np.ndarray, known: list[np.ndarray], eps: float) -> bool:
     return any(np.abs(z - k).max() < eps * max(1.0, float(np.abs(k).max())) for k in known)
 
 
-def _point_on_arc(tr: _Tracer, z: np.ndarray, t: np.ndarray, lu: Any, s: float) -> tuple[np.ndarray, np.ndarray, Any] | None:
+def _point_on_arc(
+    tr: _Tracer, z: np.ndarray, t: np.ndarray, lu: Any, s: float
+) -> tuple[np.ndarray, np.ndarray, Any] | None:
     """The curve point at arclength ~ s along t from z, with its tangent and augmented LU."""
     zs, _ = tr.correct(z + s * t, t, lu)
     if zs is None:
@@ -354,8 +418,9 @@ def _point_on_arc(tr: _Tracer, z: np.ndarray, t: np.ndarray, lu: Any, s: float) 
     return zs, ts, lus
 
 
-def _locate_sign(tr: _Tracer, z: np.ndarray, t: np.ndarray, lu: Any, h: float, sign: float,
-                 cfg: ContinuationConfig) -> dict[str, Any] | None:
+def _locate_sign(
+    tr: _Tracer, z: np.ndarray, t: np.ndarray, lu: Any, h: float, sign: float, cfg: ContinuationConfig
+) -> dict[str, Any] | None:
     """Bisection on the sign of det [H_z; t] between z (sign) and the next accepted point."""
     lo, hi = 0.0, h
     best = None
@@ -374,8 +439,9 @@ def _locate_sign(tr: _Tracer, z: np.ndarray, t: np.ndarray, lu: Any, h: float, s
     return None if best is None else _describe_branch_point(tr, best[0], best[1], "det sign change")
 
 
-def _locate_min(tr: _Tracer, z: np.ndarray, t: np.ndarray, z_end: np.ndarray, cfg: ContinuationConfig
-                ) -> dict[str, Any] | None:
+def _locate_min(
+    tr: _Tracer, z: np.ndarray, t: np.ndarray, z_end: np.ndarray, cfg: ContinuationConfig
+) -> dict[str, Any] | None:
     """Golden-section search for the minimum of sigma_min [H_z; t] on the arc from z to z_end."""
     lu0 = tr.tangent(tr.Hz(z), t)[1]
     span = float(np.linalg.norm(z_end - z))
@@ -419,8 +485,15 @@ def _describe_branch_point(tr: _Tracer, z: np.ndarray, t: np.ndarray, how: str) 
     basis = basis - np.outer(basis @ t, t)
     u, sv, _ = np.linalg.svd(basis.T, full_matrices=False)
     kernel = u[:, sv > 1e-6].T  # orthonormal directions off the tangent
-    return {"lambda": float(z[-1]), "alpha": float(1.0 / z[-1]) if z[-1] > 0 else float("inf"),
-            "kernel_dim": int(len(kernel)), "detected_by": how, "z": z.copy(), "t": t.copy(), "kernel": kernel}
+    return {
+        "lambda": float(z[-1]),
+        "alpha": float(1.0 / z[-1]) if z[-1] > 0 else float("inf"),
+        "kernel_dim": len(kernel),
+        "detected_by": how,
+        "z": z.copy(),
+        "t": t.copy(),
+        "kernel": kernel,
+    }
 
 
 def _switch(tr: _Tracer, bif: dict[str, Any], parent: int) -> list[_Seed]:

@@ -35,9 +35,10 @@ enclosures of M and DM over a box that the Krawczyk test needs (chance weights a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -124,11 +125,22 @@ class LogitDerivatives:
             for d in range(1, t + 1):
                 first = tree.layers[t - d + 1].action[anc]
                 anc = tree.layers[t - d + 1].parent[anc]
-                pt.append(np.full(len(layer), t)); pd.append(np.full(len(layer), d))
-                pn.append(np.arange(len(layer))); panc.append(anc.copy()); pa0.append(first)
-        cat = (lambda xs: np.concatenate(xs).astype(np.int64) if xs else np.zeros(0, dtype=np.int64))
+                pt.append(np.full(len(layer), t))
+                pd.append(np.full(len(layer), d))
+                pn.append(np.arange(len(layer)))
+                panc.append(anc.copy())
+                pa0.append(first)
+
+        def cat(xs: list[np.ndarray]) -> np.ndarray:
+            return np.concatenate(xs).astype(np.int64) if xs else np.zeros(0, dtype=np.int64)
+
         self.pair_t, self.pair_d, self.pair_n, self.pair_anc, self.pair_a0 = (
-            cat(pt), cat(pd), cat(pn), cat(panc), cat(pa0))
+            cat(pt),
+            cat(pd),
+            cat(pn),
+            cat(panc),
+            cat(pa0),
+        )
         self.n_pairs = len(self.pair_t)
         # local history (global index per agent) of each pair's descendant and ancestor
         local_desc = np.zeros((self.n_pairs, self.n), dtype=np.int64)
@@ -150,8 +162,10 @@ class LogitDerivatives:
         out = []
         for i, (k, a, r) in enumerate(self.index):
             A, d = self.n_actions[i], np.arange(len(k))
-            R = sp.csc_matrix((np.r_[np.ones(len(k)), -np.ones(len(k))], (np.r_[d, d], np.r_[k * A + a, k * A + r])),
-                              shape=(len(k), self.K[i] * A))
+            R = sp.csc_matrix(
+                (np.r_[np.ones(len(k)), -np.ones(len(k))], (np.r_[d, d], np.r_[k * A + a, k * A + r])),
+                shape=(len(k), self.K[i] * A),
+            )
             Rk = sp.csc_matrix((np.ones(len(k)), (d, k)), shape=(len(k), self.K[i]))
             out.append((R, Rk))
         return out
@@ -204,13 +218,17 @@ class LogitDerivatives:
                 # (A) second part, before the factor pi^j(c | sigma): column = history k_j(anc)
                 out[("A2", i, j)] = self._compose(R, entry, np.repeat(self.local_anc[:, j], A_i), K[j])
                 # den: input pair -> row k_i(desc) (every coordinate of that history)
-                out[("D1", i, j)] = self._compose(Rk, self.local_desc[:, i], col[self.local_anc[:, j], b], D_j)
+                out[("D1", i, j)] = self._compose(
+                    Rk, self.local_desc[:, i], col[self.local_anc[:, j], b], D_j
+                )
                 out[("D2", i, j)] = self._compose(Rk, self.local_desc[:, i], self.local_anc[:, j], K[j])
                 # (B): input (node, a, c) -> row entry (k_i(n), a), column (k_j(n), c)
                 N = len(self.node_local)
                 entry = np.repeat((self.node_local[:, i, None] * A_i + np.arange(A_i)[None]).ravel(), A_j)
                 c = np.tile(np.arange(A_j), N * A_i)
-                out[("B", i, j)] = self._compose(R, entry, col[np.repeat(self.node_local[:, j], A_i * A_j), c], D_j)
+                out[("B", i, j)] = self._compose(
+                    R, entry, col[np.repeat(self.node_local[:, j], A_i * A_j), c], D_j
+                )
         return out
 
     # ----- memory -----
@@ -234,12 +252,14 @@ class LogitDerivatives:
                 f"{self.tree.game.name} H={self.tree.game.horizon}: one evaluation of {what} needs about "
                 f"{per / 1e9:.2f} GB (D = {self.D} coordinates, {sum(self.sizes):,} joint nodes, "
                 f"{self.n_pairs:,} ancestor pairs); the memory budget is {budget / 1e9:.2f} GB. Raise "
-                f"memory_budget_bytes or lower the horizon.")
+                f"memory_budget_bytes or lower the horizon."
+            )
         return max(1, budget // per)
 
     # ----- evaluation -----
-    def evaluate(self, y: np.ndarray, alpha: float, jacobian: bool = True,
-                 budget: int = DEFAULT_MEMORY_BUDGET) -> LogitEvaluation:
+    def evaluate(
+        self, y: np.ndarray, alpha: float, jacobian: bool = True, budget: int = DEFAULT_MEMORY_BUDGET
+    ) -> LogitEvaluation:
         """M(y) [P, D], DM(y) [P, D, D] (when ``jacobian``) and J [P] for y [P, D], in chunks."""
         y = np.atleast_2d(np.asarray(y, dtype=np.float64))
         P = y.shape[0]
@@ -248,16 +268,17 @@ class LogitDerivatives:
         jac = np.empty((P, self.D, self.D)) if jacobian else None
         J = np.empty(P)
         for lo in range(0, P, step):
-            m, dm, j = self._run(y[lo:lo + step].T, alpha, jacobian, None)
-            vals[lo:lo + step] = m.T
-            J[lo:lo + step] = j
+            m, dm, j = self._run(y[lo : lo + step].T, alpha, jacobian, None)
+            vals[lo : lo + step] = m.T
+            J[lo : lo + step] = j
             if jacobian:
                 assert jac is not None
-                jac[lo:lo + step] = dm.transpose(2, 0, 1)
+                jac[lo : lo + step] = dm.transpose(2, 0, 1)
         return LogitEvaluation(vals, jac, J)
 
-    def enclose(self, lo: np.ndarray, hi: np.ndarray, alpha: float, jacobian: bool = True
-                ) -> tuple[IArray, IArray | None]:
+    def enclose(
+        self, lo: np.ndarray, hi: np.ndarray, alpha: float, jacobian: bool = True
+    ) -> tuple[IArray, IArray | None]:
         """Interval enclosures of M and DM over the box [lo, hi] (one box; vectors [D]):
         (M [D, 1], DM [D, D, 1]), rigorous up to the libm accuracy assumption of ``interval_array``."""
         box = IArray(np.asarray(lo, float)[:, None], np.asarray(hi, float)[:, None])
@@ -277,9 +298,9 @@ class LogitDerivatives:
             parts = []
             chunk = max(1, 2_000_000 // max(1, S * S))
             for lo in range(0, len(layer), chunk):
-                par = layer.parent[lo:lo + chunk]
-                act = layer.action[lo:lo + chunk]
-                obs = layer.observation[lo:lo + chunk]
+                par = layer.parent[lo : lo + chunk]
+                act = layer.action[lo : lo + chunk]
+                obs = layer.observation[lo : lo + chunk]
                 w = (prev[par].reshape(len(par), S, 1) * T[:, act, :].transpose(1, 0, 2)).sum(axis=1)
                 parts.append(w * U[act, :, obs])
             weights.append(concat(parts, axis=0))
@@ -318,14 +339,14 @@ class LogitDerivatives:
         # ----- policies: logits, log-softmax -----
         pi, logpi = [], []
         offset = 0
-        for j, (hist, (k, a, _)) in enumerate(zip(tree.local, self.index)):
+        for hist, (k, a, _) in zip(tree.local, self.index):
             legal = hist.legal
             base = np.where(legal, 0.0, -np.inf)[:, :, None]
             if interval:
                 zlo = np.repeat(base, P, axis=2)
                 zhi = zlo.copy()
-                zlo[k, a] = yT.lo[offset:offset + len(k)]
-                zhi[k, a] = yT.hi[offset:offset + len(k)]
+                zlo[k, a] = yT.lo[offset : offset + len(k)]
+                zhi[k, a] = yT.hi[offset : offset + len(k)]
                 z = IArray(zlo, zhi)
                 shift = zhi.max(axis=1, keepdims=True)
                 lse = log((z - shift).exp().sum(axis=1, keepdims=True)) + shift
@@ -333,10 +354,10 @@ class LogitDerivatives:
                 p = lp.exp()
                 p = IArray(np.where(legal[:, :, None], p.lo, 0.0), np.where(legal[:, :, None], p.hi, 0.0))
             else:
-                z = np.repeat(base, P, axis=2)
-                z[k, a] = yT[offset:offset + len(k)]
-                zmax = z.max(axis=1, keepdims=True)
-                lp = z - (zmax + np.log(np.exp(z - zmax).sum(axis=1, keepdims=True)))
+                zf = np.repeat(base, P, axis=2)
+                zf[k, a] = yT[offset : offset + len(k)]
+                zmax = zf.max(axis=1, keepdims=True)
+                lp = zf - (zmax + np.log(np.exp(zf - zmax).sum(axis=1, keepdims=True)))
                 p = np.exp(lp)
             offset += len(k)
             pi.append(p)  # [K_j, A_j, P]
@@ -352,7 +373,9 @@ class LogitDerivatives:
             prev = tree.layers[t - 1]
             par = layer.parent
             a_loc = self.ja[layer.action]
-            logpath.append([logpath[t - 1][j][par] + logpi[j][prev.local[par, j], a_loc[:, j]] for j in range(n)])
+            logpath.append(
+                [logpath[t - 1][j][par] + logpi[j][prev.local[par, j], a_loc[:, j]] for j in range(n)]
+            )
         # ----- backward -----
         jp: list[Any] = [None] * self.H
         G: list[Any] = [None] * self.H
@@ -362,7 +385,11 @@ class LogitDerivatives:
             N = self.sizes[t]
             r = rewards[t]
             if nxt is None:
-                g = (r.reshape(N, -1, 1) * np.ones((1, 1, P))) if interval else np.repeat(r[:, :, None], P, axis=2)
+                g = (
+                    (r.reshape(N, -1, 1) * np.ones((1, 1, P)))
+                    if interval
+                    else np.repeat(r[:, :, None], P, axis=2)
+                )
             else:
                 cont = spmm(tree.child_matrix(t), nxt).reshape(N, -1, P)
                 g = r.reshape(N, -1, 1) + self.gamma * cont if interval else r[:, :, None] + self.gamma * cont
@@ -375,11 +402,18 @@ class LogitDerivatives:
         J = V[0][0]
         # ----- local Q as num / den, with p^{-i} rescaled per local history -----
         values = []
-        keep: dict[str, list[list[Any]]] = {"w": [], "gbar": [], "numn": [], "denn": [], "logpm": [], "shift": []}
+        keep: dict[str, list[list[Any]]] = {
+            "w": [],
+            "gbar": [],
+            "numn": [],
+            "denn": [],
+            "logpm": [],
+            "shift": [],
+        }
         num_all, den_all = [], []
         for i in range(n):
             w_l, gbar_l, numn_l, denn_l, lpm_l, sh_l, nums, dens = [], [], [], [], [], [], [], []
-            for t, layer in enumerate(tree.layers):
+            for t in range(len(tree.layers)):
                 N = self.sizes[t]
                 lpm = np.zeros((N, P))
                 for j in range(n):
@@ -396,12 +430,17 @@ class LogitDerivatives:
                 L = tree.local_matrix(t, i)
                 nums.append(spmm(L, numn.reshape(N, -1)).reshape(L.shape[0], na[i], P))
                 dens.append(spmm(L, denn))
-                w_l.append(w); gbar_l.append(gbar); numn_l.append(numn); denn_l.append(denn)
-                lpm_l.append(lpm); sh_l.append(shift)
+                w_l.append(w)
+                gbar_l.append(gbar)
+                numn_l.append(numn)
+                denn_l.append(denn)
+                lpm_l.append(lpm)
+                sh_l.append(shift)
             for key, lst in zip(keep, (w_l, gbar_l, numn_l, denn_l, lpm_l, sh_l)):
                 keep[key].append(lst)
             num, den = concat(nums, axis=0), concat(dens, axis=0)  # [K_i, A_i, P], [K_i, P]
-            num_all.append(num); den_all.append(den)
+            num_all.append(num)
+            den_all.append(den)
             k, a, r = self.index[i]
             values.append((num[k, a] - num[k, r]) / den[k] / alpha)  # [D_i, P]
         M = concat(values, axis=0)
@@ -410,14 +449,28 @@ class LogitDerivatives:
         DM = self._jacobian(alpha, P, pi, act, jp, G, V, keep, num_all, den_all, interval)
         return M, DM, J
 
-    def _jacobian(self, alpha: float, P: int, pi: list, act: list, jp: list, G: list, V: list,
-                  keep: dict[str, list[list[Any]]], num_all: list, den_all: list, interval: bool) -> Any:
+    def _jacobian(
+        self,
+        alpha: float,
+        P: int,
+        pi: list,
+        act: list,
+        jp: list,
+        G: list,
+        V: list,
+        keep: dict[str, list[list[Any]]],
+        num_all: list,
+        den_all: list,
+        interval: bool,
+    ) -> Any:
         tree, n, na, K = self.tree, self.n, self.n_actions, self.K
         H = self.H
         mats = self._mats
         # S^j_m[c] = pi^j(c|m) (Gbar^j_m[c] - V_m), per layer; concatenated over the pairs' descendants
-        S = [[act[t][j] * (keep["gbar"][j][t] - V[t].reshape(self.sizes[t], 1, P)) for t in range(H)]
-             for j in range(n)]
+        S = [
+            [act[t][j] * (keep["gbar"][j][t] - V[t].reshape(self.sizes[t], 1, P)) for t in range(H)]
+            for j in range(n)
+        ]
 
         def by_pairs(per_layer: list[Any]) -> Any:
             """Concatenate a per-layer node array along the pairs (t, d, node) order."""
@@ -449,12 +502,12 @@ class LogitDerivatives:
                 numn_pairs = by_pairs(keep["numn"][i]).reshape(self.n_pairs * na[i], P)
                 denn_pairs = by_pairs(keep["denn"][i])  # [n_pairs, P]
             for j in range(n):
-                k_j, a_j, _ = self.index[j]
+                k_j = self.index[j][0]
                 D_j = len(k_j)
                 if D_i == 0 or D_j == 0:
                     blocks[i][j] = np.zeros((D_i, D_j, P))
                     continue
-                out = np.zeros((D_i * D_j, P))
+                out: Any = np.zeros((D_i * D_j, P))
                 if self.n_pairs:
                     vals = Xg.reshape(self.n_pairs, 1, P) * by_pairs(S[j])  # [n_pairs, A_j, P]
                     out = out + spmm(mats[("C", i, j)], vals.reshape(self.n_pairs * na[j], P))
@@ -465,8 +518,9 @@ class LogitDerivatives:
                         t2 = spmm(mats[("A2", i, j)], numn_pairs).reshape(D_i, K[j], P)[:, k_j]
                         out = out - (t2 * pi_sel[j].reshape(1, D_j, P)).reshape(D_i * D_j, P)
                         d2 = spmm(mats[("D2", i, j)], denn_pairs).reshape(D_i, K[j], P)[:, k_j]
-                        dd = (spmm(mats[("D1", i, j)], denn_pairs).reshape(D_i, D_j, P)
-                              - d2 * pi_sel[j].reshape(1, D_j, P))
+                        dd = spmm(mats[("D1", i, j)], denn_pairs).reshape(D_i, D_j, P) - d2 * pi_sel[
+                            j
+                        ].reshape(1, D_j, P)
                     # (B): the factor of agent j at the node itself
                     parts = []
                     for t in range(H):

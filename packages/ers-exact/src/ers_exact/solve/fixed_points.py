@@ -59,7 +59,9 @@ class SolverConfig:
     max_certify_dim: int = 2_000
     complete_search: bool = True  # certified subdivision when the effective dimension is small
     max_complete_dim: int = 3
-    max_complete_input_dim: int = 64  # ... tried only up to this many coordinates (its first contraction is slow)
+    max_complete_input_dim: int = (
+        64  # ... tried only up to this many coordinates (its first contraction is slow)
+    )
     optimum_start: bool = True  # also start near the exact deterministic optimum when it is cheap to find
     optimum_max_policies: int = 5_000
     continuation: bool = True  # also trace the branches from lambda = 0 (ers_exact.solve.continuation)
@@ -74,8 +76,13 @@ class SolverConfig:
 
     @property
     def newton_settings(self) -> NewtonSettings:
-        return NewtonSettings(steps=self.newton_steps, tol=self.tol, max_step=self.max_newton_step,
-                              line_search=self.line_search, stall_steps=self.stall_steps)
+        return NewtonSettings(
+            steps=self.newton_steps,
+            tol=self.tol,
+            max_step=self.max_newton_step,
+            line_search=self.line_search,
+            stall_steps=self.stall_steps,
+        )
 
     @property
     def continuation_config(self) -> ContinuationConfig:
@@ -99,10 +106,18 @@ class FixedPoint:
     branch: int | None = None  # continuation branch it lies on (ContinuationResult.branches), if any
 
     def to_json(self, with_policy: bool = False) -> dict[str, Any]:
-        out = {"J": self.J, "residual": self.residual, "spectral_radius": self.spectral_radius,
-               "stable": self.stable, "certified": self.certified, "optimal": self.optimal, "basin": self.basin,
-               "method": self.method, "branch": self.branch,
-               "root_policy": [p[0].tolist() for p in self.policy]}
+        out = {
+            "J": self.J,
+            "residual": self.residual,
+            "spectral_radius": self.spectral_radius,
+            "stable": self.stable,
+            "certified": self.certified,
+            "optimal": self.optimal,
+            "basin": self.basin,
+            "method": self.method,
+            "branch": self.branch,
+            "root_policy": [p[0].tolist() for p in self.policy],
+        }
         if with_policy:
             out["policy"] = [p.tolist() for p in self.policy]
         return out
@@ -122,8 +137,10 @@ class FixedPointSet:
     complete: bool
     completeness: str  # how completeness was (or was not) established
     seconds: float
-    method: str = ("multistart damped iteration + batched Newton (exact Jacobian) in logit coordinates; "
-                   "continuation from lambda = 0 with branch switching; Krawczyk certificates")
+    method: str = (
+        "multistart damped iteration + batched Newton (exact Jacobian) in logit coordinates; "
+        "continuation from lambda = 0 with branch switching; Krawczyk certificates"
+    )
     continuation: ContinuationResult | None = None
 
     @property
@@ -136,13 +153,23 @@ class FixedPointSet:
         return tuple(p for p in self.points if p.optimal)
 
     def to_json(self, with_policy: bool = False) -> dict[str, Any]:
-        return {"game": self.game, "horizon": self.horizon, "alpha": self.alpha, "J_star": self.J_star,
-                "n_fixed_points": len(self.points), "n_optimal": len(self.optimal_points),
-                "fixed_points": [p.to_json(with_policy) for p in self.points], "n_starts": self.n_starts,
-                "converged_starts": self.converged_starts, "complete": self.complete,
-                "completeness": self.completeness, "seconds": round(self.seconds, 4), "method": self.method,
-                "continuation": self.continuation.to_json() if self.continuation is not None else None,
-                "config": self.config.to_json()}
+        return {
+            "game": self.game,
+            "horizon": self.horizon,
+            "alpha": self.alpha,
+            "J_star": self.J_star,
+            "n_fixed_points": len(self.points),
+            "n_optimal": len(self.optimal_points),
+            "fixed_points": [p.to_json(with_policy) for p in self.points],
+            "n_starts": self.n_starts,
+            "converged_starts": self.converged_starts,
+            "complete": self.complete,
+            "completeness": self.completeness,
+            "seconds": round(self.seconds, 4),
+            "method": self.method,
+            "continuation": self.continuation.to_json() if self.continuation is not None else None,
+            "config": self.config.to_json(),
+        }
 
 
 def _starts(coords: LogitCoordinates, cfg: SolverConfig, warm: np.ndarray | None) -> np.ndarray:
@@ -181,8 +208,9 @@ def _optimum_start(coords: LogitCoordinates, cfg: SolverConfig) -> np.ndarray:
     return coords.from_policy(tuple((0.95 * p + 0.05 * u)[None] for p, u in zip(best.policy, legal)))
 
 
-def _damped(coords: LogitCoordinates, y: np.ndarray, alpha: float, cfg: SolverConfig, bound: float,
-            bar: Progress) -> tuple[np.ndarray, np.ndarray]:
+def _damped(
+    coords: LogitCoordinates, y: np.ndarray, alpha: float, cfg: SolverConfig, bound: float, bar: Progress
+) -> tuple[np.ndarray, np.ndarray]:
     """pi <- (1 - eta) pi + eta F(pi) in probability space, batched, each start until it moves by less than
     ``damped_tol``. Returns the logits after ``damped_short`` steps (Newton's starts towards any fixed
     point) and at the end (near the stable points the damped iteration is attracted to), clipped."""
@@ -212,8 +240,9 @@ class _Found:
     branch: int | None = None
 
 
-def _merge(coords: LogitCoordinates, found: list[_Found], y: np.ndarray, method: str, branch: int | None,
-           tol: float) -> bool:
+def _merge(
+    coords: LogitCoordinates, found: list[_Found], y: np.ndarray, method: str, branch: int | None, tol: float
+) -> bool:
     """Add a point found by ``method`` unless it is already listed (then label it); True when new."""
     fy = flat_policies(coords, y)[0]
     for f in found:
@@ -226,29 +255,36 @@ def _merge(coords: LogitCoordinates, found: list[_Found], y: np.ndarray, method:
     return True
 
 
-def solve_fixed_points(tree: HistoryTree, alpha: float, config: SolverConfig | None = None,
-                       warm_starts: np.ndarray | None = None) -> FixedPointSet:
+def solve_fixed_points(
+    tree: HistoryTree, alpha: float, config: SolverConfig | None = None, warm_starts: np.ndarray | None = None
+) -> FixedPointSet:
     """Find Boltzmann fixed points at temperature ``alpha`` (see module docstring)."""
     cfg = config or SolverConfig()
     with blas_threads(cfg.blas_threads):
         return _solve(tree, alpha, cfg, warm_starts)
 
 
-def _solve(tree: HistoryTree, alpha: float, cfg: SolverConfig, warm_starts: np.ndarray | None) -> FixedPointSet:
+def _solve(
+    tree: HistoryTree, alpha: float, cfg: SolverConfig, warm_starts: np.ndarray | None
+) -> FixedPointSet:
     start = time.perf_counter()
     if not (np.isfinite(alpha) and alpha > 0):
         raise ValueError(f"temperature alpha must be a positive number, got {alpha}")
     coords = LogitCoordinates(tree, memory_budget=cfg.memory_budget_bytes)
     coords.derivatives.chunk_size(True, cfg.memory_budget_bytes)  # refuses at once when one policy cannot fit
     bound = logit_bound(tree, alpha)
-    cont = continuation(coords, alpha, cfg.continuation_config, progress=cfg.progress) if cfg.continuation else None
+    cont = (
+        continuation(coords, alpha, cfg.continuation_config, progress=cfg.progress)
+        if cfg.continuation
+        else None
+    )
     y0 = _starts(coords, cfg, warm_starts)
     desc = f"multistart {tree.game.name} alpha={alpha:g} ({len(y0)} starts)"
     with Progress(cfg.damped_steps + cfg.newton_steps, desc, enabled=cfg.progress) as bar:
         short, long = _damped(coords, np.clip(y0, -bound, bound), alpha, cfg, bound, bar)
         y, res = newton(coords, np.concatenate([short, long]), alpha, cfg.newton_settings, bound, bar)
     ok = np.isfinite(res) & (res < cfg.tol)
-    ok = ok[: len(y0)] | ok[len(y0):]  # a start converged when either of its two Newton runs did
+    ok = ok[: len(y0)] | ok[len(y0) :]  # a start converged when either of its two Newton runs did
     conv = np.isfinite(res) & (res < cfg.tol)
     found = [_Found(yk, b, {"multistart"}) for yk, b in dedup(coords, y[conv], res[conv], cfg.dedup_tol)]
     if cont is not None:
@@ -262,22 +298,36 @@ def _solve(tree: HistoryTree, alpha: float, cfg: SolverConfig, warm_starts: np.n
         completeness = search.note
         if search.complete:
             # boxes were inflated, so one root may sit in two certified boxes: polish and de-duplicate
-            y_r, res_r = newton(coords, np.array(search.roots).reshape(-1, coords.dim), alpha, cfg.newton_settings,
-                                bound)
+            y_r, res_r = newton(
+                coords, np.array(search.roots).reshape(-1, coords.dim), alpha, cfg.newton_settings, bound
+            )
             roots = dedup(coords, y_r[res_r < cfg.tol], res_r[res_r < cfg.tol], cfg.dedup_tol)
             n_before = len(found)
             for root, _ in roots:
                 _merge(coords, found, root, "certified search", None, cfg.dedup_tol)
             complete = len(found) == len(roots)
-            completeness += f"; it holds {len(roots)} fixed point(s), multistart and continuation found {n_before}"
+            completeness += (
+                f"; it holds {len(roots)} fixed point(s), multistart and continuation found {n_before}"
+            )
     points = _describe(coords, found, alpha, cfg)
-    return FixedPointSet(game=tree.game.name, horizon=tree.game.horizon, alpha=float(alpha), points=points,
-                         config=cfg, n_starts=len(y0), converged_starts=int(ok.sum()), complete=complete,
-                         completeness=completeness, seconds=time.perf_counter() - start, continuation=cont)
+    return FixedPointSet(
+        game=tree.game.name,
+        horizon=tree.game.horizon,
+        alpha=float(alpha),
+        points=points,
+        config=cfg,
+        n_starts=len(y0),
+        converged_starts=int(ok.sum()),
+        complete=complete,
+        completeness=completeness,
+        seconds=time.perf_counter() - start,
+        continuation=cont,
+    )
 
 
-def _describe(coords: LogitCoordinates, found: list[_Found], alpha: float, cfg: SolverConfig
-              ) -> tuple[FixedPoint, ...]:
+def _describe(
+    coords: LogitCoordinates, found: list[_Found], alpha: float, cfg: SolverConfig
+) -> tuple[FixedPoint, ...]:
     if not found:
         return ()
     ys = np.array([f.y for f in found]).reshape(len(found), coords.dim)
@@ -295,9 +345,20 @@ def _describe(coords: LogitCoordinates, found: list[_Found], alpha: float, cfg: 
         if cfg.certify and coords.dim <= cfg.max_certify_dim:
             cert = certify_point(coords, f.y, alpha)
         method = "+".join(sorted(f.methods, key=order.__getitem__))
-        points.append(FixedPoint(policy=tuple(p[k] for p in pols), y=f.y, J=float(J[k]), residual=float(res[k]),
-                                 spectral_radius=float(rho[k]), stable=bool(rho[k] < 1 - cfg.stable_margin),
-                                 certified=cert, optimal=bool(J[k] >= j_star - cfg.optimal_tol), basin=f.basin,
-                                 method=method, branch=f.branch))
+        points.append(
+            FixedPoint(
+                policy=tuple(p[k] for p in pols),
+                y=f.y,
+                J=float(J[k]),
+                residual=float(res[k]),
+                spectral_radius=float(rho[k]),
+                stable=bool(rho[k] < 1 - cfg.stable_margin),
+                certified=cert,
+                optimal=bool(J[k] >= j_star - cfg.optimal_tol),
+                basin=f.basin,
+                method=method,
+                branch=f.branch,
+            )
+        )
     points.sort(key=lambda p: (-p.J, p.spectral_radius))
     return tuple(points)

@@ -9,7 +9,6 @@ encloses both the function's range and its Jacobian over that box (as needed by 
 from __future__ import annotations
 
 import math
-from typing import Union
 
 __all__ = ["IDual", "Interval", "as_interval"]
 
@@ -32,7 +31,7 @@ def _times(x: float, y: float) -> float:
 class Interval:
     """A closed interval [lo, hi] of reals."""
 
-    __slots__ = ("lo", "hi")
+    __slots__ = ("hi", "lo")
 
     def __init__(self, lo: float, hi: float | None = None) -> None:
         self.lo = float(lo)
@@ -49,7 +48,7 @@ class Interval:
     def width(self) -> float:
         return self.hi - self.lo
 
-    def __add__(self, other: "Num") -> "Interval":
+    def __add__(self, other: Num) -> Interval:
         if isinstance(other, IDual):
             return NotImplemented
         o = as_interval(other)
@@ -57,21 +56,21 @@ class Interval:
 
     __radd__ = __add__
 
-    def __neg__(self) -> "Interval":
+    def __neg__(self) -> Interval:
         return Interval(-self.hi, -self.lo)
 
-    def __sub__(self, other: "Num") -> "Interval":
+    def __sub__(self, other: Num) -> Interval:
         if isinstance(other, IDual):
             return NotImplemented
         o = as_interval(other)
         return Interval(_dn(self.lo - o.hi), _up(self.hi - o.lo))
 
-    def __rsub__(self, other: "Num") -> "Interval":
+    def __rsub__(self, other: Num) -> Interval:
         if isinstance(other, IDual):
             return NotImplemented
         return as_interval(other) - self
 
-    def __mul__(self, other: "Num") -> "Interval":
+    def __mul__(self, other: Num) -> Interval:
         if isinstance(other, IDual):
             return NotImplemented
         o = as_interval(other)
@@ -82,7 +81,7 @@ class Interval:
 
     __rmul__ = __mul__
 
-    def __truediv__(self, other: "Num") -> "Interval":
+    def __truediv__(self, other: Num) -> Interval:
         if isinstance(other, IDual):
             return NotImplemented
         o = as_interval(other)
@@ -91,22 +90,22 @@ class Interval:
         q = (self.lo / o.lo, self.lo / o.hi, self.hi / o.lo, self.hi / o.hi)
         return Interval(_dn(min(q)), _up(max(q)))
 
-    def __rtruediv__(self, other: "Num") -> "Interval":
+    def __rtruediv__(self, other: Num) -> Interval:
         if isinstance(other, IDual):
             return NotImplemented
         return as_interval(other) / self
 
-    def exp(self) -> "Interval":
+    def exp(self) -> Interval:
         lo = 0.0 if self.lo < -745 else max(0.0, _dn(math.exp(self.lo)))
         hi = _INF if self.hi > 709 else _up(math.exp(self.hi))
         return Interval(lo, hi)
 
-    def intersect(self, other: "Interval") -> "Interval | None":
+    def intersect(self, other: Interval) -> Interval | None:
         lo, hi = max(self.lo, other.lo), min(self.hi, other.hi)
         return Interval(lo, hi) if lo <= hi else None
 
 
-Num = Union[Interval, float, int]
+Num = Interval | float | int
 
 
 def as_interval(x: Num) -> Interval:
@@ -116,17 +115,17 @@ def as_interval(x: Num) -> Interval:
 class IDual:
     """Interval value with a sparse interval gradient {coordinate: d value / d y_coordinate}."""
 
-    __slots__ = ("val", "grad")
+    __slots__ = ("grad", "val")
 
     def __init__(self, val: Num, grad: dict[int, Interval] | None = None) -> None:
         self.val = as_interval(val)
         self.grad = grad or {}
 
     @staticmethod
-    def _lift(x: "IDual | Num") -> "IDual":
+    def _lift(x: IDual | Num) -> IDual:
         return x if isinstance(x, IDual) else IDual(x)
 
-    def __add__(self, other: "IDual | Num") -> "IDual":
+    def __add__(self, other: IDual | Num) -> IDual:
         o = IDual._lift(other)
         grad = dict(self.grad)
         for k, g in o.grad.items():
@@ -135,16 +134,16 @@ class IDual:
 
     __radd__ = __add__
 
-    def __neg__(self) -> "IDual":
+    def __neg__(self) -> IDual:
         return IDual(-self.val, {k: -g for k, g in self.grad.items()})
 
-    def __sub__(self, other: "IDual | Num") -> "IDual":
+    def __sub__(self, other: IDual | Num) -> IDual:
         return self + (-IDual._lift(other))
 
-    def __rsub__(self, other: "IDual | Num") -> "IDual":
+    def __rsub__(self, other: IDual | Num) -> IDual:
         return IDual._lift(other) - self
 
-    def __mul__(self, other: "IDual | Num") -> "IDual":
+    def __mul__(self, other: IDual | Num) -> IDual:
         o = IDual._lift(other)
         grad = {k: g * o.val for k, g in self.grad.items()}
         for k, g in o.grad.items():
@@ -154,7 +153,7 @@ class IDual:
 
     __rmul__ = __mul__
 
-    def __truediv__(self, other: "IDual | Num") -> "IDual":
+    def __truediv__(self, other: IDual | Num) -> IDual:
         o = IDual._lift(other)
         inv = 1.0 / o.val
         val = self.val * inv
@@ -164,9 +163,9 @@ class IDual:
             grad[k] = grad[k] + term if k in grad else term
         return IDual(val, grad)
 
-    def __rtruediv__(self, other: "IDual | Num") -> "IDual":
+    def __rtruediv__(self, other: IDual | Num) -> IDual:
         return IDual._lift(other) / self
 
-    def exp(self) -> "IDual":
+    def exp(self) -> IDual:
         e = self.val.exp()
         return IDual(e, {k: g * e for k, g in self.grad.items()})

@@ -13,12 +13,13 @@ float arrays and on ``IArray`` (helpers :func:`exp`, :func:`log`, :func:`spmm`, 
 
 from __future__ import annotations
 
-from typing import Any, Sequence, Union
+from collections.abc import Sequence
+from typing import Any, Union
 
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["IArray", "LIBM_ULPS", "concat", "exp", "log", "spmm", "take"]
+__all__ = ["LIBM_ULPS", "IArray", "concat", "exp", "log", "spmm", "take"]
 
 _EPS = np.finfo(float).eps  # 2^-52 = 2u
 _U = _EPS / 2
@@ -45,7 +46,7 @@ def _gamma(k: int) -> float:
 class IArray:
     """An array of closed intervals [lo, hi] (numpy broadcasting rules; end points are float64)."""
 
-    __slots__ = ("lo", "hi")
+    __slots__ = ("hi", "lo")
     __array_ufunc__ = None  # numpy defers binary operators to ours (ndarray + IArray -> IArray.__radd__)
 
     def __init__(self, lo: Any, hi: Any = None) -> None:
@@ -69,13 +70,13 @@ class IArray:
     def width(self) -> np.ndarray:
         return self.hi - self.lo
 
-    def reshape(self, *shape: Any) -> "IArray":
+    def reshape(self, *shape: Any) -> IArray:
         return IArray(self.lo.reshape(*shape), self.hi.reshape(*shape))
 
-    def transpose(self, *axes: Any) -> "IArray":
+    def transpose(self, *axes: Any) -> IArray:
         return IArray(self.lo.transpose(*axes), self.hi.transpose(*axes))
 
-    def __getitem__(self, idx: Any) -> "IArray":
+    def __getitem__(self, idx: Any) -> IArray:
         return IArray(self.lo[idx], self.hi[idx])
 
     def __len__(self) -> int:
@@ -86,26 +87,26 @@ class IArray:
 
     # ----- arithmetic -----
     @staticmethod
-    def lift(x: Operand) -> "IArray":
+    def lift(x: Operand) -> IArray:
         return x if isinstance(x, IArray) else IArray(x)
 
-    def __add__(self, other: Operand) -> "IArray":
+    def __add__(self, other: Operand) -> IArray:
         o = IArray.lift(other)
         return IArray(_dn(self.lo + o.lo), _up(self.hi + o.hi))
 
     __radd__ = __add__
 
-    def __neg__(self) -> "IArray":
+    def __neg__(self) -> IArray:
         return IArray(-self.hi, -self.lo)
 
-    def __sub__(self, other: Operand) -> "IArray":
+    def __sub__(self, other: Operand) -> IArray:
         o = IArray.lift(other)
         return IArray(_dn(self.lo - o.hi), _up(self.hi - o.lo))
 
-    def __rsub__(self, other: Operand) -> "IArray":
+    def __rsub__(self, other: Operand) -> IArray:
         return IArray.lift(other) - self
 
-    def __mul__(self, other: Operand) -> "IArray":
+    def __mul__(self, other: Operand) -> IArray:
         o = IArray.lift(other)
         with np.errstate(invalid="ignore"):
             p = np.stack(np.broadcast_arrays(self.lo * o.lo, self.lo * o.hi, self.hi * o.lo, self.hi * o.hi))
@@ -114,7 +115,7 @@ class IArray:
 
     __rmul__ = __mul__
 
-    def __truediv__(self, other: Operand) -> "IArray":
+    def __truediv__(self, other: Operand) -> IArray:
         o = IArray.lift(other)
         if np.any((o.lo <= 0) & (o.hi >= 0)):
             lo = np.where((o.lo <= 0) & (o.hi >= 0), -np.inf, 0.0)
@@ -124,10 +125,10 @@ class IArray:
         p = np.stack(np.broadcast_arrays(self.lo / o.lo, self.lo / o.hi, self.hi / o.lo, self.hi / o.hi))
         return IArray(_dn(p.min(axis=0)), _up(p.max(axis=0)))
 
-    def __rtruediv__(self, other: Operand) -> "IArray":
+    def __rtruediv__(self, other: Operand) -> IArray:
         return IArray.lift(other) / self
 
-    def sum(self, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> "IArray":
+    def sum(self, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> IArray:
         lo = self.lo.sum(axis=axis, keepdims=keepdims)
         hi = self.hi.sum(axis=axis, keepdims=keepdims)
         n = self.lo.size // max(lo.size, 1)
@@ -135,13 +136,13 @@ class IArray:
         err = _gamma(n) * mag + _TINY
         return IArray(_dn(lo - err), _up(hi + err))
 
-    def exp(self) -> "IArray":
+    def exp(self) -> IArray:
         with np.errstate(over="ignore"):
             lo = np.exp(self.lo) * (1 - LIBM_ULPS * _EPS)
             hi = np.exp(self.hi) * (1 + LIBM_ULPS * _EPS)
         return IArray(np.maximum(_dn(lo), 0.0), _up(hi))
 
-    def log(self) -> "IArray":
+    def log(self) -> IArray:
         with np.errstate(divide="ignore", invalid="ignore"):
             lo, hi = np.log(self.lo), np.log(self.hi)
         return IArray(_dn(lo - LIBM_ULPS * _EPS * np.abs(lo)), _up(hi + LIBM_ULPS * _EPS * np.abs(hi)))
@@ -178,8 +179,10 @@ def concat(parts: Sequence[Any], axis: int = 0) -> Any:
     """np.concatenate for float arrays or :class:`IArray` (all of one kind or exact floats)."""
     if any(isinstance(p, IArray) for p in parts):
         lifted = [IArray.lift(p) for p in parts]
-        return IArray(np.concatenate([p.lo for p in lifted], axis=axis),
-                      np.concatenate([p.hi for p in lifted], axis=axis))
+        return IArray(
+            np.concatenate([p.lo for p in lifted], axis=axis),
+            np.concatenate([p.hi for p in lifted], axis=axis),
+        )
     return np.concatenate(parts, axis=axis)
 
 

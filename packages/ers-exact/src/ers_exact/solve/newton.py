@@ -37,17 +37,24 @@ def _solve_batched(jac: np.ndarray, g: np.ndarray) -> np.ndarray:
     try:
         return np.linalg.solve(jac, g[:, :, None])[:, :, 0]
     except np.linalg.LinAlgError:
-        out = np.empty_like(g)
-        for p in range(len(g)):
-            try:
-                out[p] = np.linalg.solve(jac[p], g[p])
-            except np.linalg.LinAlgError:
-                out[p] = np.linalg.lstsq(jac[p], g[p], rcond=None)[0]
-        return out
+        return np.stack([_solve_one(j, v) for j, v in zip(jac, g)])
 
 
-def newton(coords: LogitCoordinates, y: np.ndarray, alpha: float, cfg: NewtonSettings, bound: float,
-           bar: Progress | None = None) -> tuple[np.ndarray, np.ndarray]:
+def _solve_one(jac: np.ndarray, g: np.ndarray) -> np.ndarray:
+    try:
+        return np.linalg.solve(jac, g)
+    except np.linalg.LinAlgError:
+        return np.linalg.lstsq(jac, g, rcond=None)[0]
+
+
+def newton(
+    coords: LogitCoordinates,
+    y: np.ndarray,
+    alpha: float,
+    cfg: NewtonSettings,
+    bound: float,
+    bar: Progress | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Batched Newton on g(y) = y - M(y) with the exact Jacobian and a backtracking line search on
     ||g||_inf (the full step first, then every halving at once in one batch); a start whose residual has
     not halved in ``stall_steps`` iterations is given up. Returns (y, scaled ||g||_inf)."""
@@ -103,7 +110,9 @@ def flat_policies(coords: LogitCoordinates, y: np.ndarray) -> np.ndarray:
     return np.concatenate([p.reshape(len(y), -1) for p in coords.to_policy(y)], axis=1)
 
 
-def dedup(coords: LogitCoordinates, y: np.ndarray, res: np.ndarray, tol: float) -> list[tuple[np.ndarray, int]]:
+def dedup(
+    coords: LogitCoordinates, y: np.ndarray, res: np.ndarray, tol: float
+) -> list[tuple[np.ndarray, int]]:
     if len(y) == 0:
         return []
     order = np.argsort(res)

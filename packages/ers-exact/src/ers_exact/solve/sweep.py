@@ -5,8 +5,9 @@ the number of fixed points changes). The plot of J of every fixed point against 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -49,8 +50,9 @@ def parse_alphas(text: str, max_points: int | None = None) -> list[float]:
         count = int(np.floor(min((stop - start) / step, float(limit)) + 1e-9)) + 1
         values = [round(start + k * step, 12) for k in range(count)]
     if len(values) > limit:
-        raise ValueError(f"alphas {text!r}: more than {limit} points (each is a full solve); use a coarser "
-                         "grid")
+        raise ValueError(
+            f"alphas {text!r}: more than {limit} points (each is a full solve); use a coarser grid"
+        )
     return values
 
 
@@ -73,22 +75,45 @@ class SweepResult:
         out = []
         for a, b in zip(self.sets[:-1], self.sets[1:]):
             if len(a.points) != len(b.points):
-                out.append({"between": [a.alpha, b.alpha], "n_before": len(a.points),
-                            "n_after": len(b.points), "proven": bool(a.complete and b.complete)})
+                out.append(
+                    {
+                        "between": [a.alpha, b.alpha],
+                        "n_before": len(a.points),
+                        "n_after": len(b.points),
+                        "proven": bool(a.complete and b.complete),
+                    }
+                )
         return out
 
     def to_json(self) -> dict[str, Any]:
-        return {"game": self.game, "horizon": self.horizon, "alphas": self.alphas,
-                "bifurcations": self.bifurcations,
-                "per_alpha": [{"alpha": s.alpha, "J_star": s.J_star, "n_fixed_points": len(s.points),
-                               "n_optimal": len(s.optimal_points), "complete": s.complete,
-                               "fixed_points": [{"J": p.J, "stable": p.stable, "optimal": p.optimal,
-                                                 "certified": p.certified} for p in s.points]}
-                              for s in self.sets]}
+        return {
+            "game": self.game,
+            "horizon": self.horizon,
+            "alphas": self.alphas,
+            "bifurcations": self.bifurcations,
+            "per_alpha": [
+                {
+                    "alpha": s.alpha,
+                    "J_star": s.J_star,
+                    "n_fixed_points": len(s.points),
+                    "n_optimal": len(s.optimal_points),
+                    "complete": s.complete,
+                    "fixed_points": [
+                        {"J": p.J, "stable": p.stable, "optimal": p.optimal, "certified": p.certified}
+                        for p in s.points
+                    ],
+                }
+                for s in self.sets
+            ],
+        }
 
 
-def sweep(tree: HistoryTree, alphas: Sequence[float], config: SolverConfig | None = None,
-          progress: bool | None = None) -> SweepResult:
+def sweep(
+    tree: HistoryTree,
+    alphas: Sequence[float],
+    config: SolverConfig | None = None,
+    progress: bool | None = None,
+) -> SweepResult:
     """Solve at every alpha (ascending), warm-starting from the neighbour's fixed points."""
     cfg = config or SolverConfig()
     sets: list[FixedPointSet] = []
