@@ -7,7 +7,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
+
 from ers_exact.model.histories import HistoryTree
+from ers_exact.model.transformation import Transformation, apply_to_policy
 from ers_exact.solve.fixed_points import SolverConfig, solve_fixed_points
 from ers_exact.symmetry.er import er_symmetries
 from ers_exact.symmetry.groups import is_subset, summarise
@@ -25,10 +28,14 @@ def symmetry_report(
 ) -> dict[str, Any]:
     """Phi_MDP, Phi_ER (against the solver's whole optimal set) and how they relate."""
     game = tree.game
-    fps = solve_fixed_points(tree, alpha, config or SolverConfig())
-    pool = [p.policy for p in fps.optimal_points]
-    er = er_symmetries(tree, pool, alpha, fps.J_star, tol=tol, pool_complete=fps.complete)
-    mdp = decpomdp_symmetries(game)
+    cfg = config or SolverConfig()
+    mdp = decpomdp_symmetries(game)  # first: refuses at once when Phi_MDP is too large to list
+    fps = solve_fixed_points(tree, alpha, cfg)
+    found = [p.policy for p in fps.optimal_points]
+    pool = _close_under(tree, found, mdp)  # Phi_MDP maps Pi*_alpha onto itself (paper, appendix)
+    er = er_symmetries(
+        tree, pool, alpha, fps.J_star, tol=tol, pool_complete=fps.complete, progress=cfg.progress
+    )
     mdp_group = summarise(mdp)
     er_json = er.to_json(game.n_states, max_elements)
     if er.members:
@@ -42,6 +49,9 @@ def symmetry_report(
         "psi_order": psi_order(game),
         "psi_order_on_policies": policy_part_order(game),
         "pool_size": len(pool),
+        "pool_found_by_solver": len(found),
+        "pool_added_by_mdp_images": len(pool) - len(found),
+        "er_method": er.method,
         "J_star": fps.J_star,
         "n_fixed_points": len(fps.points),
         "fixed_points_complete": fps.complete,
@@ -59,6 +69,24 @@ def symmetry_report(
         "er_not_mdp_examples": [m.to_json() for m in extra[:5]],
         "convention": "admissible transformations only (DESIGN.md); Phi_ER = S_|S| x policy part",
     }
+
+
+def _close_under(
+    tree: HistoryTree, pool: list[tuple[np.ndarray, ...]], group: Sequence[Transformation], tol: float = 1e-9
+) -> list[tuple[np.ndarray, ...]]:
+    """The pool with the images of its points under every element of ``group`` (Dec-POMDP symmetries map
+    self-play-optimal Boltzmann fixed points onto self-play-optimal Boltzmann fixed points), de-duplicated."""
+    out = list(pool)
+    flat = [np.concatenate([p.ravel() for p in pi]) for pi in out]
+    parts = {(g.actions, g.observations): g for g in group}
+    for phi in parts.values():
+        for pi in pool:
+            img = apply_to_policy(tree, phi, pi)
+            f = np.concatenate([p.ravel() for p in img])
+            if all(np.abs(f - g).max() > tol for g in flat):
+                out.append(img)
+                flat.append(f)
+    return out
 
 
 def atlas(tree: HistoryTree, alphas: Sequence[float], config: SolverConfig | None = None) -> dict[str, Any]:

@@ -2,27 +2,54 @@
 
 phi is in Phi_ER w.r.t. a pool Pi' subset of Pi*_alpha when for every pi in Pi', phi(pi) is a Boltzmann
 fixed point (max |F(phi(pi)) - phi(pi)| <= tol) and J(phi(pi)) = J* within tol; an inadmissible phi
-(DESIGN.md) is not a member and is counted as such. The test is vectorised over all candidates of the
-policy part of Psi (action and observation permutations) and over the pool; Phi_ER = S_{|S|} x members.
-With the pool equal to the solver's whole optimal set this is the paper's Phi_ER *relative to the
-fixed points found*; results say whether that set was certified complete.
+(DESIGN.md) is not a member and is counted as such. Phi_ER = S_{|S|} x members (state permutations act
+trivially on policies). With the pool equal to the solver's whole optimal set this is the paper's Phi_ER
+*relative to the fixed points found*; results say whether that set was certified complete.
+
+Two ways to generate the candidates, both followed by the same exact membership test:
+
+* ``exhaustive``: every candidate of the policy part of Psi (action and observation permutations),
+  vectorised over candidates and pool, with a progress bar -- while that part has at most
+  ``max_exhaustive`` elements;
+* ``matching``: the candidates phi with phi(pi_0) in the pool for the pool's first point pi_0. phi acts
+  agent by agent, so for each agent and each target pi' the action permutations that carry pi_0's root
+  row onto pi''s, then the observation permutations that carry the t = 1 rows, are found by filtering
+  permutation tables, and the full history map is checked last. When the pool is the whole of
+  Pi*_alpha every member maps pi_0 into the pool, so both ways give the same members (a test checks it);
+  with a pool that misses optimal points, ``matching`` finds the members whose image of pi_0 was found.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 from ers_exact.model.histories import HistoryTree
-from ers_exact.model.transformation import Transformation
+from ers_exact.model.transformation import Transformation, history_map
 from ers_exact.model.values import expected_return
 from ers_exact.solve.boltzmann import boltzmann_residual
 from ers_exact.symmetry.candidates import CandidateSpace, stack_pool
+from ers_exact.symmetry.search import permutation_table, policy_part_order
+from ers_exact.util.errors import InputError
+from ers_exact.util.progress import Progress
 
-__all__ = ["ERResult", "er_symmetries"]
+__all__ = ["MAX_EXHAUSTIVE", "MAX_MATCHES", "ERBudgetError", "ERResult", "er_symmetries"]
+
+#: The exhaustive scan is used while the policy part of Psi has at most this many candidates.
+MAX_EXHAUSTIVE = 300_000
+#: Matching refuses when it would test more candidates than this.
+MAX_MATCHES = 1_000_000
+_MATCH_TOL = 1e-7  # probabilities of pool points computed to ~1e-12 agree far within this
+
+
+class ERBudgetError(InputError, RuntimeError):
+    """The ER-symmetry search would test more candidates than its budget."""
+
 
 _BATCH = 200_000  # policy-array entries per agent per evaluation chunk / 10
 
@@ -38,11 +65,13 @@ class ERResult:
     pool_is_whole_optimal_set: bool
     pool_complete: bool  # the solver proved its fixed-point list complete
     members: tuple[Transformation, ...] = field(repr=False)  # policy parts (identity on states)
-    n_candidates: int
-    n_inadmissible: int
+    n_candidates: int  # |policy part of Psi|
+    n_inadmissible: int | None  # among them (None: not counted, method "matching")
     orbits: tuple[tuple[int, ...], ...]
     images_outside_pool: int  # phi(pi) in Pi*_alpha but not among the pool's points
     tol: float
+    method: str = "exhaustive"  # how candidates were generated: "exhaustive" or "matching"
+    n_tested: int | None = None  # candidates that went through the exact test
 
     @property
     def order_on_policies(self) -> int:
@@ -54,47 +83,214 @@ class ERResult:
 
     def to_json(self, n_states: int, max_elements: int = 10_000) -> dict[str, Any]:
         members = [m.to_json() for m in self.members[:max_elements]]
-        return {"alpha": self.alpha, "J_star": self.J_star, "pool_size": self.pool_size,
-                "pool_is_whole_optimal_set": self.pool_is_whole_optimal_set, "pool_complete": self.pool_complete,
-                "order": self.order(n_states), "order_on_policies": self.order_on_policies,
-                "elements": members, "elements_truncated": len(self.members) > max_elements,
-                "elements_note": "policy parts; every state permutation may be composed with each",
-                "n_candidates": self.n_candidates, "n_inadmissible": self.n_inadmissible,
-                "orbits_on_pool": [list(o) for o in self.orbits], "images_outside_pool": self.images_outside_pool,
-                "tol": self.tol}
+        return {
+            "alpha": self.alpha,
+            "J_star": self.J_star,
+            "pool_size": self.pool_size,
+            "pool_is_whole_optimal_set": self.pool_is_whole_optimal_set,
+            "pool_complete": self.pool_complete,
+            "order": self.order(n_states),
+            "order_on_policies": self.order_on_policies,
+            "elements": members,
+            "elements_truncated": len(self.members) > max_elements,
+            "elements_note": "policy parts; every state permutation may be composed with each",
+            "n_candidates": self.n_candidates,
+            "n_inadmissible": self.n_inadmissible,
+            "orbits_on_pool": [list(o) for o in self.orbits],
+            "images_outside_pool": self.images_outside_pool,
+            "tol": self.tol,
+            "method": self.method,
+            "n_tested": self.n_tested,
+        }
 
 
-def er_symmetries(tree: HistoryTree, pool: Sequence[Sequence[np.ndarray]], alpha: float, J_star: float,
-                  tol: float = 1e-8, pool_is_whole_optimal_set: bool = True, pool_complete: bool = False
-                  ) -> ERResult:
-    """Every policy-part transformation phi with phi(pi) in Pi*_alpha for all pi in ``pool``."""
+def er_symmetries(
+    tree: HistoryTree,
+    pool: Sequence[Sequence[np.ndarray]],
+    alpha: float,
+    J_star: float,
+    tol: float = 1e-8,
+    pool_is_whole_optimal_set: bool = True,
+    pool_complete: bool = False,
+    method: str = "auto",
+    max_exhaustive: int = MAX_EXHAUSTIVE,
+    progress: bool | None = None,
+) -> ERResult:
+    """Every policy-part transformation phi with phi(pi) in Pi*_alpha for all pi in ``pool``.
+
+    ``method``: 'exhaustive', 'matching' or 'auto' (exhaustive while the policy part of Psi has at most
+    ``max_exhaustive`` elements); see the module docstring."""
     game = tree.game
-    space = CandidateSpace(tree)
+    if method == "auto":
+        method = "exhaustive" if policy_part_order(game) <= max_exhaustive else "matching"
+    if method not in ("exhaustive", "matching"):
+        raise ValueError(f"unknown method {method!r}: use 'exhaustive', 'matching' or 'auto'")
     pols = list(stack_pool(pool))  # [P, K, A] per agent
+    P = pols[0].shape[0]
+    if method == "exhaustive":
+        members, images, total, tested = _exhaustive(tree, pols, alpha, J_star, tol, progress)
+        inadmissible: int | None = total - tested  # every admissible candidate is tested
+    else:
+        members, images, total, tested = _matching(tree, pols, alpha, J_star, tol, progress)
+        inadmissible = None
+    orbits, outside = _orbits(pols, images)
+    return ERResult(
+        game=game.name,
+        alpha=float(alpha),
+        J_star=float(J_star),
+        pool_size=P,
+        pool_is_whole_optimal_set=pool_is_whole_optimal_set,
+        pool_complete=pool_complete,
+        members=tuple(members),
+        n_candidates=total,
+        n_inadmissible=inadmissible,
+        n_tested=tested,
+        orbits=orbits,
+        images_outside_pool=outside,
+        tol=tol,
+        method=method,
+    )
+
+
+def _exhaustive(
+    tree: HistoryTree, pols: list[np.ndarray], alpha: float, J_star: float, tol: float, progress: bool | None
+) -> tuple[list[Transformation], list[list[np.ndarray]], int, int]:
+    space = CandidateSpace(tree)
     P = pols[0].shape[0]
     combos = space.admissible_combos()
     members, images = [], []
     width = max(1, _BATCH * 10 // max(1, P * sum(p[0].size for p in pols)))
-    for lo in range(0, len(combos), width):
-        chunk = combos[lo:lo + width]
-        C = len(chunk)
-        batch = space.apply(chunk, pols)
-        res = np.asarray(boltzmann_residual(tree, batch, alpha)).reshape(C, P)
-        J = np.asarray(expected_return(tree, batch)).reshape(C, P)
-        good = np.all(res <= tol, axis=1) & np.all(np.abs(J - J_star) <= tol, axis=1)
-        for c in np.flatnonzero(good):
-            members.append(space.transformation(chunk[c]))
-            images.append([b.reshape(C, P, *b.shape[1:])[c] for b in batch])
-    total = space.size
-    orbits, outside = _orbits(pols, images)
-    return ERResult(game=game.name, alpha=float(alpha), J_star=float(J_star), pool_size=P,
-                    pool_is_whole_optimal_set=pool_is_whole_optimal_set, pool_complete=pool_complete,
-                    members=tuple(members), n_candidates=total, n_inadmissible=total - len(combos),
-                    orbits=orbits, images_outside_pool=outside, tol=tol)
+    with Progress(
+        len(combos), f"Phi_ER scan of Psi ({len(combos):,} admissible candidates)", enabled=progress
+    ) as bar:
+        for lo in range(0, len(combos), width):
+            chunk = combos[lo : lo + width]
+            C = len(chunk)
+            batch = space.apply(chunk, pols)
+            good = _members_mask(tree, batch, C, P, alpha, J_star, tol)
+            for c in np.flatnonzero(good):
+                members.append(space.transformation(chunk[c]))
+                images.append([b.reshape(C, P, *b.shape[1:])[c] for b in batch])
+            bar.update(C)
+    return members, images, space.size, len(combos)
 
 
-def _orbits(pols: list[np.ndarray], images: list[list[np.ndarray]], tol: float = 1e-6
-            ) -> tuple[tuple[tuple[int, ...], ...], int]:
+def _members_mask(
+    tree: HistoryTree, batch: tuple[np.ndarray, ...], C: int, P: int, alpha: float, J_star: float, tol: float
+) -> np.ndarray:
+    """The exact test on C candidates' images of the P pool points, batched ([C * P, K, A] per agent)."""
+    res = np.asarray(boltzmann_residual(tree, batch, alpha)).reshape(C, P)
+    J = np.asarray(expected_return(tree, batch)).reshape(C, P)
+    return np.all(res <= tol, axis=1) & np.all(np.abs(J - J_star) <= tol, axis=1)
+
+
+def _agent_matches(
+    tree: HistoryTree, i: int, src: np.ndarray, dst: np.ndarray
+) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+    """(action perm, observation perm) pairs of agent i carrying its policy ``src`` onto ``dst``
+    (dst[phi(tau), phi(a)] = src[tau, a] at every possible history), admissibly."""
+    hist = tree.local[i]
+    game = tree.game
+    perms_a = permutation_table(game.n_actions[i])
+    ok = (np.abs(dst[0][perms_a] - src[0][None]).max(axis=1) <= _MATCH_TOL) & np.all(
+        hist.legal[0][perms_a] == hist.legal[0][None], axis=1
+    )
+    perms_o = None
+    t1 = np.arange(hist.offsets[1], hist.offsets[2]) if len(hist.offsets) > 2 else np.zeros(0, dtype=np.int64)
+    out = []
+    ident_a = [tuple(range(k)) for k in game.n_actions]
+    ident_o = [tuple(range(k)) for k in game.n_observations]
+    for pa in perms_a[ok]:
+        if perms_o is None:
+            perms_o = permutation_table(game.n_observations[i])
+        cand = perms_o
+        if len(t1):
+            # t = 1 history (a, o) must go to (pa[a], po[o]) with the rows matching
+            n_o = game.n_observations[i]
+            allowed = np.ones((n_o, n_o), dtype=bool)
+            index = {(int(hist.action[k]), int(hist.observation[k])): int(k) for k in t1}
+            for k in t1:
+                a, o = int(hist.action[k]), int(hist.observation[k])
+                for o2 in range(n_o):
+                    k2 = index.get((int(pa[a]), o2))
+                    if k2 is None or np.abs(dst[k2][pa] - src[k]).max() > _MATCH_TOL:
+                        allowed[o, o2] = False
+            cand = perms_o[allowed[np.arange(n_o)[None, :], perms_o].all(axis=1)]
+        for po in cand:
+            acts, obs = list(ident_a), list(ident_o)
+            acts[i], obs[i] = tuple(int(v) for v in pa), tuple(int(v) for v in po)
+            phi = Transformation(tuple(range(game.n_states)), tuple(acts), tuple(obs))
+            hmap = history_map(tree, phi, i)
+            if np.any(hmap < 0) or not np.array_equal(hist.legal[hmap][:, pa], hist.legal):
+                continue
+            if np.abs(dst[hmap][:, pa] - src).max() <= _MATCH_TOL:
+                out.append((acts[i], obs[i]))
+    return out
+
+
+def _agent_images(
+    tree: HistoryTree, i: int, matches: list[tuple[tuple[int, ...], tuple[int, ...]]], pol: np.ndarray
+) -> np.ndarray:
+    """Agent i's part of phi(pi) for each matched (action perm, observation perm) and each pool point.
+    # [M, P, K_i, A_i]"""
+    game = tree.game
+    ident_a = [tuple(range(k)) for k in game.n_actions]
+    ident_o = [tuple(range(k)) for k in game.n_observations]
+    out = np.empty((len(matches),) + pol.shape)
+    for m, (pa, po) in enumerate(matches):
+        acts, obs = list(ident_a), list(ident_o)
+        acts[i], obs[i] = pa, po
+        hmap = history_map(tree, Transformation(tuple(range(game.n_states)), tuple(acts), tuple(obs)), i)
+        out[m][:, hmap[:, None], np.asarray(pa)[None, :]] = pol
+    return out
+
+
+def _matching(
+    tree: HistoryTree, pols: list[np.ndarray], alpha: float, J_star: float, tol: float, progress: bool | None
+) -> tuple[list[Transformation], list[list[np.ndarray]], int, int]:
+    game = tree.game
+    P = pols[0].shape[0]
+    per_target = []
+    tested = 0
+    for q in range(P):
+        per_agent = [_agent_matches(tree, i, pols[i][0], pols[i][q]) for i in range(game.n_agents)]
+        count = math.prod(len(m) for m in per_agent)
+        tested += count
+        if tested > MAX_MATCHES:
+            raise ERBudgetError(
+                f"{game.name}: matching the pool onto itself gives more than {MAX_MATCHES:,} candidate ER "
+                f"symmetries ({count:,} onto pool point {q} alone: the pool's policies are unchanged by many "
+                "action/observation permutations); too many to test one by one"
+            )
+        per_target.append(per_agent)
+    members, images = [], []
+    width = max(1, _BATCH * 10 // max(1, P * sum(p[0].size for p in pols)))
+    with Progress(tested, f"Phi_ER candidates matching the pool ({tested:,})", enabled=progress) as bar:
+        for per_agent in per_target:
+            if not all(per_agent):
+                continue
+            imgs = [_agent_images(tree, i, m, pols[i]) for i, m in enumerate(per_agent)]
+            grid = np.array(list(itertools.product(*[range(len(m)) for m in per_agent])), dtype=np.int64)
+            for lo in range(0, len(grid), width):
+                idx = grid[lo : lo + width]
+                C = len(idx)
+                batch = tuple(
+                    imgs[i][idx[:, i]].reshape(C * P, *pols[i].shape[1:]) for i in range(game.n_agents)
+                )
+                good = _members_mask(tree, batch, C, P, alpha, J_star, tol)
+                for c in np.flatnonzero(good):
+                    acts = tuple(per_agent[i][idx[c, i]][0] for i in range(game.n_agents))
+                    obs = tuple(per_agent[i][idx[c, i]][1] for i in range(game.n_agents))
+                    members.append(Transformation(tuple(range(game.n_states)), acts, obs))
+                    images.append([b.reshape(C, P, *b.shape[1:])[c] for b in batch])
+                bar.update(C)
+    members_sorted = sorted(zip(members, images), key=lambda m: (m[0].actions, m[0].observations))
+    return ([m for m, _ in members_sorted], [im for _, im in members_sorted], policy_part_order(game), tested)
+
+
+def _orbits(
+    pols: list[np.ndarray], images: list[list[np.ndarray]], tol: float = 1e-6
+) -> tuple[tuple[tuple[int, ...], ...], int]:
     """Union-find of pool points mapped onto each other by the members; count images outside the pool."""
     P = pols[0].shape[0]
     flat = np.concatenate([p.reshape(P, -1) for p in pols], axis=1)
