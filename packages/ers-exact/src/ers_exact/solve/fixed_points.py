@@ -47,6 +47,7 @@ class SolverConfig:
     damped_steps: int = 100  # at most, per start; a start stops once it moves by less than damped_tol
     damped_short: int = 10  # Newton runs from each start after this many damped steps and after the last
     damped_tol: float = 1e-6
+    cluster_tol: float = 1e-5  # Newton runs once for starts whose policies already agree this closely
     newton_steps: int = 60
     max_newton_step: float = 2.0  # cap on a Newton step (inf-norm, logit units), or ||g||_inf where larger
     line_search: int = 4  # step halvings tried when a Newton step does not reduce ||g||_inf
@@ -232,6 +233,24 @@ def _damped(
     return short, np.clip(coords.from_policy(pols), -bound, bound)
 
 
+def _cluster(coords: LogitCoordinates, y: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
+    """Greedy clusters of points whose policies differ by less than ``tol`` (max abs): representative indices
+    and each point's cluster."""
+    flat = flat_policies(coords, y) if len(y) else np.zeros((0, 0))
+    reps: list[int] = []
+    label = np.empty(len(y), dtype=np.int64)
+    for k in range(len(y)):
+        if reps:
+            dist = np.abs(flat[reps] - flat[k]).max(axis=1)
+            hit = int(np.argmin(dist))
+            if dist[hit] < tol:
+                label[k] = hit
+                continue
+        label[k] = len(reps)
+        reps.append(k)
+    return np.array(reps, dtype=np.int64), label
+
+
 @dataclass
 class _Found:
     y: np.ndarray
@@ -282,7 +301,10 @@ def _solve(
     desc = f"multistart {tree.game.name} alpha={alpha:g} ({len(y0)} starts)"
     with Progress(cfg.damped_steps + cfg.newton_steps, desc, enabled=cfg.progress) as bar:
         short, long = _damped(coords, np.clip(y0, -bound, bound), alpha, cfg, bound, bar)
-        y, res = newton(coords, np.concatenate([short, long]), alpha, cfg.newton_settings, bound, bar)
+        runs = np.concatenate([short, long])
+        reps, label = _cluster(coords, runs, cfg.cluster_tol)  # runs that already coincide: one Newton run
+        y_rep, res_rep = newton(coords, runs[reps], alpha, cfg.newton_settings, bound, bar)
+        y, res = y_rep[label], res_rep[label]
     ok = np.isfinite(res) & (res < cfg.tol)
     ok = ok[: len(y0)] | ok[len(y0) :]  # a start converged when either of its two Newton runs did
     conv = np.isfinite(res) & (res < cfg.tol)
