@@ -70,7 +70,7 @@ def test_chunking_gives_the_same_result_and_budget_refuses_with_an_estimate() ->
     chunked = der.evaluate(y, 0.5, budget=2 * per)
     np.testing.assert_allclose(chunked.jacobian, whole.jacobian, rtol=0, atol=1e-12)
     np.testing.assert_allclose(chunked.values, whole.values, rtol=0, atol=1e-12)
-    with pytest.raises(MemoryBudgetError, match=r"needs about .* GB .* budget is"):
+    with pytest.raises(MemoryBudgetError, match=r"needs about .* budget is"):
         der.evaluate(y, 0.5, budget=per // 2)
 
 

@@ -63,6 +63,13 @@ class MemoryBudgetError(InputError, RuntimeError):
     """A single policy's evaluation needs more working memory than the budget allows."""
 
 
+def _size(n_bytes: float) -> str:
+    """A byte count for messages: GB above 0.1 GB, else MB (or kB)."""
+    if n_bytes >= 1e8:
+        return f"{n_bytes / 1e9:.2f} GB"
+    return f"{n_bytes / 1e6:.2f} MB" if n_bytes >= 1e4 else f"{n_bytes / 1e3:.2f} kB"
+
+
 def coordinate_index(tree: HistoryTree) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Per agent (history k, action a, reference action r) of every logit coordinate, in y's order."""
     out = []
@@ -250,9 +257,9 @@ class LogitDerivatives:
             what = "the logit map and its Jacobian" if jacobian else "the logit map"
             raise MemoryBudgetError(
                 f"{self.tree.game.name} H={self.tree.game.horizon}: one evaluation of {what} needs about "
-                f"{per / 1e9:.2f} GB (D = {self.D} coordinates, {sum(self.sizes):,} joint nodes, "
-                f"{self.n_pairs:,} ancestor pairs); the memory budget is {budget / 1e9:.2f} GB. Raise "
-                f"memory_budget_bytes or lower the horizon."
+                f"{_size(per)} (D = {self.D} coordinates, {sum(self.sizes):,} joint nodes, "
+                f"{self.n_pairs:,} ancestor pairs); the memory budget is {_size(budget)}. Raise "
+                f"memory_budget_bytes (--memory-budget) or lower the horizon."
             )
         return max(1, budget // per)
 
