@@ -17,12 +17,19 @@ def test_fixed_points_per_second_three_lever(benchmark, certify: bool) -> None:
     result = benchmark.pedantic(solve_fixed_points, args=(tree, 0.25, cfg), rounds=1, iterations=1)
     seconds = benchmark.stats.stats.mean
     benchmark.extra_info.update(
-        alpha=0.25, starts=result.n_starts, converged_starts=result.converged_starts,
-        converged_share=result.converged_starts / result.n_starts, fixed_points=len(result.points),
-        optimal_points=len(result.optimal_points), J_star=result.J_star,
+        alpha=0.25,
+        starts=result.n_starts,
+        converged_starts=result.converged_starts,
+        converged_share=result.converged_starts / result.n_starts,
+        fixed_points=len(result.points),
+        optimal_points=len(result.optimal_points),
+        J_star=result.J_star,
         fixed_points_per_second=len(result.points) / seconds,
-        certified=sum(bool(p.certified) for p in result.points))
-    print(f"\nthree-lever alpha=0.25, 200 starts ({'with' if certify else 'no'} certificates): "
-          f"{len(result.points)} fixed points in {seconds:.2f}s = {len(result.points) / seconds:.1f}/s; "
-          f"{result.converged_starts}/{result.n_starts} starts converged; {len(result.optimal_points)} optimal")
+        certified=sum(bool(p.certified) for p in result.points),
+    )
+    print(
+        f"\nthree-lever alpha=0.25, 200 starts ({'with' if certify else 'no'} certificates): "
+        f"{len(result.points)} fixed points in {seconds:.2f}s = {len(result.points) / seconds:.1f}/s; "
+        f"{result.converged_starts}/{result.n_starts} starts converged; {len(result.optimal_points)} optimal"
+    )
     assert result.converged_starts > 0

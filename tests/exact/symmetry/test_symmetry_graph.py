@@ -44,8 +44,10 @@ def brute_force(game: Game) -> set[Transformation]:
             continue
         for pa in itertools.product(*[list(itertools.permutations(range(k))) for k in game.n_actions]):
             a = _joint_map(game.joint_actions, pa, game.n_actions)
-            if not (np.allclose(T[np.ix_(s, a, s)], T, atol=ATOL, rtol=0)
-                    and np.allclose(R[np.ix_(s, a, s)], R, atol=ATOL, rtol=0)):
+            if not (
+                np.allclose(T[np.ix_(s, a, s)], T, atol=ATOL, rtol=0)
+                and np.allclose(R[np.ix_(s, a, s)], R, atol=ATOL, rtol=0)
+            ):
                 continue
             obs_perms = [list(itertools.permutations(range(k))) for k in game.n_observations]
             for po in itertools.product(*obs_perms):
@@ -59,9 +61,11 @@ symmetrise = planted_game  # average over <phi>, legal sets united (ers_exact.ga
 
 
 def _random_phi(game: Game, rng: np.random.Generator) -> Transformation:
-    return Transformation(tuple(rng.permutation(game.n_states)),
-                          tuple(tuple(rng.permutation(k)) for k in game.n_actions),
-                          tuple(tuple(rng.permutation(k)) for k in game.n_observations))
+    return Transformation(
+        tuple(rng.permutation(game.n_states)),
+        tuple(tuple(rng.permutation(k)) for k in game.n_actions),
+        tuple(tuple(rng.permutation(k)) for k in game.n_observations),
+    )
 
 
 def _as_set(found: list[Transformation]) -> set[Transformation]:
@@ -71,7 +75,8 @@ def _as_set(found: list[Transformation]) -> set[Transformation]:
 
 # ----- built-in games -----
 def _swap_both(k: int, i: int, j: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    p = list(range(k)); p[i], p[j] = p[j], p[i]
+    p = list(range(k))
+    p[i], p[j] = p[j], p[i]
     return tuple(p), tuple(p)
 
 
@@ -124,8 +129,9 @@ RANDOM_CONFIGS = [
 def test_random_and_planted_games_match_brute_force(config: int, legal: bool) -> None:
     rng = np.random.default_rng(1000 * config + legal)
     for trial in range(3):
-        base = random_game(rng, legal=legal, reward_kind="grid" if trial % 2 else "float",
-                           **RANDOM_CONFIGS[config])
+        base = random_game(
+            rng, legal=legal, reward_kind="grid" if trial % 2 else "float", **RANDOM_CONFIGS[config]
+        )
         assert _as_set(decpomdp_symmetries_graph(base)) == brute_force(base)
         phi = _random_phi(base, rng)
         planted = symmetrise(base, phi)
@@ -144,8 +150,14 @@ def test_fully_symmetric_game_gives_all_of_psi(legal: bool) -> None:
     A, O = k_a**n, k_o**n
     game = random_game(np.random.default_rng(0), n_agents=n, n_states=S, n_actions=k_a, n_observations=k_o)
     masks = tuple(np.ones((1 + k_o, k_a), dtype=bool) for _ in range(n)) if legal else None
-    game = replace(game, transition=np.full((S, A, S), 1 / S), observation=np.full((A, S, O), 1 / O),
-                   reward=np.full((S, A, S), 0.5), initial_belief=np.full(S, 1 / S), legal_actions=masks)
+    game = replace(
+        game,
+        transition=np.full((S, A, S), 1 / S),
+        observation=np.full((A, S, O), 1 / O),
+        reward=np.full((S, A, S), 0.5),
+        initial_belief=np.full(S, 1 / S),
+        legal_actions=masks,
+    )
     found = _as_set(decpomdp_symmetries_graph(game))
     assert len(found) == 2 * (2 * 6) ** n
     assert found == brute_force(game)

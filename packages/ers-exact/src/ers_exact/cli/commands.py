@@ -45,9 +45,22 @@ from ers_exact.model.optimal import count_policy_trees, optimal_value, self_play
 from ers_exact.model.values import expected_return, local_q_values, uniform_policy
 from ers_exact.solve.fixed_points import SolverConfig, solve_fixed_points
 
-__all__ = ["run_atlas", "run_census", "run_demo", "run_discover", "run_export_gambit", "run_games",
-           "run_info", "run_op", "run_optimal", "run_solve", "run_sweep", "run_symmetries", "run_value",
-           "run_zsc"]
+__all__ = [
+    "run_atlas",
+    "run_census",
+    "run_demo",
+    "run_discover",
+    "run_export_gambit",
+    "run_games",
+    "run_info",
+    "run_op",
+    "run_optimal",
+    "run_solve",
+    "run_sweep",
+    "run_symmetries",
+    "run_value",
+    "run_zsc",
+]
 
 # an upper bound above this is reported as None, with its log10 (the exact sum can have millions of digits)
 _EXACT_ESTIMATE_LOG10 = 18
@@ -58,9 +71,15 @@ def _provenance() -> dict[str, Any]:
 
 
 def _game_json(game: Game) -> dict[str, Any]:
-    return {"game": game.name, "horizon": game.horizon, "discount": game.discount, "n_agents": game.n_agents,
-            "n_states": game.n_states, "n_actions": list(game.n_actions),
-            "n_observations": list(game.n_observations)}
+    return {
+        "game": game.name,
+        "horizon": game.horizon,
+        "discount": game.discount,
+        "n_agents": game.n_agents,
+        "n_states": game.n_states,
+        "n_actions": list(game.n_actions),
+        "n_observations": list(game.n_observations),
+    }
 
 
 def _game(o: GameOptions) -> Game:
@@ -91,10 +110,14 @@ def run_info(o: InfoOptions) -> dict[str, Any]:
     tree = enumerate_histories(game, max_nodes=o.max_nodes)
     log10 = history_count_log10(game)
     bound = estimate_history_count(game) if log10 < _EXACT_ESTIMATE_LOG10 else None
-    return {**_game_json(game), "estimated_joint_nodes_upper_bound": bound,
-            "estimated_joint_nodes_log10": round(log10, 3), **tree.counts(),
-            "policy_trees_per_agent": [count_policy_trees(tree, [i]) for i in range(game.n_agents)],
-            "enumeration_seconds": round(time.perf_counter() - start, 4)}
+    return {
+        **_game_json(game),
+        "estimated_joint_nodes_upper_bound": bound,
+        "estimated_joint_nodes_log10": round(log10, 3),
+        **tree.counts(),
+        "policy_trees_per_agent": [count_policy_trees(tree, [i]) for i in range(game.n_agents)],
+        "enumeration_seconds": round(time.perf_counter() - start, 4),
+    }
 
 
 def run_value(o: ValueOptions) -> dict[str, Any]:
@@ -102,15 +125,20 @@ def run_value(o: ValueOptions) -> dict[str, Any]:
     tree = _tree(o)
     pol = uniform_policy(tree) if o.policy == "uniform" else read_policy_file(o.policy, tree)
     q = local_q_values(tree, pol)
-    return {**_game_json(tree.game), "policy": o.policy, "J": expected_return(tree, pol),
-            "q_root": [qi[0].tolist() for qi in q]}
+    return {
+        **_game_json(tree.game),
+        "policy": o.policy,
+        "J": expected_return(tree, pol),
+        "q_root": [qi[0].tolist() for qi in q],
+    }
 
 
 def run_optimal(o: OptimalOptions) -> dict[str, Any]:
     """Exact optimal value J* over deterministic joint policies (exhaustive search or GMAA*)."""
     tree = _tree(o)
-    result = optimal_value(tree, o.method, max_policies=o.max_policies, heuristic=o.heuristic,
-                           max_children=o.max_children)
+    result = optimal_value(
+        tree, o.method, max_policies=o.max_policies, heuristic=o.heuristic, max_children=o.max_children
+    )
     if o.save_policy:
         write_policy_file(o.save_policy, tree, result.policy)
     return {**result.to_json(), "provenance": _provenance()}
@@ -128,8 +156,11 @@ def run_sweep(o: SweepOptions) -> dict[str, Any]:
     from ers_exact.solve.sweep import parse_alphas, sweep
 
     result = sweep(_tree(o), parse_alphas(o.alphas), _solver(o))
-    out = {**result.to_json(), "config": {"alphas": o.alphas, "starts": o.starts, "seed": o.seed},
-           "provenance": _provenance()}
+    out = {
+        **result.to_json(),
+        "config": {"alphas": o.alphas, "starts": o.starts, "seed": o.seed},
+        "provenance": _provenance(),
+    }
     if o.plot:
         out["plot"] = str(plot_sweep(result, o.plot))
     return out
@@ -141,8 +172,12 @@ def run_export_gambit(o: ExportGambitOptions) -> dict[str, Any]:
 
     tree = _tree(o)
     save_efg(tree, o.out)
-    return {**_game_json(tree.game), "written": str(o.out), "information_sets": list(tree.n_histories),
-            "note": "Gambit action values = gamma^t * Q^i (reward-to-go); lambda = 1 / alpha"}
+    return {
+        **_game_json(tree.game),
+        "written": str(o.out),
+        "information_sets": list(tree.n_histories),
+        "note": "Gambit action values = gamma^t * Q^i (reward-to-go); lambda = 1 / alpha",
+    }
 
 
 def run_symmetries(o: SymmetriesOptions) -> dict[str, Any]:
@@ -158,8 +193,11 @@ def run_atlas(o: AtlasOptions) -> dict[str, Any]:
     from ers_exact.analysis.report import atlas
     from ers_exact.solve.sweep import parse_alphas
 
-    out = {**atlas(_tree(o), parse_alphas(o.alphas), _solver(o)),
-           "config": {"alphas": o.alphas, "starts": o.starts, "seed": o.seed}, "provenance": _provenance()}
+    out = {
+        **atlas(_tree(o), parse_alphas(o.alphas), _solver(o)),
+        "config": {"alphas": o.alphas, "starts": o.starts, "seed": o.seed},
+        "provenance": _provenance(),
+    }
     if o.plot:
         out["plot"] = str(plot_atlas(out, o.plot))
     return out
@@ -178,12 +216,25 @@ def run_zsc(o: ZSCOptions) -> dict[str, Any]:
     from ers_exact.zsc.pipeline import ZSCConfig
     from ers_exact.zsc.pipeline import run_zsc as pipeline
 
-    cfg = ZSCConfig(agents=o.agents, seed=o.seed, pool=o.pool, alpha=o.alpha, k=o.k, l=o.l, m=o.m,
-                    episodes=o.episodes, algorithm=o.algorithm)
+    cfg = ZSCConfig(
+        agents=o.agents,
+        seed=o.seed,
+        pool=o.pool,
+        alpha=o.alpha,
+        k=o.k,
+        l=o.l,
+        m=o.m,
+        episodes=o.episodes,
+        algorithm=o.algorithm,
+    )
     tree = _tree(o)
     report, discoveries = pipeline(tree, cfg)
-    result = {**report.to_json(), "markdown": report.to_markdown(),
-              "discovery": [d.to_json() for d in discoveries], "provenance": _provenance()}
+    result = {
+        **report.to_json(),
+        "markdown": report.to_markdown(),
+        "discovery": [d.to_json() for d in discoveries],
+        "provenance": _provenance(),
+    }
     if o.out:
         Path(o.out).mkdir(parents=True, exist_ok=True)
         Path(o.out, f"zsc-{tree.game.name}-seed{o.seed}.json").write_text(json.dumps(result, indent=2))
@@ -194,8 +245,9 @@ def run_op(o: OPOptions) -> dict[str, Any]:
     """The other-play optimum found over Phi (``--symmetries``): op_value, J, the policy, how it was found."""
     from ers_exact.zsc.other_play import OPConfig, solve_other_play
 
-    cfg = OPConfig(seed=o.seed, seeds=o.seeds, share=o.share, steps=o.steps, restarts=o.restarts,
-                   exhaustive=o.exhaustive)
+    cfg = OPConfig(
+        seed=o.seed, seeds=o.seeds, share=o.share, steps=o.steps, restarts=o.restarts, exhaustive=o.exhaustive
+    )
     tree = _tree(o)
     result = solve_other_play(tree, o.symmetries, cfg)
     if o.save_policy:
@@ -227,17 +279,30 @@ def run_demo(o: DemoOptions) -> dict[str, Any]:
     for name, factory in GAMES.items():
         game = factory()
         tree = enumerate_histories(game, max_nodes=o.max_nodes)
-        row: dict[str, Any] = {**_game_json(game), "name": name, **tree.counts(),
-                               "J_uniform": expected_return(tree, uniform_policy(tree))}
+        row: dict[str, Any] = {
+            **_game_json(game),
+            "name": name,
+            **tree.counts(),
+            "J_uniform": expected_return(tree, uniform_policy(tree)),
+        }
         try:
             opt = self_play_optimum(tree, max_policies=o.max_policies)
-            row.update(J_star=opt.value, optimal_policy=opt.to_json()["policy"],
-                       search_candidates=opt.n_candidates, search_seconds=round(opt.seconds, 4))
+            row.update(
+                J_star=opt.value,
+                optimal_policy=opt.to_json()["policy"],
+                search_candidates=opt.n_candidates,
+                search_seconds=round(opt.seconds, 4),
+            )
         except PolicyBudgetError as err:
             row.update(J_star=None, note=str(err))
         fps = solve_fixed_points(tree, o.alpha, SolverConfig(n_starts=o.starts, seed=0))
-        row.update(alpha=o.alpha, n_fixed_points=len(fps.points), n_optimal=len(fps.optimal_points),
-                   J_star_alpha=fps.J_star, fixed_points_complete=fps.complete)
+        row.update(
+            alpha=o.alpha,
+            n_fixed_points=len(fps.points),
+            n_optimal=len(fps.optimal_points),
+            J_star_alpha=fps.J_star,
+            fixed_points_complete=fps.complete,
+        )
         rows.append(row)
     config = {"max_policies": o.max_policies, "alpha": o.alpha, "starts": o.starts}
     result: dict[str, Any] = {"command": "demo", "config": config, "games": rows, "provenance": _provenance()}

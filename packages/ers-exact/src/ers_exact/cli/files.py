@@ -19,14 +19,24 @@ from ers_exact.model.values import PolicyError, check_policy
 __all__ = ["POLICY_FORMAT", "read_policy_file", "write_policy_file"]
 
 POLICY_FORMAT = '{"policy": [one [histories x actions] array per agent]}'
-_JSON_TYPES = {dict: "an object", list: "an array", str: "a string", int: "a number", float: "a number",
-               bool: "a boolean", type(None): "null"}
+_JSON_TYPES = {
+    dict: "an object",
+    list: "an array",
+    str: "a string",
+    int: "a number",
+    float: "a number",
+    bool: "a boolean",
+    type(None): "null",
+}
 
 
 def write_policy_file(path: str | Path, tree: HistoryTree, policy: tuple[np.ndarray, ...]) -> None:
     """Write one joint policy of ``tree``'s game as JSON (see the module docstring)."""
-    Path(path).write_text(json.dumps({"game": tree.game.name, "horizon": tree.game.horizon,
-                                      "policy": [p.tolist() for p in policy]}))
+    Path(path).write_text(
+        json.dumps(
+            {"game": tree.game.name, "horizon": tree.game.horizon, "policy": [p.tolist() for p in policy]}
+        )
+    )
 
 
 def read_policy_file(path: str | Path, tree: HistoryTree) -> tuple[np.ndarray, ...]:
@@ -42,10 +52,11 @@ def read_policy_file(path: str | Path, tree: HistoryTree) -> tuple[np.ndarray, .
     except UnicodeDecodeError:
         raise PolicyError(f"{path}: not a UTF-8 text file; expected JSON {POLICY_FORMAT}") from None
     except json.JSONDecodeError as err:
-        raise PolicyError(f"{path}: not JSON ({err.msg} at line {err.lineno}, column {err.colno}); expected "
-                          f"{POLICY_FORMAT}") from None
+        raise PolicyError(
+            f"{path}: not JSON ({err.msg} at line {err.lineno}, column {err.colno}); expected {POLICY_FORMAT}"
+        ) from None
     if isinstance(data, dict) and "policy" not in data:
-        raise PolicyError(f"{path}: the JSON object has no \"policy\" key; expected {POLICY_FORMAT}")
+        raise PolicyError(f'{path}: the JSON object has no "policy" key; expected {POLICY_FORMAT}')
     agents = data["policy"] if isinstance(data, dict) else data
     if not isinstance(agents, list):
         raise PolicyError(f"{path}: expected {POLICY_FORMAT}, got {_JSON_TYPES.get(type(agents), 'a value')}")

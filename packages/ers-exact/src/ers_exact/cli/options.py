@@ -38,11 +38,32 @@ from ers_exact.zsc.pipeline import ZSCConfig
 from ers_exact.zsc.pools import POOL_SOURCES, UNSEEN_POOL_SEED_OFFSET, PoolConfig
 
 __all__ = [
-    "DEMO_ALPHA", "DEMO_MAX_POLICIES", "DEMO_STARTS", "PLOT_SUFFIXES", "RESULTS_DIR_ENV", "SWEEP_STARTS",
-    "AtlasOptions", "CensusOptions", "DemoOptions", "DiscoverOptions", "ExportGambitOptions", "GameOptions",
-    "GamesOptions", "GridOptions", "InfoOptions", "OPOptions", "OptimalOptions", "PoolOptions",
-    "SolveOptions", "SolverOptions", "SweepOptions", "SymmetriesOptions", "ValueOptions", "ZSCOptions",
-    "alpha_grid", "default_demo_dir",
+    "DEMO_ALPHA",
+    "DEMO_MAX_POLICIES",
+    "DEMO_STARTS",
+    "PLOT_SUFFIXES",
+    "RESULTS_DIR_ENV",
+    "SWEEP_STARTS",
+    "AtlasOptions",
+    "CensusOptions",
+    "DemoOptions",
+    "DiscoverOptions",
+    "ExportGambitOptions",
+    "GameOptions",
+    "GamesOptions",
+    "GridOptions",
+    "InfoOptions",
+    "OPOptions",
+    "OptimalOptions",
+    "PoolOptions",
+    "SolveOptions",
+    "SolverOptions",
+    "SweepOptions",
+    "SymmetriesOptions",
+    "ValueOptions",
+    "ZSCOptions",
+    "alpha_grid",
+    "default_demo_dir",
 ]
 
 #: Fresh random starts per alpha of a sweep or atlas (fewer than a single solve's: continuation warm-starts
@@ -90,24 +111,38 @@ def default_demo_dir() -> Path:
 class GameOptions(Options):
     """GAME and the overrides every command that enumerates its histories accepts."""
 
-    game: str = option(help=f"a built-in game (list: `ers-exact games`) or a .dpomdp file; a bare file name "
-                            f"not in the working directory is looked up in ${DPOMDP_DIR_ENV}",
-                       positional=True, metavar="GAME")
-    horizon: int | None = option(None, help="horizon H >= 1", check=at_least(1),
-                                 default_text="the game's own; 2 for a .dpomdp file")
-    discount: float | None = option(None, help="discount gamma in (0, 1]", check=between(0, 1, open_lo=True),
-                                    default_text="the game's own")
-    max_nodes: int = option(DEFAULT_MAX_NODES, help="refuse to enumerate more joint history nodes than this "
-                                                    "(checked layer by layer, before each is built)",
-                            check=at_least(1))
+    game: str = option(
+        help=f"a built-in game (list: `ers-exact games`) or a .dpomdp file; a bare file name "
+        f"not in the working directory is looked up in ${DPOMDP_DIR_ENV}",
+        positional=True,
+        metavar="GAME",
+    )
+    horizon: int | None = option(
+        None, help="horizon H >= 1", check=at_least(1), default_text="the game's own; 2 for a .dpomdp file"
+    )
+    discount: float | None = option(
+        None,
+        help="discount gamma in (0, 1]",
+        check=between(0, 1, open_lo=True),
+        default_text="the game's own",
+    )
+    max_nodes: int = option(
+        DEFAULT_MAX_NODES,
+        help="refuse to enumerate more joint history nodes than this "
+        "(checked layer by layer, before each is built)",
+        check=at_least(1),
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
 class SolverOptions(Options):
     """The multistart Boltzmann fixed-point solver's starts and seed."""
 
-    starts: int = option(_SOLVER.n_starts, help="random starts of the fixed-point search (the uniform start "
-                                                "and warm starts come on top)", check=at_least(0))
+    starts: int = option(
+        _SOLVER.n_starts,
+        help="random starts of the fixed-point search (the uniform start and warm starts come on top)",
+        check=at_least(0),
+    )
     seed: int = option(_SOLVER.seed, help="seed of the random starts", check=at_least(0))
 
 
@@ -115,13 +150,23 @@ class SolverOptions(Options):
 class GridOptions(SolverOptions, GameOptions):
     """A grid of temperatures (sweep, atlas), with an optional plot."""
 
-    alphas: str = option(help="temperatures: start:stop:step (stop included) or a comma list, at most 1000",
-                         check=alpha_grid, metavar="GRID")
-    starts: int = option(SWEEP_STARTS, help="fresh random starts per alpha (each alpha is also warm-started "
-                                            "from the previous one's points)", check=at_least(0))
-    plot: str | None = option(None, check=output_file(PLOT_SUFFIXES), default_text="no plot", metavar="FILE",
-                              help=f"draw the result into this image file ({', '.join(PLOT_SUFFIXES)}); its "
-                                   "folder must exist")
+    alphas: str = option(
+        help="temperatures: start:stop:step (stop included) or a comma list, at most 1000",
+        check=alpha_grid,
+        metavar="GRID",
+    )
+    starts: int = option(
+        SWEEP_STARTS,
+        help="fresh random starts per alpha (each alpha is also warm-started from the previous one's points)",
+        check=at_least(0),
+    )
+    plot: str | None = option(
+        None,
+        check=output_file(PLOT_SUFFIXES),
+        default_text="no plot",
+        metavar="FILE",
+        help=f"draw the result into this image file ({', '.join(PLOT_SUFFIXES)}); its folder must exist",
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -129,18 +174,25 @@ class PoolOptions(GameOptions):
     """How pools of self-play policies are built and how symmetries are learned from them (zsc, discover)."""
 
     alpha: float = option(_POOL.alpha, help=ALPHA_HELP + " of the pool policies", check=positive)
-    pool: str = option(_POOL.source, help="pool source: IQL runs (the paper) or the exact solver's "
-                                          "self-play-optimal fixed points", check=one_of(POOL_SOURCES))
+    pool: str = option(
+        _POOL.source,
+        help="pool source: IQL runs (the paper) or the exact solver's self-play-optimal fixed points",
+        check=one_of(POOL_SOURCES),
+    )
     k: int = option(_POOL.k, help="pool size k", check=at_least(1))
     episodes: int = option(_POOL.episodes, help="IQL episodes per pool policy", check=at_least(1))
-    algorithm: str = option(_DISCOVERY.algorithm, help="discovery: Algorithm 1 (sp-max), 2 (sp-max-reg) or "
-                                                       "3 (xp-max)", check=one_of(ALGORITHMS))
+    algorithm: str = option(
+        _DISCOVERY.algorithm,
+        help="discovery: Algorithm 1 (sp-max), 2 (sp-max-reg) or 3 (xp-max)",
+        check=one_of(ALGORITHMS),
+    )
     seed: int = option(_ZSC.seed, help="seed of the run", check=at_least(0))
 
     def check(self) -> None:
         if self.algorithm == "xp-max" and self.k < 2:
-            raise UsageError(f"--k {self.k}: xp-max (Algorithm 3) cross-plays pairs of pool policies; "
-                             "give --k >= 2")
+            raise UsageError(
+                f"--k {self.k}: xp-max (Algorithm 3) cross-plays pairs of pool policies; give --k >= 2"
+            )
 
 
 # ----- one class per command -----
@@ -158,30 +210,51 @@ class InfoOptions(GameOptions):
 class ValueOptions(GameOptions):
     """``value``: J and root Q^i of one joint policy."""
 
-    policy: str = option("uniform", metavar="uniform|FILE",
-                         help="'uniform' (uniform over legal actions) or a JSON file {\"policy\": [one "
-                              "histories x actions array per agent]}, as `ers-exact optimal --save-policy` "
-                              "writes it")
+    policy: str = option(
+        "uniform",
+        metavar="uniform|FILE",
+        help="'uniform' (uniform over legal actions) or a JSON file {\"policy\": [one "
+        "histories x actions array per agent]}, as `ers-exact optimal --save-policy` "
+        "writes it",
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
 class OptimalOptions(GameOptions):
     """``optimal``: J* over deterministic joint policies."""
 
-    method: str = option("auto", check=one_of(METHODS), metavar="METHOD",
-                         help="'exhaustive' (every policy tree of agents 0..n-2 + the last agent's best "
-                              "response: the reference), 'gmaa' (GMAA*-ICE heuristic search, exact), or "
-                              f"'auto' (exhaustive up to {AUTO_EXHAUSTIVE_MAX} policy trees, else gmaa)")
-    heuristic: str = option("Q_BG", check=one_of(HEURISTICS), metavar="BOUND",
-                            help="GMAA*'s admissible upper bound: Q_BG (tightest), Q_POMDP or Q_MDP")
-    max_policies: int = option(DEFAULT_MAX_POLICIES, check=at_least(1),
-                               help="refuse an exhaustive search over more deterministic policies than this")
-    max_children: int = option(DEFAULT_MAX_CHILDREN, check=at_least(1),
-                               help="refuse a GMAA* expansion (or last-stage Bayesian game) over more joint "
-                                    "decision rules than this")
-    save_policy: str | None = option(None, check=output_file(), default_text="not written", metavar="FILE",
-                                     help="write the optimal policy as JSON (input of `value --policy`); its "
-                                          "folder must exist")
+    method: str = option(
+        "auto",
+        check=one_of(METHODS),
+        metavar="METHOD",
+        help="'exhaustive' (every policy tree of agents 0..n-2 + the last agent's best "
+        "response: the reference), 'gmaa' (GMAA*-ICE heuristic search, exact), or "
+        f"'auto' (exhaustive up to {AUTO_EXHAUSTIVE_MAX} policy trees, else gmaa)",
+    )
+    heuristic: str = option(
+        "Q_BG",
+        check=one_of(HEURISTICS),
+        metavar="BOUND",
+        help="GMAA*'s admissible upper bound: Q_BG (tightest), Q_POMDP or Q_MDP",
+    )
+    max_policies: int = option(
+        DEFAULT_MAX_POLICIES,
+        check=at_least(1),
+        help="refuse an exhaustive search over more deterministic policies than this",
+    )
+    max_children: int = option(
+        DEFAULT_MAX_CHILDREN,
+        check=at_least(1),
+        help="refuse a GMAA* expansion (or last-stage Bayesian game) over more joint "
+        "decision rules than this",
+    )
+    save_policy: str | None = option(
+        None,
+        check=output_file(),
+        default_text="not written",
+        metavar="FILE",
+        help="write the optimal policy as JSON (input of `value --policy`); its folder must exist",
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -216,55 +289,89 @@ class CensusOptions(Options):
     games: int = option(_CENSUS.games, help="number of random games", check=at_least(1))
     seed: int = option(_CENSUS.seed, help="seed of the game generator and of the solver", check=at_least(0))
     alpha: float = option(_CENSUS.alpha, help=ALPHA_HELP, check=positive)
-    starts: int = option(_CENSUS.starts, help="random starts of the fixed-point search per game",
-                         check=at_least(0))
-    out: str | None = option(None, check=output_folder, default_text="not written", metavar="DIR",
-                             help="folder for census.json and the games with Phi_ER > Phi_MDP (created)")
+    starts: int = option(
+        _CENSUS.starts, help="random starts of the fixed-point search per game", check=at_least(0)
+    )
+    out: str | None = option(
+        None,
+        check=output_folder,
+        default_text="not written",
+        metavar="DIR",
+        help="folder for census.json and the games with Phi_ER > Phi_MDP (created)",
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
 class ZSCOptions(PoolOptions):
     """``zsc``: the population pipeline (Table 1)."""
 
-    agents: int = option(_ZSC.agents, help=f"independent agents P per population, 2 to "
-                                           f"{UNSEEN_POOL_SEED_OFFSET} (cross-play needs two)",
-                         check=between(2, UNSEEN_POOL_SEED_OFFSET))
+    agents: int = option(
+        _ZSC.agents,
+        help=f"independent agents P per population, 2 to {UNSEEN_POOL_SEED_OFFSET} (cross-play needs two)",
+        check=between(2, UNSEEN_POOL_SEED_OFFSET),
+    )
     l: int = option(_ZSC.l, help="learned symmetries l kept per agent", check=at_least(1))
     m: int = option(_ZSC.m, help="other-play seeds m per agent", check=at_least(1))
-    out: str | None = option(None, help="folder for the JSON result (created)", check=output_folder,
-                             default_text="not written", metavar="DIR")
+    out: str | None = option(
+        None,
+        help="folder for the JSON result (created)",
+        check=output_folder,
+        default_text="not written",
+        metavar="DIR",
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
 class OPOptions(GameOptions):
     """``op``: the other-play optimum OP^Phi over a named symmetry set."""
 
-    symmetries: str = option("mdp", check=one_of(SYMMETRY_SETS), metavar="SET",
-                             help="Phi: 'mdp' (every Dec-POMDP symmetry, exact search) or 'none' ({id}: "
-                                  "OP = self-play)")
+    symmetries: str = option(
+        "mdp",
+        check=one_of(SYMMETRY_SETS),
+        metavar="SET",
+        help="Phi: 'mdp' (every Dec-POMDP symmetry, exact search) or 'none' ({id}: OP = self-play)",
+    )
     seed: int = option(_OP.seed, help="seed of the run", check=at_least(0))
-    seeds: int = option(_OP.seeds, help="independent trainings m; the best OP value is reported (ties by J)",
-                        check=at_least(1))
-    share: bool = option(_OP.share, help="parameter sharing: one policy for agents whose local history "
-                                         "trees coincide (--no-share: one policy per agent)")
+    seeds: int = option(
+        _OP.seeds,
+        help="independent trainings m; the best OP value is reported (ties by J)",
+        check=at_least(1),
+    )
+    share: bool = option(
+        _OP.share,
+        help="parameter sharing: one policy for agents whose local history "
+        "trees coincide (--no-share: one policy per agent)",
+    )
     steps: int = option(_OP.steps, help="Adam steps of every gradient start", check=at_least(0))
-    restarts: int = option(_OP.restarts, help="gradient starts per seed (random, symmetrised, warm from the "
-                                              "deterministic optimum)", check=at_least(1))
-    exhaustive: int = option(_OP.exhaustive, check=at_least(0),
-                             help="also search every deterministic policy profile exactly when there are at "
-                                  "most this many (0: never)")
-    save_policy: str | None = option(None, check=output_file(), default_text="not written", metavar="FILE",
-                                     help="write the policy found as JSON (input of `value --policy`); its "
-                                          "folder must exist")
+    restarts: int = option(
+        _OP.restarts,
+        help="gradient starts per seed (random, symmetrised, warm from the deterministic optimum)",
+        check=at_least(1),
+    )
+    exhaustive: int = option(
+        _OP.exhaustive,
+        check=at_least(0),
+        help="also search every deterministic policy profile exactly when there are at "
+        "most this many (0: never)",
+    )
+    save_policy: str | None = option(
+        None,
+        check=output_file(),
+        default_text="not written",
+        metavar="FILE",
+        help="write the policy found as JSON (input of `value --policy`); its folder must exist",
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
 class DiscoverOptions(PoolOptions):
     """``discover``: one agent's symmetry discovery with Table 2's metrics."""
 
-    search: str = option(_DISCOVERY.search, check=one_of(SEARCHES),
-                         help="candidate search: every admissible transformation, or REINFORCE over "
-                              "observation permutations")
+    search: str = option(
+        _DISCOVERY.search,
+        check=one_of(SEARCHES),
+        help="candidate search: every admissible transformation, or REINFORCE over observation permutations",
+    )
     top: int = option(_DISCOVERY.top, help="transformations l kept", check=at_least(1))
 
 
@@ -272,22 +379,34 @@ class DiscoverOptions(PoolOptions):
 class ExportGambitOptions(GameOptions):
     """``export-gambit``: the game as a Gambit extensive form."""
 
-    out: str = option(help="the .efg file to write; its folder must exist", positional=True,
-                      check=output_file((".efg",)), metavar="OUT")
+    out: str = option(
+        help="the .efg file to write; its folder must exist",
+        positional=True,
+        check=output_file((".efg",)),
+        metavar="OUT",
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
 class DemoOptions(Options):
     """``demo``: exact analysis of every built-in game."""
 
-    out: str | None = option(None, help="folder for demo.json (created)", check=output_folder, metavar="DIR",
-                             default_text=f"${RESULTS_DIR_ENV}, else $XDG_DATA_HOME/ers/demo, else "
-                                          "~/.local/share/ers/demo")
-    max_policies: int = option(DEMO_MAX_POLICIES, help="exhaustive-search budget of J* per game "
-                                                       "(a game over it gets J* = null and a note)",
-                               check=at_least(1))
+    out: str | None = option(
+        None,
+        help="folder for demo.json (created)",
+        check=output_folder,
+        metavar="DIR",
+        default_text=f"${RESULTS_DIR_ENV}, else $XDG_DATA_HOME/ers/demo, else ~/.local/share/ers/demo",
+    )
+    max_policies: int = option(
+        DEMO_MAX_POLICIES,
+        help="exhaustive-search budget of J* per game (a game over it gets J* = null and a note)",
+        check=at_least(1),
+    )
     alpha: float = option(DEMO_ALPHA, help=ALPHA_HELP + " of the fixed points", check=positive)
-    starts: int = option(DEMO_STARTS, help="random starts of the fixed-point search per game",
-                         check=at_least(0))
-    max_nodes: int = option(DEFAULT_MAX_NODES, help="refuse to enumerate more joint history nodes than this",
-                            check=at_least(1))
+    starts: int = option(
+        DEMO_STARTS, help="random starts of the fixed-point search per game", check=at_least(0)
+    )
+    max_nodes: int = option(
+        DEFAULT_MAX_NODES, help="refuse to enumerate more joint history nodes than this", check=at_least(1)
+    )

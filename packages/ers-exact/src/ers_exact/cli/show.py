@@ -5,8 +5,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["print_table", "show_atlas", "show_census", "show_demo", "show_discover", "show_games", "show_op",
-           "show_optimal", "show_solve", "show_sweep", "show_symmetries", "show_zsc"]
+__all__ = [
+    "print_table",
+    "show_atlas",
+    "show_census",
+    "show_demo",
+    "show_discover",
+    "show_games",
+    "show_op",
+    "show_optimal",
+    "show_solve",
+    "show_sweep",
+    "show_symmetries",
+    "show_zsc",
+]
 
 
 def _fmt(v: Any) -> str:
@@ -31,32 +43,43 @@ def show_games(result: dict[str, Any]) -> None:
 
 
 def show_solve(result: dict[str, Any]) -> None:
-    print(f"{result['game']} H={result['horizon']} alpha={result['alpha']}: {result['n_fixed_points']} fixed "
-          f"point(s), J* = {result['J_star']:.6f}, |Pi*| = {result['n_optimal']}; {result['completeness']}")
-    print_table(result["fixed_points"], ["J", "residual", "spectral_radius", "stable", "certified", "optimal",
-                                         "basin"])
+    print(
+        f"{result['game']} H={result['horizon']} alpha={result['alpha']}: {result['n_fixed_points']} fixed "
+        f"point(s), J* = {result['J_star']:.6f}, |Pi*| = {result['n_optimal']}; {result['completeness']}"
+    )
+    print_table(
+        result["fixed_points"],
+        ["J", "residual", "spectral_radius", "stable", "certified", "optimal", "basin"],
+    )
 
 
 def show_sweep(result: dict[str, Any]) -> None:
     print_table(result["per_alpha"], ["alpha", "n_fixed_points", "n_optimal", "J_star", "complete"])
     for b in result["bifurcations"]:
-        print(f"count changes between alpha {b['between'][0]} and {b['between'][1]}: "
-              f"{b['n_before']} -> {b['n_after']}")
+        print(
+            f"count changes between alpha {b['between'][0]} and {b['between'][1]}: "
+            f"{b['n_before']} -> {b['n_after']}"
+        )
     _wrote(result)
 
 
 def show_symmetries(result: dict[str, Any]) -> None:
-    print(f"{result['game']} alpha={result['alpha']}: |Psi| = {result['psi_order']}, |Pi*| found = "
-          f"{result['pool_size']} (complete: {result['fixed_points_complete']})")
-    print(f"|Phi_MDP| = {result['mdp']['order']} ({result['mdp']['order_on_policies']} on policies); "
-          f"|Phi_ER| = {result['er']['order']} ({result['er']['order_on_policies']} on policies); "
-          f"Phi_MDP <= Phi_ER: {result['mdp_subgroup_of_er']}; in Phi_ER not Phi_MDP (on policies): "
-          f"{result['er_not_mdp_on_policies']}")
+    print(
+        f"{result['game']} alpha={result['alpha']}: |Psi| = {result['psi_order']}, |Pi*| found = "
+        f"{result['pool_size']} (complete: {result['fixed_points_complete']})"
+    )
+    print(
+        f"|Phi_MDP| = {result['mdp']['order']} ({result['mdp']['order_on_policies']} on policies); "
+        f"|Phi_ER| = {result['er']['order']} ({result['er']['order_on_policies']} on policies); "
+        f"Phi_MDP <= Phi_ER: {result['mdp_subgroup_of_er']}; in Phi_ER not Phi_MDP (on policies): "
+        f"{result['er_not_mdp_on_policies']}"
+    )
 
 
 def show_atlas(result: dict[str, Any]) -> None:
-    print_table(result["rows"], ["alpha", "pool_size", "er_order_on_policies", "mdp_order",
-                                 "mdp_subgroup_of_er"])
+    print_table(
+        result["rows"], ["alpha", "pool_size", "er_order_on_policies", "mdp_order", "mdp_subgroup_of_er"]
+    )
     _wrote(result)
 
 
@@ -71,21 +94,32 @@ def show_zsc(result: dict[str, Any]) -> None:
 
 def show_optimal(result: dict[str, Any]) -> None:
     print(f"{result['game']} H={result['horizon']} gamma={result['discount']}: J* = {result['value']:.6f}")
-    work = (f"{result['n_candidates']:,} policy trees" if result["method"] == "exhaustive" else
-            f"{result['nodes_expanded']:,} partial policies expanded, {result['n_candidates']:,} children "
-            f"evaluated, upper bound {result['upper_bound']:.6f}")
+    work = (
+        f"{result['n_candidates']:,} policy trees"
+        if result["method"] == "exhaustive"
+        else f"{result['nodes_expanded']:,} partial policies expanded, {result['n_candidates']:,} children "
+        f"evaluated, upper bound {result['upper_bound']:.6f}"
+    )
     print(f"{result['method']}: {work}; {result['seconds']:.3f} s")
     print(f"({result['description']}; the policy: --json or --save-policy)")
 
 
 def show_op(result: dict[str, Any]) -> None:
-    print(f"{result['game']} H={result['horizon']}: OP^Phi = {result['op_value']:.6f}, J = {result['J']:.6f} "
-          f"(Phi = {result['symmetries']}, |Phi| = {result['n_symmetries']}, shared: {result['share']})")
-    print(f"per seed (seed {result['seed']}): OP " + ", ".join(f"{v:.6f}" for v in result["seed_op_values"])
-          + "; by " + ", ".join(result["seed_methods"]))
+    print(
+        f"{result['game']} H={result['horizon']}: OP^Phi = {result['op_value']:.6f}, J = {result['J']:.6f} "
+        f"(Phi = {result['symmetries']}, |Phi| = {result['n_symmetries']}, shared: {result['share']})"
+    )
+    print(
+        f"per seed (seed {result['seed']}): OP "
+        + ", ".join(f"{v:.6f}" for v in result["seed_op_values"])
+        + "; by "
+        + ", ".join(result["seed_methods"])
+    )
     if result["deterministic_optimum"] is not None:
-        print(f"best deterministic policy: OP = {result['deterministic_optimum']:.6f} "
-              f"({result['deterministic_profiles']:,} profiles searched)")
+        print(
+            f"best deterministic policy: OP = {result['deterministic_optimum']:.6f} "
+            f"({result['deterministic_profiles']:,} profiles searched)"
+        )
     print("played in other-play (agent, history, reach: policy):")
     for r in result["played"]:
         acts = ", ".join(f"{a} {p:.3f}" for a, p in r["policy"].items())
@@ -93,16 +127,31 @@ def show_op(result: dict[str, Any]) -> None:
 
 
 def show_discover(result: dict[str, Any]) -> None:
-    print(f"{result['algorithm']}: pool J = {result['pool_return']:.4f}; J_1 = {result['J_1']:.4f}, "
-          f"J_2 = {result['J_2']:.4f}, J_3 = {result['J_3']:.4f}, reconstruction loss "
-          f"{result['reconstruction_loss']:.3f}")
+    print(
+        f"{result['algorithm']}: pool J = {result['pool_return']:.4f}; J_1 = {result['J_1']:.4f}, "
+        f"J_2 = {result['J_2']:.4f}, J_3 = {result['J_3']:.4f}, reconstruction loss "
+        f"{result['reconstruction_loss']:.3f}"
+    )
     for t, sc in zip(result["transformations"], result["scores"]):
         print(f"  {sc:.6f}  actions {t['actions']}  observations {t['observations']}")
 
 
 def show_demo(result: dict[str, Any]) -> None:
-    print_table(result["games"], ["name", "horizon", "joint_nodes", "local_histories", "J_uniform", "J_star",
-                                  "n_fixed_points", "n_optimal", "J_star_alpha", "fixed_points_complete"])
+    print_table(
+        result["games"],
+        [
+            "name",
+            "horizon",
+            "joint_nodes",
+            "local_histories",
+            "J_uniform",
+            "J_star",
+            "n_fixed_points",
+            "n_optimal",
+            "J_star_alpha",
+            "fixed_points_complete",
+        ],
+    )
     print(f"(fixed points at alpha = {result['config']['alpha']}, {result['config']['starts']} starts)")
     if "written" in result:
         print(f"\nwrote {result['written']}")

@@ -281,6 +281,7 @@ def _make_layer(
         if t == 0:
             rows = np.zeros(len(parent), dtype=np.int64)
         else:
+            assert last_obs is not None and local_offsets is not None  # given for every t > 0
             rows = 1 + last_obs[i][local[:, i] - local_offsets[i]]
         legal &= local_legal[i][rows][:, game.joint_actions[:, i]]
     for arr in (parent, action, obs, weight, local, legal):
