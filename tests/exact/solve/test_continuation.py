@@ -128,3 +128,16 @@ def test_gambit_principal_branch_is_our_branch_zero(name: str, horizon, alpha: f
     qre = gambit_qre_policy(tree, alpha)
     dist = max(float(np.abs(a - b).max()) for a, b in zip(coords.to_policy(first), qre))
     assert dist < 1e-6
+
+
+def test_located_bifurcation_lies_in_the_sweeps_proven_interval(toy) -> None:
+    """The alpha sweep brackets the toy game's bifurcation between grid points, with a proof (both lists
+    certified complete); continuation locates it to solver precision inside that bracket."""
+    from ers_exact.solve.sweep import sweep
+
+    res = sweep(toy, [0.25, 0.35, 0.45, 0.55, 0.65], SolverConfig(continuation=False))
+    proven = [b for b in res.bifurcations if b["proven"]]
+    assert len(proven) == 1
+    lo, hi = proven[0]["between"]
+    located = continuation(LogitCoordinates(toy), 0.3).bifurcations[0]["alpha"]
+    assert lo < located < hi
