@@ -33,6 +33,7 @@ fixed points) is never reached, nor is a fold beyond the overshoot ``lambda_stop
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -263,6 +264,16 @@ def continuation(
         1000, f"continuation {coords.tree.game.name} to lambda={lam_star:g}", enabled=progress
     ) as bar:
         shown = 0
+
+        def report(lam: float) -> None:
+            """Progress: finished branches plus the current one's lambda over lambda_stop, of all known."""
+            nonlocal shown
+            frac = (len(branches) + min(1.0, max(0.0, lam / lam_stop))) / (len(branches) + len(queue) + 1)
+            done = int(1000 * frac)
+            if done > shown:
+                bar.update(done - shown)
+                shown = done
+
         while queue and len(branches) < cfg.max_branches and total_steps < cfg.max_steps:
             seed = queue.pop(0)
             bid = len(branches)
@@ -277,6 +288,7 @@ def continuation(
                 bid,
                 known_bif,
                 cfg.max_steps - total_steps,
+                report,
             )
             total_steps += steps
             branches.append(Branch(bid, seed.parent, float(seed.origin), steps, crossings, end))
@@ -286,9 +298,9 @@ def continuation(
                 bif["new_branches"] = len(children)
                 bifurcations.append({k: v for k, v in bif.items() if k not in ("z", "t", "kernel")})
                 queue.extend(children)
-            done = int(1000 * len(branches) / max(1, len(branches) + len(queue)))
-            bar.update(max(0, done - shown))
-            shown = max(shown, done)
+            report(0.0)
+        if shown < 1000:
+            bar.update(1000 - shown)
     for k, b in enumerate(branches):
         if b.end == "running":
             branches[k] = Branch(b.id, b.parent, b.origin_lambda, b.steps, b.crossings, "step budget spent")
@@ -326,6 +338,7 @@ def _trace(
     bid: int,
     known_bif: list[np.ndarray],
     budget: int,
+    report: Callable[[float], None] | None = None,
 ) -> tuple[int, int, str, list[dict[str, Any]]]:
     """Follow one branch from seed; append crossings of lambda*; return (steps, crossings, end, branch points)."""
     z, t = seed.z.copy(), seed.t.copy()
@@ -353,6 +366,8 @@ def _trace(
             h *= 0.5
             continue
         steps += 1
+        if report is not None:
+            report(float(zn[-1]))
         # ----- crossings of lambda* -----
         if (z[-1] - lam_star) * (zn[-1] - lam_star) <= 0 and zn[-1] != z[-1] and z[-1] != lam_star:
             frac = (lam_star - z[-1]) / (zn[-1] - z[-1])

@@ -304,6 +304,7 @@ def _solve(
         runs = np.concatenate([short, long])
         reps, label = _cluster(coords, runs, cfg.cluster_tol)  # runs that already coincide: one Newton run
         y_rep, res_rep = newton(coords, runs[reps], alpha, cfg.newton_settings, bound, bar)
+        bar.update(max(0, bar.total - bar.done))  # the iterations stop early when every run has converged
         y, res = y_rep[label], res_rep[label]
     ok = np.isfinite(res) & (res < cfg.tol)
     ok = ok[: len(y0)] | ok[len(y0) :]  # a start converged when either of its two Newton runs did
