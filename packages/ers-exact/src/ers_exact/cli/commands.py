@@ -91,7 +91,12 @@ def _tree(o: GameOptions) -> HistoryTree:
 
 
 def _solver(o: SolverOptions) -> SolverConfig:
-    return SolverConfig(n_starts=o.starts, seed=o.seed)
+    return SolverConfig(
+        n_starts=o.starts,
+        seed=o.seed,
+        continuation=o.continuation,
+        memory_budget_bytes=int(o.memory_budget * 1e9),
+    )
 
 
 def run_games(o: GamesOptions | None = None) -> dict[str, Any]:

@@ -144,6 +144,19 @@ class SolverOptions(Options):
         check=at_least(0),
     )
     seed: int = option(_SOLVER.seed, help="seed of the random starts", check=at_least(0))
+    continuation: bool = option(
+        _SOLVER.continuation,
+        help="also trace the fixed-point branches from the "
+        "high-temperature point (lambda = 0) down to alpha, switching branches at "
+        "bifurcations (--no-continuation: multistart only)",
+    )
+    memory_budget: float = option(
+        _SOLVER.memory_budget_bytes / 1e9,
+        check=positive,
+        metavar="GB",
+        help="working memory of one batched evaluation, in GB: work is chunked under "
+        "it, and a game whose single evaluation cannot fit is refused at once",
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
