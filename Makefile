@@ -9,7 +9,7 @@ OUT ?= results
 # hanabi-learning-environment (ers-deep) builds with CMake; its CMakeLists needs this policy floor here.
 export CMAKE_POLICY_VERSION_MINIMUM := 3.5
 
-.PHONY: venv demo test test-slow bench clean
+.PHONY: venv demo test test-slow lint format readme bench clean
 
 $(STAMP): constraints.txt requirements-dev.txt packages/ers-exact/pyproject.toml packages/ers-deep/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -22,7 +22,21 @@ venv: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/ers-exact demo --out $(OUT)
 
-test: $(STAMP)
+# ruff (lint + format check) and mypy over both packages, tests and benchmarks; `make test` runs it first.
+lint: $(STAMP)
+	$(VENV)/bin/ruff check packages tests benchmarks scripts
+	$(VENV)/bin/ruff format --check packages tests benchmarks scripts
+	$(VENV)/bin/mypy
+
+format: $(STAMP)
+	$(VENV)/bin/ruff check --fix packages tests benchmarks scripts
+	$(VENV)/bin/ruff format packages tests benchmarks scripts
+
+# regenerate the README's option tables from the CLIs' options classes (a test checks they are current)
+readme: $(STAMP)
+	$(PY) scripts/sync_readme.py
+
+test: lint
 	$(PY) -m pytest -q
 
 test-slow: $(STAMP)

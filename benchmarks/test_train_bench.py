@@ -29,6 +29,11 @@ def test_training_env_steps(benchmark, one_thread, case: str) -> None:  # type: 
     learner.train_step()  # warm-up
     benchmark.pedantic(learner.train_step, rounds=3, iterations=1)
     rate = cfg.steps_per_update / benchmark.stats.stats.mean
-    benchmark.extra_info.update({"env_steps_per_update": cfg.steps_per_update, "env_steps_per_s": rate,
-                                 "net": NetConfig.to_json(cfg.net)})
+    benchmark.extra_info.update(
+        {
+            "env_steps_per_update": cfg.steps_per_update,
+            "env_steps_per_s": rate,
+            "net": NetConfig.to_json(cfg.net),
+        }
+    )
     assert rate > 0

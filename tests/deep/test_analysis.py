@@ -32,6 +32,8 @@ def test_learning_curve_png(run_dir: Path, tmp_path: Path) -> None:
     assert path.stat().st_size > 2000
 
 
-@pytest.mark.skipif(importlib.util.find_spec("tensorboard") is None, reason="the tensorboard extra is not installed")
+@pytest.mark.skipif(
+    importlib.util.find_spec("tensorboard") is None, reason="the tensorboard extra is not installed"
+)
 def test_tensorboard_scalars(run_dir: Path) -> None:
     assert any((run_dir / "tensorboard").iterdir())

@@ -16,16 +16,36 @@ def test_env_bench_json_against_hle(capsys: pytest.CaptureFixture[str]) -> None:
     res = json.loads(capsys.readouterr().out)
     assert res["env_steps_per_s"] > 0 and res["batch"] == 16 and res["config"]["players"] == 2
     hle = res["references"]["hle"]
-    assert hle["env_steps_per_s"] > 0 and hle["ratio"] == pytest.approx(res["env_steps_per_s"] / hle["env_steps_per_s"])
+    assert hle["env_steps_per_s"] > 0 and hle["ratio"] == pytest.approx(
+        res["env_steps_per_s"] / hle["env_steps_per_s"]
+    )
 
 
 @pytest.mark.parametrize("env", ["hanabi", "overcooked-v2"])
-def test_env_bench_text_and_missing_jaxmarl(env: str, capsys: pytest.CaptureFixture[str],
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_env_bench_text_and_missing_jaxmarl(
+    env: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     for module in (bench, bench_overcooked):  # as on a machine without the reference extra
         monkeypatch.setattr(module, "jaxmarl_available", lambda: False)
-    assert main(["env-bench", env, "--batch", "4", "--steps", "3", "--preset", "small", "--players", "3",
-                 "--against", "jaxmarl"]) == 0
+    assert (
+        main(
+            [
+                "env-bench",
+                env,
+                "--batch",
+                "4",
+                "--steps",
+                "3",
+                "--preset",
+                "small",
+                "--players",
+                "3",
+                "--against",
+                "jaxmarl",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "env-steps/s" in out and "jaxmarl" in out and "not installed" in out
 
@@ -33,18 +53,39 @@ def test_env_bench_text_and_missing_jaxmarl(env: str, capsys: pytest.CaptureFixt
 @pytest.mark.skipif(not bench.jaxmarl_available(), reason="needs the reference extra (jaxmarl)")
 def test_overcooked_env_bench_json_against_jaxmarl(capfd: pytest.CaptureFixture[str]) -> None:
     """The user command of the issue: JSON on stdout (jaxmarl's import banner goes to stderr), ratio consistent."""
-    assert main(["env-bench", "overcooked-v2", "--batch", "8", "--steps", "4", "--against", "jaxmarl",
-                 "--json"]) == 0
+    assert (
+        main(["env-bench", "overcooked-v2", "--batch", "8", "--steps", "4", "--against", "jaxmarl", "--json"])
+        == 0
+    )
     res = json.loads(capfd.readouterr().out)
-    assert res["env"] == "overcooked-v2" and res["batch"] == 8 and res["config"]["layout"] == "grounded_coord_simple"
+    assert (
+        res["env"] == "overcooked-v2"
+        and res["batch"] == 8
+        and res["config"]["layout"] == "grounded_coord_simple"
+    )
     jm = res["references"]["jaxmarl"]
     assert jm["env_steps_per_s"] > 0 and jm["observations"] is True
     assert jm["ratio"] == pytest.approx(res["env_steps_per_s"] / jm["env_steps_per_s"])
 
 
 def test_overcooked_env_bench_without_observations(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["env-bench", "overcooked-v2", "--batch", "4", "--steps", "3", "--no-obs", "--layout",
-                 "cramped_room_v2", "--json"]) == 0
+    assert (
+        main(
+            [
+                "env-bench",
+                "overcooked-v2",
+                "--batch",
+                "4",
+                "--steps",
+                "3",
+                "--no-obs",
+                "--layout",
+                "cramped_room_v2",
+                "--json",
+            ]
+        )
+        == 0
+    )
     res = json.loads(capsys.readouterr().out)
     assert res["observations"] is False and res["config"]["layout"] == "cramped_room_v2"
 

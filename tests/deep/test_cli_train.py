@@ -17,9 +17,28 @@ def _json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> dict:  # type:
 
 def test_train_sp_then_resume_then_crossplay(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pool = tmp_path / "toy"
-    argv = ["train-sp", "--env", "tabular:toy-coordination", "--seeds", "0-1", "--out", str(pool), "--alpha",
-            "0.25", "--num-envs", "64", "--total-steps", str(64 * 2 * 12), "--advantage", "exact",
-            "--eval-games", "300", "--threads", "1", "--json"]
+    argv = [
+        "train-sp",
+        "--env",
+        "tabular:toy-coordination",
+        "--seeds",
+        "0-1",
+        "--out",
+        str(pool),
+        "--alpha",
+        "0.25",
+        "--num-envs",
+        "64",
+        "--total-steps",
+        str(64 * 2 * 12),
+        "--advantage",
+        "exact",
+        "--eval-games",
+        "300",
+        "--threads",
+        "1",
+        "--json",
+    ]
     part = _json(capsys, [*argv, "--max-updates", "5"])
     assert part["training"]["updates"] == 5 and not part["training"]["finished"]
     res = _json(capsys, ["train-sp", "--resume", str(pool), "--eval-games", "300", "--json"])

@@ -17,8 +17,13 @@ from ers_deep.train.ippo import Learner
 @pytest.fixture(scope="module")
 def toy_pool(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("pools") / "toy"
-    cfg = paper_config("tabular:toy-coordination", num_envs=256, seeds=(0, 4), total_env_steps=256 * 2 * 15,
-                       advantage="exact")
+    cfg = paper_config(
+        "tabular:toy-coordination",
+        num_envs=256,
+        seeds=(0, 4),
+        total_env_steps=256 * 2 * 15,
+        advantage="exact",
+    )
     train_pool(cfg, out, eval_games=2000)
     return out
 
@@ -41,7 +46,9 @@ def test_frozen_policy_equals_its_seed_slice(toy_pool: Path) -> None:
     learner.load_state_tensors(*_last_checkpoint(toy_pool))
     obs = torch.eye(10).view(1, 1, 10, 10)
     first = torch.ones(1, 1, 10, dtype=torch.bool)
-    pooled, _, _ = learner.net(obs.expand(2, 1, 10, 10), first.expand(2, 1, 10), learner.net.initial_state(10))
+    pooled, _, _ = learner.net(
+        obs.expand(2, 1, 10, 10), first.expand(2, 1, 10), learner.net.initial_state(10)
+    )
     single, _, _ = pol.net(obs, first, pol.net.initial_state(10))
     assert torch.allclose(pooled[1], single[0])
 

@@ -24,8 +24,9 @@ def test_hanabi_net_has_the_official_shapes() -> None:
     assert torch.allclose(w.T @ w, 2 * torch.eye(512), atol=1e-4)  # orthogonal, gain sqrt 2
 
 
-@pytest.mark.parametrize(("kind", "obs_shape", "hidden"), [("mlp", (31,), 64), ("cnn-gru", (5, 5, 38), 32),
-                                                           ("tabular", (12,), 0)])
+@pytest.mark.parametrize(
+    ("kind", "obs_shape", "hidden"), [("mlp", (31,), 64), ("cnn-gru", (5, 5, 38), 32), ("tabular", (12,), 0)]
+)
 def test_seed_slices_equal_single_seed_nets(kind: str, obs_shape: tuple[int, ...], hidden: int) -> None:
     pool = build_net(NetConfig(kind=kind, hidden=hidden), [3, 7], obs_shape, 6)  # type: ignore[arg-type]
     obs, first = _inputs(2, 4, 5, obs_shape)
@@ -33,7 +34,7 @@ def test_seed_slices_equal_single_seed_nets(kind: str, obs_shape: tuple[int, ...
     assert logits.shape == (2, 4, 5, 6) and value.shape == (2, 4, 5)
     for s, seed in enumerate([3, 7]):
         single = build_net(NetConfig(kind=kind, hidden=hidden), [seed], obs_shape, 6)  # type: ignore[arg-type]
-        l1, v1, h1 = single(obs[s:s + 1], first[s:s + 1], single.initial_state(5))
+        l1, v1, h1 = single(obs[s : s + 1], first[s : s + 1], single.initial_state(5))
         assert torch.allclose(l1[0], logits[s], atol=1e-5) and torch.allclose(v1[0], value[s], atol=1e-5)
         assert torch.allclose(h1[0], h[s], atol=1e-5)
 
@@ -51,15 +52,16 @@ def test_gru_resets_before_the_step_where_an_episode_starts() -> None:
     # step by step (collection) equals the whole sequence (update)
     h, steps = h0, []
     for t in range(6):
-        out, _, h = net(obs[:, t:t + 1], first[:, t:t + 1], h)
+        out, _, h = net(obs[:, t : t + 1], first[:, t : t + 1], h)
         steps.append(out)
     assert torch.allclose(torch.cat(steps, 1), logits, atol=1e-6)
 
 
 def test_tabular_starts_uniform_and_masking() -> None:
     net = build_net(NetConfig(kind="tabular", hidden=0, tabular_init=0.0), [0], (4,), 3)
-    logits, value, _ = net(torch.eye(4).view(1, 1, 4, 4), torch.zeros(1, 1, 4, dtype=torch.bool),
-                           net.initial_state(4))
+    logits, value, _ = net(
+        torch.eye(4).view(1, 1, 4, 4), torch.zeros(1, 1, 4, dtype=torch.bool), net.initial_state(4)
+    )
     assert not logits.any() and not value.any()
     legal = torch.tensor([True, False, True]).expand(1, 1, 4, 3)
     p = torch.softmax(masked_logits(logits, legal), -1)

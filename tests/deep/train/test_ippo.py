@@ -32,14 +32,31 @@ def test_gae_matches_a_plain_loop() -> None:
     done = torch.rand(S, T, N, generator=g) < 0.3
     last = torch.randn(S, N, generator=g)
     empty = torch.zeros(0)
-    ro = Rollout(obs=empty, legal=empty, acting=empty, first=empty, hidden0=empty, action=empty, logp=empty,
-                 value=value, reward=reward, done=done, last_value=last)
+    ro = Rollout(
+        obs=empty,
+        legal=empty,
+        acting=empty,
+        first=empty,
+        hidden0=empty,
+        action=empty,
+        logp=empty,
+        value=value,
+        reward=reward,
+        done=done,
+        last_value=last,
+    )
     cfg = TrainConfig(gae_lambda=0.9)
     adv, target = gae(cfg, ro, 0.97)
     for s in range(S):
         for n in range(N):
-            ref = _slow_gae(value[s, :, n].tolist(), float(last[s, n]), reward[s, :, n].tolist(),
-                            done[s, :, n].tolist(), 0.97, 0.9)
+            ref = _slow_gae(
+                value[s, :, n].tolist(),
+                float(last[s, n]),
+                reward[s, :, n].tolist(),
+                done[s, :, n].tolist(),
+                0.97,
+                0.9,
+            )
             assert torch.allclose(adv[s, :, n], torch.tensor(ref), atol=1e-5)
     assert torch.allclose(target, adv + value)
 
@@ -56,11 +73,28 @@ def test_schedules() -> None:
 
 def test_paper_defaults() -> None:
     h = paper_config("hanabi")
-    assert (h.num_envs, h.num_steps, h.epochs, h.minibatches, h.gamma, h.gae_lambda, h.clip_eps, h.vf_coef,
-            h.max_grad_norm, h.lr, h.lr_schedule) == (1024, 128, 4, 4, 0.99, 0.95, 0.2, 0.5, 0.5, 5e-4, "linear")
+    assert (
+        h.num_envs,
+        h.num_steps,
+        h.epochs,
+        h.minibatches,
+        h.gamma,
+        h.gae_lambda,
+        h.clip_eps,
+        h.vf_coef,
+        h.max_grad_norm,
+        h.lr,
+        h.lr_schedule,
+    ) == (1024, 128, 4, 4, 0.99, 0.95, 0.2, 0.5, 0.5, 5e-4, "linear")
     o = paper_config("overcooked-v2")
     assert (o.num_envs, o.num_steps, o.minibatches, o.lr, o.lr_schedule, o.net.kind) == (
-        256, 256, 64, 2.5e-4, "warmup-cosine", "cnn-gru")
+        256,
+        256,
+        64,
+        2.5e-4,
+        "warmup-cosine",
+        "cnn-gru",
+    )
     assert TrainConfig.from_json(o.to_json()) == o
     with pytest.raises(UsageError, match="gae_lambda"):
         TrainConfig(gae_lambda=1.5)
@@ -84,8 +118,10 @@ def test_gradient_clipping_is_per_seed() -> None:
 
 @pytest.mark.parametrize("env", ["hanabi", "overcooked-v2", "tabular:dectiger"])
 def test_one_update_on_every_env(env: str) -> None:
-    kw = {"hanabi": {"hanabi_preset": "Hanabi-Very-Small", "net": NetConfig(kind="mlp", hidden=32)},
-          "overcooked-v2": {"minibatches": 2, "net": NetConfig(kind="cnn-gru", hidden=16)}}.get(env, {})
+    kw = {
+        "hanabi": {"hanabi_preset": "Hanabi-Very-Small", "net": NetConfig(kind="mlp", hidden=32)},
+        "overcooked-v2": {"minibatches": 2, "net": NetConfig(kind="cnn-gru", hidden=16)},
+    }.get(env, {})
     cfg = paper_config(env, num_envs=4, num_steps=6, seeds=(0, 3), **kw)
     learner = Learner(cfg)
     m = learner.train_step()

@@ -18,9 +18,18 @@ from ers_deep.train import checkpoint as ck
 from ers_deep.train.checkpoint import CheckpointError, load_checkpoint, read_metadata, save_checkpoint
 from ers_deep.train.run import checkpoints, latest_checkpoint, read_metrics, resume
 
-CONFIG = {"env": "hanabi", "hanabi_preset": "Hanabi-Very-Small", "num_envs": 8, "num_steps": 8, "minibatches": 2,
-              "seeds": [0, 5], "total_env_steps": 8 * 8 * 14, "checkpoint_every": 2, "keep_checkpoints": 2,
-              "net": {"kind": "mlp", "hidden": 32}}
+CONFIG = {
+    "env": "hanabi",
+    "hanabi_preset": "Hanabi-Very-Small",
+    "num_envs": 8,
+    "num_steps": 8,
+    "minibatches": 2,
+    "seeds": [0, 5],
+    "total_env_steps": 8 * 8 * 14,
+    "checkpoint_every": 2,
+    "keep_checkpoints": 2,
+    "net": {"kind": "mlp", "hidden": 32},
+}
 
 SCRIPT = textwrap.dedent("""
     import json, sys, time, torch
@@ -34,8 +43,11 @@ SCRIPT = textwrap.dedent("""
 
 def _start(run_dir: Path, delay: float) -> subprocess.Popen[bytes]:
     full = {**__import__("ers_deep.train.config", fromlist=["TrainConfig"]).TrainConfig().to_json(), **CONFIG}
-    return subprocess.Popen([sys.executable, "-c", SCRIPT, str(run_dir), json.dumps(full), str(delay)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [sys.executable, "-c", SCRIPT, str(run_dir), json.dumps(full), str(delay)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
 
 
 def _resume_one_thread(run_dir: Path):  # the child processes train on one thread
@@ -84,8 +96,9 @@ def test_checkpoint_round_trip_and_metadata(tmp_path: Path) -> None:
     assert all(torch.equal(loaded[k], v) for k, v in tensors.items())
 
 
-@pytest.mark.parametrize("damage", ["truncate-body", "truncate-header", "flip-byte", "garbage", "empty",
-                                    "missing"])
+@pytest.mark.parametrize(
+    "damage", ["truncate-body", "truncate-header", "flip-byte", "garbage", "empty", "missing"]
+)
 def test_damaged_checkpoint_is_refused_naming_the_file(tmp_path: Path, damage: str) -> None:
     path = tmp_path / "b.safetensors"
     _small_checkpoint(path)
@@ -106,7 +119,9 @@ def test_damaged_checkpoint_is_refused_naming_the_file(tmp_path: Path, damage: s
         load_checkpoint(path)
 
 
-def test_crash_mid_write_leaves_the_previous_checkpoint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_crash_mid_write_leaves_the_previous_checkpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "c.safetensors"
     tensors = _small_checkpoint(path)
 

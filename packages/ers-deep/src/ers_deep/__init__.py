@@ -16,5 +16,6 @@ Layout (imports point down: ``envs`` < ``bench`` < ``cli``):
 * ``bench/``: env throughput against the references (``timing``, ``hanabi``, ``overcooked_v2``);
 * ``cli``: the ``ers-deep`` command (``ers-deep env-bench``).
 """
+
 __all__: list[str] = []
 __version__ = "0.1.0"

@@ -39,11 +39,22 @@ from ers_exact.util.options import (
     positive,
 )
 
-__all__ = ["COMMANDS", "CrossplayOptions", "EnvBenchOptions", "TrainSPOptions", "main", "run_crossplay",
-           "run_env_bench", "run_train_sp"]
+__all__ = [
+    "COMMANDS",
+    "CrossplayOptions",
+    "EnvBenchOptions",
+    "TrainSPOptions",
+    "main",
+    "run_crossplay",
+    "run_env_bench",
+    "run_train_sp",
+]
 
 #: the references each env can be measured against (``--against``)
-ENV_REFERENCES: dict[str, tuple[str, ...]] = {"hanabi": bench_hanabi.REFERENCES, "overcooked-v2": ("jaxmarl",)}
+ENV_REFERENCES: dict[str, tuple[str, ...]] = {
+    "hanabi": bench_hanabi.REFERENCES,
+    "overcooked-v2": ("jaxmarl",),
+}
 _PRESET_NAMES = sorted(PRESETS) + sorted(PRESET_ALIASES)
 
 
@@ -73,19 +84,31 @@ class EnvBenchOptions(Options):
     batch: int = option(1024, help="games stepped together (B)", check=at_least(1))
     steps: int = option(100, help="batched steps to time", check=at_least(1))
     device: str = option("cpu", help="torch device: cpu, cuda or cuda:N", check=device_check)
-    preset: str = option("Hanabi-Full", help="Hanabi: HLE preset (or alias full, small, very-small, minimal)",
-                         check=one_of(_PRESET_NAMES))
+    preset: str = option(
+        "Hanabi-Full",
+        help="Hanabi: HLE preset (or alias full, small, very-small, minimal)",
+        check=one_of(_PRESET_NAMES),
+    )
     players: int = option(2, help="Hanabi: number of players (2-5)", check=between(2, 5))
-    layout: str = option("grounded_coord_simple", help="Overcooked V2 layout", check=one_of(sorted(LAYOUT_STRINGS)))
+    layout: str = option(
+        "grounded_coord_simple", help="Overcooked V2 layout", check=one_of(sorted(LAYOUT_STRINGS))
+    )
     obs_dtype: Literal["uint8", "float32"] = option("uint8", help="Overcooked V2: observation dtype")
-    no_obs: bool = option(False, help="Overcooked V2: time the transition and resets only (JaxMARL: "
-                                      "observation unused)")
-    against: str = option("", help="comma-separated references: hle, jaxmarl (Hanabi); jaxmarl (Overcooked V2)")
+    no_obs: bool = option(
+        False, help="Overcooked V2: time the transition and resets only (JaxMARL: observation unused)"
+    )
+    against: str = option(
+        "", help="comma-separated references: hle, jaxmarl (Hanabi); jaxmarl (Overcooked V2)"
+    )
     threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=at_least(1))
     no_check: bool = option(False, help="Hanabi: skip the per-step legality check (no device sync)")
     seed: int = option(0, help="seed of the env's generator and of the random moves", check=at_least(0))
-    profile: int = option(0, help="also profile this many batched steps with torch.profiler (0: off)",
-                          metavar="STEPS", check=at_least(0))
+    profile: int = option(
+        0,
+        help="also profile this many batched steps with torch.profiler (0: off)",
+        metavar="STEPS",
+        check=at_least(0),
+    )
 
     @property
     def references(self) -> tuple[str, ...]:
@@ -96,8 +119,10 @@ class EnvBenchOptions(Options):
         known = ENV_REFERENCES[self.env]
         unknown = [r for r in self.references if r not in known]
         if unknown:
-            raise UsageError(f"--against {self.against!r}: unknown reference {unknown[0]!r} for {self.env}; "
-                             f"choose from {', '.join(known)}")
+            raise UsageError(
+                f"--against {self.against!r}: unknown reference {unknown[0]!r} for {self.env}; "
+                f"choose from {', '.join(known)}"
+            )
 
 
 def run_env_bench(opts: EnvBenchOptions) -> dict[str, Any]:
@@ -105,27 +130,48 @@ def run_env_bench(opts: EnvBenchOptions) -> dict[str, Any]:
     if opts.threads:
         torch.set_num_threads(opts.threads)
     if opts.env == "overcooked-v2":
-        return bench_overcooked.env_bench(opts.layout, batch=opts.batch, steps=opts.steps, device=opts.device,
-                                          against=opts.references, seed=opts.seed, obs_dtype=opts.obs_dtype,
-                                          observations=not opts.no_obs, profile_steps=opts.profile)
+        return bench_overcooked.env_bench(
+            opts.layout,
+            batch=opts.batch,
+            steps=opts.steps,
+            device=opts.device,
+            against=opts.references,
+            seed=opts.seed,
+            obs_dtype=opts.obs_dtype,
+            observations=not opts.no_obs,
+            profile_steps=opts.profile,
+        )
     cfg = HanabiConfig.preset(opts.preset, players=opts.players)
-    return ENV_BENCHES["hanabi"](cfg, batch=opts.batch, steps=opts.steps, device=opts.device,
-                                 against=opts.references, seed=opts.seed, check_legal=not opts.no_check,
-                                 profile_steps=opts.profile)
+    return ENV_BENCHES["hanabi"](
+        cfg,
+        batch=opts.batch,
+        steps=opts.steps,
+        device=opts.device,
+        against=opts.references,
+        seed=opts.seed,
+        check_legal=not opts.no_check,
+        profile_steps=opts.profile,
+    )
 
 
 def show_env_bench(res: dict[str, Any]) -> None:
     """The text summary of ``env-bench``."""
-    print(f"ers {res['env']}  batch {res['batch']:>6}  device {res['device']:<6}  "
-          f"{res['env_steps_per_s']:>14,.0f} env-steps/s")
+    print(
+        f"ers {res['env']}  batch {res['batch']:>6}  device {res['device']:<6}  "
+        f"{res['env_steps_per_s']:>14,.0f} env-steps/s"
+    )
     for name, r in res["references"].items():
         if "error" in r:
             print(f"{name:<10} skipped: {r['error']}")
         else:
-            print(f"{name:<10} batch {r['batch']:>6}  {r['env_steps_per_s']:>29,.0f} env-steps/s  "
-                  f"ratio ers/{name} = {r['ratio']:.1f}x")
+            print(
+                f"{name:<10} batch {r['batch']:>6}  {r['env_steps_per_s']:>29,.0f} env-steps/s  "
+                f"ratio ers/{name} = {r['ratio']:.1f}x"
+            )
     for row in res.get("profile", []):
-        print(f"  {row['op']:<40} {row['calls_per_step']:6.1f} calls/step  {row['self_us_per_step']:10.1f} us/step")
+        print(
+            f"  {row['op']:<40} {row['calls_per_step']:6.1f} calls/step  {row['self_us_per_step']:10.1f} us/step"
+        )
 
 
 def env_check(value: object) -> str | None:
@@ -140,8 +186,10 @@ def env_check(value: object) -> str | None:
         return None
     if name.endswith(".dpomdp"):
         return "names no readable .dpomdp file"
-    return f"is not an env: use hanabi, overcooked-v2, tabular:NAME (NAME in {', '.join(sorted(GAMES))}) or a " \
-           ".dpomdp path"
+    return (
+        f"is not an env: use hanabi, overcooked-v2, tabular:NAME (NAME in {', '.join(sorted(GAMES))}) or a "
+        ".dpomdp path"
+    )
 
 
 def parse_seeds(text: str) -> tuple[int, ...]:
@@ -171,35 +219,55 @@ def seeds_check(value: object) -> str | None:
 class TrainSPOptions(Options):
     """``ers-deep train-sp``: a pool of IPPO self-play policies (all seeds trained together in one process)."""
 
-    env: str | None = option(None, help="hanabi, overcooked-v2, tabular:NAME or a .dpomdp path (required "
-                                        "unless --resume)", check=env_check)
+    env: str | None = option(
+        None,
+        help="hanabi, overcooked-v2, tabular:NAME or a .dpomdp path (required unless --resume)",
+        check=env_check,
+    )
     seeds: str = option("0-4", help="seeds of the pool: a range 0-4 or a list 0,2,5", check=seeds_check)
-    out: str | None = option(None, help="the pool folder to create (required unless --resume)",
-                             check=output_folder)
-    resume: str | None = option(None, help="continue the interrupted pool in this folder from its last "
-                                           "checkpoint", metavar="POOL")
-    alpha: float | None = option(None, help="temperature = entropy coefficient (default: the env's paper value)",
-                                 check=non_negative)
-    total_steps: int | None = option(None, help="env steps per seed (default: the paper's)", check=at_least(1))
+    out: str | None = option(
+        None, help="the pool folder to create (required unless --resume)", check=output_folder
+    )
+    resume: str | None = option(
+        None, help="continue the interrupted pool in this folder from its last checkpoint", metavar="POOL"
+    )
+    alpha: float | None = option(
+        None, help="temperature = entropy coefficient (default: the env's paper value)", check=non_negative
+    )
+    total_steps: int | None = option(
+        None, help="env steps per seed (default: the paper's)", check=at_least(1)
+    )
     num_envs: int | None = option(None, help="games per seed (default: the paper's)", check=at_least(1))
-    num_steps: int | None = option(None, help="steps per game per update (default: the paper's)",
-                                   check=at_least(1))
-    minibatches: int | None = option(None, help="minibatches per epoch (default: the paper's)", check=at_least(1))
+    num_steps: int | None = option(
+        None, help="steps per game per update (default: the paper's)", check=at_least(1)
+    )
+    minibatches: int | None = option(
+        None, help="minibatches per epoch (default: the paper's)", check=at_least(1)
+    )
     lr: float | None = option(None, help="Adam learning rate (default: the paper's)", check=positive)
-    hidden: int | None = option(None, help="network width (default: the paper's: 512 Hanabi, 128 Overcooked)",
-                                check=at_least(1))
-    conv: int | None = option(None, help="Overcooked V2: width of the wide 1x1 convolutions (default 128)",
-                              check=at_least(1))
-    shaped_horizon: int | None = option(None, help="Overcooked V2: env steps over which the shaped reward anneals "
-                                                   "1 -> 0 (0: never; default: the paper's 1.5e7)",
-                                        check=at_least(0))
+    hidden: int | None = option(
+        None, help="network width (default: the paper's: 512 Hanabi, 128 Overcooked)", check=at_least(1)
+    )
+    conv: int | None = option(
+        None, help="Overcooked V2: width of the wide 1x1 convolutions (default 128)", check=at_least(1)
+    )
+    shaped_horizon: int | None = option(
+        None,
+        help="Overcooked V2: env steps over which the shaped reward anneals "
+        "1 -> 0 (0: never; default: the paper's 1.5e7)",
+        check=at_least(0),
+    )
     preset: str = option("Hanabi-Full", help="Hanabi: HLE preset", check=one_of(_PRESET_NAMES))
-    layout: str = option("grounded_coord_simple", help="Overcooked V2 layout", check=one_of(sorted(LAYOUT_STRINGS)))
-    advantage: Literal["gae", "exact"] = option("gae", help="tabular: exact = all-actions gradient with "
-                                                           "ers-exact's advantages")
+    layout: str = option(
+        "grounded_coord_simple", help="Overcooked V2 layout", check=one_of(sorted(LAYOUT_STRINGS))
+    )
+    advantage: Literal["gae", "exact"] = option(
+        "gae", help="tabular: exact = all-actions gradient with ers-exact's advantages"
+    )
     eval_games: int = option(1000, help="self-play games per policy for the pool's scores", check=at_least(1))
-    max_updates: int | None = option(None, help="stop after this many updates (continue later with --resume)",
-                                     check=at_least(1))
+    max_updates: int | None = option(
+        None, help="stop after this many updates (continue later with --resume)", check=at_least(1)
+    )
     device: str = option("cpu", help="torch device: cpu, cuda or cuda:N", check=device_check)
     threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=at_least(1))
 
@@ -215,18 +283,30 @@ class TrainSPOptions(Options):
         from ers_deep.train.config import paper_config
 
         assert self.env is not None
-        over: dict[str, Any] = {"seeds": parse_seeds(self.seeds), "device": self.device,
-                                "hanabi_preset": self.preset, "layout": self.layout, "advantage": self.advantage}
-        for field, key in (("alpha", "alpha"), ("total_steps", "total_env_steps"), ("num_envs", "num_envs"),
-                           ("num_steps", "num_steps"), ("minibatches", "minibatches"), ("lr", "lr")):
+        over: dict[str, Any] = {
+            "seeds": parse_seeds(self.seeds),
+            "device": self.device,
+            "hanabi_preset": self.preset,
+            "layout": self.layout,
+            "advantage": self.advantage,
+        }
+        for field, key in (
+            ("alpha", "alpha"),
+            ("total_steps", "total_env_steps"),
+            ("num_envs", "num_envs"),
+            ("num_steps", "num_steps"),
+            ("minibatches", "minibatches"),
+            ("lr", "lr"),
+        ):
             if getattr(self, field) is not None:
                 over[key] = getattr(self, field)
         if self.shaped_horizon is not None:
             over["shaped_reward_horizon"] = self.shaped_horizon
         base = paper_config(self.env)
         if self.hidden is not None or self.conv is not None:
-            over["net"] = NetConfig(kind=base.net.kind, hidden=self.hidden or base.net.hidden,
-                                    conv=self.conv or base.net.conv)
+            over["net"] = NetConfig(
+                kind=base.net.kind, hidden=self.hidden or base.net.hidden, conv=self.conv or base.net.conv
+            )
         return paper_config(self.env, **over)
 
 
@@ -240,16 +320,29 @@ def run_train_sp(opts: TrainSPOptions) -> dict[str, Any]:
 
         pool = Path(opts.resume)
         pool = pool.parent if pool.name == "run" and (pool / "config.json").exists() else pool
-        return train_pool(paper_config("hanabi"), pool, resume_run=True, eval_games=opts.eval_games,
-                          threads=opts.threads, max_updates=opts.max_updates)
-    return train_pool(opts.config(), str(opts.out), eval_games=opts.eval_games, threads=opts.threads,
-                      max_updates=opts.max_updates)
+        return train_pool(
+            paper_config("hanabi"),
+            pool,
+            resume_run=True,
+            eval_games=opts.eval_games,
+            threads=opts.threads,
+            max_updates=opts.max_updates,
+        )
+    return train_pool(
+        opts.config(),
+        str(opts.out),
+        eval_games=opts.eval_games,
+        threads=opts.threads,
+        max_updates=opts.max_updates,
+    )
 
 
 def show_train_sp(res: dict[str, Any]) -> None:
     t = res["training"]
-    print(f"pool of {len(res['policies'])} seeds on {res['env']} (alpha {res['alpha']}): {t['updates']} updates, "
-          f"{t['env_steps']:,} env steps per seed, {t['env_steps_per_s']:,.0f} env-steps/s")
+    print(
+        f"pool of {len(res['policies'])} seeds on {res['env']} (alpha {res['alpha']}): {t['updates']} updates, "
+        f"{t['env_steps']:,} env steps per seed, {t['env_steps_per_s']:,.0f} env-steps/s"
+    )
     for p in res["policies"]:
         sp = p["self_play"]
         line = f"  seed {p['seed']:>3}  self-play {sp['mean']:8.3f} ± {sp['se']:.3f}  final return {p['final_return']:8.3f}"
@@ -266,13 +359,17 @@ class CrossplayOptions(Options):
     """``ers-deep crossplay``: exact-seat cross-play of every policy pair (both seat orders), ZSC report."""
 
     pool_a: str = option(help="a pool folder (ers-deep train-sp --out)", positional=True, metavar="POOL_A")
-    pool_b: str | None = option(None, help="a second pool (default: POOL_A against itself)", positional=True,
-                                metavar="POOL_B")
+    pool_b: str | None = option(
+        None, help="a second pool (default: POOL_A against itself)", positional=True, metavar="POOL_B"
+    )
     games: int = option(1000, help="games per pair and seat order", check=at_least(1))
     greedy: bool = option(False, help="play the argmax action instead of sampling")
     seed: int = option(0, help="seed of the games", check=at_least(0))
-    out: str | None = option(None, help="folder for xp.json, xp.png and report.json (default: POOL_A/crossplay)",
-                             check=output_folder)
+    out: str | None = option(
+        None,
+        help="folder for xp.json, xp.png and report.json (default: POOL_A/crossplay)",
+        check=output_folder,
+    )
     no_mdp: bool = option(False, help="skip the matrix symmetrised over the env's Dec-POMDP symmetries")
     threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=at_least(1))
 
@@ -295,28 +392,46 @@ def run_crossplay(opts: CrossplayOptions) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     rows: list[Any] = []
     sym_matrices: dict[str, dict[str, Any]] = {}
-    for pool in ([a] if b is None else [a, b]):
+    for pool in [a] if b is None else [a, b]:
         if opts.no_mdp:
             m = crossplay_matrix(pool.policies, pool.policies, opts.games, greedy=opts.greedy, seed=opts.seed)
             est = xp_estimates(m, opts.seed)
             nan = Estimate(math.nan, math.nan)
-            report = ZSCReport(pool.info["env"], (PopulationRow(pool.name, est["sp"], est["xp"], est["xp_median"],
-                                                                nan, nan),))
+            report = ZSCReport(
+                pool.info["env"],
+                (PopulationRow(pool.name, est["sp"], est["xp"], est["xp_median"], nan, nan),),
+            )
             plain, sym = m, None
         else:
-            report, plain, sym = population_report(pool.name, pool.policies, opts.games, greedy=opts.greedy,
-                                                   seed=opts.seed)
+            report, plain, sym = population_report(
+                pool.name, pool.policies, opts.games, greedy=opts.greedy, seed=opts.seed
+            )
         rows += list(report.rows)
         sym_matrices[pool.name] = {"plain": plain, "mdp": sym}
-    matrix: dict[str, Any] = (sym_matrices[a.name]["plain"] if b is None else
-              crossplay_matrix(a.policies, b.policies, opts.games, greedy=opts.greedy, seed=opts.seed))
-    report = ZSCReport(a.info["env"], tuple(rows), config={"games_per_seat_order": opts.games, "greedy": opts.greedy,
-                                                           "seed": opts.seed, "source": "ers-deep crossplay"})
+    matrix: dict[str, Any] = (
+        sym_matrices[a.name]["plain"]
+        if b is None
+        else crossplay_matrix(a.policies, b.policies, opts.games, greedy=opts.greedy, seed=opts.seed)
+    )
+    report = ZSCReport(
+        a.info["env"],
+        tuple(rows),
+        config={
+            "games_per_seat_order": opts.games,
+            "greedy": opts.greedy,
+            "seed": opts.seed,
+            "source": "ers-deep crossplay",
+        },
+    )
     title = f"cross-play {a.name}" + (f" x {b.name}" if b else "")
     heatmap(matrix, out / "xp.png", title)
     (out / "xp.json").write_text(json.dumps({"matrix": matrix, "populations": sym_matrices}, indent=2))
     (out / "report.json").write_text(report.dumps())
-    files = {"matrix": str(out / "xp.json"), "heatmap": str(out / "xp.png"), "report": str(out / "report.json")}
+    files = {
+        "matrix": str(out / "xp.json"),
+        "heatmap": str(out / "xp.png"),
+        "report": str(out / "report.json"),
+    }
     return {"matrix": matrix, "report": report.to_json(), "files": files}
 
 
@@ -332,19 +447,39 @@ def show_crossplay(res: dict[str, Any]) -> None:
 
 
 COMMANDS: tuple[Command, ...] = (
-    Command("env-bench", "env-steps/s with random legal moves (auto-reset on), against references",
-            EnvBenchOptions, run_env_bench, show_env_bench),
-    Command("train-sp", "train a pool of IPPO self-play policies (seeds together; --resume continues one)",
-            TrainSPOptions, run_train_sp, show_train_sp),
-    Command("crossplay", "exact-seat cross-play of one or two pools: XP matrix JSON, heatmap PNG, ZSC report",
-            CrossplayOptions, run_crossplay, show_crossplay),
+    Command(
+        "env-bench",
+        "env-steps/s with random legal moves (auto-reset on), against references",
+        EnvBenchOptions,
+        run_env_bench,
+        show_env_bench,
+    ),
+    Command(
+        "train-sp",
+        "train a pool of IPPO self-play policies (seeds together; --resume continues one)",
+        TrainSPOptions,
+        run_train_sp,
+        show_train_sp,
+    ),
+    Command(
+        "crossplay",
+        "exact-seat cross-play of one or two pools: XP matrix JSON, heatmap PNG, ZSC report",
+        CrossplayOptions,
+        run_crossplay,
+        show_crossplay,
+    ),
 )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``ers-deep`` console script; returns the exit status."""
-    return run_cli("ers-deep", "ers-deep: batched torch environments and deep RL for ER symmetries", __version__,
-                   COMMANDS, argv)
+    return run_cli(
+        "ers-deep",
+        "ers-deep: batched torch environments and deep RL for ER symmetries",
+        __version__,
+        COMMANDS,
+        argv,
+    )
 
 
 if __name__ == "__main__":

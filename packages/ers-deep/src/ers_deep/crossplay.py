@@ -39,7 +39,9 @@ def env_symmetries(config: TrainConfig) -> tuple[IndexSymmetry, ...]:
         from ers_deep.envs.overcooked_v2 import OvercookedV2Env
         from ers_deep.envs.overcooked_v2.symmetry import find_vertical_symmetry
 
-        flip = find_vertical_symmetry(OvercookedV2Env(config.layout, batch_size=1, paper_obs=config.paper_obs))
+        flip = find_vertical_symmetry(
+            OvercookedV2Env(config.layout, batch_size=1, paper_obs=config.paper_obs)
+        )
         if flip is None:
             return ()
         return (flip.compose(flip.inverse()), flip)
@@ -50,15 +52,28 @@ def _check_compatible(policies: Sequence[Policy]) -> TrainConfig:
     base = policies[0].config
     for p in policies[1:]:
         c = p.config
-        if (c.env, c.hanabi_preset, c.layout, c.paper_obs) != (base.env, base.hanabi_preset, base.layout,
-                                                                base.paper_obs):
-            raise PoolError(f"policies {policies[0].name} and {p.name} were trained on different envs "
-                             f"({base.env} vs {c.env})")
+        if (c.env, c.hanabi_preset, c.layout, c.paper_obs) != (
+            base.env,
+            base.hanabi_preset,
+            base.layout,
+            base.paper_obs,
+        ):
+            raise PoolError(
+                f"policies {policies[0].name} and {p.name} were trained on different envs "
+                f"({base.env} vs {c.env})"
+            )
     return base
 
 
-def crossplay_matrix(rows: Sequence[Policy], cols: Sequence[Policy], games: int, *, greedy: bool = False,
-                     seed: int = 0, symmetries: Sequence[IndexSymmetry] = ()) -> dict[str, Any]:
+def crossplay_matrix(
+    rows: Sequence[Policy],
+    cols: Sequence[Policy],
+    games: int,
+    *,
+    greedy: bool = False,
+    seed: int = 0,
+    symmetries: Sequence[IndexSymmetry] = (),
+) -> dict[str, Any]:
     """XP matrix (mean over both seat orders) with standard errors; see the module docstring."""
     config = _check_compatible([*rows, *cols])
     sym = tuple(symmetries)
@@ -71,17 +86,27 @@ def crossplay_matrix(rows: Sequence[Policy], cols: Sequence[Policy], games: int,
             second = play(agents[::-1], config, games, greedy=greedy, seed=seed + 7919 * i + 104729 * j + 1)
             mean[i, j] = (first["mean"] + second["mean"]) / 2
             se[i, j] = math.sqrt(first["se"] ** 2 + second["se"] ** 2) / 2
-    return {"rows": [p.name for p in rows], "cols": [p.name for p in cols], "mean": mean.tolist(),
-            "se": se.tolist(), "games_per_seat_order": games, "greedy": greedy, "seed": seed,
-            "symmetries": len(sym), "env": config.env}
+    return {
+        "rows": [p.name for p in rows],
+        "cols": [p.name for p in cols],
+        "mean": mean.tolist(),
+        "se": se.tolist(),
+        "games_per_seat_order": games,
+        "greedy": greedy,
+        "seed": seed,
+        "symmetries": len(sym),
+        "env": config.env,
+    }
 
 
 def _estimate(values: np.ndarray, median: bool, seed: int) -> Estimate:
     if values.size == 0:
         return Estimate(math.nan, math.nan)
     if not median:
-        return Estimate(float(values.mean()), float(values.std(ddof=1) / math.sqrt(values.size))
-                        if values.size > 1 else math.nan)
+        return Estimate(
+            float(values.mean()),
+            float(values.std(ddof=1) / math.sqrt(values.size)) if values.size > 1 else math.nan,
+        )
     rng = np.random.default_rng(seed)
     boot = [np.median(rng.choice(values, size=values.size)) for _ in range(500)]
     return Estimate(float(np.median(values)), float(np.std(boot)))
@@ -91,12 +116,16 @@ def xp_estimates(matrix: dict[str, Any], seed: int = 0) -> dict[str, Estimate]:
     """SP (diagonal mean), XP (off-diagonal mean), XP(*) (off-diagonal median) of a square matrix."""
     m = np.asarray(matrix["mean"])
     off = m[~np.eye(len(m), dtype=bool)]
-    return {"sp": _estimate(np.diag(m), False, seed), "xp": _estimate(off, False, seed),
-            "xp_median": _estimate(off, True, seed)}
+    return {
+        "sp": _estimate(np.diag(m), False, seed),
+        "xp": _estimate(off, False, seed),
+        "xp_median": _estimate(off, True, seed),
+    }
 
 
-def population_report(name: str, policies: Sequence[Policy], games: int, *, greedy: bool = False, seed: int = 0
-                      ) -> tuple[ZSCReport, dict[str, Any], dict[str, Any] | None]:
+def population_report(
+    name: str, policies: Sequence[Policy], games: int, *, greedy: bool = False, seed: int = 0
+) -> tuple[ZSCReport, dict[str, Any], dict[str, Any] | None]:
     """(report, plain XP matrix, symmetrised XP matrix or None) of one population (module docstring)."""
     config = _check_compatible(policies)
     plain = crossplay_matrix(policies, policies, games, greedy=greedy, seed=seed)
@@ -106,12 +135,26 @@ def population_report(name: str, policies: Sequence[Policy], games: int, *, gree
     if len(sym) > 1:
         sym_matrix = crossplay_matrix(policies, policies, games, greedy=greedy, seed=seed, symmetries=sym)
         mdp = xp_estimates(sym_matrix, seed)["xp_median"]
-    row = PopulationRow(name=name, sp=est["sp"], xp=est["xp"], xp_median=est["xp_median"], xp_median_mdp=mdp,
-                        xp_median_er=Estimate(math.nan, math.nan))
-    report = ZSCReport(game=config.env, rows=(row,),
-                       config={"games_per_seat_order": games, "greedy": greedy, "seed": seed,
-                               "mdp_symmetries": len(sym), "er_symmetries": "none learned (NaN)",
-                               "source": "ers-deep crossplay"})
+    row = PopulationRow(
+        name=name,
+        sp=est["sp"],
+        xp=est["xp"],
+        xp_median=est["xp_median"],
+        xp_median_mdp=mdp,
+        xp_median_er=Estimate(math.nan, math.nan),
+    )
+    report = ZSCReport(
+        game=config.env,
+        rows=(row,),
+        config={
+            "games_per_seat_order": games,
+            "greedy": greedy,
+            "seed": seed,
+            "mdp_symmetries": len(sym),
+            "er_symmetries": "none learned (NaN)",
+            "source": "ers-deep crossplay",
+        },
+    )
     return report, plain, sym_matrix
 
 
@@ -127,8 +170,9 @@ def heatmap(matrix: dict[str, Any], path: str | Path, title: str = "cross-play")
     im = ax.imshow(m, cmap="viridis")
     for (i, j), v in np.ndenumerate(m):
         ax.text(j, i, f"{v:.2f}", ha="center", va="center", color="w" if v < m.mean() else "k", fontsize=8)
-    ax.set_xticks(range(m.shape[1]), [c.split("/")[-1] for c in matrix["cols"]], rotation=45, ha="right",
-                  fontsize=7)
+    ax.set_xticks(
+        range(m.shape[1]), [c.split("/")[-1] for c in matrix["cols"]], rotation=45, ha="right", fontsize=7
+    )
     ax.set_yticks(range(m.shape[0]), [r.split("/")[-1] for r in matrix["rows"]], fontsize=7)
     ax.set_title(title, fontsize=9)
     fig.colorbar(im, ax=ax, shrink=0.8)

@@ -37,6 +37,7 @@ from ers_exact.util.errors import InputError
 class PoolError(ValueError, InputError):
     """A folder that is not a usable pool; the message names it."""
 
+
 __all__ = ["Policy", "Pool", "PoolError", "load_policy", "load_pool", "save_policy", "train_pool"]
 
 
@@ -69,13 +70,20 @@ def _seed_slice(t: torch.Tensor, S: int, s: int) -> torch.Tensor:
     return t.reshape(S, t.shape[0] // S, *t.shape[1:])[s].clone()
 
 
-def save_policy(path: str | os.PathLike[str], learner: Learner, index: int, extra: dict[str, Any] | None = None
-                ) -> Path:
+def save_policy(
+    path: str | os.PathLike[str], learner: Learner, index: int, extra: dict[str, Any] | None = None
+) -> Path:
     """Freeze seed ``learner.config.seeds[index]`` of ``learner`` into ``path``."""
     S, seed = learner.S, learner.config.seeds[index]
     tensors = {k: _seed_slice(v, S, index) for k, v in learner.net.state_dict().items()}
-    meta = {"kind": "policy", "seed": seed, "config": learner.config.to_json(),
-            "obs_shape": list(learner.env.obs_shape), "num_actions": learner.env.num_actions, **(extra or {})}
+    meta = {
+        "kind": "policy",
+        "seed": seed,
+        "config": learner.config.to_json(),
+        "obs_shape": list(learner.env.obs_shape),
+        "num_actions": learner.env.num_actions,
+        **(extra or {}),
+    }
     return save_checkpoint(path, tensors, meta)
 
 
@@ -85,8 +93,9 @@ def load_policy(path: str | os.PathLike[str]) -> Policy:
     if meta.get("kind") != "policy":
         raise CheckpointError(f"{path}: not a policy file (kind {meta.get('kind')!r})")
     config = TrainConfig.from_json(meta["config"])
-    net = build_net(NetConfig(**meta["config"]["net"]), [meta["seed"]], tuple(meta["obs_shape"]),
-                    meta["num_actions"])
+    net = build_net(
+        NetConfig(**meta["config"]["net"]), [meta["seed"]], tuple(meta["obs_shape"]), meta["num_actions"]
+    )
     net.load_state_dict(tensors)
     net.to(config.device).eval()
     return Policy(net, config, int(meta["seed"]), f"{Path(path).parent.parent.name}/seed-{meta['seed']}")
@@ -102,9 +111,16 @@ def _final_returns(run_dir: Path, seeds: tuple[int, ...], window: int = 10) -> d
     return out
 
 
-def train_pool(config: TrainConfig, out: str | os.PathLike[str], *, resume_run: bool = False,
-               eval_games: int = 1000, progress: bool | None = None, threads: int | None = None,
-               max_updates: int | None = None) -> dict[str, Any]:
+def train_pool(
+    config: TrainConfig,
+    out: str | os.PathLike[str],
+    *,
+    resume_run: bool = False,
+    eval_games: int = 1000,
+    progress: bool | None = None,
+    threads: int | None = None,
+    max_updates: int | None = None,
+) -> dict[str, Any]:
     """Train (or continue) the pool ``out`` and freeze its seeds; returns the pool summary (also pool.json)."""
     out = Path(out)
     run_dir = out / "run"
@@ -117,21 +133,34 @@ def train_pool(config: TrainConfig, out: str | os.PathLike[str], *, resume_run: 
     cfg = learner.config
     (out / "policies").mkdir(parents=True, exist_ok=True)
     final = _final_returns(run_dir, cfg.seeds)
-    exact = (exact_report(learner.net, learner.env, cfg.alpha) if isinstance(learner.env, TabularEnv) else
-             [None] * len(cfg.seeds))
+    exact = (
+        exact_report(learner.net, learner.env, cfg.alpha)
+        if isinstance(learner.env, TabularEnv)
+        else [None] * len(cfg.seeds)
+    )
     entries = []
     for s, seed in enumerate(cfg.seeds):
         file = out / "policies" / f"seed-{seed}.safetensors"
         save_policy(file, learner, s)
         policy = load_policy(file)
         score = play([policy.agent()] * learner.env.num_agents, cfg, eval_games, seed=10_000 + seed)
-        entry: dict[str, Any] = {"seed": seed, "file": str(file.relative_to(out)), "self_play": score,
-                                 "final_return": final[seed]}
+        entry: dict[str, Any] = {
+            "seed": seed,
+            "file": str(file.relative_to(out)),
+            "self_play": score,
+            "final_return": final[seed],
+        }
         if exact[s] is not None:
             entry["exact"] = exact[s]
         entries.append(entry)
-    info = {"env": cfg.env, "alpha": cfg.alpha, "seeds": list(cfg.seeds), "config": cfg.to_json(),
-            "training": summary, "policies": entries}
+    info = {
+        "env": cfg.env,
+        "alpha": cfg.alpha,
+        "seeds": list(cfg.seeds),
+        "config": cfg.to_json(),
+        "training": summary,
+        "policies": entries,
+    }
     atomic_write_bytes(out / "pool.json", json.dumps(info, indent=2, sort_keys=True).encode())
     return info
 

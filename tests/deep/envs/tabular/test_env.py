@@ -35,7 +35,7 @@ def _mc_return(env: TabularEnv, probs: torch.Tensor, seed: int) -> tuple[float, 
         p = probs[hist]  # [B, P, A]
         actions = torch.multinomial(p.reshape(-1, p.shape[-1]), 1, generator=g).view(hist.shape)
         out = env.step(actions)
-        ret += env.game.discount ** t * out.reward.double()
+        ret += env.game.discount**t * out.reward.double()
     assert bool(out.done.all())
     return float(ret.mean()), float(ret.std() / ret.numel() ** 0.5)
 

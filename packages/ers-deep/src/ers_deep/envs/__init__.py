@@ -44,7 +44,27 @@ def make_env(name: str, **kwargs: Any) -> BatchedEnv:
     return ENVS[name](**kwargs)
 
 
-__all__ = ["ENVS", "LAYOUT_STRINGS", "PRESETS", "BatchedEnv", "HanabiConfig", "HanabiEnv", "HanabiState",
-           "HanabiStep", "IllegalMoveError", "IndexSymmetry", "OvercookedLayout", "OvercookedState",
-           "OvercookedStep", "OvercookedV2Env", "Step", "TabularEnv", "TabularState", "TabularStep",
-           "Transition", "get_layout", "make_env", "parse_layout"]
+__all__ = [
+    "ENVS",
+    "LAYOUT_STRINGS",
+    "PRESETS",
+    "BatchedEnv",
+    "HanabiConfig",
+    "HanabiEnv",
+    "HanabiState",
+    "HanabiStep",
+    "IllegalMoveError",
+    "IndexSymmetry",
+    "OvercookedLayout",
+    "OvercookedState",
+    "OvercookedStep",
+    "OvercookedV2Env",
+    "Step",
+    "TabularEnv",
+    "TabularState",
+    "TabularStep",
+    "Transition",
+    "get_layout",
+    "make_env",
+    "parse_layout",
+]

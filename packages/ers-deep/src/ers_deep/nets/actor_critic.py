@@ -48,7 +48,9 @@ class NetConfig:
     kind: NetKind = "mlp"
     hidden: int = 512
     tabular_init: float = 1.0  # tabular: gain of the random initial logits (0: uniform policy)
-    conv: int = 128  # cnn-gru: width of the two wide 1x1 convolutions (the official 128; smaller for CPU runs)
+    conv: int = (
+        128  # cnn-gru: width of the two wide 1x1 convolutions (the official 128; smaller for CPU runs)
+    )
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -83,8 +85,9 @@ class ActorCritic(nn.Module):
 class FeedForward(ActorCritic):
     """The official Hanabi net (``"mlp"``)."""
 
-    def __init__(self, seeds: Sequence[int], obs_shape: tuple[int, ...], num_actions: int, hidden: int = 512
-                 ) -> None:
+    def __init__(
+        self, seeds: Sequence[int], obs_shape: tuple[int, ...], num_actions: int, hidden: int = 512
+    ) -> None:
         super().__init__(seeds, obs_shape, num_actions)
         g = self.generators()
         n_in = math.prod(obs_shape)
@@ -105,8 +108,14 @@ class FeedForward(ActorCritic):
 class RecurrentCNN(ActorCritic):
     """The official Overcooked V2 net (``"cnn-gru"``); observations [.., V, V, C] (channels last)."""
 
-    def __init__(self, seeds: Sequence[int], obs_shape: tuple[int, ...], num_actions: int, hidden: int = 128,
-                 conv: int = 128) -> None:
+    def __init__(
+        self,
+        seeds: Sequence[int],
+        obs_shape: tuple[int, ...],
+        num_actions: int,
+        hidden: int = 128,
+        conv: int = 128,
+    ) -> None:
         super().__init__(seeds, obs_shape, num_actions)
         g = self.generators()
         V1, V2, C = obs_shape
@@ -143,8 +152,14 @@ class RecurrentCNN(ActorCritic):
 class TabularActorCritic(ActorCritic):
     """Tables over one-hot observations (``"tabular"``): logits = onehot @ W_pi, value = onehot @ w_V."""
 
-    def __init__(self, seeds: Sequence[int], obs_shape: tuple[int, ...], num_actions: int, hidden: int = 0,
-                 init: float = 1.0) -> None:
+    def __init__(
+        self,
+        seeds: Sequence[int],
+        obs_shape: tuple[int, ...],
+        num_actions: int,
+        hidden: int = 0,
+        init: float = 1.0,
+    ) -> None:
         super().__init__(seeds, obs_shape, num_actions)
         g = self.generators()
         n_in = math.prod(obs_shape)
@@ -157,11 +172,16 @@ class TabularActorCritic(ActorCritic):
         return self.logits(x).view(S, T, N, -1), self.value(x).view(S, T, N), hidden
 
 
-NETS: dict[str, type[ActorCritic]] = {"mlp": FeedForward, "cnn-gru": RecurrentCNN, "tabular": TabularActorCritic}
+NETS: dict[str, type[ActorCritic]] = {
+    "mlp": FeedForward,
+    "cnn-gru": RecurrentCNN,
+    "tabular": TabularActorCritic,
+}
 
 
-def build_net(config: NetConfig, seeds: Sequence[int], obs_shape: tuple[int, ...], num_actions: int
-              ) -> ActorCritic:
+def build_net(
+    config: NetConfig, seeds: Sequence[int], obs_shape: tuple[int, ...], num_actions: int
+) -> ActorCritic:
     """The network of ``config.kind`` for S = len(seeds) seeds (slice s initialised from seed ``seeds[s]``)."""
     if config.kind == "tabular":
         return TabularActorCritic(seeds, obs_shape, num_actions, init=config.tabular_init)

@@ -30,8 +30,14 @@ def _orthogonal(shape: tuple[int, ...], gains: float, generators: Sequence[torch
 class SLinear(nn.Module):
     """y = x W_s + b_s per seed; x [S, M, in] -> [S, M, out]. ``gain`` of the orthogonal init (0: zeros)."""
 
-    def __init__(self, n_in: int, n_out: int, generators: Sequence[torch.Generator], gain: float = 2**0.5,
-                 bias: bool = True) -> None:
+    def __init__(
+        self,
+        n_in: int,
+        n_out: int,
+        generators: Sequence[torch.Generator],
+        gain: float = 2**0.5,
+        bias: bool = True,
+    ) -> None:
         super().__init__()
         # orthogonal on [out, in] as torch/flax do, stored transposed for x @ W
         self.weight = nn.Parameter(_orthogonal((n_out, n_in), gain, generators).transpose(1, 2).contiguous())
@@ -46,8 +52,9 @@ class SConv2d(nn.Module):
     """A k x k 'SAME' convolution per seed; x [S, M, C, H, W] -> [S, M, out, H, W]. One ``conv2d`` per seed: on
     CPU that is faster than one grouped convolution (whose backward pass is slow) or im2col + bmm."""
 
-    def __init__(self, n_in: int, n_out: int, kernel: int, generators: Sequence[torch.Generator],
-                 gain: float = 2**0.5) -> None:
+    def __init__(
+        self, n_in: int, n_out: int, kernel: int, generators: Sequence[torch.Generator], gain: float = 2**0.5
+    ) -> None:
         super().__init__()
         S = len(generators)
         w = _orthogonal((n_out, n_in * kernel * kernel), gain, generators)
@@ -57,8 +64,14 @@ class SConv2d(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         o = self.n_out
-        return torch.stack([F.conv2d(x[s], self.weight[s * o:(s + 1) * o], self.bias[s * o:(s + 1) * o],
-                                     padding=self.pad) for s in range(x.shape[0])])
+        return torch.stack(
+            [
+                F.conv2d(
+                    x[s], self.weight[s * o : (s + 1) * o], self.bias[s * o : (s + 1) * o], padding=self.pad
+                )
+                for s in range(x.shape[0])
+            ]
+        )
 
 
 class SLayerNorm(nn.Module):
@@ -88,6 +101,6 @@ class SGRUCell(nn.Module):
         xi, hh = self.inp(x), self.rec(h)
         H = self.hidden
         r = torch.sigmoid(xi[..., :H] + hh[..., :H])
-        z = torch.sigmoid(xi[..., H:2 * H] + hh[..., H:2 * H])
-        n = torch.tanh(xi[..., 2 * H:] + r * hh[..., 2 * H:])
+        z = torch.sigmoid(xi[..., H : 2 * H] + hh[..., H : 2 * H])
+        n = torch.tanh(xi[..., 2 * H :] + r * hh[..., 2 * H :])
         return (1 - z) * n + z * h

@@ -7,5 +7,16 @@ from ers_deep.train.config import TrainConfig, make_env, paper_config
 from ers_deep.train.ippo import Learner
 from ers_deep.train.run import latest_checkpoint, read_metrics, resume, train
 
-__all__ = ["CheckpointError", "Learner", "TrainConfig", "latest_checkpoint", "load_checkpoint", "make_env",
-           "paper_config", "read_metrics", "resume", "save_checkpoint", "train"]
+__all__ = [
+    "CheckpointError",
+    "Learner",
+    "TrainConfig",
+    "latest_checkpoint",
+    "load_checkpoint",
+    "make_env",
+    "paper_config",
+    "read_metrics",
+    "resume",
+    "save_checkpoint",
+    "train",
+]

@@ -28,8 +28,14 @@ from torch import Tensor
 
 from ers_exact.util.errors import InputError
 
-__all__ = ["CheckpointError", "atomic_write_bytes", "digest", "load_checkpoint", "read_metadata",
-           "save_checkpoint"]
+__all__ = [
+    "CheckpointError",
+    "atomic_write_bytes",
+    "digest",
+    "load_checkpoint",
+    "read_metadata",
+    "save_checkpoint",
+]
 
 FORMAT = "ers-checkpoint/1"
 
@@ -68,7 +74,9 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
         os.close(fd)
 
 
-def save_checkpoint(path: str | os.PathLike[str], tensors: dict[str, Tensor], metadata: dict[str, Any]) -> Path:
+def save_checkpoint(
+    path: str | os.PathLike[str], tensors: dict[str, Tensor], metadata: dict[str, Any]
+) -> Path:
     """Write ``tensors`` and JSON-able ``metadata`` to ``path`` atomically; returns the path."""
     tensors = {k: v.detach().cpu().contiguous() for k, v in tensors.items()}
     meta = {"format": FORMAT, "sha256": digest(tensors), **metadata}
@@ -81,15 +89,20 @@ def _header(path: Path, data: bytes) -> dict[str, Any]:
         raise CheckpointError(f"{path}: truncated checkpoint ({len(data)} bytes)")
     (n,) = struct.unpack("<Q", data[:8])
     if n > len(data) - 8:
-        raise CheckpointError(f"{path}: truncated or not a safetensors checkpoint (header of {n} bytes, file of "
-                              f"{len(data)})")
+        raise CheckpointError(
+            f"{path}: truncated or not a safetensors checkpoint (header of {n} bytes, file of {len(data)})"
+        )
     try:
-        header = json.loads(data[8:8 + n])
+        header = json.loads(data[8 : 8 + n])
         meta = json.loads(header["__metadata__"]["ers"])
     except (ValueError, KeyError, TypeError):
-        raise CheckpointError(f"{path}: not an ers checkpoint (no readable ers metadata in the header)") from None
+        raise CheckpointError(
+            f"{path}: not an ers checkpoint (no readable ers metadata in the header)"
+        ) from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise CheckpointError(f"{path}: unknown checkpoint format {meta.get('format')!r}, expected {FORMAT!r}")
+        raise CheckpointError(
+            f"{path}: unknown checkpoint format {meta.get('format')!r}, expected {FORMAT!r}"
+        )
     return meta
 
 
@@ -116,6 +129,7 @@ def load_checkpoint(path: str | os.PathLike[str]) -> tuple[dict[str, Tensor], di
     except (SafetensorError, ValueError, RuntimeError) as e:
         raise CheckpointError(f"{path}: truncated or corrupted checkpoint ({e})") from None
     if digest(tensors) != meta.get("sha256"):
-        raise CheckpointError(f"{path}: checkpoint tensors do not match their recorded SHA-256 (tampered or "
-                              "corrupted)")
+        raise CheckpointError(
+            f"{path}: checkpoint tensors do not match their recorded SHA-256 (tampered or corrupted)"
+        )
     return tensors, meta

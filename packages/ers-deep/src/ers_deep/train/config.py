@@ -76,11 +76,25 @@ class TrainConfig:
         object.__setattr__(self, "seeds", tuple(int(s) for s in self.seeds))
         if isinstance(self.net, dict):
             object.__setattr__(self, "net", NetConfig(**self.net))
-        check_fields(self, num_envs=at_least(1), num_steps=at_least(1), total_env_steps=at_least(1),
-                     epochs=at_least(1), minibatches=at_least(1), gae_lambda=between(0, 1), clip_eps=positive,
-                     vf_coef=non_negative, alpha=non_negative, max_grad_norm=positive, lr=non_negative,
-                     warmup=between(0, 1), adam_eps=positive, shaped_reward_horizon=non_negative,
-                     checkpoint_every=at_least(1), keep_checkpoints=at_least(1))
+        check_fields(
+            self,
+            num_envs=at_least(1),
+            num_steps=at_least(1),
+            total_env_steps=at_least(1),
+            epochs=at_least(1),
+            minibatches=at_least(1),
+            gae_lambda=between(0, 1),
+            clip_eps=positive,
+            vf_coef=non_negative,
+            alpha=non_negative,
+            max_grad_norm=positive,
+            lr=non_negative,
+            warmup=between(0, 1),
+            adam_eps=positive,
+            shaped_reward_horizon=non_negative,
+            checkpoint_every=at_least(1),
+            keep_checkpoints=at_least(1),
+        )
         if self.gamma is not None:
             check_fields(self, gamma=between(0, 1))
         if self.advantage == "exact" and self.env_kind != "tabular":
@@ -131,12 +145,32 @@ class TrainConfig:
 
 PAPER: dict[str, dict[str, Any]] = {
     "hanabi": {},
-    "overcooked-v2": {"num_envs": 256, "num_steps": 256, "minibatches": 64, "max_grad_norm": 0.25, "lr": 2.5e-4,
-                          "lr_schedule": "warmup-cosine", "total_env_steps": 30_000_000,
-                          "shaped_reward_horizon": 15_000_000, "net": NetConfig(kind="cnn-gru", hidden=128)},
-    "tabular": {"num_envs": 4096, "num_steps": 2, "minibatches": 1, "gamma": None, "gae_lambda": 1.0, "alpha": 0.25,
-                    "normalize_advantage": False, "clip_value_loss": False, "lr": 0.5, "lr_schedule": "linear",
-                    "max_grad_norm": 100.0, "total_env_steps": 4096 * 2 * 300, "net": NetConfig(kind="tabular", hidden=0)},
+    "overcooked-v2": {
+        "num_envs": 256,
+        "num_steps": 256,
+        "minibatches": 64,
+        "max_grad_norm": 0.25,
+        "lr": 2.5e-4,
+        "lr_schedule": "warmup-cosine",
+        "total_env_steps": 30_000_000,
+        "shaped_reward_horizon": 15_000_000,
+        "net": NetConfig(kind="cnn-gru", hidden=128),
+    },
+    "tabular": {
+        "num_envs": 4096,
+        "num_steps": 2,
+        "minibatches": 1,
+        "gamma": None,
+        "gae_lambda": 1.0,
+        "alpha": 0.25,
+        "normalize_advantage": False,
+        "clip_value_loss": False,
+        "lr": 0.5,
+        "lr_schedule": "linear",
+        "max_grad_norm": 100.0,
+        "total_env_steps": 4096 * 2 * 300,
+        "net": NetConfig(kind="tabular", hidden=0),
+    },
 }
 
 
@@ -155,8 +189,11 @@ def make_env(config: TrainConfig, batch_size: int, seed: int) -> BatchedEnv:
 
     dev = config.device
     if config.env == "hanabi":
-        return HanabiEnv(config.hanabi_preset, batch_size=batch_size, device=dev, seed=seed, check_legal=False)
+        return HanabiEnv(
+            config.hanabi_preset, batch_size=batch_size, device=dev, seed=seed, check_legal=False
+        )
     if config.env == "overcooked-v2":
-        return OvercookedV2Env(config.layout, batch_size=batch_size, device=dev, seed=seed,
-                               paper_obs=config.paper_obs)
+        return OvercookedV2Env(
+            config.layout, batch_size=batch_size, device=dev, seed=seed, paper_obs=config.paper_obs
+        )
     return TabularEnv(config.game_spec, batch_size=batch_size, device=dev, seed=seed, check_legal=False)

@@ -58,8 +58,9 @@ class Agent:
 
 
 @torch.no_grad()
-def play(agents: Sequence[Agent], config: TrainConfig, games: int, *, greedy: bool = False, seed: int = 0
-         ) -> dict[str, float]:
+def play(
+    agents: Sequence[Agent], config: TrainConfig, games: int, *, greedy: bool = False, seed: int = 0
+) -> dict[str, float]:
     """Play ``games`` complete episodes with ``agents[i]`` in seat i; mean team return and standard error."""
     env = make_env(config, games, seed=seed)
     env.reset(seed=seed)

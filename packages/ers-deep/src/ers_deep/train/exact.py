@@ -48,7 +48,9 @@ def advantage_table(net: ActorCritic, env: TabularEnv) -> torch.Tensor:
         for i, (qi, pi) in enumerate(zip(q, pol)):
             qi = np.nan_to_num(qi)
             adv = qi - (pi * qi).sum(-1, keepdims=True)
-            table[env.offsets[i]:env.offsets[i + 1], :qi.shape[1]] = np.where(env.tree.local[i].legal, adv, 0.0)
+            table[env.offsets[i] : env.offsets[i + 1], : qi.shape[1]] = np.where(
+                env.tree.local[i].legal, adv, 0.0
+            )
         rows.append(table)
     return torch.as_tensor(np.stack(rows), dtype=torch.float32, device=env.device)
 
@@ -62,15 +64,24 @@ def exact_report(net: ActorCritic, env: TabularEnv, alpha: float, n_starts: int 
     found = solve_fixed_points(tree, alpha, SolverConfig(n_starts=n_starts), warm_starts=warm)
     out = []
     for seed, pol in zip(net.seeds, policies):
-        row: dict[str, Any] = {"seed": seed, "J": float(expected_return(tree, pol)),
-                               "residual": float(boltzmann_residual(tree, pol, alpha))}
+        row: dict[str, Any] = {
+            "seed": seed,
+            "J": float(expected_return(tree, pol)),
+            "residual": float(boltzmann_residual(tree, pol, alpha)),
+        }
         if found.points:
             dist = [max(float(np.abs(a - b).max()) for a, b in zip(fp.policy, pol)) for fp in found.points]
             best = int(np.argmin(dist))
             fp = found.points[best]
-            row["fixed_point"] = {"J": fp.J, "residual": fp.residual, "distance": dist[best],
-                                  "optimal": fp.optimal, "stable": fp.stable, "certified": fp.certified,
-                                  "J_star": found.J_star}
+            row["fixed_point"] = {
+                "J": fp.J,
+                "residual": fp.residual,
+                "distance": dist[best],
+                "optimal": fp.optimal,
+                "stable": fp.stable,
+                "certified": fp.certified,
+                "J_star": found.J_star,
+            }
             row["J_error"] = abs(row["J"] - fp.J)
         out.append(row)
     return out

@@ -93,13 +93,19 @@ def shaped_coef(config: TrainConfig, env_steps: int) -> float:
 
 def gae(config: TrainConfig, ro: Rollout, gamma: float) -> tuple[Tensor, Tensor]:
     """(advantage, value target) [S, T, N] with TorchRL's functional GAE (time dim -2 per actor)."""
+
     def per_actor(x: Tensor) -> Tensor:  # [S, T, N] -> [S, N, T, 1]
         return x.transpose(1, 2)[..., None]
 
     next_value = torch.cat([ro.value[:, 1:], ro.last_value[:, None]], 1)
-    adv, target = generalized_advantage_estimate(gamma, config.gae_lambda, per_actor(ro.value),
-                                                 per_actor(next_value), per_actor(ro.reward),
-                                                 per_actor(ro.done))
+    adv, target = generalized_advantage_estimate(
+        gamma,
+        config.gae_lambda,
+        per_actor(ro.value),
+        per_actor(next_value),
+        per_actor(ro.reward),
+        per_actor(ro.done),
+    )
     return adv[..., 0].transpose(1, 2), target[..., 0].transpose(1, 2)
 
 
@@ -178,26 +184,42 @@ class Learner:
             ended_mask.append(done)
             self.ep_return = torch.where(done, 0.0, self.ep_return)
             self.ep_shaped = torch.where(done, 0.0, self.ep_shaped)
-            for k, v in zip(keys, (obs, legal, acting, self.first, action, logp, value[:, 0],
-                                   reward.reshape(S, N), done[..., None].expand(S, B, P).reshape(S, N))):
+            for k, v in zip(
+                keys,
+                (
+                    obs,
+                    legal,
+                    acting,
+                    self.first,
+                    action,
+                    logp,
+                    value[:, 0],
+                    reward.reshape(S, N),
+                    done[..., None].expand(S, B, P).reshape(S, N),
+                ),
+            ):
                 buf[k].append(v)
             self.first = buf["done"][-1]
             obs, legal, acting = self._observe()
         _, last_value, _ = self.net(obs[:, None], self.first[:, None], h)
         self.hidden = h
         self.env_steps += cfg.num_steps * B
-        ro = Rollout(**{k: torch.stack(v, 1) for k, v in buf.items()}, hidden0=hidden0,
-                     last_value=last_value[:, 0])
+        ro = Rollout(
+            **{k: torch.stack(v, 1) for k, v in buf.items()}, hidden0=hidden0, last_value=last_value[:, 0]
+        )
         mask = torch.stack(ended_mask)  # [T, S, B]
         count = mask.sum((0, 2)).float()
-        stats = {"episodes": count,
-                 "return": (torch.stack(ended_ret) * mask).sum((0, 2)) / count,  # NaN where none ended
-                 "shaped_return": (torch.stack(ended_shaped) * mask).sum((0, 2)) / count}
+        stats = {
+            "episodes": count,
+            "return": (torch.stack(ended_ret) * mask).sum((0, 2)) / count,  # NaN where none ended
+            "shaped_return": (torch.stack(ended_shaped) * mask).sum((0, 2)) / count,
+        }
         return ro, stats
 
     # ---- update ---------------------------------------------------------------------------------------------
-    def _loss(self, ro: Rollout, adv: Tensor, target: Tensor, idx: Tensor, table: Tensor | None = None
-              ) -> tuple[Tensor, dict[str, Tensor]]:
+    def _loss(
+        self, ro: Rollout, adv: Tensor, target: Tensor, idx: Tensor, table: Tensor | None = None
+    ) -> tuple[Tensor, dict[str, Tensor]]:
         """Per-seed PPO loss on the actors ``idx`` (whole sequences); [S] and its parts."""
         cfg = self.config
 
@@ -216,11 +238,16 @@ class Learner:
         ratio = torch.exp(logp - sel(ro.logp))
         surrogate = torch.minimum(ratio * a, ratio.clamp(1 - cfg.clip_eps, 1 + cfg.clip_eps) * a)
         actor = -_masked_mean(surrogate, acting)
-        if table is not None:  # exact mode: expected update on every local history, exact advantages [S, K, A]
+        if (
+            table is not None
+        ):  # exact mode: expected update on every local history, exact advantages [S, K, A]
             S, K = table.shape[:2]
             eye = torch.eye(K, device=table.device).expand(S, 1, K, K)
-            every, _, _ = self.net(eye, torch.ones(S, 1, K, dtype=torch.bool, device=table.device),
-                                   self.net.initial_state(K, table.device))
+            every, _, _ = self.net(
+                eye,
+                torch.ones(S, 1, K, dtype=torch.bool, device=table.device),
+                self.net.initial_state(K, table.device),
+            )
             lp = torch.log_softmax(masked_logits(every[:, 0], self.env.legal_table()), -1)  # type: ignore[attr-defined]
             actor = -(lp.exp() * table).sum(-1).mean(1)
             ent = -(lp.exp() * lp).sum(-1).mean(1)
@@ -271,9 +298,12 @@ class Learner:
         adv, target = gae(self.config, ro, self.gamma)
         parts = self.ppo_update(ro, adv, target)
         self.update += 1
-        out: dict[str, Any] = {"update": self.update, "env_steps": self.env_steps,
-                               "lr": lr_at(self.config, self.update - 1),
-                               "shaped_coef": shaped_coef(self.config, self.env_steps - self.config.steps_per_update)}
+        out: dict[str, Any] = {
+            "update": self.update,
+            "env_steps": self.env_steps,
+            "lr": lr_at(self.config, self.update - 1),
+            "shaped_coef": shaped_coef(self.config, self.env_steps - self.config.steps_per_update),
+        }
         for k, v in {**stats, **parts}.items():
             out[k] = [float(x) for x in v]
         return out
@@ -289,8 +319,14 @@ class Learner:
             out[f"env/{k}"] = v
         out["rng/env"] = self.env.generator.get_state()
         out["rng/learner"] = self.generator.get_state()
-        out.update({"runner/first": self.first, "runner/hidden": self.hidden, "runner/ep_return": self.ep_return,
-                    "runner/ep_shaped": self.ep_shaped})
+        out.update(
+            {
+                "runner/first": self.first,
+                "runner/hidden": self.hidden,
+                "runner/ep_return": self.ep_return,
+                "runner/ep_shaped": self.ep_shaped,
+            }
+        )
         return {k: v.detach().cpu().contiguous() for k, v in out.items()}
 
     def counters(self) -> dict[str, int]:

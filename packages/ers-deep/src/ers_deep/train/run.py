@@ -37,10 +37,31 @@ from ers_deep.train.config import TrainConfig
 from ers_deep.train.ippo import Learner
 from ers_exact.util.errors import InputError
 
-__all__ = ["METRIC_COLUMNS", "RunError", "checkpoints", "latest_checkpoint", "read_metrics", "resume", "train"]
+__all__ = [
+    "METRIC_COLUMNS",
+    "RunError",
+    "checkpoints",
+    "latest_checkpoint",
+    "read_metrics",
+    "resume",
+    "train",
+]
 
-METRIC_COLUMNS = ("update", "env_steps", "seed", "return", "shaped_return", "episodes", "actor_loss",
-                  "value_loss", "entropy", "grad_norm", "lr", "shaped_coef", "seconds")
+METRIC_COLUMNS = (
+    "update",
+    "env_steps",
+    "seed",
+    "return",
+    "shaped_return",
+    "episodes",
+    "actor_loss",
+    "value_loss",
+    "entropy",
+    "grad_norm",
+    "lr",
+    "shaped_coef",
+    "seconds",
+)
 
 
 class RunError(ValueError, InputError):
@@ -82,8 +103,9 @@ class _Bar:
         rets = [r for r in m["return"] if not math.isnan(r)]
         ret = f"{sum(rets) / len(rets):8.3f}" if rets else "     n/a"
         bar = "#" * int(20 * m["update"] / self.total)
-        sys.stderr.write(f"\r[{bar:<20}] update {m['update']}/{self.total}  {sps:,.0f} env-steps/s  "
-                         f"return {ret}")
+        sys.stderr.write(
+            f"\r[{bar:<20}] update {m['update']}/{self.total}  {sps:,.0f} env-steps/s  return {ret}"
+        )
         sys.stderr.flush()
 
     def close(self) -> None:
@@ -122,16 +144,25 @@ def _save(learner: Learner, run_dir: Path) -> Path:
     folder = run_dir / "checkpoints"
     folder.mkdir(exist_ok=True)
     path = folder / f"update-{learner.update:06d}.safetensors"
-    meta = {"counters": learner.counters(), "config": learner.config.to_json(),
-            "env_state": type(learner.env.state).__name__, "torch": torch.__version__}
+    meta = {
+        "counters": learner.counters(),
+        "config": learner.config.to_json(),
+        "env_state": type(learner.env.state).__name__,
+        "torch": torch.__version__,
+    }
     save_checkpoint(path, learner.state_tensors(), meta)
-    for old in checkpoints(run_dir)[:-learner.config.keep_checkpoints]:
+    for old in checkpoints(run_dir)[: -learner.config.keep_checkpoints]:
         old.unlink()
     return path
 
 
-def _loop(learner: Learner, run_dir: Path, max_updates: int | None, progress: bool | None,
-          on_update: Callable[[dict[str, Any]], None] | None) -> dict[str, Any]:
+def _loop(
+    learner: Learner,
+    run_dir: Path,
+    max_updates: int | None,
+    progress: bool | None,
+    on_update: Callable[[dict[str, Any]], None] | None,
+) -> dict[str, Any]:
     cfg = learner.config
     stop = cfg.num_updates if max_updates is None else min(cfg.num_updates, max_updates)
     tb, bar, history = _tensorboard(run_dir), _Bar(cfg.num_updates, progress), []
@@ -157,14 +188,25 @@ def _loop(learner: Learner, run_dir: Path, max_updates: int | None, progress: bo
     if tb is not None:
         tb.close()
     seconds = time.perf_counter() - start
-    return {"run_dir": str(run_dir), "updates": learner.update, "env_steps": learner.env_steps,
-            "seconds": seconds, "env_steps_per_s": (learner.env_steps - steps0) * len(cfg.seeds) / max(seconds, 1e-9),
-            "finished": learner.update >= cfg.num_updates}
+    return {
+        "run_dir": str(run_dir),
+        "updates": learner.update,
+        "env_steps": learner.env_steps,
+        "seconds": seconds,
+        "env_steps_per_s": (learner.env_steps - steps0) * len(cfg.seeds) / max(seconds, 1e-9),
+        "finished": learner.update >= cfg.num_updates,
+    }
 
 
-def train(config: TrainConfig, run_dir: str | os.PathLike[str], *, max_updates: int | None = None,
-          progress: bool | None = None, threads: int | None = None,
-          on_update: Callable[[dict[str, Any]], None] | None = None) -> tuple[Learner, dict[str, Any]]:
+def train(
+    config: TrainConfig,
+    run_dir: str | os.PathLike[str],
+    *,
+    max_updates: int | None = None,
+    progress: bool | None = None,
+    threads: int | None = None,
+    on_update: Callable[[dict[str, Any]], None] | None = None,
+) -> tuple[Learner, dict[str, Any]]:
     """Start a run in a new (or empty) ``run_dir``; ``max_updates`` stops early (the run can be resumed)."""
     run_dir = Path(run_dir)
     if (run_dir / "config.json").exists():
@@ -173,16 +215,26 @@ def train(config: TrainConfig, run_dir: str | os.PathLike[str], *, max_updates: 
     if threads:
         torch.set_num_threads(threads)
     learner = Learner(config)
-    info = {"config": config.to_json(), "torch": torch.__version__, "obs_shape": list(learner.env.obs_shape),
-            "num_actions": learner.env.num_actions, "num_agents": learner.env.num_agents}
+    info = {
+        "config": config.to_json(),
+        "torch": torch.__version__,
+        "obs_shape": list(learner.env.obs_shape),
+        "num_actions": learner.env.num_actions,
+        "num_agents": learner.env.num_agents,
+    }
     atomic_write_bytes(run_dir / "config.json", json.dumps(info, indent=2, sort_keys=True).encode())
     _truncate_metrics(run_dir / "metrics.csv", -1)
     return learner, _loop(learner, run_dir, max_updates, progress, on_update)
 
 
-def resume(run_dir: str | os.PathLike[str], *, max_updates: int | None = None, progress: bool | None = None,
-           threads: int | None = None, on_update: Callable[[dict[str, Any]], None] | None = None
-           ) -> tuple[Learner, dict[str, Any]]:
+def resume(
+    run_dir: str | os.PathLike[str],
+    *,
+    max_updates: int | None = None,
+    progress: bool | None = None,
+    threads: int | None = None,
+    on_update: Callable[[dict[str, Any]], None] | None = None,
+) -> tuple[Learner, dict[str, Any]]:
     """Continue the run in ``run_dir`` from its newest readable checkpoint (see the module docstring)."""
     run_dir = Path(run_dir)
     try:

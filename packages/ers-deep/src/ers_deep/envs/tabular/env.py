@@ -81,9 +81,18 @@ class TabularEnv:
         check_legal: raise ``ValueError`` on an illegal action (one device sync per step).
     """
 
-    def __init__(self, game: Game | str | PathLike[str] = "dectiger", *, batch_size: int = 1,
-                 device: str | torch.device = "cpu", seed: int | None = 0, auto_reset: bool = True,
-                 horizon: int | None = None, discount: float | None = None, check_legal: bool = True) -> None:
+    def __init__(
+        self,
+        game: Game | str | PathLike[str] = "dectiger",
+        *,
+        batch_size: int = 1,
+        device: str | torch.device = "cpu",
+        seed: int | None = 0,
+        auto_reset: bool = True,
+        horizon: int | None = None,
+        discount: float | None = None,
+        check_legal: bool = True,
+    ) -> None:
         if not isinstance(game, Game):
             game = load_game(game, horizon=horizon, discount=discount)
         self.game = game
@@ -99,10 +108,12 @@ class TabularEnv:
         legal = np.zeros((self.offsets[-1], A), dtype=bool)
         children = []
         for i, hist in enumerate(self.tree.local):
-            legal[self.offsets[i]:self.offsets[i + 1], :game.n_actions[i]] = hist.legal
+            legal[self.offsets[i] : self.offsets[i + 1], : game.n_actions[i]] = hist.legal
             child = _child_table(self.tree, i)
             child_pad = np.full((len(hist), A, max(game.n_observations)), -1, dtype=np.int64)
-            child_pad[:, :child.shape[1], :child.shape[2]] = np.where(child >= 0, child + self.offsets[i], -1)
+            child_pad[:, : child.shape[1], : child.shape[2]] = np.where(
+                child >= 0, child + self.offsets[i], -1
+            )
             children.append(child_pad)
         self._legal = torch.as_tensor(legal, device=dev)  # [K, A]
         self._child = torch.as_tensor(np.concatenate(children), device=dev)  # [K, A, O_max]
@@ -147,15 +158,21 @@ class TabularEnv:
         """``state`` with the games where ``mask`` is True restarted (s ~ b_0, t = 0, empty histories)."""
         B, dev = self._batch, self._device
         s0 = torch.multinomial(self._b0.expand(B, -1), 1, generator=self.generator).squeeze(1)
-        fresh = TabularState(s=s0, t=torch.zeros(B, dtype=torch.long, device=dev),
-                             history=self._roots.expand(B, -1).clone(),
-                             done=torch.zeros(B, dtype=torch.bool, device=dev))
+        fresh = TabularState(
+            s=s0,
+            t=torch.zeros(B, dtype=torch.long, device=dev),
+            history=self._roots.expand(B, -1).clone(),
+            done=torch.zeros(B, dtype=torch.bool, device=dev),
+        )
         if state is None:
             return fresh
         m = mask
-        return TabularState(s=torch.where(m, fresh.s, state.s), t=torch.where(m, fresh.t, state.t),
-                            history=torch.where(m[:, None], fresh.history, state.history),
-                            done=torch.where(m, fresh.done, state.done))
+        return TabularState(
+            s=torch.where(m, fresh.s, state.s),
+            t=torch.where(m, fresh.t, state.t),
+            history=torch.where(m[:, None], fresh.history, state.history),
+            done=torch.where(m, fresh.done, state.done),
+        )
 
     def _output(self, reward: Tensor, done: Tensor) -> TabularStep:
         return TabularStep(self.observe(), self.legal_mask(), reward, done)
@@ -186,8 +203,10 @@ class TabularEnv:
             ok = self._legal[state.history].gather(2, safe[..., None]).squeeze(2) & in_range
             if not bool(ok.all()):
                 b, i = (~ok).nonzero()[0].tolist()
-                raise ValueError(f"illegal action {int(actions[b, i])} of agent {i} in game {b} "
-                                 f"(legal: {self._legal[state.history[b, i]].nonzero().flatten().tolist()})")
+                raise ValueError(
+                    f"illegal action {int(actions[b, i])} of agent {i} in game {b} "
+                    f"(legal: {self._legal[state.history[b, i]].nonzero().flatten().tolist()})"
+                )
         joint = (actions * self._strides).sum(1)  # [B] (only legal actions give a meaningful joint action)
         s_next = torch.multinomial(self._T[state.s, joint], 1, generator=self.generator).squeeze(1)
         o = torch.multinomial(self._U[joint, s_next], 1, generator=self.generator).squeeze(1)
@@ -221,7 +240,7 @@ class TabularEnv:
         p = probs.detach().double().cpu().numpy()
         out = []
         for i in range(self._agents):
-            rows = p[self.offsets[i]:self.offsets[i + 1], :self.game.n_actions[i]]
+            rows = p[self.offsets[i] : self.offsets[i + 1], : self.game.n_actions[i]]
             rows = np.where(self.tree.local[i].legal, rows, 0.0)
             out.append(rows / rows.sum(axis=1, keepdims=True))
         return tuple(out)

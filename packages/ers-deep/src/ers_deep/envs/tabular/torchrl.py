@@ -22,14 +22,21 @@ class TabularTorchRLEnv(BatchedTorchRLEnv):
 
     game: TabularEnv
 
-    def __init__(self, game: Game | str | PathLike[str] = "dectiger", batch_size: int = 1,
-                 device: str | torch.device = "cpu", seed: int | None = 0) -> None:
+    def __init__(
+        self,
+        game: Game | str | PathLike[str] = "dectiger",
+        batch_size: int = 1,
+        device: str | torch.device = "cpu",
+        seed: int | None = 0,
+    ) -> None:
         super().__init__(TabularEnv(game, batch_size=batch_size, device=device, seed=seed, auto_reset=False))
 
     def _agent_obs_specs(self, B: int, P: int) -> dict[str, TensorSpec]:
         K, A, dev = self.game.obs_shape[0], self.game.num_actions, self.device
-        return {"observation": Binary(n=K, shape=(B, P, K), dtype=torch.float32, device=dev),
-                "action_mask": Binary(n=A, shape=(B, P, A), dtype=torch.bool, device=dev)}
+        return {
+            "observation": Binary(n=K, shape=(B, P, K), dtype=torch.float32, device=dev),
+            "action_mask": Binary(n=A, shape=(B, P, A), dtype=torch.bool, device=dev),
+        }
 
     def _pack(self, out: TabularStep) -> tuple[dict[str, Tensor], dict[str, Tensor]]:
         return {"observation": out.obs, "action_mask": out.legal}, {}
