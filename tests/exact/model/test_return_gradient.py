@@ -6,23 +6,10 @@ import numpy as np
 import pytest
 
 from ers_exact.model.histories import enumerate_histories
-from ers_exact.model.values import multilinear_return, return_gradient
+from ers_exact.model.values import return_gradient
 
+from ..finite_differences import perturbed_value, raw_return
 from ..strategies import random_game
-
-
-def _perturbed_value(fn, policy, agent, k, a, h=1e-6):
-    """Central difference of fn in one policy entry (entries treated as free variables)."""
-    plus = [p.copy() for p in policy]
-    plus[agent][k, a] += h
-    minus = [p.copy() for p in policy]
-    minus[agent][k, a] -= h
-    return (fn(plus) - fn(minus)) / (2 * h)
-
-
-def _raw_return(tree):
-    """J as a polynomial in the policy entries (no simplex check), for finite differences."""
-    return lambda pol: multilinear_return(tree, pol)
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -34,8 +21,8 @@ def test_return_gradient_matches_finite_differences(seed: int) -> None:
     tree = enumerate_histories(game)
     pol = tuple(rng.dirichlet(np.ones(game.n_actions[h.agent]), size=len(h)) for h in tree.local)
     grad = return_gradient(tree, pol)
-    J = _raw_return(tree)
+    J = raw_return(tree)
     for _ in range(6):
         i = int(rng.integers(2))
         k, a = int(rng.integers(len(tree.local[i]))), int(rng.integers(game.n_actions[i]))
-        assert grad[i][k, a] == pytest.approx(_perturbed_value(J, pol, i, k, a), abs=1e-6)
+        assert grad[i][k, a] == pytest.approx(perturbed_value(J, pol, i, k, a), abs=1e-6)

@@ -13,7 +13,6 @@ from ers_exact.games import get_game
 from ers_exact.model.histories import enumerate_histories
 from ers_exact.model.objectives import cross_play, other_play
 from ers_exact.model.transformation import Transformation, apply_to_policy
-from ers_exact.model.values import multilinear_return
 from ers_exact.solve.fixed_points import solve_fixed_points
 from ers_exact.symmetry.search import decpomdp_symmetries
 from ers_exact.zsc.discovery import DiscoveryConfig, discover, group_metrics, learn_action_distribution
@@ -21,19 +20,7 @@ from ers_exact.zsc.iql import IQLConfig, iql_pool
 from ers_exact.zsc.other_play import OPConfig, op_gradient, train_other_play
 from ers_exact.zsc.pipeline import ZSCConfig, run_zsc
 
-
-def _perturbed_value(fn, policy, agent, k, a, h=1e-6):
-    """Central difference of fn in one policy entry (entries treated as free variables)."""
-    plus = [p.copy() for p in policy]
-    plus[agent][k, a] += h
-    minus = [p.copy() for p in policy]
-    minus[agent][k, a] -= h
-    return (fn(plus) - fn(minus)) / (2 * h)
-
-
-def _raw_return(tree):
-    """J as a polynomial in the policy entries (no simplex check), for finite differences."""
-    return lambda pol: multilinear_return(tree, pol)
+from ..finite_differences import perturbed_value, raw_return
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +33,7 @@ def test_op_gradient_matches_finite_differences(lever3) -> None:
     phis = decpomdp_symmetries(lever3.game)
     pol = tuple(rng.dirichlet(np.ones(3), size=len(h)) for h in lever3.local)
     grad = op_gradient(lever3, pol, phis)
-    J = _raw_return(lever3)
+    J = raw_return(lever3)
 
     def op(p):  # OP = mean over phi and seats of J of mixed profiles, spelled out with the raw J
         vals = []
@@ -56,7 +43,7 @@ def test_op_gradient_matches_finite_differences(lever3) -> None:
         return float(np.mean(vals))
 
     for i, k, a in [(0, 0, 1), (1, 4, 2), (0, 7, 0)]:
-        assert grad[i][k, a] == pytest.approx(_perturbed_value(op, pol, i, k, a), abs=1e-6)
+        assert grad[i][k, a] == pytest.approx(perturbed_value(op, pol, i, k, a), abs=1e-6)
 
 
 def _image_raw(tree, phi, i, pol_i):
