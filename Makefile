@@ -14,7 +14,7 @@ export CMAKE_POLICY_VERSION_MINIMUM := 3.5
 $(STAMP): constraints.txt requirements-dev.txt packages/ers-exact/pyproject.toml packages/ers-deep/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -c constraints.txt -e packages/ers-exact[plot] -e "packages/ers-deep[reference]" -r requirements-dev.txt
+	$(PIP) install -q -c constraints.txt -e packages/ers-exact[plot] -e "packages/ers-deep[reference,ray]" -r requirements-dev.txt
 	touch $(STAMP)
 
 venv: $(STAMP)

@@ -2,7 +2,7 @@
 
     ers-deep env-bench hanabi --batch 1024 --steps 200 [--device cuda] [--against hle,jaxmarl] [--json]
     ers-deep env-bench overcooked-v2 --batch 1024 --steps 200 [--layout L] [--against jaxmarl] [--json]
-    ers-deep train-sp --env ENV --seeds 0-4 --out POOL [--alpha A] [--total-steps N] [--json]
+    ers-deep train-sp --env ENV --seeds 0-4 --out POOL [--alpha A] [--total-steps N] [--ray ADDRESS] [--json]
     ers-deep train-sp --resume POOL [--json]
     ers-deep crossplay POOL_A [POOL_B] --games N [--greedy] [--json]
 
@@ -217,7 +217,8 @@ def seeds_check(value: object) -> str | None:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class TrainSPOptions(Options):
-    """``ers-deep train-sp``: a pool of IPPO self-play policies (all seeds trained together in one process)."""
+    """``ers-deep train-sp``: a pool of IPPO self-play policies (all seeds trained together in one process, or
+    one Ray job per seed with ``--ray``)."""
 
     env: str | None = option(
         None,
@@ -270,10 +271,22 @@ class TrainSPOptions(Options):
     )
     device: str = option("cpu", help="torch device: cpu, cuda or cuda:N", check=device_check)
     threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=at_least(1))
+    ray: str | None = option(
+        None,
+        help="train each seed as a separate job on this Ray cluster (local: a local Ray instance; "
+        "needs the ray extra)",
+        metavar="ADDRESS",
+    )
 
     def check(self) -> None:
         if self.resume is None and (self.env is None or self.out is None):
             raise UsageError("--env and --out are required (or --resume POOL)")
+        if self.ray is not None and self.resume is not None:
+            raise UsageError(
+                "--resume cannot be combined with --ray (a Ray pool trains each seed in one job)"
+            )
+        if self.ray is not None and not self.ray.strip():
+            raise UsageError("--ray needs an address (local, auto or HOST:PORT)")
         if self.advantage == "exact" and self.env is not None and self.env in ("hanabi", "overcooked-v2"):
             raise UsageError(f"--advantage exact needs a tabular env, not {self.env}")
 
@@ -324,6 +337,17 @@ def run_train_sp(opts: TrainSPOptions) -> dict[str, Any]:
             paper_config("hanabi"),
             pool,
             resume_run=True,
+            eval_games=opts.eval_games,
+            threads=opts.threads,
+            max_updates=opts.max_updates,
+        )
+    if opts.ray is not None:
+        from ers_deep.pools import train_pool_ray
+
+        return train_pool_ray(
+            opts.config(),
+            str(opts.out),
+            opts.ray,
             eval_games=opts.eval_games,
             threads=opts.threads,
             max_updates=opts.max_updates,

@@ -9,6 +9,14 @@
 
 ``train_pool(config, out)`` trains all seeds of ``config.seeds`` together in one process (stacked parameters,
 ``ers_deep.train.ippo``), or continues an interrupted pool (``resume=True``), then freezes every seed.
+``train_pool_ray(config, out, address)`` trains the same pool as separate jobs on a Ray cluster (the ``ray``
+extra; ``address`` ``local`` starts a local Ray instance): one Ray task per seed runs ``train_pool`` for that
+seed alone into ``POOL/runs/seed-S/`` (a complete one-seed pool: run directory, checkpoints, pool.json); the
+driver writes each frozen policy (returned as bytes, so the workers need not share the driver's disk) to
+``POOL/policies/seed-S.safetensors`` and the gathered pool.json, which ``load_pool`` reads like any other.
+A seed trained alone equals ``train_pool`` of the one-seed config bit for bit, but not that seed's slice of a
+multi-seed in-process pool: the env's and the sampler's generators of a vectorised pool are seeded from its
+first seed (``ers_deep.train.ippo``), so the other seeds see other games (same distribution, other samples).
 ``load_pool(dir)`` and ``load_policy(file)`` read them back (verified; nothing is unpickled).
 """
 
@@ -38,7 +46,21 @@ class PoolError(ValueError, InputError):
     """A folder that is not a usable pool; the message names it."""
 
 
-__all__ = ["Policy", "Pool", "PoolError", "load_policy", "load_pool", "save_policy", "train_pool"]
+class RayError(RuntimeError, InputError):
+    """``--ray``: ray is not installed, or the cluster cannot be reached; the message says which."""
+
+
+__all__ = [
+    "Policy",
+    "Pool",
+    "PoolError",
+    "RayError",
+    "load_policy",
+    "load_pool",
+    "save_policy",
+    "train_pool",
+    "train_pool_ray",
+]
 
 
 @dataclass(frozen=True)
@@ -159,6 +181,115 @@ def train_pool(
         "seeds": list(cfg.seeds),
         "config": cfg.to_json(),
         "training": summary,
+        "policies": entries,
+    }
+    atomic_write_bytes(out / "pool.json", json.dumps(info, indent=2, sort_keys=True).encode())
+    return info
+
+
+def _train_seed(
+    config_json: dict[str, Any],
+    seed_dir: str,
+    eval_games: int,
+    threads: int | None,
+    max_updates: int | None,
+) -> tuple[dict[str, Any], bytes]:
+    """One Ray task: ``train_pool`` of one seed into ``seed_dir``; its pool.json and its frozen policy's bytes."""
+    info = train_pool(
+        TrainConfig.from_json(config_json),
+        seed_dir,
+        eval_games=eval_games,
+        progress=False,
+        threads=threads,
+        max_updates=max_updates,
+    )
+    return info, (Path(seed_dir) / info["policies"][0]["file"]).read_bytes()
+
+
+def _ray_init(address: str) -> tuple[Any, bool]:
+    """The ray module, connected to ``address`` (``local``: a new local instance); whether this call connected."""
+    try:
+        import ray
+    except ImportError:
+        raise RayError("--ray needs ray, which is not installed: pip install 'ers-deep[ray]'") from None
+    if ray.is_initialized():
+        return ray, False
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if sep and port.isdigit():  # ray.init retries an unreachable GCS for minutes: probe it first
+        import socket
+
+        try:
+            socket.create_connection((host or "127.0.0.1", int(port)), timeout=10).close()
+        except OSError as e:
+            raise RayError(f"--ray {address}: cannot connect to a Ray cluster ({e.strerror or e})") from None
+    try:
+        if address == "local":
+            ray.init(include_dashboard=False, log_to_driver=False)
+        else:
+            ray.init(address=address, log_to_driver=False)
+    except Exception as e:  # ConnectionError, RuntimeError, ValueError, ... depending on the ray version
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise RayError(f"--ray {address}: cannot connect to a Ray cluster ({first})") from None
+    return ray, True
+
+
+def train_pool_ray(
+    config: TrainConfig,
+    out: str | os.PathLike[str],
+    address: str,
+    *,
+    eval_games: int = 1000,
+    threads: int | None = None,
+    max_updates: int | None = None,
+) -> dict[str, Any]:
+    """Train the pool ``out`` on a Ray cluster, one task per seed (module docstring); returns pool.json."""
+    out = Path(out).absolute()
+    if (out / "pool.json").exists() or (out / "runs").exists() or (out / "run").exists():
+        raise PoolError(f"{out} already holds a pool; choose another --out")
+    ray, connected = _ray_init(address)
+    try:
+        task = ray.remote(
+            num_cpus=threads or 1, num_gpus=1 if config.device.startswith("cuda") else 0, max_retries=0
+        )(_train_seed)
+        refs = [
+            task.remote(
+                config.replace(seeds=(seed,)).to_json(),
+                str(out / "runs" / f"seed-{seed}"),
+                eval_games,
+                threads,
+                max_updates,
+            )
+            for seed in config.seeds
+        ]
+        results: list[tuple[dict[str, Any], bytes]] = ray.get(refs)
+    finally:
+        if connected:
+            ray.shutdown()
+    (out / "policies").mkdir(parents=True, exist_ok=True)
+    entries, runs = [], []
+    for seed, (info, policy) in zip(config.seeds, results):
+        file = out / "policies" / f"seed-{seed}.safetensors"
+        atomic_write_bytes(file, policy)
+        load_policy(file)  # verifies what came back
+        entries.append(
+            {**info["policies"][0], "file": str(file.relative_to(out)), "run": f"runs/seed-{seed}"}
+        )
+        runs.append(info["training"])
+    training = {
+        "updates": min(r["updates"] for r in runs),
+        "env_steps": min(r["env_steps"] for r in runs),
+        "seconds": max(r["seconds"] for r in runs),
+        "env_steps_per_s": sum(r["env_steps_per_s"] for r in runs),
+        "finished": all(r["finished"] for r in runs),
+        "ray": {"address": address, "tasks": len(runs)},
+        "runs": runs,
+    }
+    info = {
+        "env": config.env,
+        "alpha": config.alpha,
+        "seeds": list(config.seeds),
+        "config": config.to_json(),
+        "training": training,
         "policies": entries,
     }
     atomic_write_bytes(out / "pool.json", json.dumps(info, indent=2, sort_keys=True).encode())

@@ -1,0 +1,61 @@
+"""``train-sp --ray``: one Ray task per seed on a local Ray instance, gathered into a pool ``load_pool`` reads.
+
+Skipped where ray (the ``ray`` extra of ers-deep) is not installed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from ers_deep.cli import main
+from ers_deep.pools import RayError, load_pool, train_pool, train_pool_ray
+from ers_deep.train.checkpoint import load_checkpoint
+from ers_deep.train.config import paper_config
+
+ray = pytest.importorskip("ray")
+
+
+def _config(seeds: tuple[int, ...]):  # type: ignore[no-untyped-def]
+    return paper_config(
+        "tabular:toy-coordination", num_envs=64, seeds=seeds, total_env_steps=64 * 2 * 3, advantage="exact"
+    )
+
+
+def test_ray_pool_equals_one_seed_pools(tmp_path: Path) -> None:
+    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
+    try:
+        info = train_pool_ray(_config((0, 4)), tmp_path / "rp", "local", eval_games=200, threads=1)
+    finally:
+        ray.shutdown()
+    pool = load_pool(tmp_path / "rp")
+    assert [p.seed for p in pool.policies] == [0, 4] and pool.name == "rp"
+    assert json.loads((tmp_path / "rp" / "pool.json").read_text()) == info
+    assert info["training"]["finished"] and info["training"]["ray"]["tasks"] == 2
+    # each seed equals the in-process pool of that seed alone (same thread count), bit for bit
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        alone = train_pool(_config((4,)), tmp_path / "alone", eval_games=200)
+    finally:
+        torch.set_num_threads(threads)
+    a, _ = load_checkpoint(tmp_path / "alone" / "policies" / "seed-4.safetensors")
+    b, _ = load_checkpoint(tmp_path / "rp" / "policies" / "seed-4.safetensors")
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    entry = info["policies"][1]
+    assert entry["self_play"] == alone["policies"][0]["self_play"]
+    assert entry["exact"] == alone["policies"][0]["exact"]
+    assert (tmp_path / "rp" / "runs" / "seed-4" / "run" / "metrics.csv").is_file()
+
+
+def test_cli_ray_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(RayError, match="cannot connect"):
+        train_pool_ray(_config((0,)), tmp_path / "x", "127.0.0.1:1")
+    args = ["train-sp", "--env", "tabular:toy-coordination", "--out", str(tmp_path / "y")]
+    assert main([*args, "--ray", "127.0.0.1:1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--ray 127.0.0.1:1: cannot connect" in err and len(err.splitlines()) == 1
+    assert main(["train-sp", "--resume", str(tmp_path), "--ray", "local"]) == 2
