@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ers_deep.bench.timing import jaxmarl_available, profile_steps, time_jax_rollout, time_steps
+from ers_deep.bench.timing import jaxmarl_available, profile_steps, throughput, time_jax_rollout, time_steps
 from ers_deep.envs.hanabi.config import HanabiConfig, resolve_config
 from ers_deep.envs.hanabi.env import HanabiEnv
 
@@ -50,14 +50,7 @@ def bench_ers(
     """Env-steps/s of ``HanabiEnv`` (auto-reset on) over ``steps`` batched steps after ``warmup`` steps."""
     env, run = _hanabi_runner(resolve_config(config), batch, device, seed, check_legal)
     seconds = time_steps(run, steps, env.device, warmup)
-    return {
-        "env_steps_per_s": batch * steps / seconds,
-        "seconds": seconds,
-        "batch": batch,
-        "steps": steps,
-        "device": str(env.device),
-        "threads": torch.get_num_threads(),
-    }
+    return throughput(batch, steps, seconds, env.device)
 
 
 def profile_ers(

@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from ers_deep.bench.timing import jaxmarl_available, profile_steps, time_jax_rollout, time_steps
+from ers_deep.bench.timing import jaxmarl_available, profile_steps, throughput, time_jax_rollout, time_steps
 from ers_deep.envs.overcooked_v2.env import NUM_ACTIONS, OvercookedV2Env
 
 DTYPES = {"uint8": torch.uint8, "float32": torch.float32}
@@ -70,12 +70,7 @@ def bench_ers(
     env, run = _runner(layout, batch, device, seed, obs_dtype, observations, **env_kwargs)
     seconds = time_steps(run, steps, env.device, warmup, repeats)
     return {
-        "env_steps_per_s": batch * steps / seconds,
-        "seconds": seconds,
-        "batch": batch,
-        "steps": steps,
-        "device": str(env.device),
-        "threads": torch.get_num_threads(),
+        **throughput(batch, steps, seconds, env.device),
         "obs_dtype": obs_dtype,
         "observations": observations,
     }

@@ -38,6 +38,18 @@ def time_steps(
     return seconds
 
 
+def throughput(batch: int, steps: int, seconds: float, device: torch.device) -> dict[str, Any]:
+    """The fields every env benchmark reports: env-steps/s = batch * steps / seconds, and how it was run."""
+    return {
+        "env_steps_per_s": batch * steps / seconds,
+        "seconds": seconds,
+        "batch": batch,
+        "steps": steps,
+        "device": str(device),
+        "threads": torch.get_num_threads(),
+    }
+
+
 def profile_steps(
     run: Callable[[int], None], steps: int, device: torch.device, top: int = 15
 ) -> list[dict[str, Any]]:
