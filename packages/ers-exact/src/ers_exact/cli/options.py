@@ -210,6 +210,19 @@ class PoolOptions(GameOptions):
 
 # ----- one class per command -----
 @dataclass(frozen=True, kw_only=True)
+class SavePolicyOptions(Options):
+    """``--save-policy FILE`` for the commands that return a policy (``optimal``, ``op``)."""
+
+    save_policy: str | None = option(
+        None,
+        check=output_file(),
+        default_text="not written",
+        metavar="FILE",
+        help="write the policy found as JSON (input of `value --policy`); its folder must exist",
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
 class GamesOptions(Options):
     """``games``: no options."""
 
@@ -233,7 +246,7 @@ class ValueOptions(GameOptions):
 
 
 @dataclass(frozen=True, kw_only=True)
-class OptimalOptions(GameOptions):
+class OptimalOptions(SavePolicyOptions, GameOptions):
     """``optimal``: J* over deterministic joint policies."""
 
     method: str = option(
@@ -260,13 +273,6 @@ class OptimalOptions(GameOptions):
         check=at_least(1),
         help="refuse a GMAA* expansion (or last-stage Bayesian game) over more joint "
         "decision rules than this",
-    )
-    save_policy: str | None = option(
-        None,
-        check=output_file(),
-        default_text="not written",
-        metavar="FILE",
-        help="write the optimal policy as JSON (input of `value --policy`); its folder must exist",
     )
 
 
@@ -335,7 +341,7 @@ class ZSCOptions(PoolOptions):
 
 
 @dataclass(frozen=True, kw_only=True)
-class OPOptions(GameOptions):
+class OPOptions(SavePolicyOptions, GameOptions):
     """``op``: the other-play optimum OP^Phi over a named symmetry set."""
 
     symmetries: str = option(
@@ -366,13 +372,6 @@ class OPOptions(GameOptions):
         check=at_least(0),
         help="also search every deterministic policy profile exactly when there are at "
         "most this many (0: never)",
-    )
-    save_policy: str | None = option(
-        None,
-        check=output_file(),
-        default_text="not written",
-        metavar="FILE",
-        help="write the policy found as JSON (input of `value --policy`); its folder must exist",
     )
 
 
