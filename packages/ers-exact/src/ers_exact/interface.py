@@ -3,6 +3,9 @@ zero-shot-coordination reports. Frozen dataclasses with a JSON round trip, so a 
 halves on the same game and compare their outputs field by field.
 
 * :class:`~ers_exact.model.transformation.Transformation` -- phi = (phi_S, phi_A^i, phi_O^i) as permutations.
+* :class:`LearnedTransformation` -- what deep discovery learns: phi_O is a network (stored in a safetensors
+  checkpoint, named by path and SHA-256), phi_A an action map, plus the exact transformation it rounds to
+  when one exists (``nearest``, with its ``distance``), so ers-exact can score a rounded deep result exactly.
 * :class:`DiscoveryResult` -- the l best learned transformations with their scores (mean J(phi(pi)) over
   the pool, eq. sp-max) and the paper's Table 2 group metrics: J_1, J_2, J_3 (expected return after
   composing 1-3 random learned transformations) and the relative reconstruction loss.
@@ -16,13 +19,111 @@ halves on the same game and compare their outputs field by field.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ers_exact.model.transformation import Transformation
+from ers_exact.util.errors import InputError
 
-__all__ = ["DiscoveryResult", "Estimate", "PopulationRow", "Transformation", "ZSCReport"]
+__all__ = [
+    "AnyTransformation",
+    "ArtifactError",
+    "DiscoveryResult",
+    "Estimate",
+    "LearnedTransformation",
+    "PopulationRow",
+    "Transformation",
+    "ZSCReport",
+    "file_sha256",
+]
+
+
+class ArtifactError(ValueError, InputError):
+    """A learned transformation whose checkpoint is missing or does not match its recorded hash."""
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """Hex SHA-256 of a file's bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class LearnedTransformation:
+    """phi = (phi_A, phi_O) learned by ers-deep (torch-free record).
+
+    phi_O is a network stored in ``checkpoint`` (safetensors; ``sha256`` of its bytes, ``key`` the tensor
+    prefix of this transformation inside it); phi_A is ``action_map``: action a of the original game is
+    action ``action_map[a]`` of the mapped one, so phi(pi)(a | o) = pi(action_map[a] | phi_O(o)).
+    ``obs_permutation`` is the index permutation nearest to phi_O (observation features; on tabular envs the
+    one-hot local-history index) when the rounding gives a permutation, with ``distance`` the relative
+    squared distance E||phi_O(o) - o[perm]||^2 / E||o||^2 over the observations it was measured on;
+    ``nearest`` is the ers-exact transformation it rounds to (tabular games only), None otherwise."""
+
+    name: str
+    checkpoint: str
+    sha256: str
+    key: str
+    action_map: tuple[int, ...]
+    obs_permutation: tuple[int, ...] | None = None
+    distance: float = math.nan
+    nearest: Transformation | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": "learned",
+            "name": self.name,
+            "checkpoint": self.checkpoint,
+            "sha256": self.sha256,
+            "key": self.key,
+            "action_map": list(self.action_map),
+            "obs_permutation": None if self.obs_permutation is None else list(self.obs_permutation),
+            "distance": None if math.isnan(self.distance) else self.distance,
+            "nearest": None if self.nearest is None else self.nearest.to_json(),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> LearnedTransformation:
+        perm, dist, near = data.get("obs_permutation"), data.get("distance"), data.get("nearest")
+        return cls(
+            name=str(data["name"]),
+            checkpoint=str(data["checkpoint"]),
+            sha256=str(data["sha256"]),
+            key=str(data["key"]),
+            action_map=tuple(int(a) for a in data["action_map"]),
+            obs_permutation=None if perm is None else tuple(int(k) for k in perm),
+            distance=math.nan if dist is None else float(dist),
+            nearest=None if near is None else Transformation.from_json(near),
+        )
+
+    def verify(self, base: str | os.PathLike[str] | None = None) -> Path:
+        """The checkpoint's path (relative paths resolve against ``base``) after checking its SHA-256;
+        raises :class:`ArtifactError` naming the file when it is missing or altered."""
+        path = Path(self.checkpoint)
+        if base is not None and not path.is_absolute():
+            path = Path(base) / path
+        if not path.is_file():
+            raise ArtifactError(f"{path}: checkpoint of learned transformation {self.name!r} not found")
+        if file_sha256(path) != self.sha256:
+            raise ArtifactError(f"{path}: SHA-256 differs from the one recorded for {self.name!r}")
+        return path
+
+
+AnyTransformation = Transformation | LearnedTransformation
+
+
+def _transformation_from_json(data: dict[str, Any]) -> AnyTransformation:
+    if data.get("kind") == "learned":
+        return LearnedTransformation.from_json(data)
+    return Transformation.from_json(data)
 
 
 @dataclass(frozen=True)
@@ -31,7 +132,7 @@ class DiscoveryResult:
 
     game: str
     algorithm: str  # "sp-max" (Alg. 1), "sp-max-reg" (Alg. 2), "xp-max" (Alg. 3), or a deep variant
-    transformations: tuple[Transformation, ...]
+    transformations: tuple[AnyTransformation, ...]  # exact permutations, or learned (ers-deep)
     scores: tuple[float, ...]  # the objective each transformation reached
     pool_return: float  # mean J over the pool, for reference
     J_1: float
@@ -39,6 +140,20 @@ class DiscoveryResult:
     J_3: float
     reconstruction_loss: float
     config: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def permutations(self) -> tuple[Transformation, ...]:
+        """The transformations as exact permutations: learned ones replaced by the transformation they round
+        to; raises :class:`ArtifactError` for a learned one that rounds to none."""
+        out = []
+        for t in self.transformations:
+            if isinstance(t, LearnedTransformation):
+                if t.nearest is None:
+                    raise ArtifactError(
+                        f"learned transformation {t.name!r} rounds to no exact transformation"
+                    )
+                t = t.nearest
+            out.append(t)
+        return tuple(out)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -59,7 +174,7 @@ class DiscoveryResult:
         return cls(
             game=data["game"],
             algorithm=data["algorithm"],
-            transformations=tuple(Transformation.from_json(t) for t in data["transformations"]),
+            transformations=tuple(_transformation_from_json(t) for t in data["transformations"]),
             scores=tuple(data["scores"]),
             pool_return=data["pool_return"],
             J_1=data["J_1"],

@@ -2,7 +2,8 @@
 (``pools``: IQL runs as softmax(Q / alpha), or points of Pi*_alpha); tabular IQL (``iql``); learning ER
 symmetries from a pool with the paper's Algorithms 1-3 (``discovery``); other-play training against
 OP^Phi (``other_play``); and the paper's population pipeline, Table 1's SP / XP / XP(*) columns with and
-without symmetrising by Phi_MDP and the learned Phi_ER (``pipeline``). It writes the shared
+without symmetrising by Phi_MDP and the learned Phi_ER (``pipeline``); rounding a learned phi_O to the nearest
+exact transformation and scoring transformations exactly (``rounding``). It writes the shared
 :mod:`ers_exact.interface` types and imports ``symmetry`` and the layers below.
 """
 
@@ -11,6 +12,7 @@ from ers_exact.zsc.iql import IQLConfig, iql_pool, train_iql
 from ers_exact.zsc.other_play import OPConfig, OPResult, solve_other_play, train_other_play
 from ers_exact.zsc.pipeline import ZSCConfig, run_zsc
 from ers_exact.zsc.pools import PoolConfig, build_pool
+from ers_exact.zsc.rounding import TransformationScore, round_history_images, score_transformations
 
 __all__ = [
     "DiscoveryConfig",
@@ -18,11 +20,14 @@ __all__ = [
     "OPConfig",
     "OPResult",
     "PoolConfig",
+    "TransformationScore",
     "ZSCConfig",
     "build_pool",
     "discover",
     "iql_pool",
+    "round_history_images",
     "run_zsc",
+    "score_transformations",
     "solve_other_play",
     "train_iql",
     "train_other_play",

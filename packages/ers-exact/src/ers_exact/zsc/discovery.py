@@ -226,7 +226,7 @@ def discover(
         picks, scores = _xp_max(tree, space, combos, list(pool), config)
     elif config.algorithm in ("sp-max", "sp-max-reg"):
         if config.algorithm == "sp-max-reg" and not known:
-            known = discover(tree, pool, replace(config, algorithm="sp-max")).transformations
+            known = discover(tree, pool, replace(config, algorithm="sp-max")).permutations()
         picks, scores = _sp_max(space, combos, stacked, config, known)
     else:
         raise ValueError(f"unknown algorithm {config.algorithm!r}: sp-max, sp-max-reg or xp-max")

@@ -149,10 +149,10 @@ def run_zsc(
             disc_cfg = DiscoveryConfig(algorithm=config.algorithm, top=config.l, seed=seed)
             result = discover(tree, pool, disc_cfg, unseen_pool=unseen)
             discoveries.append(result)
-            learned.append(list(result.transformations))
+            learned.append(list(result.permutations()))
             sp_deployed.append(sp_policy)
             mdp_deployed.append(train_other_play(tree, mdp, replace(op_cfg, seed=seed)).policy)
-            er_op = train_other_play(tree, result.transformations, replace(op_cfg, seed=seed))
+            er_op = train_other_play(tree, result.permutations(), replace(op_cfg, seed=seed))
             er_deployed.append(er_op.policy)
             bar.update()
     mdp_sets = [mdp] * config.agents
