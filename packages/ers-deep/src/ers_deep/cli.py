@@ -265,6 +265,9 @@ class TrainSPOptions(Options):
     advantage: Literal["gae", "exact"] = option(
         "gae", help="tabular: exact = all-actions gradient with ers-exact's advantages"
     )
+    collector: Literal["native", "torchrl"] = option(
+        "native", help="rollouts from the native batched loop or through torchrl's Collector (the same data)"
+    )
     eval_games: int = option(1000, help="self-play games per policy for the pool's scores", check=at_least(1))
     max_updates: int | None = option(
         None, help="stop after this many updates (continue later with --resume)", check=at_least(1)
@@ -302,6 +305,7 @@ class TrainSPOptions(Options):
             "hanabi_preset": self.preset,
             "layout": self.layout,
             "advantage": self.advantage,
+            "collector": self.collector,
         }
         for field, key in (
             ("alpha", "alpha"),

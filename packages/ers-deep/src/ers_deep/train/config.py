@@ -32,6 +32,7 @@ from ers_exact.util.options import UsageError, at_least, between, check_fields, 
 
 LrSchedule = Literal["constant", "linear", "warmup-cosine"]
 AdvantageMode = Literal["gae", "exact"]
+CollectorKind = Literal["native", "torchrl"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -47,6 +48,7 @@ class TrainConfig:
     num_envs: int = 1024  # games per seed
     num_steps: int = 128  # steps per game per update
     total_env_steps: int = 10**10  # per seed
+    collector: CollectorKind = "native"  # "torchrl": the same rollouts through torchrl's Collector
     # PPO
     epochs: int = 4
     minibatches: int = 4
@@ -99,6 +101,8 @@ class TrainConfig:
             check_fields(self, gamma=between(0, 1))
         if self.advantage == "exact" and self.env_kind != "tabular":
             raise UsageError(f"TrainConfig.advantage = 'exact' needs a tabular env, not {self.env!r}")
+        if self.collector not in ("native", "torchrl"):
+            raise UsageError(f"TrainConfig.collector = {self.collector!r}: choose 'native' or 'torchrl'")
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
             raise UsageError(f"TrainConfig.seeds = {self.seeds!r}: give distinct seeds")
         if self.minibatches > self.num_envs * 2:

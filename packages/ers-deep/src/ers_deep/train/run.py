@@ -13,7 +13,10 @@ verifies (model, Adam moments, learning-rate schedule and shaped-reward annealin
 the update counter --, the env's full state and generator, the learner's sampling generator, the recurrent
 state and the running episode returns, the counters), drops the metrics rows written after that checkpoint,
 and continues. Nothing is re-seeded: on the same machine and thread count the resumed curve equals the
-uninterrupted one bit for bit (tests/deep/train/test_run.py kills a run with SIGKILL and compares).
+uninterrupted one bit for bit (tests/deep/train/test_run.py kills a run with SIGKILL and compares). The same
+holds with ``collector="torchrl"``: the new learner builds a new ``Collector``, which deals no games of its
+own; every batch starts from the learner's env state, here the restored one (``ers_deep.train.collector``;
+tests/deep/train/test_collector.py resumes such a run and compares).
 """
 
 from __future__ import annotations

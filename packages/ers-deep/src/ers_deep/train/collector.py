@@ -1,0 +1,305 @@
+"""IPPO collection through TorchRL's ``Collector`` (``TrainConfig.collector = "torchrl"``).
+
+The learner's own batched env (the *same* object the native loop steps) is wrapped in a TorchRL env
+(``LearnerEnv``), its stacked network in a TensorDict-in/TensorDict-out policy (``StackedPolicy``), and one
+``torchrl.collectors.Collector`` batch (``num_steps x S x num_envs`` frames, shaped [S*B, T]) becomes one
+``Rollout`` of the native loop, field for field: same seeds and config give bit-equal rollouts, so GAE and the
+PPO update are unchanged (``tests/deep/train/test_collector.py``).
+
+How equality is kept:
+
+* **RNG order.** The policy samples with the learner's generator, one ``multinomial`` over [S*N, A] per step
+  as the native loop does; the env draws from its own generator. ``LearnerEnv._step`` restarts the games
+  that ended *right after the step* (``reset_games(done)``, the env's auto-reset, whatever its
+  ``auto_reset`` flag says, which is switched off only for the step itself) so the env generator sees the
+  native sequence of draws (a tabular env draws a start state on every ``reset_games`` call, also when no
+  game ended, which TorchRL's ``maybe_reset`` would skip). The TensorDict of the step still shows the
+  terminal observation in ``"next"``; the partial ``_reset`` that ``step_and_maybe_reset`` then asks for only
+  reports the restarted games (``is_init`` True).
+* **No re-deal by the collector.** ``Collector`` resets its env at construction and, with
+  ``reset_at_each_iter=True``, before every batch. ``LearnerEnv.attach(first)`` makes the next *full* reset
+  return the games as they stand (``is_init`` = ``first``) instead of starting new ones, so the collector
+  picks up the learner's env state at every update. Hence resume is exact with this path too: the
+  checkpoint restores the env state, both generators, the recurrent state and ``first`` on the learner, and
+  the next batch starts from them (the Collector itself holds nothing that a resume needs).
+* **Recurrent nets** (``cnn-gru``) work: the episode starts reach the policy as TorchRL's ``is_init``
+  entry (True on a reset), and the policy carries the GRU state of the S x N actors between steps (it
+  starts each batch from ``learner.hidden`` and hands the last state back), resetting it before a first
+  step as the native loop does. The state is not stored in the TensorDict (a ``Rollout`` only needs the
+  state before step 0).
+* Overcooked V2's shaped reward is a second reward entry, ``("agents", "shaped_reward")`` [B, P, 1].
+
+Layout of ``LearnerEnv`` (group ``"agents"`` of the P agents, root entries [B, ...]): ``observation``
+[B, P, *O] (the env's own dtype), ``action_mask`` [B, P, A] (the legal moves; all True for an agent not to
+move), ``mask`` [B, P, 1] (the agent's move is played), ``action`` [B, P], ``reward`` [B, P, 1] (team
+reward); root ``done`` / ``terminated`` [B, 1] and ``is_init`` [B, 1].
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Protocol
+
+import torch
+from tensordict import TensorDictBase
+from tensordict.nn import TensorDictModuleBase
+from torch import Tensor
+from torchrl.collectors import Collector
+from torchrl.data import Binary, Categorical, Composite, TensorSpec, Unbounded
+
+from ers_deep.envs.base import BatchedEnv
+from ers_deep.envs.torchrl_base import GROUP, BatchedTorchRLEnv
+from ers_deep.nets import ActorCritic, masked_logits
+from ers_deep.train.config import TrainConfig
+
+__all__ = ["LearnerEnv", "StackedPolicy", "TorchRLCollection"]
+
+
+class _Out(NamedTuple):
+    """What ``LearnerEnv`` packs: one step's (or reset's) outputs of every game."""
+
+    obs: Tensor  # [B, P, *O]
+    legal: Tensor  # [B, P, A] bool
+    reward: Tensor  # [B]
+    done: Tensor  # [B] bool
+    is_init: Tensor  # [B] bool
+    shaped: Tensor | None  # [B, P] float32
+
+
+class LearnerEnv(BatchedTorchRLEnv):
+    """TorchRL env around an existing batched env ``game`` (any ``auto_reset``); see the module docstring.
+
+    ``shaped_reward``: the env's step outputs carry ``shaped_reward`` [B, P] (Overcooked V2), exposed as a
+    second reward entry."""
+
+    def __init__(self, game: BatchedEnv, *, shaped_reward: bool = False) -> None:
+        self._shaped = shaped_reward
+        self._attached: Tensor | None = None
+        super().__init__(game)
+        if shaped_reward:
+            B, P, dev = game.batch_size, game.num_agents, self.device
+            reward = Unbounded(shape=(B, P, 1), dtype=torch.float32, device=dev)
+            self.reward_spec = Composite(
+                {GROUP: Composite(reward=reward, shaped_reward=reward.clone(), shape=(B, P), device=dev)},
+                shape=(B,),
+                device=dev,
+            )
+
+    def attach(self, first: Tensor) -> None:
+        """Make the next full reset (no ``"_reset"`` mask) return the games as they stand, with ``is_init`` =
+        ``first`` [B] bool, instead of starting new ones (the owner reset and seeded the env itself)."""
+        self._attached = first.reshape(-1).to(self.device, torch.bool).clone()
+
+    # ---- specs and packing ---------------------------------------------------------------------------------
+    def _agent_obs_specs(self, B: int, P: int) -> dict[str, TensorSpec]:
+        A, dev = self.game.num_actions, self.device
+        dtype = self.game.observe().dtype
+        return {
+            "observation": Unbounded(shape=(B, P, *self.game.obs_shape), dtype=dtype, device=dev),
+            "action_mask": Binary(n=A, shape=(B, P, A), dtype=torch.bool, device=dev),
+            "mask": Binary(n=1, shape=(B, P, 1), dtype=torch.bool, device=dev),
+        }
+
+    def _root_specs(self, B: int) -> dict[str, TensorSpec]:
+        return {"is_init": Categorical(2, shape=(B, 1), dtype=torch.bool, device=self.device)}
+
+    def _pack(self, out: _Out) -> tuple[dict[str, Tensor], dict[str, Tensor]]:
+        acting = out.legal.any(-1, keepdim=True)  # [B, P, 1]
+        group = {"observation": out.obs, "action_mask": out.legal | ~acting, "mask": acting}
+        if out.shaped is not None:  # a step's shaped reward (a reward entry: step outputs only)
+            group["shaped_reward"] = out.shaped.to(torch.float32)[..., None]
+        return group, {"is_init": out.is_init[:, None]}
+
+    def _current(self, is_init: Tensor) -> _Out:
+        """The games as they stand (zero reward, not done)."""
+        B, dev = self.batch_size[0], self.device
+        zeros = torch.zeros(B, device=dev)
+        return _Out(self.game.observe(), self.game.legal_mask(), zeros, zeros.bool(), is_init, None)
+
+    # ---- EnvBase API ---------------------------------------------------------------------------------------
+    def _reset(self, tensordict: TensorDictBase | None = None, **kwargs: object) -> TensorDictBase:
+        B, dev = self.batch_size[0], self.device
+        if tensordict is not None and "_reset" in tensordict:  # those games were restarted in ``_step``
+            return self._to_td(self._current(torch.ones(B, dtype=torch.bool, device=dev)), with_reward=False)
+        if self._attached is not None:
+            first, self._attached = self._attached, None
+            return self._to_td(self._current(first), with_reward=False)
+        self.game.reset()
+        return self._to_td(self._current(torch.ones(B, dtype=torch.bool, device=dev)), with_reward=False)
+
+    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        game, auto = self.game, self.game.auto_reset
+        game.auto_reset = False
+        try:
+            out = game.step(tensordict.get((GROUP, "action")))
+        finally:
+            game.auto_reset = auto
+        legal = getattr(out, "legal", None)
+        done = out.done.clone()
+        packed = _Out(
+            out.obs,
+            game.legal_mask() if legal is None else legal,
+            out.reward,
+            done,
+            torch.zeros_like(done),
+            getattr(out, "shaped_reward", None) if self._shaped else None,
+        )
+        td = self._to_td(packed, with_reward=True)
+        game.reset_games(done)  # the env's auto-reset, in its order of draws
+        return td
+
+
+class StackedPolicy(TensorDictModuleBase):
+    """The learner's stacked network as a TorchRL policy: reads ``("agents", "observation")`` [S*B, P, *O],
+    ``("agents", "action_mask")`` and ``is_init``; writes ``("agents", "action")``, ``("agents", "logp")``
+    and ``("agents", "state_value")`` [S*B, P]. Actions are drawn with ``generator`` exactly as the native
+    loop draws them ([S*B, P, ...] is viewed as [S, B*P, ...], seed-major). ``hidden`` [S, B*P, H] is the
+    recurrent state, carried from call to call."""
+
+    def __init__(self, net: ActorCritic, generator: torch.Generator, batch: int, agents: int) -> None:
+        super().__init__()
+        # a plain tuple, not a submodule: the collector must never copy or cast the learner's parameters
+        self._parts = (net, generator)
+        self.S, self.batch, self.agents = len(net.seeds), batch, agents
+        self.in_keys = [(GROUP, "observation"), (GROUP, "action_mask"), "is_init"]
+        self.out_keys = [(GROUP, "action"), (GROUP, "logp"), (GROUP, "state_value")]
+        self.hidden = net.initial_state(batch * agents // self.S)
+        B, P = batch, agents
+        self.spec = Composite(
+            {
+                GROUP: Composite(
+                    action=Categorical(net.num_actions, shape=(B, P), dtype=torch.long),
+                    logp=Unbounded(shape=(B, P), dtype=torch.float32),
+                    state_value=Unbounded(shape=(B, P), dtype=torch.float32),
+                    shape=(B, P),
+                )
+            },
+            shape=(B,),
+        )
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        net, generator = self._parts
+        obs = tensordict.get((GROUP, "observation"))
+        SB, P = obs.shape[:2]
+        S, N = self.S, SB // self.S * P
+        obs = obs.reshape(S, N, *obs.shape[2:])
+        legal = tensordict.get((GROUP, "action_mask")).reshape(S, N, -1)
+        first = tensordict.get("is_init").expand(SB, P).reshape(S, N)
+        logits, value, self.hidden = net(obs[:, None], first[:, None], self.hidden)
+        logits = masked_logits(logits[:, 0], legal)
+        probs = torch.softmax(logits, -1)
+        action = torch.multinomial(probs.reshape(S * N, -1), 1, generator=generator).view(S, N)
+        logp = torch.log_softmax(logits, -1).gather(-1, action[..., None])[..., 0]
+        tensordict.set((GROUP, "action"), action.view(SB, P))
+        tensordict.set((GROUP, "logp"), logp.view(SB, P))
+        tensordict.set((GROUP, "state_value"), value[:, 0].reshape(SB, P))
+        return tensordict
+
+
+class Runner(Protocol):
+    """What ``TorchRLCollection`` reads from and writes back to the learner (``ers_deep.train.ippo.Learner``)."""
+
+    config: TrainConfig
+    env: BatchedEnv
+    net: ActorCritic
+    generator: torch.Generator
+    S: int
+    B: int
+    P: int
+    N: int
+    env_steps: int
+    first: Tensor  # [S, N]
+    hidden: Tensor  # [S, N, H]
+    ep_return: Tensor  # [S, B]
+    ep_shaped: Tensor  # [S, B]
+
+
+class TorchRLCollection:
+    """One ``Collector`` over the learner's env and network; ``collect(coef)`` returns the fields of a
+    ``Rollout`` and the ended-episode statistics, as ``Learner.collect`` does (see the module docstring)."""
+
+    def __init__(self, learner: Runner) -> None:
+        self.learner = lr = learner
+        cfg, S, B, P = lr.config, lr.S, lr.B, lr.P
+        self.shaped = cfg.env_kind == "overcooked-v2"
+        self.env = LearnerEnv(lr.env, shaped_reward=self.shaped)
+        self.policy = StackedPolicy(lr.net, lr.generator, S * B, P)
+        self.env.attach(self._first_per_game())
+        self.collector = Collector(
+            self.env,
+            self.policy,
+            frames_per_batch=cfg.num_steps * S * B,
+            total_frames=-1,
+            reset_at_each_iter=True,  # every batch starts from the learner's env state (``attach``)
+            track_traj_ids=False,
+            trust_policy=True,
+            auto_register_policy_transforms=False,
+            return_same_td=True,  # read once into a Rollout before the next batch
+            compact_obs=True,  # "next" observations are not stored (the next step's root has them)
+        )
+        self._batches = iter(self.collector)
+
+    def _first_per_game(self) -> Tensor:
+        lr = self.learner
+        return lr.first.view(lr.S, lr.B, lr.P)[..., 0].reshape(-1)
+
+    @torch.no_grad()
+    def collect(self, coef: float) -> tuple[dict[str, Tensor], dict[str, Tensor]]:
+        """One batch: the ``Rollout`` fields [S, T, N, ...] and the returns of the episodes that ended in it
+        (``coef``: the weight of the shaped reward)."""
+        lr = self.learner
+        S, B, P, N, T = lr.S, lr.B, lr.P, lr.N, lr.config.num_steps
+        hidden0 = lr.hidden.clone()
+        self.policy.hidden = lr.hidden
+        self.env.attach(self._first_per_game())
+        td = next(self._batches)  # [S*B, T]
+
+        def seat(x: Tensor) -> Tensor:  # [S*B, T, P, *r] -> [S, T, N, *r] (the native layout)
+            rest = x.shape[3:]
+            return x.reshape(S, B, T, P, *rest).transpose(1, 2).reshape(S, T, N, *rest)
+
+        def per_game(x: Tensor) -> Tensor:  # [S*B, T] -> [S, T, B]
+            return x.reshape(S, B, T).transpose(1, 2)
+
+        done = per_game(td.get(("next", "done"))[..., 0])
+        team = per_game(td.get(("next", GROUP, "reward"))[..., 0, 0])
+        shaped = None
+        if self.shaped:
+            shaped = seat(td.get(("next", GROUP, "shaped_reward"))[..., 0]).view(S, T, B, P)
+        reward = team[..., None].expand(S, T, B, P)
+        if shaped is not None:
+            reward = reward + coef * shaped
+        ended_ret, ended_shaped = [], []
+        for t in range(T):  # the native loop's running returns, in its order of operations
+            if shaped is not None:
+                lr.ep_shaped += shaped[:, t].sum(-1)
+            lr.ep_return += team[:, t]
+            ended_ret.append(lr.ep_return.clone())
+            ended_shaped.append(lr.ep_shaped.clone())
+            lr.ep_return = torch.where(done[:, t], 0.0, lr.ep_return)
+            lr.ep_shaped = torch.where(done[:, t], 0.0, lr.ep_shaped)
+        fields = {
+            "obs": seat(td.get((GROUP, "observation"))),
+            "legal": seat(td.get((GROUP, "action_mask"))),
+            "acting": seat(td.get((GROUP, "mask"))[..., 0]),
+            "first": seat(td.get("is_init").expand(S * B, T, P)),
+            "hidden0": hidden0,
+            "action": seat(td.get((GROUP, "action"))),
+            "logp": seat(td.get((GROUP, "logp"))),
+            "value": seat(td.get((GROUP, "state_value"))),
+            "reward": reward.reshape(S, T, N),
+            "done": done[..., None].expand(S, T, B, P).reshape(S, T, N),
+        }
+        lr.first = fields["done"][:, -1].clone()
+        obs = lr.env.observe().reshape(S, N, *lr.env.obs_shape)
+        lr.hidden = self.policy.hidden
+        _, last_value, _ = lr.net(obs[:, None], lr.first[:, None], lr.hidden)
+        fields["last_value"] = last_value[:, 0]
+        lr.env_steps += T * B
+        mask = done.transpose(0, 1).contiguous()  # [T, S, B]
+        count = mask.sum((0, 2)).float()
+        stats = {
+            "episodes": count,
+            "return": (torch.stack(ended_ret) * mask).sum((0, 2)) / count,  # NaN where none ended
+            "shaped_return": (torch.stack(ended_shaped) * mask).sum((0, 2)) / count,
+        }
+        return fields, stats
