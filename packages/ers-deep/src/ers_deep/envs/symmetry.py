@@ -21,11 +21,24 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
 from torch import Tensor
+
+
+class Symmetry(Protocol):
+    """Anything that acts on a policy as phi(pi)(a | o) = pi(action_map[a] | apply_obs(o)): an
+    ``IndexSymmetry`` here, a learned one (``ers_deep.discovery.LearnedSymmetry``), or a composition."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def action_map(self) -> Tensor: ...
+
+    def apply_obs(self, obs: Tensor) -> Tensor: ...
 
 
 def _long(x: Tensor | np.ndarray | Sequence[int], device: torch.device | str | None = None) -> Tensor:

@@ -81,6 +81,11 @@ class ActorCritic(nn.Module):
     def forward(self, obs: Tensor, first: Tensor, hidden: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         raise NotImplementedError
 
+    def auxiliary_loss(self, obs: Tensor) -> Tensor:
+        """[S] a term the learner adds to its loss on a minibatch's observations [S, T, N, *O] (zero here;
+        learned symmetries add their invertibility penalty)."""
+        return torch.zeros(len(self.seeds), device=obs.device)
+
 
 class FeedForward(ActorCritic):
     """The official Hanabi net (``"mlp"``)."""

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from ers_deep.envs.symmetry import IndexSymmetry
+from ers_deep.envs.symmetry import Symmetry
 from ers_deep.nets import ActorCritic, masked_logits
 from ers_deep.train.config import TrainConfig, make_env
 
@@ -34,7 +34,7 @@ class Agent:
     """A single-seed network in one seat, optionally symmetrised over ``symmetries``."""
 
     net: ActorCritic
-    symmetries: tuple[IndexSymmetry, ...] = ()
+    symmetries: tuple[Symmetry, ...] = ()
 
     @property
     def group(self) -> int:

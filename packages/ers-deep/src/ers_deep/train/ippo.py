@@ -134,13 +134,18 @@ class Learner:
     ``train_step()`` runs one update and returns its metrics; ``state_tensors()`` / ``load_state_tensors()``
     capture and restore everything a resume needs (see ``ers_deep.train.run``)."""
 
-    def __init__(self, config: TrainConfig) -> None:
+    def __init__(self, config: TrainConfig, net: ActorCritic | None = None) -> None:
         self.config = cfg = config
         S, B = len(cfg.seeds), cfg.num_envs
         self.env: BatchedEnv = make_env(cfg, S * B, seed=cfg.seeds[0])
         self.P, self.S, self.B = self.env.num_agents, S, B
         self.N = B * self.P  # actors per seed
-        self.net: ActorCritic = build_net(cfg.net, cfg.seeds, self.env.obs_shape, self.env.num_actions)
+        # ``net``: any ActorCritic over S = len(seeds) stacks (discovery and other-play pass composite nets)
+        self.net: ActorCritic = (
+            net
+            if net is not None
+            else build_net(cfg.net, cfg.seeds, self.env.obs_shape, self.env.num_actions)
+        )
         self.net.to(self.env.device)
         self.optimizer = torch.optim.Adam(self.net.parameters(), lr=cfg.lr, eps=cfg.adam_eps)
         self.generator = torch.Generator(device=self.env.device).manual_seed(10_007 * cfg.seeds[0] + 1)
@@ -277,7 +282,7 @@ class Learner:
         critic = 0.5 * v_loss.flatten(1).mean(1)
         if table is None:
             ent = _masked_mean(entropy, acting)
-        loss = actor + cfg.vf_coef * critic - cfg.alpha * ent
+        loss = actor + cfg.vf_coef * critic - cfg.alpha * ent + self.net.auxiliary_loss(sel(ro.obs))
         return loss, {"actor_loss": actor.detach(), "value_loss": critic.detach(), "entropy": ent.detach()}
 
     def _clip_grads(self) -> Tensor:

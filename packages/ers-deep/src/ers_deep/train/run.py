@@ -209,15 +209,18 @@ def train(
     progress: bool | None = None,
     threads: int | None = None,
     on_update: Callable[[dict[str, Any]], None] | None = None,
+    make_learner: Callable[[TrainConfig], Learner] = Learner,
 ) -> tuple[Learner, dict[str, Any]]:
-    """Start a run in a new (or empty) ``run_dir``; ``max_updates`` stops early (the run can be resumed)."""
+    """Start a run in a new (or empty) ``run_dir``; ``max_updates`` stops early (the run can be resumed).
+    ``make_learner`` builds the learner from the config (a composite net: discovery, other-play); ``resume``
+    must be given the same one."""
     run_dir = Path(run_dir)
     if (run_dir / "config.json").exists():
         raise RunError(f"{run_dir} already holds a run (config.json); resume it with --resume {run_dir}")
     run_dir.mkdir(parents=True, exist_ok=True)
     if threads:
         torch.set_num_threads(threads)
-    learner = Learner(config)
+    learner = make_learner(config)
     info = {
         "config": config.to_json(),
         "torch": torch.__version__,
@@ -237,6 +240,7 @@ def resume(
     progress: bool | None = None,
     threads: int | None = None,
     on_update: Callable[[dict[str, Any]], None] | None = None,
+    make_learner: Callable[[TrainConfig], Learner] = Learner,
 ) -> tuple[Learner, dict[str, Any]]:
     """Continue the run in ``run_dir`` from its newest readable checkpoint (see the module docstring)."""
     run_dir = Path(run_dir)
@@ -246,7 +250,7 @@ def resume(
         raise RunError(f"{run_dir}: no run to resume (config.json missing)") from None
     if threads:
         torch.set_num_threads(threads)
-    learner = Learner(TrainConfig.from_json(info["config"]))
+    learner = make_learner(TrainConfig.from_json(info["config"]))
     errors = []
     for path in reversed(checkpoints(run_dir)):
         try:

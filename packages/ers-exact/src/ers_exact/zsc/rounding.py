@@ -116,7 +116,10 @@ def _check_inputs(
 
 
 def round_history_images(
-    tree: HistoryTree, action_perms: Sequence[Sequence[int]], images: Sequence[np.ndarray]
+    tree: HistoryTree,
+    action_perms: Sequence[Sequence[int]],
+    images: Sequence[np.ndarray],
+    weights: Sequence[np.ndarray] | None = None,
 ) -> tuple[Transformation | None, float]:
     """The exact phi nearest to a learned phi_O, and the fraction of histories where they disagree.
 
@@ -125,29 +128,47 @@ def round_history_images(
     image (-1: outside agent i's possible histories). Among the phi = (identity phi_S, phi_A^i, phi_O^i)
     with phi_O^i in S_{|O^i|}, returns the one maximising the number of (i, k) with
     ``history_map(tree, phi, i)[k] == images[i][k]`` (per agent; ties go to the lexicographically first
-    phi_O^i, the identity first) and the disagreement count over sum_i K_i. phi need not be admissible
-    (:func:`score_transformations` says whether it is).
+    phi_O^i, the identity first) and the disagreement count over sum_i K_i. Admissible phi_O^i (possible
+    histories onto possible ones, legal actions onto legal ones) are preferred: the count is minimised over
+    them whenever agent i has one, so a learned map that leaves payoff-irrelevant histories where they
+    were (the sp-max objective does not see them) still rounds to the transformation that acts on
+    policies; only an agent without any admissible phi_O^i gets an inadmissible one
+    (:func:`score_transformations` says whether phi is admissible).
 
     Returns ``(None, 1.0)`` when even the best phi agrees with the images on no history at all (the
     images carry nothing a permutation could round to; the empty history, which every phi fixes, is
-    mapped elsewhere too). Raises :class:`RoundingError` on images or permutations that do not fit the
+    mapped elsewhere too).
+
+    ``weights[i]`` [K_i] >= 0 (default 1) weighs each history's disagreement, e.g. the probability that
+    the policies reach it (a learned map is constrained only where they go); the returned distance is
+    then the weighted disagreement over the total weight. Raises :class:`RoundingError` on images or permutations that do not fit the
     game, and when some |O^i|! exceeds :data:`MAX_OBSERVATION_PERMUTATIONS`."""
     game = tree.game
     acts, imgs = _check_inputs(tree, action_perms, images)
-    best_obs, wrong = [], 0
+    w = [np.ones(len(h)) for h in tree.local] if weights is None else [np.asarray(x, float) for x in weights]
+    if len(w) != game.n_agents or any(x.shape != (len(h),) or (x < 0).any() for x, h in zip(w, tree.local)):
+        raise RoundingError("weights must be one non-negative array [K_i] per agent")
+    best_obs, wrong = [], 0.0
     for i in range(game.n_agents):
         table = permutation_table(game.n_observations[i])  # [M, |O^i|], identity first
         K = len(tree.local[i])
         width = max(1, _CHUNK_ENTRIES // max(1, K))
-        counts = np.empty(len(table), dtype=np.int64)
+        counts = np.empty(len(table), dtype=float)
+        admissible = np.empty(len(table), dtype=bool)
+        legal = tree.local[i].legal
         for lo in range(0, len(table), width):
             maps = _history_maps(tree, i, acts[i], table[lo : lo + width])
-            counts[lo : lo + len(maps)] = (maps != imgs[i][None]).sum(axis=1)
+            counts[lo : lo + len(maps)] = ((maps != imgs[i][None]) * w[i][None]).sum(axis=1)
+            ok = (maps >= 0).all(axis=1)
+            same_legal = (legal[np.maximum(maps, 0)][:, :, acts[i]] == legal[None]).all(axis=(1, 2))
+            admissible[lo : lo + len(maps)] = ok & same_legal
+        if admissible.any():  # the nearest phi that acts on policies (DESIGN.md), when one exists
+            counts = np.where(admissible, counts, np.inf)
         m = int(np.argmin(counts))
         best_obs.append(tuple(int(v) for v in table[m]))
-        wrong += int(counts[m])
-    total = sum(len(h) for h in tree.local)
-    if wrong == total:
+        wrong += float(counts[m])
+    total = float(sum(x.sum() for x in w))
+    if wrong >= total:
         return None, 1.0
     phi = Transformation(
         tuple(range(game.n_states)), tuple(tuple(int(v) for v in a) for a in acts), tuple(best_obs)
@@ -203,6 +224,7 @@ def score_transformations(
     alpha: float | None = None,
     J_star: float | None = None,
     tol: float = 1e-8,
+    er_pool: Sequence[Policy] | None = None,
 ) -> list[TransformationScore]:
     """Exact scores of each phi against the pool Pi' (one :class:`TransformationScore` per phi, in order).
 
@@ -216,7 +238,9 @@ def score_transformations(
       (every phi(pi) a Boltzmann fixed point at alpha with J(phi(pi)) = J* within ``tol``), computed
       once by :func:`~ers_exact.symmetry.er.er_symmetries` (Pi' should be points of Pi*_alpha, e.g. the
       optimal fixed points of :func:`ers_exact.solve.fixed_points.solve_fixed_points`). ``J_star``
-      defaults to the pool's best J, which is J* when Pi' lies in Pi*_alpha.
+      defaults to the pool's best J, which is J* when Pi' lies in Pi*_alpha. ``er_pool`` replaces Pi'
+      for this verdict only: the points of Pi*_alpha to test against when Pi' holds approximate points
+      (a deep pool), e.g. the optimal points of ``solve_fixed_points(tree, alpha)``, with their J*.
 
     Budget errors of the two symmetry searches (InputError) propagate."""
     if not pool:
@@ -227,10 +251,10 @@ def score_transformations(
     pool_J = np.asarray(expected_return(tree, stacked), dtype=float)
     er_parts: set[PolicyPart] | None = None
     if alpha is not None:
-        target = float(pool_J.max()) if J_star is None else float(J_star)
-        er = er_symmetries(
-            tree, pool, alpha, target, tol=tol, pool_is_whole_optimal_set=False, progress=False
-        )
+        ref = list(pool if er_pool is None else er_pool)
+        ref_J = pool_J if er_pool is None else np.asarray(expected_return(tree, stack_pool(ref)), dtype=float)
+        target = float(ref_J.max()) if J_star is None else float(J_star)
+        er = er_symmetries(tree, ref, alpha, target, tol=tol, pool_is_whole_optimal_set=False, progress=False)
         er_parts = {_policy_part(m) for m in er.members}
     mdp_parts = {_policy_part(m) for m in decpomdp_symmetries(tree.game)} if transformations else set()
     out = []

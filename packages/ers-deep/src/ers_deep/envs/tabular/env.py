@@ -234,6 +234,40 @@ class TabularEnv:
         """[K, K] the observation of every local history (identity): evaluate a network on all histories."""
         return torch.eye(self.offsets[-1], device=self._device)
 
+    @property
+    def n_observations(self) -> int:
+        """|O^i|, the same for every agent (the size of a per-observation map; see ``history_lift``)."""
+        sizes = set(self.game.n_observations)
+        if len(sizes) != 1:
+            raise ValueError(f"{self.game.name}: agents have different observation counts {sorted(sizes)}")
+        return sizes.pop()
+
+    def history_lift(self, obs_maps: Tensor, action_maps: Tensor) -> Tensor:
+        """[L, K, K]: per-step maps lifted to local histories, as Psi acts on them (paper: phi(tau) applies
+        phi_A to every own action and phi_O to every observation of tau).
+
+        ``obs_maps`` [L, O, O]: row o is phi_O(e_o), a (soft) map of one observation; ``action_maps`` [L, A]
+        long: own action a becomes action_maps[a]. Entry (k, k') is the product over the steps of
+        [action_maps[a_t] = a'_t] phi_O(e_{o_t})[o'_t] for histories k, k' of the same agent and length (1 on
+        the empty history), so ``one_hot @ M`` is the one-hot of phi(tau) when phi_O is a permutation and
+        stays differentiable in phi_O otherwise."""
+        L, K, dev = obs_maps.shape[0], self.offsets[-1], obs_maps.device
+        out = torch.zeros(L, K, K, dtype=obs_maps.dtype, device=dev)
+        for i, hist in enumerate(self.tree.local):
+            off, cuts = self.offsets[i], hist.offsets
+            block = torch.ones(L, 1, 1, dtype=obs_maps.dtype, device=dev)
+            out[:, off, off] = 1.0
+            for t in range(1, len(cuts) - 1):
+                lo, hi, plo = int(cuts[t]), int(cuts[t + 1]), int(cuts[t - 1])
+                par = torch.as_tensor(np.array(hist.parent[lo:hi] - plo), device=dev)
+                act = torch.as_tensor(np.array(hist.action[lo:hi]), device=dev)
+                obs = torch.as_tensor(np.array(hist.observation[lo:hi]), device=dev)
+                prev = block[:, par][:, :, par]
+                same_action = action_maps[:, act][:, :, None] == act[None, None, :]
+                block = prev * same_action * obs_maps[:, obs][:, :, obs]
+                out[:, off + lo : off + hi, off + lo : off + hi] = block
+        return out
+
     def split_policy(self, probs: Tensor) -> tuple[np.ndarray, ...]:
         """[K, A] action probabilities on every local history -> the exact joint policy (one float64 array
         [K_i, |A^i|] per agent, illegal entries zeroed and rows renormalised), for ers-exact."""

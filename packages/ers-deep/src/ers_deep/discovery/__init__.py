@@ -1,0 +1,16 @@
+"""Deep ER-symmetry discovery (the paper's Algorithms 1-3 with learned phi_O networks): the composite nets
+(``net``), action candidates and rounding to permutations (``rounding``), and ``discover`` (``run``)."""
+
+from ers_deep.discovery.net import DiscoveryNet, LearnedSymmetry, compose
+from ers_deep.discovery.run import DeepDiscoveryConfig, discover, load_symmetries
+from ers_deep.envs.symmetry import Symmetry
+
+__all__ = [
+    "DeepDiscoveryConfig",
+    "DiscoveryNet",
+    "LearnedSymmetry",
+    "Symmetry",
+    "compose",
+    "discover",
+    "load_symmetries",
+]

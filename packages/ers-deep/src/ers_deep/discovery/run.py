@@ -1,0 +1,352 @@
+"""Deep ER-symmetry discovery end to end: ``discover(pool, config, out)`` -> ``DiscoveryResult``.
+
+1. split the pool: the first half trains phi (Algorithm 1-3's Pi'), the rest is held out (or a second pool);
+2. train L candidates at once with the IPPO learner on ``DiscoveryNet`` (a run directory ``OUT/run`` that
+   resumes after a kill like every training run);
+3. score each candidate on the held-out policies (sp-max, sp-max-reg: mean J(phi(pi)); xp-max: mean
+   XP(pi_i, phi(pi_j)) over ordered pairs, both seat orders) and keep the ``top`` best (l);
+4. Table 2's metrics on the held-out policies: J_1, J_2, J_3 (self-play return after composing 1, 2, 3
+   learned symmetries drawn uniformly with replacement from the l kept) and the relative reconstruction loss
+   mean_o ||o - phi(phi(o))|| / ||o|| (the official diagnostic), over observations of held-out self-play;
+5. round every kept phi to its nearest permutation (``rounding``) and, on tabular games, to an ers-exact
+   transformation, written into ``OUT/discovery.json`` next to ``OUT/symmetries.safetensors`` (phi_O weights
+   and action maps; the JSON records the file's SHA-256) and ``OUT/discovery-config.json``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from ers_deep.discovery.net import DiscoveryNet, LearnedSymmetry, compose
+from ers_deep.discovery.rounding import action_candidates, nearest_permutation, round_tabular
+from ers_deep.envs.symmetry import Symmetry
+from ers_deep.envs.tabular import TabularEnv
+from ers_deep.nets import masked_logits
+from ers_deep.nets.phi import ObsMap
+from ers_deep.pools import Policy, Pool, PoolError
+from ers_deep.train.checkpoint import atomic_write_bytes, load_checkpoint, save_checkpoint
+from ers_deep.train.config import TrainConfig, make_env
+from ers_deep.train.evaluate import Agent, play
+from ers_deep.train.ippo import Learner
+from ers_deep.train.run import resume, train
+from ers_exact.interface import DiscoveryResult, LearnedTransformation, file_sha256
+from ers_exact.util.options import UsageError, at_least, between, check_fields, non_negative, one_of
+
+__all__ = ["DeepDiscoveryConfig", "discover", "load_symmetries"]
+
+Algorithm = Literal["sp-max", "sp-max-reg", "xp-max"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeepDiscoveryConfig:
+    """One deep discovery run; variants (the three algorithms) are fields."""
+
+    algorithm: Algorithm = "sp-max"
+    candidates: int = 8  # L trained together
+    top: int = 4  # l kept
+    action_set: str = "transpositions"  # tabular: or "permutations"
+    lambda1: float = 0.35  # sp-max-reg: probability of a composed rollout (the official 0.35)
+    lambda2: float = 0.01  # sp-max-reg: weight of E_o ||o - phi(phi(o))||^2
+    earlier: str | None = None  # sp-max-reg: a previous discovery.json (default: run sp-max first)
+    num_envs: int = 128
+    num_steps: int = 32
+    total_env_steps: int = 400_000  # per candidate
+    lr: float = 1e-3
+    alpha: float | None = None  # entropy coefficient (None: the pool's)
+    eval_games: int = 500
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        check_fields(
+            self,
+            algorithm=one_of(("sp-max", "sp-max-reg", "xp-max")),
+            candidates=at_least(1),
+            top=at_least(1),
+            action_set=one_of(("transpositions", "permutations")),
+            lambda1=between(0, 1),
+            lambda2=non_negative,
+            num_envs=at_least(1),
+            num_steps=at_least(1),
+            total_env_steps=at_least(1),
+            lr=non_negative,
+            eval_games=at_least(1),
+            seed=non_negative,
+        )
+        if self.top > self.candidates:
+            raise UsageError(
+                f"DeepDiscoveryConfig.top = {self.top} is more than candidates = {self.candidates}"
+            )
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def _split(pool: Pool, held_out: Pool | None, algorithm: str) -> tuple[list[Policy], list[Policy]]:
+    policies = list(pool.policies)
+    if held_out is not None:
+        train_set, test_set = policies, list(held_out.policies)
+    else:
+        if len(policies) < 2:
+            raise PoolError(f"{pool.path}: one policy; give a second pool (--held-out) or a larger pool")
+        half = (len(policies) + 1) // 2
+        train_set, test_set = policies[:half], policies[half:]
+    need = 2 if algorithm == "xp-max" else 1
+    if len(train_set) < need or len(test_set) < need:
+        raise PoolError(f"{algorithm} needs {need}+ training and {need}+ held-out policies")
+    if train_set[0].config.net.kind == "cnn-gru":
+        raise PoolError("deep discovery needs feed-forward or tabular pool policies (not cnn-gru) for now")
+    return train_set, test_set
+
+
+def _train_config(pool_cfg: TrainConfig, config: DeepDiscoveryConfig) -> TrainConfig:
+    """The learner's config: the pool's env and PPO settings, the discovery run's sizes and schedule."""
+    return pool_cfg.replace(
+        seeds=tuple(config.seed * 1000 + c for c in range(config.candidates)),
+        num_envs=config.num_envs,
+        num_steps=config.num_steps,
+        total_env_steps=config.total_env_steps,
+        lr=config.lr,
+        lr_schedule="linear",
+        alpha=pool_cfg.alpha if config.alpha is None else config.alpha,
+        minibatches=min(pool_cfg.minibatches, 2 * config.num_envs),
+        advantage="gae",
+    )
+
+
+def _action_maps(env: Any, config: DeepDiscoveryConfig) -> Tensor:
+    """[L, A]: candidate c carries candidate map (c mod the number of maps) of a seeded shuffle."""
+    maps = action_candidates(env, config.action_set)
+    if not maps:
+        raise PoolError("no action transposition keeps this game's legal structure")
+    order = np.random.default_rng(config.seed).permutation(len(maps))
+    return torch.tensor([maps[order[c % len(maps)]] for c in range(config.candidates)], dtype=torch.long)
+
+
+def load_symmetries(path: str | os.PathLike[str]) -> list[LearnedSymmetry]:
+    """The learned symmetries of a discovery output (its folder or its discovery.json), hash-checked."""
+    path = Path(path)
+    folder = path.parent if path.suffix == ".json" else path
+    try:
+        result = DiscoveryResult.from_json(json.loads((folder / "discovery.json").read_text()))
+    except OSError:
+        raise PoolError(f"{folder}: no discovery.json (run ers-deep discover first)") from None
+    out: list[LearnedSymmetry] = []
+    lift = None
+    for t in result.transformations:
+        if not isinstance(t, LearnedTransformation):
+            raise PoolError(f"{folder}/discovery.json holds exact transformations, not learned ones")
+        tensors, meta = load_checkpoint(t.verify(folder))
+        env = str(meta["env"])
+        if lift is None and env not in ("hanabi", "overcooked-v2"):  # tabular: per-observation maps
+            lift = TabularEnv(env.removeprefix("tabular:")).history_lift
+        out.append(
+            LearnedSymmetry(
+                ObsMap.from_tensors(tensors, t.key + "obs/"),
+                tensors[t.key + "action_map"].long(),
+                t.name,
+                tuple(meta["obs_shape"]),
+                lift,
+            )
+        )
+    return out
+
+
+@torch.no_grad()
+def sample_observations(policy: Policy, games: int = 64, steps: int = 64, seed: int = 0) -> Tensor:
+    """Observations [n, *O] of the acting players in ``policy``'s self-play (tabular: every local history)."""
+    env = make_env(policy.config, games, seed=seed)
+    if isinstance(env, TabularEnv):
+        return env.history_obs()
+    env.reset(seed=seed)
+    gen = torch.Generator(device=env.device).manual_seed(seed)
+    seen = []
+    for _ in range(steps):
+        obs, legal = env.observe(), env.legal_mask()
+        acting = legal.any(-1)
+        seen.append(obs[acting])
+        n = acting.numel()
+        flat = obs.reshape(1, 1, n, *env.obs_shape)
+        first = torch.ones(1, 1, n, dtype=torch.bool, device=env.device)
+        logits, _, _ = policy.net(flat, first, policy.net.initial_state(n, env.device))
+        logits = masked_logits(logits[0, 0], (legal | ~acting[..., None]).reshape(n, -1))
+        action = torch.multinomial(torch.softmax(logits, -1), 1, generator=gen).view(acting.shape)
+        env.step(action)
+    return torch.cat(seen)
+
+
+def _score(sym: Symmetry | None, test: list[Policy], games: int, xp: bool, seed: int) -> float:
+    """Held-out objective: mean J(phi(pi)) (sp) or mean XP(pi_i, phi(pi_j)), i != j, both seat orders (xp)."""
+    cfg, P = test[0].config, make_env(test[0].config, 1, seed=0).num_agents
+    syms: tuple[Symmetry, ...] = () if sym is None else (sym,)
+    if not xp:
+        return float(np.mean([play([Agent(p.net, syms)] * P, cfg, games, seed=seed)["mean"] for p in test]))
+    vals = []
+    for a in test:
+        for b in test:
+            if a is not b:
+                vals.append(play([Agent(a.net), Agent(b.net, syms)], cfg, games, seed=seed)["mean"])
+                vals.append(play([Agent(b.net, syms), Agent(a.net)], cfg, games, seed=seed)["mean"])
+    return float(np.mean(vals))
+
+
+def _group_metrics(
+    syms: list[LearnedSymmetry], test: list[Policy], obs: Tensor, games: int, seed: int
+) -> dict[str, float]:
+    """J_1, J_2, J_3 and the relative reconstruction loss on the held-out policies."""
+    rng = np.random.default_rng(seed)
+    out: dict[str, float] = {}
+    for k in (1, 2, 3):
+        draws = [rng.integers(len(syms), size=k) for _ in range(min(6, len(syms) ** k))]
+        out[f"J_{k}"] = float(
+            np.mean([_score(compose([syms[i] for i in d]), test, games, False, seed) for d in draws])
+        )
+    x = obs.reshape(obs.shape[0], -1).float()
+    norms = x.norm(dim=1).clamp_min(1e-12)
+    losses = [((x - s.apply_obs(s.apply_obs(x))).norm(dim=1) / norms).mean() for s in syms]
+    out["reconstruction_loss"] = float(torch.stack(losses).mean())
+    return out
+
+
+def _save_symmetries(out: Path, syms: list[LearnedSymmetry], meta: dict[str, Any]) -> tuple[Path, str]:
+    tensors: dict[str, Tensor] = {}
+    for r, sym in enumerate(syms):
+        tensors.update(sym.obs_map.tensors(f"phi/{r}/obs/"))
+        tensors[f"phi/{r}/action_map"] = sym.action_map.cpu()
+    path = save_checkpoint(out / "symmetries.safetensors", tensors, {"kind": "symmetries", **meta})
+    return path, file_sha256(path)
+
+
+def _exact_scores(env: TabularEnv, pool: Pool, nearest: list[Any], alpha: float) -> list[Any]:
+    """ers-exact's verdict on every rounded transformation (None where a phi rounds to none)."""
+    from ers_deep.train.exact import tabular_policies
+    from ers_exact.solve.fixed_points import solve_fixed_points
+    from ers_exact.zsc.rounding import score_transformations
+
+    policies = [tabular_policies(p.net, env)[0] for p in pool.policies]
+    found = [t for t in nearest if t is not None]
+    fs = solve_fixed_points(env.tree, alpha)  # Phi_ER is defined by the exact Pi*_alpha, not the deep pool
+    optimal = [p.policy for p in fs.optimal_points]
+    scores = iter(
+        score_transformations(env.tree, found, policies, alpha=alpha, J_star=fs.J_star, er_pool=optimal)
+        if found
+        else []
+    )
+    return [None if t is None else next(scores).to_json() for t in nearest]
+
+
+def discover(
+    pool: Pool,
+    config: DeepDiscoveryConfig,
+    out: str | os.PathLike[str],
+    *,
+    held_out: Pool | None = None,
+    resume_run: bool = False,
+    progress: bool | None = None,
+    threads: int | None = None,
+) -> DiscoveryResult:
+    """Learn ``config.candidates`` symmetries of ``pool``'s env and keep the ``top`` best (module docstring)."""
+    out = Path(out)
+    train_set, test_set = _split(pool, held_out, config.algorithm)
+    pool_cfg = train_set[0].config
+    cfg = _train_config(pool_cfg, config)
+    probe = make_env(cfg, 1, seed=0)
+    maps = _action_maps(probe, config).to(cfg.device)
+    lift = probe.history_lift if isinstance(probe, TabularEnv) else None
+    earlier: list[LearnedSymmetry] = []
+    if config.algorithm == "sp-max-reg":
+        if config.earlier is None:
+            first = dataclasses.replace(config, algorithm="sp-max", seed=config.seed + 1)
+            discover(
+                pool, first, out / "earlier", held_out=held_out, resume_run=resume_run, progress=progress
+            )
+            earlier = load_symmetries(out / "earlier")
+        else:
+            earlier = load_symmetries(config.earlier)
+
+    def make(c: TrainConfig) -> Learner:
+        net = DiscoveryNet(
+            c.seeds,
+            [p.net for p in train_set],
+            pool_cfg.net,
+            maps,
+            probe.num_agents,
+            mode="xp" if config.algorithm == "xp-max" else "sp",
+            earlier=earlier,
+            compose_prob=config.lambda1 if earlier else 0.0,
+            invertibility=config.lambda2 if config.algorithm == "sp-max-reg" else 0.0,
+            lift=lift,
+            obs_map_size=probe.n_observations if isinstance(probe, TabularEnv) else None,
+        )
+        return Learner(c, net=net)
+
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(out / "discovery-config.json", json.dumps(config.to_json(), indent=2).encode())
+    if resume_run and (out / "run" / "config.json").exists():
+        learner, summary = resume(out / "run", progress=progress, threads=threads, make_learner=make)
+    else:
+        learner, summary = train(cfg, out / "run", progress=progress, threads=threads, make_learner=make)
+    net = learner.net
+    assert isinstance(net, DiscoveryNet)
+    xp = config.algorithm == "xp-max"
+    candidates = [net.symmetry(c) for c in range(config.candidates)]
+    all_scores = [_score(s, test_set, config.eval_games, xp, config.seed) for s in candidates]
+    order = sorted(range(len(candidates)), key=lambda c: -all_scores[c])[: config.top]
+    kept = [dataclasses.replace(candidates[c], name=f"phi-{r}") for r, c in enumerate(order)]
+    obs = sample_observations(test_set[0], seed=config.seed)
+    metrics = _group_metrics(kept, test_set, obs, config.eval_games, config.seed)
+    pool_return = _score(None, test_set, config.eval_games, False, config.seed)
+    path, digest = _save_symmetries(out, kept, {"obs_shape": list(probe.obs_shape), "env": cfg.env})
+    records, nearest = [], []
+    for r, sym in enumerate(kept):
+        if isinstance(probe, TabularEnv):
+            perm, dist, exact = round_tabular(probe, sym)
+        else:
+            (perm, dist), exact = nearest_permutation(sym, obs), None
+        nearest.append(exact)
+        records.append(
+            LearnedTransformation(
+                name=sym.name,
+                checkpoint=path.name,
+                sha256=digest,
+                key=f"phi/{r}/",
+                action_map=tuple(int(a) for a in sym.action_map.tolist()),
+                obs_permutation=perm,
+                distance=dist,
+                nearest=exact,
+            )
+        )
+    extra: dict[str, Any] = {
+        "discovery": config.to_json(),
+        "pool": str(pool.path),
+        "held_out": [p.name for p in test_set],
+        "trained_on": [p.name for p in train_set],
+        "candidate_scores": all_scores,
+        "kept": order,
+        "training": summary,
+    }
+    if isinstance(probe, TabularEnv):
+        extra["exact"] = _exact_scores(probe, pool, nearest, pool_cfg.alpha)
+    game = cfg.env if cfg.env_kind == "tabular" else f"{cfg.env}:{cfg.hanabi_preset}"
+    result = DiscoveryResult(
+        game=game,
+        algorithm=config.algorithm,
+        transformations=tuple(records),
+        scores=tuple(all_scores[c] for c in order),
+        pool_return=pool_return,
+        J_1=metrics["J_1"],
+        J_2=metrics["J_2"],
+        J_3=metrics["J_3"],
+        reconstruction_loss=metrics["reconstruction_loss"],
+        config=extra,
+    )
+    atomic_write_bytes(out / "discovery.json", json.dumps(result.to_json(), indent=2).encode())
+    return result
