@@ -1,0 +1,73 @@
+"""Command line of ers-deep (console script ``ers-deep``).
+
+    ers-deep env-bench hanabi --batch 1024 --steps 200 [--device cuda] [--against hle,jaxmarl] [--json]
+    ers-deep env-bench overcooked-v2 --batch 1024 --steps 200 [--layout L] [--against jaxmarl] [--json]
+    ers-deep train-sp --env ENV --seeds 0-4 --out POOL [--alpha A] [--total-steps N] [--ray ADDRESS] [--json]
+    ers-deep train-sp --resume POOL [--json]
+    ers-deep crossplay POOL_A [POOL_B] --games N [--greedy] [--json]
+
+Options come from one frozen options class per command (defaults, help and validation in one place, shared
+with ers-exact through :mod:`ers_exact.util.options`); every invalid input exits with status 2 and one line
+``ers-deep CMD: error: ...`` naming the value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ers_deep import __version__
+from ers_deep.cli.common import device_check, env_check, parse_seeds, seeds_check
+from ers_deep.cli.crossplay import CrossplayOptions, run_crossplay, show_crossplay
+from ers_deep.cli.env_bench import EnvBenchOptions, run_env_bench, show_env_bench
+from ers_deep.cli.train import TrainSPOptions, run_train_sp, show_train_sp
+from ers_exact.util.cli import Command, run_cli
+
+__all__ = [
+    "COMMANDS",
+    "CrossplayOptions",
+    "EnvBenchOptions",
+    "TrainSPOptions",
+    "device_check",
+    "env_check",
+    "main",
+    "parse_seeds",
+    "run_crossplay",
+    "run_env_bench",
+    "run_train_sp",
+    "seeds_check",
+]
+
+COMMANDS: tuple[Command, ...] = (
+    Command(
+        "env-bench",
+        "env-steps/s with random legal moves (auto-reset on), against references",
+        EnvBenchOptions,
+        run_env_bench,
+        show_env_bench,
+    ),
+    Command(
+        "train-sp",
+        "train a pool of IPPO self-play policies (seeds together; --resume continues one)",
+        TrainSPOptions,
+        run_train_sp,
+        show_train_sp,
+    ),
+    Command(
+        "crossplay",
+        "exact-seat cross-play of one or two pools: XP matrix JSON, heatmap PNG, ZSC report",
+        CrossplayOptions,
+        run_crossplay,
+        show_crossplay,
+    ),
+)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``ers-deep`` console script; returns the exit status."""
+    return run_cli(
+        "ers-deep",
+        "ers-deep: batched torch environments and deep RL for ER symmetries",
+        __version__,
+        COMMANDS,
+        argv,
+    )

@@ -1,0 +1,70 @@
+"""Checks and parsers shared by the ers-deep commands (devices, envs, seed lists, Hanabi presets)."""
+
+from __future__ import annotations
+
+import torch
+
+from ers_deep.envs.hanabi.config import PRESET_ALIASES, PRESETS
+
+__all__ = ["PRESET_NAMES", "device_check", "env_check", "parse_seeds", "seeds_check"]
+
+PRESET_NAMES = sorted(PRESETS) + sorted(PRESET_ALIASES)
+
+
+def device_check(value: object) -> str | None:
+    """A torch device string that exists on this machine (``cpu``, ``cuda``, ``cuda:N``, ``mps``)."""
+    try:
+        dev = torch.device(str(value))
+    except (RuntimeError, ValueError):
+        return "is not a torch device (try cpu, cuda, cuda:0)"
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            return "needs CUDA, which this machine does not have (use --device cpu)"
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            return f"does not exist: this machine has {torch.cuda.device_count()} CUDA device(s)"
+    elif dev.type == "mps" and not torch.backends.mps.is_available():
+        return "needs MPS, which this machine does not have (use --device cpu)"
+    elif dev.type not in ("cpu", "cuda", "mps"):
+        return "is not supported (use cpu or cuda)"
+    return None
+
+
+def env_check(value: object) -> str | None:
+    """``hanabi``, ``overcooked-v2``, ``tabular:NAME`` (a registered ers-exact game) or a .dpomdp file."""
+    from ers_exact.games import GAMES, find_game_file
+
+    text = str(value)
+    if text in ("hanabi", "overcooked-v2"):
+        return None
+    name = text.removeprefix("tabular:")
+    if name.lower().replace("_", "-") in GAMES or find_game_file(name) is not None:
+        return None
+    if name.endswith(".dpomdp"):
+        return "names no readable .dpomdp file"
+    return (
+        f"is not an env: use hanabi, overcooked-v2, tabular:NAME (NAME in {', '.join(sorted(GAMES))}) or a "
+        ".dpomdp path"
+    )
+
+
+def parse_seeds(text: str) -> tuple[int, ...]:
+    """``0-4`` -> (0, 1, 2, 3, 4); ``1,3,7`` -> (1, 3, 7); ``2`` -> (2,)."""
+    out: list[int] = []
+    for part in text.split(","):
+        lo, _, hi = part.strip().partition("-")
+        a = int(lo)
+        b = int(hi) if hi else a
+        if a < 0 or b < a:
+            raise ValueError(part)
+        out += range(a, b + 1)
+    if len(set(out)) != len(out) or not out:
+        raise ValueError(text)
+    return tuple(out)
+
+
+def seeds_check(value: object) -> str | None:
+    try:
+        parse_seeds(str(value))
+    except ValueError:
+        return "is not a seed list (e.g. 0-4 or 0,2,5: distinct integers >= 0)"
+    return None

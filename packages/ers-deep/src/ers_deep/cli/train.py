@@ -1,0 +1,188 @@
+"""``ers-deep train-sp``: a pool of IPPO self-play policies."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Literal
+
+from ers_deep.cli.common import PRESET_NAMES, device_check, env_check, parse_seeds, seeds_check
+from ers_deep.envs.overcooked_v2.layouts import LAYOUT_STRINGS
+from ers_exact.util.options import (
+    Options,
+    UsageError,
+    at_least,
+    non_negative,
+    one_of,
+    option,
+    output_folder,
+    positive,
+)
+
+__all__ = ["TrainSPOptions", "run_train_sp", "show_train_sp"]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TrainSPOptions(Options):
+    """``ers-deep train-sp``: a pool of IPPO self-play policies (all seeds trained together in one process, or
+    one Ray job per seed with ``--ray``)."""
+
+    env: str | None = option(
+        None,
+        help="hanabi, overcooked-v2, tabular:NAME or a .dpomdp path (required unless --resume)",
+        check=env_check,
+    )
+    seeds: str = option("0-4", help="seeds of the pool: a range 0-4 or a list 0,2,5", check=seeds_check)
+    out: str | None = option(
+        None, help="the pool folder to create (required unless --resume)", check=output_folder
+    )
+    resume: str | None = option(
+        None, help="continue the interrupted pool in this folder from its last checkpoint", metavar="POOL"
+    )
+    alpha: float | None = option(
+        None, help="temperature = entropy coefficient (default: the env's paper value)", check=non_negative
+    )
+    total_steps: int | None = option(
+        None, help="env steps per seed (default: the paper's)", check=at_least(1)
+    )
+    num_envs: int | None = option(None, help="games per seed (default: the paper's)", check=at_least(1))
+    num_steps: int | None = option(
+        None, help="steps per game per update (default: the paper's)", check=at_least(1)
+    )
+    minibatches: int | None = option(
+        None, help="minibatches per epoch (default: the paper's)", check=at_least(1)
+    )
+    lr: float | None = option(None, help="Adam learning rate (default: the paper's)", check=positive)
+    hidden: int | None = option(
+        None, help="network width (default: the paper's: 512 Hanabi, 128 Overcooked)", check=at_least(1)
+    )
+    conv: int | None = option(
+        None, help="Overcooked V2: width of the wide 1x1 convolutions (default 128)", check=at_least(1)
+    )
+    shaped_horizon: int | None = option(
+        None,
+        help="Overcooked V2: env steps over which the shaped reward anneals "
+        "1 -> 0 (0: never; default: the paper's 1.5e7)",
+        check=at_least(0),
+    )
+    preset: str = option("Hanabi-Full", help="Hanabi: HLE preset", check=one_of(PRESET_NAMES))
+    layout: str = option(
+        "grounded_coord_simple", help="Overcooked V2 layout", check=one_of(sorted(LAYOUT_STRINGS))
+    )
+    advantage: Literal["gae", "exact"] = option(
+        "gae", help="tabular: exact = all-actions gradient with ers-exact's advantages"
+    )
+    collector: Literal["native", "torchrl"] = option(
+        "native", help="rollouts from the native batched loop or through torchrl's Collector (the same data)"
+    )
+    eval_games: int = option(1000, help="self-play games per policy for the pool's scores", check=at_least(1))
+    max_updates: int | None = option(
+        None, help="stop after this many updates (continue later with --resume)", check=at_least(1)
+    )
+    device: str = option("cpu", help="torch device: cpu, cuda or cuda:N", check=device_check)
+    threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=at_least(1))
+    ray: str | None = option(
+        None,
+        help="train each seed as a separate job on this Ray cluster (local: a local Ray instance; "
+        "needs the ray extra)",
+        metavar="ADDRESS",
+    )
+
+    def check(self) -> None:
+        if self.resume is None and (self.env is None or self.out is None):
+            raise UsageError("--env and --out are required (or --resume POOL)")
+        if self.ray is not None and self.resume is not None:
+            raise UsageError(
+                "--resume cannot be combined with --ray (a Ray pool trains each seed in one job)"
+            )
+        if self.ray is not None and not self.ray.strip():
+            raise UsageError("--ray needs an address (local, auto or HOST:PORT)")
+        if self.advantage == "exact" and self.env is not None and self.env in ("hanabi", "overcooked-v2"):
+            raise UsageError(f"--advantage exact needs a tabular env, not {self.env}")
+
+    def config(self) -> Any:
+        """The resolved ``TrainConfig`` (the paper's defaults for the env, then these options)."""
+        from ers_deep.nets import NetConfig
+        from ers_deep.train.config import paper_config
+
+        assert self.env is not None
+        over: dict[str, Any] = {
+            "seeds": parse_seeds(self.seeds),
+            "device": self.device,
+            "hanabi_preset": self.preset,
+            "layout": self.layout,
+            "advantage": self.advantage,
+            "collector": self.collector,
+        }
+        for field, key in (
+            ("alpha", "alpha"),
+            ("total_steps", "total_env_steps"),
+            ("num_envs", "num_envs"),
+            ("num_steps", "num_steps"),
+            ("minibatches", "minibatches"),
+            ("lr", "lr"),
+        ):
+            if getattr(self, field) is not None:
+                over[key] = getattr(self, field)
+        if self.shaped_horizon is not None:
+            over["shaped_reward_horizon"] = self.shaped_horizon
+        base = paper_config(self.env)
+        if self.hidden is not None or self.conv is not None:
+            over["net"] = NetConfig(
+                kind=base.net.kind, hidden=self.hidden or base.net.hidden, conv=self.conv or base.net.conv
+            )
+        return paper_config(self.env, **over)
+
+
+def run_train_sp(opts: TrainSPOptions) -> dict[str, Any]:
+    """Train (or continue) a pool; the pool summary (pool.json)."""
+    from ers_deep.pools import train_pool
+    from ers_deep.train.config import paper_config
+
+    if opts.resume is not None:
+        from pathlib import Path
+
+        pool = Path(opts.resume)
+        pool = pool.parent if pool.name == "run" and (pool / "config.json").exists() else pool
+        return train_pool(
+            paper_config("hanabi"),
+            pool,
+            resume_run=True,
+            eval_games=opts.eval_games,
+            threads=opts.threads,
+            max_updates=opts.max_updates,
+        )
+    if opts.ray is not None:
+        from ers_deep.pools import train_pool_ray
+
+        return train_pool_ray(
+            opts.config(),
+            str(opts.out),
+            opts.ray,
+            eval_games=opts.eval_games,
+            threads=opts.threads,
+            max_updates=opts.max_updates,
+        )
+    return train_pool(
+        opts.config(),
+        str(opts.out),
+        eval_games=opts.eval_games,
+        threads=opts.threads,
+        max_updates=opts.max_updates,
+    )
+
+
+def show_train_sp(res: dict[str, Any]) -> None:
+    t = res["training"]
+    print(
+        f"pool of {len(res['policies'])} seeds on {res['env']} (alpha {res['alpha']}): {t['updates']} updates, "
+        f"{t['env_steps']:,} env steps per seed, {t['env_steps_per_s']:,.0f} env-steps/s"
+    )
+    for p in res["policies"]:
+        sp = p["self_play"]
+        line = f"  seed {p['seed']:>3}  self-play {sp['mean']:8.3f} ± {sp['se']:.3f}  final return {p['final_return']:8.3f}"
+        if "exact" in p:
+            e = p["exact"]
+            line += f"  exact J {e['J']:.6f}  residual {e['residual']:.2e}"
+            if "fixed_point" in e:
+                line += f"  fixed point J {e['fixed_point']['J']:.6f}"
+        print(line)
