@@ -14,13 +14,13 @@ seeded bootstrap standard error, as in ``ers_exact.zsc.pipeline``.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ers_deep.envs.symmetry import IndexSymmetry
+from ers_deep.envs.symmetry import IndexSymmetry, Symmetry
 from ers_deep.pools import Policy, PoolError
 from ers_deep.train.config import TrainConfig
 from ers_deep.train.evaluate import Agent, play
@@ -72,16 +72,23 @@ def crossplay_matrix(
     *,
     greedy: bool = False,
     seed: int = 0,
-    symmetries: Sequence[IndexSymmetry] = (),
+    symmetries: Sequence[Symmetry] = (),
+    symmetries_of: Callable[[Policy], Sequence[Symmetry]] | None = None,
 ) -> dict[str, Any]:
-    """XP matrix (mean over both seat orders) with standard errors; see the module docstring."""
+    """XP matrix (mean over both seat orders) with standard errors; see the module docstring. Every policy
+    is symmetrised over ``symmetries`` or, when given, over its own set ``symmetries_of(policy)`` (XP(*)+ER:
+    each agent with the ER symmetries it learned)."""
     config = _check_compatible([*rows, *cols])
     sym = tuple(symmetries)
+
+    def own(p: Policy) -> tuple[Symmetry, ...]:
+        return tuple(symmetries_of(p)) if symmetries_of is not None else sym
+
     mean = np.zeros((len(rows), len(cols)))
     se = np.zeros_like(mean)
     for i, a in enumerate(rows):
         for j, b in enumerate(cols):
-            agents = (Agent(a.net, sym), Agent(b.net, sym))
+            agents = (Agent(a.net, own(a)), Agent(b.net, own(b)))
             first = play(agents, config, games, greedy=greedy, seed=seed + 7919 * i + 104729 * j)
             second = play(agents[::-1], config, games, greedy=greedy, seed=seed + 7919 * i + 104729 * j + 1)
             mean[i, j] = (first["mean"] + second["mean"]) / 2
@@ -94,7 +101,7 @@ def crossplay_matrix(
         "games_per_seat_order": games,
         "greedy": greedy,
         "seed": seed,
-        "symmetries": len(sym),
+        "symmetries": len(sym) if symmetries_of is None else "own",
         "env": config.env,
     }
 

@@ -20,6 +20,14 @@ from ers_deep.cli.common import device_check, env_check, parse_seeds, seeds_chec
 from ers_deep.cli.crossplay import CrossplayOptions, run_crossplay, show_crossplay
 from ers_deep.cli.env_bench import EnvBenchOptions, run_env_bench, show_env_bench
 from ers_deep.cli.train import TrainSPOptions, run_train_sp, show_train_sp
+from ers_deep.cli.zsc import (
+    Table1Options,
+    Table2Options,
+    run_table1_cmd,
+    run_table2_cmd,
+    show_table1,
+    show_table2,
+)
 from ers_exact.util.cli import Command, run_cli
 
 __all__ = [
@@ -58,6 +66,20 @@ COMMANDS: tuple[Command, ...] = (
         CrossplayOptions,
         run_crossplay,
         show_crossplay,
+    ),
+    Command(
+        "table1",
+        "the population protocol: IPPO, IPPO + OP-MDP, IPPO + OP-ER; Table 1 (JSON, markdown, XP heatmaps)",
+        Table1Options,
+        run_table1_cmd,
+        show_table1,
+    ),
+    Command(
+        "table2",
+        "deep discovery with each algorithm on the same pools: J_1, J_2, J_3, reconstruction loss (Table 2)",
+        Table2Options,
+        run_table2_cmd,
+        show_table2,
     ),
 )
 

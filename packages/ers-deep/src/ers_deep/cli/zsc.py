@@ -1,0 +1,105 @@
+"""``ers-deep table1`` / ``ers-deep table2``: the paper's population protocol (Table 1) and the discovery
+table (Table 2) at any scale; a killed run continues with the same command (every stage resumes)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import torch
+
+from ers_deep.cli.common import PRESET_NAMES, env_check
+from ers_exact.util.options import Options, at_least, non_negative, one_of, option, output_folder, positive
+
+__all__ = ["Table1Options", "Table2Options", "run_table1_cmd", "run_table2_cmd", "show_table1", "show_table2"]
+
+_ALGORITHMS = ("sp-max", "sp-max-reg", "xp-max")
+
+
+def _algorithm_list(value: object) -> str | None:
+    names = [a.strip() for a in str(value).split(",")]
+    bad = [a for a in names if a not in _ALGORITHMS]
+    return f"names unknown algorithms {bad} (use {', '.join(_ALGORITHMS)})" if bad or not names else None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Table1Options(Options):
+    """``ers-deep table1``: IPPO, IPPO + OP-MDP and IPPO + OP-ER populations of P agents; Table 1."""
+
+    env: str = option("hanabi", help="hanabi or tabular:NAME (feed-forward policies)", check=env_check)
+    preset: str = option("Hanabi-Very-Small", help="Hanabi: HLE preset", check=one_of(PRESET_NAMES))
+    out: str = option(help="folder of the run (pools, discoveries, tables)", check=output_folder)
+    agents: int = option(3, help="P, agents per population", check=at_least(2))
+    k: int = option(
+        4,
+        help="self-play seeds per ER agent (half train the symmetries, half are held out)",
+        check=at_least(2),
+    )
+    candidates: int = option(8, help="symmetries trained per agent", check=at_least(1))
+    l: int = option(4, help="symmetries kept per agent", check=at_least(1))
+    m: int = option(1, help="OP seeds per agent (the first is deployed)", check=at_least(1))
+    algorithm: str = option(
+        "sp-max", help="discovery algorithm of the ER population", check=one_of(_ALGORITHMS)
+    )
+    sp_steps: int = option(600_000, help="env steps per self-play seed", check=at_least(1))
+    op_steps: int = option(600_000, help="env steps per OP seed", check=at_least(1))
+    discovery_steps: int = option(300_000, help="env steps per candidate symmetry", check=at_least(1))
+    num_envs: int = option(256, help="games per seed (Hanabi)", check=at_least(1))
+    num_steps: int = option(32, help="steps per game per update (Hanabi)", check=at_least(1))
+    hidden: int = option(128, help="network width (Hanabi)", check=at_least(1))
+    lr: float | None = option(None, help="IPPO learning rate (default: the paper's)", check=positive)
+    discovery_lr: float = option(1e-3, help="learning rate of the symmetry networks", check=positive)
+    alpha: float | None = option(
+        None, help="IPPO entropy coefficient = temperature (default: the paper's)", check=non_negative
+    )
+    games: int = option(500, help="cross-play games per pair and seat order", check=at_least(1))
+    seed: int = option(0, help="seed of the whole experiment", check=at_least(0))
+    threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=at_least(1))
+
+    def config(self) -> Any:
+        from ers_deep.zsc import PopulationConfig
+
+        fields = {f.name for f in dataclasses.fields(PopulationConfig)}
+        return PopulationConfig(**{k: v for k, v in dataclasses.asdict(self).items() if k in fields})
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Table2Options(Table1Options):
+    """``ers-deep table2``: discovery with each algorithm on the same self-play pools; Table 2."""
+
+    algorithms: str = option(
+        "sp-max,sp-max-reg", help="comma-separated discovery algorithms", check=_algorithm_list
+    )
+
+
+def run_table1_cmd(opts: Table1Options) -> dict[str, Any]:
+    from ers_deep.zsc import run_table1
+
+    if opts.threads:
+        torch.set_num_threads(opts.threads)
+    report, results = run_table1(opts.config(), opts.out)
+    return {
+        "report": report.to_json(),
+        "markdown": report.to_markdown(),
+        "discoveries": [r.to_json() for r in results],
+        "out": opts.out,
+    }
+
+
+def show_table1(res: dict[str, Any]) -> None:
+    print(res["markdown"])
+    print(f"files: {res['out']}/table1.json, table1.md, xp-*.png")
+
+
+def run_table2_cmd(opts: Table2Options) -> dict[str, Any]:
+    from ers_deep.zsc import run_table2
+
+    if opts.threads:
+        torch.set_num_threads(opts.threads)
+    algorithms = tuple(a.strip() for a in opts.algorithms.split(","))
+    return {**run_table2(opts.config(), opts.out, algorithms=algorithms), "out": opts.out}
+
+
+def show_table2(res: dict[str, Any]) -> None:
+    print(res["markdown"])
+    print(f"files: {res['out']}/table2.json, table2.md")
