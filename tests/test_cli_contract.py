@@ -226,6 +226,37 @@ DEEP_CASES = [
         "exact",
     ),
     ("train-resume-missing", ["train-sp", "--resume", "/tmp/ers-no-such-pool"], "/tmp/ers-no-such-pool"),
+    (
+        "train-op-symmetries-unknown",
+        ["train-op", "--env", "hanabi", "--symmetries", "er", "--out", "/tmp/ers-never"],
+        "--symmetries 'er'",
+    ),
+    (
+        "train-op-symmetries-no-folder",
+        [
+            "train-op",
+            "--env",
+            "hanabi",
+            "--symmetries",
+            "/tmp/ers-no-such-discovery",
+            "--out",
+            "/tmp/ers-never",
+        ],
+        "/tmp/ers-no-such-discovery",
+    ),
+    ("train-op-no-symmetries", ["train-op", "--env", "hanabi", "--out", "/tmp/ers-never"], "--symmetries"),
+    (
+        "train-op-exact-with-symmetries",
+        ["train-op", "--env", "tabular:toy-coordination", "--symmetries", "mdp", "--advantage", "exact"]
+        + ["--out", "/tmp/ers-never"],
+        "--advantage exact",
+    ),
+    (
+        "train-op-seeds-bad",
+        ["train-op", "--env", "hanabi", "--symmetries", "mdp", "--seeds", "2-0", "--out", "/tmp/ers-never"],
+        "2-0",
+    ),
+    ("train-op-resume-missing", ["train-op", "--resume", "/tmp/ers-no-such-pool"], "/tmp/ers-no-such-pool"),
     ("crossplay-no-pool", ["crossplay", "/tmp/ers-no-such-pool"], "/tmp/ers-no-such-pool"),
     ("crossplay-games-zero", ["crossplay", "/tmp/ers-no-such-pool", "--games", "0"], "--games 0"),
     ("env-unknown", ["env-bench", "chess"], "chess"),

@@ -18,6 +18,11 @@ A seed trained alone equals ``train_pool`` of the one-seed config bit for bit, b
 multi-seed in-process pool: the env's and the sampler's generators of a vectorised pool are seeded from its
 first seed (``ers_deep.train.ippo``), so the other seeds see other games (same distribution, other samples).
 ``load_pool(dir)`` and ``load_policy(file)`` read them back (verified; nothing is unpickled).
+
+Variants of the training (other-play: ``ers_deep.other_play``) reuse both: ``make_learner`` builds the learner
+around a composite net, ``policy_net`` picks the trainable pi out of it (the net that is frozen and scored),
+``score`` adds per-policy entries and ``record`` top-level keys to pool.json; ``train_pool_ray(...,
+trainer=...)`` runs such a variant per seed (the top-level keys a seed's pool.json adds are gathered too).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -93,11 +99,18 @@ def _seed_slice(t: torch.Tensor, S: int, s: int) -> torch.Tensor:
 
 
 def save_policy(
-    path: str | os.PathLike[str], learner: Learner, index: int, extra: dict[str, Any] | None = None
+    path: str | os.PathLike[str],
+    learner: Learner,
+    index: int,
+    extra: dict[str, Any] | None = None,
+    *,
+    net: ActorCritic | None = None,
 ) -> Path:
-    """Freeze seed ``learner.config.seeds[index]`` of ``learner`` into ``path``."""
+    """Freeze seed ``learner.config.seeds[index]`` of ``learner`` into ``path``: of ``net`` when given (a
+    ``config.net`` network of the learner's seeds, e.g. the pi inside a composite net), else ``learner.net``."""
     S, seed = learner.S, learner.config.seeds[index]
-    tensors = {k: _seed_slice(v, S, index) for k, v in learner.net.state_dict().items()}
+    net = learner.net if net is None else net
+    tensors = {k: _seed_slice(v, S, index) for k, v in net.state_dict().items()}
     meta = {
         "kind": "policy",
         "seed": seed,
@@ -142,39 +155,51 @@ def train_pool(
     progress: bool | None = None,
     threads: int | None = None,
     max_updates: int | None = None,
+    make_learner: Callable[[TrainConfig], Learner] = Learner,
+    policy_net: Callable[[ActorCritic], ActorCritic] | None = None,
+    score: Callable[[Policy], dict[str, Any]] | None = None,
+    record: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Train (or continue) the pool ``out`` and freeze its seeds; returns the pool summary (also pool.json)."""
+    """Train (or continue) the pool ``out`` and freeze its seeds; returns the pool summary (also pool.json).
+
+    ``make_learner``: the learner factory (given to ``train``/``resume``); ``policy_net``: learner.net -> the
+    network to freeze, score and check (default: learner.net itself); ``score``: extra entries per frozen
+    policy; ``record``: extra top-level keys of pool.json (module docstring)."""
     out = Path(out)
     run_dir = out / "run"
+    runs: dict[str, Any] = dict(
+        progress=progress, threads=threads, max_updates=max_updates, make_learner=make_learner
+    )
     if resume_run:
-        learner, summary = resume(run_dir, progress=progress, threads=threads, max_updates=max_updates)
+        learner, summary = resume(run_dir, **runs)
     else:
         if (out / "pool.json").exists() or (run_dir / "config.json").exists():
             raise PoolError(f"{out} already holds a pool; continue it with --resume or choose another --out")
-        learner, summary = train(config, run_dir, progress=progress, threads=threads, max_updates=max_updates)
+        learner, summary = train(config, run_dir, **runs)
     cfg = learner.config
+    net = learner.net if policy_net is None else policy_net(learner.net)
     (out / "policies").mkdir(parents=True, exist_ok=True)
     final = _final_returns(run_dir, cfg.seeds)
     exact = (
-        exact_report(learner.net, learner.env, cfg.alpha)
+        exact_report(net, learner.env, cfg.alpha)
         if isinstance(learner.env, TabularEnv)
         else [None] * len(cfg.seeds)
     )
     entries = []
     for s, seed in enumerate(cfg.seeds):
         file = out / "policies" / f"seed-{seed}.safetensors"
-        save_policy(file, learner, s)
+        save_policy(file, learner, s, net=net)
         policy = load_policy(file)
-        score = play([policy.agent()] * learner.env.num_agents, cfg, eval_games, seed=10_000 + seed)
+        sp = play([policy.agent()] * learner.env.num_agents, cfg, eval_games, seed=10_000 + seed)
         entry: dict[str, Any] = {
             "seed": seed,
             "file": str(file.relative_to(out)),
-            "self_play": score,
+            "self_play": sp,
             "final_return": final[seed],
         }
         if exact[s] is not None:
             entry["exact"] = exact[s]
-        entries.append(entry)
+        entries.append({**entry, **(score(policy) if score is not None else {})})
     info = {
         "env": cfg.env,
         "alpha": cfg.alpha,
@@ -182,20 +207,27 @@ def train_pool(
         "config": cfg.to_json(),
         "training": summary,
         "policies": entries,
+        **(record or {}),
     }
     atomic_write_bytes(out / "pool.json", json.dumps(info, indent=2, sort_keys=True).encode())
     return info
 
 
+#: the keys of pool.json that ``train_pool`` itself writes (a variant's ``record`` adds others)
+_POOL_KEYS = ("env", "alpha", "seeds", "config", "training", "policies")
+
+
 def _train_seed(
+    trainer: Callable[..., dict[str, Any]],
     config_json: dict[str, Any],
     seed_dir: str,
     eval_games: int,
     threads: int | None,
     max_updates: int | None,
 ) -> tuple[dict[str, Any], bytes]:
-    """One Ray task: ``train_pool`` of one seed into ``seed_dir``; its pool.json and its frozen policy's bytes."""
-    info = train_pool(
+    """One Ray task: ``trainer`` (``train_pool`` or a variant with its signature) of one seed into ``seed_dir``;
+    its pool.json and its frozen policy's bytes."""
+    info = trainer(
         TrainConfig.from_json(config_json),
         seed_dir,
         eval_games=eval_games,
@@ -241,8 +273,10 @@ def train_pool_ray(
     eval_games: int = 1000,
     threads: int | None = None,
     max_updates: int | None = None,
+    trainer: Callable[..., dict[str, Any]] = train_pool,
 ) -> dict[str, Any]:
-    """Train the pool ``out`` on a Ray cluster, one task per seed (module docstring); returns pool.json."""
+    """Train the pool ``out`` on a Ray cluster, one task per seed (module docstring); returns pool.json.
+    ``trainer``: what each task runs, ``train_pool`` or a picklable variant with its signature."""
     out = Path(out).absolute()
     if (out / "pool.json").exists() or (out / "runs").exists() or (out / "run").exists():
         raise PoolError(f"{out} already holds a pool; choose another --out")
@@ -253,6 +287,7 @@ def train_pool_ray(
         )(_train_seed)
         refs = [
             task.remote(
+                trainer,
                 config.replace(seeds=(seed,)).to_json(),
                 str(out / "runs" / f"seed-{seed}"),
                 eval_games,
@@ -291,6 +326,7 @@ def train_pool_ray(
         "config": config.to_json(),
         "training": training,
         "policies": entries,
+        **{k: v for k, v in results[0][0].items() if k not in _POOL_KEYS},
     }
     atomic_write_bytes(out / "pool.json", json.dumps(info, indent=2, sort_keys=True).encode())
     return info

@@ -19,6 +19,7 @@ from ers_deep import __version__
 from ers_deep.cli.common import device_check, env_check, parse_seeds, seeds_check
 from ers_deep.cli.crossplay import CrossplayOptions, run_crossplay, show_crossplay
 from ers_deep.cli.env_bench import EnvBenchOptions, run_env_bench, show_env_bench
+from ers_deep.cli.other_play import TrainOPOptions, run_train_op, show_train_op
 from ers_deep.cli.train import TrainSPOptions, run_train_sp, show_train_sp
 from ers_deep.cli.zsc import (
     Table1Options,
@@ -59,6 +60,13 @@ COMMANDS: tuple[Command, ...] = (
         TrainSPOptions,
         run_train_sp,
         show_train_sp,
+    ),
+    Command(
+        "train-op",
+        "train a pool of IPPO other-play policies over a symmetry set: none, the env's (mdp) or learned ones",
+        TrainOPOptions,
+        run_train_op,
+        show_train_op,
     ),
     Command(
         "crossplay",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Any, Literal
 
 from ers_deep.cli.common import PRESET_NAMES, device_check, env_check, parse_seeds, seeds_check
@@ -18,7 +19,7 @@ from ers_exact.util.options import (
     positive,
 )
 
-__all__ = ["TrainSPOptions", "run_train_sp", "show_train_sp"]
+__all__ = ["TrainSPOptions", "resume_folder", "run_train_sp", "show_train_sp"]
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -133,19 +134,21 @@ class TrainSPOptions(Options):
         return paper_config(self.env, **over)
 
 
+def resume_folder(text: str) -> Path:
+    """The pool folder of ``--resume``: the pool itself, or its run/ folder."""
+    pool = Path(text)
+    return pool.parent if pool.name == "run" and (pool / "config.json").exists() else pool
+
+
 def run_train_sp(opts: TrainSPOptions) -> dict[str, Any]:
     """Train (or continue) a pool; the pool summary (pool.json)."""
     from ers_deep.pools import train_pool
     from ers_deep.train.config import paper_config
 
     if opts.resume is not None:
-        from pathlib import Path
-
-        pool = Path(opts.resume)
-        pool = pool.parent if pool.name == "run" and (pool / "config.json").exists() else pool
         return train_pool(
             paper_config("hanabi"),
-            pool,
+            resume_folder(opts.resume),
             resume_run=True,
             eval_games=opts.eval_games,
             threads=opts.threads,

@@ -54,8 +54,15 @@ class OtherPlayNet(ActorCritic):
         if maps.shape[1] != base.num_actions:
             raise ValueError(f"symmetry action maps have {maps.shape[1]} actions, the net {base.num_actions}")
         self.register_buffer("action_maps", maps)
+        # all index symmetries (Dec-POMDP ones): one batched gather instead of a masked pass per phi
+        gathers = [g for s in self.symmetries if isinstance(g := getattr(s, "obs_index", None), Tensor)]
+        stacked = (
+            torch.stack([g.long().cpu() for g in gathers]) if len(gathers) == len(self.symmetries) else None
+        )
+        self.register_buffer("obs_indices", stacked, persistent=False)
 
     action_maps: Tensor
+    obs_indices: Tensor | None  # [G, prod(obs_shape)] when every symmetry is an IndexSymmetry
 
     def initial_state(self, n: int, device: torch.device | str = "cpu") -> Tensor:
         """[S, n, H + 2]: pi's zero state, actor ids 0..n-1, no episode started."""
@@ -76,11 +83,14 @@ class OtherPlayNet(ActorCritic):
         H = self.base.hidden_size
         code = self.draws(hidden, first)
         flat_obs, flat_code = obs.reshape(S * T * N, *self.obs_shape), code.reshape(-1)
-        mapped = flat_obs.clone()
-        for g, sym in enumerate(self.symmetries):
-            sel = flat_code == g
-            if bool(sel.any()):
-                mapped[sel] = sym.apply_obs(flat_obs[sel]).to(mapped.dtype)
+        if self.obs_indices is not None:  # obs of the mapped game: flat[obs_index] per entry
+            mapped = flat_obs.flatten(1).gather(1, self.obs_indices[flat_code])
+        else:
+            mapped = flat_obs.clone()
+            for g, sym in enumerate(self.symmetries):
+                sel = flat_code == g
+                if bool(sel.any()):
+                    mapped[sel] = sym.apply_obs(flat_obs[sel]).to(mapped.dtype)
         logits, value, h = self.base(mapped.view(obs.shape), first, hidden[..., :H])
         idx = self.action_maps[code]  # [S, T, N, A]
         logits = logits.gather(-1, idx)
