@@ -1,0 +1,110 @@
+"""The population protocol's configuration (the paper's Table 1 and Table 2 experiments), one frozen dataclass.
+
+P agents per population; each ER agent trains k self-play seeds (its pool: the first half trains the
+symmetries, the rest is held out), learns ``candidates`` symmetries and keeps l, then trains m OP seeds with
+them and deploys the first. The IPPO population deploys the first self-play seed of each agent's pool; the
+OP-MDP population trains m OP seeds per agent with the env's Dec-POMDP symmetries. Every size is a field, so
+the reduced CPU run and the paper's GPU scale are the same code path.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from ers_deep.discovery import DeepDiscoveryConfig
+from ers_deep.nets import NetConfig
+from ers_deep.train.config import TrainConfig, paper_config
+from ers_exact.util.options import UsageError, at_least, check_fields, non_negative, one_of
+
+__all__ = ["PopulationConfig"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class PopulationConfig:
+    """Sizes and budgets of one population experiment (Table 1; Table 2 reuses its pools)."""
+
+    env: str = "hanabi"  # "hanabi", "overcooked-v2" or "tabular:NAME"
+    preset: str = "Hanabi-Very-Small"  # Hanabi
+    agents: int = 3  # P, agents per population
+    k: int = 4  # self-play seeds per ER agent (its pool)
+    candidates: int = 8  # symmetries trained per agent
+    l: int = 4  # symmetries kept (the paper's l)
+    m: int = 1  # OP seeds per agent (the first is deployed)
+    algorithm: str = "sp-max"  # discovery algorithm of the ER population
+    sp_steps: int = 600_000  # env steps per self-play seed
+    op_steps: int = 600_000  # env steps per OP seed
+    discovery_steps: int = 300_000  # env steps per candidate symmetry
+    num_envs: int = 256
+    num_steps: int = 32
+    hidden: int = 128
+    lr: float | None = None  # IPPO learning rate (None: the paper's)
+    discovery_lr: float = 1e-3
+    alpha: float | None = None  # IPPO entropy = temperature (None: the paper's)
+    games: int = 500  # cross-play games per pair and seat order
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        check_fields(
+            self,
+            agents=at_least(2),
+            k=at_least(2),
+            candidates=at_least(1),
+            l=at_least(1),
+            m=at_least(1),
+            algorithm=one_of(("sp-max", "sp-max-reg", "xp-max")),
+            sp_steps=at_least(1),
+            op_steps=at_least(1),
+            discovery_steps=at_least(1),
+            num_envs=at_least(1),
+            num_steps=at_least(1),
+            hidden=at_least(1),
+            games=at_least(1),
+            seed=non_negative,
+        )
+        if self.l > self.candidates:
+            raise UsageError(f"PopulationConfig.l = {self.l} is more than candidates = {self.candidates}")
+        if self.env == "overcooked-v2":
+            raise UsageError("population runs need feed-forward policies: hanabi or tabular:NAME for now")
+
+    def train_config(self, seeds: tuple[int, ...], steps: int) -> TrainConfig:
+        """The IPPO config of ``seeds`` (self-play and OP share it; OP adds its symmetries)."""
+        base = paper_config(self.env)
+        over: dict[str, Any] = {"seeds": seeds, "total_env_steps": steps, "hanabi_preset": self.preset}
+        if base.env_kind != "tabular":
+            over |= {
+                "num_envs": self.num_envs,
+                "num_steps": self.num_steps,
+                "net": NetConfig(kind=base.net.kind, hidden=self.hidden),
+            }
+        if self.lr is not None:
+            over["lr"] = self.lr
+        if self.alpha is not None:
+            over["alpha"] = self.alpha
+        return paper_config(self.env, **over)
+
+    def sp_seeds(self, agent: int) -> tuple[int, ...]:
+        return tuple(self.seed * 10_000 + agent * 100 + s for s in range(self.k))
+
+    def op_seeds(self, agent: int, population: str) -> tuple[int, ...]:
+        offset = {"mdp": 50, "er": 70}[population]
+        return tuple(self.seed * 10_000 + agent * 100 + offset + s for s in range(self.m))
+
+    def discovery_config(self, agent: int, algorithm: str | None = None) -> DeepDiscoveryConfig:
+        tabular = not self.env.startswith(("hanabi", "overcooked"))
+        return DeepDiscoveryConfig(
+            algorithm=algorithm or self.algorithm,  # type: ignore[arg-type]
+            candidates=self.candidates,
+            top=self.l,
+            total_env_steps=self.discovery_steps,
+            num_envs=self.num_envs if not tabular else 256,
+            num_steps=self.num_steps if not tabular else 4,
+            lr=self.discovery_lr,
+            alpha=0.0 if tabular else 0.01,
+            eval_games=self.games,
+            seed=self.seed * 100 + agent,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)

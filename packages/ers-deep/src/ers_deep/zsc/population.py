@@ -1,0 +1,228 @@
+"""The paper's population protocol (Table 1) and its discovery table (Table 2), resumable stage by stage.
+
+``run_table1(config, out)``:
+
+1. self-play: the k seeds of every agent in one pool ``OUT/sp`` (all P x k seeds trained together);
+2. discovery: per agent, ``discover`` on its k policies (half train, half held out) -> ``OUT/agent-A/discovery``;
+3. other-play: ``OUT/op-mdp`` (m seeds per agent, the env's Dec-POMDP symmetries, trained together) and, per
+   agent, ``OUT/agent-A/op-er`` (m seeds with that agent's learned symmetries);
+4. deployed policies: IPPO = each agent's first self-play seed, IPPO + OP-MDP and IPPO + OP-ER = each agent's
+   first OP seed; per population the exact-seat cross-play matrix (``OUT/xp-POP.json``, ``.png``), and the
+   row of Table 1: SP, XP, XP(*) (median), XP(*) after symmetrising every policy over Phi_MDP and over its own
+   learned Phi_ER (each agent's), and the OP objective E_{phi in Phi} J(pi, phi(pi)) of the deployed
+   policies (Phi: the population's OP set; IPPO: Phi_MDP).
+
+Every stage is skipped when its output exists and resumed when its run was interrupted, so a killed run
+continues with the same command. ``run_table2`` reruns discovery with each algorithm on the same pools and
+reports J_1, J_2, J_3 and the reconstruction loss per algorithm (mean and standard error over agents).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ers_deep.crossplay import crossplay_matrix, env_symmetries, heatmap, xp_estimates
+from ers_deep.discovery import discover
+from ers_deep.envs.symmetry import Symmetry
+from ers_deep.other_play import op_symmetries, train_op_pool
+from ers_deep.pools import Policy, Pool, load_pool, train_pool
+from ers_deep.train.checkpoint import atomic_write_bytes
+from ers_deep.train.evaluate import Agent, play
+from ers_deep.zsc.config import PopulationConfig
+from ers_exact.interface import DiscoveryResult, Estimate, PopulationRow, ZSCReport
+
+__all__ = ["run_table1", "run_table2"]
+
+
+def _pool(out: Path, make: Any) -> Pool:
+    """The pool in ``out``: loaded when finished, resumed when interrupted, else trained by ``make``."""
+    if (out / "pool.json").exists():
+        return load_pool(out)
+    make(resume_run=(out / "run" / "config.json").exists())
+    return load_pool(out)
+
+
+def _sp_pool(config: PopulationConfig, out: Path, progress: bool | None) -> Pool:
+    seeds = tuple(s for a in range(config.agents) for s in config.sp_seeds(a))
+    cfg = config.train_config(seeds, config.sp_steps)
+    return _pool(
+        out / "sp",
+        lambda resume_run: train_pool(
+            cfg, out / "sp", resume_run=resume_run, eval_games=config.games, progress=progress
+        ),
+    )
+
+
+def _subpool(pool: Pool, seeds: Sequence[int]) -> Pool:
+    keep = [p for p in pool.policies if p.seed in set(seeds)]
+    return Pool(pool.path, pool.info, tuple(keep))
+
+
+def _discovery(
+    config: PopulationConfig, sp: Pool, agent: int, out: Path, algorithm: str, progress: bool | None
+) -> DiscoveryResult:
+    folder = out / f"agent-{agent}" / f"discovery-{algorithm}"
+    if (folder / "discovery.json").exists():
+        return DiscoveryResult.from_json(json.loads((folder / "discovery.json").read_text()))
+    return discover(
+        _subpool(sp, config.sp_seeds(agent)),
+        config.discovery_config(agent, algorithm),
+        folder,
+        resume_run=(folder / "run" / "config.json").exists(),
+        progress=progress,
+    )
+
+
+def _op_pool(
+    config: PopulationConfig, seeds: tuple[int, ...], source: str, out: Path, progress: bool | None
+) -> Pool:
+    cfg = config.train_config(seeds, config.op_steps)
+    return _pool(
+        out,
+        lambda resume_run: train_op_pool(
+            cfg, source, out, resume_run=resume_run, eval_games=config.games, progress=progress
+        ),
+    )
+
+
+def _first(pool: Pool, seed: int) -> Policy:
+    return next(p for p in pool.policies if p.seed == seed)
+
+
+def _op_objective(
+    policies: Sequence[Policy], sets: Sequence[Sequence[Symmetry]], games: int, seed: int
+) -> Estimate:
+    """Mean over the deployed policies of E_{phi in Phi} J(pi, phi(pi)) (both seat orders), with its SE."""
+    values = []
+    for p, phis in zip(policies, sets):
+        runs = []
+        for k, phi in enumerate(phis):
+            pair = (Agent(p.net), Agent(p.net, (phi,)))
+            runs.append(play(pair, p.config, games, seed=seed + 31 * k)["mean"])
+            runs.append(play(pair[::-1], p.config, games, seed=seed + 31 * k + 1)["mean"])
+        values.append(float(np.mean(runs)))
+    arr = np.asarray(values)
+    se = float(arr.std(ddof=1) / math.sqrt(arr.size)) if arr.size > 1 else math.nan
+    return Estimate(float(arr.mean()), se)
+
+
+def _row(
+    name: str,
+    deployed: list[Policy],
+    mdp: tuple[Symmetry, ...],
+    learned: dict[str, tuple[Symmetry, ...]],
+    op_sets: Sequence[Sequence[Symmetry]],
+    config: PopulationConfig,
+    out: Path,
+    tag: str,
+) -> PopulationRow:
+    games, seed = config.games, config.seed
+    plain = crossplay_matrix(deployed, deployed, games, seed=seed)
+    est = xp_estimates(plain, seed)
+    sym_mdp = (
+        plain if len(mdp) <= 1 else crossplay_matrix(deployed, deployed, games, seed=seed, symmetries=mdp)
+    )
+    sym_er = crossplay_matrix(deployed, deployed, games, seed=seed, symmetries_of=lambda p: learned[p.name])
+    for key, m in (("plain", plain), ("mdp", sym_mdp), ("er", sym_er)):
+        atomic_write_bytes(out / f"xp-{tag}-{key}.json", json.dumps(m, indent=2).encode())
+    heatmap(plain, out / f"xp-{tag}.png", f"cross-play: {name}")
+    return PopulationRow(
+        name=name,
+        sp=est["sp"],
+        xp=est["xp"],
+        xp_median=est["xp_median"],
+        xp_median_mdp=xp_estimates(sym_mdp, seed)["xp_median"],
+        xp_median_er=xp_estimates(sym_er, seed)["xp_median"],
+        op=_op_objective(deployed, op_sets, games, seed),
+    )
+
+
+def run_table1(
+    config: PopulationConfig, out: str | Path, *, progress: bool | None = None
+) -> tuple[ZSCReport, list[DiscoveryResult]]:
+    """Table 1 of the population protocol (module docstring); writes ``OUT/table1.{json,md}``."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(out / "config.json", json.dumps(config.to_json(), indent=2).encode())
+    sp = _sp_pool(config, out, progress)
+    P = range(config.agents)
+    results = [_discovery(config, sp, a, out, config.algorithm, progress) for a in P]
+    mdp_seeds = tuple(s for a in P for s in config.op_seeds(a, "mdp"))
+    op_mdp = _op_pool(config, mdp_seeds, "mdp", out / "op-mdp", progress)
+    er_dirs = [out / f"agent-{a}" / f"discovery-{config.algorithm}" for a in P]
+    op_er = [
+        _op_pool(config, config.op_seeds(a, "er"), str(er_dirs[a]), out / f"agent-{a}" / "op-er", progress)
+        for a in P
+    ]
+    ippo = [_first(sp, config.sp_seeds(a)[0]) for a in P]
+    mdp_dep = [_first(op_mdp, config.op_seeds(a, "mdp")[0]) for a in P]
+    er_dep = [_first(op_er[a], config.op_seeds(a, "er")[0]) for a in P]
+    base_cfg = ippo[0].config
+    mdp = env_symmetries(base_cfg) or op_symmetries(base_cfg, "none")
+    own = [op_symmetries(base_cfg, str(er_dirs[a])) for a in P]
+    learned = {p.name: own[a] for pop in (ippo, mdp_dep, er_dep) for a, p in enumerate(pop)}
+    rows = (
+        _row("IPPO", ippo, mdp, learned, [mdp] * len(P), config, out, "ippo"),
+        _row("IPPO + OP-MDP", mdp_dep, mdp, learned, [mdp] * len(P), config, out, "op-mdp"),
+        _row(f"IPPO + OP-ER ({config.algorithm})", er_dep, mdp, learned, own, config, out, "op-er"),
+    )
+    game = base_cfg.env if base_cfg.env_kind == "tabular" else f"{base_cfg.env}:{config.preset}"
+    report = ZSCReport(
+        game,
+        rows,
+        config={
+            **config.to_json(),
+            "source": "ers-deep table1",
+            "mdp_symmetries": len(mdp),
+            "learned_symmetries": [len(s) - 1 for s in own],
+        },
+    )
+    atomic_write_bytes(out / "table1.json", report.dumps().encode())
+    atomic_write_bytes(out / "table1.md", (report.to_markdown() + "\n").encode())
+    return report, results
+
+
+def _mean_se(values: Sequence[float]) -> dict[str, float]:
+    arr = np.asarray(values, dtype=float)
+    se = float(arr.std(ddof=1) / math.sqrt(arr.size)) if arr.size > 1 else math.nan
+    return {"value": float(arr.mean()), "se": se}
+
+
+def run_table2(
+    config: PopulationConfig,
+    out: str | Path,
+    *,
+    algorithms: Sequence[str] = ("sp-max", "sp-max-reg"),
+    progress: bool | None = None,
+) -> dict[str, Any]:
+    """Table 2: per discovery algorithm, J_1, J_2, J_3 and the relative reconstruction loss over agents."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    sp = _sp_pool(config, out, progress)
+    table: dict[str, Any] = {"config": config.to_json(), "rows": {}}
+    lines = [
+        "| algorithm | pool J | J_1 | J_2 | J_3 | reconstruction loss |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for alg in algorithms:
+        res = [_discovery(config, sp, a, out, alg, progress) for a in range(config.agents)]
+        row = {
+            k: _mean_se([getattr(r, k) for r in res])
+            for k in ("pool_return", "J_1", "J_2", "J_3", "reconstruction_loss")
+        }
+        table["rows"][alg] = row
+        cells = [
+            f"{row[k]['value']:.3f} ± {row[k]['se']:.3f}"
+            for k in ("pool_return", "J_1", "J_2", "J_3", "reconstruction_loss")
+        ]
+        lines.append(f"| {alg} | " + " | ".join(cells) + " |")
+    table["markdown"] = "\n".join(lines)
+    atomic_write_bytes(out / "table2.json", json.dumps(table, indent=2).encode())
+    atomic_write_bytes(out / "table2.md", (table["markdown"] + "\n").encode())
+    return table
