@@ -78,3 +78,30 @@ def test_population_config_checks() -> None:
         PopulationConfig(env="overcooked-v2")
     with pytest.raises(UsageError):
         PopulationConfig(agents=1)
+
+
+@pytest.mark.gpu
+def test_table1_on_cuda(tmp_path: Path) -> None:
+    """The same protocol on a CUDA device (Hanabi-Very-Small, tiny budgets); the paper's scale is
+    ``scripts/table1-gpu.sh``."""
+    import dataclasses
+
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    config = dataclasses.replace(
+        TINY,
+        env="hanabi",
+        preset="Hanabi-Very-Small",
+        num_envs=64,
+        num_steps=16,
+        hidden=32,
+        sp_steps=64 * 16 * 4,
+        op_steps=64 * 16 * 4,
+        discovery_steps=64 * 16 * 2,
+        games=64,
+        device="cuda",
+    )
+    report, _ = run_table1(config, tmp_path, progress=False)
+    assert len(report.rows) == 3 and all(math.isfinite(r.sp.value) for r in report.rows)

@@ -2,8 +2,10 @@
 
 P agents per population; each ER agent trains k self-play seeds (its pool: the first half trains the
 symmetries, the rest is held out), learns ``candidates`` symmetries and keeps l, then trains m OP seeds with
-them and deploys the first. The IPPO population deploys the first self-play seed of each agent's pool; the
-OP-MDP population trains m OP seeds per agent with the env's Dec-POMDP symmetries. Every size is a field, so
+them and deploys the one with the best self-play return (the paper's argmax_k J(pi_{i,k})). The IPPO
+population deploys the first self-play seed of each agent's pool; the OP-MDP population trains m OP seeds
+per agent with the env's Dec-POMDP symmetries and deploys the best likewise. The paper's Hanabi scale:
+P = 5, k = 6, 64 candidates, l = 11, m = 5, sp-max-reg (``scripts/table1-gpu.sh``). Every size is a field, so
 the reduced CPU run and the paper's GPU scale are the same code path.
 """
 
@@ -44,6 +46,7 @@ class PopulationConfig:
     alpha: float | None = None  # IPPO entropy = temperature (None: the paper's)
     games: int = 500  # cross-play games per pair and seat order
     seed: int = 0
+    device: str = "cpu"
 
     def __post_init__(self) -> None:
         check_fields(
@@ -71,7 +74,12 @@ class PopulationConfig:
     def train_config(self, seeds: tuple[int, ...], steps: int) -> TrainConfig:
         """The IPPO config of ``seeds`` (self-play and OP share it; OP adds its symmetries)."""
         base = paper_config(self.env)
-        over: dict[str, Any] = {"seeds": seeds, "total_env_steps": steps, "hanabi_preset": self.preset}
+        over: dict[str, Any] = {
+            "seeds": seeds,
+            "total_env_steps": steps,
+            "hanabi_preset": self.preset,
+            "device": self.device,
+        }
         if base.env_kind != "tabular":
             over |= {
                 "num_envs": self.num_envs,

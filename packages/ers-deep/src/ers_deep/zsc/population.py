@@ -7,7 +7,7 @@
 3. other-play: ``OUT/op-mdp`` (m seeds per agent, the env's Dec-POMDP symmetries, trained together) and, per
    agent, ``OUT/agent-A/op-er`` (m seeds with that agent's learned symmetries);
 4. deployed policies: IPPO = each agent's first self-play seed, IPPO + OP-MDP and IPPO + OP-ER = each agent's
-   first OP seed; per population the exact-seat cross-play matrix (``OUT/xp-POP.json``, ``.png``), and the
+   OP seed with the best self-play return; per population the exact-seat cross-play matrix (``OUT/xp-POP.json``, ``.png``), and the
    row of Table 1: SP, XP, XP(*) (median), XP(*) after symmetrising every policy over Phi_MDP and over its own
    learned Phi_ER (each agent's), and the OP objective E_{phi in Phi} J(pi, phi(pi)) of the deployed
    policies (Phi: the population's OP set; IPPO: Phi_MDP).
@@ -19,6 +19,7 @@ reports J_1, J_2, J_3 and the reconstruction loss per algorithm (mean and standa
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Sequence
@@ -70,9 +71,15 @@ def _discovery(
     folder = out / f"agent-{agent}" / f"discovery-{algorithm}"
     if (folder / "discovery.json").exists():
         return DiscoveryResult.from_json(json.loads((folder / "discovery.json").read_text()))
+    disc = config.discovery_config(agent, algorithm)
+    if (
+        algorithm == "sp-max-reg"
+    ):  # compose with the agent's own sp-max symmetries (Algorithm 2's phi_i, phi_j)
+        _discovery(config, sp, agent, out, "sp-max", progress)
+        disc = dataclasses.replace(disc, earlier=str(out / f"agent-{agent}" / "discovery-sp-max"))
     return discover(
         _subpool(sp, config.sp_seeds(agent)),
-        config.discovery_config(agent, algorithm),
+        disc,
         folder,
         resume_run=(folder / "run" / "config.json").exists(),
         progress=progress,
@@ -93,6 +100,12 @@ def _op_pool(
 
 def _first(pool: Pool, seed: int) -> Policy:
     return next(p for p in pool.policies if p.seed == seed)
+
+
+def _best(pool: Pool, seeds: Sequence[int]) -> Policy:
+    """The policy of ``seeds`` with the highest self-play score recorded in pool.json (ties: first seed)."""
+    score = {int(e["seed"]): float(e["self_play"]["mean"]) for e in pool.info["policies"]}
+    return _first(pool, max(seeds, key=lambda s: (score[s], -seeds.index(s))))
 
 
 def _op_objective(
@@ -161,8 +174,8 @@ def run_table1(
         for a in P
     ]
     ippo = [_first(sp, config.sp_seeds(a)[0]) for a in P]
-    mdp_dep = [_first(op_mdp, config.op_seeds(a, "mdp")[0]) for a in P]
-    er_dep = [_first(op_er[a], config.op_seeds(a, "er")[0]) for a in P]
+    mdp_dep = [_best(op_mdp, list(config.op_seeds(a, "mdp"))) for a in P]
+    er_dep = [_best(op_er[a], list(config.op_seeds(a, "er"))) for a in P]
     base_cfg = ippo[0].config
     mdp = env_symmetries(base_cfg) or op_symmetries(base_cfg, "none")
     own = [op_symmetries(base_cfg, str(er_dirs[a])) for a in P]
