@@ -125,7 +125,7 @@ def stack_nets(nets: Sequence[ActorCritic], config: NetConfig) -> ActorCritic:
 class DiscoveryNet(ActorCritic):
     """phi_l(pi_m) for L candidates over a frozen pool of M policies; see the module docstring."""
 
-    hidden_size = 2  # (actor id, episodes started)
+    hidden_size = 2  # (actor id, episodes started) + the pool's recurrent state (set in __init__)
     action_maps: Tensor  # [L, A] buffer
     earlier_maps: Tensor  # [E, A] buffer
 
@@ -167,6 +167,7 @@ class DiscoveryNet(ActorCritic):
                     g = torch.Generator().manual_seed(seed)
                     last[c] += TABULAR_INIT_NOISE * torch.randn(last.shape[1:], generator=g)
         self.pool = stack_nets(pool, pool_net)
+        self.hidden_size = 2 + self.pool.hidden_size
         critic_cfg = (
             NetConfig(kind="tabular") if pool_net.kind == "tabular" else NetConfig(hidden=critic_hidden)
         )
@@ -188,9 +189,11 @@ class DiscoveryNet(ActorCritic):
         self.register_buffer("earlier_maps", maps)
 
     def initial_state(self, n: int, device: torch.device | str = "cpu") -> Tensor:
-        """[L, n, 2]: actor ids 0..n-1 (actor = game x P + seat) and no episode started."""
+        """[L, n, 2 + H]: actor ids 0..n-1 (actor = game x P + seat), no episode started, and the frozen
+        pool member's recurrent state (H = 0 for feed-forward pools)."""
         ids = torch.arange(n, device=device, dtype=torch.float32)
-        return torch.stack([ids, torch.zeros_like(ids)], -1).expand(len(self.seeds), n, 2).clone()
+        codes = torch.stack([ids, torch.zeros_like(ids)], -1).expand(len(self.seeds), n, 2)
+        return torch.cat([codes, torch.zeros(len(self.seeds), n, self.pool.hidden_size, device=device)], -1)
 
     def _draws(self, hidden: Tensor, first: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """Per entry [L, T, N]: game, seat, episode index and the episode's hash base."""
@@ -243,16 +246,29 @@ class DiscoveryNet(ActorCritic):
         flat_raw = raw.view(L, R)
         y = torch.where(flat_raw[..., None], x, y)
         idx = torch.where(flat_raw[..., None], torch.arange(A, device=obs.device).expand(L, R, A), idx)
-        logits_all, _, _ = self.pool(
-            y.reshape(1, 1, L * R, -1).expand(M, 1, L * R, y.shape[-1]),
-            torch.ones(M, 1, L * R, dtype=torch.bool, device=obs.device),
-            self.pool.initial_state(L * R, obs.device),
-        )
-        pick = member.reshape(1, 1, L * R, 1).expand(1, 1, L * R, A)
-        logits = logits_all.gather(0, pick)[0, 0].view(L, R, A).gather(-1, idx)
+        logits, pool_hidden = self._pool_logits(y, first, hidden[..., 2:], member)
+        logits = logits.gather(-1, idx)
         _, value, _ = self.critic(obs, first, self.critic.initial_state(N, obs.device))
-        new_hidden = torch.stack([hidden[..., 0], hidden[..., 1] + first.float().sum(1)], -1)
-        return logits.view(L, T, N, A), value, new_hidden
+        codes = torch.stack([hidden[..., 0], hidden[..., 1] + first.float().sum(1)], -1)
+        return logits.view(L, T, N, A), value, torch.cat([codes, pool_hidden], -1)
+
+    def _pool_logits(self, y: Tensor, first: Tensor, hidden: Tensor, member: Tensor) -> tuple[Tensor, Tensor]:
+        """Logits [L, T*N, A] of every entry's pool member on the mapped observations y [L, T*N, n], and the
+        members' recurrent state after the last step [L, N, H]. Every member runs on every entry (the frozen
+        pool is one stacked net); each entry keeps its own member's output. A recurrent member resets at
+        episode starts (``first``), before the step, as in training."""
+        L, T, N = first.shape
+        M, A, H = self.M, self.num_actions, self.pool.hidden_size
+        seq = y.view(L, T, N, -1).transpose(0, 1).reshape(1, T, L * N, *self.obs_shape)
+        starts = first.transpose(0, 1).reshape(1, T, L * N)
+        h0 = hidden.reshape(1, L * N, H)
+        out, _, h = self.pool(
+            seq.expand(M, *seq.shape[1:]), starts.expand(M, T, L * N), h0.expand(M, L * N, H).contiguous()
+        )
+        who = member.view(L, T, N).transpose(0, 1).reshape(1, T, L * N, 1)
+        logits = out.gather(0, who.expand(1, T, L * N, A))[0].view(T, L, N, A).transpose(0, 1)
+        last = who[:, -1].expand(1, L * N, H)
+        return logits.reshape(L, T * N, A), h.gather(0, last)[0].view(L, N, H)
 
     def auxiliary_loss(self, obs: Tensor) -> Tensor:
         """lambda_2 E_o ||o - phi(phi(o))||^2 per candidate [L] (Algorithm 2's invertibility penalty)."""

@@ -4,7 +4,8 @@
   hand-picked transposition; here they are drawn from those that keep the legal structure): Hanabi:
   transpositions of two moves of the same kind and target (discard i <-> j, play i <-> j, two colour hints, two
   rank hints); tabular games: transpositions (or all permutations) of actions whose legality agrees on
-  every local history of every agent.
+  every local history of every agent; Overcooked V2: the identity (the official code's frozen phi_A; the
+  learned part is phi_O).
 * :func:`nearest_permutation` -- the index permutation pi minimising sum_n ||phi_O(o_n) - o_n[pi]||^2 over
   sample observations (a linear assignment problem, solved exactly by ``scipy.optimize.linear_sum_assignment``),
   with the relative distance sum ||phi(o) - o[pi]||^2 / sum ||o||^2.
@@ -55,8 +56,8 @@ def action_candidates(env: BatchedEnv, action_set: str = "transpositions") -> li
         for m, row in enumerate(moves):
             keys.setdefault((int(row[0]), int(row[2])), []).append(m)
         return _transpositions(list(keys.values()), A)
-    if table is None:
-        raise ValueError(f"no action candidates for {type(env).__name__}: give the action maps")
+    if table is None:  # Overcooked V2: the identity action map, frozen, as the official code
+        return [tuple(range(A))]
     legal = table().cpu().numpy()  # [K, A]
     groups: dict[bytes, list[int]] = {}
     for a in range(A):
