@@ -261,6 +261,33 @@ DEEP_CASES = [
     ("crossplay-games-zero", ["crossplay", "/tmp/ers-no-such-pool", "--games", "0"], "--games 0"),
     ("env-unknown", ["env-bench", "chess"], "chess"),
     ("batch-text", ["env-bench", "hanabi", "--batch", "many"], "many"),
+    ("discover-no-pool", ["discover", "--pool", "/tmp/ers-no-such-pool"], "/tmp/ers-no-such-pool"),
+    ("discover-pool-missing", ["discover", "--top", "2"], "--pool"),
+    (
+        "discover-algorithm-choice",
+        ["discover", "--pool", "/tmp/ers-no-such-pool", "--algorithm", "sp-min"],
+        "sp-min",
+    ),
+]
+
+# ers-deep discover on pool folders made by the test: @POOL (4 policies), @POOL1 (1 policy), @BROKEN (pool.json
+# not JSON), @EMPTY (a folder without pool.json), @FILE (a file), @NOFILES (4 policies whose files are missing)
+DISCOVER_CASES = [
+    ("not-a-pool", ["--pool", "@EMPTY"], "EMPTY"),
+    ("pool-is-a-file", ["--pool", "@FILE"], "FILE"),
+    ("pool-json-broken", ["--pool", "@BROKEN"], "BROKEN"),
+    ("top-above-candidates", ["--pool", "@POOL", "--candidates", "3", "--top", "5"], "--top 5"),
+    ("candidates-zero", ["--pool", "@POOL", "--candidates", "0"], "--candidates 0"),
+    ("xp-max-one-policy", ["--pool", "@POOL1", "--algorithm", "xp-max"], "POOL1"),
+    ("sp-max-one-policy", ["--pool", "@POOL1"], "POOL1"),
+    ("xp-max-one-held-out", ["--pool", "@POOL", "--held-out", "@POOL1", "--algorithm", "xp-max"], "POOL1"),
+    ("held-out-not-a-pool", ["--pool", "@POOL", "--held-out", "@EMPTY"], "EMPTY"),
+    ("earlier-without-reg", ["--pool", "@POOL", "--earlier", "@EMPTY"], "EMPTY"),
+    ("alpha-negative", ["--pool", "@POOL", "--alpha", "-0.1"], "--alpha -0.1"),
+    ("lambda1-above-one", ["--pool", "@POOL", "--lambda1", "1.5"], "--lambda1 1.5"),
+    ("total-steps-zero", ["--pool", "@POOL", "--total-steps", "0"], "--total-steps 0"),
+    ("out-is-a-file", ["--pool", "@POOL", "--out", "@FILE"], "FILE"),
+    ("policy-files-missing", ["--pool", "@NOFILES", "--total-steps", "10"], "seed-0.safetensors"),
 ]
 
 
@@ -330,6 +357,39 @@ def test_ers_deep_rejects_bad_input(argv: list[str], value: str, capsys: pytest.
     code = _run_in_process(main, argv)
     captured = capsys.readouterr()
     _check("ers-deep", argv[0], code, captured.err, value)
+    assert captured.out == ""
+
+
+def _fake_pool(folder: Path, policies: int) -> str:
+    folder.mkdir()
+    entries = [{"seed": s, "file": f"policies/seed-{s}.safetensors"} for s in range(policies)]
+    (folder / "pool.json").write_text(json.dumps({"env": "tabular:toy-coordination", "policies": entries}))
+    return str(folder)
+
+
+@pytest.mark.parametrize(("argv", "value"), [pytest.param(a, v, id=i) for i, a, v in DISCOVER_CASES])
+def test_ers_deep_discover_rejects_bad_input(
+    argv: list[str], value: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Refused before any training: the pool folder's pool.json is read to count its policies."""
+    from ers_deep.cli import main
+
+    (tmp_path / "EMPTY").mkdir()
+    (tmp_path / "FILE").write_text("not a folder")
+    (tmp_path / "BROKEN").mkdir()
+    (tmp_path / "BROKEN" / "pool.json").write_text("{ not json")
+    made = {
+        "POOL": _fake_pool(tmp_path / "POOL", 4),
+        "POOL1": _fake_pool(tmp_path / "POOL1", 1),
+        "NOFILES": _fake_pool(tmp_path / "NOFILES", 4),
+        "EMPTY": str(tmp_path / "EMPTY"),
+        "FILE": str(tmp_path / "FILE"),
+        "BROKEN": str(tmp_path / "BROKEN"),
+    }
+    argv = ["discover", *(made[a[1:]] if a.startswith("@") else a for a in argv)]
+    code = _run_in_process(main, argv)
+    captured = capsys.readouterr()
+    _check("ers-deep", "discover", code, captured.err, made.get(value, value))
     assert captured.out == ""
 
 

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from ers_deep import __version__
 from ers_deep.cli.common import device_check, env_check, parse_seeds, seeds_check
 from ers_deep.cli.crossplay import CrossplayOptions, run_crossplay, show_crossplay
+from ers_deep.cli.discover import DiscoverOptions, run_discover, show_discover
 from ers_deep.cli.env_bench import EnvBenchOptions, run_env_bench, show_env_bench
 from ers_deep.cli.other_play import TrainOPOptions, run_train_op, show_train_op
 from ers_deep.cli.train import TrainSPOptions, run_train_sp, show_train_sp
@@ -74,6 +75,13 @@ COMMANDS: tuple[Command, ...] = (
         CrossplayOptions,
         run_crossplay,
         show_crossplay,
+    ),
+    Command(
+        "discover",
+        "learn ER symmetries of a pool (Algorithms 1-3): kept phi, their rounding and exact verdict, Table 2",
+        DiscoverOptions,
+        run_discover,
+        show_discover,
     ),
     Command(
         "table1",

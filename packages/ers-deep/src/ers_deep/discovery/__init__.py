@@ -2,10 +2,11 @@
 (``net``), action candidates and rounding to permutations (``rounding``), and ``discover`` (``run``)."""
 
 from ers_deep.discovery.net import DiscoveryNet, LearnedSymmetry, compose
-from ers_deep.discovery.run import DeepDiscoveryConfig, discover, load_symmetries
+from ers_deep.discovery.run import TABULAR_SETTINGS, DeepDiscoveryConfig, discover, load_symmetries
 from ers_deep.envs.symmetry import Symmetry
 
 __all__ = [
+    "TABULAR_SETTINGS",
     "DeepDiscoveryConfig",
     "DiscoveryNet",
     "LearnedSymmetry",

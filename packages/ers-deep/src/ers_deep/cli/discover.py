@@ -1,0 +1,297 @@
+"""``ers-deep discover``: learned ER symmetries of a pool (the paper's Algorithms 1-3, ``ers_deep.discovery``).
+
+Trains ``--candidates`` phi = (phi_O network, fixed phi_A) through the frozen pool, keeps the ``--top`` best on
+held-out policies and writes ``OUT/discovery.json`` (a ``DiscoveryResult``), ``OUT/symmetries.safetensors``
+and the run directory ``OUT/run`` (``--resume`` continues it). On tabular pools every kept phi is rounded to
+an ers-exact transformation and scored exactly (admissible, Dec-POMDP symmetry, ER symmetry, exact mean J).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from ers_exact.util.options import (
+    Options,
+    UsageError,
+    at_least,
+    between,
+    non_negative,
+    option,
+    output_folder,
+    positive,
+)
+
+__all__ = ["DiscoverOptions", "discovery_check", "pool_check", "run_discover", "show_discover"]
+
+DEEP_ENVS = ("hanabi", "overcooked-v2")
+
+
+def pool_check(value: object) -> str | None:
+    """A pool folder (``ers-deep train-sp --out``): an existing folder holding a readable pool.json."""
+    path = Path(str(value))
+    if not path.exists():
+        return "does not exist (give a pool folder made by ers-deep train-sp)"
+    if not path.is_dir():
+        return "is not a folder (give a pool folder made by ers-deep train-sp)"
+    if not (path / "pool.json").is_file():
+        return "is not a pool (no pool.json; build one with ers-deep train-sp)"
+    return None
+
+
+def discovery_check(value: object) -> str | None:
+    """A previous discovery: its output folder or its discovery.json."""
+    path = Path(str(value))
+    file = path if path.suffix == ".json" else path / "discovery.json"
+    if not file.is_file():
+        return "holds no discovery.json (give the --out folder of an earlier ers-deep discover)"
+    return None
+
+
+def _pool_info(path: str, flag: str) -> dict[str, Any]:
+    """pool.json of a pool folder (already checked to exist), or a UsageError naming it."""
+    file = Path(path) / "pool.json"
+    try:
+        info = json.loads(file.read_text())
+        if not isinstance(info.get("policies"), list) or not isinstance(info.get("env"), str):
+            raise ValueError
+    except (OSError, ValueError, AttributeError):
+        raise UsageError(f"{flag} {path!r}: {file} is not a pool summary (damaged pool.json)") from None
+    return info
+
+
+def _policies(n: int) -> str:
+    return f"{n} polic{'y' if n == 1 else 'ies'}"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class DiscoverOptions(Options):
+    """``ers-deep discover``: learn ER symmetries of a pool of frozen self-play policies (Algorithms 1-3)."""
+
+    pool: str = option(
+        help="the pool to learn from (ers-deep train-sp --out)", check=pool_check, metavar="DIR"
+    )
+    held_out: str | None = option(
+        None,
+        help="a second pool to score and keep candidates on",
+        check=pool_check,
+        metavar="DIR",
+        default_text="the second half of --pool",
+    )
+    algorithm: Literal["sp-max", "sp-max-reg", "xp-max"] = option(
+        "sp-max",
+        help="sp-max: mean J(phi(pi)) (Alg. 1); sp-max-reg: with composition and invertibility terms "
+        "(Alg. 2); xp-max: XP(pi_i, phi(pi_j)) over pairs (Alg. 3)",
+    )
+    candidates: int = option(8, help="symmetries trained together (L)", check=at_least(1))
+    top: int = option(4, help="symmetries kept, best on the held-out policies (l)", check=at_least(1))
+    action_set: Literal["transpositions", "permutations"] = option(
+        "transpositions", help="tabular: the fixed phi_A maps candidates draw from"
+    )
+    total_steps: int | None = option(
+        None,
+        help="env steps per candidate",
+        check=at_least(1),
+        default_text="tabular: 300,000; otherwise 400,000",
+    )
+    num_envs: int | None = option(
+        None, help="games per candidate", check=at_least(1), default_text="tabular: 256; otherwise 128"
+    )
+    num_steps: int | None = option(
+        None, help="steps per game per update", check=at_least(1), default_text="tabular: 4; otherwise 32"
+    )
+    lr: float | None = option(
+        None,
+        help="Adam learning rate of phi_O and the critic",
+        check=positive,
+        default_text="tabular: 0.01; otherwise 0.001",
+    )
+    alpha: float | None = option(
+        None,
+        help="entropy coefficient of the discovery run",
+        check=non_negative,
+        default_text="the pool's alpha (tabular: its temperature; Hanabi: 0.01)",
+    )
+    lambda1: float = option(
+        0.35,
+        help="sp-max-reg: probability of a rollout composed with earlier symmetries",
+        check=between(0, 1),
+    )
+    lambda2: float = option(
+        0.01,
+        help="sp-max-reg: weight of the invertibility penalty E||o - phi(phi(o))||^2",
+        check=non_negative,
+    )
+    earlier: str | None = option(
+        None,
+        help="sp-max-reg: the earlier symmetries (the --out folder of an earlier discover)",
+        check=discovery_check,
+        metavar="DIR",
+        default_text="run sp-max first, into OUT/earlier",
+    )
+    eval_games: int = option(
+        500,
+        help="sampled games per held-out policy for every score (tabular pools: exact returns)",
+        check=at_least(1),
+    )
+    sampled_scores: bool = option(
+        False,
+        help="tabular pools: score candidates by --eval-games sampled games instead of their exact return",
+    )
+    seed: int = option(0, help="seed of the candidates, their action maps and the games", check=at_least(0))
+    out: str | None = option(
+        None,
+        help="folder for discovery.json, symmetries.safetensors and the run",
+        check=output_folder,
+        metavar="DIR",
+        default_text="POOL/discovery-ALGORITHM",
+    )
+    resume: bool = option(False, help="continue the interrupted run in --out from its last checkpoint")
+    threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=at_least(1))
+
+    def check(self) -> None:
+        if self.top > self.candidates:
+            raise UsageError(f"--top {self.top} is more than --candidates {self.candidates}")
+        if self.earlier is not None and self.algorithm != "sp-max-reg":
+            raise UsageError(f"--earlier {self.earlier!r} only applies to --algorithm sp-max-reg")
+        n = len(_pool_info(self.pool, "--pool")["policies"])
+        need = 2 if self.algorithm == "xp-max" else 1
+        if self.held_out is not None:
+            m = len(_pool_info(self.held_out, "--held-out")["policies"])
+            if n < need or m < need:
+                raise UsageError(
+                    f"--algorithm {self.algorithm} needs {need}+ policies in --pool and in --held-out: "
+                    f"--pool {self.pool!r} has {_policies(n)}, --held-out {self.held_out!r} {_policies(m)}"
+                )
+        elif n - (n + 1) // 2 < need:
+            raise UsageError(
+                f"--pool {self.pool!r} has {_policies(n)}: --algorithm {self.algorithm} trains on half of a "
+                f"pool and keeps on the other half, so it needs {2 * need}+ policies (or give --held-out)"
+            )
+        run = self.out_dir() / "run" / "config.json"
+        if run.exists() and not self.resume:
+            raise UsageError(
+                f"--out {str(self.out_dir())!r} already holds a discovery run; continue it with --resume or "
+                "choose another --out"
+            )
+
+    def out_dir(self) -> Path:
+        """``--out``, or POOL/discovery-ALGORITHM."""
+        return Path(self.out) if self.out is not None else Path(self.pool) / f"discovery-{self.algorithm}"
+
+    def config(self, env: str) -> Any:
+        """The ``DeepDiscoveryConfig`` for a pool of ``env`` (tabular pools start from ``TABULAR_SETTINGS``)."""
+        from ers_deep.discovery.run import TABULAR_SETTINGS, DeepDiscoveryConfig
+
+        over: dict[str, Any] = dict(TABULAR_SETTINGS) if env not in DEEP_ENVS else {}
+        for field, key in (
+            ("total_steps", "total_env_steps"),
+            ("num_envs", "num_envs"),
+            ("num_steps", "num_steps"),
+            ("lr", "lr"),
+        ):
+            if getattr(self, field) is not None:
+                over[key] = getattr(self, field)
+        return DeepDiscoveryConfig(
+            algorithm=self.algorithm,
+            candidates=self.candidates,
+            top=self.top,
+            action_set=self.action_set,
+            lambda1=self.lambda1,
+            lambda2=self.lambda2,
+            earlier=self.earlier,
+            alpha=self.alpha,
+            eval_games=self.eval_games,
+            exact_scores=not self.sampled_scores,
+            seed=self.seed,
+            **over,
+        )
+
+
+def run_discover(opts: DiscoverOptions) -> dict[str, Any]:
+    """Learn, keep, round and score symmetries of ``--pool``; the DiscoveryResult as JSON, with the files."""
+    import time
+
+    import torch
+
+    from ers_deep.discovery import discover
+    from ers_deep.pools import load_pool
+
+    if opts.threads:
+        torch.set_num_threads(opts.threads)
+    pool = load_pool(opts.pool)
+    held_out = load_pool(opts.held_out) if opts.held_out is not None else None
+    config = opts.config(str(pool.info["env"]))
+    out = opts.out_dir()
+    start = time.perf_counter()
+    result = discover(pool, config, out, held_out=held_out, resume_run=opts.resume, threads=opts.threads)
+    files = {
+        "discovery": str(out / "discovery.json"),
+        "symmetries": str(out / "symmetries.safetensors"),
+        "run": str(out / "run"),
+    }
+    return {**result.to_json(), "files": files, "seconds": time.perf_counter() - start}
+
+
+def _perm(values: list[int]) -> str:
+    return " ".join(str(v) for v in values)
+
+
+def _nearest_text(t: dict[str, Any]) -> str:
+    """The exact transformation (tabular) or the nearest observation permutation, compactly."""
+    exact = t.get("nearest")
+    if exact is not None:
+        acts, obs = exact["actions"], exact["observations"]
+        if all(a == acts[0] for a in acts) and all(o == obs[0] for o in obs):
+            return f"A({_perm(acts[0])}) O({_perm(obs[0])})"
+        return "; ".join(f"A{i}({_perm(a)}) O{i}({_perm(o)})" for i, (a, o) in enumerate(zip(acts, obs)))
+    perm = t.get("obs_permutation")
+    if perm is None:
+        return "-"
+    moved = sum(1 for k, p in enumerate(perm) if k != p)
+    return "identity" if moved == 0 else f"permutation moving {moved} of {len(perm)} entries"
+
+
+def _yes(v: object) -> str:
+    return "-" if v is None else ("yes" if v else "no")
+
+
+def show_discover(res: dict[str, Any]) -> None:
+    cfg = res["config"]
+    disc = cfg.get("discovery", {})
+    print(
+        f"deep discovery on {res['game']} ({res['algorithm']}): {disc.get('candidates', '?')} candidates "
+        f"trained, {len(res['transformations'])} kept, {res.get('seconds', math.nan):.1f} s, "
+        f"entropy {cfg.get('entropy', math.nan):g}, scores {cfg.get('scoring', '?')}"
+    )
+    print(
+        f"  trained on {', '.join(cfg.get('trained_on', []))}; held out {', '.join(cfg.get('held_out', []))}"
+    )
+    exact = cfg.get("exact") or [None] * len(res["transformations"])
+    header = f"  {'#':>2}  {'name':<8} {'held-out':>9}  {'action map':<14} {'distance':>9}  {'nearest':<28}"
+    if cfg.get("exact") is not None:
+        header += f"  {'admissible':>10} {'Dec-POMDP':>9} {'ER':>4} {'exact mean J':>12}"
+    print(header)
+    for r, (t, score, e) in enumerate(zip(res["transformations"], res["scores"], exact)):
+        dist = t.get("distance")
+        line = (
+            f"  {r:>2}  {t['name']:<8} {score:>9.3f}  {'(' + _perm(t['action_map']) + ')':<14} "
+            f"{'-' if dist is None else format(dist, '9.2e'):>9}  {_nearest_text(t):<28}"
+        )
+        if e is not None:
+            mean = e.get("mean_return")
+            line += (
+                f"  {_yes(e['admissible']):>10} {_yes(e['decpomdp_symmetry']):>9} {_yes(e['er_symmetry']):>4} "
+                f"{'-' if mean is None else format(mean, '12.6f'):>12}"
+            )
+        print(line)
+    print(
+        f"Table 2 (held-out policies): pool return {res['pool_return']:.3f}, J_1 {res['J_1']:.3f}, "
+        f"J_2 {res['J_2']:.3f}, J_3 {res['J_3']:.3f}, reconstruction loss {res['reconstruction_loss']:.4f}"
+    )
+    if "files" in res:
+        print("files: " + ", ".join(os.fspath(f) for f in res["files"].values()))

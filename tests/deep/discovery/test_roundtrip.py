@@ -1,0 +1,66 @@
+"""What ``discover`` writes reads back: discovery.json as a DiscoveryResult, symmetries.safetensors through
+``load_symmetries`` (hash-checked against the JSON; a tampered or missing file is refused, naming it)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from ers_deep.discovery import load_symmetries
+from ers_deep.discovery.rounding import round_tabular
+from ers_deep.envs.tabular import TabularEnv
+from ers_exact.interface import ArtifactError, DiscoveryResult, LearnedTransformation, file_sha256
+
+
+def test_discovery_json_loads_as_the_result(toy_discovery: tuple[Path, DiscoveryResult]) -> None:
+    out, result = toy_discovery
+    assert {"discovery.json", "discovery-config.json", "symmetries.safetensors", "run"} <= {
+        p.name for p in out.iterdir()
+    }
+    loaded = DiscoveryResult.from_json(json.loads((out / "discovery.json").read_text()))
+    assert loaded == result and loaded.config == result.config
+    assert DiscoveryResult.from_json(loaded.to_json()) == loaded
+    digest = file_sha256(out / "symmetries.safetensors")
+    for r, t in enumerate(loaded.transformations):
+        assert isinstance(t, LearnedTransformation)
+        assert (t.checkpoint, t.key, t.sha256) == ("symmetries.safetensors", f"phi/{r}/", digest)
+    assert loaded.permutations() == tuple(t.nearest for t in loaded.transformations)  # type: ignore[union-attr]
+    assert json.loads((out / "discovery-config.json").read_text())["candidates"] == 3
+
+
+def test_load_symmetries_gives_back_the_kept_maps(toy_discovery: tuple[Path, DiscoveryResult]) -> None:
+    out, result = toy_discovery
+    env = TabularEnv("toy-coordination")
+    for source in (out, out / "discovery.json"):
+        syms = load_symmetries(source)
+        learned = [t for t in result.transformations if isinstance(t, LearnedTransformation)]
+        assert [s.name for s in syms] == [t.name for t in learned] and len(learned) == 2
+        for sym, t in zip(syms, learned):
+            assert tuple(sym.action_map.tolist()) == t.action_map
+            perm, dist, exact = round_tabular(env, sym)  # the loaded maps round as the saved ones did
+            assert (perm, exact) == (t.obs_permutation, t.nearest)
+            assert dist == pytest.approx(t.distance, rel=1e-6, abs=1e-9)
+            obs = env.history_obs()
+            assert torch.isfinite(sym.apply_obs(obs)).all()
+
+
+def test_load_symmetries_rejects_a_tampered_file(
+    toy_discovery: tuple[Path, DiscoveryResult], tmp_path: Path
+) -> None:
+    out = tmp_path / "copy"
+    shutil.copytree(toy_discovery[0], out, ignore=shutil.ignore_patterns("run"))
+    file = out / "symmetries.safetensors"
+    data = bytearray(file.read_bytes())
+    data[-3] ^= 0x01  # one bit of the last tensor's data
+    file.write_bytes(bytes(data))
+    with pytest.raises(ArtifactError, match=r"symmetries\.safetensors") as err:
+        load_symmetries(out)
+    assert str(file) in str(err.value) and "SHA-256" in str(err.value)
+    file.unlink()
+    with pytest.raises(ArtifactError, match="not found") as err:
+        load_symmetries(out)
+    assert str(file) in str(err.value)
