@@ -4,6 +4,7 @@ with the member's GRU state carried between calls and reset at episode starts.""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from ers_deep.discovery.net import DiscoveryNet
@@ -47,3 +48,36 @@ def test_recurrent_pool_sequence_equals_stepwise_symmetriser() -> None:
                 ref, h = agent.logits(obs[t, n : n + 1], first[t, n : n + 1], h)
                 torch.testing.assert_close(logits[c, t, n], ref[0], rtol=1e-4, atol=1e-5)
             torch.testing.assert_close(h_end[c, n, 2:], h[0, 0], rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_xp_max_on_an_overcooked_pool_end_to_end(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Algorithm 3 on a (barely trained) Overcooked V2 pool of CNN + GRU policies runs through ``discover``
+    and writes a loadable result whose phi_A is the identity (the official Overcooked choice)."""
+    from ers_deep.discovery import DeepDiscoveryConfig, discover, load_symmetries
+    from ers_deep.pools import load_pool, train_pool
+    from ers_deep.train.config import paper_config
+
+    cfg = paper_config(
+        "overcooked-v2",
+        seeds=(0, 1, 2, 3),
+        num_envs=4,
+        num_steps=16,
+        minibatches=2,
+        total_env_steps=4 * 16 * 2,
+        net=NetConfig(kind="cnn-gru", hidden=16, conv=8),
+    )
+    train_pool(cfg, tmp_path / "pool", eval_games=2, progress=False)
+    config = DeepDiscoveryConfig(
+        algorithm="xp-max",
+        candidates=2,
+        top=1,
+        total_env_steps=8 * 16 * 2,
+        num_envs=8,
+        num_steps=16,
+        eval_games=2,
+    )
+    result = discover(load_pool(tmp_path / "pool"), config, tmp_path / "disc", progress=False)
+    (sym,) = load_symmetries(tmp_path / "disc")
+    assert result.algorithm == "xp-max" and len(result.transformations) == 1
+    assert sym.action_map.tolist() == list(range(6))

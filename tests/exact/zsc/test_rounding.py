@@ -98,7 +98,7 @@ def test_inadmissible_images_round_to_the_nearest_admissible_transformation(tree
             continue
         assert found is not None and is_admissible(tree, found) and found.actions == phi.actions
 
-        def wrong(t: Transformation) -> int:
+        def wrong(t: Transformation, images: list[np.ndarray] = images) -> int:
             return sum(int((m != im).sum()) for m, im in zip(_images(tree, t), images))
 
         assert dist * total == min(wrong(a) for a in same_actions) == wrong(found)

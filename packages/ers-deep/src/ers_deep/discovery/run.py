@@ -128,8 +128,6 @@ def _split(pool: Pool, held_out: Pool | None, algorithm: str) -> tuple[list[Poli
     need = 2 if algorithm == "xp-max" else 1
     if len(train_set) < need or len(test_set) < need:
         raise PoolError(f"{algorithm} needs {need}+ training and {need}+ held-out policies")
-    if train_set[0].config.net.kind == "cnn-gru":
-        raise PoolError("deep discovery needs feed-forward or tabular pool policies (not cnn-gru) for now")
     return train_set, test_set
 
 
@@ -195,17 +193,19 @@ def sample_observations(policy: Policy, games: int = 64, steps: int = 64, seed: 
     env.reset(seed=seed)
     gen = torch.Generator(device=env.device).manual_seed(seed)
     seen = []
+    n = games * env.num_agents
+    first = torch.ones(1, 1, n, dtype=torch.bool, device=env.device)
+    hidden = policy.net.initial_state(n, env.device)
     for _ in range(steps):
         obs, legal = env.observe(), env.legal_mask()
         acting = legal.any(-1)
         seen.append(obs[acting])
-        n = acting.numel()
         flat = obs.reshape(1, 1, n, *env.obs_shape)
-        first = torch.ones(1, 1, n, dtype=torch.bool, device=env.device)
-        logits, _, _ = policy.net(flat, first, policy.net.initial_state(n, env.device))
+        logits, _, hidden = policy.net(flat, first, hidden)
         logits = masked_logits(logits[0, 0], (legal | ~acting[..., None]).reshape(n, -1))
         action = torch.multinomial(torch.softmax(logits, -1), 1, generator=gen).view(acting.shape)
-        env.step(action)
+        out = env.step(action)
+        first = out.done[:, None].expand(games, env.num_agents).reshape(1, 1, n)
     return torch.cat(seen)
 
 
