@@ -71,11 +71,23 @@ def test_table2_reuses_the_pools(table1: tuple[Path, ZSCReport]) -> None:
     assert (out / "table2.md").read_text().splitlines()[2].startswith("| sp-max |")
 
 
+def test_overcooked_population_config() -> None:
+    """Overcooked V2 populations: the paper's recurrent CNN + GRU at the given widths, minibatches capped at
+    2 x num_envs actor sequences (the paper's 64 at 256 envs); Hanabi keeps its MLP."""
+    cfg = PopulationConfig(env="overcooked-v2", num_envs=16, hidden=64, conv=32).train_config((0, 1), 1000)
+    assert (cfg.net.kind, cfg.net.hidden, cfg.net.conv, cfg.minibatches) == ("cnn-gru", 64, 32, 32)
+    assert cfg.lr_schedule == "warmup-cosine" and cfg.layout == "grounded_coord_simple"
+    paper = PopulationConfig(env="overcooked-v2", num_envs=256).train_config((0,), 1000)
+    assert paper.minibatches == 64 and paper.net.conv == 128
+    assert PopulationConfig(minibatches=2).train_config((0,), 1000).minibatches == 2
+    assert PopulationConfig().train_config((0,), 1000).net.kind == "mlp"
+
+
 def test_population_config_checks() -> None:
     with pytest.raises(UsageError, match="l = 5"):
         PopulationConfig(l=5, candidates=4)
-    with pytest.raises(UsageError, match="feed-forward"):
-        PopulationConfig(env="overcooked-v2")
+    with pytest.raises(UsageError, match="minibatches = 65"):
+        PopulationConfig(env="overcooked-v2", num_envs=32, minibatches=65)
     with pytest.raises(UsageError):
         PopulationConfig(agents=1)
 

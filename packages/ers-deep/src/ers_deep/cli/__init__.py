@@ -5,6 +5,9 @@
     ers-deep train-sp --env ENV --seeds 0-4 --out POOL [--alpha A] [--total-steps N] [--ray ADDRESS] [--json]
     ers-deep train-sp --resume POOL [--json]
     ers-deep crossplay POOL_A [POOL_B] --games N [--greedy] [--json]
+    ers-deep action-matrix POOL [--policy SEEDS] | --table1 DIR  --games N [--out DIR]
+    ers-deep op-preservation --discovery DIR --pool OP_POOL --games N [--out DIR]
+    ers-deep xp-distribution --populations NAME=POOL,NAME=TABLE1:TAG | --table1 DIR [--out DIR]
 
 Options come from one frozen options class per command (defaults, help and validation in one place, shared
 with ers-exact through :mod:`ers_exact.util.options`); every invalid input exits with status 2 and one line
@@ -16,6 +19,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ers_deep import __version__
+from ers_deep.cli.analyse import (
+    ActionMatrixOptions,
+    OPPreservationOptions,
+    XPDistributionOptions,
+    run_action_matrix,
+    run_op_preservation,
+    run_xp_distribution,
+    show_action_matrix,
+    show_op_preservation,
+    show_xp_distribution,
+)
 from ers_deep.cli.common import device_check, env_check, parse_seeds, seeds_check
 from ers_deep.cli.crossplay import CrossplayOptions, run_crossplay, show_crossplay
 from ers_deep.cli.discover import DiscoverOptions, run_discover, show_discover
@@ -96,6 +110,27 @@ COMMANDS: tuple[Command, ...] = (
         Table2Options,
         run_table2_cmd,
         show_table2,
+    ),
+    Command(
+        "action-matrix",
+        "conditional action matrices P(a_t^i | a_{t-1}^j) over self-play of chosen policies: JSON, heatmap",
+        ActionMatrixOptions,
+        run_action_matrix,
+        show_action_matrix,
+    ),
+    Command(
+        "op-preservation",
+        "E[OP^Phi(pi)] against E_phi[OP^Phi(phi(pi))] for a learned set Phi (exact too on tabular games)",
+        OPPreservationOptions,
+        run_op_preservation,
+        show_op_preservation,
+    ),
+    Command(
+        "xp-distribution",
+        "histograms of pairwise cross-play scores of populations on one figure, mean SP and XP per population",
+        XPDistributionOptions,
+        run_xp_distribution,
+        show_xp_distribution,
     ),
 )
 

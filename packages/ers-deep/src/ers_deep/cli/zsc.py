@@ -26,7 +26,11 @@ def _algorithm_list(value: object) -> str | None:
 class Table1Options(Options):
     """``ers-deep table1``: IPPO, IPPO + OP-MDP and IPPO + OP-ER populations of P agents; Table 1."""
 
-    env: str = option("hanabi", help="hanabi or tabular:NAME (feed-forward policies)", check=env_check)
+    env: str = option(
+        "hanabi",
+        help="hanabi, overcooked-v2 (grounded_coord_simple, CNN + GRU) or tabular:NAME",
+        check=env_check,
+    )
     preset: str = option("Hanabi-Very-Small", help="Hanabi: HLE preset", check=one_of(PRESET_NAMES))
     out: str = option(help="folder of the run (pools, discoveries, tables)", check=output_folder)
     agents: int = option(3, help="P, agents per population", check=at_least(2))
@@ -44,9 +48,18 @@ class Table1Options(Options):
     sp_steps: int = option(600_000, help="env steps per self-play seed", check=at_least(1))
     op_steps: int = option(600_000, help="env steps per OP seed", check=at_least(1))
     discovery_steps: int = option(300_000, help="env steps per candidate symmetry", check=at_least(1))
-    num_envs: int = option(256, help="games per seed (Hanabi)", check=at_least(1))
-    num_steps: int = option(32, help="steps per game per update (Hanabi)", check=at_least(1))
-    hidden: int = option(128, help="network width (Hanabi)", check=at_least(1))
+    num_envs: int = option(256, help="games per seed (Hanabi, Overcooked V2)", check=at_least(1))
+    num_steps: int = option(32, help="steps per game per update (Hanabi, Overcooked V2)", check=at_least(1))
+    hidden: int = option(
+        128, help="network width (Hanabi: MLP; Overcooked V2: dense, GRU and heads)", check=at_least(1)
+    )
+    conv: int = option(128, help="Overcooked V2: width of the wide 1x1 convolutions", check=at_least(1))
+    minibatches: int | None = option(
+        None,
+        help="PPO minibatches per epoch",
+        check=at_least(1),
+        default_text="the paper's, at most 2 x --num-envs",
+    )
     lr: float | None = option(None, help="IPPO learning rate (default: the paper's)", check=positive)
     discovery_lr: float = option(1e-3, help="learning rate of the symmetry networks", check=positive)
     alpha: float | None = option(

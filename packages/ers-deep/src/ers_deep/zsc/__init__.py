@@ -3,6 +3,6 @@ the learned symmetries' composition and invertibility metrics), from self-play p
 other-play, at any scale (``PopulationConfig``)."""
 
 from ers_deep.zsc.config import PopulationConfig
-from ers_deep.zsc.population import run_table1, run_table2
+from ers_deep.zsc.population import POPULATIONS, load_deployed, run_table1, run_table2
 
-__all__ = ["PopulationConfig", "run_table1", "run_table2"]
+__all__ = ["POPULATIONS", "PopulationConfig", "load_deployed", "run_table1", "run_table2"]

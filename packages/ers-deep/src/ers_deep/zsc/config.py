@@ -5,8 +5,10 @@ symmetries, the rest is held out), learns ``candidates`` symmetries and keeps l,
 them and deploys the one with the best self-play return (the paper's argmax_k J(pi_{i,k})). The IPPO
 population deploys the first self-play seed of each agent's pool; the OP-MDP population trains m OP seeds
 per agent with the env's Dec-POMDP symmetries and deploys the best likewise. The paper's Hanabi scale:
-P = 5, k = 6, 64 candidates, l = 11, m = 5, sp-max-reg (``scripts/table1-gpu.sh``). Every size is a field, so
-the reduced CPU run and the paper's GPU scale are the same code path.
+P = 5, k = 6, 64 candidates, l = 11, m = 5, sp-max-reg (``scripts/table1-gpu.sh``); its Overcooked V2 scale
+(``grounded_coord_simple``, the CNN + GRU policies): P = 5, k = 12, l = 16 by xp-max (Algorithm 3), m = 3
+(``scripts/analyses-gpu.sh``). Every size is a field, so the reduced CPU run and the paper's GPU scale are the
+same code path.
 """
 
 from __future__ import annotations
@@ -40,7 +42,11 @@ class PopulationConfig:
     discovery_steps: int = 300_000  # env steps per candidate symmetry
     num_envs: int = 256
     num_steps: int = 32
-    hidden: int = 128
+    hidden: int = 128  # Hanabi: MLP width; Overcooked V2: dense, GRU and head width
+    conv: int = 128  # Overcooked V2: width of the two wide 1x1 convolutions (the official 128)
+    minibatches: int | None = (
+        None  # PPO minibatches (None: the paper's, at most 2 x num_envs actor sequences)
+    )
     lr: float | None = None  # IPPO learning rate (None: the paper's)
     discovery_lr: float = 1e-3
     alpha: float | None = None  # IPPO entropy = temperature (None: the paper's)
@@ -63,13 +69,16 @@ class PopulationConfig:
             num_envs=at_least(1),
             num_steps=at_least(1),
             hidden=at_least(1),
+            conv=at_least(1),
             games=at_least(1),
             seed=non_negative,
         )
         if self.l > self.candidates:
             raise UsageError(f"PopulationConfig.l = {self.l} is more than candidates = {self.candidates}")
-        if self.env == "overcooked-v2":
-            raise UsageError("population runs need feed-forward policies: hanabi or tabular:NAME for now")
+        if self.minibatches is not None and not 1 <= self.minibatches <= 2 * self.num_envs:
+            raise UsageError(
+                f"PopulationConfig.minibatches = {self.minibatches}: choose 1 .. 2 x num_envs = {2 * self.num_envs}"
+            )
 
     def train_config(self, seeds: tuple[int, ...], steps: int) -> TrainConfig:
         """The IPPO config of ``seeds`` (self-play and OP share it; OP adds its symmetries)."""
@@ -84,7 +93,8 @@ class PopulationConfig:
             over |= {
                 "num_envs": self.num_envs,
                 "num_steps": self.num_steps,
-                "net": NetConfig(kind=base.net.kind, hidden=self.hidden),
+                "minibatches": self.minibatches or min(base.minibatches, 2 * self.num_envs),
+                "net": NetConfig(kind=base.net.kind, hidden=self.hidden, conv=self.conv),
             }
         if self.lr is not None:
             over["lr"] = self.lr
@@ -109,7 +119,7 @@ class PopulationConfig:
             num_envs=self.num_envs if not tabular else 256,
             num_steps=self.num_steps if not tabular else 4,
             lr=self.discovery_lr,
-            alpha=0.0 if tabular else 0.01,
+            alpha=None,  # the pool's alpha: on three-lever 26/27 kept symmetries exact, against 20/27 at 0
             eval_games=self.games,
             seed=self.seed * 100 + agent,
         )

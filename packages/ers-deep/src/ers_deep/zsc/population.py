@@ -32,13 +32,13 @@ from ers_deep.crossplay import crossplay_matrix, env_symmetries, heatmap, xp_est
 from ers_deep.discovery import discover
 from ers_deep.envs.symmetry import Symmetry
 from ers_deep.other_play import op_symmetries, train_op_pool
-from ers_deep.pools import Policy, Pool, load_pool, train_pool
+from ers_deep.pools import Policy, Pool, PoolError, load_pool, train_pool
 from ers_deep.train.checkpoint import atomic_write_bytes
 from ers_deep.train.evaluate import Agent, play
 from ers_deep.zsc.config import PopulationConfig
 from ers_exact.interface import DiscoveryResult, Estimate, PopulationRow, ZSCReport
 
-__all__ = ["run_table1", "run_table2"]
+__all__ = ["POPULATIONS", "load_deployed", "run_table1", "run_table2"]
 
 
 def _pool(out: Path, make: Any) -> Pool:
@@ -108,6 +108,38 @@ def _best(pool: Pool, seeds: Sequence[int]) -> Policy:
     return _first(pool, max(seeds, key=lambda s: (score[s], -seeds.index(s))))
 
 
+def _deployed(
+    config: PopulationConfig, sp: Pool, op_mdp: Pool, op_er: Sequence[Pool]
+) -> dict[str, list[Policy]]:
+    """The deployed policies per population tag: IPPO the first self-play seed of each agent, OP-MDP and OP-ER
+    each agent's OP seed with the best self-play return."""
+    P = range(config.agents)
+    return {
+        "ippo": [_first(sp, config.sp_seeds(a)[0]) for a in P],
+        "op-mdp": [_best(op_mdp, list(config.op_seeds(a, "mdp"))) for a in P],
+        "op-er": [_best(op_er[a], list(config.op_seeds(a, "er"))) for a in P],
+    }
+
+
+#: the populations of a table1 folder: tag -> Table 1's row name (OP-ER adds the discovery algorithm)
+POPULATIONS = {"ippo": "IPPO", "op-mdp": "IPPO + OP-MDP", "op-er": "IPPO + OP-ER"}
+
+
+def load_deployed(out: str | Path) -> tuple[PopulationConfig, dict[str, list[Policy]]]:
+    """The configuration and the deployed policies (by tag: ``ippo``, ``op-mdp``, ``op-er``, in agent order, as
+    in ``OUT/xp-TAG-plain.json``) of a ``run_table1`` folder whose pools are trained; nothing is trained here
+    (``PoolError`` naming the folder when a pool is missing)."""
+    out = Path(out)
+    try:
+        config = PopulationConfig(**json.loads((out / "config.json").read_text()))
+    except OSError:
+        raise PoolError(f"{out}: not a table1 folder (no config.json); run ers-deep table1 first") from None
+    except (json.JSONDecodeError, TypeError) as e:
+        raise PoolError(f"{out / 'config.json'}: not a PopulationConfig ({e})") from None
+    er = [load_pool(out / f"agent-{a}" / "op-er") for a in range(config.agents)]
+    return config, _deployed(config, load_pool(out / "sp"), load_pool(out / "op-mdp"), er)
+
+
 def _op_objective(
     policies: Sequence[Policy], sets: Sequence[Sequence[Symmetry]], games: int, seed: int
 ) -> Estimate:
@@ -173,9 +205,7 @@ def run_table1(
         _op_pool(config, config.op_seeds(a, "er"), str(er_dirs[a]), out / f"agent-{a}" / "op-er", progress)
         for a in P
     ]
-    ippo = [_first(sp, config.sp_seeds(a)[0]) for a in P]
-    mdp_dep = [_best(op_mdp, list(config.op_seeds(a, "mdp"))) for a in P]
-    er_dep = [_best(op_er[a], list(config.op_seeds(a, "er"))) for a in P]
+    ippo, mdp_dep, er_dep = _deployed(config, sp, op_mdp, op_er).values()
     base_cfg = ippo[0].config
     mdp = env_symmetries(base_cfg) or op_symmetries(base_cfg, "none")
     own = [op_symmetries(base_cfg, str(er_dirs[a])) for a in P]
@@ -185,7 +215,9 @@ def run_table1(
         _row("IPPO + OP-MDP", mdp_dep, mdp, learned, [mdp] * len(P), config, out, "op-mdp"),
         _row(f"IPPO + OP-ER ({config.algorithm})", er_dep, mdp, learned, own, config, out, "op-er"),
     )
-    game = base_cfg.env if base_cfg.env_kind == "tabular" else f"{base_cfg.env}:{config.preset}"
+    game = {"tabular": base_cfg.env, "overcooked-v2": f"overcooked-v2:{base_cfg.layout}"}.get(
+        base_cfg.env_kind, f"{base_cfg.env}:{config.preset}"
+    )
     report = ZSCReport(
         game,
         rows,

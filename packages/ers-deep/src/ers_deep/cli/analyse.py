@@ -1,0 +1,261 @@
+"""``ers-deep action-matrix | op-preservation | xp-distribution``: the paper's analyses of trained policies, each
+writing ``NAME.json`` beside ``NAME-config.json`` (the options) and ``NAME.png`` into ``--out``."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ers_exact.util.options import Options, UsageError, at_least, option, output_folder
+
+__all__ = [
+    "ActionMatrixOptions",
+    "OPPreservationOptions",
+    "XPDistributionOptions",
+    "run_action_matrix",
+    "run_op_preservation",
+    "run_xp_distribution",
+    "show_action_matrix",
+    "show_op_preservation",
+    "show_xp_distribution",
+]
+
+
+def _write(out: Path, name: str, opts: Options, result: dict[str, Any]) -> dict[str, str]:
+    """``OUT/NAME.json`` (the result) beside ``OUT/NAME-config.json`` (the options); their paths."""
+    from ers_deep.train.checkpoint import atomic_write_bytes
+
+    out.mkdir(parents=True, exist_ok=True)
+    files = {
+        "json": out / f"{name}.json",
+        "config": out / f"{name}-config.json",
+        "figure": out / f"{name}.png",
+    }
+    atomic_write_bytes(files["config"], json.dumps(opts.to_json(), indent=2).encode())
+    atomic_write_bytes(files["json"], json.dumps(result, indent=2, default=str).encode())
+    return {k: str(v) for k, v in files.items()}
+
+
+def _threads(n: int | None) -> None:
+    if n:
+        torch.set_num_threads(n)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ActionMatrixOptions(Options):
+    """``ers-deep action-matrix``: P(a_t^i | a_{t-1}^j) over self-play games of chosen policies."""
+
+    pool: str | None = option(None, help="a pool folder", positional=True, metavar="POOL")
+    policy: str | None = option(
+        None,
+        help="policies of POOL, comma-separated seeds or names (seed-3, sp/seed-3)",
+        default_text="every policy of POOL",
+    )
+    table1: str | None = option(
+        None, help="an ers-deep table1 folder instead of POOL: the best cross-play agent of each population"
+    )
+    games: int = option(1000, help="self-play games per policy", check=at_least(1))
+    greedy: bool = option(False, help="play the argmax action instead of sampling")
+    seed: int = option(0, help="seed of the games", check=at_least(0))
+    out: str | None = option(
+        None,
+        help="folder of the results",
+        check=output_folder,
+        default_text="POOL/analysis or TABLE1/analysis",
+    )
+    threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=at_least(1))
+
+    def check(self) -> None:
+        if self.pool is None and self.table1 is None:
+            raise UsageError("give a POOL or --table1 DIR")
+        if self.pool is not None and self.table1 is not None:
+            raise UsageError(f"POOL {self.pool} and --table1 {self.table1}: give one of them")
+        if self.table1 is not None and self.policy is not None:
+            raise UsageError(f"--policy {self.policy} picks policies of a POOL; --table1 picks its own")
+
+
+def _pick(pool: Any, spec: str | None) -> list[Any]:
+    from ers_deep.pools import PoolError
+
+    if spec is None:
+        return list(pool.policies)
+    chosen = []
+    for item in (s.strip() for s in spec.split(",")):
+        match = [
+            p for p in pool.policies if item in (str(p.seed), f"seed-{p.seed}", p.name, p.name.split("/")[-1])
+        ]
+        if not match:
+            names = ", ".join(p.name.split("/")[-1] for p in pool.policies)
+            raise PoolError(f"--policy {item}: {pool.path} has no such policy (it has {names})")
+        chosen.append(match[0])
+    return chosen
+
+
+def _best_per_population(folder: Path) -> list[tuple[str, Any]]:
+    """(title, policy): per population of a table1 folder, the agent with the highest mean cross-play score
+    against the others (its row of ``xp-TAG-plain.json``)."""
+    import numpy as np
+
+    from ers_deep.pools import PoolError
+    from ers_deep.zsc import POPULATIONS, load_deployed
+
+    _, deployed = load_deployed(folder)
+    out = []
+    for tag, name in POPULATIONS.items():
+        try:
+            m = np.asarray(json.loads((folder / f"xp-{tag}-plain.json").read_text())["mean"], float)
+        except OSError:
+            raise PoolError(
+                f"{folder}: xp-{tag}-plain.json is missing (run ers-deep table1 to the end)"
+            ) from None
+        pair = (m + m.T) / 2
+        score = (pair.sum(1) - np.diag(pair)) / (len(m) - 1)
+        best = int(np.argmax(score))
+        out.append((f"{name}: {deployed[tag][best].name} (XP {score[best]:.2f})", deployed[tag][best]))
+    return out
+
+
+def run_action_matrix(opts: ActionMatrixOptions) -> dict[str, Any]:
+    from ers_deep.analysis import action_matrix, matrix_figure
+    from ers_deep.pools import load_pool
+
+    _threads(opts.threads)
+    if opts.table1 is not None:
+        chosen = _best_per_population(Path(opts.table1))
+        out = Path(opts.out) if opts.out else Path(opts.table1) / "analysis"
+    else:
+        assert opts.pool is not None
+        pool = load_pool(opts.pool)
+        chosen = [(p.name, p) for p in _pick(pool, opts.policy)]
+        out = Path(opts.out) if opts.out else pool.path / "analysis"
+    matrices = [
+        {"title": title, **action_matrix(p, opts.games, seed=opts.seed, greedy=opts.greedy)}
+        for title, p in chosen
+    ]
+    result = {"matrices": matrices}
+    files = _write(out, "action-matrix", opts, result)
+    matrix_figure(matrices, files["figure"], [m["title"] for m in matrices])
+    return {**result, "files": files}
+
+
+def show_action_matrix(res: dict[str, Any]) -> None:
+    for m in res["matrices"]:
+        print(f"{m['title']}: {m['transitions']} transitions over {m['games']} games")
+        labels = m["labels"]
+        for b, row in enumerate(m["probabilities"]):
+            if row[0] is None:
+                continue
+            top = max(range(len(row)), key=lambda a: row[a])
+            print(f"  after {labels[b]:<12} -> {labels[top]:<12} {row[top]:.2f}  (n = {m['row_counts'][b]})")
+    print("files: " + ", ".join(res["files"].values()))
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class OPPreservationOptions(Options):
+    """``ers-deep op-preservation``: E[OP^Phi(pi)] against E_phi[OP^Phi(phi(pi))] for a learned set Phi."""
+
+    discovery: str = option(
+        help="a discovery output folder (ers-deep discover --out): Phi = identity + its phi"
+    )
+    pool: str = option(
+        help="a pool of policies trained to maximise OP^Phi (ers-deep train-op --symmetries DIR)"
+    )
+    games: int = option(1000, help="games per pair and seat order", check=at_least(1))
+    seed: int = option(0, help="seed of the games", check=at_least(0))
+    out: str | None = option(
+        None, help="folder of the results", check=output_folder, default_text="POOL/analysis"
+    )
+    threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=at_least(1))
+
+
+def run_op_preservation(opts: OPPreservationOptions) -> dict[str, Any]:
+    from ers_deep.analysis import discovery_folder, op_preservation, preservation_figure
+    from ers_deep.pools import load_pool
+
+    _threads(opts.threads)
+    discovery_folder(opts.discovery)  # refused before the pool is read
+    pool = load_pool(opts.pool)
+    result = op_preservation(opts.discovery, pool, opts.games, seed=opts.seed)
+    files = _write(Path(opts.out) if opts.out else pool.path / "analysis", "op-preservation", opts, result)
+    preservation_figure(result, files["figure"], f"{pool.name}: |Phi| = {len(result['symmetries'])}")
+    return {**result, "files": files}
+
+
+def _line(label: str, r: dict[str, Any]) -> str:
+    op, sh = r["op"], r["shifted"]
+    mc = f" (MC {op['mc_se']:.4f}, {sh['mc_se']:.4f})" if op.get("mc_se") else ""
+    return (
+        f"  {label:<32} E[OP(pi)] = {op['value']:.4f} ± {op['se']:.4f}   "
+        f"E[E_phi OP(phi(pi))] = {sh['value']:.4f} ± {sh['se']:.4f}{mc}"
+    )
+
+
+def show_op_preservation(res: dict[str, Any]) -> None:
+    print(f"Phi = {', '.join(res['symmetries'])}; pool trained with this set: {res['pool_trained_with_set']}")
+    print(_line("deep (Monte Carlo)", res["deep"]))
+    if res.get("learned_exact"):
+        print(_line("exact, learned phi", res["learned_exact"]))
+    if "exact" in res:
+        print(_line("ers-exact, rounded phi", res["exact"]) if res["exact"] else f"  {res['exact_note']}")
+    print("files: " + ", ".join(res["files"].values()))
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class XPDistributionOptions(Options):
+    """``ers-deep xp-distribution``: histograms of pairwise cross-play scores of populations, on one figure."""
+
+    populations: str | None = option(
+        None,
+        help="comma-separated NAME=SOURCE, SOURCE a pool folder (all its policies) or TABLE1_FOLDER:TAG "
+        "(TAG ippo, op-mdp or op-er of an ers-deep table1 run)",
+    )
+    table1: str | None = option(None, help="an ers-deep table1 folder: its three populations")
+    games: int = option(1000, help="games per pair and seat order (pool sources)", check=at_least(1))
+    bins: int = option(20, help="histogram bins", check=at_least(1))
+    seed: int = option(0, help="seed of the games", check=at_least(0))
+    out: str | None = option(
+        None, help="folder of the results", check=output_folder, default_text="TABLE1/analysis, else required"
+    )
+    threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=at_least(1))
+
+    def check(self) -> None:
+        if self.populations is None and self.table1 is None:
+            raise UsageError("give --populations NAME=SOURCE,... or --table1 DIR")
+        if self.populations is not None and self.table1 is not None:
+            raise UsageError(f"--populations {self.populations} and --table1 {self.table1}: give one of them")
+        if self.out is None and self.table1 is None:
+            raise UsageError("--populations needs --out DIR")
+
+
+def run_xp_distribution(opts: XPDistributionOptions) -> dict[str, Any]:
+    from ers_deep.analysis import distribution_figure, parse_populations, table1_sources, xp_distribution
+    from ers_deep.pools import PoolError
+
+    _threads(opts.threads)
+    if opts.table1 is not None:
+        if not Path(opts.table1).is_dir():
+            raise PoolError(f"--table1 {opts.table1}: no such folder (an ers-deep table1 --out folder)")
+        sources = table1_sources(opts.table1)
+        out = Path(opts.out) if opts.out else Path(opts.table1) / "analysis"
+    else:
+        assert opts.populations is not None and opts.out is not None
+        sources = parse_populations(opts.populations.split(","))
+        out = Path(opts.out)
+    result = {"populations": xp_distribution(sources, opts.games, seed=opts.seed)}
+    files = _write(out, "xp-distribution", opts, result)
+    distribution_figure(result["populations"], files["figure"], bins=opts.bins)
+    return {**result, "files": files}
+
+
+def show_xp_distribution(res: dict[str, Any]) -> None:
+    for name, s in res["populations"].items():
+        sp, xp = s["sp"], s["xp"]
+        print(
+            f"  {name:<28} SP {sp['value']:8.3f} ± {sp['se']:.3f}   XP {xp['value']:8.3f} ± {xp['se']:.3f}   "
+            f"pairs {len(s['pairs'])}, bimodality {s['bimodality']:.3f}"
+        )
+    print("files: " + ", ".join(res["files"].values()))

@@ -1,0 +1,140 @@
+"""Conditional action matrices P(a_t^i | a_{t-1}^j): every observed row is a distribution, counts add up per
+seat pair, the labels are the env's moves, the estimate equals the exact conditional of a three-lever policy
+within sampling error, and the command writes JSON beside its config and a heatmap (also from a table1
+folder: the best cross-play agent of each population)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+from ers_deep.analysis import action_labels, action_matrix
+from ers_deep.envs.tabular import TabularEnv
+from ers_deep.nets import NetConfig, build_net
+from ers_deep.pools import Policy, Pool, load_pool
+from ers_deep.train.checkpoint import load_checkpoint, save_checkpoint
+from ers_deep.train.config import make_env, paper_config
+from ers_deep.train.exact import tabular_policies
+
+
+def _check_distributions(m: dict) -> None:
+    counts = np.asarray(m["counts"])
+    A = len(m["labels"])
+    assert counts.shape == (A, A) and counts.sum() == m["transitions"] > 0
+    assert np.array_equal(np.asarray(m["row_counts"]), counts.sum(1))
+    assert np.array_equal(sum(np.asarray(c) for c in m["by_seat"].values()), counts)
+    for b, row in enumerate(m["probabilities"]):
+        if m["row_counts"][b] == 0:
+            assert all(v is None for v in row)
+        else:
+            p = np.asarray(row, float)
+            assert (p >= 0).all() and math.isclose(p.sum(), 1.0, abs_tol=1e-12)
+            assert np.allclose(p, counts[b] / counts[b].sum())
+
+
+def _untrained(env: str, **over: object) -> Policy:
+    cfg = paper_config(env, seeds=(3,), **over)
+    probe = make_env(cfg, 1, seed=0)
+    net = build_net(cfg.net, [3], probe.obs_shape, probe.num_actions).eval()
+    return Policy(net, cfg, 3, f"untrained/{env}")
+
+
+def test_three_lever_matches_the_exact_conditional(lever_inputs: dict[str, Path]) -> None:
+    """Three-lever: agent i sees its partner's last lever b, so P(a_1^i = a | a_0^j = b) is
+    sum_{a'} pi^i(a' | root) pi^i(a | (a', b)) exactly; the estimate of each seat pair is within 5 SE."""
+    policy = load_pool(lever_inputs["sp"]).policies[0]
+    m = action_matrix(policy, 20_000, seed=1)
+    _check_distributions(m)
+    assert m["labels"] == ["L1", "L2", "L3"] and set(m["by_seat"]) == {"1->0", "0->1"}
+    assert m["transitions"] == 2 * 20_000  # one step-1 move per agent per game
+    env = TabularEnv("three-lever")
+    pi = tabular_policies(policy.net, env)[0]
+    for i, j in ((0, 1), (1, 0)):
+        hist = env.tree.local[i]
+        exact = np.zeros((3, 3))
+        for k in np.nonzero(hist.time == 1)[0]:
+            exact[hist.observation[k]] += pi[i][hist.parent[k], hist.action[k]] * pi[i][k]
+        counts = np.asarray(m["by_seat"][f"{j}->{i}"], float)
+        n = counts.sum(1, keepdims=True)
+        est = counts / n
+        se = np.sqrt(exact * (1 - exact) / n) + 1e-3
+        assert (np.abs(est - exact) <= 5 * se).all(), (i, est, exact)
+
+
+def test_hanabi_turns_and_labels() -> None:
+    """Hanabi: only the player who moved at t-1 conditions the next player's move; HLE's move order."""
+    policy = _untrained("hanabi", hanabi_preset="Hanabi-Very-Small", net=NetConfig(kind="mlp", hidden=16))
+    m = action_matrix(policy, 64, seed=0)
+    _check_distributions(m)
+    assert m["labels"][:4] == ["discard 0", "discard 1", "play 0", "play 1"]
+    assert m["labels"][4:] == ["hint R", "hint 1", "hint 2", "hint 3", "hint 4", "hint 5"]
+    assert set(m["by_seat"]) == {"1->0", "0->1"}
+    # every move but each game's first follows the other player's move
+    assert m["transitions"] == m["moves"] - 64
+
+
+def test_overcooked_simultaneous_moves() -> None:
+    """Overcooked V2: both players move at every step, so each of the 399 later steps of a 400-step episode
+    counts once per ordered seat pair."""
+    policy = _untrained("overcooked-v2", net=NetConfig(kind="cnn-gru", hidden=8, conv=4))
+    m = action_matrix(policy, 3, seed=0)
+    _check_distributions(m)
+    assert m["labels"] == ["right", "down", "left", "up", "stay", "interact"]
+    assert m["transitions"] == 2 * 399 * 3 and m["moves"] == 2 * 400 * 3
+    assert action_labels(policy.config) == m["labels"]
+
+
+def test_cli_chosen_policies_of_a_pool(lever_inputs: dict[str, Path], tmp_path: Path) -> None:
+    from ers_deep.cli import main
+
+    out = tmp_path / "am"
+    argv = ["action-matrix", str(lever_inputs["sp"]), "--policy", "0,seed-2", "--games", "500"]
+    assert main([*argv, "--out", str(out)]) == 0
+    result = json.loads((out / "action-matrix.json").read_text())
+    assert [m["policy"] for m in result["matrices"]] == ["sp/seed-0", "sp/seed-2"]
+    assert json.loads((out / "action-matrix-config.json").read_text())["policy"] == "0,seed-2"
+    assert (out / "action-matrix.png").stat().st_size > 5000
+
+
+def test_cli_table1_picks_the_best_cross_play_agent(lever_inputs: dict[str, Path], tmp_path: Path) -> None:
+    """A table1-shaped folder (config, pools, XP matrices): per population the agent with the highest mean XP."""
+    from ers_deep.cli import main
+    from ers_deep.zsc import PopulationConfig
+
+    t1 = tmp_path / "t1"
+    config = PopulationConfig(env="tabular:three-lever", agents=3, k=2, m=1, candidates=1, l=1)
+    t1.mkdir()
+    (t1 / "config.json").write_text(json.dumps(config.to_json()))
+    sp = load_pool(lever_inputs["sp"])
+    # run_table1's layout: sp/ (agent A's seeds 100 A + s), op-mdp/ (100 A + 50), agent-A/op-er/ (100 A + 70)
+    layout = {"sp": (0, 1, 100, 101, 200, 201), "op-mdp": (50, 150, 250)}
+    layout |= {f"agent-{a}/op-er": (100 * a + 70,) for a in range(3)}
+    for name, seeds in layout.items():
+        _fake_pool(sp, t1 / name, seeds)
+    rows = {  # mean XP against the others: the best agent is 2, 0 and 1
+        "ippo": [[1, 0.1, 0.2], [0.1, 1, 0.3], [0.2, 0.3, 1]],
+        "op-mdp": [[1, 0.5, 0.4], [0.5, 1, 0.1], [0.4, 0.1, 1]],
+        "op-er": [[1, 0.5, 0.1], [0.5, 1, 0.4], [0.1, 0.4, 1]],
+    }
+    for tag, mean in rows.items():
+        (t1 / f"xp-{tag}-plain.json").write_text(json.dumps({"mean": mean}))
+    out = tmp_path / "am"
+    assert main(["action-matrix", "--table1", str(t1), "--games", "200", "--out", str(out)]) == 0
+    titles = [m["title"] for m in json.loads((out / "action-matrix.json").read_text())["matrices"]]
+    assert [t.split(":")[0] for t in titles] == ["IPPO", "IPPO + OP-MDP", "IPPO + OP-ER"]
+    assert "sp/seed-200 " in titles[0] and "op-mdp/seed-50 " in titles[1] and "op-er/seed-170 " in titles[2]
+
+
+def _fake_pool(source: Pool, folder: Path, seeds: tuple[int, ...]) -> None:
+    """A pool folder whose policies are ``source``'s first ones saved under the seed numbers ``seeds``."""
+    (folder / "policies").mkdir(parents=True)
+    entries = []
+    for s, p in zip(seeds, itertools.cycle(source.policies)):
+        tensors, meta = load_checkpoint(source.path / "policies" / f"seed-{p.seed}.safetensors")
+        save_checkpoint(folder / "policies" / f"seed-{s}.safetensors", tensors, {**meta, "seed": s})
+        entries.append({"seed": s, "file": f"policies/seed-{s}.safetensors", "self_play": {"mean": 1.0}})
+    (folder / "pool.json").write_text(json.dumps({"env": source.info["env"], "policies": entries}))

@@ -1,0 +1,118 @@
+"""OP-optimality preservation: the Monte-Carlo estimates of E[OP^Phi(pi)] and E_phi[OP^Phi(phi(pi))] agree with
+ers-exact's exact values (the pool's exact policies, the learned phi rounded to ers-exact transformations) on
+the toy game and three-lever within Monte-Carlo error; the exact value of the learned phi networks equals the
+rounded one; the command writes its JSON beside its config and a figure."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ers_deep.analysis import op_preservation
+from ers_deep.analysis.op_preservation import summarise
+from ers_deep.pools import load_pool
+
+GAMES = 4000  # per pair and seat order
+Z = 4.5  # Monte-Carlo tolerance in standard errors
+
+
+class Results(dict):  # game -> op_preservation result, computed when first asked for
+    def __init__(self, request: pytest.FixtureRequest) -> None:
+        super().__init__()
+        self.request = request
+
+    def __missing__(self, game: str) -> dict:
+        paths = self.request.getfixturevalue(
+            {"toy-coordination": "toy_inputs", "three-lever": "lever_inputs"}[game]
+        )
+        self[game] = op_preservation(paths["discovery"], load_pool(paths["op"]), GAMES, seed=0)
+        return self[game]
+
+
+@pytest.fixture(scope="module")
+def results(request: pytest.FixtureRequest) -> Results:
+    """Per game, the analysis of its OP pool (each game's inputs are trained by the first test that reads it)."""
+    return Results(request)
+
+
+def _within_mc(deep: dict, exact: dict, label: str) -> None:
+    """Every policy's and the mean's OP^Phi(pi) and E_phi OP^Phi(phi(pi)) within Z Monte-Carlo errors."""
+    for d, e in zip(deep["policies"], exact["policies"], strict=True):
+        assert d["policy"] == e["policy"]
+        for key in ("op", "shifted"):
+            assert abs(d[key] - e[key]) <= Z * d[f"{key}_mc_se"], (label, d["policy"], key, d[key], e[key])
+    for key in ("op", "shifted"):
+        assert abs(deep[key]["value"] - exact[key]["value"]) <= Z * deep[key]["mc_se"], (label, key)
+        assert 0 < deep[key]["mc_se"] < 0.02
+
+
+@pytest.mark.parametrize("game", ["toy-coordination", "three-lever"])
+def test_deep_estimate_matches_ers_exact(results: Results, game: str) -> None:
+    """The Monte-Carlo estimates against ers-exact's cross_play of the exact policies the learned phi give."""
+    res = results[game]
+    assert res["pool_trained_with_set"]
+    assert res["symmetries"][0] == "identity" and len(res["symmetries"]) == 3  # identity + l = 2 learned
+    _within_mc(res["deep"], res["learned_exact"], game)
+
+
+def test_toy_deep_estimate_matches_rounded_transformations(results: Results) -> None:
+    """Toy game: the learned swap's observation map changes no return, so ers-exact's other_play with the
+    rounded transformations is the same number, and the deep estimate matches it within Monte-Carlo error."""
+    res = results["toy-coordination"]
+    assert res["exact"] is not None and len(res["exact"]["transformations"]) == 3
+    _within_mc(res["deep"], res["exact"], "toy rounded")
+    for a, b in zip(res["learned_exact"]["policies"], res["exact"]["policies"]):
+        assert np.allclose(a["shifted_by_phi"], b["shifted_by_phi"], atol=1e-9) and a["op"] == pytest.approx(
+            b["op"]
+        )
+
+
+def test_three_lever_rounding_gap_is_small(results: Results) -> None:
+    """Three-lever: the learned lever relabellings round to exact transformations (softmax rows, not
+    permutations), and the exact OP values of the learned and the rounded set differ by the rounding only."""
+    res = results["three-lever"]
+    assert res["exact"] is not None
+    for a, b in zip(res["learned_exact"]["policies"], res["exact"]["policies"]):
+        assert a["op"] == pytest.approx(b["op"], abs=0.03)
+        assert np.allclose(a["shifted_by_phi"], b["shifted_by_phi"], atol=0.06)
+
+
+@pytest.mark.parametrize("game", ["toy-coordination", "three-lever"])
+def test_identity_entry_is_op_itself(results: Results, game: str) -> None:
+    """phi = identity (first in Phi) gives OP^Phi(phi(pi)) = OP^Phi(pi), exactly in both exact columns."""
+    for column in ("exact", "learned_exact"):
+        for row in results[game][column]["policies"]:
+            assert row["shifted_by_phi"][0] == pytest.approx(row["op"], abs=1e-9)
+
+
+def test_summary_is_the_mean_over_policies() -> None:
+    rows = [
+        {"op": 1.0, "op_mc_se": 0.3, "shifted": 0.5, "shifted_mc_se": 0.4},
+        {"op": 3.0, "op_mc_se": 0.4, "shifted": 0.5, "shifted_mc_se": 0.3},
+    ]
+    s = summarise(rows)
+    assert s["op"]["value"] == 2.0 and s["op"]["se"] == pytest.approx(1.0)
+    assert s["op"]["mc_se"] == pytest.approx(0.25) and s["shifted"]["se"] == 0.0
+    assert s["gap"] == pytest.approx(1.5)
+
+
+def test_self_play_pool_is_flagged(toy_inputs: dict[str, Path]) -> None:
+    res = op_preservation(toy_inputs["discovery"], load_pool(toy_inputs["sp"]), 200, seed=1)
+    assert not res["pool_trained_with_set"]
+    assert len(res["deep"]["policies"]) == 4 and math.isfinite(res["deep"]["op"]["value"])
+
+
+def test_cli_writes_json_config_and_figure(toy_inputs: dict[str, Path], tmp_path: Path) -> None:
+    from ers_deep.cli import main
+
+    out = tmp_path / "opp"
+    argv = ["op-preservation", "--discovery", str(toy_inputs["discovery"]), "--pool", str(toy_inputs["op"])]
+    assert main([*argv, "--games", "300", "--out", str(out)]) == 0
+    result = json.loads((out / "op-preservation.json").read_text())
+    assert json.loads((out / "op-preservation-config.json").read_text())["games"] == 300
+    assert set(result) >= {"deep", "exact", "learned_exact", "symmetries", "pool_trained_with_set"}
+    assert (out / "op-preservation.png").stat().st_size > 5000

@@ -1,0 +1,78 @@
+"""Pairwise cross-play distributions: the pairs of a matrix, Sarle's bimodality coefficient against scipy's
+skewness and kurtosis, population sources (pools and table1 folders), and the command's files."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from ers_deep.analysis import (
+    bimodality,
+    pairwise_scores,
+    parse_populations,
+    population_matrix,
+    population_summary,
+    table1_sources,
+)
+from ers_deep.pools import PoolError, load_pool
+
+
+def test_pairs_are_the_seat_symmetrised_upper_triangle() -> None:
+    m = {"rows": ["a", "b", "c"], "mean": [[5.0, 1.0, 2.0], [3.0, 6.0, 4.0], [0.0, 8.0, 7.0]]}
+    assert pairwise_scores(m).tolist() == [2.0, 1.0, 6.0]
+    s = population_summary(m)
+    assert s["sp"]["value"] == 6.0 and s["sp"]["se"] == pytest.approx(1 / math.sqrt(3))
+    assert s["xp"]["value"] == 3.0 and s["agents"] == ["a", "b", "c"]
+
+
+def test_bimodality_coefficient() -> None:
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=200)
+    g, k = stats.skew(x, bias=False), stats.kurtosis(x, bias=False)
+    assert bimodality(x) == pytest.approx((g * g + 1) / (k + 3 * 199**2 / (198 * 197)))
+    assert bimodality(x) < 5 / 9 < bimodality(np.r_[rng.normal(0, 1, 100), rng.normal(10, 1, 100)])
+    assert math.isnan(bimodality(np.ones(10))) and math.isnan(bimodality(np.arange(3.0)))
+
+
+def test_sources(lever_inputs: dict[str, Path], tmp_path: Path) -> None:
+    pool = load_pool(lever_inputs["sp"])
+    m = population_matrix(str(lever_inputs["sp"]), 300, seed=0)
+    assert len(m["mean"]) == len(pool.policies) and m["source"] == str(pool.path)
+    t1 = tmp_path / "t1"
+    t1.mkdir()
+    (t1 / "xp-op-er-plain.json").write_text(json.dumps({"rows": ["x", "y"], "mean": [[1, 0], [0, 1]]}))
+    assert population_matrix(f"{t1}:op-er", 10)["mean"] == [[1, 0], [0, 1]]
+    with pytest.raises(PoolError, match=r"xp-ippo-plain\.json"):
+        population_matrix(f"{t1}:ippo", 10)
+    assert list(table1_sources(t1)) == ["IPPO", "IPPO + OP-MDP", "IPPO + OP-ER"]
+    assert parse_populations(["a=x", "b=y:op-er"]) == {"a": "x", "b": "y:op-er"}
+    for bad in (["a"], ["a=x", "a=y"], ["=x"]):
+        with pytest.raises(PoolError):
+            parse_populations(bad)
+
+
+def test_cli_writes_json_config_and_figure(lever_inputs: dict[str, Path], tmp_path: Path) -> None:
+    from ers_deep.cli import main
+
+    t1 = tmp_path / "t1"
+    t1.mkdir()
+    for k, tag in enumerate(("ippo", "op-mdp", "op-er")):
+        mean = np.full((4, 4), float(k)) + 2 * np.eye(4)
+        (t1 / f"xp-{tag}-plain.json").write_text(json.dumps({"rows": list("abcd"), "mean": mean.tolist()}))
+    out = tmp_path / "xpd"
+    sources = f"pool={lever_inputs['sp']},er={t1}:op-er"
+    assert main(["xp-distribution", "--populations", sources, "--games", "200", "--out", str(out)]) == 0
+    result = json.loads((out / "xp-distribution.json").read_text())["populations"]
+    assert list(result) == ["pool", "er"]
+    assert result["er"]["sp"]["value"] == 4.0 and result["er"]["xp"]["value"] == 2.0
+    assert len(result["pool"]["pairs"]) == 6
+    assert json.loads((out / "xp-distribution-config.json").read_text())["populations"] == sources
+    assert (out / "xp-distribution.png").stat().st_size > 5000
+    assert main(["xp-distribution", "--table1", str(t1)]) == 0
+    table = json.loads((t1 / "analysis" / "xp-distribution.json").read_text())["populations"]
+    assert [table[n]["xp"]["value"] for n in table] == [0.0, 1.0, 2.0]
