@@ -185,29 +185,40 @@ def exact_op_preservation(
 
 
 def preservation_figure(result: dict[str, Any], path: str | Path, title: str = "") -> Path:
-    """Per policy, OP^Phi(pi) and E_phi OP^Phi(phi(pi)) as bars with Monte-Carlo error bars (2 SE), and the
-    exact values (ers-exact, rounded phi) as markers when present; the means over policies last."""
+    """Per policy (and their mean, last), OP^Phi(pi) and E_phi OP^Phi(phi(pi)) side by side: the Monte-Carlo
+    estimates with 2-SE error bars, the exact values of the learned phi (open circles) and ers-exact's with the
+    rounded phi (black dashes) when present; the y axis is zoomed onto the values."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    deep, exact = result["deep"], result.get("exact")
+    deep = result["deep"]
     rows = deep["policies"]
     names = [r["policy"].split("/")[-1] for r in rows] + ["mean"]
     x = np.arange(len(names))
-    fig, ax = plt.subplots(figsize=(2.0 + 0.9 * len(names), 3.2), dpi=100)
-    for off, key, label in ((-0.18, "op", "OP^Phi(pi)"), (0.18, "shifted", "E_phi OP^Phi(phi(pi))")):
+    fig, ax = plt.subplots(figsize=(2.2 + 0.8 * len(names), 3.2), dpi=100)
+    styles = (
+        ("op", -0.15, "C0", r"$\mathrm{OP}^\Phi(\pi)$"),
+        ("shifted", 0.15, "C1", r"$E_\phi\,\mathrm{OP}^\Phi(\phi(\pi))$"),
+    )
+    for key, off, colour, label in styles:
         vals = [r[key] for r in rows] + [deep[key]["value"]]
         errs = [2 * r[f"{key}_mc_se"] for r in rows] + [2 * deep[key]["mc_se"]]
-        ax.bar(x + off, vals, 0.34, yerr=errs, capsize=2, label=f"{label} (deep, 2 SE)")
-        if exact is not None:
-            ex = [r[key] for r in exact["policies"]] + [exact[key]["value"]]
-            ax.plot(x + off, ex, "k_", ms=14, mew=2, label="ers-exact (rounded phi)" if key == "op" else None)
+        ax.errorbar(
+            x + off, vals, errs, fmt="o", color=colour, ms=4, capsize=3, label=f"{label}, deep (2 SE)"
+        )
+        for column, marker in (("learned_exact", "o"), ("exact", "_")):
+            if result.get(column):
+                ex = [r[key] for r in result[column]["policies"]] + [result[column][key]["value"]]
+                face = "none" if marker == "o" else "k"
+                which = "exact, learned phi" if column == "learned_exact" else "ers-exact, rounded phi"
+                ax.plot(x + off, ex, marker, mfc=face, mec="k", color="k", ms=9 if marker == "o" else 14,
+                        mew=1.2, ls="none", label=which if key == "op" else None)  # fmt: skip
     ax.set_xticks(x, names, fontsize=7)
     ax.set_ylabel("expected return", fontsize=8)
     ax.set_title(title or "OP optimality under the learned set", fontsize=9)
-    ax.legend(fontsize=6, loc="lower right")
+    ax.legend(fontsize=6)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     fig.savefig(path)

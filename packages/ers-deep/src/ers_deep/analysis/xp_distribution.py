@@ -109,8 +109,8 @@ def population_summary(matrix: dict[str, Any]) -> dict[str, Any]:
 def distribution_figure(
     summaries: dict[str, dict[str, Any]], path: str | Path, title: str = "", bins: int = 20
 ) -> Path:
-    """Histograms of every population's pairwise XP scores on one axis (shared bins), mean SP and mean XP in
-    the legend, each mean XP as a dashed line."""
+    """Histograms of every population's pairwise XP scores on one axis (shared bins, each bar the fraction of
+    that population's pairs), mean SP and mean XP in the legend, each mean XP as a dashed line."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -124,10 +124,12 @@ def distribution_figure(
         colour = f"C{k}"
         sp, xp = s["sp"], s["xp"]
         label = f"{name}: SP {sp['value']:.2f} ± {sp['se']:.2f}, XP {xp['value']:.2f} (n = {len(s['pairs'])})"
-        ax.hist(s["pairs"], bins=edges.tolist(), alpha=0.55, color=colour, label=label)
+        pairs = np.asarray(s["pairs"], float)
+        weights = np.full(pairs.size, 1.0 / pairs.size)  # fractions: populations of different sizes compare
+        ax.hist(pairs, bins=edges.tolist(), weights=weights, alpha=0.55, color=colour, label=label)
         ax.axvline(xp["value"], color=colour, ls="--", lw=1)
     ax.set_xlabel("pairwise cross-play score", fontsize=8)
-    ax.set_ylabel("pairs", fontsize=8)
+    ax.set_ylabel("fraction of pairs", fontsize=8)
     ax.set_title(title or "cross-play score distribution", fontsize=9)
     ax.legend(fontsize=6)
     fig.tight_layout()

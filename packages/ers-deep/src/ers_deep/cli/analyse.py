@@ -181,7 +181,8 @@ def run_op_preservation(opts: OPPreservationOptions) -> dict[str, Any]:
     pool = load_pool(opts.pool)
     result = op_preservation(opts.discovery, pool, opts.games, seed=opts.seed)
     files = _write(Path(opts.out) if opts.out else pool.path / "analysis", "op-preservation", opts, result)
-    preservation_figure(result, files["figure"], f"{pool.name}: |Phi| = {len(result['symmetries'])}")
+    title = f"{pool.info['env']}: {len(pool.policies)} OP policies, |Phi| = {len(result['symmetries'])} (identity incl.)"
+    preservation_figure(result, files["figure"], title)
     return {**result, "files": files}
 
 
@@ -247,7 +248,9 @@ def run_xp_distribution(opts: XPDistributionOptions) -> dict[str, Any]:
         out = Path(opts.out)
     result = {"populations": xp_distribution(sources, opts.games, seed=opts.seed)}
     files = _write(out, "xp-distribution", opts, result)
-    distribution_figure(result["populations"], files["figure"], bins=opts.bins)
+    envs = sorted({str(v["matrix"].get("env", "")) for v in result["populations"].values()} - {""})
+    title = "cross-play score distribution" + (f" ({', '.join(envs)})" if envs else "")
+    distribution_figure(result["populations"], files["figure"], title, bins=opts.bins)
     return {**result, "files": files}
 
 
