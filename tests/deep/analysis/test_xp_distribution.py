@@ -67,8 +67,10 @@ def test_cli_writes_json_config_and_figure(lever_inputs: dict[str, Path], tmp_pa
     out = tmp_path / "xpd"
     sources = f"pool={lever_inputs['sp']},er={t1}:op-er"
     assert main(["xp-distribution", "--populations", sources, "--games", "200", "--out", str(out)]) == 0
-    result = json.loads((out / "xp-distribution.json").read_text())["populations"]
+    text = (out / "xp-distribution.json").read_text()
+    result = json.loads(text)["populations"]
     assert list(result) == ["pool", "er"]
+    assert "NaN" not in text and result["er"]["bimodality"] is None  # equal pairs: no coefficient, strict JSON
     assert result["er"]["sp"]["value"] == 4.0 and result["er"]["xp"]["value"] == 2.0
     assert len(result["pool"]["pairs"]) == 6
     assert json.loads((out / "xp-distribution-config.json").read_text())["populations"] == sources

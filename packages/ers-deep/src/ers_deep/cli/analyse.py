@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +26,19 @@ __all__ = [
 ]
 
 
+def _plain(x: Any) -> Any:
+    """``x`` with every NaN float replaced by None (strict JSON: ``null``)."""
+    if isinstance(x, float) and math.isnan(x):
+        return None
+    if isinstance(x, dict):
+        return {k: _plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_plain(v) for v in x]
+    return x
+
+
 def _write(out: Path, name: str, opts: Options, result: dict[str, Any]) -> dict[str, str]:
-    """``OUT/NAME.json`` (the result) beside ``OUT/NAME-config.json`` (the options); their paths."""
+    """``OUT/NAME.json`` (the result, NaN as null) beside ``OUT/NAME-config.json`` (the options); their paths."""
     from ers_deep.train.checkpoint import atomic_write_bytes
 
     out.mkdir(parents=True, exist_ok=True)
@@ -36,7 +48,8 @@ def _write(out: Path, name: str, opts: Options, result: dict[str, Any]) -> dict[
         "figure": out / f"{name}.png",
     }
     atomic_write_bytes(files["config"], json.dumps(opts.to_json(), indent=2).encode())
-    atomic_write_bytes(files["json"], json.dumps(result, indent=2, default=str).encode())
+    text = json.dumps(_plain(result), indent=2, default=str, allow_nan=False)
+    atomic_write_bytes(files["json"], text.encode())
     return {k: str(v) for k, v in files.items()}
 
 
