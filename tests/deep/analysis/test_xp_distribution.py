@@ -70,7 +70,9 @@ def test_cli_writes_json_config_and_figure(lever_inputs: dict[str, Path], tmp_pa
     text = (out / "xp-distribution.json").read_text()
     result = json.loads(text)["populations"]
     assert list(result) == ["pool", "er"]
-    assert "NaN" not in text and result["er"]["bimodality"] is None  # equal pairs: no coefficient, strict JSON
+    assert (
+        "NaN" not in text and result["er"]["bimodality"] is None
+    )  # equal pairs: no coefficient, strict JSON
     assert result["er"]["sp"]["value"] == 4.0 and result["er"]["xp"]["value"] == 2.0
     assert len(result["pool"]["pairs"]) == 6
     assert json.loads((out / "xp-distribution-config.json").read_text())["populations"] == sources
