@@ -26,7 +26,7 @@ from ers_deep.train.config import TrainConfig
 from ers_deep.train.evaluate import Agent, play
 from ers_exact.interface import Estimate, PopulationRow, ZSCReport
 
-__all__ = ["crossplay_matrix", "env_symmetries", "heatmap", "population_report", "xp_estimates"]
+__all__ = ["crossplay_matrix", "env_symmetries", "heatmap", "mean_se", "population_report", "xp_estimates"]
 
 
 def env_symmetries(config: TrainConfig) -> tuple[IndexSymmetry, ...]:
@@ -106,14 +106,19 @@ def crossplay_matrix(
     }
 
 
-def _estimate(values: np.ndarray, median: bool, seed: int) -> Estimate:
-    if values.size == 0:
+def mean_se(values: Sequence[float] | np.ndarray) -> Estimate:
+    """The mean of ``values`` with its standard error std(ddof=1) / sqrt(n) (NaN when n < 2; both NaN when
+    there are none)."""
+    arr = np.asarray(values, dtype=float)
+    if arr.size == 0:
         return Estimate(math.nan, math.nan)
-    if not median:
-        return Estimate(
-            float(values.mean()),
-            float(values.std(ddof=1) / math.sqrt(values.size)) if values.size > 1 else math.nan,
-        )
+    se = float(arr.std(ddof=1) / math.sqrt(arr.size)) if arr.size > 1 else math.nan
+    return Estimate(float(arr.mean()), se)
+
+
+def _estimate(values: np.ndarray, median: bool, seed: int) -> Estimate:
+    if values.size == 0 or not median:
+        return mean_se(values)
     rng = np.random.default_rng(seed)
     boot = [np.median(rng.choice(values, size=values.size)) for _ in range(500)]
     return Estimate(float(np.median(values)), float(np.std(boot)))

@@ -24,10 +24,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from ers_deep.nets import masked_logits
 from ers_deep.pools import Policy
 from ers_deep.train.config import TrainConfig, make_env
-from ers_deep.train.evaluate import MAX_STEPS, Agent
+from ers_deep.train.evaluate import Agent, play
 
 __all__ = ["OVERCOOKED_ACTIONS", "action_labels", "action_matrix", "matrix_figure", "record_actions"]
 
@@ -67,39 +66,17 @@ def record_actions(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Self-play of ``policy`` in every seat for the first episode of ``games`` games: (actions [T, B, P],
     acting [T, B, P] bool: the player moved, counted [T, B] bool: the step belongs to the first episode)."""
-    config = policy.config
-    env = make_env(config, games, seed=seed)
-    env.reset(seed=seed)
-    P, dev = env.num_agents, env.device
-    agent = Agent(policy.net)
-    gen = torch.Generator(device=dev).manual_seed(seed + 1)
-    hidden = [agent.initial_state(games, dev) for _ in range(P)]
-    first = torch.ones(games, dtype=torch.bool, device=dev)
-    finished = torch.zeros(games, dtype=torch.bool, device=dev)
-    actions, acting, counted = [], [], []
-    for _ in range(MAX_STEPS):
-        obs, legal = env.observe(), env.legal_mask()
-        moves = legal.any(-1)  # [B, P]: Hanabi's non-acting players have no legal move
-        legal = legal | ~moves[..., None]
-        step = []
-        for i in range(P):
-            logits, hidden[i] = agent.logits(obs[:, i], first, hidden[i])
-            logits = masked_logits(logits, legal[:, i])
-            if greedy:
-                step.append(logits.argmax(-1))
-            else:
-                step.append(torch.multinomial(torch.softmax(logits, -1), 1, generator=gen)[:, 0])
-        a = torch.stack(step, 1)
-        actions.append(a.cpu())
+    actions: list[torch.Tensor] = []
+    acting: list[torch.Tensor] = []
+    counted: list[torch.Tensor] = []
+
+    def keep(joint: torch.Tensor, moves: torch.Tensor, running: torch.Tensor) -> None:
+        actions.append(joint.cpu())
         acting.append(moves.cpu())
-        counted.append((~finished).cpu())
-        out = env.step(a)
-        finished |= out.done
-        first = out.done
-        if bool(finished.all()):
-            break
-    else:
-        raise RuntimeError(f"{games} games did not all end within {MAX_STEPS} steps")
+        counted.append(running.cpu())
+
+    seats = make_env(policy.config, 1, seed=0).num_agents
+    play([Agent(policy.net)] * seats, policy.config, games, greedy=greedy, seed=seed, record=keep)
     return torch.stack(actions).numpy(), torch.stack(acting).numpy(), torch.stack(counted).numpy()
 
 

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ers_deep.crossplay import mean_se
 from ers_deep.discovery import compose
 from ers_deep.envs.symmetry import Symmetry
 from ers_deep.envs.tabular import TabularEnv
@@ -110,9 +111,10 @@ def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     for key in ("op", "shifted"):
         vals = np.array([r[key] for r in rows], float)
         mc = [r.get(f"{key}_mc_se", 0.0) for r in rows]
+        est = mean_se(vals)
         out[key] = {
-            "value": float(vals.mean()),
-            "se": float(vals.std(ddof=1) / math.sqrt(vals.size)) if vals.size > 1 else math.nan,
+            "value": est.value,
+            "se": est.se,
             "mc_se": math.sqrt(sum(s * s for s in mc)) / len(mc),
         }
     out["gap"] = out["op"]["value"] - out["shifted"]["value"]

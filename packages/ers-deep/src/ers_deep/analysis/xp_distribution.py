@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ers_deep.crossplay import crossplay_matrix
+from ers_deep.crossplay import crossplay_matrix, mean_se
 from ers_deep.pools import PoolError, load_pool
 from ers_deep.zsc import POPULATIONS
 
@@ -89,8 +89,8 @@ def bimodality(values: np.ndarray) -> float:
 
 
 def _mean_se(v: np.ndarray) -> dict[str, float]:
-    se = float(v.std(ddof=1) / math.sqrt(v.size)) if v.size > 1 else math.nan
-    return {"value": float(v.mean()), "se": se}
+    est = mean_se(v)
+    return {"value": est.value, "se": est.se}
 
 
 def population_summary(matrix: dict[str, Any]) -> dict[str, Any]:

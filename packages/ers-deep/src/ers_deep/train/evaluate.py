@@ -13,7 +13,7 @@ of pi at phi_O(o), mapped back to the original actions (phi_A^-1); illegal actio
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -59,9 +59,17 @@ class Agent:
 
 @torch.no_grad()
 def play(
-    agents: Sequence[Agent], config: TrainConfig, games: int, *, greedy: bool = False, seed: int = 0
+    agents: Sequence[Agent],
+    config: TrainConfig,
+    games: int,
+    *,
+    greedy: bool = False,
+    seed: int = 0,
+    record: Callable[[Tensor, Tensor, Tensor], None] | None = None,
 ) -> dict[str, float]:
-    """Play ``games`` complete episodes with ``agents[i]`` in seat i; mean team return and standard error."""
+    """Play ``games`` complete episodes with ``agents[i]`` in seat i; mean team return and standard error.
+    ``record(actions [B, P], acting [B, P], running [B])`` sees every joint step before the env plays it
+    (``acting``: the seats whose move counts; ``running``: the games whose first episode is still on)."""
     env = make_env(config, games, seed=seed)
     env.reset(seed=seed)
     P, dev = env.num_agents, env.device
@@ -84,7 +92,10 @@ def play(
                 actions.append(logits.argmax(-1))
             else:
                 actions.append(torch.multinomial(torch.softmax(logits, -1), 1, generator=gen)[:, 0])
-        out = env.step(torch.stack(actions, 1))
+        joint = torch.stack(actions, 1)
+        if record is not None:
+            record(joint, acting[..., 0], ~finished)
+        out = env.step(joint)
         total += torch.where(finished, 0.0, out.reward.double())
         finished |= out.done
         first = out.done

@@ -21,14 +21,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ers_deep.crossplay import crossplay_matrix, env_symmetries, heatmap, xp_estimates
+from ers_deep.crossplay import crossplay_matrix, env_symmetries, heatmap, mean_se, xp_estimates
 from ers_deep.discovery import discover
 from ers_deep.envs.symmetry import Symmetry
 from ers_deep.other_play import op_symmetries, train_op_pool
@@ -152,9 +151,7 @@ def _op_objective(
             runs.append(play(pair, p.config, games, seed=seed + 31 * k)["mean"])
             runs.append(play(pair[::-1], p.config, games, seed=seed + 31 * k + 1)["mean"])
         values.append(float(np.mean(runs)))
-    arr = np.asarray(values)
-    se = float(arr.std(ddof=1) / math.sqrt(arr.size)) if arr.size > 1 else math.nan
-    return Estimate(float(arr.mean()), se)
+    return mean_se(values)
 
 
 def _row(
@@ -234,9 +231,8 @@ def run_table1(
 
 
 def _mean_se(values: Sequence[float]) -> dict[str, float]:
-    arr = np.asarray(values, dtype=float)
-    se = float(arr.std(ddof=1) / math.sqrt(arr.size)) if arr.size > 1 else math.nan
-    return {"value": float(arr.mean()), "se": se}
+    est = mean_se(values)
+    return {"value": est.value, "se": est.se}
 
 
 def run_table2(
