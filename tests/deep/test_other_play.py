@@ -5,7 +5,6 @@ OP pools are ordinary pools (crossplay, resume); the symmetriser is invariant un
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,17 +22,9 @@ from ers_deep.train.config import TrainConfig, paper_config
 from ers_deep.train.evaluate import Agent
 from ers_deep.train.ippo import Learner
 from ers_exact.util.options import UsageError
+from tests.deep.threads import one_thread  # noqa: F401 (autouse: a busy CPU made a torch.cat 1000x slower)
 
 TOY = "tabular:toy-coordination"
-
-
-@pytest.fixture(autouse=True)
-def _one_thread() -> Iterator[None]:
-    """One torch thread: on a busy shared CPU, two threads made a 6M-entry torch.cat take 1.4 s, not 1.4 ms."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def _toy(**kw: object) -> TrainConfig:

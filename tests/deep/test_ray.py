@@ -15,6 +15,7 @@ from ers_deep.cli import main
 from ers_deep.pools import RayError, load_pool, train_pool, train_pool_ray
 from ers_deep.train.checkpoint import load_checkpoint
 from ers_deep.train.config import paper_config
+from tests.deep.threads import single_thread
 
 ray = pytest.importorskip("ray")
 
@@ -36,12 +37,8 @@ def test_ray_pool_equals_one_seed_pools(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "rp" / "pool.json").read_text()) == info
     assert info["training"]["finished"] and info["training"]["ray"]["tasks"] == 2
     # each seed equals the in-process pool of that seed alone (same thread count), bit for bit
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with single_thread():
         alone = train_pool(_config((4,)), tmp_path / "alone", eval_games=200)
-    finally:
-        torch.set_num_threads(threads)
     a, _ = load_checkpoint(tmp_path / "alone" / "policies" / "seed-4.safetensors")
     b, _ = load_checkpoint(tmp_path / "rp" / "policies" / "seed-4.safetensors")
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)

@@ -4,17 +4,15 @@ deep discovery output and an other-play pool trained with the discovered set (th
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-import torch
 
 from ers_deep.discovery import TABULAR_SETTINGS, DeepDiscoveryConfig, discover
 from ers_deep.other_play import train_op_pool
 from ers_deep.pools import load_pool, train_pool
 from ers_deep.train.config import paper_config
+from tests.deep.threads import one_thread, single_thread  # noqa: F401 (one_thread: autouse)
 
 #: per game: (self-play seeds, updates of SP and OP, discovery candidates, kept, discovery steps per candidate)
 SETTINGS = {
@@ -22,23 +20,6 @@ SETTINGS = {
     # three transpositions of the levers, one per candidate; the two best kept (converged: distance < 0.01)
     "three-lever": ((0, 1, 2, 3), 80, 3, 2, 150_000),
 }
-
-
-@contextmanager
-def single_thread() -> Iterator[None]:
-    """Torch with one CPU thread inside the block (package fixtures run before ``one_thread``)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
-
-
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    with single_thread():
-        yield
 
 
 def _op_inputs(root: Path, game: str) -> dict[str, Path]:

@@ -4,39 +4,20 @@ discovery run, trained once for the package (end to end, round trips and the CLI
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-import torch
 
 from ers_deep.discovery import DeepDiscoveryConfig, discover
 from ers_deep.pools import load_pool, train_pool
 from ers_deep.train.config import paper_config
 from ers_exact.interface import DiscoveryResult
+from tests.deep.threads import one_thread, single_thread  # noqa: F401 (one_thread: autouse)
 
 #: the toy game's discovery run: 3 candidates (all carry the one action swap), 2 kept
 TOY_DISCOVERY = DeepDiscoveryConfig(
     candidates=3, top=2, num_envs=256, num_steps=4, lr=0.01, total_env_steps=60_000, eval_games=300
 )
-
-
-@contextmanager
-def single_thread() -> Iterator[None]:
-    """Torch with one CPU thread inside the block (module and package fixtures run before ``one_thread``)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
-
-
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    with single_thread():
-        yield
 
 
 @pytest.fixture(scope="package")

@@ -18,7 +18,7 @@ from ers_exact.interface import DiscoveryResult, LearnedTransformation, Transfor
 from ers_exact.model.histories import enumerate_histories
 from ers_exact.solve.fixed_points import solve_fixed_points
 from ers_exact.symmetry.er import er_symmetries
-from tests.deep.discovery.conftest import single_thread
+from tests.deep.threads import single_thread
 
 ALPHA = 0.25
 TOY_SWAP_ACTIONS = ((1, 0), (1, 0))
