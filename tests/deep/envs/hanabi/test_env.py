@@ -108,10 +108,10 @@ def test_bad_decks_are_rejected() -> None:
         env.reset(decks=torch.zeros(2, 50, dtype=torch.long))
 
 
-@pytest.mark.parametrize("index_resets", [True, False])
-def test_reset_games_only_touches_masked_games(index_resets: bool) -> None:
-    env = HanabiEnv(batch_size=8, seed=0)
-    env._index_resets = index_resets  # False exercises the sync-free torch.where path used on GPUs
+@pytest.mark.parametrize("branch_free", [False, True])
+def test_reset_games_only_touches_masked_games(branch_free: bool) -> None:
+    # branch_free exercises the sync-free torch.where path used on GPUs
+    env = HanabiEnv(batch_size=8, seed=0, branch_free=branch_free)
     gen = torch.Generator().manual_seed(0)
     for _ in range(3):
         env.step(_random_legal(env, gen))
@@ -127,12 +127,11 @@ def test_reset_games_only_touches_masked_games(index_resets: bool) -> None:
     assert torch.equal(s.hand[mask].reshape(4, -1), s.deck[mask][:, :10])
 
 
-@pytest.mark.parametrize("index_resets", [True, False])
-def test_auto_reset_stays_equal_to_hle(index_resets: bool) -> None:
+@pytest.mark.parametrize("branch_free", [False, True])
+def test_auto_reset_stays_equal_to_hle(branch_free: bool) -> None:
     """Auto-reset (both reset paths) keeps every game equal to HLE, final scores included."""
     cfg = HanabiConfig()
-    env = HanabiEnv(cfg, batch_size=16, seed=3, auto_reset=True)
-    env._index_resets = index_resets
+    env = HanabiEnv(cfg, batch_size=16, seed=3, auto_reset=True, branch_free=branch_free)
     gen = torch.Generator().manual_seed(3)
     games = [HLEGame(cfg) for _ in range(16)]
     for b, g in enumerate(games):

@@ -217,11 +217,15 @@ def test_observation_shape_and_seed(paper: bool, channels: int) -> None:
     assert full.shape == (4, 2, 5, 8, 40)
 
 
-def test_random_positions_in_own_rooms_and_auto_reset() -> None:
-    env = OvercookedV2Env(batch_size=256, seed=1, max_steps=10)
+@pytest.mark.parametrize("branch_free", [False, True])
+def test_random_positions_in_own_rooms_and_auto_reset(branch_free: bool) -> None:
+    env = OvercookedV2Env(batch_size=256, seed=1, max_steps=10, branch_free=branch_free)
     s = env.state
     assert (s.pos[:, 0, 0] <= 2).all() and (s.pos[:, 1, 0] >= 5).all()
     assert len({tuple(p) for p in s.pos[:, 0].tolist()}) == 6  # all 6 cells of the left room are used
     for _ in range(10):
         out = env.step(torch.zeros(256, 2, dtype=torch.long))
     assert out.done.all() and (env.state.step == 0).all()
+    s = env.state  # the restarted games are fresh episodes in the agents' own rooms
+    assert (s.pos[:, 0, 0] <= 2).all() and (s.pos[:, 1, 0] >= 5).all()
+    assert (s.inv == 0).all() and (s.items == 0).all() and not s.new_correct_delivery.any()

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ers_deep.bench.runner import random_legal_runner, reference_in_subprocess
 from ers_deep.bench.timing import jaxmarl_available, profile_steps, throughput, time_jax_rollout, time_steps
 from ers_deep.envs.hanabi.config import HanabiConfig, resolve_config
 from ers_deep.envs.hanabi.env import HanabiEnv
@@ -23,19 +24,29 @@ REFERENCES = ("hle", "jaxmarl")
 
 
 def _hanabi_runner(
-    cfg: HanabiConfig, batch: int, device: str, seed: int, check_legal: bool
-) -> tuple[HanabiEnv, Callable[[int], None]]:
-    """A Hanabi env (auto-reset on) and ``run(n)``: n batched steps of random legal moves."""
-    env = HanabiEnv(cfg, batch_size=batch, device=device, seed=seed, auto_reset=True, check_legal=check_legal)
-    gen = torch.Generator(device=env.device).manual_seed(seed + 1)
+    cfg: HanabiConfig,
+    batch: int,
+    device: str,
+    seed: int,
+    check_legal: bool,
+    mode: str = "eager",
+    unroll: int = 1,
+) -> tuple[HanabiEnv, Callable[[int], None], dict[str, Any]]:
+    """A Hanabi env (auto-reset on), ``run(n)``: n batched steps of random legal moves in ``mode``
+    (``bench.runner``), and how it runs. The fast modes need the branch-free env without per-step checks."""
+    eager = mode == "eager"
+    env = HanabiEnv(
+        cfg,
+        batch_size=batch,
+        device=device,
+        seed=seed,
+        auto_reset=True,
+        check_legal=check_legal and eager,
+        branch_free=None if eager else True,
+    )
     env.reset()
-
-    def run(n: int) -> None:
-        for _ in range(n):
-            keys = torch.rand(batch, cfg.num_moves, generator=gen, device=env.device)
-            env.step((keys * env._legal_cur).argmax(1))
-
-    return env, run
+    run, how = random_legal_runner(env, mode, unroll, seed)
+    return env, run, how
 
 
 def bench_ers(
@@ -46,11 +57,16 @@ def bench_ers(
     seed: int = 0,
     warmup: int = 5,
     check_legal: bool = True,
+    mode: str = "eager",
+    unroll: int = 1,
+    repeats: int = 1,
 ) -> dict[str, Any]:
-    """Env-steps/s of ``HanabiEnv`` (auto-reset on) over ``steps`` batched steps after ``warmup`` steps."""
-    env, run = _hanabi_runner(resolve_config(config), batch, device, seed, check_legal)
-    seconds = time_steps(run, steps, env.device, warmup)
-    return throughput(batch, steps, seconds, env.device)
+    """Env-steps/s of ``HanabiEnv`` (auto-reset on) over ``steps`` batched steps (rounded up to a multiple of
+    ``unroll``) after ``warmup`` steps, in ``mode`` (``ers_deep.accel``), the best of ``repeats``."""
+    env, run, how = _hanabi_runner(resolve_config(config), batch, device, seed, check_legal, mode, unroll)
+    steps = math.ceil(steps / how["unroll"]) * how["unroll"]
+    seconds = time_steps(run, steps, env.device, warmup, repeats)
+    return {**throughput(batch, steps, seconds, env.device), **how}
 
 
 def profile_ers(
@@ -64,7 +80,7 @@ def profile_ers(
 ) -> list[dict[str, Any]]:
     """Where an env step spends its time: the ``top`` torch ops by self time (device time on CUDA) over
     ``steps`` batched steps, from ``torch.profiler``."""
-    env, run = _hanabi_runner(resolve_config(config), batch, device, seed, check_legal)
+    env, run, _ = _hanabi_runner(resolve_config(config), batch, device, seed, check_legal)
     return profile_steps(run, steps, env.device, top)
 
 
@@ -100,7 +116,7 @@ def bench_hle(
 
 
 def bench_jaxmarl(
-    config: HanabiConfig | str | None = None,
+    config: HanabiConfig | str | dict[str, Any] | None = None,
     batch: int = 1024,
     steps: int = 100,
     seed: int = 0,
@@ -114,7 +130,7 @@ def bench_jaxmarl(
     import jax.numpy as jnp
     import jaxmarl
 
-    cfg = resolve_config(config)
+    cfg = HanabiConfig(**config) if isinstance(config, dict) else resolve_config(config)
     env = jaxmarl.make(
         "hanabi",
         num_agents=cfg.players,
@@ -144,6 +160,12 @@ def bench_jaxmarl(
     return time_jax_rollout(one_step, (state, key, jnp.float32(0)), batch, steps, scan_length)
 
 
+def _jaxmarl_kwargs(cfg: HanabiConfig, batch: int, steps: int, seed: int) -> dict[str, Any]:
+    """``bench_jaxmarl``'s arguments as JSON values (the config as a preset-free dict)."""
+    fields = ("players", "colors", "ranks", "hand_size", "max_information_tokens", "max_life_tokens")
+    return {"config": {k: getattr(cfg, k) for k in fields}, "batch": batch, "steps": steps, "seed": seed}
+
+
 def env_bench(
     config: HanabiConfig | str | None = None,
     batch: int = 1024,
@@ -153,8 +175,11 @@ def env_bench(
     seed: int = 0,
     check_legal: bool = True,
     profile_steps: int = 0,
+    mode: str = "eager",
+    unroll: int = 1,
 ) -> dict[str, Any]:
-    """ers's env-steps/s and, for every reference in ``against``, its env-steps/s and ratio = ers / reference."""
+    """ers's env-steps/s in ``mode`` and, for every reference in ``against``, its env-steps/s and ratio =
+    ers / reference (JaxMARL in its own process)."""
     cfg = resolve_config(config)
     result: dict[str, Any] = {
         "env": "hanabi",
@@ -172,7 +197,9 @@ def env_bench(
         },
         "torch": torch.__version__,
     }
-    result.update(bench_ers(cfg, batch, steps, device, seed, check_legal=check_legal))
+    result.update(
+        bench_ers(cfg, batch, steps, device, seed, check_legal=check_legal, mode=mode, unroll=unroll)
+    )
     refs: dict[str, Any] = {}
     for name in against:
         if name not in REFERENCES:
@@ -182,8 +209,12 @@ def env_bench(
                 "error": "jaxmarl is not installed (the reference extra: pip install -e packages/ers-deep[reference])"
             }
             continue
-        r = bench_hle(cfg, batch, steps, seed) if name == "hle" else bench_jaxmarl(cfg, batch, steps, seed)
-        r["ratio"] = result["env_steps_per_s"] / r["env_steps_per_s"]
+        if name == "hle":
+            r = bench_hle(cfg, batch, steps, seed)
+        else:
+            r = reference_in_subprocess("hanabi", "bench_jaxmarl", _jaxmarl_kwargs(cfg, batch, steps, seed))
+        if "error" not in r:
+            r["ratio"] = result["env_steps_per_s"] / r["env_steps_per_s"]
         refs[name] = r
     result["references"] = refs
     if profile_steps:

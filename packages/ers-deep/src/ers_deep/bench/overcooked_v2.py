@@ -11,11 +11,13 @@ like-for-like "state only" rate.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
+from ers_deep.bench.runner import random_legal_runner, reference_in_subprocess
 from ers_deep.bench.timing import jaxmarl_available, profile_steps, throughput, time_jax_rollout, time_steps
 from ers_deep.envs.overcooked_v2.env import NUM_ACTIONS, OvercookedV2Env
 
@@ -29,28 +31,39 @@ def _runner(
     seed: int,
     obs_dtype: str = "uint8",
     observations: bool = True,
+    mode: str = "eager",
+    unroll: int = 1,
     **env_kwargs: Any,
-) -> tuple[OvercookedV2Env, Callable[[int], None]]:
-    """An Overcooked V2 env (auto-reset on) and ``run(n)``: n batched steps of uniform random actions, drawn
-    inside the loop. The episode clocks are staggered so that every step resets about B/max_steps games (a short
-    timing window of games started together would otherwise contain no reset at all)."""
+) -> tuple[OvercookedV2Env, Callable[[int], None], dict[str, Any]]:
+    """An Overcooked V2 env (auto-reset on), ``run(n)``: n batched steps of uniform random actions drawn inside
+    the loop, in ``mode`` (``bench.runner``), and how it runs. The episode clocks are staggered so that every
+    step resets about B/max_steps games (a short timing window of games started together would otherwise
+    contain no reset at all). ``observations=False`` (eager only): the transition and resets alone."""
+    if not observations and mode != "eager":
+        raise ValueError("the state-only rate (observations=False) is measured in eager mode only")
     env = OvercookedV2Env(
-        layout, batch_size=batch, device=device, seed=seed, obs_dtype=DTYPES[obs_dtype], **env_kwargs
+        layout,
+        batch_size=batch,
+        device=device,
+        seed=seed,
+        obs_dtype=DTYPES[obs_dtype],
+        branch_free=None if mode == "eager" else True,
+        **env_kwargs,
     )
     gen = torch.Generator(device=env.device).manual_seed(seed + 1)
     env.reset()
     env.state.step = torch.randint(env.max_steps, (batch,), generator=gen, device=env.device)
+    if observations:
+        run, how = random_legal_runner(env, mode, unroll, seed)
+        return env, run, how
 
-    def run(n: int) -> None:
+    def run_state_only(n: int) -> None:
         for _ in range(n):
             actions = torch.randint(NUM_ACTIONS, (batch, env.A), generator=gen, device=env.device)
-            if observations:
-                env.step(actions)
-            else:
-                env.state, _, _, done = env.transition(env.state, actions)
-                env.reset_games(done)
+            env.state, _, _, done = env.transition(env.state, actions)
+            env.reset_games(done)
 
-    return env, run
+    return env, run_state_only, {"mode": "eager", "unroll": 1, "setup_seconds": 0.0}
 
 
 def bench_ers(
@@ -63,14 +76,18 @@ def bench_ers(
     obs_dtype: str = "uint8",
     observations: bool = True,
     repeats: int = 1,
+    mode: str = "eager",
+    unroll: int = 1,
     **env_kwargs: Any,
 ) -> dict[str, Any]:
-    """Env-steps/s of ``OvercookedV2Env`` (auto-reset on) over ``steps`` batched steps after ``warmup`` steps,
-    the best of ``repeats`` timings."""
-    env, run = _runner(layout, batch, device, seed, obs_dtype, observations, **env_kwargs)
+    """Env-steps/s of ``OvercookedV2Env`` (auto-reset on) over ``steps`` batched steps (rounded up to a
+    multiple of ``unroll``) after ``warmup`` steps in ``mode`` (``ers_deep.accel``), the best of ``repeats``."""
+    env, run, how = _runner(layout, batch, device, seed, obs_dtype, observations, mode, unroll, **env_kwargs)
+    steps = math.ceil(steps / how["unroll"]) * how["unroll"]
     seconds = time_steps(run, steps, env.device, warmup, repeats)
     return {
         **throughput(batch, steps, seconds, env.device),
+        **how,
         "obs_dtype": obs_dtype,
         "observations": observations,
     }
@@ -85,7 +102,7 @@ def profile_ers(
     top: int = 15,
 ) -> list[dict[str, Any]]:
     """The ``top`` torch ops of an env step by self time (device time on CUDA), from ``torch.profiler``."""
-    env, run = _runner(layout, batch, device, seed)
+    env, run, _ = _runner(layout, batch, device, seed)
     return profile_steps(run, steps, env.device, top)
 
 
@@ -143,16 +160,28 @@ def env_bench(
     obs_dtype: str = "uint8",
     observations: bool = True,
     profile_steps: int = 0,
+    mode: str = "eager",
+    unroll: int = 1,
 ) -> dict[str, Any]:
-    """ers's env-steps/s and, for every reference in ``against`` (only ``jaxmarl``), its env-steps/s and
-    ratio = ers / reference; the same fields as the Hanabi ``env_bench``."""
+    """ers's env-steps/s in ``mode`` and, for every reference in ``against`` (only ``jaxmarl``, in its own
+    process), its env-steps/s and ratio = ers / reference; the same fields as the Hanabi ``env_bench``."""
     result: dict[str, Any] = {
         "env": "overcooked-v2",
         "config": {"layout": layout, "agent_view_size": 2, "max_steps": 400},
         "torch": torch.__version__,
     }
     result.update(
-        bench_ers(layout, batch, steps, device, seed, obs_dtype=obs_dtype, observations=observations)
+        bench_ers(
+            layout,
+            batch,
+            steps,
+            device,
+            seed,
+            obs_dtype=obs_dtype,
+            observations=observations,
+            mode=mode,
+            unroll=unroll,
+        )
     )
     refs: dict[str, Any] = {}
     for name in against:
@@ -164,8 +193,16 @@ def env_bench(
                 "packages/ers-deep[reference])"
             }
             continue
-        r = bench_jaxmarl(layout, batch, steps, seed, observations=observations)
-        r["ratio"] = result["env_steps_per_s"] / r["env_steps_per_s"]
+        kwargs = {
+            "layout": layout,
+            "batch": batch,
+            "steps": steps,
+            "seed": seed,
+            "observations": observations,
+        }
+        r = reference_in_subprocess("overcooked_v2", "bench_jaxmarl", kwargs)
+        if "error" not in r:
+            r["ratio"] = result["env_steps_per_s"] / r["env_steps_per_s"]
         refs[name] = r
     result["references"] = refs
     if profile_steps:

@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 import torch
 
+from ers_deep.accel import MODES
 from ers_deep.bench import ENV_BENCHES
 from ers_deep.bench import hanabi as bench_hanabi
 from ers_deep.bench import overcooked_v2 as bench_overcooked
@@ -56,7 +57,19 @@ class EnvBenchOptions(Options):
         "", help="comma-separated references: hle, jaxmarl (Hanabi); jaxmarl (Overcooked V2)"
     )
     threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=at_least(1))
-    no_check: bool = option(False, help="Hanabi: skip the per-step legality check (no device sync)")
+    no_check: bool = option(
+        False, help="Hanabi: skip the per-step legality check (eager mode; no device sync)"
+    )
+    mode: str = option(
+        "auto",
+        help="fast path (ers_deep.accel): auto (CUDA: graph; CPU: compile at small batches, else eager), "
+        "eager, compile, graph, compile-graph",
+        check=one_of(("auto", *MODES)),
+    )
+    eager: bool = option(False, help="the eager reference step (same as --mode eager)")
+    unroll: int = option(
+        1, help="fast modes: steps per compiled/captured call (1: one step per replay)", check=at_least(1)
+    )
     seed: int = option(0, help="seed of the env's generator and of the random moves", check=at_least(0))
     profile: int = option(
         0,
@@ -70,7 +83,18 @@ class EnvBenchOptions(Options):
         """``--against`` as a tuple of names."""
         return tuple(x.strip() for x in self.against.split(",") if x.strip())
 
+    @property
+    def resolved_mode(self) -> str:
+        """``--mode``, with ``--eager`` and the eager-only state-only rate (``--no-obs``) applied."""
+        return "eager" if self.eager or (self.no_obs and self.mode == "auto") else self.mode
+
     def check(self) -> None:
+        if self.eager and self.mode not in ("auto", "eager"):
+            raise UsageError(f"--eager contradicts --mode {self.mode}")
+        if self.no_obs and self.resolved_mode != "eager":
+            raise UsageError("--no-obs (the state-only rate) is measured in eager mode only")
+        if self.resolved_mode.endswith("graph") and not self.device.startswith("cuda"):
+            raise UsageError(f"--mode {self.mode} captures CUDA graphs: it needs --device cuda")
         known = ENV_REFERENCES[self.env]
         unknown = [r for r in self.references if r not in known]
         if unknown:
@@ -95,6 +119,8 @@ def run_env_bench(opts: EnvBenchOptions) -> dict[str, Any]:
             obs_dtype=opts.obs_dtype,
             observations=not opts.no_obs,
             profile_steps=opts.profile,
+            mode=opts.resolved_mode,
+            unroll=opts.unroll,
         )
     cfg = HanabiConfig.preset(opts.preset, players=opts.players)
     return ENV_BENCHES["hanabi"](
@@ -106,6 +132,8 @@ def run_env_bench(opts: EnvBenchOptions) -> dict[str, Any]:
         seed=opts.seed,
         check_legal=not opts.no_check,
         profile_steps=opts.profile,
+        mode=opts.resolved_mode,
+        unroll=opts.unroll,
     )
 
 
@@ -113,7 +141,8 @@ def show_env_bench(res: dict[str, Any]) -> None:
     """The text summary of ``env-bench``."""
     print(
         f"ers {res['env']}  batch {res['batch']:>6}  device {res['device']:<6}  "
-        f"{res['env_steps_per_s']:>14,.0f} env-steps/s"
+        f"{res['env_steps_per_s']:>14,.0f} env-steps/s  ({res['mode']}, unroll {res['unroll']}, "
+        f"setup {res['setup_seconds']:.1f} s)"
     )
     for name, r in res["references"].items():
         if "error" in r:

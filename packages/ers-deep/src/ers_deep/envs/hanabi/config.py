@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Literal
 
 import numpy as np
@@ -100,6 +101,8 @@ class HanabiConfig:
             )
         if self.hand * self.players > self.deck_size:
             raise ValueError(f"{self.players} hands of {self.hand} cards exceed the deck of {self.deck_size}")
+        for name in ("num_moves", "max_score", "obs_size"):  # fill the caches (the rest are filled by these)
+            getattr(self, name)
 
     @classmethod
     def preset(cls, name: str, players: int = 2, **overrides: object) -> HanabiConfig:
@@ -119,19 +122,19 @@ class HanabiConfig:
         return replace(self, players=players)
 
     # ---- derived sizes -------------------------------------------------------------------------------------
-    @property
+    @cached_property  # derived sizes: computed once, then plain attributes (torch.compile traces them)
     def hand(self) -> int:
         """Effective hand size H."""
         if self.hand_size is not None:
             return self.hand_size
         return 5 if self.players < 4 else 4
 
-    @property
+    @cached_property
     def num_cards(self) -> int:
         """K = colours * ranks distinct cards."""
         return self.colors * self.ranks
 
-    @property
+    @cached_property
     def copies(self) -> np.ndarray:
         """[R] copies of each rank per colour (HLE: 3 of rank 0, 1 of the top rank, 2 otherwise)."""
         out = np.full(self.ranks, 2, dtype=np.int64)
@@ -139,17 +142,17 @@ class HanabiConfig:
         out[0] = 3
         return out
 
-    @property
+    @cached_property
     def deck_size(self) -> int:
         """D = cards in the full deck (50 for Full)."""
         return int(self.copies.sum()) * self.colors
 
-    @property
+    @cached_property
     def num_moves(self) -> int:
         """M = 2H + (P - 1)(C + R)."""
         return 2 * self.hand + (self.players - 1) * (self.colors + self.ranks)
 
-    @property
+    @cached_property
     def max_score(self) -> int:
         return self.colors * self.ranks
 
@@ -168,12 +171,12 @@ class HanabiConfig:
             "random_start_player": "false",
         }
 
-    @property
+    @cached_property
     def last_action_length(self) -> int:
         p, c, r, h = self.players, self.colors, self.ranks, self.hand
         return p + 4 + p + c + r + h + h + c * r + 2
 
-    @property
+    @cached_property
     def layout(self) -> ObsLayout:
         p, h, k = self.players, self.hand, self.num_cards
         hands = (p - 1) * h * k + p
@@ -182,7 +185,7 @@ class HanabiConfig:
         starts = np.cumsum([0, hands, board, self.deck_size, self.last_action_length, knowledge])
         return ObsLayout(*(int(x) for x in starts))
 
-    @property
+    @cached_property
     def obs_size(self) -> int:
         """Length of the canonical observation vector (658 for 2-player Full)."""
         return self.layout.size

@@ -86,6 +86,9 @@ class OvercookedV2Env:
         auto_reset: reset finished games inside ``step``.
         obs_dtype: dtype of the observation: uint8 by default (every entry is a count <= 20, a quarter of the
             memory traffic of float32; convert at the network), any torch dtype otherwise.
+        branch_free: restart finished games with ``torch.where`` over a full batch of fresh starts drawn every
+            step (no device sync, no data-dependent branch: ``step_state``) instead of indexing the finished
+            rows. None (default): branch-free everywhere but on CPU. The two draw different numbers.
     """
 
     def __init__(
@@ -104,6 +107,7 @@ class OvercookedV2Env:
         paper_obs: bool = False,
         auto_reset: bool = True,
         obs_dtype: torch.dtype = torch.uint8,
+        branch_free: bool | None = None,
     ) -> None:
         self.layout = lay = get_layout(layout)
         self.batch_size, self.device = int(batch_size), torch.device(device)
@@ -116,6 +120,7 @@ class OvercookedV2Env:
             auto_reset,
         )
         self.obs_dtype = obs_dtype
+        self.branch_free = self.device.type != "cpu" if branch_free is None else bool(branch_free)
         self.generator = make_generator(seed, self.device)
         dev, n = self.device, lay.num_ingredients
         self.H, self.W, self.A, self.n = lay.height, lay.width, lay.num_agents, n
@@ -155,23 +160,36 @@ class OvercookedV2Env:
             torch.randint(len(self.recipe_codes), (m,), generator=self.generator, device=self.device)
         ]
 
-    def initial_state(self, m: int) -> OvercookedState:
-        """[m] fresh episodes: random recipe, agents at their starts (or random cells of their own rooms with
-        random directions when ``random_agent_positions``), empty hands, counters and pots."""
+    def start_noise(self, m: int) -> dict[str, Tensor]:
+        """The random numbers of ``m`` fresh episodes (``initial_state``), drawn from the env's generator in
+        JaxMARL's order: recipes [m]; with ``random_agent_positions`` a uniform key per cell for every agent
+        ``cell_keys`` [A, m, H*W] and directions [m, A]."""
         dev, g, A = self.device, self.generator, self.A
-        recipe = self.draw_recipes(m)
+        noise = {"start_recipe": self.draw_recipes(m)}
+        if self.random_agent_positions:
+            keys = [torch.rand(m, self.H * self.W, generator=g, device=dev) for _ in range(A)]
+            noise["cell_keys"] = torch.stack(keys)
+            noise["start_dir"] = torch.randint(4, (m, A), generator=g, device=dev)
+        return noise
+
+    def initial_state(self, m: int, noise: dict[str, Tensor] | None = None) -> OvercookedState:
+        """[m] fresh episodes: random recipe, agents at their starts (or random cells of their own rooms with
+        random directions when ``random_agent_positions``), empty hands, counters and pots. The randomness
+        comes from ``noise`` (``start_noise``; None: drawn now)."""
+        dev, A = self.device, self.A
+        noise = self.start_noise(m) if noise is None else noise
         if self.random_agent_positions:
             taken = torch.zeros(m, self.H * self.W, dtype=torch.bool, device=dev)
             cells = []
             for a in range(A):  # sequential like JaxMARL: later agents avoid cells already taken
                 ok = self.room_mask[a][None] & ~taken
-                u = torch.rand(m, self.H * self.W, generator=g, device=dev)
+                u = noise["cell_keys"][a]
                 c = torch.where(ok, u, torch.full_like(u, -1.0)).argmax(1)  # uniform over allowed cells
-                taken[torch.arange(m, device=dev), c] = True
+                taken = taken.scatter(1, c[:, None], True)
                 cells.append(c)
             cell = torch.stack(cells, 1)  # [m, A]
             pos = torch.stack([cell % self.W, cell // self.W], -1)
-            direction = torch.randint(4, (m, A), generator=g, device=dev)
+            direction = noise["start_dir"]
         else:
             pos = self.start_pos.expand(m, A, 2).clone()
             direction = torch.zeros(m, A, dtype=torch.long, device=dev)
@@ -182,10 +200,17 @@ class OvercookedV2Env:
             inv=torch.zeros(m, A, dtype=torch.long, device=dev),
             items=z,
             extra=z.clone(),
-            recipe=recipe,
+            recipe=noise["start_recipe"],
             step=torch.zeros(m, dtype=torch.long, device=dev),
             new_correct_delivery=torch.zeros(m, dtype=torch.bool, device=dev),
         )
+
+    def draw_noise(self) -> dict[str, Tensor]:
+        """Every random number one branch-free step may use, from the env's generator in the eager order: the
+        recipe resampled after a delivery ``"recipe"`` [B] (``sample_recipe_on_delivery``), then the fresh
+        episodes of ``start_noise(B)`` (``auto_reset``)."""
+        noise = {"recipe": self.draw_recipes(self.batch_size)} if self.sample_recipe_on_delivery else {}
+        return {**noise, **self.start_noise(self.batch_size)} if self.auto_reset else noise
 
     def reset(self, seed: int | None = None, *, state: OvercookedState | None = None) -> OvercookedStep:
         """Start every game anew (or from ``state``) and return the first observation. ``seed`` re-seeds the
@@ -201,9 +226,9 @@ class OvercookedV2Env:
         )
 
     def reset_games(self, mask: Tensor) -> None:
-        """Start the games where ``mask`` [B] is True anew (index-based on CPU, ``torch.where`` elsewhere)."""
+        """Start the games where ``mask`` [B] is True anew (index-based, or ``torch.where`` when branch-free)."""
         s = self.state
-        if self.device.type == "cpu":
+        if not self.branch_free:
             rows = mask.nonzero().flatten()
             if rows.numel() == 0:
                 return
@@ -211,22 +236,37 @@ class OvercookedV2Env:
             for f in fields(s):
                 getattr(s, f.name)[rows] = getattr(new, f.name)
             return
-        new = self.initial_state(self.batch_size)
-        for f in fields(s):
-            old = getattr(s, f.name)
-            setattr(s, f.name, torch.where(mask.view(-1, *([1] * (old.ndim - 1))), getattr(new, f.name), old))
+        self.state = _select(mask, self.initial_state(self.batch_size), s)
 
     # ---- the step -------------------------------------------------------------------------------------------
     def step(self, actions: Tensor) -> OvercookedStep:
-        """Apply ``actions`` [B, A] (0 right, 1 down, 2 left, 3 up, 4 stay, 5 interact) to every game."""
+        """Apply ``actions`` [B, A] (0 right, 1 down, 2 left, 3 up, 4 stay, 5 interact) to every game (branch-free:
+        by ``step_state``)."""
+        if self.branch_free:
+            return self.step_state(self.state, actions, self.draw_noise())
         self.state, reward, shaped, done = self.transition(self.state, actions)
         if self.auto_reset:
             self.reset_games(done)
         return OvercookedStep(self.observe(self.state), reward, shaped, done)
 
-    def transition(self, s: OvercookedState, actions: Tensor) -> OvercookedTransition:
+    def step_state(self, state: OvercookedState, actions: Tensor, noise: dict[str, Tensor]) -> OvercookedStep:
+        """One branch-free step of the games of ``state``, whose fields are rebound to the next state (after the
+        auto-reset): no device sync, no generator (recipes and fresh episodes come from ``noise``, see
+        ``draw_noise``). What ``step`` runs when ``branch_free``, and what ``ers_deep.accel`` compiles and
+        captures."""
+        ns, reward, shaped, done = self.transition(state, actions, noise.get("recipe"))
+        if self.auto_reset:
+            ns = _select(done, self.initial_state(self.batch_size, noise), ns)
+        for f in fields(state):
+            setattr(state, f.name, getattr(ns, f.name))
+        return OvercookedStep(self.observe(state), reward, shaped, done)
+
+    def transition(
+        self, s: OvercookedState, actions: Tensor, recipes: Tensor | None = None
+    ) -> OvercookedTransition:
         """The pure transition (no reset; ``s`` is unchanged): returns (next state, reward [B], shaped_reward
-        [B, A], done [B]). A recipe resampled after a delivery draws from the env's generator."""
+        [B, A], done [B]). A recipe resampled after a delivery is the game's entry of ``recipes`` [B] (None:
+        drawn from the env's generator)."""
         actions = torch.as_tensor(actions, device=self.device).long()
         B, dyn = actions.shape[0], self.dynamics
         cell, new_dir = dyn.move_agents(s.pos[..., 1] * self.W + s.pos[..., 0], s.dir, actions)
@@ -241,7 +281,7 @@ class OvercookedV2Env:
         dyn.tick(items, extra)
         recipe = s.recipe
         if self.sample_recipe_on_delivery:
-            recipe = torch.where(correct_any, self.draw_recipes(B), recipe)
+            recipe = torch.where(correct_any, self.draw_recipes(B) if recipes is None else recipes, recipe)
         step = s.step + 1
         ns = OvercookedState(
             pos=dyn.xy[cell],
@@ -269,3 +309,12 @@ class OvercookedV2Env:
         return self.encoder.encode(
             s.pos, s.dir, s.inv, s.items, s.extra, s.recipe, s.new_correct_delivery, self.obs_dtype
         )
+
+
+def _select(mask: Tensor, new: OvercookedState, old: OvercookedState) -> OvercookedState:
+    """Branch-free: the games of ``new`` where ``mask`` [B], of ``old`` elsewhere."""
+    picked = {}
+    for f in fields(old):
+        o = getattr(old, f.name)
+        picked[f.name] = torch.where(mask.view(-1, *([1] * (o.ndim - 1))), getattr(new, f.name), o)
+    return OvercookedState(**picked)

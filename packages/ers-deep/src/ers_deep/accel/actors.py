@@ -1,0 +1,98 @@
+"""Action sources that a ``FastRollout`` calls inside its captured graph.
+
+An actor maps ``(obs [B, P, *O], legal [B, P, A] bool, first [B] bool, carry)`` to ``(actions [B, P] long,
+carry, extras)``: ``first`` marks games whose episode starts at this step (reset recurrent state there),
+``carry`` is the actor's own state between steps (a dict of tensors, kept in static buffers), ``extras`` are
+per-step tensors to record (log-probabilities, values). Every random draw comes from the actor's
+``generators``, which the capture registers so that replays draw fresh, reproducible numbers.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+import torch
+from torch import Tensor
+
+from ers_deep.envs.base import BatchedEnv
+from ers_deep.nets import ActorCritic, masked_logits
+
+Carry = dict[str, Tensor]
+
+
+@runtime_checkable
+class Actor(Protocol):
+    """What ``FastRollout`` needs from an action source (see the module docstring)."""
+
+    @property
+    def generators(self) -> tuple[torch.Generator, ...]: ...
+
+    def initial_carry(self, env: BatchedEnv) -> Carry: ...
+
+    def __call__(
+        self, obs: Tensor, legal: Tensor, first: Tensor, carry: Carry
+    ) -> tuple[Tensor, Carry, Carry]: ...
+
+
+class RandomLegal:
+    """Uniformly random legal actions (the env benchmarks' source): per agent, the argmax of uniform keys
+    over its legal actions (an agent with none, Hanabi's waiting player, gets action 0, which the env
+    ignores)."""
+
+    def __init__(self, env: BatchedEnv, seed: int = 1) -> None:
+        self.generator = torch.Generator(device=env.device).manual_seed(int(seed))
+
+    @property
+    def generators(self) -> tuple[torch.Generator, ...]:
+        return (self.generator,)
+
+    def initial_carry(self, env: BatchedEnv) -> Carry:
+        return {}
+
+    def sample(self, legal: Tensor) -> Tensor:
+        """[B, P] a uniformly random legal action per agent of ``legal`` [B, P, A]."""
+        keys = torch.rand(legal.shape, generator=self.generator, device=legal.device)
+        return (keys * legal).argmax(-1)
+
+    def __call__(
+        self, obs: Tensor, legal: Tensor, first: Tensor, carry: Carry
+    ) -> tuple[Tensor, Carry, Carry]:
+        return self.sample(legal), carry, {}
+
+
+class PolicyActor:
+    """Samples from an ``ActorCritic`` of S seed stacks over an env of S x B games, the IPPO learner's layout
+    (N = B x P actors per seed, parameters shared by the agents): masked logits (a player without legal moves
+    gets an all-legal mask, as in collection), Gumbel-max sampling (argmax of logits + Gumbel noise equals a
+    softmax draw, with no host sync), the recurrent state reset where ``first``.
+
+    Carry: ``hidden`` [S, N, H]. Extras: ``logp`` and ``value`` [S, N]. The network runs without gradients;
+    its parameters must be updated in place (an optimiser step is; replacing a parameter tensor is not seen
+    by a captured graph)."""
+
+    def __init__(self, net: ActorCritic, num_seeds: int, generator: torch.Generator) -> None:
+        self.net, self.S, self.generator = net, int(num_seeds), generator
+
+    @property
+    def generators(self) -> tuple[torch.Generator, ...]:
+        return (self.generator,)
+
+    def initial_carry(self, env: BatchedEnv) -> Carry:
+        n = env.batch_size * env.num_agents // self.S
+        return {"hidden": self.net.initial_state(n, env.device)}
+
+    def __call__(
+        self, obs: Tensor, legal: Tensor, first: Tensor, carry: Carry
+    ) -> tuple[Tensor, Carry, Carry]:
+        S, P = self.S, legal.shape[1]
+        N = legal.shape[0] * P // S
+        legal = legal.reshape(S, N, -1)
+        mask = legal | ~legal.any(-1, keepdim=True)
+        first_n = first.view(S, -1, 1).expand(S, N // P, P).reshape(S, 1, N)
+        with torch.no_grad():
+            logits, value, hidden = self.net(obs.reshape(S, 1, N, *obs.shape[2:]), first_n, carry["hidden"])
+        logits = masked_logits(logits[:, 0], mask)
+        u = torch.rand(logits.shape, generator=self.generator, device=logits.device).clamp_min(1e-20)
+        action = (logits - (-u.log()).log()).argmax(-1)  # [S, N]
+        logp = torch.log_softmax(logits, -1).gather(-1, action[..., None])[..., 0]
+        return action.reshape(-1, P), {"hidden": hidden}, {"logp": logp, "value": value[:, 0]}

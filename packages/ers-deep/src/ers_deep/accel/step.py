@@ -1,0 +1,101 @@
+"""``FastStep``: the env's auto-resetting step with given actions, compiled and/or captured as a CUDA graph."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from ers_deep.accel.capture import (
+    capture,
+    compile_fn,
+    copy_into,
+    require_branch_free,
+    resolve_mode,
+    state_tensors,
+    write_back,
+)
+from ers_deep.envs.base import BatchedEnv, Step
+
+
+class Stepper:
+    """One branch-free step of ``env.state`` (rebinding its fields; no copy into static buffers): the noise
+    drawn from the env's generator, then ``env.step_state``, compiled when ``compiled`` (the building block
+    of every mode)."""
+
+    def __init__(self, env: BatchedEnv, compiled: bool) -> None:
+        require_branch_free(env)
+        self.env, self.state_type = env, type(env.state)
+        self.fn: Callable[..., tuple[dict[str, Tensor], Any]] = (
+            compile_fn(self.pure) if compiled else self.pure
+        )
+
+    def pure(
+        self, state: dict[str, Tensor], actions: Tensor, noise: dict[str, Tensor]
+    ) -> tuple[dict[str, Tensor], Any]:
+        """(next state's tensors, step output) of ``state`` under ``actions`` and ``noise`` (the traced function)."""
+        s = self.state_type(**state)
+        out = self.env.step_state(s, actions, noise)  # type: ignore[attr-defined]
+        return state_tensors(s), out
+
+    def __call__(self, actions: Tensor) -> Any:
+        env = self.env
+        noise = env.draw_noise()  # type: ignore[attr-defined]
+        new, out = self.fn(state_tensors(env.state), actions, noise)
+        for k, v in new.items():
+            setattr(env.state, k, v)
+        return out
+
+
+class FastStep:
+    """``fast(actions)``: one auto-resetting step of ``env`` (``env.state`` advances) through the fast path
+    ``mode`` (``ers_deep.accel``; ``"auto"``: ``resolve_mode``). Returns the env's step output (Hanabi's
+    ``HanabiStep``, Overcooked's ``OvercookedStep``), equal on every field to ``env.step(actions)`` of a twin
+    env (same seed, ``branch_free=True``, tested).
+
+    Graph modes capture at the first call (with that call's actions shape); after that a call copies the
+    actions into a static buffer and replays. The outputs of a graph mode are static tensors that the next call
+    rewrites: keep them with ``clone_outputs=True``. ``env.reset()`` between calls is fine (the new state is
+    copied into the static buffers at the next call). Hanabi: the env's own legal-move cache (``env.step``'s
+    check) is not refreshed; use the returned ``legal``."""
+
+    def __init__(
+        self, env: BatchedEnv, mode: str = "auto", warmup: int = 2, clone_outputs: bool = False
+    ) -> None:
+        self.env, self.mode = env, resolve_mode(mode, env)
+        self.stepper = Stepper(env, compiled=self.mode.startswith("compile"))
+        self.warmup, self.clone_outputs = warmup, clone_outputs
+        self.graph: torch.cuda.CUDAGraph | None = None
+        self.compile_seconds: float | None = None
+
+    def __call__(self, actions: Tensor) -> Step:
+        if not self.mode.endswith("graph"):
+            return self.stepper(actions)
+        if self.graph is None:
+            self._capture(actions)
+        elif self._state_rebound():
+            copy_into(self.static, state_tensors(self.env.state))
+            self.env.state = type(self.env.state)(**self.static)
+        self.actions.copy_(torch.as_tensor(actions, device=self.env.device))
+        self.graph.replay()  # type: ignore[union-attr]
+        out = self.out
+        return type(out)(*(x.clone() for x in out)) if self.clone_outputs else out
+
+    def _state_rebound(self) -> bool:
+        """Whether ``env.state`` was replaced (e.g. by ``env.reset()``) since the last replay."""
+        return any(getattr(self.env.state, k) is not v for k, v in self.static.items())
+
+    def _capture(self, actions: Tensor) -> None:
+        env = self.env
+        env.state = type(env.state)(**{k: v.clone() for k, v in state_tensors(env.state).items()})
+        self.static = state_tensors(env.state)
+        self.actions = torch.as_tensor(actions, device=env.device).clone()
+
+        def body() -> Any:
+            out = self.stepper(self.actions)
+            write_back(env.state, self.static)
+            return out
+
+        self.graph, self.out = capture(body, lambda: self.static, [env.generator], self.warmup)

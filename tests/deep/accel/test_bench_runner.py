@@ -1,0 +1,32 @@
+"""The benchmark loop in every CPU mode, and a reference run in its own process (the ``--against jaxmarl``
+path, exercised here with HLE, which needs no JAX)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ers_deep.bench import hanabi as bench_hanabi
+from ers_deep.bench import overcooked_v2 as bench_overcooked
+from ers_deep.bench.runner import reference_in_subprocess
+from tests.deep.threads import one_thread  # noqa: F401
+
+
+@pytest.mark.parametrize("mode, unroll", [("eager", 1), ("compile", 1), ("compile", 4)])
+def test_bench_modes(mode: str, unroll: int) -> None:
+    res = bench_overcooked.bench_ers(batch=8, steps=6, mode=mode, unroll=unroll, warmup=1)
+    assert res["mode"] == mode and res["env_steps_per_s"] > 0
+    assert res["steps"] % res["unroll"] == 0 and res["steps"] >= 6
+    h = bench_hanabi.bench_ers("Hanabi-Very-Small", batch=4, steps=3, mode=mode, unroll=unroll, warmup=1)
+    assert h["mode"] == mode and h["env_steps_per_s"] > 0
+
+
+def test_state_only_rate_is_eager_only() -> None:
+    with pytest.raises(ValueError, match="eager mode only"):
+        bench_overcooked.bench_ers(batch=4, steps=2, observations=False, mode="compile")
+
+
+def test_reference_runs_in_its_own_process() -> None:
+    res = reference_in_subprocess("hanabi", "bench_hle", {"config": "Hanabi-Small", "batch": 4, "steps": 3})
+    assert res["env_steps_per_s"] > 0 and res["batch"] == 4
+    bad = reference_in_subprocess("no_such_bench", "run", {})  # a failing reference is reported, not raised
+    assert "error" in bad and "no_such_bench" in bad["error"]

@@ -1,0 +1,80 @@
+"""The CPU fast paths (``ers_deep.accel``): FastStep and FastRollout, eager and compiled, equal the eager
+``env.step`` of twin envs on every field; the compiled Hanabi observation equals the eager one; bad
+configurations are refused. The CUDA-graph modes: ``test_gpu.py``."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from ers_deep.accel import FastRollout, FastStep, RandomLegal, resolve_mode
+from ers_deep.envs import HanabiEnv, OvercookedV2Env
+from tests.deep.accel.twins import check_fast_rollout, check_fast_step, make_env
+from tests.deep.threads import one_thread  # noqa: F401
+
+
+@pytest.mark.parametrize("mode", ["eager", "compile"])
+@pytest.mark.parametrize(
+    "name, kw", [("hanabi", {"preset": "Hanabi-Very-Small"}), ("overcooked-v2", {"max_steps": 20})]
+)
+def test_fast_step_equals_eager_step(name: str, kw: dict, mode: str) -> None:
+    restarts = check_fast_step(name, batch=16, steps=60, device="cpu", mode=mode, **kw)
+    assert restarts >= 16  # auto-resets happened inside the checked window
+
+
+@pytest.mark.parametrize("actor", ["random", "policy"])
+@pytest.mark.parametrize(
+    "name, kw", [("hanabi", {"preset": "Hanabi-Very-Small"}), ("overcooked-v2", {"max_steps": 7})]
+)
+def test_fast_rollout_equals_eager_steps(name: str, kw: dict, actor: str) -> None:
+    check_fast_rollout(name, batch=8, k=5, calls=3, device="cpu", mode="eager", actor=actor, **kw)
+
+
+def test_compiled_rollout_equals_eager_steps() -> None:
+    check_fast_rollout(
+        "overcooked-v2", batch=8, k=4, calls=2, device="cpu", mode="compile", actor="random", max_steps=5
+    )
+
+
+@pytest.mark.parametrize(
+    "preset, players", [("Hanabi-Full", 2), ("Hanabi-Full", 4), ("Hanabi-Small", 3), ("minimal", 2)]
+)
+def test_concatenated_observation_equals_in_place(preset: str, players: int) -> None:
+    """The observation torch.compile traces (one concatenation) equals the eager one (written in place),
+    which the HLE differential tests check."""
+    env = HanabiEnv(preset, batch_size=32, seed=2, players=players, check_legal=False)
+    g = torch.Generator().manual_seed(0)
+    for _ in range(80):
+        out = env.step((torch.rand(env.legal_mask().shape, generator=g) * env.legal_mask()).argmax(-1))
+        assert torch.equal(env._observe_concat(env.state), out.obs)
+
+
+def test_rollout_records_what_is_asked() -> None:
+    env = make_env("hanabi", 4, "cpu", preset="Hanabi-Very-Small")
+    roll = FastRollout(env, RandomLegal(env), 3, mode="eager", record=("action", "reward"))
+    got = roll()
+    assert set(got) == {"action", "reward"} and got["action"].shape == (3, 4, 2)
+    assert FastRollout(env, RandomLegal(env), 2, mode="eager", record=())() == {}
+    with pytest.raises(ValueError, match="'rewards'"):
+        FastRollout(env, RandomLegal(env), 2, mode="eager", record=("rewards",))()
+
+
+def test_bad_configurations_are_refused() -> None:
+    env = make_env("hanabi", 4, "cpu")
+    with pytest.raises(ValueError, match="CUDA"):
+        FastStep(env, mode="graph")
+    with pytest.raises(ValueError, match="unknown mode"):
+        FastStep(env, mode="fast")
+    with pytest.raises(ValueError, match="branch_free=True"):
+        FastStep(OvercookedV2Env(batch_size=2), mode="eager")
+    with pytest.raises(ValueError, match="check_legal=False"):
+        FastStep(HanabiEnv(batch_size=2, branch_free=True), mode="eager")
+    with pytest.raises(ValueError, match="steps"):
+        FastRollout(env, RandomLegal(env), 0)
+
+
+def test_auto_mode_on_cpu_compiles_small_batches_only() -> None:
+    assert resolve_mode("auto", make_env("overcooked-v2", 512, "cpu")) == "compile"
+    assert resolve_mode("auto", make_env("overcooked-v2", 1024, "cpu")) == "eager"
+    assert resolve_mode("auto", make_env("hanabi", 16, "cpu")) == "compile"
+    assert resolve_mode("auto", make_env("hanabi", 32, "cpu")) == "eager"
