@@ -1,0 +1,81 @@
+"""The timed loop of the env benchmarks in every mode of ``ers_deep.accel``, and references in their own process.
+
+``random_legal_runner(env, mode, unroll)`` returns ``run(n)``: n batched steps of uniformly random legal
+moves (``accel.RandomLegal``, drawn inside the loop) with auto-reset. ``"eager"`` calls ``env.step`` per
+step (the reference); the other modes run a ``FastRollout`` of ``unroll`` steps per call with nothing
+recorded (``unroll`` 1: the captured step with its action draw; more: a k-step graph, as a collector runs).
+
+``reference_in_subprocess`` runs a reference benchmark (JaxMARL) in a fresh interpreter: JAX and torch then
+do not share a process (nor, on a GPU, an allocator: ``XLA_PYTHON_CLIENT_PREALLOCATE=false``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ers_deep.accel import FastRollout, RandomLegal, resolve_mode
+from ers_deep.envs.base import BatchedEnv
+
+
+def random_legal_runner(
+    env: BatchedEnv, mode: str = "eager", unroll: int = 1, seed: int = 0
+) -> tuple[Callable[[int], None], dict[str, Any]]:
+    """``run(n)`` (n rounded up to a multiple of ``unroll`` in the fast modes) and how it runs: the resolved
+    mode, the unroll and the seconds spent building it (compilation and capture happen at the first call,
+    which this function makes)."""
+    actor, resolved = RandomLegal(env, seed + 1), resolve_mode(mode, env)
+    t0 = time.perf_counter()
+    if resolved == "eager":
+        legal = env.legal_mask()
+
+        def run(n: int) -> None:
+            nonlocal legal
+            for _ in range(n):
+                out = env.step(actor.sample(legal))
+                legal = out.legal if hasattr(out, "legal") else legal
+
+        unroll = 1
+    else:
+        roll = FastRollout(env, actor, unroll, mode=resolved, record=())
+        roll()  # compile and/or capture
+
+        def run(n: int) -> None:
+            for _ in range(math.ceil(n / unroll)):
+                roll()
+
+    return run, {"mode": resolved, "unroll": unroll, "setup_seconds": time.perf_counter() - t0}
+
+
+def reference_in_subprocess(
+    module: str, function: str, kwargs: dict[str, Any], timeout: float = 900
+) -> dict[str, Any]:
+    """``ers_deep.bench.<module>.<function>(**kwargs)`` run by ``python -m ers_deep.bench.runner`` in a fresh
+    process; its JSON result, or ``{"error": ...}`` with the end of its stderr when it fails."""
+    env = {**os.environ, "XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
+    cmd = [sys.executable, "-m", "ers_deep.bench.runner", module, function, json.dumps(kwargs)]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        return {"error": f"{module}.{function} did not finish in {timeout:.0f} s"}
+    if done.returncode != 0:
+        return {"error": f"{module}.{function} failed: {done.stderr.strip()[-800:]}"}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _main(argv: list[str]) -> None:
+    import importlib
+
+    module, function, kwargs = argv
+    fn = getattr(importlib.import_module(f"ers_deep.bench.{module}"), function)
+    print(json.dumps(fn(**json.loads(kwargs))))
+
+
+if __name__ == "__main__":
+    _main(sys.argv[1:])
