@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Issue #13 in one device command: the gpu-marked fast-path tests (captured step and rollout equal to the eager
+# step, both envs, 512 games x 420 steps with resets), then the side-by-side throughput table against JaxMARL
+# (scripts/gpu_env_table.py; rows most-needed first, every row written at once to $OUT/gpu-env-table.json).
+# Runs on the bare GPU image (torch + jax, no torchrl/HLE: the code it runs imports neither). Before the run,
+# on this machine: put JaxMARL's four wheels in .whl/ (../shared/notes/gpu-anchors.md) and carry .whl:
+#   echo /.whl/ >> .git/info/exclude
+#   python3 -m pip download --no-deps -d .whl jaxmarl==0.2.0 gymnax==1.0.1 "gymnasium<1.4" farama-notifications
+# then: run(command="bash scripts/env-gpu.sh", carry=[".whl"], timeout_s=600)
+# Budgets (seconds): TEST_S for the tests, TABLE_S for the table (its rows stop at TABLE_S - 60); TABLE_ARGS: more
+# options of gpu_env_table.py (a CPU try: TABLE_ARGS="--device cpu --modes eager,compile --batches 4 --steps 4").
+set -uo pipefail
+OUT=${OUT:-results/env-gpu}
+TEST_S=${TEST_S:-180}
+TABLE_S=${TABLE_S:-330}
+mkdir -p "$OUT"
+PY=python3
+if ls .whl/*.whl >/dev/null 2>&1; then
+  $PY -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl
+fi
+export PYTHONPATH=$PWD:$PWD/packages/ers-deep/src:$PWD/packages/ers-exact/src:/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+export XLA_PYTHON_CLIENT_PREALLOCATE=false
+{ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv; $PY -c "import torch; print('torch', torch.__version__)"; } \
+  | tee "$OUT/gpu.txt"
+timeout "$TEST_S" $PY -m pytest -q -m gpu -o addopts="" -p no:cacheprovider \
+  tests/deep/accel/test_gpu.py tests/deep/envs/hanabi/test_gpu.py tests/deep/envs/overcooked_v2/test_gpu.py \
+  > "$OUT/gpu-tests.txt" 2>&1
+echo "gpu tests: exit $? (details in $OUT/gpu-tests.txt)"; tail -15 "$OUT/gpu-tests.txt"
+timeout "$TABLE_S" $PY scripts/gpu_env_table.py --out "$OUT" --budget-s $((TABLE_S - 60)) ${TABLE_ARGS:-} 2>&1 | tee "$OUT/table.log"
+$PY scripts/gpu_env_table.py --markdown "$OUT/gpu-env-table.json" > "$OUT/gpu-env-table.md" 2>/dev/null || true
