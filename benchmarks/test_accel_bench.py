@@ -1,0 +1,79 @@
+"""The env fast paths (``ers_deep.accel``): env-steps/s of each mode against the eager step measured in the same
+run, and against JaxMARL (its own process, when the ``reference`` extra is installed).
+
+* CPU (one torch thread): ``torch.compile`` of the step at the small batches where ``mode="auto"`` compiles
+  (``accel.capture.CPU_COMPILE_MAX_BATCH``); the compiled step must beat the eager one at batch 1.
+* CUDA (marker ``gpu``, skipped without a GPU): eager, captured (``graph``) and compiled + captured
+  (``compile-graph``) steps at the batches of the issue (256, 1,024, 8,192, 65,536), Hanabi and Overcooked V2
+  with observations; ``scripts/env-gpu.sh`` runs the same measurements as one table with JaxMARL beside them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+
+from ers_deep.bench import hanabi as bench_hanabi
+from ers_deep.bench import overcooked_v2 as bench_overcooked
+from ers_deep.bench.runner import reference_in_subprocess
+from ers_deep.bench.timing import jaxmarl_available
+
+ENV_BENCH = {"hanabi": bench_hanabi, "overcooked-v2": bench_overcooked}
+
+
+def _rate(env: str, batch: int, steps: int, device: str, mode: str, repeats: int = 3) -> dict[str, Any]:
+    kw: dict[str, Any] = {"batch": batch, "steps": steps, "device": device, "mode": mode, "repeats": repeats}
+    if env == "hanabi":
+        return bench_hanabi.bench_ers(None, check_legal=False, **kw)
+    return bench_overcooked.bench_ers(**kw)
+
+
+def _jaxmarl(env: str, batch: int) -> float | None:
+    if not jaxmarl_available():
+        return None
+    module = "hanabi" if env == "hanabi" else "overcooked_v2"
+    r = reference_in_subprocess(module, "bench_jaxmarl", {"batch": batch, "steps": 256})
+    return r.get("env_steps_per_s")
+
+
+@pytest.mark.parametrize(
+    "env, batch", [("hanabi", 1), ("hanabi", 16), ("overcooked-v2", 1), ("overcooked-v2", 256)]
+)
+def test_cpu_compiled_step(benchmark, one_thread, env: str, batch: int) -> None:  # type: ignore[no-untyped-def]
+    steps = 300 if batch == 1 else 60
+    compiled = _rate(env, batch, steps, "cpu", "compile")  # compiles once (excluded from the rate)
+    benchmark.pedantic(lambda: _rate(env, batch, steps, "cpu", "compile", repeats=1), rounds=3, iterations=1)
+    eager = _rate(env, batch, steps, "cpu", "eager")
+    info = {
+        "batch": batch,
+        "compiled_env_steps_per_s": compiled["env_steps_per_s"],
+        "eager_env_steps_per_s": eager["env_steps_per_s"],
+        "ratio_compiled_vs_eager": compiled["env_steps_per_s"] / eager["env_steps_per_s"],
+        "compile_seconds": compiled["setup_seconds"],
+    }
+    jm = _jaxmarl(env, batch)
+    if jm:
+        info.update(jaxmarl_env_steps_per_s=jm, ratio_compiled_vs_jaxmarl=compiled["env_steps_per_s"] / jm)
+    benchmark.extra_info.update(info)
+    print(info)
+    if batch == 1:
+        assert info["ratio_compiled_vs_eager"] > 1.0, info
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", ["eager", "graph", "compile-graph"])
+@pytest.mark.parametrize("batch", [256, 1024, 8192, 65536])
+@pytest.mark.parametrize("env", ["hanabi", "overcooked-v2"])
+def test_gpu_env_steps(benchmark, env: str, batch: int, mode: str) -> None:  # type: ignore[no-untyped-def]
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    res = _rate(env, batch, 256, "cuda", mode)
+    benchmark.pedantic(lambda: _rate(env, batch, 256, "cuda", mode, repeats=1), rounds=2, iterations=1)
+    info = {"device": torch.cuda.get_device_name(), **res}
+    jm = _jaxmarl(env, batch)
+    if jm:
+        info.update(jaxmarl_env_steps_per_s=jm, ratio_vs_jaxmarl=res["env_steps_per_s"] / jm)
+    benchmark.extra_info.update(info)
+    print(info)
