@@ -6,13 +6,17 @@
 # on this machine: put JaxMARL's four wheels in .whl/ (../shared/notes/gpu-anchors.md) and carry .whl:
 #   echo /.whl/ >> .git/info/exclude
 #   python3 -m pip download --no-deps -d .whl jaxmarl==0.2.0 gymnax==1.0.1 "gymnasium<1.4" farama-notifications
-# then: run(command="bash scripts/env-gpu.sh", carry=[".whl"], timeout_s=600)
+# then, as two device calls on one warm machine (the first includes the machine's start):
+#   run(command="bash scripts/env-gpu.sh tests", carry=[".whl"], timeout_s=360)
+#   run(command="bash scripts/env-gpu.sh table", carry=[".whl"], timeout_s=600)
+# (or "all" in one call when the budget allows: the tests compile eight times, the table several more).
 # Budgets (seconds): TEST_S for the tests, TABLE_S for the table (its rows stop at TABLE_S - 60); TABLE_ARGS: more
 # options of gpu_env_table.py (a CPU try: TABLE_ARGS="--device cpu --modes eager,compile --batches 4 --steps 4").
 set -uo pipefail
 OUT=${OUT:-results/env-gpu}
-TEST_S=${TEST_S:-180}
-TABLE_S=${TABLE_S:-330}
+PART=${1:-all}
+TEST_S=${TEST_S:-300}
+TABLE_S=${TABLE_S:-540}
 mkdir -p "$OUT"
 PY=python3
 if ls .whl/*.whl >/dev/null 2>&1; then
@@ -22,9 +26,12 @@ export PYTHONPATH=$PWD:$PWD/packages/ers-deep/src:$PWD/packages/ers-exact/src:/t
 export XLA_PYTHON_CLIENT_PREALLOCATE=false
 { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv; $PY -c "import torch; print('torch', torch.__version__)"; } \
   | tee "$OUT/gpu.txt"
+if [ "$PART" != table ]; then
 timeout "$TEST_S" $PY -m pytest -q -m gpu -o addopts="" -p no:cacheprovider \
   tests/deep/accel/test_gpu.py tests/deep/envs/hanabi/test_gpu.py tests/deep/envs/overcooked_v2/test_gpu.py \
   > "$OUT/gpu-tests.txt" 2>&1
 echo "gpu tests: exit $? (details in $OUT/gpu-tests.txt)"; tail -15 "$OUT/gpu-tests.txt"
+fi
+[ "$PART" = tests ] && exit 0
 timeout "$TABLE_S" $PY scripts/gpu_env_table.py --out "$OUT" --budget-s $((TABLE_S - 60)) ${TABLE_ARGS:-} 2>&1 | tee "$OUT/table.log"
 $PY scripts/gpu_env_table.py --markdown "$OUT/gpu-env-table.json" > "$OUT/gpu-env-table.md" 2>/dev/null || true

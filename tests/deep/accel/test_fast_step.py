@@ -78,3 +78,40 @@ def test_auto_mode_on_cpu_compiles_small_batches_only() -> None:
     assert resolve_mode("auto", make_env("overcooked-v2", 1024, "cpu")) == "eager"
     assert resolve_mode("auto", make_env("hanabi", 16, "cpu")) == "compile"
     assert resolve_mode("auto", make_env("hanabi", 32, "cpu")) == "eager"
+
+
+def test_every_stepper_has_its_own_compile_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """torch.compile allows a few variants per code object (a hard error beyond with fullgraph); envs of
+    several batch sizes in one process must not share that budget."""
+    import torch._dynamo.config as dynamo_config
+
+    monkeypatch.setattr(dynamo_config, "recompile_limit", 1)
+    for batch in (2, 3):
+        env = make_env("overcooked-v2", batch, "cpu", max_steps=5)
+        out = FastStep(env, mode="compile")(torch.zeros(batch, 2, dtype=torch.long))
+        assert out.obs.shape[0] == batch
+
+
+def test_auto_falls_back_when_compilation_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A compiled mode chosen by "auto" steps eagerly, with a warning and the same numbers, when torch.compile
+    fails (e.g. no C++ compiler); an explicit compiled mode raises."""
+    from ers_deep.accel import step as step_module
+
+    def broken(fn: object) -> object:
+        def fail(*args: object) -> None:
+            raise RuntimeError("no compiler here")
+
+        return fail
+
+    monkeypatch.setattr(step_module, "compile_fn", broken)
+    env, twin = (
+        make_env("overcooked-v2", 8, "cpu", max_steps=5),
+        make_env("overcooked-v2", 8, "cpu", max_steps=5),
+    )
+    fast = FastStep(env)  # auto: compile at this batch size on CPU
+    actions = torch.randint(6, (8, 2), generator=torch.Generator().manual_seed(0))
+    with pytest.warns(UserWarning, match="no compiler here"):
+        out = fast(actions)
+    assert fast.mode == "eager" and torch.equal(out.obs, twin.step(actions).obs)
+    with pytest.raises(RuntimeError, match="no compiler here"):
+        FastStep(make_env("overcooked-v2", 8, "cpu"), mode="compile")(actions)

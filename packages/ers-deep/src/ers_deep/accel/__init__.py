@@ -11,6 +11,10 @@ device sync, no data-dependent branch, randomness from ``env.draw_noise()``) in 
   the same numbers the eager path draws from the same generator states;
 * ``"compile-graph"``: the compiled ``step_state`` (fused kernels) captured in the CUDA graph.
 
+``"auto"`` (``capture.resolve_mode``): ``"compile-graph"`` on CUDA, ``"compile"`` on CPU at the small batches
+where it measured faster, else ``"eager"``; a compiled mode chosen by ``"auto"`` falls back to its uncompiled
+twin, with a warning, when compilation fails.
+
 Modules: ``capture`` (static buffers, warm-up, capture, mode choice), ``actors`` (action sources: uniform
 random legal actions for the benchmarks, a policy network for collectors), ``step`` (``FastStep``: the env
 step with given actions), ``rollout`` (``FastRollout``: k steps of env + actor as one graph, stacked).

@@ -30,11 +30,13 @@ CPU_COMPILE_MAX_BATCH = {"HanabiEnv": 16, "OvercookedV2Env": 512}
 
 
 def resolve_mode(mode: str, env: Any) -> Mode:
-    """``mode``, with ``"auto"`` resolved: ``"graph"`` on CUDA; on CPU ``"compile"`` up to the measured
-    batch size of ``CPU_COMPILE_MAX_BATCH`` and ``"eager"`` above it. Graph modes need a CUDA env."""
+    """``mode``, with ``"auto"`` resolved: ``"compile-graph"`` on CUDA; on CPU ``"compile"`` up to the
+    measured batch size of ``CPU_COMPILE_MAX_BATCH`` and ``"eager"`` above it. (A compiled mode chosen by
+    ``"auto"`` falls back to its uncompiled twin, with a warning, when compilation fails.) Graph modes need a
+    CUDA env."""
     if mode == "auto":
         if env.device.type == "cuda":
-            return "graph"
+            return "compile-graph"
         limit = CPU_COMPILE_MAX_BATCH.get(type(env).__name__, 0)
         return "compile" if env.batch_size <= limit else "eager"
     if mode not in MODES:
@@ -44,6 +46,13 @@ def resolve_mode(mode: str, env: Any) -> Mode:
             f"mode {mode!r} captures a CUDA graph: it needs an env on a CUDA device, not {env.device}"
         )
     return mode  # type: ignore[return-value]
+
+
+def actual_mode(graph: bool, compiled: bool) -> Mode:
+    """The mode name of a fast path that captures a graph or not and compiles or not."""
+    if graph:
+        return "compile-graph" if compiled else "graph"
+    return "compile" if compiled else "eager"
 
 
 def require_branch_free(env: Any) -> None:

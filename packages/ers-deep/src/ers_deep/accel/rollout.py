@@ -15,7 +15,15 @@ import torch
 from torch import Tensor
 
 from ers_deep.accel.actors import Actor
-from ers_deep.accel.capture import capture, copy_into, resolve_mode, state_tensors, write_back
+from ers_deep.accel.capture import (
+    Mode,
+    actual_mode,
+    capture,
+    copy_into,
+    resolve_mode,
+    state_tensors,
+    write_back,
+)
 from ers_deep.accel.step import Stepper
 from ers_deep.envs.base import BatchedEnv
 
@@ -49,8 +57,9 @@ class FastRollout:
         if steps < 1:
             raise ValueError(f"steps must be >= 1, got {steps}")
         self.env, self.actor, self.steps = env, actor, int(steps)
-        self.mode = resolve_mode(mode, env)
-        self.stepper = Stepper(env, compiled=self.mode.startswith("compile"))
+        resolved = resolve_mode(mode, env)
+        self.graph_mode = resolved.endswith("graph")
+        self.stepper = Stepper(env, compiled=resolved.startswith("compile"), fallback=mode == "auto")
         self.record, self.warmup, self.clone_outputs = tuple(record), warmup, clone_outputs
         dev = env.device
         self.carry: dict[str, Tensor] = {
@@ -60,6 +69,11 @@ class FastRollout:
             **actor.initial_carry(env),
         }
         self.graph: torch.cuda.CUDAGraph | None = None
+
+    @property
+    def mode(self) -> Mode:
+        """The mode it runs in (after a fallback from a failed compilation: the uncompiled twin)."""
+        return actual_mode(self.graph_mode, self.stepper.compiled)
 
     def _keep(self, name: str, group: str) -> bool:
         return name in self.record or group in self.record
@@ -92,7 +106,7 @@ class FastRollout:
                 legal = out.legal if hasattr(out, "legal") else env.legal_mask(env.state)
             stacked = {k: torch.stack(v) for k, v in rec.items()}  # before the carry is overwritten
             copy_into(c, {"obs": obs, "legal": legal, "first": first, **actor_carry})
-            if self.mode.endswith("graph"):
+            if self.graph_mode:
                 write_back(env.state, self.static)
         missing = [r for r in self.record if not r.startswith("*") and r not in rec]
         if missing:
@@ -100,7 +114,7 @@ class FastRollout:
         return stacked
 
     def __call__(self) -> dict[str, Tensor]:
-        if not self.mode.endswith("graph"):
+        if not self.graph_mode:
             return self.body()
         if self.graph is None:
             env = self.env

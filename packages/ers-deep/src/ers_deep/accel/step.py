@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import types
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -9,6 +11,8 @@ import torch
 from torch import Tensor
 
 from ers_deep.accel.capture import (
+    Mode,
+    actual_mode,
     capture,
     compile_fn,
     copy_into,
@@ -20,16 +24,28 @@ from ers_deep.accel.capture import (
 from ers_deep.envs.base import BatchedEnv, Step
 
 
+def own_code(method: Callable[..., Any]) -> Callable[..., Any]:
+    """``method`` rebound to a copy of its function with a code object of its own. torch.compile keeps the
+    variants it compiled (at most ``recompile_limit``, 8, with ``fullgraph`` a hard error beyond) per code
+    object; without the copy every env of a process (each batch size, each config) would share one budget."""
+    fn = method.__func__  # type: ignore[attr-defined]
+    copy = types.FunctionType(
+        fn.__code__.replace(), fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__
+    )
+    return types.MethodType(copy, method.__self__)  # type: ignore[attr-defined]
+
+
 class Stepper:
     """One branch-free step of ``env.state`` (rebinding its fields; no copy into static buffers): the noise
     drawn from the env's generator, then ``env.step_state``, compiled when ``compiled`` (the building block
     of every mode)."""
 
-    def __init__(self, env: BatchedEnv, compiled: bool) -> None:
+    def __init__(self, env: BatchedEnv, compiled: bool, fallback: bool = False) -> None:
         require_branch_free(env)
         self.env, self.state_type = env, type(env.state)
+        self.compiled, self.fallback = compiled, fallback
         self.fn: Callable[..., tuple[dict[str, Tensor], Any]] = (
-            compile_fn(self.pure) if compiled else self.pure
+            compile_fn(own_code(self.pure)) if compiled else self.pure
         )
 
     def pure(
@@ -43,7 +59,15 @@ class Stepper:
     def __call__(self, actions: Tensor) -> Any:
         env = self.env
         noise = env.draw_noise()  # type: ignore[attr-defined]
-        new, out = self.fn(state_tensors(env.state), actions, noise)
+        try:
+            new, out = self.fn(state_tensors(env.state), actions, noise)
+        except Exception as e:  # compilation failed: nothing ran yet, so the eager step can redo it exactly
+            if not (self.compiled and self.fallback):
+                raise
+            warnings.warn(f"torch.compile failed ({type(e).__name__}: {e}); stepping eagerly", stacklevel=2)
+            self.fn, self.compiled, self.fallback = self.pure, False, False
+            new, out = self.fn(state_tensors(env.state), actions, noise)
+        self.fallback = False  # the first call compiled: later failures are real errors
         for k, v in new.items():
             setattr(env.state, k, v)
         return out
@@ -64,14 +88,19 @@ class FastStep:
     def __init__(
         self, env: BatchedEnv, mode: str = "auto", warmup: int = 2, clone_outputs: bool = False
     ) -> None:
-        self.env, self.mode = env, resolve_mode(mode, env)
-        self.stepper = Stepper(env, compiled=self.mode.startswith("compile"))
+        self.env, resolved = env, resolve_mode(mode, env)
+        self.graph_mode = resolved.endswith("graph")
+        self.stepper = Stepper(env, compiled=resolved.startswith("compile"), fallback=mode == "auto")
         self.warmup, self.clone_outputs = warmup, clone_outputs
         self.graph: torch.cuda.CUDAGraph | None = None
-        self.compile_seconds: float | None = None
+
+    @property
+    def mode(self) -> Mode:
+        """The mode it runs in (after a fallback from a failed compilation: the uncompiled twin)."""
+        return actual_mode(self.graph_mode, self.stepper.compiled)
 
     def __call__(self, actions: Tensor) -> Step:
-        if not self.mode.endswith("graph"):
+        if not self.graph_mode:
             return self.stepper(actions)
         if self.graph is None:
             self._capture(actions)

@@ -43,8 +43,9 @@ def random_legal_runner(
 
         unroll = 1
     else:
-        roll = FastRollout(env, actor, unroll, mode=resolved, record=())
+        roll = FastRollout(env, actor, unroll, mode=mode, record=())
         roll()  # compile and/or capture
+        resolved = roll.mode  # a compiled mode chosen by "auto" may have fallen back
 
         def run(n: int) -> None:
             for _ in range(math.ceil(n / unroll)):

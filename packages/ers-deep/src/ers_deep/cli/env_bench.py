@@ -62,7 +62,8 @@ class EnvBenchOptions(Options):
     )
     mode: str = option(
         "auto",
-        help="fast path (ers_deep.accel): auto (CUDA: graph; CPU: compile at small batches, else eager), "
+        help="fast path (ers_deep.accel): auto (CUDA: compile-graph; CPU: compile at small batches, else eager; "
+        "a failed compilation falls back to the uncompiled twin), "
         "eager, compile, graph, compile-graph",
         check=one_of(("auto", *MODES)),
     )

@@ -492,4 +492,4 @@ class HanabiEnv:
         ]
         if cfg.observation_type != "minimal":
             parts.append(s.knowledge[:, rel].reshape(B, P, -1))  # [B, P, P*H*F]
-        return torch.cat(parts, -1).to(self.obs_dtype)
+        return torch.cat([p.to(self.obs_dtype) for p in parts], -1)  # no bool output: slow to compile on CPU
