@@ -24,7 +24,7 @@ T = TypeVar("T")
 
 #: CPU batch sizes up to which ``"auto"`` compiles the step, per env class (measured with ``ers-deep env-bench
 #: --threads 1`` on the 2-core development machine: compiled / eager env-steps/s, Hanabi 2.4x at 1, 1.9x at 4,
-#: 1.2x at 16, 0.76x at 32, 0.47x at 64; Overcooked V2 4.7x at 1, 3.2x at 64, 2.2x at 256, 1.8x at 512,
+#: 1.3x at 16, 1.0x at 32, 0.7x at 64; Overcooked V2 4.7x at 1, 3.2x at 64, 2.2x at 256, 1.8x at 512,
 #: 0.66x at 1024, 0.35x at 4096; ``benchmarks/test_accel_bench.py`` keeps measuring it)
 CPU_COMPILE_MAX_BATCH = {"HanabiEnv": 16, "OvercookedV2Env": 512}
 
