@@ -115,3 +115,21 @@ def test_auto_falls_back_when_compilation_fails(monkeypatch: pytest.MonkeyPatch)
     assert fast.mode == "eager" and torch.equal(out.obs, twin.step(actions).obs)
     with pytest.raises(RuntimeError, match="no compiler here"):
         FastStep(make_env("overcooked-v2", 8, "cpu"), mode="compile")(actions)
+
+
+def test_rollout_restart_after_reset() -> None:
+    """After env.reset(seed), restart() continues from the new games: the next rollout equals a fresh
+    rollout of a twin env reset the same way."""
+    env, twin = (
+        make_env("hanabi", 6, "cpu", preset="Hanabi-Very-Small"),
+        make_env("hanabi", 6, "cpu", preset="Hanabi-Very-Small"),
+    )
+    roll = FastRollout(env, RandomLegal(env, seed=4), 5, mode="eager")
+    roll()
+    env.reset(seed=11)
+    twin.reset(seed=11)
+    roll.restart()
+    fresh = FastRollout(twin, RandomLegal(twin, seed=4), 5, mode="eager")
+    fresh.actor.generator.set_state(roll.actor.generator.get_state())
+    a, b = roll(), fresh()
+    assert all(torch.equal(a[k], b[k]) for k in b)

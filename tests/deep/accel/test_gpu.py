@@ -60,3 +60,14 @@ def test_reset_between_replays_is_seen() -> None:
     env.reset(seed=9), twin.reset(seed=9)
     a, b = fast(moves), twin.step(moves)
     assert torch.equal(a.obs, b.obs) and torch.equal(env.state.deck, twin.state.deck)
+
+
+def test_rollout_notices_a_reset_between_replays() -> None:
+    env, twin = make_env("overcooked-v2", 256, "cuda"), make_env("overcooked-v2", 256, "cuda")
+    roll = FastRollout(env, RandomLegal(env, seed=2), 4, mode="graph", clone_outputs=True)
+    roll()
+    env.reset(seed=5), twin.reset(seed=5)
+    fresh = FastRollout(twin, RandomLegal(twin, seed=2), 4, mode="eager")
+    fresh.actor.generator.set_state(roll.actor.generator.get_state())
+    a, b = roll(), fresh()
+    assert all(torch.equal(a[k], b[k]) for k in b)

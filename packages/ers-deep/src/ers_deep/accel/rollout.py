@@ -41,6 +41,7 @@ class FastRollout:
     ``cur_player`` and ``score``, Overcooked's ``shaped_reward``...). ``carry`` holds the static inputs of
     the next call (``obs``, ``legal``, ``first`` and the actor's carry); it starts from ``env``'s current
     state with ``first`` True (write into it, e.g. ``carry["first"].fill_(False)``, to continue an episode).
+    After ``env.reset()`` call ``restart()`` (graph modes notice a replaced state and restart by themselves).
 
     In graph modes the outputs are static tensors rewritten by the next call unless ``clone_outputs``."""
 
@@ -61,14 +62,28 @@ class FastRollout:
         self.graph_mode = resolved.endswith("graph")
         self.stepper = Stepper(env, compiled=resolved.startswith("compile"), fallback=mode == "auto")
         self.record, self.warmup, self.clone_outputs = tuple(record), warmup, clone_outputs
-        dev = env.device
-        self.carry: dict[str, Tensor] = {
+        self.carry: dict[str, Tensor] = self._fresh_carry()
+        self.graph: torch.cuda.CUDAGraph | None = None
+
+    def _fresh_carry(self) -> dict[str, Tensor]:
+        env = self.env
+        return {
             "obs": env.observe(),
             "legal": env.legal_mask(),
-            "first": torch.ones(env.batch_size, dtype=torch.bool, device=dev),
-            **actor.initial_carry(env),
+            "first": torch.ones(env.batch_size, dtype=torch.bool, device=env.device),
+            **self.actor.initial_carry(env),
         }
-        self.graph: torch.cuda.CUDAGraph | None = None
+
+    def restart(self) -> None:
+        """Continue from the env's current state (after ``env.reset()``): its observation and legal moves,
+        ``first`` True and the actor's initial carry (copied into the static buffers once captured)."""
+        if self.graph is not None and self._state_rebound():
+            copy_into(self.static, state_tensors(self.env.state))
+            self.env.state = type(self.env.state)(**self.static)
+        copy_into(self.carry, self._fresh_carry())
+
+    def _state_rebound(self) -> bool:
+        return any(getattr(self.env.state, k) is not v for k, v in self.static.items())
 
     @property
     def mode(self) -> Mode:
@@ -122,9 +137,8 @@ class FastRollout:
             self.static = state_tensors(env.state)
             gens = [env.generator, *self.actor.generators]
             self.graph, self.out = capture(self.body, self._buffers, gens, self.warmup)
-        elif any(getattr(self.env.state, k) is not v for k, v in self.static.items()):
-            copy_into(self.static, state_tensors(self.env.state))  # the env was reset since the last call
-            self.env.state = type(self.env.state)(**self.static)
+        elif self._state_rebound():  # the env was reset since the last call
+            self.restart()
         self.graph.replay()
         return {k: v.clone() for k, v in self.out.items()} if self.clone_outputs else self.out
 
