@@ -4,25 +4,21 @@ certifies, and its J equals the exact J of that fixed point (toy coordination ga
 from __future__ import annotations
 
 import pytest
-import torch
 
 from ers_deep.train.config import paper_config
 from ers_deep.train.exact import exact_report
 from ers_deep.train.ippo import Learner
+from tests.deep.threads import single_thread
 
 
 def _train(game: str, updates: int, seeds: tuple[int, ...], **kw: object) -> list[dict]:  # type: ignore[type-arg]
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with single_thread():
         cfg = paper_config(f"tabular:{game}", seeds=seeds, **kw)  # type: ignore[arg-type]
         cfg = cfg.replace(total_env_steps=cfg.steps_per_update * updates)
         learner = Learner(cfg)
         for _ in range(updates):
             learner.train_step()
         return exact_report(learner.net, learner.env, cfg.alpha)
-    finally:
-        torch.set_num_threads(threads)
 
 
 @pytest.mark.parametrize(

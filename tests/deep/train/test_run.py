@@ -17,6 +17,7 @@ import torch
 from ers_deep.train import checkpoint as ck
 from ers_deep.train.checkpoint import CheckpointError, load_checkpoint, read_metadata, save_checkpoint
 from ers_deep.train.run import checkpoints, latest_checkpoint, read_metrics, resume
+from tests.deep.threads import single_thread
 
 CONFIG = {
     "env": "hanabi",
@@ -51,11 +52,8 @@ def _start(run_dir: Path, delay: float) -> subprocess.Popen[bytes]:
 
 
 def _resume_one_thread(run_dir: Path):  # the child processes train on one thread
-    threads = torch.get_num_threads()
-    try:
+    with single_thread():  # restores the thread count that resume(threads=1) sets
         return resume(run_dir, threads=1)
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _curve(run_dir: Path) -> list[dict[str, str]]:
