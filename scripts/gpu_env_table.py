@@ -5,7 +5,7 @@
     python scripts/gpu_env_table.py --markdown DIR/gpu-env-table.json     # the README table from a result
 
 Rows: Hanabi (2-player Full), Overcooked V2 ``grounded_coord_simple`` with observations, and Overcooked V2 state
-only (ers eager; the fast paths always encode observations). Each ers row is the best of 3 timings; JaxMARL runs
+only (the step without its observation on both sides). Each ers row is the best of 3 timings; JaxMARL runs
 in its own process (``bench.runner.reference_in_subprocess``), compile excluded. Every finished row is appended to
 ``DIR/gpu-env-table.json`` at once, so a run cut short keeps what it measured; rows left when ``--budget-s``
 seconds have passed are recorded as skipped. ``--markdown`` prints the README's GPU table: per env and batch,

@@ -133,3 +133,20 @@ def test_rollout_restart_after_reset() -> None:
     fresh.actor.generator.set_state(roll.actor.generator.get_state())
     a, b = roll(), fresh()
     assert all(torch.equal(a[k], b[k]) for k in b)
+
+
+@pytest.mark.parametrize("name", ["hanabi", "overcooked-v2"])
+def test_state_only_step_equals_eager_state(name: str) -> None:
+    """observe=False skips the observation only: the state and every other output equal the eager step's."""
+    kw = {"preset": "Hanabi-Very-Small"} if name == "hanabi" else {"max_steps": 6}
+    env, twin = make_env(name, 8, "cpu", **kw), make_env(name, 8, "cpu", **kw)
+    fast = FastStep(env, mode="eager", observe=False)
+    g = torch.Generator().manual_seed(1)
+    legal = twin.legal_mask()
+    for _ in range(12):
+        actions = (torch.rand(legal.shape, generator=g) * legal).argmax(-1)
+        a, b = fast(actions), twin.step(actions)
+        assert a.obs.shape == (8, env.num_agents, 0)
+        assert all(torch.equal(x, getattr(b, k)) for k, x in a._asdict().items() if k != "obs")
+        assert all(torch.equal(getattr(env.state, k), v) for k, v in vars(twin.state).items())
+        legal = b.legal if hasattr(b, "legal") else legal

@@ -43,7 +43,8 @@ class FastRollout:
     state with ``first`` True (write into it, e.g. ``carry["first"].fill_(False)``, to continue an episode).
     After ``env.reset()`` call ``restart()`` (graph modes notice a replaced state and restart by themselves).
 
-    In graph modes the outputs are static tensors rewritten by the next call unless ``clone_outputs``."""
+    In graph modes the outputs are static tensors rewritten by the next call unless ``clone_outputs``.
+    ``observe=False`` runs the state only: every ``obs`` is empty [B, P, 0] (an actor that needs none only)."""
 
     def __init__(
         self,
@@ -54,21 +55,24 @@ class FastRollout:
         record: Sequence[str] = ALL,
         warmup: int = 2,
         clone_outputs: bool = False,
+        observe: bool = True,
     ) -> None:
         if steps < 1:
             raise ValueError(f"steps must be >= 1, got {steps}")
         self.env, self.actor, self.steps = env, actor, int(steps)
         resolved = resolve_mode(mode, env)
         self.graph_mode = resolved.endswith("graph")
-        self.stepper = Stepper(env, compiled=resolved.startswith("compile"), fallback=mode == "auto")
+        compiled = resolved.startswith("compile")
+        self.stepper = Stepper(env, compiled, fallback=mode == "auto", observe=observe)
         self.record, self.warmup, self.clone_outputs = tuple(record), warmup, clone_outputs
         self.carry: dict[str, Tensor] = self._fresh_carry()
         self.graph: torch.cuda.CUDAGraph | None = None
 
     def _fresh_carry(self) -> dict[str, Tensor]:
         env = self.env
+        empty = torch.zeros(env.batch_size, env.num_agents, 0, device=env.device)
         return {
-            "obs": env.observe(),
+            "obs": env.observe() if self.stepper.observe else empty,
             "legal": env.legal_mask(),
             "first": torch.ones(env.batch_size, dtype=torch.bool, device=env.device),
             **self.actor.initial_carry(env),

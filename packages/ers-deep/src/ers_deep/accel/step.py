@@ -40,10 +40,10 @@ class Stepper:
     drawn from the env's generator, then ``env.step_state``, compiled when ``compiled`` (the building block
     of every mode)."""
 
-    def __init__(self, env: BatchedEnv, compiled: bool, fallback: bool = False) -> None:
+    def __init__(self, env: BatchedEnv, compiled: bool, fallback: bool = False, observe: bool = True) -> None:
         require_branch_free(env)
         self.env, self.state_type = env, type(env.state)
-        self.compiled, self.fallback = compiled, fallback
+        self.compiled, self.fallback, self.observe = compiled, fallback, observe
         self.fn: Callable[..., tuple[dict[str, Tensor], Any]] = (
             compile_fn(own_code(self.pure)) if compiled else self.pure
         )
@@ -53,7 +53,7 @@ class Stepper:
     ) -> tuple[dict[str, Tensor], Any]:
         """(next state's tensors, step output) of ``state`` under ``actions`` and ``noise`` (the traced function)."""
         s = self.state_type(**state)
-        out = self.env.step_state(s, actions, noise)  # type: ignore[attr-defined]
+        out = self.env.step_state(s, actions, noise, observe=self.observe)  # type: ignore[attr-defined]
         return state_tensors(s), out
 
     def __call__(self, actions: Tensor) -> Any:
@@ -83,14 +83,20 @@ class FastStep:
     actions into a static buffer and replays. The outputs of a graph mode are static tensors that the next call
     rewrites: keep them with ``clone_outputs=True``. ``env.reset()`` between calls is fine (the new state is
     copied into the static buffers at the next call). Hanabi: the env's own legal-move cache (``env.step``'s
-    check) is not refreshed; use the returned ``legal``."""
+    check) is not refreshed; use the returned ``legal``. ``observe=False``: the state only (``obs`` empty)."""
 
     def __init__(
-        self, env: BatchedEnv, mode: str = "auto", warmup: int = 2, clone_outputs: bool = False
+        self,
+        env: BatchedEnv,
+        mode: str = "auto",
+        warmup: int = 2,
+        clone_outputs: bool = False,
+        observe: bool = True,
     ) -> None:
         self.env, resolved = env, resolve_mode(mode, env)
         self.graph_mode = resolved.endswith("graph")
-        self.stepper = Stepper(env, compiled=resolved.startswith("compile"), fallback=mode == "auto")
+        compiled = resolved.startswith("compile")
+        self.stepper = Stepper(env, compiled, fallback=mode == "auto", observe=observe)
         self.warmup, self.clone_outputs = warmup, clone_outputs
         self.graph: torch.cuda.CUDAGraph | None = None
 

@@ -38,9 +38,8 @@ def _runner(
     """An Overcooked V2 env (auto-reset on), ``run(n)``: n batched steps of uniform random actions drawn inside
     the loop, in ``mode`` (``bench.runner``), and how it runs. The episode clocks are staggered so that every
     step resets about B/max_steps games (a short timing window of games started together would otherwise
-    contain no reset at all). ``observations=False`` (eager only): the transition and resets alone."""
-    if not observations and mode != "eager":
-        raise ValueError("the state-only rate (observations=False) is measured in eager mode only")
+    contain no reset at all). ``observations=False``: the transition and resets alone (eager: ``transition`` and
+    ``reset_games``; fast modes: the step without its observation)."""
     env = OvercookedV2Env(
         layout,
         batch_size=batch,
@@ -53,8 +52,8 @@ def _runner(
     gen = torch.Generator(device=env.device).manual_seed(seed + 1)
     env.reset()
     env.state.step = torch.randint(env.max_steps, (batch,), generator=gen, device=env.device)
-    if observations:
-        run, how = random_legal_runner(env, mode, unroll, seed)
+    if observations or mode != "eager":
+        run, how = random_legal_runner(env, mode, unroll, seed, observe=observations)
         return env, run, how
 
     def run_state_only(n: int) -> None:

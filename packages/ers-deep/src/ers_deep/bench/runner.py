@@ -25,11 +25,11 @@ from ers_deep.envs.base import BatchedEnv
 
 
 def random_legal_runner(
-    env: BatchedEnv, mode: str = "eager", unroll: int = 1, seed: int = 0
+    env: BatchedEnv, mode: str = "eager", unroll: int = 1, seed: int = 0, observe: bool = True
 ) -> tuple[Callable[[int], None], dict[str, Any]]:
     """``run(n)`` (n rounded up to a multiple of ``unroll`` in the fast modes) and how it runs: the resolved
     mode, the unroll and the seconds spent building it (compilation and capture happen at the first call,
-    which this function makes)."""
+    which this function makes). ``observe=False`` (fast modes): the state-only step."""
     actor, resolved = RandomLegal(env, seed + 1), resolve_mode(mode, env)
     t0 = time.perf_counter()
     if resolved == "eager":
@@ -43,7 +43,7 @@ def random_legal_runner(
 
         unroll = 1
     else:
-        roll = FastRollout(env, actor, unroll, mode=mode, record=())
+        roll = FastRollout(env, actor, unroll, mode=mode, record=(), observe=observe)
         roll()  # compile and/or capture
         resolved = roll.mode  # a compiled mode chosen by "auto" may have fallen back
 

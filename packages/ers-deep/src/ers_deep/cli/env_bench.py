@@ -86,14 +86,14 @@ class EnvBenchOptions(Options):
 
     @property
     def resolved_mode(self) -> str:
-        """``--mode``, with ``--eager`` and the eager-only state-only rate (``--no-obs``) applied."""
-        return "eager" if self.eager or (self.no_obs and self.mode == "auto") else self.mode
+        """``--mode``, with ``--eager`` applied."""
+        return "eager" if self.eager else self.mode
 
     def check(self) -> None:
         if self.eager and self.mode not in ("auto", "eager"):
             raise UsageError(f"--eager contradicts --mode {self.mode}")
-        if self.no_obs and self.resolved_mode != "eager":
-            raise UsageError("--no-obs (the state-only rate) is measured in eager mode only")
+        if self.no_obs and self.env != "overcooked-v2":
+            raise UsageError("--no-obs (the state-only rate) is an Overcooked V2 option")
         if self.resolved_mode.endswith("graph") and not self.device.startswith("cuda"):
             raise UsageError(f"--mode {self.mode} captures CUDA graphs: it needs --device cuda")
         known = ENV_REFERENCES[self.env]

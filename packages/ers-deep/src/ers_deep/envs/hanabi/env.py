@@ -305,21 +305,31 @@ class HanabiEnv:
             self.reset_games(done)
         return self._output(reward, done, score)
 
-    def step_state(self, state: HanabiState, actions: Tensor, noise: dict[str, Tensor]) -> HanabiStep:
+    def step_state(
+        self, state: HanabiState, actions: Tensor, noise: dict[str, Tensor], observe: bool = True
+    ) -> HanabiStep:
         """One branch-free step of the games of ``state``, which advances in place (fields may be rebound):
         no legality check, no device sync, no generator (the re-deals of ``auto_reset`` come from ``noise``,
         see ``draw_noise``). What ``step`` runs when ``branch_free``, and what ``ers_deep.accel`` compiles
-        and captures. ``actions`` as in ``step`` (assumed legal)."""
-        return self._step_state(state, self._select(state, actions), noise)[0]
+        and captures. ``actions`` as in ``step`` (assumed legal). ``observe=False``: ``obs`` is empty
+        [B, P, 0] (state-only benchmarks)."""
+        return self._step_state(state, self._select(state, actions), noise, observe)[0]
 
-    def _step_state(self, s: HanabiState, a: Tensor, noise: dict[str, Tensor]) -> tuple[HanabiStep, Tensor]:
+    def _step_state(
+        self, s: HanabiState, a: Tensor, noise: dict[str, Tensor], observe: bool = True
+    ) -> tuple[HanabiStep, Tensor]:
         reward = self._advance(s, a.clamp(0, self.num_moves - 1))
         done, score = s.done.clone(), s.score.clone()
         if self.auto_reset:
             self._redeal(s, done, self.decks_from_keys(noise["deal"]))
         legal_cur = self._legal_current(s)
         legal = legal_cur[:, None, :] & (self._arP == s.cur[:, None])[..., None]
-        return HanabiStep(self.observe(s), legal, s.cur.clone(), reward, done, score), legal_cur
+        obs = (
+            self.observe(s)
+            if observe
+            else torch.zeros(self.batch_size, self.num_players, 0, device=self.device)
+        )
+        return HanabiStep(obs, legal, s.cur.clone(), reward, done, score), legal_cur
 
     def transition(self, state: HanabiState, actions: Tensor) -> HanabiTransition:
         """The pure transition: the move's next state (a copy; no re-deal) and outputs; ``state`` is

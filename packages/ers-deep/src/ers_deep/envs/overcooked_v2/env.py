@@ -249,17 +249,20 @@ class OvercookedV2Env:
             self.reset_games(done)
         return OvercookedStep(self.observe(self.state), reward, shaped, done)
 
-    def step_state(self, state: OvercookedState, actions: Tensor, noise: dict[str, Tensor]) -> OvercookedStep:
+    def step_state(
+        self, state: OvercookedState, actions: Tensor, noise: dict[str, Tensor], observe: bool = True
+    ) -> OvercookedStep:
         """One branch-free step of the games of ``state``, whose fields are rebound to the next state (after the
         auto-reset): no device sync, no generator (recipes and fresh episodes come from ``noise``, see
         ``draw_noise``). What ``step`` runs when ``branch_free``, and what ``ers_deep.accel`` compiles and
-        captures."""
+        captures. ``observe=False``: ``obs`` is empty [B, A, 0] (the state-only rate)."""
         ns, reward, shaped, done = self.transition(state, actions, noise.get("recipe"))
         if self.auto_reset:
             ns = _select(done, self.initial_state(self.batch_size, noise), ns)
         for f in fields(state):
             setattr(state, f.name, getattr(ns, f.name))
-        return OvercookedStep(self.observe(state), reward, shaped, done)
+        obs = self.observe(state) if observe else torch.zeros(self.batch_size, self.A, 0, device=self.device)
+        return OvercookedStep(obs, reward, shaped, done)
 
     def transition(
         self, s: OvercookedState, actions: Tensor, recipes: Tensor | None = None
