@@ -17,8 +17,10 @@ import torch
 
 from ers_deep.bench import hanabi as bench_hanabi
 from ers_deep.bench import overcooked_v2 as bench_overcooked
+from ers_deep.bench.rollout import bench_policy_rollout
 from ers_deep.bench.runner import reference_in_subprocess
 from ers_deep.bench.timing import jaxmarl_available
+from ers_deep.nets import NetConfig
 
 ENV_BENCH = {"hanabi": bench_hanabi, "overcooked-v2": bench_overcooked}
 
@@ -77,3 +79,27 @@ def test_gpu_env_steps(benchmark, env: str, batch: int, mode: str) -> None:  # t
         info.update(jaxmarl_env_steps_per_s=jm, ratio_vs_jaxmarl=res["env_steps_per_s"] / jm)
     benchmark.extra_info.update(info)
     print(info)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", ["eager", "graph", "compile-graph"])
+@pytest.mark.parametrize("env", ["hanabi", "overcooked-v2"])
+def test_gpu_policy_rollout(benchmark, env: str, mode: str) -> None:  # type: ignore[no-untyped-def]
+    """What a collector runs at the paper's settings (``bench.rollout``): 128 steps of env + the official
+    network, sampling with ``PolicyActor``, recording what PPO needs."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    res = benchmark.pedantic(lambda: bench_policy_rollout(env, "cuda", mode), rounds=1, iterations=1)
+    info = {"gpu": torch.cuda.get_device_name(), **res}
+    benchmark.extra_info.update(info)
+    print(info)
+
+
+def test_cpu_policy_rollout_runs(one_thread) -> None:  # type: ignore[no-untyped-def]
+    """The rollout benchmark on CPU at toy sizes (eager and compiled agree on what they record)."""
+    small = NetConfig(kind="cnn-gru", hidden=8, conv=8)
+    for mode in ("eager", "compile"):
+        res = bench_policy_rollout(
+            "overcooked-v2", "cpu", mode, batch=4, steps=4, net=small, calls=1, repeats=1
+        )
+        assert res["mode"] == mode and res["env_steps_per_s"] > 0

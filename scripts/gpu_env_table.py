@@ -5,7 +5,8 @@
     python scripts/gpu_env_table.py --markdown DIR/gpu-env-table.json     # the README table from a result
 
 Rows: Hanabi (2-player Full), Overcooked V2 ``grounded_coord_simple`` with observations, and Overcooked V2 state
-only (the step without its observation on both sides). Each ers row is the best of 3 timings; JaxMARL runs
+only (the step without its observation on both sides); then, unless ``--no-rollouts``, what a collector runs
+(``bench.rollout``: 128 steps of env + the official network at the paper's settings) in every mode. Each ers row is the best of 3 timings; JaxMARL runs
 in its own process (``bench.runner.reference_in_subprocess``), compile excluded. Every finished row is appended to
 ``DIR/gpu-env-table.json`` at once, so a run cut short keeps what it measured; rows left when ``--budget-s``
 seconds have passed are recorded as skipped. ``--markdown`` prints the README's GPU table: per env and batch,
@@ -25,6 +26,7 @@ import torch
 
 from ers_deep.bench import hanabi as bench_hanabi
 from ers_deep.bench import overcooked_v2 as bench_overcooked
+from ers_deep.bench.rollout import PAPER, bench_policy_rollout
 from ers_deep.bench.runner import reference_in_subprocess
 from ers_deep.bench.timing import jaxmarl_available
 
@@ -79,6 +81,12 @@ def plan(args: argparse.Namespace) -> list[dict[str, Any]]:
                     for unroll in [1] if mode == "eager" else args.unroll:
                         tier = 2 if state else 3 if unroll > 1 else 0 if i <= 1 else 1
                         rows.append({**base, "side": "ers", "mode": mode, "unroll": unroll, "tier": tier})
+        if args.rollouts:
+            batch = PAPER[env][0]
+            for mode in args.modes:
+                rows.append(
+                    {"env": env, "variant": "rollout", "batch": batch, "side": "ers", "mode": mode, "tier": 3}
+                )
     return sorted(rows, key=lambda r: r["tier"])
 
 
@@ -100,7 +108,13 @@ def measure(args: argparse.Namespace) -> None:
             row: dict[str, Any] = {**spec, "skipped": f"budget of {args.budget_s:.0f} s spent"}
         else:
             try:
-                if spec["side"] == "jaxmarl":
+                if spec["variant"] == "rollout":
+                    row = {
+                        **key,
+                        "side": "ers",
+                        **bench_policy_rollout(spec["env"], args.device, spec["mode"]),
+                    }
+                elif spec["side"] == "jaxmarl":
                     row = {**key, **jaxmarl_row(spec["env"], spec["variant"], spec["batch"], args.steps)}
                 else:
                     measured = ers_row(
@@ -133,8 +147,9 @@ def measure(args: argparse.Namespace) -> None:
 def markdown(result: dict[str, Any]) -> str:
     """The README's GPU table: per env, variant and batch, JaxMARL, ers eager, the best fast mode, ratios."""
     groups: dict[tuple[str, str, int], dict[str, Any]] = {}
+    rollouts = [r for r in result["rows"] if r.get("variant") == "rollout" and "env_steps_per_s" in r]
     for r in result["rows"]:
-        if "env_steps_per_s" not in r:
+        if "env_steps_per_s" not in r or r.get("variant") == "rollout":
             continue
         g = groups.setdefault((r["env"], r["variant"], r["batch"]), {})
         if r["side"] == "jaxmarl":
@@ -164,6 +179,18 @@ def markdown(result: dict[str, Any]) -> str:
             f"{m(fast)}{f' ({how})' if how else ''} | {ratio(fast, g.get('jaxmarl'))} | "
             f"{ratio(g.get('eager'), g.get('jaxmarl'))} |"
         )
+    if rollouts:
+        lines += [
+            "",
+            "Collection at the paper's settings (128 steps of env + the official network, sampling, recording):",
+            "",
+            "| env | games | mode | env-steps/s | setup s |",
+            "| --- | --- | --- | --- | --- |",
+        ]
+        lines += [
+            f"| {r['env']} | {r['batch']:,} | {r['mode']} | {m(r['env_steps_per_s'])} | {r['setup_seconds']:.0f} |"
+            for r in rollouts
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -179,6 +206,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--envs", type=names, default=["hanabi", "overcooked-v2"])
     ap.add_argument("--steps", type=int, default=256)
     ap.add_argument("--no-jaxmarl", dest="jaxmarl", action="store_false")
+    ap.add_argument(
+        "--no-rollouts",
+        dest="rollouts",
+        action="store_false",
+        help="skip the policy-rollout rows (bench.rollout)",
+    )
     ap.add_argument("--budget-s", type=float, default=420.0)
     ap.add_argument(
         "--device", default="cuda", help="cuda; cpu only to try the script (modes eager, compile)"

@@ -25,7 +25,8 @@ def _script() -> ModuleType:
 
 def test_table_on_cpu(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     script = _script()
-    args = ["--out", str(tmp_path), "--device", "cpu", "--no-jaxmarl", "--modes", "eager", "--batches", "2,4"]
+    args = ["--out", str(tmp_path), "--device", "cpu", "--no-jaxmarl", "--no-rollouts", "--modes", "eager"]
+    args += ["--batches", "2,4"]
     assert script.main([*args, "--steps", "3", "--envs", "overcooked-v2"]) == 0
     result = json.loads((tmp_path / "gpu-env-table.json").read_text())
     rows = result["rows"]
@@ -77,5 +78,17 @@ def test_markdown_ratios() -> None:
             "error": "boom",
         },
     ]
+    rows.append(
+        {
+            "env": "hanabi",
+            "variant": "rollout",
+            "batch": 1024,
+            "side": "ers",
+            "mode": "graph",
+            "env_steps_per_s": 1.5e6,
+            "setup_seconds": 3.2,
+        }
+    )
     table = _script().markdown({"device": "X", "torch": "t", "rows": rows})
     assert "| hanabi | 256 | 2.00M | 0.50M | 4.00M (graph, unroll 16) | 2.00 | 0.25 |" in table
+    assert "| hanabi | 1,024 | graph | 1.50M | 3 |" in table
