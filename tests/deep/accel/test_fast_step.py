@@ -150,3 +150,23 @@ def test_state_only_step_equals_eager_state(name: str) -> None:
         assert all(torch.equal(x, getattr(b, k)) for k, x in a._asdict().items() if k != "obs")
         assert all(torch.equal(getattr(env.state, k), v) for k, v in vars(twin.state).items())
         legal = b.legal if hasattr(b, "legal") else legal
+
+
+def test_write_back_when_a_field_is_another_fields_buffer() -> None:
+    """Hanabi's step sets last_player = cur, then rebinds cur: the copy back into the static buffers must use
+    the old cur for last_player (a graph replay found this; see test_graph_emulated.py)."""
+    from dataclasses import dataclass
+
+    from ers_deep.accel.capture import state_tensors, write_back
+
+    @dataclass
+    class S:
+        cur: torch.Tensor
+        last: torch.Tensor
+
+    s = S(torch.tensor([0, 1]), torch.tensor([9, 9]))
+    static = state_tensors(s)
+    s.last, s.cur = s.cur, (s.cur + 1) % 2  # the step's order
+    write_back(s, static)
+    assert s.cur is static["cur"] and s.last is static["last"]
+    assert s.cur.tolist() == [1, 0] and s.last.tolist() == [0, 1]

@@ -75,12 +75,19 @@ def state_tensors(state: Any) -> dict[str, Tensor]:
 
 
 def write_back(state: Any, static: dict[str, Tensor]) -> None:
-    """Copy every field of ``state`` that was rebound into its static tensor, and rebind it to that tensor."""
+    """Copy every field of ``state`` that was rebound into its static tensor, and rebind it to that tensor.
+
+    A rebound field may *be* another field's static tensor (Hanabi's step sets ``last_player = cur`` before
+    rebinding ``cur``), so sources that share memory with a static tensor are cloned before any copy."""
+    storages = {v.untyped_storage().data_ptr() for v in static.values()}
+    pending = {}
     for name, buf in static.items():
         cur = getattr(state, name)
         if cur is not buf:
-            buf.copy_(cur)
-            setattr(state, name, buf)
+            pending[name] = cur.clone() if cur.untyped_storage().data_ptr() in storages else cur
+    for name, cur in pending.items():
+        static[name].copy_(cur)
+        setattr(state, name, static[name])
 
 
 def copy_into(dst: dict[str, Tensor], src: dict[str, Tensor]) -> None:
