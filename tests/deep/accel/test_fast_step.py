@@ -80,16 +80,16 @@ def test_auto_mode_on_cpu_compiles_small_batches_only() -> None:
     assert resolve_mode("auto", make_env("hanabi", 32, "cpu")) == "eager"
 
 
-def test_every_stepper_has_its_own_compile_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_stepper_has_its_own_compile_budget() -> None:
     """torch.compile allows a few variants per code object (a hard error beyond with fullgraph); envs of
     several batch sizes in one process must not share that budget."""
     import torch._dynamo.config as dynamo_config
 
-    monkeypatch.setattr(dynamo_config, "recompile_limit", 1)
-    for batch in (2, 3):
-        env = make_env("overcooked-v2", batch, "cpu", max_steps=5)
-        out = FastStep(env, mode="compile")(torch.zeros(batch, 2, dtype=torch.long))
-        assert out.obs.shape[0] == batch
+    with dynamo_config.patch(recompile_limit=1):  # the config's own patcher (monkeypatch breaks its aliases)
+        for batch in (2, 3):
+            env = make_env("overcooked-v2", batch, "cpu", max_steps=5)
+            out = FastStep(env, mode="compile")(torch.zeros(batch, 2, dtype=torch.long))
+            assert out.obs.shape[0] == batch
 
 
 def test_auto_falls_back_when_compilation_fails(monkeypatch: pytest.MonkeyPatch) -> None:
