@@ -104,7 +104,11 @@ def check_fast_rollout(
             expect.update({n: v for n, v in out._asdict().items() if n not in ("obs", "legal")})
             assert set(got) == set(expect), where
             for n, v in expect.items():
-                assert torch.equal(got[n][t], v), f"{where}: {n}"
+                if n in extras and v.is_floating_point():  # the network's outputs: a captured graph may pick
+                    ok = torch.allclose(got[n][t], v, rtol=1e-5, atol=1e-6)  # another cuBLAS kernel
+                else:  # env fields and actions: bit for bit
+                    ok = torch.equal(got[n][t], v)
+                assert ok, f"{where}: {n}"
             obs, first = out.obs, out.done
             legal = out.legal if hasattr(out, "legal") else ref_env.legal_mask()
         assert_states_equal(ref_env.state, fast_env.state, f"after call {c}")
