@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from ers_deep.accel import FastRollout, FastStep, RandomLegal
-from tests.deep.accel.twins import check_fast_rollout, check_fast_step, make_env
+from tests.deep.accel.twins import check_fast_rollout, check_fast_step, check_rollout_sees_reset, make_env
 
 pytestmark = [
     pytest.mark.gpu,
@@ -63,11 +63,4 @@ def test_reset_between_replays_is_seen() -> None:
 
 
 def test_rollout_notices_a_reset_between_replays() -> None:
-    env, twin = make_env("overcooked-v2", 256, "cuda"), make_env("overcooked-v2", 256, "cuda")
-    roll = FastRollout(env, RandomLegal(env, seed=2), 4, mode="graph", clone_outputs=True)
-    roll()
-    env.reset(seed=5), twin.reset(seed=5)
-    fresh = FastRollout(twin, RandomLegal(twin, seed=2), 4, mode="eager")
-    fresh.actor.generator.set_state(roll.actor.generator.get_state())
-    a, b = roll(), fresh()
-    assert all(torch.equal(a[k], b[k]) for k in b)
+    check_rollout_sees_reset("overcooked-v2", 256, "cuda", "graph")

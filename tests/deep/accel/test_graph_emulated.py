@@ -14,11 +14,11 @@ import pytest
 import torch
 from torch import Tensor
 
-from ers_deep.accel import FastRollout, FastStep, RandomLegal
+from ers_deep.accel import FastStep
 from ers_deep.accel import rollout as rollout_module
 from ers_deep.accel import step as step_module
 from ers_deep.accel.capture import Snapshot
-from tests.deep.accel.twins import check_fast_rollout, check_fast_step, make_env
+from tests.deep.accel.twins import check_fast_rollout, check_fast_step, check_rollout_sees_reset, make_env
 from tests.deep.threads import one_thread  # noqa: F401
 
 
@@ -86,11 +86,4 @@ def test_emulated_replays_reuse_their_outputs_and_see_resets() -> None:
     twin.step(moves)
     env.reset(seed=3), twin.reset(seed=3)
     assert torch.equal(fast(moves).obs, twin.step(moves).obs) and torch.equal(env.state.deck, twin.state.deck)
-    roll_env, roll_twin = make_env("overcooked-v2", 8, "cpu"), make_env("overcooked-v2", 8, "cpu")
-    roll = FastRollout(roll_env, RandomLegal(roll_env, seed=2), 3, mode="graph", clone_outputs=True)
-    roll()
-    roll_env.reset(seed=5), roll_twin.reset(seed=5)
-    fresh = FastRollout(roll_twin, RandomLegal(roll_twin, seed=2), 3, mode="eager")
-    fresh.actor.generator.set_state(roll.actor.generator.get_state())
-    a, b = roll(), fresh()
-    assert all(torch.equal(a[k], b[k]) for k in b)
+    check_rollout_sees_reset("overcooked-v2", 8, "cpu", "graph")

@@ -112,3 +112,16 @@ def check_fast_rollout(
             obs, first = out.obs, out.done
             legal = out.legal if hasattr(out, "legal") else ref_env.legal_mask()
         assert_states_equal(ref_env.state, fast_env.state, f"after call {c}")
+
+
+def check_rollout_sees_reset(name: str, batch: int, device: str, mode: str) -> None:
+    """After one call, ``env.reset(seed)``: the next call of a ``mode`` rollout (which must notice the reset
+    itself) equals a fresh eager rollout of a twin env reset the same way, with the same actor stream."""
+    env, twin = make_env(name, batch, device), make_env(name, batch, device)
+    roll = FastRollout(env, RandomLegal(env, seed=2), 3, mode=mode, clone_outputs=True)
+    roll()
+    env.reset(seed=5), twin.reset(seed=5)
+    fresh = FastRollout(twin, RandomLegal(twin, seed=2), 3, mode="eager")
+    fresh.actor.generator.set_state(roll.actor.generator.get_state())
+    a, b = roll(), fresh()
+    assert all(torch.equal(a[k], b[k]) for k in b)

@@ -430,6 +430,21 @@ class HanabiEnv:
         s = self.state if state is None else state
         return self._observe_concat(s) if torch.compiler.is_compiling() else self._observe_inplace(s)
 
+    def _shared_bits(self, s: HanabiState) -> Tensor:
+        """[B, board + D] bool the sections every player sees alike: deck size, fireworks, information and life
+        tokens, discards."""
+        cfg, t = self.config, self._t
+        return torch.cat(
+            [
+                self._arDeck < (cfg.deck_size - s.deck_pos)[:, None],
+                ((s.fireworks - 1)[..., None] == self._arR).flatten(1),
+                self._arI < s.info[:, None],
+                self._arL < s.life[:, None],
+                s.discards[:, t["slot_card"]] > t["slot_copy"],
+            ],
+            1,
+        )
+
     def _observe_inplace(self, s: HanabiState) -> Tensor:
         cfg, t, lay = self.config, self._t, self._layout
         B, P, H, K = self.batch_size, cfg.players, cfg.hand, cfg.num_cards
@@ -442,16 +457,7 @@ class HanabiEnv:
             2, t["hand_base"] + others.clamp(max=K - 1), (others < K).to(out.dtype)
         )
         out[..., lay.board - P : lay.board] = (s.hand[:, :, -1] == K)[:, rel]  # [B, P, P] hand misses a card
-        shared = torch.cat(
-            [
-                self._arDeck < (cfg.deck_size - s.deck_pos)[:, None],
-                ((s.fireworks - 1)[..., None] == self._arR).flatten(1),
-                self._arI < s.info[:, None],
-                self._arL < s.life[:, None],
-                s.discards[:, t["slot_card"]] > t["slot_copy"],
-            ],
-            1,
-        )  # [B, board + D]
+        shared = self._shared_bits(s)  # [B, board + D]
         out[..., lay.board : lay.last_action] = shared[:, None, :]
         mover = (s.last_player[:, None] - self._arP) % P  # [B, P] last mover relative to each observer
         la = out[..., lay.last_action : lay.knowledge]
@@ -474,16 +480,7 @@ class HanabiEnv:
         B, P, H, K = self.batch_size, cfg.players, cfg.hand, cfg.num_cards
         rel = t["rel"]  # [P, P] observer, relative seat -> absolute seat
         others = s.hand[:, rel[:, 1:]].reshape(B, P, -1)  # [B, P, (P-1)*H] cards of seats +1.. per observer
-        shared = torch.cat(
-            [
-                self._arDeck < (cfg.deck_size - s.deck_pos)[:, None],
-                ((s.fireworks - 1)[..., None] == self._arR).flatten(1),
-                self._arI < s.info[:, None],
-                self._arL < s.life[:, None],
-                s.discards[:, t["slot_card"]] > t["slot_copy"],
-            ],
-            1,
-        )  # [B, board + D]
+        shared = self._shared_bits(s)  # [B, board + D]
         mover = (s.last_player[:, None] - self._arP) % P  # [B, P] last mover relative to each observer
         static = t["last_action"][s.last_move[:, None], mover]  # [B, P, LA] static bits of the last move
         o_out = 2 * P + 4 + cfg.colors + cfg.ranks
