@@ -11,7 +11,8 @@
 #   run(command="bash scripts/env-gpu.sh table", carry=[".whl"], timeout_s=600)
 # (or "all" in one call when the budget allows: the tests compile eight times, the table several more).
 # Budgets (seconds): TEST_S for the tests, TABLE_S for the table (its rows stop at TABLE_S - 60); TABLE_ARGS: more
-# options of gpu_env_table.py (a CPU try: TABLE_ARGS="--device cpu --modes eager,compile --batches 4 --steps 4").
+# options of gpu_env_table.py (a CPU try: TABLE_ARGS="--device cpu --modes eager,compile --batches 4 --steps 4
+# --no-rollouts").
 set -uo pipefail
 OUT=${OUT:-results/env-gpu}
 PART=${1:-all}

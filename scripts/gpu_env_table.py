@@ -77,9 +77,9 @@ def plan(args: argparse.Namespace) -> list[dict[str, Any]]:
                 state = variant == "state"
                 if args.jaxmarl:
                     rows.append({**base, "side": "jaxmarl", "tier": 2 if state else 0})
-                for i, mode in enumerate(["eager"] if state else args.modes):
+                for i, mode in enumerate(args.modes):
                     for unroll in [1] if mode == "eager" else args.unroll:
-                        tier = 2 if state else 3 if unroll > 1 else 0 if i <= 1 else 1
+                        tier = 3 if unroll > 1 else 2 if state else 0 if i <= 1 else 1
                         rows.append({**base, "side": "ers", "mode": mode, "unroll": unroll, "tier": tier})
         if args.rollouts:
             batch = PAPER[env][0]

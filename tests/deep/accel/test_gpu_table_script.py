@@ -92,3 +92,24 @@ def test_markdown_ratios() -> None:
     table = _script().markdown({"device": "X", "torch": "t", "rows": rows})
     assert "| hanabi | 256 | 2.00M | 0.50M | 4.00M (graph, unroll 16) | 2.00 | 0.25 |" in table
     assert "| hanabi | 1,024 | graph | 1.50M | 3 |" in table
+
+
+def test_plan_orders_the_rows_by_need() -> None:
+    import argparse
+
+    args = argparse.Namespace(
+        envs=["hanabi", "overcooked-v2"],
+        batches=[256, 1024],
+        modes=["eager", "graph", "compile-graph"],
+        unroll=[1, 16],
+        jaxmarl=True,
+        rollouts=True,
+    )
+    rows = _script().plan(args)
+    tiers = [r["tier"] for r in rows]
+    assert tiers == sorted(tiers)
+    first = {(r["env"], r["variant"], r["side"], r.get("mode")) for r in rows if r["tier"] == 0}
+    assert ("hanabi", "obs", "jaxmarl", None) in first and ("overcooked-v2", "obs", "ers", "graph") in first
+    state_modes = {r["mode"] for r in rows if r["variant"] == "state" and r["side"] == "ers"}
+    assert state_modes == {"eager", "graph", "compile-graph"}  # the state-only rate in every mode
+    assert {r["env"] for r in rows if r["variant"] == "rollout"} == {"hanabi", "overcooked-v2"}
