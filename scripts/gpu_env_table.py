@@ -1,7 +1,7 @@
 """Side-by-side env throughput on one GPU: ers (every fast-path mode) against JaxMARL, both envs, one command.
 
     python scripts/gpu_env_table.py --out DIR [--batches 256,1024,8192,65536] [--modes eager,graph,compile-graph]
-        [--unroll 1,16] [--envs hanabi,overcooked-v2] [--steps 256] [--no-jaxmarl] [--budget-s 420]
+        [--unroll 1] [--envs hanabi,overcooked-v2] [--steps 256] [--no-jaxmarl] [--no-rollouts] [--budget-s 420]
     python scripts/gpu_env_table.py --markdown DIR/gpu-env-table.json     # the README table from a result
 
 Rows: Hanabi (2-player Full), Overcooked V2 ``grounded_coord_simple`` with observations, and Overcooked V2 state
@@ -202,7 +202,9 @@ def main(argv: list[str] | None = None) -> int:
     names = lambda s: [x for x in s.split(",") if x]  # noqa: E731
     ap.add_argument("--batches", type=ints, default=[256, 1024, 8192, 65536])
     ap.add_argument("--modes", type=names, default=["eager", "graph", "compile-graph"])
-    ap.add_argument("--unroll", type=ints, default=[1, 16])
+    ap.add_argument(
+        "--unroll", type=ints, default=[1], help="steps per replay (e.g. 1,16: also 16-step graphs)"
+    )
     ap.add_argument("--envs", type=names, default=["hanabi", "overcooked-v2"])
     ap.add_argument("--steps", type=int, default=256)
     ap.add_argument("--no-jaxmarl", dest="jaxmarl", action="store_false")

@@ -45,6 +45,7 @@ def random_legal_runner(
     else:
         roll = FastRollout(env, actor, unroll, mode=mode, record=(), observe=observe)
         roll()  # compile and/or capture
+        roll()  # compile mode: the state the compiled step returns may differ in strides (one recompile)
         resolved = roll.mode  # a compiled mode chosen by "auto" may have fallen back
 
         def run(n: int) -> None:
