@@ -57,7 +57,7 @@ def emulated_capture(
 def emulated_graphs(monkeypatch: pytest.MonkeyPatch) -> None:
     for module in (step_module, rollout_module):
         monkeypatch.setattr(module, "capture", emulated_capture)
-        monkeypatch.setattr(module, "resolve_mode", lambda mode, env: mode)  # graph modes on a CPU env
+    monkeypatch.setattr(step_module, "resolve_mode", lambda mode, env: mode)  # graph modes on a CPU env
 
 
 ENVS = [("hanabi", {"preset": "Hanabi-Very-Small"}), ("overcooked-v2", {"max_steps": 9})]

@@ -96,6 +96,29 @@ def copy_into(dst: dict[str, Tensor], src: dict[str, Tensor]) -> None:
         v.copy_(src[k])
 
 
+class StaticState:
+    """``env.state`` held in static tensors, what a captured graph reads and writes: bound at construction (the
+    current state cloned into them); ``write_back`` at the end of the captured body; ``adopt`` when
+    ``env.state`` was replaced (``env.reset()``) between replays."""
+
+    def __init__(self, env: Any) -> None:
+        env.state = type(env.state)(**{k: v.clone() for k, v in state_tensors(env.state).items()})
+        self.env, self.tensors = env, state_tensors(env.state)
+
+    def replaced(self) -> bool:
+        """Whether ``env.state`` was replaced since it was bound to the static tensors."""
+        return any(getattr(self.env.state, k) is not v for k, v in self.tensors.items())
+
+    def adopt(self) -> None:
+        """Copy a replaced ``env.state`` into the static tensors and bind ``env.state`` to them again."""
+        copy_into(self.tensors, state_tensors(self.env.state))
+        self.env.state = type(self.env.state)(**self.tensors)
+
+    def write_back(self) -> None:
+        """``write_back`` of ``env.state`` into the static tensors."""
+        write_back(self.env.state, self.tensors)
+
+
 class Snapshot:
     """The values of some static tensors and generator states, to restore after a warm-up."""
 

@@ -15,15 +15,7 @@ import torch
 from torch import Tensor
 
 from ers_deep.accel.actors import Actor
-from ers_deep.accel.capture import (
-    Mode,
-    actual_mode,
-    capture,
-    copy_into,
-    resolve_mode,
-    state_tensors,
-    write_back,
-)
+from ers_deep.accel.capture import Mode, StaticState, capture, copy_into
 from ers_deep.accel.step import Stepper
 from ers_deep.envs.base import BatchedEnv
 
@@ -60,10 +52,7 @@ class FastRollout:
         if steps < 1:
             raise ValueError(f"steps must be >= 1, got {steps}")
         self.env, self.actor, self.steps = env, actor, int(steps)
-        resolved = resolve_mode(mode, env)
-        self.graph_mode = resolved.endswith("graph")
-        compiled = resolved.startswith("compile")
-        self.stepper = Stepper(env, compiled, fallback=mode == "auto", observe=observe)
+        self.stepper = Stepper(env, mode, observe)
         self.record, self.warmup, self.clone_outputs = tuple(record), warmup, clone_outputs
         self.carry: dict[str, Tensor] = self._fresh_carry()
         self.graph: torch.cuda.CUDAGraph | None = None
@@ -81,18 +70,14 @@ class FastRollout:
     def restart(self) -> None:
         """Continue from the env's current state (after ``env.reset()``): its observation and legal moves,
         ``first`` True and the actor's initial carry (copied into the static buffers once captured)."""
-        if self.graph is not None and self._state_rebound():
-            copy_into(self.static, state_tensors(self.env.state))
-            self.env.state = type(self.env.state)(**self.static)
+        if self.graph is not None and self.static.replaced():
+            self.static.adopt()
         copy_into(self.carry, self._fresh_carry())
-
-    def _state_rebound(self) -> bool:
-        return any(getattr(self.env.state, k) is not v for k, v in self.static.items())
 
     @property
     def mode(self) -> Mode:
         """The mode it runs in (after a fallback from a failed compilation: the uncompiled twin)."""
-        return actual_mode(self.graph_mode, self.stepper.compiled)
+        return self.stepper.mode
 
     def _keep(self, name: str, group: str) -> bool:
         return name in self.record or group in self.record
@@ -125,27 +110,25 @@ class FastRollout:
                 legal = out.legal if hasattr(out, "legal") else env.legal_mask(env.state)
             stacked = {k: torch.stack(v) for k, v in rec.items()}  # before the carry is overwritten
             copy_into(c, {"obs": obs, "legal": legal, "first": first, **actor_carry})
-            if self.graph_mode:
-                write_back(env.state, self.static)
+            if self.stepper.captures:
+                self.static.write_back()
         missing = [r for r in self.record if not r.startswith("*") and r not in rec]
         if missing:
             raise ValueError(f"record: {missing[0]!r} is neither an actor input, an extra nor a step field")
         return stacked
 
     def __call__(self) -> dict[str, Tensor]:
-        if not self.graph_mode:
+        if not self.stepper.captures:
             return self.body()
         if self.graph is None:
-            env = self.env
-            env.state = type(env.state)(**{k: v.clone() for k, v in state_tensors(env.state).items()})
-            self.static = state_tensors(env.state)
-            gens = [env.generator, *self.actor.generators]
+            self.static = StaticState(self.env)
+            gens = [self.env.generator, *self.actor.generators]
             self.graph, self.out = capture(self.body, self._buffers, gens, self.warmup)
-        elif self._state_rebound():  # the env was reset since the last call
+        elif self.static.replaced():  # the env was reset since the last call
             self.restart()
         self.graph.replay()
         return {k: v.clone() for k, v in self.out.items()} if self.clone_outputs else self.out
 
     def _buffers(self) -> dict[str, Any]:
         """Every static tensor the body reads and writes (state and carry), for the warm-up snapshot."""
-        return {**{f"state.{k}": v for k, v in self.static.items()}, **self.carry}
+        return {**{f"state.{k}": v for k, v in self.static.tensors.items()}, **self.carry}

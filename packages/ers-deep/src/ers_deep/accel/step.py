@@ -12,14 +12,13 @@ from torch import Tensor
 
 from ers_deep.accel.capture import (
     Mode,
+    StaticState,
     actual_mode,
     capture,
     compile_fn,
-    copy_into,
     require_branch_free,
     resolve_mode,
     state_tensors,
-    write_back,
 )
 from ers_deep.envs.base import BatchedEnv, Step
 
@@ -36,17 +35,25 @@ def own_code(method: Callable[..., Any]) -> Callable[..., Any]:
 
 
 class Stepper:
-    """One branch-free step of ``env.state`` (rebinding its fields; no copy into static buffers): the noise
-    drawn from the env's generator, then ``env.step_state``, compiled when ``compiled`` (the building block
-    of every mode)."""
+    """One branch-free step of ``env.state`` (rebinding its fields; no copy into static buffers) for the fast
+    path ``mode`` (``"auto"``: ``resolve_mode``): the noise drawn from the env's generator, then
+    ``env.step_state``, compiled in the compiled modes (the building block of every mode; capturing is the
+    caller's). A compiled mode chosen by ``"auto"`` falls back to eager stepping if compilation fails."""
 
-    def __init__(self, env: BatchedEnv, compiled: bool, fallback: bool = False, observe: bool = True) -> None:
+    def __init__(self, env: BatchedEnv, mode: str = "auto", observe: bool = True) -> None:
         require_branch_free(env)
+        resolved = resolve_mode(mode, env)
         self.env, self.state_type = env, type(env.state)
-        self.compiled, self.fallback, self.observe = compiled, fallback, observe
+        self.captures = resolved.endswith("graph")  # the caller records a CUDA graph
+        self.compiled, self.fallback, self.observe = resolved.startswith("compile"), mode == "auto", observe
         self.fn: Callable[..., tuple[dict[str, Tensor], Any]] = (
-            compile_fn(own_code(self.pure)) if compiled else self.pure
+            compile_fn(own_code(self.pure)) if self.compiled else self.pure
         )
+
+    @property
+    def mode(self) -> Mode:
+        """The mode it runs in (after a fallback from a failed compilation: the uncompiled twin)."""
+        return actual_mode(self.captures, self.compiled)
 
     def pure(
         self, state: dict[str, Tensor], actions: Tensor, noise: dict[str, Tensor]
@@ -93,44 +100,34 @@ class FastStep:
         clone_outputs: bool = False,
         observe: bool = True,
     ) -> None:
-        self.env, resolved = env, resolve_mode(mode, env)
-        self.graph_mode = resolved.endswith("graph")
-        compiled = resolved.startswith("compile")
-        self.stepper = Stepper(env, compiled, fallback=mode == "auto", observe=observe)
+        self.env, self.stepper = env, Stepper(env, mode, observe)
         self.warmup, self.clone_outputs = warmup, clone_outputs
         self.graph: torch.cuda.CUDAGraph | None = None
 
     @property
     def mode(self) -> Mode:
         """The mode it runs in (after a fallback from a failed compilation: the uncompiled twin)."""
-        return actual_mode(self.graph_mode, self.stepper.compiled)
+        return self.stepper.mode
 
     def __call__(self, actions: Tensor) -> Step:
-        if not self.graph_mode:
+        if not self.stepper.captures:
             return self.stepper(actions)
         if self.graph is None:
             self._capture(actions)
-        elif self._state_rebound():
-            copy_into(self.static, state_tensors(self.env.state))
-            self.env.state = type(self.env.state)(**self.static)
+        elif self.static.replaced():
+            self.static.adopt()
         self.actions.copy_(torch.as_tensor(actions, device=self.env.device))
         self.graph.replay()  # type: ignore[union-attr]
         out = self.out
         return type(out)(*(x.clone() for x in out)) if self.clone_outputs else out
 
-    def _state_rebound(self) -> bool:
-        """Whether ``env.state`` was replaced (e.g. by ``env.reset()``) since the last replay."""
-        return any(getattr(self.env.state, k) is not v for k, v in self.static.items())
-
     def _capture(self, actions: Tensor) -> None:
-        env = self.env
-        env.state = type(env.state)(**{k: v.clone() for k, v in state_tensors(env.state).items()})
-        self.static = state_tensors(env.state)
-        self.actions = torch.as_tensor(actions, device=env.device).clone()
+        self.static = StaticState(self.env)
+        self.actions = torch.as_tensor(actions, device=self.env.device).clone()
 
         def body() -> Any:
             out = self.stepper(self.actions)
-            write_back(env.state, self.static)
+            self.static.write_back()
             return out
 
-        self.graph, self.out = capture(body, lambda: self.static, [env.generator], self.warmup)
+        self.graph, self.out = capture(body, lambda: self.static.tensors, [self.env.generator], self.warmup)
