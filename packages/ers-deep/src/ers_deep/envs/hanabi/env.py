@@ -323,7 +323,7 @@ class HanabiEnv:
         if self.auto_reset:
             self._redeal(s, done, self.decks_from_keys(noise["deal"]))
         legal_cur = self._legal_current(s)
-        legal = legal_cur[:, None, :] & (self._arP == s.cur[:, None])[..., None]
+        legal = self._per_player(s, legal_cur)
         obs = (
             self.observe(s)
             if observe
@@ -398,6 +398,10 @@ class HanabiEnv:
         legal_cur = self._legal_current(s)  # [B, M]
         if state is None:
             self._legal_cur = legal_cur
+        return self._per_player(s, legal_cur)
+
+    def _per_player(self, s: HanabiState, legal_cur: Tensor) -> Tensor:
+        """[B, P, M] the current player's legal moves ``legal_cur`` [B, M] in its row, nothing elsewhere."""
         return legal_cur[:, None, :] & (self._arP == s.cur[:, None])[..., None]
 
     def _legal_current(self, s: HanabiState) -> Tensor:
