@@ -15,29 +15,20 @@ from typing import Any
 import pytest
 import torch
 
-from ers_deep.bench import hanabi as bench_hanabi
-from ers_deep.bench import overcooked_v2 as bench_overcooked
+from ers_deep.bench.compare import bench_env, jaxmarl_env
 from ers_deep.bench.rollout import bench_policy_rollout
-from ers_deep.bench.runner import reference_in_subprocess
 from ers_deep.bench.timing import jaxmarl_available
 from ers_deep.nets import NetConfig
 
-ENV_BENCH = {"hanabi": bench_hanabi, "overcooked-v2": bench_overcooked}
-
 
 def _rate(env: str, batch: int, steps: int, device: str, mode: str, repeats: int = 3) -> dict[str, Any]:
-    kw: dict[str, Any] = {"batch": batch, "steps": steps, "device": device, "mode": mode, "repeats": repeats}
-    if env == "hanabi":
-        return bench_hanabi.bench_ers(None, check_legal=False, **kw)
-    return bench_overcooked.bench_ers(**kw)
+    return bench_env(env, batch, steps, device, mode, repeats=repeats)
 
 
 def _jaxmarl(env: str, batch: int) -> float | None:
     if not jaxmarl_available():
         return None
-    module = "hanabi" if env == "hanabi" else "overcooked_v2"
-    r = reference_in_subprocess(module, "bench_jaxmarl", {"batch": batch, "steps": 256})
-    return r.get("env_steps_per_s")
+    return jaxmarl_env(env, batch, 256).get("env_steps_per_s")
 
 
 @pytest.mark.parametrize(

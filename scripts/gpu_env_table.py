@@ -24,10 +24,8 @@ from typing import Any
 
 import torch
 
-from ers_deep.bench import hanabi as bench_hanabi
-from ers_deep.bench import overcooked_v2 as bench_overcooked
+from ers_deep.bench.compare import bench_env, jaxmarl_env
 from ers_deep.bench.rollout import PAPER, bench_policy_rollout
-from ers_deep.bench.runner import reference_in_subprocess
 from ers_deep.bench.timing import jaxmarl_available
 
 VARIANTS = {"hanabi": ["obs"], "overcooked-v2": ["obs", "state"]}
@@ -37,32 +35,17 @@ def ers_row(
     env: str, variant: str, batch: int, mode: str, unroll: int, steps: int, device: str = "cuda"
 ) -> dict[str, Any]:
     """One ers measurement (best of 3) as a table row."""
-    if env == "hanabi":
-        r = bench_hanabi.bench_ers(
-            None, batch, steps, device, check_legal=False, mode=mode, unroll=unroll, repeats=3
-        )
-    else:
-        r = bench_overcooked.bench_ers(
-            batch=batch,
-            steps=steps,
-            device=device,
-            observations=variant == "obs",
-            mode=mode,
-            unroll=unroll,
-            repeats=3,
-        )
+    r = bench_env(env, batch, steps, device, mode, unroll, repeats=3, observations=variant == "obs")
     return {"side": "ers", **r}
 
 
 def jaxmarl_row(env: str, variant: str, batch: int, steps: int) -> dict[str, Any]:
     """One JaxMARL measurement, in its own process."""
-    if env == "hanabi":
-        kwargs: dict[str, Any] = {"batch": batch, "steps": steps}
-        r = reference_in_subprocess("hanabi", "bench_jaxmarl", kwargs)
-    else:
-        kwargs = {"batch": batch, "steps": steps, "observations": variant == "obs"}
-        r = reference_in_subprocess("overcooked_v2", "bench_jaxmarl", kwargs)
-    return {"side": "jaxmarl", "batch": batch, **r}
+    return {
+        "side": "jaxmarl",
+        "batch": batch,
+        **jaxmarl_env(env, batch, steps, observations=variant == "obs"),
+    }
 
 
 def plan(args: argparse.Namespace) -> list[dict[str, Any]]:

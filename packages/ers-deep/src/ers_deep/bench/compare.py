@@ -1,0 +1,41 @@
+"""One entry per env for the side-by-side tables (``scripts/gpu_env_table.py``, ``benchmarks/test_accel_bench.py``):
+ers in any ``ers_deep.accel`` mode, and JaxMARL in a process of its own, at the issue's settings (Hanabi:
+2-player Full, no per-step legality check; Overcooked V2: ``grounded_coord_simple`` with the paper's switches,
+observations optional)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ers_deep.bench import hanabi as bench_hanabi
+from ers_deep.bench import overcooked_v2 as bench_overcooked
+from ers_deep.bench.runner import reference_in_subprocess
+
+_MODULES = {"hanabi": "hanabi", "overcooked-v2": "overcooked_v2"}
+
+
+def bench_env(
+    env: str,
+    batch: int,
+    steps: int,
+    device: str = "cpu",
+    mode: str = "eager",
+    unroll: int = 1,
+    repeats: int = 1,
+    observations: bool = True,
+) -> dict[str, Any]:
+    """ers's env-steps/s of ``env`` (``bench_ers`` of its module); ``observations=False``: Overcooked V2 only."""
+    kw: dict[str, Any] = {"batch": batch, "steps": steps, "device": device, "mode": mode, "unroll": unroll}
+    if env == "hanabi":
+        if not observations:
+            raise ValueError("the state-only rate is an Overcooked V2 measurement")
+        return bench_hanabi.bench_ers(None, check_legal=False, repeats=repeats, **kw)
+    return bench_overcooked.bench_ers(observations=observations, repeats=repeats, **kw)
+
+
+def jaxmarl_env(env: str, batch: int, steps: int, observations: bool = True) -> dict[str, Any]:
+    """JaxMARL's env-steps/s of ``env`` (its module's ``bench_jaxmarl``) in a fresh process, or ``{"error": ...}``."""
+    kwargs: dict[str, Any] = {"batch": batch, "steps": steps}
+    if env != "hanabi":
+        kwargs["observations"] = observations
+    return reference_in_subprocess(_MODULES[env], "bench_jaxmarl", kwargs)
