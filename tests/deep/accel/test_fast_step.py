@@ -66,7 +66,9 @@ def test_bad_configurations_are_refused() -> None:
     with pytest.raises(ValueError, match="unknown mode"):
         FastStep(env, mode="fast")
     with pytest.raises(ValueError, match="branch_free=True"):
-        FastStep(OvercookedV2Env(batch_size=2), mode="eager")
+        FastStep(OvercookedV2Env(batch_size=2), mode="compile")
+    with pytest.raises(ValueError, match="observe=False"):
+        FastStep(OvercookedV2Env(batch_size=2), mode="eager", observe=False)
     with pytest.raises(ValueError, match="check_legal=False"):
         FastStep(HanabiEnv(batch_size=2, branch_free=True), mode="eager")
     with pytest.raises(ValueError, match="steps"):

@@ -15,7 +15,7 @@ import torch
 from torch import Tensor
 
 from ers_deep.envs.base import BatchedEnv
-from ers_deep.nets import ActorCritic, masked_logits
+from ers_deep.nets import ActorCritic, policy_mask, sample
 
 Carry = dict[str, Tensor]
 
@@ -62,9 +62,8 @@ class RandomLegal:
 
 class PolicyActor:
     """Samples from an ``ActorCritic`` of S seed stacks over an env of S x B games, the IPPO learner's layout
-    (N = B x P actors per seed, parameters shared by the agents): masked logits (a player without legal moves
-    gets an all-legal mask, as in collection), Gumbel-max sampling (argmax of logits + Gumbel noise equals a
-    softmax draw, with no host sync), the recurrent state reset where ``first``.
+    (N = B x P actors per seed, parameters shared by the agents): ``ers_deep.nets.sample`` under
+    ``policy_mask(legal)`` (Gumbel-max: no host sync), the recurrent state reset where ``first``.
 
     Carry: ``hidden`` [S, N, H]. Extras: ``logp`` and ``value`` [S, N]. The network runs without gradients;
     its parameters must be updated in place (an optimiser step is; replacing a parameter tensor is not seen
@@ -86,13 +85,8 @@ class PolicyActor:
     ) -> tuple[Tensor, Carry, Carry]:
         S, P = self.S, legal.shape[1]
         N = legal.shape[0] * P // S
-        legal = legal.reshape(S, N, -1)
-        mask = legal | ~legal.any(-1, keepdim=True)
         first_n = first.view(S, -1, 1).expand(S, N // P, P).reshape(S, 1, N)
         with torch.no_grad():
             logits, value, hidden = self.net(obs.reshape(S, 1, N, *obs.shape[2:]), first_n, carry["hidden"])
-        logits = masked_logits(logits[:, 0], mask)
-        u = torch.rand(logits.shape, generator=self.generator, device=logits.device).clamp_min(1e-20)
-        action = (logits - (-u.log()).log()).argmax(-1)  # [S, N]
-        logp = torch.log_softmax(logits, -1).gather(-1, action[..., None])[..., 0]
+        action, logp = sample(logits[:, 0], policy_mask(legal.reshape(S, N, -1)), self.generator)  # [S, N]
         return action.reshape(-1, P), {"hidden": hidden}, {"logp": logp, "value": value[:, 0]}

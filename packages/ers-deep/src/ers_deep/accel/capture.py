@@ -30,11 +30,14 @@ CPU_COMPILE_MAX_BATCH = {"HanabiEnv": 16, "OvercookedV2Env": 512}
 
 
 def resolve_mode(mode: str, env: Any) -> Mode:
-    """``mode``, with ``"auto"`` resolved: ``"compile-graph"`` on CUDA; on CPU ``"compile"`` up to the
+    """``mode``, with ``"auto"`` resolved: ``"eager"`` for an env without a branch-free ``step_state``;
+    ``"compile-graph"`` on CUDA; on CPU ``"compile"`` up to the
     measured batch size of ``CPU_COMPILE_MAX_BATCH`` and ``"eager"`` above it. (A compiled mode chosen by
     ``"auto"`` falls back to its uncompiled twin, with a warning, when compilation fails.) Graph modes need a
     CUDA env."""
     if mode == "auto":
+        if not hasattr(env, "step_state"):  # no branch-free step (a tabular env): its own eager step
+            return "eager"
         if env.device.type == "cuda":
             return "compile-graph"
         limit = CPU_COMPILE_MAX_BATCH.get(type(env).__name__, 0)
@@ -57,6 +60,8 @@ def actual_mode(graph: bool, compiled: bool) -> Mode:
 
 def require_branch_free(env: Any) -> None:
     """The fast paths run ``env.step_state``: the env must be branch-free and its step sync-free."""
+    if not hasattr(env, "step_state"):
+        raise ValueError(f"{type(env).__name__} has no branch-free step_state: only the eager mode steps it")
     if not getattr(env, "branch_free", False):
         raise ValueError(
             f"{type(env).__name__} must be built with branch_free=True (the default off CPU) for a fast step"

@@ -67,12 +67,17 @@ class FastRollout:
             **self.actor.initial_carry(env),
         }
 
-    def restart(self) -> None:
-        """Continue from the env's current state (after ``env.reset()``): its observation and legal moves,
-        ``first`` True and the actor's initial carry (copied into the static buffers once captured)."""
+    def restart(self, **carry: Tensor) -> None:
+        """Continue from the env's current state (after ``env.reset()``, or a state restored from a checkpoint):
+        its observation and legal moves, ``first`` True and the actor's initial carry, except the entries given
+        in ``carry`` (e.g. ``first`` and ``hidden`` of a resumed run); copied into the static buffers once
+        captured."""
         if self.graph is not None and self.static.replaced():
             self.static.adopt()
-        copy_into(self.carry, self._fresh_carry())
+        unknown = set(carry) - set(self.carry)
+        if unknown:
+            raise ValueError(f"restart: {sorted(unknown)} are not carried (carried: {sorted(self.carry)})")
+        copy_into(self.carry, {**self._fresh_carry(), **carry})
 
     @property
     def mode(self) -> Mode:

@@ -38,11 +38,17 @@ class Stepper:
     """One branch-free step of ``env.state`` (rebinding its fields; no copy into static buffers) for the fast
     path ``mode`` (``"auto"``: ``resolve_mode``): the noise drawn from the env's generator, then
     ``env.step_state``, compiled in the compiled modes (the building block of every mode; capturing is the
-    caller's). A compiled mode chosen by ``"auto"`` falls back to eager stepping if compilation fails."""
+    caller's). A compiled mode chosen by ``"auto"`` falls back to eager stepping if compilation fails. In eager
+    mode an env that is not branch-free (CPU's index-based resets, a tabular env) is stepped by ``env.step``."""
 
     def __init__(self, env: BatchedEnv, mode: str = "auto", observe: bool = True) -> None:
-        require_branch_free(env)
         resolved = resolve_mode(mode, env)
+        #: an eager stepper of an env that is not branch-free (the CPU default, a tabular env) runs ``env.step``
+        self.plain = resolved == "eager" and not getattr(env, "branch_free", False)
+        if self.plain and not observe:
+            raise ValueError(f"observe=False needs a branch-free {type(env).__name__} (its step_state)")
+        if not self.plain:
+            require_branch_free(env)
         self.env, self.state_type = env, type(env.state)
         self.captures = resolved.endswith("graph")  # the caller records a CUDA graph
         self.compiled, self.fallback, self.observe = resolved.startswith("compile"), mode == "auto", observe
@@ -65,6 +71,8 @@ class Stepper:
 
     def __call__(self, actions: Tensor) -> Any:
         env = self.env
+        if self.plain:
+            return env.step(actions)
         noise = env.draw_noise()  # type: ignore[attr-defined]
         try:
             new, out = self.fn(state_tensors(env.state), actions, noise)

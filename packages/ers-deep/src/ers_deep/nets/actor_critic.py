@@ -35,9 +35,9 @@ import torch
 from torch import Tensor, nn
 
 from ers_deep.nets.layers import SConv2d, SGRUCell, SLayerNorm, SLinear
+from ers_deep.nets.recurrent import gru_segments, gru_steps
 
 NetKind = Literal["mlp", "cnn-gru", "tabular"]
-ILLEGAL_LOGIT = -1e10
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,11 +54,6 @@ class NetConfig:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def masked_logits(logits: Tensor, legal: Tensor) -> Tensor:
-    """Logits with illegal actions pushed to -1e10 (the official code's ``logits - (1 - avail) * 1e10``)."""
-    return logits.masked_fill(~legal, ILLEGAL_LOGIT)
 
 
 class ActorCritic(nn.Module):
@@ -111,7 +106,11 @@ class FeedForward(ActorCritic):
 
 
 class RecurrentCNN(ActorCritic):
-    """The official Overcooked V2 net (``"cnn-gru"``); observations [.., V, V, C] (channels last)."""
+    """The official Overcooked V2 net (``"cnn-gru"``); observations [.., V, V, C] (channels last).
+    Sequences (T > 1) run the GRU through the fused kernel (``nets.recurrent.gru_segments``) unless
+    ``fused_gru`` is False; single steps always run the cell."""
+
+    fused_gru: bool = True
 
     def __init__(
         self,
@@ -142,13 +141,10 @@ class RecurrentCNN(ActorCritic):
             x = torch.relu(conv(x))
         x = self.norm(torch.relu(self.dense(x.flatten(2))))  # [S, T*N, hidden]
         x = x.view(S, T, N, -1)
-        outs = []
-        h = hidden
-        for t in range(T):
-            h = torch.where(first[:, t, :, None], torch.zeros_like(h), h)  # reset before the step
-            h = self.gru(x[:, t], h)
-            outs.append(h)
-        y = torch.stack(outs, 1).view(S, T * N, -1)
+        # T = 1 (collection, compiled / captured graphs): the cell; sequences (the update): the fused kernel
+        run_gru = gru_segments if T > 1 and self.fused_gru else gru_steps
+        y, h = run_gru(self.gru, x, first, hidden)
+        y = y.view(S, T * N, -1)
         logits = self.actor_out(torch.relu(self.actor_hidden(y)))
         value = self.critic_out(torch.relu(self.critic_hidden(y)))
         return logits.view(S, T, N, -1), value.view(S, T, N), h

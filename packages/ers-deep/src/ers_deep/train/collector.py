@@ -48,7 +48,8 @@ from torchrl.data import Binary, Categorical, Composite, TensorSpec, Unbounded
 
 from ers_deep.envs.base import BatchedEnv
 from ers_deep.envs.torchrl_base import GROUP, BatchedTorchRLEnv
-from ers_deep.nets import ActorCritic, masked_logits
+from ers_deep.nets import ActorCritic, policy_mask, sample
+from ers_deep.train.collect import Rollout, RunnerState, per_actor, running_returns
 from ers_deep.train.config import TrainConfig
 
 __all__ = ["LearnerEnv", "StackedPolicy", "TorchRLCollection"]
@@ -128,7 +129,8 @@ class LearnerEnv(BatchedTorchRLEnv):
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         game, auto = self.game, self.game.auto_reset
-        game.auto_reset = False
+        branch_free = getattr(game, "branch_free", False)
+        game.auto_reset = branch_free  # a branch-free env restarts inside its step, in its order of draws
         try:
             out = game.step(tensordict.get((GROUP, "action")))
         finally:
@@ -144,7 +146,8 @@ class LearnerEnv(BatchedTorchRLEnv):
             getattr(out, "shaped_reward", None) if self._shaped else None,
         )
         td = self._to_td(packed, with_reward=True)
-        game.reset_games(done)  # the env's auto-reset, in its order of draws
+        if not branch_free:
+            game.reset_games(done)  # the env's auto-reset, in its order of draws
         return td
 
 
@@ -185,10 +188,7 @@ class StackedPolicy(TensorDictModuleBase):
         legal = tensordict.get((GROUP, "action_mask")).reshape(S, N, -1)
         first = tensordict.get("is_init").expand(SB, P).reshape(S, N)
         logits, value, self.hidden = net(obs[:, None], first[:, None], self.hidden)
-        logits = masked_logits(logits[:, 0], legal)
-        probs = torch.softmax(logits, -1)
-        action = torch.multinomial(probs.reshape(S * N, -1), 1, generator=generator).view(S, N)
-        logp = torch.log_softmax(logits, -1).gather(-1, action[..., None])[..., 0]
+        action, logp = sample(logits[:, 0], policy_mask(legal), generator)
         tensordict.set((GROUP, "action"), action.view(SB, P))
         tensordict.set((GROUP, "logp"), logp.view(SB, P))
         tensordict.set((GROUP, "state_value"), value[:, 0].reshape(SB, P))
@@ -196,7 +196,7 @@ class StackedPolicy(TensorDictModuleBase):
 
 
 class Runner(Protocol):
-    """What ``TorchRLCollection`` reads from and writes back to the learner (``ers_deep.train.ippo.Learner``)."""
+    """What ``TorchRLCollection`` reads from the learner (``ers_deep.train.ippo.Learner``)."""
 
     config: TrainConfig
     env: BatchedEnv
@@ -206,16 +206,11 @@ class Runner(Protocol):
     B: int
     P: int
     N: int
-    env_steps: int
-    first: Tensor  # [S, N]
-    hidden: Tensor  # [S, N, H]
-    ep_return: Tensor  # [S, B]
-    ep_shaped: Tensor  # [S, B]
 
 
 class TorchRLCollection:
-    """One ``Collector`` over the learner's env and network; ``collect(coef)`` returns the fields of a
-    ``Rollout`` and the ended-episode statistics, as ``Learner.collect`` does (see the module docstring)."""
+    """One ``Collector`` over the learner's env and network; ``collect(state, coef)`` returns what
+    ``FastCollection.collect`` returns (see the module docstring)."""
 
     def __init__(self, learner: Runner) -> None:
         self.learner = lr = learner
@@ -223,7 +218,7 @@ class TorchRLCollection:
         self.shaped = cfg.env_kind == "overcooked-v2"
         self.env = LearnerEnv(lr.env, shaped_reward=self.shaped)
         self.policy = StackedPolicy(lr.net, lr.generator, S * B, P)
-        self.env.attach(self._first_per_game())
+        self.env.attach(torch.ones(S * B, dtype=torch.bool, device=self.env.device))
         self.collector = Collector(
             self.env,
             self.policy,
@@ -238,68 +233,54 @@ class TorchRLCollection:
         )
         self._batches = iter(self.collector)
 
-    def _first_per_game(self) -> Tensor:
-        lr = self.learner
-        return lr.first.view(lr.S, lr.B, lr.P)[..., 0].reshape(-1)
-
     @torch.no_grad()
-    def collect(self, coef: float) -> tuple[dict[str, Tensor], dict[str, Tensor]]:
-        """One batch: the ``Rollout`` fields [S, T, N, ...] and the returns of the episodes that ended in it
-        (``coef``: the weight of the shaped reward)."""
+    def collect(
+        self, state: RunnerState, coef: float
+    ) -> tuple[Rollout, RunnerState, dict[str, Tensor]]:
+        """One batch from ``state``: the rollout [S, T, N, ...], the state after it and the returns of the
+        episodes that ended in it (``coef``: the weight of the shaped reward)."""
         lr = self.learner
         S, B, P, N, T = lr.S, lr.B, lr.P, lr.N, lr.config.num_steps
-        hidden0 = lr.hidden.clone()
-        self.policy.hidden = lr.hidden
-        self.env.attach(self._first_per_game())
+        self.policy.hidden = state.hidden
+        self.env.attach(state.first)
         td = next(self._batches)  # [S*B, T]
 
-        def seat(x: Tensor) -> Tensor:  # [S*B, T, P, *r] -> [S, T, N, *r] (the native layout)
+        def seat(x: Tensor) -> Tensor:  # [S*B, T, P, *r] -> [S, T, N, *r] (the learner's layout)
             rest = x.shape[3:]
             return x.reshape(S, B, T, P, *rest).transpose(1, 2).reshape(S, T, N, *rest)
 
-        def per_game(x: Tensor) -> Tensor:  # [S*B, T] -> [S, T, B]
-            return x.reshape(S, B, T).transpose(1, 2)
+        def per_step(x: Tensor) -> Tensor:  # [S*B, T] -> [T, S*B]
+            return x.transpose(0, 1)
 
-        done = per_game(td.get(("next", "done"))[..., 0])
-        team = per_game(td.get(("next", GROUP, "reward"))[..., 0, 0])
+        done = per_step(td.get(("next", "done"))[..., 0])
+        team = per_step(td.get(("next", GROUP, "reward"))[..., 0, 0])
         shaped = None
         if self.shaped:
             shaped = seat(td.get(("next", GROUP, "shaped_reward"))[..., 0]).view(S, T, B, P)
-        reward = team[..., None].expand(S, T, B, P)
+        reward = per_actor(team, S, P)
         if shaped is not None:
-            reward = reward + coef * shaped
-        ended_ret, ended_shaped = [], []
-        for t in range(T):  # the native loop's running returns, in its order of operations
-            if shaped is not None:
-                lr.ep_shaped += shaped[:, t].sum(-1)
-            lr.ep_return += team[:, t]
-            ended_ret.append(lr.ep_return.clone())
-            ended_shaped.append(lr.ep_shaped.clone())
-            lr.ep_return = torch.where(done[:, t], 0.0, lr.ep_return)
-            lr.ep_shaped = torch.where(done[:, t], 0.0, lr.ep_shaped)
-        fields = {
-            "obs": seat(td.get((GROUP, "observation"))),
-            "legal": seat(td.get((GROUP, "action_mask"))),
-            "acting": seat(td.get((GROUP, "mask"))[..., 0]),
-            "first": seat(td.get("is_init").expand(S * B, T, P)),
-            "hidden0": hidden0,
-            "action": seat(td.get((GROUP, "action"))),
-            "logp": seat(td.get((GROUP, "logp"))),
-            "value": seat(td.get((GROUP, "state_value"))),
-            "reward": reward.reshape(S, T, N),
-            "done": done[..., None].expand(S, T, B, P).reshape(S, T, N),
-        }
-        lr.first = fields["done"][:, -1].clone()
-        obs = lr.env.observe().reshape(S, N, *lr.env.obs_shape)
-        lr.hidden = self.policy.hidden
-        _, last_value, _ = lr.net(obs[:, None], lr.first[:, None], lr.hidden)
-        fields["last_value"] = last_value[:, 0]
-        lr.env_steps += T * B
-        mask = done.transpose(0, 1).contiguous()  # [T, S, B]
-        count = mask.sum((0, 2)).float()
-        stats = {
-            "episodes": count,
-            "return": (torch.stack(ended_ret) * mask).sum((0, 2)) / count,  # NaN where none ended
-            "shaped_return": (torch.stack(ended_shaped) * mask).sum((0, 2)) / count,
-        }
-        return fields, stats
+            reward = reward + coef * shaped.reshape(S, T, N)
+        stats, after = running_returns(
+            state,
+            team.view(T, S, B),
+            None if shaped is None else shaped.sum(-1).transpose(0, 1),
+            done.view(T, S, B),
+        )
+        first_next = done[-1].clone()
+        obs = lr.env.observe().reshape(S, 1, N, *lr.env.obs_shape)
+        first_n = first_next.view(S, B, 1).expand(S, B, P).reshape(S, 1, N)
+        _, last_value, _ = lr.net(obs, first_n, self.policy.hidden)
+        ro = Rollout(
+            obs=seat(td.get((GROUP, "observation"))),
+            legal=seat(td.get((GROUP, "action_mask"))),
+            acting=seat(td.get((GROUP, "mask"))[..., 0]),
+            first=seat(td.get("is_init").expand(S * B, T, P)),
+            hidden0=state.hidden,
+            action=seat(td.get((GROUP, "action"))),
+            logp=seat(td.get((GROUP, "logp"))),
+            value=seat(td.get((GROUP, "state_value"))),
+            reward=reward,
+            done=per_actor(done, S, P),
+            last_value=last_value[:, 0],
+        )
+        return ro, RunnerState(first_next, self.policy.hidden, after.ep_return, after.ep_shaped), stats

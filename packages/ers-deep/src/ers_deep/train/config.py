@@ -32,7 +32,9 @@ from ers_exact.util.options import UsageError, at_least, between, check_fields, 
 
 LrSchedule = Literal["constant", "linear", "warmup-cosine"]
 AdvantageMode = Literal["gae", "exact"]
-CollectorKind = Literal["native", "torchrl"]
+CollectorKind = Literal["fast", "native", "torchrl"]
+FastMode = Literal["auto", "eager", "compile", "graph", "compile-graph"]
+UpdateMode = Literal["auto", "eager", "compile"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -48,7 +50,9 @@ class TrainConfig:
     num_envs: int = 1024  # games per seed
     num_steps: int = 128  # steps per game per update
     total_env_steps: int = 10**10  # per seed
-    collector: CollectorKind = "native"  # "torchrl": the same rollouts through torchrl's Collector
+    collector: CollectorKind = "fast"  # "torchrl" / "native": the reference collections (same rollouts)
+    collect_mode: FastMode = "auto"  # the fast collection's mode (ers_deep.accel): auto picks per device/batch
+    update_mode: UpdateMode = "auto"  # the PPO minibatch step: compiled ("auto": on CUDA) or eager
     # PPO
     epochs: int = 4
     minibatches: int = 4
@@ -101,8 +105,14 @@ class TrainConfig:
             check_fields(self, gamma=between(0, 1))
         if self.advantage == "exact" and self.env_kind != "tabular":
             raise UsageError(f"TrainConfig.advantage = 'exact' needs a tabular env, not {self.env!r}")
-        if self.collector not in ("native", "torchrl"):
-            raise UsageError(f"TrainConfig.collector = {self.collector!r}: choose 'native' or 'torchrl'")
+        if self.collector not in ("fast", "native", "torchrl"):
+            raise UsageError(f"TrainConfig.collector = {self.collector!r}: choose 'fast', 'native' or 'torchrl'")
+        if self.collect_mode not in ("auto", "eager", "compile", "graph", "compile-graph"):
+            raise UsageError(
+                f"TrainConfig.collect_mode = {self.collect_mode!r}: choose auto, eager, compile, graph, compile-graph"
+            )
+        if self.update_mode not in ("auto", "eager", "compile"):
+            raise UsageError(f"TrainConfig.update_mode = {self.update_mode!r}: choose auto, eager or compile")
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
             raise UsageError(f"TrainConfig.seeds = {self.seeds!r}: give distinct seeds")
         if self.minibatches > self.num_envs * 2:
@@ -185,8 +195,11 @@ def paper_config(env: str, **overrides: Any) -> TrainConfig:
     return TrainConfig(**{"env": env, **PAPER[kind], **overrides})
 
 
-def make_env(config: TrainConfig, batch_size: int, seed: int) -> BatchedEnv:
-    """The batched env of ``config`` with ``batch_size`` games (auto-reset on)."""
+def make_env(
+    config: TrainConfig, batch_size: int, seed: int, branch_free: bool | None = None
+) -> BatchedEnv:
+    """The batched env of ``config`` with ``batch_size`` games (auto-reset on); ``branch_free``: Hanabi's and
+    Overcooked V2's reset style (None: the env's default, branch-free off CPU; tabular envs have one style)."""
     from ers_deep.envs.hanabi import HanabiEnv
     from ers_deep.envs.overcooked_v2 import OvercookedV2Env
     from ers_deep.envs.tabular import TabularEnv
@@ -194,10 +207,20 @@ def make_env(config: TrainConfig, batch_size: int, seed: int) -> BatchedEnv:
     dev = config.device
     if config.env == "hanabi":
         return HanabiEnv(
-            config.hanabi_preset, batch_size=batch_size, device=dev, seed=seed, check_legal=False
+            config.hanabi_preset,
+            batch_size=batch_size,
+            device=dev,
+            seed=seed,
+            check_legal=False,
+            branch_free=branch_free,
         )
     if config.env == "overcooked-v2":
         return OvercookedV2Env(
-            config.layout, batch_size=batch_size, device=dev, seed=seed, paper_obs=config.paper_obs
+            config.layout,
+            batch_size=batch_size,
+            device=dev,
+            seed=seed,
+            paper_obs=config.paper_obs,
+            branch_free=branch_free,
         )
     return TabularEnv(config.game_spec, batch_size=batch_size, device=dev, seed=seed, check_legal=False)

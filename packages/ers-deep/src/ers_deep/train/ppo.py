@@ -1,0 +1,196 @@
+"""The PPO update of the IPPO learner: advantages, the loss, per-seed gradient clipping, the minibatch step.
+
+Plain PPO (CleanRL's / PureJaxRL's ``ppo.py``), per seed s of a stacked network, on a minibatch of actors
+(whole sequences, time-major [S, T, M]):
+
+    ratio   = exp(log pi(a | o) - log pi_old(a | o))
+    actor   = -mean_acting min(ratio A, clip(ratio, 1 - eps, 1 + eps) A)
+    critic  = 1/2 mean max((V - R)^2, (V_old + clip(V - V_old, -eps, eps) - R)^2)     (clipped value loss)
+    entropy = mean_acting H(pi(. | o))
+    loss    = actor + c_V critic - alpha entropy (+ the network's auxiliary loss)
+
+``acting`` masks the actor and entropy terms to the entries whose move is played (Hanabi's waiting player
+counts only in the value loss); advantages are normalised over acting entries when
+``normalize_advantage``. The exact-advantage mode of tabular games replaces the actor and entropy terms by
+``exact_policy_terms`` (the expected update on every local history; see ``ers_deep.train.ippo``).
+
+``MinibatchUpdate`` runs one minibatch step (loss, backward, per-seed clipping to ``max_grad_norm``, Adam) in
+``update_mode``: ``"eager"``; ``"compile"``: the loss (forward and, through AOTAutograd, backward) and the
+clip + Adam step through ``torch.compile``; ``"auto"``: compile on CUDA, eager on CPU (where the MLP update is
+matmul-bound and compilation measured no gain, see the README). On CUDA Adam is the fused kernel and the
+learning rate a tensor, so a schedule never recompiles.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any, Literal
+
+import torch
+from torch import Tensor
+
+from ers_deep.nets import ActorCritic, masked_logits
+from ers_deep.train.collect import Rollout
+from ers_deep.train.config import TrainConfig
+
+UpdateMode = Literal["auto", "eager", "compile"]
+
+
+def gae(
+    rewards: Tensor, values: Tensor, last_value: Tensor, done: Tensor, gamma: float, lam: float
+) -> tuple[Tensor, Tensor]:
+    """Generalised advantage estimation over time dim 1 of [S, T, N] tensors (``last_value`` [S, N], the value
+    after the last step; ``done`` stops the bootstrap): A_t = delta_t + gamma lam (1 - d_t) A_{t+1},
+    delta_t = r_t + gamma (1 - d_t) V_{t+1} - V_t. Returns (advantage, value target = A + V)."""
+    not_done = (~done).to(values.dtype)
+    next_values = torch.cat([values[:, 1:], last_value[:, None]], 1)
+    delta = rewards + gamma * next_values * not_done - values
+    adv = torch.empty_like(values)
+    acc = torch.zeros_like(last_value)
+    for t in range(values.shape[1] - 1, -1, -1):
+        acc = delta[:, t] + gamma * lam * not_done[:, t] * acc
+        adv[:, t] = acc
+    return adv, adv + values
+
+
+def masked_mean(x: Tensor, mask: Tensor) -> Tensor:
+    """Mean over all but the seed dim of x where mask; [S]."""
+    m = mask.to(x.dtype)
+    return (x * m).flatten(1).sum(1) / m.flatten(1).sum(1).clamp_min(1.0)
+
+
+def minibatch(ro: Rollout, adv: Tensor, target: Tensor, idx: Tensor) -> dict[str, Tensor]:
+    """The actors ``idx`` of a rollout (whole sequences): every field the loss reads, [S, T, M, ...]."""
+    out = {
+        k: getattr(ro, k)[:, :, idx]
+        for k in ("obs", "first", "legal", "action", "logp", "acting", "value")
+    }
+    out.update(adv=adv[:, :, idx], target=target[:, :, idx], hidden0=ro.hidden0[:, idx])
+    return out
+
+
+def ppo_loss(
+    net: ActorCritic, cfg: TrainConfig, mb: dict[str, Tensor], exact: tuple[Tensor, Tensor] | None = None
+) -> tuple[Tensor, dict[str, Tensor]]:
+    """Per-seed PPO loss [S] on one minibatch (``minibatch``) and its detached parts; ``exact``: the actor
+    and entropy terms of the exact-advantage mode (``exact_policy_terms``)."""
+    logits, value, _ = net(mb["obs"], mb["first"], mb["hidden0"])
+    logp_all = torch.log_softmax(masked_logits(logits, mb["legal"]), -1)
+    logp = logp_all.gather(-1, mb["action"][..., None])[..., 0]
+    acting, a = mb["acting"], mb["adv"]
+    if cfg.normalize_advantage:
+        mean = masked_mean(a, acting)[:, None, None]
+        var = masked_mean((a - mean) ** 2, acting)[:, None, None]
+        a = (a - mean) / (var.sqrt() + 1e-8)
+    ratio = torch.exp(logp - mb["logp"])
+    surrogate = torch.minimum(ratio * a, ratio.clamp(1 - cfg.clip_eps, 1 + cfg.clip_eps) * a)
+    if exact is None:
+        actor = -masked_mean(surrogate, acting)
+        ent = masked_mean(-(logp_all.exp() * logp_all).sum(-1), acting)
+    else:
+        actor, ent = exact
+    t, old_v = mb["target"], mb["value"]
+    v_loss = (value - t) ** 2
+    if cfg.clip_value_loss:
+        clipped = old_v + (value - old_v).clamp(-cfg.clip_eps, cfg.clip_eps)
+        v_loss = torch.maximum(v_loss, (clipped - t) ** 2)
+    critic = 0.5 * v_loss.flatten(1).mean(1)
+    loss = actor + cfg.vf_coef * critic - cfg.alpha * ent + net.auxiliary_loss(mb["obs"])
+    return loss, {"actor_loss": actor.detach(), "value_loss": critic.detach(), "entropy": ent.detach()}
+
+
+def exact_policy_terms(net: ActorCritic, legal_table: Tensor, table: Tensor) -> tuple[Tensor, Tensor]:
+    """Exact mode (tabular games): (actor [S], entropy [S]) = (-mean_tau sum_a pi(a | tau) (Q - V)(tau, a),
+    mean_tau H(pi(. | tau))) over every local history tau, from the exact advantages ``table`` [S, K, A]."""
+    S, K = table.shape[:2]
+    dev = table.device
+    eye = torch.eye(K, device=dev).expand(S, 1, K, K)
+    every, _, _ = net(eye, torch.ones(S, 1, K, dtype=torch.bool, device=dev), net.initial_state(K, dev))
+    lp = torch.log_softmax(masked_logits(every[:, 0], legal_table), -1)
+    return -(lp.exp() * table).sum(-1).mean(1), -(lp.exp() * lp).sum(-1).mean(1)
+
+
+def clip_grads_per_seed(params: list[Tensor], S: int, max_norm: float) -> Tensor:
+    """Scale every seed's gradient (each parameter's leading factor is the seed) to norm <= ``max_norm``;
+    returns the norms before clipping [S]."""
+    grads = [p.grad for p in params if p.grad is not None]
+    norm = torch.stack([g.view(S, -1).pow(2).sum(1) for g in grads]).sum(0).sqrt()
+    scale = (max_norm / (norm + 1e-6)).clamp(max=1.0)
+    for g in grads:
+        g.view(S, -1).mul_(scale[:, None])
+    return norm
+
+
+def resolve_update_mode(mode: str, device: torch.device) -> Literal["eager", "compile"]:
+    """``"auto"``: compile on CUDA, eager on CPU."""
+    if mode == "auto":
+        return "compile" if device.type == "cuda" else "eager"
+    if mode not in ("eager", "compile"):
+        raise ValueError(f"unknown update mode {mode!r}; choose from auto, eager, compile")
+    return mode  # type: ignore[return-value]
+
+
+def make_optimizer(net: ActorCritic, cfg: TrainConfig, device: torch.device) -> torch.optim.Adam:
+    """Adam over the stacked parameters (one Adam = S independent ones); fused on CUDA, with the learning rate
+    a tensor (a schedule changes its value, never the compiled step)."""
+    fused = device.type == "cuda"
+    lr: Any = torch.tensor(cfg.lr, device=device) if fused else cfg.lr
+    return torch.optim.Adam(net.parameters(), lr=lr, eps=cfg.adam_eps, fused=fused or None)
+
+
+class MinibatchUpdate:
+    """One PPO minibatch step in ``mode`` (see the module docstring): ``__call__(mb, exact_table)`` returns
+    the detached loss parts and the per-seed gradient norm."""
+
+    def __init__(
+        self,
+        net: ActorCritic,
+        optimizer: torch.optim.Optimizer,
+        cfg: TrainConfig,
+        mode: str,
+        legal_table: Tensor | None = None,
+    ) -> None:
+        self.net, self.optimizer, self.cfg, self.legal_table = net, optimizer, cfg, legal_table
+        self.params = list(net.parameters())
+        self.S = len(net.seeds)
+        self.mode = resolve_update_mode(mode, self.params[0].device)
+        self.loss_fn: Callable[..., tuple[Tensor, dict[str, Tensor]]] = self._loss
+        self.step_fn: Callable[[], Tensor] = self._clip_and_step
+        if self.mode == "compile":
+            self.loss_fn = torch.compile(self._loss, dynamic=False)
+            self.step_fn = torch.compile(self._clip_and_step, dynamic=False)
+
+    def _loss(self, mb: dict[str, Tensor], table: Tensor | None) -> tuple[Tensor, dict[str, Tensor]]:
+        exact = None
+        if table is not None:
+            assert self.legal_table is not None
+            exact = exact_policy_terms(self.net, self.legal_table, table)
+        loss, parts = ppo_loss(self.net, self.cfg, mb, exact)
+        return loss.sum(), parts
+
+    def _clip_and_step(self) -> Tensor:
+        norm = clip_grads_per_seed(self.params, self.S, self.cfg.max_grad_norm)
+        self.optimizer.step()
+        return norm
+
+    def set_lr(self, lr: float) -> None:
+        for group in self.optimizer.param_groups:
+            if isinstance(group["lr"], Tensor):
+                group["lr"].fill_(lr)
+            else:
+                group["lr"] = lr
+
+    def __call__(self, mb: dict[str, Tensor], table: Tensor | None = None) -> dict[str, Tensor]:
+        self.optimizer.zero_grad(set_to_none=True)
+        try:
+            loss, parts = self.loss_fn(mb, table)
+            loss.backward()
+            parts["grad_norm"] = self.step_fn()
+        except Exception as e:  # compilation failed before anything was applied: redo the step eagerly
+            if self.loss_fn is self._loss or self.optimizer.state:  # eager, or steps were applied: a real error
+                raise
+            warnings.warn(f"torch.compile failed ({type(e).__name__}: {e}); updating eagerly", stacklevel=2)
+            self.loss_fn, self.step_fn, self.mode = self._loss, self._clip_and_step, "eager"
+            return self(mb, table)
+        return parts

@@ -1,0 +1,176 @@
+"""The fused GRU over reset-split segments (``nets.recurrent.gru_segments``) equals the step loop
+(``gru_steps``): all states, the last state and the gradients, for any pattern of resets, padded and packed,
+on the CPU (and on CUDA, marker ``gpu``, cuDNN); the whole Overcooked net equals both ways."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from contextlib import nullcontext
+from functools import partial
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ers_deep.nets import NetConfig, build_net
+from ers_deep.nets.actor_critic import RecurrentCNN
+from ers_deep.nets.layers import SGRUCell
+from ers_deep.nets.recurrent import gru_segments, gru_steps, split_segments
+
+torch.set_num_threads(1)
+
+DEVICES = [
+    "cpu",
+    pytest.param(
+        "cuda",
+        marks=[pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")],
+    ),
+]
+IN, H = 6, 5
+
+
+def _fp32(device: str) -> contextlib.AbstractContextManager[None]:
+    """cuDNN's GRU runs in TF32 by default (torch.backends.cudnn.allow_tf32): ~1e-3 from the loop's fp32."""
+    return torch.backends.cudnn.flags(enabled=True, allow_tf32=False) if device == "cuda" else nullcontext()
+
+
+def _cell(S: int, device: str = "cpu", n_in: int = IN, hidden: int = H) -> SGRUCell:
+    cell = SGRUCell(n_in, hidden, [torch.Generator().manual_seed(10 + s) for s in range(S)])
+    with torch.no_grad():  # non-zero biases, so that bias_ih and bias_hh are both checked
+        g = torch.Generator().manual_seed(99)
+        for b in (cell.inp.bias, cell.rec.bias):
+            assert b is not None
+            b.copy_(torch.randn(b.shape, generator=g))
+    return cell.to(device)
+
+
+def _inputs(first: torch.Tensor, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    S, T, N = first.shape
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(S, T, N, IN, generator=g).to(first.device).requires_grad_()
+    h0 = torch.randn(S, N, H, generator=g).to(first.device).requires_grad_()
+    return x, h0
+
+
+def _grads(
+    fn: Callable[..., tuple[torch.Tensor, torch.Tensor]],
+    cell: SGRUCell,
+    x: torch.Tensor,
+    first: torch.Tensor,
+    h0: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor, list[torch.Tensor]]:
+    """(states, last state, gradients of a scalar loss w.r.t. the cell's parameters, x and h0)."""
+    ys, h = fn(cell, x, first, h0)
+    w = torch.linspace(-1, 1, ys.numel(), device=ys.device).view_as(ys)
+    loss = (w * ys).sum() + (ys**2).sum() + 0.5 * h.sum()
+    grads = torch.autograd.grad(loss, [*cell.parameters(), x, h0])
+    return ys.detach(), h.detach(), list(grads)
+
+
+def _check(cell: SGRUCell, first: torch.Tensor, packed: bool | None, seed: int = 0) -> None:
+    x, h0 = _inputs(first, seed)
+    ys, h, g = _grads(gru_steps, cell, x, first, h0)
+    ys2, h2, g2 = _grads(partial(gru_segments, packed=packed), cell, x, first, h0)
+    assert ys2.shape == ys.shape and h2.shape == h.shape
+    assert torch.allclose(ys2, ys, atol=1e-5, rtol=0) and torch.allclose(h2, h, atol=1e-5, rtol=0)
+    for a, b in zip(g, g2, strict=True):
+        assert torch.allclose(b, a, rtol=1e-4, atol=1e-5 * a.abs().max().item())
+
+
+def _pattern(name: str, S: int, T: int, N: int) -> torch.Tensor:
+    first = torch.zeros(S, T, N, dtype=torch.bool)
+    if name == "all":
+        first[:] = True
+    elif name == "at t=0":
+        first[:, 0] = True
+    elif name == "mixed":  # actor 0 none, actor 1 at t=0, actor 2 one in the middle, actor 3 at the end
+        first[:, 0, 1] = True
+        first[:, T // 2, 2] = True
+        first[:, T - 1, 3] = True
+        first[-1, 1::2, 0] = True  # and the last seed's actor 0 every other step
+    elif name == "long+short":  # actor 0 one long segment, the others one per step: auto packs
+        first[:, :, 1:] = True
+    elif name == "random":
+        first = torch.rand(S, T, N, generator=torch.Generator().manual_seed(3)) < 0.3
+    return first
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("packed", [False, True, None])
+@pytest.mark.parametrize("S", [1, 2])
+@pytest.mark.parametrize("pattern", ["none", "all", "at t=0", "mixed", "long+short", "random"])
+def test_fused_equals_the_step_loop(pattern: str, S: int, packed: bool | None, device: str) -> None:
+    with _fp32(device):
+        _check(_cell(S, device), _pattern(pattern, S, 16, 4).to(device), packed)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    S=st.integers(1, 2),
+    T=st.integers(1, 12),
+    N=st.integers(1, 4),
+    packed=st.sampled_from([False, True, None]),
+    data=st.data(),
+)
+def test_fused_equals_the_step_loop_for_any_resets(
+    S: int, T: int, N: int, packed: bool | None, data: st.DataObject
+) -> None:
+    bits = data.draw(st.lists(st.booleans(), min_size=S * T * N, max_size=S * T * N))
+    _check(_cell(S), torch.tensor(bits).view(S, T, N), packed)
+
+
+def test_segments_of_a_known_pattern() -> None:
+    first = torch.tensor([[[False, True], [True, False], [False, False], [True, True]]])  # [1, T=4, N=2]
+    sg = split_segments(first)
+    # actor 0: [0, 1) from h0, [1, 3), [3, 4); actor 1: [0, 3) from zero, [3, 4)
+    assert sg.actor.tolist() == [0, 0, 0, 1, 1] and sg.start.tolist() == [0, 1, 3, 0, 3]
+    assert sg.lengths.tolist() == [1, 2, 1, 3, 1] and sg.per_seed == [5]
+    assert sg.seg.tolist() == [[0, 1, 1, 2], [3, 3, 3, 4]] and sg.pos.tolist() == [[0, 0, 1, 0], [0, 1, 2, 0]]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_overcooked_net_equals_both_ways(device: str) -> None:
+    net = build_net(NetConfig(kind="cnn-gru", hidden=16, conv=8), [0, 1], (5, 5, 4), 6).to(device)
+    assert isinstance(net, RecurrentCNN)
+    g = torch.Generator().manual_seed(5)
+    obs = torch.rand(2, 7, 3, 5, 5, 4, generator=g).to(device)
+    first = (torch.rand(2, 7, 3, generator=g) < 0.3).to(device)
+    h0 = torch.randn(2, 3, 16, generator=g).to(device)
+    results = []
+    for fused in (False, True):
+        net.fused_gru = fused
+        with _fp32(device):
+            logits, value, h = net(obs, first, h0)
+            grads = torch.autograd.grad(logits.square().sum() + value.sum(), list(net.parameters()))
+        results.append((logits.detach(), value.detach(), h.detach(), grads))
+    (l1, v1, h1, g1), (l2, v2, h2, g2) = results
+    assert torch.allclose(l1, l2, atol=1e-5) and torch.allclose(v1, v2, atol=1e-5)
+    assert torch.allclose(h1, h2, atol=1e-5)
+    for a, b in zip(g1, g2, strict=True):
+        assert torch.allclose(b, a, rtol=1e-4, atol=1e-5 * a.abs().max().item())
+
+
+def test_timing_loop_vs_fused() -> None:
+    """A print, not an assertion: forward + backward of the paper's Overcooked minibatch (8 actors x 256
+    steps, H = 128, one seed), one CPU thread; ``pytest -s`` shows it."""
+    S, T, N = 1, 256, 8
+    cell = _cell(S, n_in=128, hidden=128)
+    x = torch.randn(S, T, N, 128, requires_grad=True)
+    h0 = torch.zeros(S, N, 128)
+    first = torch.rand(S, T, N, generator=torch.Generator().manual_seed(0)) < 1 / 400  # ~episode length
+    times = {}
+    for name, fn in [("loop", gru_steps), ("fused", gru_segments)]:
+        best = float("inf")
+        for _ in range(3):
+            t0 = time.perf_counter()
+            ys, h = fn(cell, x, first, h0)
+            (ys.square().sum() + h.sum()).backward()
+            best = min(best, time.perf_counter() - t0)
+        times[name] = best
+    print(
+        f"\nGRU fwd+bwd S={S} T={T} N={N} H=128, 1 thread: "
+        + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in times.items())
+    )
