@@ -35,12 +35,22 @@ def make_env(name: str, batch: int, device: str, seed: int = 0, **kw: Any) -> An
 
 def assert_states_equal(a: Any, b: Any, where: str) -> None:
     for f in fields(a):
-        assert torch.equal(getattr(a, f.name), getattr(b, f.name)), f"{where}: state field {f.name}"
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        assert torch.equal(x, y), f"{where}: state field {f.name}: {differ(x, y)}"
+
+
+def differ(x: Tensor, y: Tensor) -> str:
+    """Where two tensors differ: the count, the first index and both values there."""
+    if x.shape != y.shape:
+        return f"shapes {tuple(x.shape)} != {tuple(y.shape)}"
+    bad = (x != y).nonzero()
+    first = tuple(bad[0].tolist())
+    return f"{len(bad)} entries differ, first at {first}: {x[first].item()} != {y[first].item()}"
 
 
 def assert_steps_equal(a: Any, b: Any, where: str) -> None:
     for name, x in a._asdict().items():
-        assert torch.equal(x, getattr(b, name)), f"{where}: output {name}"
+        assert torch.equal(x, getattr(b, name)), f"{where}: output {name}: {differ(x, getattr(b, name))}"
 
 
 def check_fast_step(name: str, batch: int, steps: int, device: str, mode: str, **kw: Any) -> int:

@@ -153,6 +153,31 @@ def test_overcooked_net_equals_both_ways(device: str) -> None:
         assert torch.allclose(b, a, rtol=1e-4, atol=1e-5 * a.abs().max().item())
 
 
+def test_compiled_loss_runs_the_segments_eagerly() -> None:
+    """The PPO update compiles its loss: the fused GRU runs eagerly between the compiled parts (it is
+    ``torch.compiler.disable``d), over new reset patterns, with the eager loss and gradients."""
+    torch.compiler.reset()
+    net = build_net(NetConfig(kind="cnn-gru", hidden=16, conv=8), [0, 1], (5, 5, 4), 6)
+
+    def loss(obs: torch.Tensor, first: torch.Tensor, h0: torch.Tensor) -> torch.Tensor:
+        logits, value, _ = net(obs, first, h0)
+        return logits.square().sum() + value.sum()
+
+    compiled = torch.compile(loss, dynamic=False, backend="aot_eager")
+    g = torch.Generator().manual_seed(7)
+    obs, h0 = torch.rand(2, 6, 3, 5, 5, 4, generator=g), torch.randn(2, 3, 16, generator=g)
+    for _ in range(3):
+        first = torch.rand(2, 6, 3, generator=g) < 0.3
+        a = compiled(obs, first, h0)
+        ga = torch.autograd.grad(a, list(net.parameters()))
+        b = loss(obs, first, h0)
+        gb = torch.autograd.grad(b, list(net.parameters()))
+        assert torch.allclose(a, b, rtol=1e-5)
+        for x, y in zip(ga, gb, strict=True):
+            assert torch.allclose(x, y, rtol=1e-4, atol=1e-6)
+    torch.compiler.reset()
+
+
 def test_timing_loop_vs_fused() -> None:
     """A print, not an assertion: forward + backward of the paper's Overcooked minibatch (8 actors x 256
     steps, H = 128, one seed), one CPU thread; ``pytest -s`` shows it."""

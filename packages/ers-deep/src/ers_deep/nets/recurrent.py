@@ -6,7 +6,9 @@ to zero *before* step t), h0 [S, N, H]; both functions return all states [S, T, 
 * :func:`gru_steps`: one cell call per time step (the reference; what collection runs, T = 1, and what
   compiled / captured graphs contain).
 * :func:`gru_segments`: torch's fused GRU kernel (cuDNN on CUDA, the native kernel on CPU) over whole
-  segments: each actor's sequence is cut at its resets, all segments run as one packed batch per seed.
+  segments: each actor's sequence is cut at its resets, all segments run as one padded (or packed) batch
+  per seed. On CUDA, cuDNN runs it in TF32 while ``torch.backends.cudnn.allow_tf32`` is True (torch's
+  default; ~1e-3 from the fp32 loop), in fp32 otherwise (~1e-6).
 """
 
 from __future__ import annotations
@@ -98,6 +100,7 @@ def _run_seed(cell: SGRUCell, s: int, padded: Tensor, lengths: Tensor | None, in
     return out if lengths is None else pad_packed_sequence(out, total_length=padded.shape[0])[0]
 
 
+@torch.compiler.disable  # data-dependent shapes and nn.GRU: eager inside a compiled update (one graph break)
 def gru_segments(
     cell: SGRUCell, x: Tensor, first: Tensor, h0: Tensor, packed: bool | None = None
 ) -> tuple[Tensor, Tensor]:
@@ -108,7 +111,8 @@ def gru_segments(
     per step; by default only where padding would exceed ``MAX_PADDING_WASTE`` times the S*N*T steps).
     The padded copy of x is built either way: L * K * in floats (at most T times x, for patterns of many
     short segments beside a long one; about x for episodes longer than T). Differentiable w.r.t. x, h0
-    and the cell's parameters. Returns (all states [S, T, N, H], last state [S, N, H])."""
+    and the cell's parameters. Never traced by torch.compile (it runs eagerly between the compiled parts;
+    under ``fullgraph=True`` only T = 1, the cell, can be compiled). Returns (all states [S, T, N, H], last state [S, N, H])."""
     S, T, N, n_in = x.shape
     H = cell.hidden
     sg = split_segments(first)

@@ -53,6 +53,7 @@ class TrainConfig:
     collector: CollectorKind = "fast"  # "torchrl" / "native": the reference collections (same rollouts)
     collect_mode: FastMode = "auto"  # the fast collection's mode (ers_deep.accel): auto picks per device/batch
     update_mode: UpdateMode = "auto"  # the PPO minibatch step: compiled ("auto": on CUDA) or eager
+    tf32: bool = True  # CUDA: float32 matmuls and convolutions in TF32 (as JAX's default GPU precision)
     # PPO
     epochs: int = 4
     minibatches: int = 4

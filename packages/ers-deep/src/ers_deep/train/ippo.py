@@ -105,6 +105,8 @@ class Learner:
         self.P, self.S, self.B = self.env.num_agents, S, B
         self.N = B * self.P  # actors per seed
         dev = self.env.device
+        if dev.type == "cuda":  # a process-wide switch: the last learner built sets it
+            torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = cfg.tf32
         # ``net``: any ActorCritic over S = len(seeds) stacks (discovery and other-play pass composite nets)
         self.net: ActorCritic = (
             net

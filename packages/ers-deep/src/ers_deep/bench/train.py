@@ -1,0 +1,95 @@
+"""End-to-end learner throughput: env-steps per second of whole IPPO updates (collection + GAE + PPO update).
+
+``bench_learner(config, updates)`` builds a ``Learner``, runs ``warmup`` updates (compilation, graph capture:
+reported as ``setup_s``), then times ``updates`` more, synchronising the device around the timed span. The
+A/B baseline is the same config with ``collector="native", update_mode="eager"`` (the learner before the fast
+path), measured in the same process by ``bench_pair``. ``bench_anchor`` runs a JAX reference learner of
+``../shared/anchors`` in a process of its own and reads its JSON lines.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ers_deep.train.config import TrainConfig
+from ers_deep.train.ippo import Learner
+
+#: the learner before this fast path: native collection (re-observing every step) and the eager update
+BASELINE = {"collector": "native", "update_mode": "eager", "collect_mode": "auto"}
+
+
+def _sync(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def bench_learner(config: TrainConfig, updates: int = 2, warmup: int = 1) -> dict[str, Any]:
+    """Env-steps/s (all seeds) of ``updates`` timed updates after ``warmup`` ones, the setup seconds (build +
+    warm-up), the modes that ran and the last update's mean return."""
+    t0 = time.perf_counter()
+    learner = Learner(config)
+    m: dict[str, Any] = {}
+    for _ in range(warmup):
+        m = learner.train_step()
+    _sync(config.device)
+    setup = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    for _ in range(updates):
+        m = learner.train_step()
+    _sync(config.device)
+    seconds = time.perf_counter() - t1
+    steps = updates * config.steps_per_update * len(config.seeds)
+    fast = learner.fast
+    return {
+        "env": config.env,
+        "num_envs": config.num_envs,
+        "num_steps": config.num_steps,
+        "minibatches": config.minibatches,
+        "collector": config.collector,
+        "collect_mode": fast.mode if fast is not None else "eager",
+        "update_mode": learner.minibatch_update.mode,
+        "updates": updates,
+        "seconds": seconds,
+        "setup_s": setup,
+        "env_steps_per_s": steps / seconds,
+        "return": m.get("return"),
+    }
+
+
+def bench_pair(config: TrainConfig, updates: int = 2, warmup: int = 1) -> dict[str, Any]:
+    """The fast learner and the baseline (``BASELINE``) on the same config, in this process; their ratio."""
+    fast = bench_learner(config, updates, warmup)
+    base = bench_learner(config.replace(**BASELINE), updates, warmup)
+    return {"fast": fast, "baseline": base, "ratio": fast["env_steps_per_s"] / base["env_steps_per_s"]}
+
+
+def bench_anchor(script: Path, args: list[str], env: dict[str, str] | None = None, timeout: float = 600) -> dict[str, Any]:
+    """Run a JAX anchor learner (``python script *args``) in its own process; its JSON lines, the last
+    env-steps/s it reported (``env_steps_per_s``) and its wall seconds. Errors are reported, not raised."""
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run(
+            [sys.executable, str(script), *args], capture_output=True, text=True, timeout=timeout, env=env
+        )
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout} s", "wall_s": time.perf_counter() - t0}
+    lines = []
+    for line in proc.stdout.splitlines():
+        try:
+            lines.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    rates = [x["env_steps_per_s"] for x in lines if isinstance(x, dict) and x.get("env_steps_per_s")]
+    out: dict[str, Any] = {"wall_s": time.perf_counter() - t0, "lines": lines[-3:]}
+    if proc.returncode != 0 or not rates:
+        out["error"] = f"exit {proc.returncode}: {proc.stderr.strip().splitlines()[-1:] or ['no rate reported']}"
+    if rates:
+        out["env_steps_per_s"] = rates[-1]
+    return out

@@ -1,0 +1,161 @@
+"""Issue 21's device table: end-to-end IPPO env-steps/s of ers (fast collection + update) against the JAX anchors
+(``../shared/anchors``, carried as ``.anchors/``) on the same GPU, in the same run, then a time-budgeted
+Hanabi-Full self-play run of each side. Rows run most-needed first; every result is appended to
+``OUT/gpu-train-table.json`` at once; rows that would start after ``--budget-s`` are skipped (and listed).
+
+    python scripts/gpu_train_table.py --out results/train-gpu --budget-s 540
+    python scripts/gpu_train_table.py --markdown results/train-gpu/gpu-train-table.json
+    python scripts/gpu_train_table.py --device cpu --tiny --out /tmp/t   # the CPU try of the whole script
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROWS = [  # (env, num_envs, num_steps, minibatches)
+    ("hanabi", 1024, 128, 4),
+    ("overcooked-v2", 256, 256, 64),
+    ("overcooked-v2", 1024, 128, 16),
+    ("hanabi", 8192, 128, 4),
+]
+TINY = [("hanabi", 8, 4, 2), ("overcooked-v2", 4, 8, 2)]
+
+
+def anchor_args(env: str, n: int, t: int, mb: int, tiny: bool) -> tuple[str, list[str]]:
+    if env == "hanabi":
+        chunks = 2 if tiny else 4
+        return "ippo_hanabi_jax.py", [
+            "--preset", "very-small" if tiny else "full", "--num-envs", str(n), "--num-steps", str(t),
+            "--total-steps", str(chunks * 5 * n * t), "--eval-games", "16" if tiny else "200",
+            *(["--hidden", "16"] if tiny else []),
+        ]
+    return "ippo_overcooked_jax.py", [str(n), str(t), str(mb), "1" if tiny else "2"]
+
+
+def ers_config(env: str, n: int, t: int, mb: int, device: str, tiny: bool, **kw: Any) -> Any:
+    from ers_deep.nets import NetConfig
+    from ers_deep.train import paper_config
+
+    over: dict[str, Any] = {"num_envs": n, "num_steps": t, "minibatches": mb, "device": device}
+    if tiny:
+        over["net"] = NetConfig(kind="mlp", hidden=16) if env == "hanabi" else NetConfig(kind="cnn-gru", hidden=8, conv=8)
+        if env == "hanabi":
+            over["hanabi_preset"] = "Hanabi-Very-Small"
+    return paper_config(env, total_env_steps=10**10, **over, **kw)
+
+
+def record(out: Path, row: dict[str, Any]) -> None:
+    path = out / "gpu-train-table.json"
+    rows = json.loads(path.read_text()) if path.exists() else []
+    rows.append(row)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(rows, indent=1))
+    os.replace(tmp, path)
+    print(json.dumps(row)[:400], flush=True)
+
+
+def learning_run(env: str, n: int, t: int, seconds: float, device: str, tiny: bool) -> dict[str, Any]:
+    """ers self-play for ``seconds`` of wall time after setup; the mean return of the last two updates."""
+    from ers_deep.train import Learner
+
+    cfg = ers_config(env, n, t, 4, device, tiny)
+    learner = Learner(cfg)
+    learner.train_step()
+    start, history = time.perf_counter(), []
+    while time.perf_counter() - start < seconds:
+        history.append(learner.train_step())
+    rets = [r for m in history[-2:] for r in m["return"] if r == r]
+    return {"updates": len(history) + 1, "env_steps": learner.env_steps, "seconds": time.perf_counter() - start,
+            "return_last": sum(rets) / max(1, len(rets)), "returns": [m["return"][0] for m in history]}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--out", default="results/train-gpu")
+    p.add_argument("--device", default="cuda")
+    p.add_argument("--budget-s", type=float, default=540)
+    p.add_argument("--learn-s", type=float, default=60, help="seconds of each side's self-play run (0: none)")
+    p.add_argument("--update-modes", default="eager", help="ers update modes measured per row, e.g. eager,compile")
+    p.add_argument("--tiny", action="store_true", help="tiny sizes (a CPU try of the script)")
+    p.add_argument("--markdown", default=None, help="print the markdown table of this JSON file and exit")
+    a = p.parse_args()
+    if a.markdown:
+        print(markdown(json.loads(Path(a.markdown).read_text())))
+        return
+    import torch
+
+    from ers_deep.bench.train import bench_anchor, bench_learner
+
+    t0 = time.perf_counter()
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    anchors = Path(".anchors") if Path(".anchors").is_dir() else Path(__file__).resolve().parents[2] / "shared" / "anchors"
+    jax_env = {**os.environ, "XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
+    if a.device == "cpu":
+        jax_env["JAX_PLATFORMS"] = "cpu"
+    device_name = torch.cuda.get_device_name() if a.device == "cuda" else "cpu"
+    record(out, {"kind": "device", "device": device_name, "torch": torch.__version__})
+    left = lambda: a.budget_s - (time.perf_counter() - t0)  # noqa: E731
+    for env, n, t, mb in TINY if a.tiny else ROWS:
+        if left() < 60:
+            record(out, {"kind": "skipped", "env": env, "num_envs": n, "why": "budget"})
+            continue
+        for mode in a.update_modes.split(","):
+            cfg = ers_config(env, n, t, mb, a.device, a.tiny, update_mode=mode)
+            try:
+                r = bench_learner(cfg, updates=2 if env == "hanabi" else 1, warmup=1)
+            except Exception as e:  # a row that fails is reported, the table goes on
+                r = {"error": f"{type(e).__name__}: {e}"[:500]}
+            record(out, {"kind": "ers", "env": env, "num_envs": n, "num_steps": t, "minibatches": mb, **r})
+            torch.cuda.empty_cache() if a.device == "cuda" else None
+        script, args = anchor_args(env, n, t, mb, a.tiny)
+        r = bench_anchor(anchors / script, args, env=jax_env, timeout=max(30.0, left() - 30))
+        record(out, {"kind": "anchor", "env": env, "num_envs": n, "num_steps": t, "minibatches": mb, **r})
+    if a.learn_s > 0 and left() > 2 * a.learn_s + 90:
+        n = 8 if a.tiny else 1024
+        try:
+            r = learning_run("hanabi", n, 4 if a.tiny else 128, a.learn_s, a.device, a.tiny)
+        except Exception as e:
+            r = {"error": f"{type(e).__name__}: {e}"[:500]}
+        record(out, {"kind": "learn-ers", "env": "hanabi", "num_envs": n, **r})
+        script, args = anchor_args("hanabi", n, 4 if a.tiny else 128, 4, a.tiny)
+        args = [*args[: args.index("--total-steps")], "--total-steps", "1e10", "--seconds", str(a.learn_s), "--eval-games", "16" if a.tiny else "1000"]
+        if a.tiny:
+            args += ["--hidden", "16"]
+        r = bench_anchor(anchors / script, args, env=jax_env, timeout=a.learn_s + 120)
+        record(out, {"kind": "learn-anchor", "env": "hanabi", "num_envs": n, **r})
+    else:
+        record(out, {"kind": "skipped", "env": "learning runs", "why": "budget"})
+    print(markdown(json.loads((out / "gpu-train-table.json").read_text())))
+
+
+def markdown(rows: list[dict[str, Any]]) -> str:
+    """The README table: per setting, ers (each update mode) and the anchor, env-steps/s and the ratio."""
+    lines = ["| env, envs x steps (minibatches) | side | env-steps/s | setup s | ratio to anchor |", "| --- | --- | --- | --- | --- |"]
+    anchors = {(r["env"], r["num_envs"]): r for r in rows if r.get("kind") == "anchor"}
+    for r in rows:
+        if r.get("kind") not in ("ers", "anchor"):
+            continue
+        key = (r["env"], r["num_envs"])
+        rate = r.get("env_steps_per_s")
+        ref = anchors.get(key, {}).get("env_steps_per_s")
+        side = f"ers ({r.get('collect_mode')}, update {r.get('update_mode')})" if r["kind"] == "ers" else "anchor (JAX)"
+        ratio = f"{rate / ref:.2f}" if r["kind"] == "ers" and rate and ref else ""
+        setup = f"{r.get('setup_s', r.get('wall_s', 0)):.0f}"
+        shown = f"{rate:,.0f}" if rate else r.get("error", "")[:60]
+        lines.append(f"| {r['env']}, {r['num_envs']} x {r.get('num_steps')} ({r.get('minibatches')}) | {side} | {shown} | {setup} | {ratio} |")
+    for r in rows:
+        if r.get("kind", "").startswith("learn"):
+            end = r.get("return_last") if r["kind"] == "learn-ers" else (r.get("lines") or [{}])[-1].get("eval_sampled_mean")
+            lines.append(f"\n{r['kind']}: {r.get('env_steps', '?')} env-steps, end score {end}, {r.get('error', '')}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

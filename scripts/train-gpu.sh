@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Issue 21 in one device command (at most ~9 minutes on one H100/H200): the gpu-marked learner tests and the
+# Hanabi compile-graph step test, then ers IPPO against the JAX anchors (scripts/gpu_train_table.py: Hanabi
+# 1,024 x 128 and 8,192 x 128, Overcooked V2 256 x 256 / 64 minibatches and 1,024 x 128 / 16, then a
+# time-budgeted Hanabi-Full self-play run of each side), every row written at once to $OUT/gpu-train-table.json.
+# Runs on the bare GPU image (torch + jax; no torchrl/HLE: the learner imports neither). Before the run, here:
+#   echo /.whl/ >> .git/info/exclude; echo /.anchors/ >> .git/info/exclude
+#   python3 -m pip download --no-deps -d .whl jaxmarl==0.2.0 gymnax==1.0.1 "gymnasium<1.4" farama-notifications
+#   mkdir -p .anchors && cp ../shared/anchors/*.py .anchors/
+# then: run(command="bash scripts/train-gpu.sh", carry=[".whl", ".anchors"], timeout_s=600)
+# Budgets (seconds): TEST_S for the tests, TABLE_S for the table; TABLE_ARGS: more options of gpu_train_table.py
+# (a CPU try: TABLE_ARGS="--device cpu --tiny --learn-s 5" TEST_S=0 bash scripts/train-gpu.sh).
+set -uo pipefail
+OUT=${OUT:-results/train-gpu}
+TEST_S=${TEST_S:-120}
+TABLE_S=${TABLE_S:-420}
+mkdir -p "$OUT"
+PY=python3
+if ls .whl/*.whl >/dev/null 2>&1; then
+  $PY -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl
+fi
+export PYTHONPATH=$PWD:$PWD/packages/ers-deep/src:$PWD/packages/ers-exact/src:/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+export XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONUNBUFFERED=1
+{ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>/dev/null; $PY -c "import torch; print('torch', torch.__version__)"; } \
+  | tee "$OUT/gpu.txt"
+if [ "$TEST_S" -gt 0 ]; then
+  timeout "$TEST_S" $PY -m pytest -q -m gpu -o addopts="" -p no:cacheprovider -x \
+    "tests/deep/accel/test_gpu.py::test_captured_step_equals_eager_step[hanabi-kw0-compile-graph]" \
+    tests/deep/train/test_gpu.py > "$OUT/gpu-tests.txt" 2>&1
+  echo "gpu tests: exit $? (details in $OUT/gpu-tests.txt)"; tail -25 "$OUT/gpu-tests.txt"
+fi
+timeout "$TABLE_S" $PY scripts/gpu_train_table.py --out "$OUT" --budget-s $((TABLE_S - 30)) ${TABLE_ARGS:-} 2>&1 | tee "$OUT/table.log"
+$PY scripts/gpu_train_table.py --markdown "$OUT/gpu-train-table.json" > "$OUT/gpu-train-table.md" 2>/dev/null || true

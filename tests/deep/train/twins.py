@@ -1,0 +1,88 @@
+"""Shared pieces of the learner's CPU tests and their gpu-marked twins: tiny configs per env family, rollouts
+of a learner, field-by-field comparison, compiled against eager updates."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ers_deep.nets import NetConfig
+from ers_deep.train import Learner, TrainConfig, paper_config
+from ers_deep.train.collect import Rollout
+
+TINY: dict[str, dict[str, Any]] = {
+    "tabular:dectiger": {"num_envs": 8, "num_steps": 5},
+    "hanabi": {
+        "hanabi_preset": "Hanabi-Very-Small",
+        "num_envs": 8,
+        "num_steps": 30,
+        "net": NetConfig(kind="mlp", hidden=32),
+    },
+    # the episode lasts 400 steps: the tests stagger the clocks so that games end mid-rollout
+    "overcooked-v2": {
+        "num_envs": 4,
+        "num_steps": 20,
+        "minibatches": 2,
+        "net": NetConfig(kind="cnn-gru", hidden=8, conv=8),
+    },
+}
+
+
+def tiny_config(env: str, **kw: Any) -> TrainConfig:
+    """A small config of ``env`` (2 seeds) with ``kw`` on top."""
+    return paper_config(env, **{"seeds": (0, 1), **TINY[env], **kw})
+
+
+def stagger(learner: Learner) -> None:
+    """Overcooked V2: spread the games' step clocks so that episodes end inside the first rollouts."""
+    state = learner.env.state
+    if hasattr(state, "step") and learner.config.env == "overcooked-v2":
+        B = learner.env.batch_size
+        state.step.copy_(torch.arange(B, device=state.step.device) * 7 % 400 + 380)
+
+
+def rollouts(cfg: TrainConfig, calls: int) -> list[tuple[Rollout, dict[str, torch.Tensor]]]:
+    """``calls`` consecutive collections of a fresh learner, cloned (graph modes reuse their buffers)."""
+    learner = Learner(cfg)
+    stagger(learner)
+    if learner.fast is not None:
+        learner.fast.fast.restart()
+    out = []
+    for _ in range(calls):
+        ro, stats = learner.collect()
+        out.append((Rollout(**{k: v.clone() for k, v in vars(ro).items()}), stats))
+    return out
+
+
+def assert_rollouts_equal(
+    a: list[tuple[Rollout, dict[str, torch.Tensor]]],
+    b: list[tuple[Rollout, dict[str, torch.Tensor]]],
+    float_tol: float = 0.0,
+) -> None:
+    """Every field of every rollout equal (float fields of the network within ``float_tol``), stats close."""
+    for i, ((ra, sa), (rb, sb)) in enumerate(zip(a, b, strict=True)):
+        for k in vars(ra):
+            x, y = getattr(ra, k), getattr(rb, k)
+            assert x.shape == y.shape, f"rollout {i}: {k} shapes {tuple(x.shape)} != {tuple(y.shape)}"
+            if float_tol and x.is_floating_point() and k in ("logp", "value", "last_value"):
+                assert torch.allclose(x, y, atol=float_tol), f"rollout {i}: {k}"
+            else:
+                bad = (x != y).nonzero()
+                assert len(bad) == 0, f"rollout {i}: {k} differs at {len(bad)} entries, first {bad[0].tolist()}"
+        for k in sa:
+            assert torch.allclose(sa[k], sb[k], equal_nan=True, atol=1e-5), f"rollout {i}: stat {k}"
+    assert any(bool(ro.done.any()) for ro, _ in a), "no episode ended: the check must include resets"
+
+
+def compiled_vs_eager_params(cfg: TrainConfig, updates: int) -> float:
+    """Largest parameter difference between a learner with the compiled update and one with the eager update
+    after ``updates`` updates from the same seeds."""
+    nets = []
+    for mode in ("compile", "eager"):
+        learner = Learner(cfg.replace(update_mode=mode))
+        for _ in range(updates):
+            learner.train_step()
+        assert learner.minibatch_update.mode == mode
+        nets.append(list(learner.net.parameters()))
+    return max(float((p - q).abs().max()) for p, q in zip(*nets))
