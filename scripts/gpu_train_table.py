@@ -18,18 +18,19 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROWS = [  # (env, num_envs, num_steps, minibatches)
+ROWS = [  # (env, num_envs, num_steps, minibatches); "learn": the self-play runs
     ("hanabi", 1024, 128, 4),
     ("overcooked-v2", 256, 256, 64),
     ("overcooked-v2", 1024, 128, 16),
+    ("learn", 1024, 128, 4),
     ("hanabi", 8192, 128, 4),
 ]
-TINY = [("hanabi", 8, 4, 2), ("overcooked-v2", 4, 8, 2)]
+TINY = [("hanabi", 8, 4, 2), ("overcooked-v2", 4, 8, 2), ("learn", 8, 4, 2)]
 
 
 def anchor_args(env: str, n: int, t: int, mb: int, tiny: bool) -> tuple[str, list[str]]:
     if env == "hanabi":
-        chunks = 2 if tiny else 4
+        chunks = 4
         return "ippo_hanabi_jax.py", [
             "--preset", "very-small" if tiny else "full", "--num-envs", str(n), "--num-steps", str(t),
             "--total-steps", str(chunks * 5 * n * t), "--eval-games", "16" if tiny else "200",
@@ -75,6 +76,26 @@ def learning_run(env: str, n: int, t: int, seconds: float, device: str, tiny: bo
             "return_last": sum(rets) / max(1, len(rets)), "returns": [m["return"][0] for m in history]}
 
 
+def learn(a: Any, out: Path, n: int, t: int, left: Any, anchors: Path, jax_env: dict[str, str], warm: float) -> None:
+    """Hanabi self-play of each side for ``a.learn_s`` seconds of training (the anchor gets its compile time
+    ``warm`` on top, as its time limit counts from its start)."""
+    from ers_deep.bench.train import bench_anchor
+
+    if a.learn_s <= 0 or left() < 2 * a.learn_s + warm + 60:
+        record(out, {"kind": "skipped", "env": "learning runs", "why": "budget"})
+        return
+    try:
+        r = learning_run("hanabi", n, t, a.learn_s, a.device, a.tiny)
+    except Exception as e:
+        r = {"error": f"{type(e).__name__}: {e}"[:500]}
+    record(out, {"kind": "learn-ers", "env": "hanabi", "num_envs": n, **r})
+    script, args = anchor_args("hanabi", n, t, 4, a.tiny)
+    cut = args.index("--total-steps")
+    args = [*args[:cut], "--total-steps", "1e10", "--seconds", str(a.learn_s + warm), *args[cut + 2 :]]
+    r = bench_anchor(anchors / script, args, env=jax_env, timeout=a.learn_s + warm + 120)
+    record(out, {"kind": "learn-anchor", "env": "hanabi", "num_envs": n, **r})
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--out", default="results/train-gpu")
@@ -102,7 +123,11 @@ def main() -> None:
     device_name = torch.cuda.get_device_name() if a.device == "cuda" else "cpu"
     record(out, {"kind": "device", "device": device_name, "torch": torch.__version__})
     left = lambda: a.budget_s - (time.perf_counter() - t0)  # noqa: E731
+    compile_s: dict[str, float] = {}
     for env, n, t, mb in TINY if a.tiny else ROWS:
+        if env == "learn":
+            learn(a, out, n, t, left, anchors, jax_env, compile_s.get("hanabi", 30.0))
+            continue
         if left() < 60:
             record(out, {"kind": "skipped", "env": env, "num_envs": n, "why": "budget"})
             continue
@@ -116,22 +141,9 @@ def main() -> None:
             torch.cuda.empty_cache() if a.device == "cuda" else None
         script, args = anchor_args(env, n, t, mb, a.tiny)
         r = bench_anchor(anchors / script, args, env=jax_env, timeout=max(30.0, left() - 30))
+        last = (r.get("lines") or [{}])[-1]
+        compile_s.setdefault(env, float(last.get("compile_and_warm_s", 30.0)))
         record(out, {"kind": "anchor", "env": env, "num_envs": n, "num_steps": t, "minibatches": mb, **r})
-    if a.learn_s > 0 and left() > 2 * a.learn_s + 90:
-        n = 8 if a.tiny else 1024
-        try:
-            r = learning_run("hanabi", n, 4 if a.tiny else 128, a.learn_s, a.device, a.tiny)
-        except Exception as e:
-            r = {"error": f"{type(e).__name__}: {e}"[:500]}
-        record(out, {"kind": "learn-ers", "env": "hanabi", "num_envs": n, **r})
-        script, args = anchor_args("hanabi", n, 4 if a.tiny else 128, 4, a.tiny)
-        args = [*args[: args.index("--total-steps")], "--total-steps", "1e10", "--seconds", str(a.learn_s), "--eval-games", "16" if a.tiny else "1000"]
-        if a.tiny:
-            args += ["--hidden", "16"]
-        r = bench_anchor(anchors / script, args, env=jax_env, timeout=a.learn_s + 120)
-        record(out, {"kind": "learn-anchor", "env": "hanabi", "num_envs": n, **r})
-    else:
-        record(out, {"kind": "skipped", "env": "learning runs", "why": "budget"})
     print(markdown(json.loads((out / "gpu-train-table.json").read_text())))
 
 
@@ -152,8 +164,13 @@ def markdown(rows: list[dict[str, Any]]) -> str:
         lines.append(f"| {r['env']}, {r['num_envs']} x {r.get('num_steps')} ({r.get('minibatches')}) | {side} | {shown} | {setup} | {ratio} |")
     for r in rows:
         if r.get("kind", "").startswith("learn"):
-            end = r.get("return_last") if r["kind"] == "learn-ers" else (r.get("lines") or [{}])[-1].get("eval_sampled_mean")
-            lines.append(f"\n{r['kind']}: {r.get('env_steps', '?')} env-steps, end score {end}, {r.get('error', '')}")
+            if r["kind"] == "learn-ers":
+                end, steps = r.get("return_last"), r.get("env_steps")
+            else:
+                chunks = [x for x in r.get("lines") or [] if "return_chunk" in x]
+                end = chunks[-1]["return_chunk"] if chunks else None
+                steps = chunks[-1]["env_steps"] if chunks else None
+            lines.append(f"\n{r['kind']}: {steps} env-steps, training score at the end {end} {r.get('error', '')}")
     return "\n".join(lines)
 
 

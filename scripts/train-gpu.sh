@@ -24,9 +24,12 @@ export XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONUNBUFFERED=1
 { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>/dev/null; $PY -c "import torch; print('torch', torch.__version__)"; } \
   | tee "$OUT/gpu.txt"
 if [ "$TEST_S" -gt 0 ]; then
-  timeout "$TEST_S" $PY -m pytest -q -m gpu -o addopts="" -p no:cacheprovider -x \
+  timeout "$TEST_S" $PY -m pytest -q -m gpu -o addopts="" -p no:cacheprovider \
     "tests/deep/accel/test_gpu.py::test_captured_step_equals_eager_step[hanabi-kw0-compile-graph]" \
-    tests/deep/train/test_gpu.py > "$OUT/gpu-tests.txt" 2>&1
+    "tests/deep/train/test_gpu.py::test_captured_collection_equals_the_eager_loop[hanabi-graph]" \
+    "tests/deep/train/test_gpu.py::test_captured_collection_equals_the_eager_loop[overcooked-v2-graph]" \
+    "tests/deep/train/test_gpu.py::test_compiled_update_equals_the_eager_update[hanabi]" \
+    ${MORE_TESTS:-} > "$OUT/gpu-tests.txt" 2>&1
   echo "gpu tests: exit $? (details in $OUT/gpu-tests.txt)"; tail -25 "$OUT/gpu-tests.txt"
 fi
 timeout "$TABLE_S" $PY scripts/gpu_train_table.py --out "$OUT" --budget-s $((TABLE_S - 30)) ${TABLE_ARGS:-} 2>&1 | tee "$OUT/table.log"

@@ -243,7 +243,7 @@ class TorchRLCollection:
         S, B, P, N, T = lr.S, lr.B, lr.P, lr.N, lr.config.num_steps
         self.policy.hidden = state.hidden
         self.env.attach(state.first)
-        td = next(self._batches)  # [S*B, T]
+        td = self.last_batch = next(self._batches)  # [S*B, T] (kept for inspection until the next batch)
 
         def seat(x: Tensor) -> Tensor:  # [S*B, T, P, *r] -> [S, T, N, *r] (the learner's layout)
             rest = x.shape[3:]
