@@ -21,8 +21,8 @@ from typing import Any
 ROWS = [  # (env, num_envs, num_steps, minibatches); "learn": the self-play runs
     ("hanabi", 1024, 128, 4),
     ("overcooked-v2", 256, 256, 64),
-    ("overcooked-v2", 1024, 128, 16),
     ("learn", 1024, 128, 4),
+    ("overcooked-v2", 1024, 128, 16),
     ("hanabi", 8192, 128, 4),
 ]
 TINY = [("hanabi", 8, 4, 2), ("overcooked-v2", 4, 8, 2), ("learn", 8, 4, 2)]
@@ -102,7 +102,7 @@ def main() -> None:
     p.add_argument("--device", default="cuda")
     p.add_argument("--budget-s", type=float, default=540)
     p.add_argument("--learn-s", type=float, default=60, help="seconds of each side's self-play run (0: none)")
-    p.add_argument("--update-modes", default="eager", help="ers update modes measured per row, e.g. eager,compile")
+    p.add_argument("--update-modes", default="auto", help="ers update modes measured per row, e.g. auto,eager")
     p.add_argument("--tiny", action="store_true", help="tiny sizes (a CPU try of the script)")
     p.add_argument("--markdown", default=None, help="print the markdown table of this JSON file and exit")
     a = p.parse_args()

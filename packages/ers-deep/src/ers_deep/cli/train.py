@@ -72,8 +72,17 @@ class TrainSPOptions(Options):
     advantage: Literal["gae", "exact"] = option(
         "gae", help="tabular: exact = all-actions gradient with ers-exact's advantages"
     )
-    collector: Literal["native", "torchrl"] = option(
-        "native", help="rollouts from the native batched loop or through torchrl's Collector (the same data)"
+    collector: Literal["fast", "native", "torchrl"] = option(
+        "fast",
+        help="fast: env + policy through ers_deep.accel (compiled / CUDA-graph-captured); torchrl: torchrl's "
+        "Collector over the same env, native: the per-step loop (both references give the same data)",
+    )
+    collect_mode: Literal["auto", "eager", "compile", "graph", "compile-graph"] = option(
+        "auto",
+        help="the fast collection's mode (auto: compile-graph on CUDA, compile at small CPU batches, else eager)",
+    )
+    update_mode: Literal["auto", "eager", "compile"] = option(
+        "auto", help="the PPO update: compile (torch.compile of loss and clipping) or eager (auto: see README)"
     )
     eval_games: int = option(1000, help="self-play games per policy for the pool's scores", check=at_least(1))
     max_updates: int | None = option(
@@ -113,6 +122,8 @@ class TrainSPOptions(Options):
             "layout": self.layout,
             "advantage": self.advantage,
             "collector": self.collector,
+            "collect_mode": self.collect_mode,
+            "update_mode": self.update_mode,
         }
         for field, key in (
             ("alpha", "alpha"),

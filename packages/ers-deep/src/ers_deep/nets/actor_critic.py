@@ -125,6 +125,7 @@ class RecurrentCNN(ActorCritic):
         V1, V2, C = obs_shape
         widths = [(C, conv, 1), (conv, conv, 1), (conv, 8, 1), (8, 16, 3), (16, 32, 3), (32, 32, 3)]
         self.convs = nn.ModuleList(SConv2d(i, o, k, g) for i, o, k in widths)
+        self.n_pointwise = 3  # the leading 1x1 convolutions, run as matmuls on channels-last input
         self.dense = SLinear(32 * V1 * V2, hidden, g)
         self.norm = SLayerNorm(hidden, len(self.seeds))
         self.gru = SGRUCell(hidden, hidden, g)
@@ -136,8 +137,11 @@ class RecurrentCNN(ActorCritic):
 
     def forward(self, obs: Tensor, first: Tensor, hidden: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         S, T, N = obs.shape[:3]
-        x = obs.reshape(S, T * N, *self.obs_shape).float().permute(0, 1, 4, 2, 3)  # [S, M, C, V, V]
-        for conv in self.convs:
+        x = obs.reshape(S, T * N, *self.obs_shape).float()  # [S, M, V, V, C] channels last
+        for conv in self.convs[: self.n_pointwise]:  # 1x1 convs as matmuls (1.7x conv2d's speed on CPU)
+            x = torch.relu(conv.pointwise(x))
+        x = x.permute(0, 1, 4, 2, 3)  # [S, M, C, V, V]
+        for conv in self.convs[self.n_pointwise :]:
             x = torch.relu(conv(x))
         x = self.norm(torch.relu(self.dense(x.flatten(2))))  # [S, T*N, hidden]
         x = x.view(S, T, N, -1)

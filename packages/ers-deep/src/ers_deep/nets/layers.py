@@ -60,7 +60,7 @@ class SConv2d(nn.Module):
         w = _orthogonal((n_out, n_in * kernel * kernel), gain, generators)
         self.weight = nn.Parameter(w.view(S * n_out, n_in, kernel, kernel))
         self.bias = nn.Parameter(torch.zeros(S * n_out))
-        self.n_out, self.pad = n_out, kernel // 2
+        self.n_out, self.pad, self.kernel = n_out, kernel // 2, kernel
 
     def forward(self, x: Tensor) -> Tensor:
         o = self.n_out
@@ -72,6 +72,17 @@ class SConv2d(nn.Module):
                 for s in range(x.shape[0])
             ]
         )
+
+
+    def pointwise(self, x: Tensor) -> Tensor:
+        """A 1x1 convolution on channels-last input: x [S, ..., in] -> [S, ..., out], one bmm (equal to
+        ``forward`` on the permuted input up to float rounding)."""
+        if self.kernel != 1:
+            raise ValueError(f"pointwise needs a 1x1 convolution, this one is {self.kernel}x{self.kernel}")
+        S = x.shape[0]
+        w = self.weight.view(S, self.n_out, -1)  # [S, out, in]
+        y = torch.baddbmm(self.bias.view(S, 1, -1), x.reshape(S, -1, x.shape[-1]), w.transpose(1, 2))
+        return y.view(*x.shape[:-1], self.n_out)
 
 
 class SLayerNorm(nn.Module):

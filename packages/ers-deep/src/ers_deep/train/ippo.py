@@ -116,7 +116,8 @@ class Learner:
         self.net.to(dev)
         self.optimizer = make_optimizer(self.net, cfg, dev)
         legal_table = self.env.legal_table() if cfg.advantage == "exact" else None  # type: ignore[attr-defined]
-        self.minibatch_update = MinibatchUpdate(self.net, self.optimizer, cfg, cfg.update_mode, legal_table)
+        samples = cfg.num_steps * -(-self.N // cfg.minibatches)
+        self.minibatch_update = MinibatchUpdate(self.net, self.optimizer, cfg, cfg.update_mode, legal_table, samples)
         self.generator = torch.Generator(device=dev).manual_seed(10_007 * cfg.seeds[0] + 1)
         game = getattr(self.env, "game", None)  # a tabular env's ers-exact game: its own discount
         self.gamma: float = cfg.gamma if cfg.gamma is not None else float(game.discount if game else 0.99)

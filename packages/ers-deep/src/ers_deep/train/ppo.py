@@ -16,9 +16,9 @@ counts only in the value loss); advantages are normalised over acting entries wh
 
 ``MinibatchUpdate`` runs one minibatch step (loss, backward, per-seed clipping to ``max_grad_norm``, Adam) in
 ``update_mode``: ``"eager"``; ``"compile"``: the loss (forward and, through AOTAutograd, backward) and the
-clip + Adam step through ``torch.compile``; ``"auto"``: compile on CUDA, eager on CPU (where the MLP update is
-matmul-bound and compilation measured no gain, see the README). On CUDA Adam is the fused kernel and the
-learning rate a tensor, so a schedule never recompiles.
+clipping through ``torch.compile`` (the recurrent net's fused GRU stays outside the graph); ``"auto"``: see
+``resolve_update_mode``. Adam is the fused kernel (one op for every parameter) with the learning rate a
+tensor, so a schedule never recompiles anything.
 """
 
 from __future__ import annotations
@@ -122,26 +122,32 @@ def clip_grads_per_seed(params: list[Tensor], S: int, max_norm: float) -> Tensor
     return norm
 
 
-def resolve_update_mode(mode: str, device: torch.device) -> Literal["eager", "compile"]:
-    """``"auto"``: compile on CUDA, eager on CPU."""
+#: minibatch size (samples) from which ``"auto"`` compiles a feed-forward update (compilation takes ~40 s on CPU)
+COMPILE_MIN_SAMPLES = 8192
+
+
+def resolve_update_mode(mode: str, recurrent: bool, samples: int) -> Literal["eager", "compile"]:
+    """``"auto"``: compile the update of a feed-forward net on minibatches of ``COMPILE_MIN_SAMPLES`` samples or
+    more, else eager. Measured on the 2-core CPU, one thread, in one run (README): Hanabi-Full's MLP update
+    compiled ran the learner at 1.28x the eager one (fused elementwise ops: the machine is memory-bound
+    there); Overcooked V2's CNN + fused GRU at 0.51x."""
     if mode == "auto":
-        return "compile" if device.type == "cuda" else "eager"
+        return "compile" if not recurrent and samples >= COMPILE_MIN_SAMPLES else "eager"
     if mode not in ("eager", "compile"):
         raise ValueError(f"unknown update mode {mode!r}; choose from auto, eager, compile")
     return mode  # type: ignore[return-value]
 
 
 def make_optimizer(net: ActorCritic, cfg: TrainConfig, device: torch.device) -> torch.optim.Adam:
-    """Adam over the stacked parameters (one Adam = S independent ones); fused on CUDA, with the learning rate
-    a tensor (a schedule changes its value, never the compiled step)."""
-    fused = device.type == "cuda"
-    lr: Any = torch.tensor(cfg.lr, device=device) if fused else cfg.lr
-    return torch.optim.Adam(net.parameters(), lr=lr, eps=cfg.adam_eps, fused=fused or None)
+    """Adam over the stacked parameters (one Adam = S independent ones): the fused kernel (CPU and CUDA), the
+    learning rate a tensor (a schedule changes its value, never a compiled or captured step)."""
+    lr = torch.tensor(cfg.lr, dtype=torch.float32, device=device)
+    return torch.optim.Adam(net.parameters(), lr=lr, eps=cfg.adam_eps, fused=True)
 
 
 class MinibatchUpdate:
-    """One PPO minibatch step in ``mode`` (see the module docstring): ``__call__(mb, exact_table)`` returns
-    the detached loss parts and the per-seed gradient norm."""
+    """One PPO minibatch step in ``mode`` (see the module docstring; ``samples``: the minibatch size, for
+    ``"auto"``): ``__call__(mb, exact_table)`` returns the detached loss parts and the per-seed gradient norm."""
 
     def __init__(
         self,
@@ -150,16 +156,17 @@ class MinibatchUpdate:
         cfg: TrainConfig,
         mode: str,
         legal_table: Tensor | None = None,
+        samples: int = 0,
     ) -> None:
         self.net, self.optimizer, self.cfg, self.legal_table = net, optimizer, cfg, legal_table
         self.params = list(net.parameters())
         self.S = len(net.seeds)
-        self.mode = resolve_update_mode(mode, self.params[0].device)
+        self.mode = resolve_update_mode(mode, net.hidden_size > 0, samples)
         self.loss_fn: Callable[..., tuple[Tensor, dict[str, Tensor]]] = self._loss
-        self.step_fn: Callable[[], Tensor] = self._clip_and_step
+        self.clip_fn: Callable[[], Tensor] = self._clip
         if self.mode == "compile":
             self.loss_fn = torch.compile(self._loss, dynamic=False)
-            self.step_fn = torch.compile(self._clip_and_step, dynamic=False)
+            self.clip_fn = torch.compile(self._clip, dynamic=False)
 
     def _loss(self, mb: dict[str, Tensor], table: Tensor | None) -> tuple[Tensor, dict[str, Tensor]]:
         exact = None
@@ -169,10 +176,8 @@ class MinibatchUpdate:
         loss, parts = ppo_loss(self.net, self.cfg, mb, exact)
         return loss.sum(), parts
 
-    def _clip_and_step(self) -> Tensor:
-        norm = clip_grads_per_seed(self.params, self.S, self.cfg.max_grad_norm)
-        self.optimizer.step()
-        return norm
+    def _clip(self) -> Tensor:
+        return clip_grads_per_seed(self.params, self.S, self.cfg.max_grad_norm)
 
     def set_lr(self, lr: float) -> None:
         for group in self.optimizer.param_groups:
@@ -186,11 +191,12 @@ class MinibatchUpdate:
         try:
             loss, parts = self.loss_fn(mb, table)
             loss.backward()
-            parts["grad_norm"] = self.step_fn()
+            parts["grad_norm"] = self.clip_fn()
         except Exception as e:  # compilation failed before anything was applied: redo the step eagerly
             if self.loss_fn is self._loss or self.optimizer.state:  # eager, or steps were applied: a real error
                 raise
             warnings.warn(f"torch.compile failed ({type(e).__name__}: {e}); updating eagerly", stacklevel=2)
-            self.loss_fn, self.step_fn, self.mode = self._loss, self._clip_and_step, "eager"
+            self.loss_fn, self.clip_fn, self.mode = self._loss, self._clip, "eager"
             return self(mb, table)
+        self.optimizer.step()  # fused Adam: one kernel, the learning rate read from its tensor
         return parts
