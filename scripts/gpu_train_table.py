@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
@@ -32,8 +33,16 @@ def anchor_args(env: str, n: int, t: int, mb: int, tiny: bool) -> tuple[str, lis
     if env == "hanabi":
         chunks = 4
         return "ippo_hanabi_jax.py", [
-            "--preset", "very-small" if tiny else "full", "--num-envs", str(n), "--num-steps", str(t),
-            "--total-steps", str(chunks * 5 * n * t), "--eval-games", "16" if tiny else "200",
+            "--preset",
+            "very-small" if tiny else "full",
+            "--num-envs",
+            str(n),
+            "--num-steps",
+            str(t),
+            "--total-steps",
+            str(chunks * 5 * n * t),
+            "--eval-games",
+            "16" if tiny else "200",
             *(["--hidden", "16"] if tiny else []),
         ]
     return "ippo_overcooked_jax.py", [str(n), str(t), str(mb), "1" if tiny else "2"]
@@ -45,7 +54,11 @@ def ers_config(env: str, n: int, t: int, mb: int, device: str, tiny: bool, **kw:
 
     over: dict[str, Any] = {"num_envs": n, "num_steps": t, "minibatches": mb, "device": device}
     if tiny:
-        over["net"] = NetConfig(kind="mlp", hidden=16) if env == "hanabi" else NetConfig(kind="cnn-gru", hidden=8, conv=8)
+        over["net"] = (
+            NetConfig(kind="mlp", hidden=16)
+            if env == "hanabi"
+            else NetConfig(kind="cnn-gru", hidden=8, conv=8)
+        )
         if env == "hanabi":
             over["hanabi_preset"] = "Hanabi-Very-Small"
     return paper_config(env, total_env_steps=10**10, **over, **kw)
@@ -71,12 +84,19 @@ def learning_run(env: str, n: int, t: int, seconds: float, device: str, tiny: bo
     start, history = time.perf_counter(), []
     while time.perf_counter() - start < seconds:
         history.append(learner.train_step())
-    rets = [r for m in history[-2:] for r in m["return"] if r == r]
-    return {"updates": len(history) + 1, "env_steps": learner.env_steps, "seconds": time.perf_counter() - start,
-            "return_last": sum(rets) / max(1, len(rets)), "returns": [m["return"][0] for m in history]}
+    rets = [r for m in history[-2:] for r in m["return"] if not math.isnan(r)]
+    return {
+        "updates": len(history) + 1,
+        "env_steps": learner.env_steps,
+        "seconds": time.perf_counter() - start,
+        "return_last": sum(rets) / max(1, len(rets)),
+        "returns": [m["return"][0] for m in history],
+    }
 
 
-def learn(a: Any, out: Path, n: int, t: int, left: Any, anchors: Path, jax_env: dict[str, str], warm: float) -> None:
+def learn(
+    a: Any, out: Path, n: int, t: int, left: Any, anchors: Path, jax_env: dict[str, str], warm: float
+) -> None:
     """Hanabi self-play of each side for ``a.learn_s`` seconds of training (the anchor gets its compile time
     ``warm`` on top, as its time limit counts from its start)."""
     from ers_deep.bench.train import bench_anchor
@@ -102,7 +122,9 @@ def main() -> None:
     p.add_argument("--device", default="cuda")
     p.add_argument("--budget-s", type=float, default=540)
     p.add_argument("--learn-s", type=float, default=60, help="seconds of each side's self-play run (0: none)")
-    p.add_argument("--update-modes", default="auto", help="ers update modes measured per row, e.g. auto,eager")
+    p.add_argument(
+        "--update-modes", default="auto", help="ers update modes measured per row, e.g. auto,eager"
+    )
     p.add_argument("--tiny", action="store_true", help="tiny sizes (a CPU try of the script)")
     p.add_argument("--markdown", default=None, help="print the markdown table of this JSON file and exit")
     a = p.parse_args()
@@ -116,7 +138,11 @@ def main() -> None:
     t0 = time.perf_counter()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    anchors = Path(".anchors") if Path(".anchors").is_dir() else Path(__file__).resolve().parents[2] / "shared" / "anchors"
+    anchors = (
+        Path(".anchors")
+        if Path(".anchors").is_dir()
+        else Path(__file__).resolve().parents[2] / "shared" / "anchors"
+    )
     jax_env = {**os.environ, "XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
     if a.device == "cpu":
         jax_env["JAX_PLATFORMS"] = "cpu"
@@ -149,7 +175,10 @@ def main() -> None:
 
 def markdown(rows: list[dict[str, Any]]) -> str:
     """The README table: per setting, ers (each update mode) and the anchor, env-steps/s and the ratio."""
-    lines = ["| env, envs x steps (minibatches) | side | env-steps/s | setup s | ratio to anchor |", "| --- | --- | --- | --- | --- |"]
+    lines = [
+        "| env, envs x steps (minibatches) | side | env-steps/s | setup s | ratio to anchor |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     anchors = {(r["env"], r["num_envs"]): r for r in rows if r.get("kind") == "anchor"}
     for r in rows:
         if r.get("kind") not in ("ers", "anchor"):
@@ -157,11 +186,17 @@ def markdown(rows: list[dict[str, Any]]) -> str:
         key = (r["env"], r["num_envs"])
         rate = r.get("env_steps_per_s")
         ref = anchors.get(key, {}).get("env_steps_per_s")
-        side = f"ers ({r.get('collect_mode')}, update {r.get('update_mode')})" if r["kind"] == "ers" else "anchor (JAX)"
+        side = (
+            f"ers ({r.get('collect_mode')}, update {r.get('update_mode')})"
+            if r["kind"] == "ers"
+            else "anchor (JAX)"
+        )
         ratio = f"{rate / ref:.2f}" if r["kind"] == "ers" and rate and ref else ""
         setup = f"{r.get('setup_s', r.get('wall_s', 0)):.0f}"
         shown = f"{rate:,.0f}" if rate else r.get("error", "")[:60]
-        lines.append(f"| {r['env']}, {r['num_envs']} x {r.get('num_steps')} ({r.get('minibatches')}) | {side} | {shown} | {setup} | {ratio} |")
+        lines.append(
+            f"| {r['env']}, {r['num_envs']} x {r.get('num_steps')} ({r.get('minibatches')}) | {side} | {shown} | {setup} | {ratio} |"
+        )
     for r in rows:
         if r.get("kind", "").startswith("learn"):
             if r["kind"] == "learn-ers":
@@ -170,7 +205,9 @@ def markdown(rows: list[dict[str, Any]]) -> str:
                 chunks = [x for x in r.get("lines") or [] if "return_chunk" in x]
                 end = chunks[-1]["return_chunk"] if chunks else None
                 steps = chunks[-1]["env_steps"] if chunks else None
-            lines.append(f"\n{r['kind']}: {steps} env-steps, training score at the end {end} {r.get('error', '')}")
+            lines.append(
+                f"\n{r['kind']}: {steps} env-steps, training score at the end {end} {r.get('error', '')}"
+            )
     return "\n".join(lines)
 
 

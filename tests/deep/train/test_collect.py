@@ -35,7 +35,9 @@ def test_compiled_collection_equals_torchrl_collector(env: str) -> None:
 
 
 @pytest.mark.parametrize("env", ["hanabi", "overcooked-v2"])
-def test_emulated_graph_collection_equals_torchrl_collector(env: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_emulated_graph_collection_equals_torchrl_collector(
+    env: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(rollout_module, "capture", emulated_capture)
     for module in (step_module, ippo_module):  # graph modes on a CPU env
         monkeypatch.setattr(module, "resolve_mode", lambda mode, env: "eager" if mode == "auto" else mode)

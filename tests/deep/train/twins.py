@@ -69,7 +69,9 @@ def assert_rollouts_equal(
                 assert torch.allclose(x, y, atol=float_tol), f"rollout {i}: {k}"
             else:
                 bad = (x != y).nonzero()
-                assert len(bad) == 0, f"rollout {i}: {k} differs at {len(bad)} entries, first {bad[0].tolist()}"
+                assert len(bad) == 0, (
+                    f"rollout {i}: {k} differs at {len(bad)} entries, first {bad[0].tolist()}"
+                )
         for k in sa:
             assert torch.allclose(sa[k], sb[k], equal_nan=True, atol=1e-5), f"rollout {i}: stat {k}"
     assert any(bool(ro.done.any()) for ro, _ in a), "no episode ended: the check must include resets"

@@ -10,6 +10,7 @@ path), measured in the same process by ``bench_pair``. ``bench_anchor`` runs a J
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 import time
@@ -70,26 +71,33 @@ def bench_pair(config: TrainConfig, updates: int = 2, warmup: int = 1) -> dict[s
     return {"fast": fast, "baseline": base, "ratio": fast["env_steps_per_s"] / base["env_steps_per_s"]}
 
 
-def bench_anchor(script: Path, args: list[str], env: dict[str, str] | None = None, timeout: float = 600) -> dict[str, Any]:
+def bench_anchor(
+    script: Path, args: list[str], env: dict[str, str] | None = None, timeout: float = 600
+) -> dict[str, Any]:
     """Run a JAX anchor learner (``python script *args``) in its own process; its JSON lines, the last
     env-steps/s it reported (``env_steps_per_s``) and its wall seconds. Errors are reported, not raised."""
     t0 = time.perf_counter()
     try:
         proc = subprocess.run(
-            [sys.executable, str(script), *args], capture_output=True, text=True, timeout=timeout, env=env
+            [sys.executable, str(script), *args],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
         )
     except subprocess.TimeoutExpired:
         return {"error": f"timed out after {timeout} s", "wall_s": time.perf_counter() - t0}
-    lines = []
-    for line in proc.stdout.splitlines():
-        try:
-            lines.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    rates = [x["env_steps_per_s"] for x in lines if isinstance(x, dict) and x.get("env_steps_per_s")]
+    lines = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
+    rates = [  # a final summary's rate after compilation, else the last finite rate reported
+        x.get("env_steps_per_s_after_compile", x.get("env_steps_per_s")) for x in lines if isinstance(x, dict)
+    ]
+    rates = [r for r in rates if isinstance(r, (int, float)) and not math.isnan(r) and r > 0]
     out: dict[str, Any] = {"wall_s": time.perf_counter() - t0, "lines": lines[-3:]}
     if proc.returncode != 0 or not rates:
-        out["error"] = f"exit {proc.returncode}: {proc.stderr.strip().splitlines()[-1:] or ['no rate reported']}"
+        out["error"] = (
+            f"exit {proc.returncode}: {proc.stderr.strip().splitlines()[-1:] or ['no rate reported']}"
+        )
     if rates:
         out["env_steps_per_s"] = rates[-1]
     return out

@@ -82,7 +82,8 @@ class TrainSPOptions(Options):
         help="the fast collection's mode (auto: compile-graph on CUDA, compile at small CPU batches, else eager)",
     )
     update_mode: Literal["auto", "eager", "compile"] = option(
-        "auto", help="the PPO update: compile (torch.compile of loss and clipping) or eager (auto: see README)"
+        "auto",
+        help="the PPO update: compile (torch.compile of loss and clipping) or eager (auto: see README)",
     )
     eval_games: int = option(1000, help="self-play games per policy for the pool's scores", check=at_least(1))
     max_updates: int | None = option(

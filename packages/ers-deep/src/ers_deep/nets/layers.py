@@ -73,7 +73,6 @@ class SConv2d(nn.Module):
             ]
         )
 
-
     def pointwise(self, x: Tensor) -> Tensor:
         """A 1x1 convolution on channels-last input: x [S, ..., in] -> [S, ..., out], one bmm (equal to
         ``forward`` on the permuted input up to float rounding)."""

@@ -234,9 +234,7 @@ class TorchRLCollection:
         self._batches = iter(self.collector)
 
     @torch.no_grad()
-    def collect(
-        self, state: RunnerState, coef: float
-    ) -> tuple[Rollout, RunnerState, dict[str, Tensor]]:
+    def collect(self, state: RunnerState, coef: float) -> tuple[Rollout, RunnerState, dict[str, Tensor]]:
         """One batch from ``state``: the rollout [S, T, N, ...], the state after it and the returns of the
         episodes that ended in it (``coef``: the weight of the shaped reward)."""
         lr = self.learner

@@ -51,7 +51,9 @@ class TrainConfig:
     num_steps: int = 128  # steps per game per update
     total_env_steps: int = 10**10  # per seed
     collector: CollectorKind = "fast"  # "torchrl" / "native": the reference collections (same rollouts)
-    collect_mode: FastMode = "auto"  # the fast collection's mode (ers_deep.accel): auto picks per device/batch
+    collect_mode: FastMode = (
+        "auto"  # the fast collection's mode (ers_deep.accel): auto picks per device/batch
+    )
     update_mode: UpdateMode = "auto"  # the PPO minibatch step: compiled ("auto": on CUDA) or eager
     tf32: bool = True  # CUDA: float32 matmuls and convolutions in TF32 (as JAX's default GPU precision)
     # PPO
@@ -107,7 +109,9 @@ class TrainConfig:
         if self.advantage == "exact" and self.env_kind != "tabular":
             raise UsageError(f"TrainConfig.advantage = 'exact' needs a tabular env, not {self.env!r}")
         if self.collector not in ("fast", "native", "torchrl"):
-            raise UsageError(f"TrainConfig.collector = {self.collector!r}: choose 'fast', 'native' or 'torchrl'")
+            raise UsageError(
+                f"TrainConfig.collector = {self.collector!r}: choose 'fast', 'native' or 'torchrl'"
+            )
         if self.collect_mode not in ("auto", "eager", "compile", "graph", "compile-graph"):
             raise UsageError(
                 f"TrainConfig.collect_mode = {self.collect_mode!r}: choose auto, eager, compile, graph, compile-graph"
@@ -196,9 +200,7 @@ def paper_config(env: str, **overrides: Any) -> TrainConfig:
     return TrainConfig(**{"env": env, **PAPER[kind], **overrides})
 
 
-def make_env(
-    config: TrainConfig, batch_size: int, seed: int, branch_free: bool | None = None
-) -> BatchedEnv:
+def make_env(config: TrainConfig, batch_size: int, seed: int, branch_free: bool | None = None) -> BatchedEnv:
     """The batched env of ``config`` with ``batch_size`` games (auto-reset on); ``branch_free``: Hanabi's and
     Overcooked V2's reset style (None: the env's default, branch-free off CPU; tabular envs have one style)."""
     from ers_deep.envs.hanabi import HanabiEnv

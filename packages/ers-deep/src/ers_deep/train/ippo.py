@@ -117,7 +117,9 @@ class Learner:
         self.optimizer = make_optimizer(self.net, cfg, dev)
         legal_table = self.env.legal_table() if cfg.advantage == "exact" else None  # type: ignore[attr-defined]
         samples = cfg.num_steps * -(-self.N // cfg.minibatches)
-        self.minibatch_update = MinibatchUpdate(self.net, self.optimizer, cfg, cfg.update_mode, legal_table, samples)
+        self.minibatch_update = MinibatchUpdate(
+            self.net, self.optimizer, cfg, cfg.update_mode, legal_table, samples
+        )
         self.generator = torch.Generator(device=dev).manual_seed(10_007 * cfg.seeds[0] + 1)
         game = getattr(self.env, "game", None)  # a tabular env's ers-exact game: its own discount
         self.gamma: float = cfg.gamma if cfg.gamma is not None else float(game.discount if game else 0.99)
@@ -132,7 +134,9 @@ class Learner:
         self.torchrl: Any = None
         if cfg.collector == "fast":
             shaped = cfg.env_kind == "overcooked-v2"
-            self.fast = FastCollection(self.env, self.net, self.generator, cfg.num_steps, cfg.collect_mode, shaped)
+            self.fast = FastCollection(
+                self.env, self.net, self.generator, cfg.num_steps, cfg.collect_mode, shaped
+            )
         elif cfg.collector == "torchrl":  # the reference: torchrl's Collector over self.env and self.net
             from ers_deep.train.collector import TorchRLCollection
 
@@ -229,7 +233,9 @@ class Learner:
         self.env.state = type(self.env.state)(**env_state)
         self.env.generator.set_state(tensors["rng/env"])
         self.generator.set_state(tensors["rng/learner"])
-        self.runner = RunnerState(**{k: tensors[f"runner/{k}"].to(dev) for k in RunnerState.__dataclass_fields__})
+        self.runner = RunnerState(
+            **{k: tensors[f"runner/{k}"].to(dev) for k in RunnerState.__dataclass_fields__}
+        )
         if self.fast is not None:
             self.fast.load(self.runner)
         self.update, self.env_steps = int(counters["update"]), int(counters["env_steps"])

@@ -64,4 +64,8 @@ def collect_native(
     ro = Rollout(
         **{k: torch.stack(v, 1) for k, v in buf.items()}, hidden0=state.hidden, last_value=last_value[:, 0]
     )
-    return ro, RunnerState(first.view(S, B, P)[..., 0].reshape(-1), h, after.ep_return, after.ep_shaped), stats
+    return (
+        ro,
+        RunnerState(first.view(S, B, P)[..., 0].reshape(-1), h, after.ep_return, after.ep_shaped),
+        stats,
+    )

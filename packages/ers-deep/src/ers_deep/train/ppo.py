@@ -24,8 +24,8 @@ tensor, so a schedule never recompiles anything.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
-from typing import Any, Literal
+from collections.abc import Callable, Sequence
+from typing import Literal
 
 import torch
 from torch import Tensor
@@ -63,8 +63,7 @@ def masked_mean(x: Tensor, mask: Tensor) -> Tensor:
 def minibatch(ro: Rollout, adv: Tensor, target: Tensor, idx: Tensor) -> dict[str, Tensor]:
     """The actors ``idx`` of a rollout (whole sequences): every field the loss reads, [S, T, M, ...]."""
     out = {
-        k: getattr(ro, k)[:, :, idx]
-        for k in ("obs", "first", "legal", "action", "logp", "acting", "value")
+        k: getattr(ro, k)[:, :, idx] for k in ("obs", "first", "legal", "action", "logp", "acting", "value")
     }
     out.update(adv=adv[:, :, idx], target=target[:, :, idx], hidden0=ro.hidden0[:, idx])
     return out
@@ -111,7 +110,7 @@ def exact_policy_terms(net: ActorCritic, legal_table: Tensor, table: Tensor) -> 
     return -(lp.exp() * table).sum(-1).mean(1), -(lp.exp() * lp).sum(-1).mean(1)
 
 
-def clip_grads_per_seed(params: list[Tensor], S: int, max_norm: float) -> Tensor:
+def clip_grads_per_seed(params: Sequence[Tensor], S: int, max_norm: float) -> Tensor:
     """Scale every seed's gradient (each parameter's leading factor is the seed) to norm <= ``max_norm``;
     returns the norms before clipping [S]."""
     grads = [p.grad for p in params if p.grad is not None]
@@ -193,7 +192,9 @@ class MinibatchUpdate:
             loss.backward()
             parts["grad_norm"] = self.clip_fn()
         except Exception as e:  # compilation failed before anything was applied: redo the step eagerly
-            if self.loss_fn is self._loss or self.optimizer.state:  # eager, or steps were applied: a real error
+            if (
+                self.loss_fn is self._loss or self.optimizer.state
+            ):  # eager, or steps were applied: a real error
                 raise
             warnings.warn(f"torch.compile failed ({type(e).__name__}: {e}); updating eagerly", stacklevel=2)
             self.loss_fn, self.clip_fn, self.mode = self._loss, self._clip, "eager"

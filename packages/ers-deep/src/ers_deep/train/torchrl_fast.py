@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import Tensor
 from torchrl.collectors import BaseCollector
@@ -51,7 +50,9 @@ def rollout_tensordict(ro: Rollout, P: int) -> TensorDict:
     }
     nxt = {"done": done, "terminated": done.clone(), "agents": {"reward": games(ro.reward)[..., None]}}
     return TensorDict(
-        {"agents": agents, "is_init": per_game(ro.first), "next": nxt}, batch_size=[T, S * B], device=ro.obs.device
+        {"agents": agents, "is_init": per_game(ro.first), "next": nxt},
+        batch_size=[T, S * B],
+        device=ro.obs.device,
     )
 
 
@@ -108,5 +109,7 @@ class FastCollector(BaseCollector):
         self.collection.load(self.runner)
         self.batches = int(state_dict["batches"])
 
-    def shutdown(self, timeout: float | None = None, close_env: bool = True, raise_on_error: bool = True) -> None:
+    def shutdown(
+        self, timeout: float | None = None, close_env: bool = True, raise_on_error: bool = True
+    ) -> None:
         """Nothing to release: the collection runs in this process."""
