@@ -34,7 +34,7 @@ from ers_deep.discovery.net import DiscoveryNet, LearnedSymmetry, compose
 from ers_deep.discovery.rounding import action_candidates, nearest_permutation, round_tabular
 from ers_deep.envs.symmetry import Symmetry
 from ers_deep.envs.tabular import TabularEnv
-from ers_deep.nets import masked_logits
+from ers_deep.nets import masked_logits, policy_mask, sample
 from ers_deep.nets.phi import ObsMap
 from ers_deep.pools import Policy, Pool, PoolError
 from ers_deep.train.checkpoint import atomic_write_bytes, load_checkpoint, save_checkpoint
@@ -202,8 +202,7 @@ def sample_observations(policy: Policy, games: int = 64, steps: int = 64, seed: 
         seen.append(obs[acting])
         flat = obs.reshape(1, 1, n, *env.obs_shape)
         logits, _, hidden = policy.net(flat, first, hidden)
-        logits = masked_logits(logits[0, 0], (legal | ~acting[..., None]).reshape(n, -1))
-        action = torch.multinomial(torch.softmax(logits, -1), 1, generator=gen).view(acting.shape)
+        action = sample(logits[0, 0], policy_mask(legal).reshape(n, -1), gen)[0].view(acting.shape)
         out = env.step(action)
         first = out.done[:, None].expand(games, env.num_agents).reshape(1, 1, n)
     return torch.cat(seen)

@@ -8,12 +8,14 @@ PPO update are unchanged (``tests/deep/train/test_collector.py``).
 
 How equality is kept:
 
-* **RNG order.** The policy samples with the learner's generator, one ``multinomial`` over [S*N, A] per step
+* **RNG order.** The policy samples with the learner's generator, one ``nets.sample`` over [S, N, A] per step
   as the native loop does; the env draws from its own generator. ``LearnerEnv._step`` restarts the games
   that ended *right after the step* (``reset_games(done)``, the env's auto-reset, whatever its
   ``auto_reset`` flag says, which is switched off only for the step itself) so the env generator sees the
   native sequence of draws (a tabular env draws a start state on every ``reset_games`` call, also when no
-  game ended, which TorchRL's ``maybe_reset`` would skip). The TensorDict of the step still shows the
+  game ended, which TorchRL's ``maybe_reset`` would skip). A branch-free env (the fast collection's compiled and
+  captured modes) restarts its games inside its own step, drawing the fresh deals every step; there the
+  ``"next"`` observation of a finished game is already the new episode's (the rollout never reads it). The TensorDict of the step still shows the
   terminal observation in ``"next"``; the partial ``_reset`` that ``step_and_maybe_reset`` then asks for only
   reports the restarted games (``is_init`` True).
 * **No re-deal by the collector.** ``Collector`` resets its env at construction and, with

@@ -20,7 +20,7 @@ import torch
 from torch import Tensor
 
 from ers_deep.envs.symmetry import Symmetry
-from ers_deep.nets import ActorCritic, masked_logits
+from ers_deep.nets import ActorCritic, masked_logits, sample
 from ers_deep.train.config import TrainConfig, make_env
 
 __all__ = ["Agent", "play"]
@@ -87,11 +87,10 @@ def play(
         actions = []
         for i, agent in enumerate(agents):
             logits, hidden[i] = agent.logits(obs[:, i], first, hidden[i])
-            logits = masked_logits(logits, legal[:, i])
             if greedy:
-                actions.append(logits.argmax(-1))
+                actions.append(masked_logits(logits, legal[:, i]).argmax(-1))
             else:
-                actions.append(torch.multinomial(torch.softmax(logits, -1), 1, generator=gen)[:, 0])
+                actions.append(sample(logits, legal[:, i], gen)[0])
         joint = torch.stack(actions, 1)
         if record is not None:
             record(joint, acting[..., 0], ~finished)

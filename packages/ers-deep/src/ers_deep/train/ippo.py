@@ -83,13 +83,30 @@ def shaped_coef(config: TrainConfig, env_steps: int) -> float:
     return max(0.0, 1.0 - env_steps / config.shaped_reward_horizon)
 
 
-def learner_env(cfg: TrainConfig) -> BatchedEnv:
-    """The env of S x B games; branch-free when the fast collection compiles or captures its step."""
+#: joint steps a CPU run must take before ``collect_mode="auto"`` compiles its step (compilation takes 10-40 s
+#: on the 2-core machine; a compiled step saves at most a few ms per joint step at the batches where it wins)
+CPU_COMPILE_MIN_STEPS = 20_000
+
+
+def collect_mode(cfg: TrainConfig, env: BatchedEnv) -> str:
+    """The collection mode of ``cfg`` on ``env``: ``resolve_mode``'s, except that ``"auto"`` does not compile a
+    CPU run of fewer than ``CPU_COMPILE_MIN_STEPS`` joint steps (the tests, short analyses)."""
+    mode = resolve_mode(cfg.collect_mode, env)
+    short = cfg.num_updates * cfg.num_steps < CPU_COMPILE_MIN_STEPS
+    if cfg.collect_mode == "auto" and mode == "compile" and env.device.type == "cpu" and short:
+        return "eager"
+    return mode
+
+
+def learner_env(cfg: TrainConfig) -> tuple[BatchedEnv, str]:
+    """The env of S x B games and the collection mode; branch-free when the collection compiles or captures
+    its step (the reference collections then step the same style of env)."""
     S, B = len(cfg.seeds), cfg.num_envs
     env = make_env(cfg, S * B, seed=cfg.seeds[0])
-    if resolve_mode(cfg.collect_mode, env) != "eager":  # the references step the same style of env
+    mode = collect_mode(cfg, env)
+    if mode != "eager":
         env = make_env(cfg, S * B, seed=cfg.seeds[0], branch_free=True)
-    return env
+    return env, mode
 
 
 class Learner:
@@ -101,7 +118,7 @@ class Learner:
     def __init__(self, config: TrainConfig, net: ActorCritic | None = None) -> None:
         self.config = cfg = config
         S, B = len(cfg.seeds), cfg.num_envs
-        self.env: BatchedEnv = learner_env(cfg)
+        self.env, mode = learner_env(cfg)
         self.P, self.S, self.B = self.env.num_agents, S, B
         self.N = B * self.P  # actors per seed
         dev = self.env.device
@@ -135,7 +152,7 @@ class Learner:
         if cfg.collector == "fast":
             shaped = cfg.env_kind == "overcooked-v2"
             self.fast = FastCollection(
-                self.env, self.net, self.generator, cfg.num_steps, cfg.collect_mode, shaped
+                self.env, self.net, self.generator, cfg.num_steps, mode, shaped
             )
         elif cfg.collector == "torchrl":  # the reference: torchrl's Collector over self.env and self.net
             from ers_deep.train.collector import TorchRLCollection
