@@ -151,9 +151,7 @@ class Learner:
         self.torchrl: Any = None
         if cfg.collector == "fast":
             shaped = cfg.env_kind == "overcooked-v2"
-            self.fast = FastCollection(
-                self.env, self.net, self.generator, cfg.num_steps, mode, shaped
-            )
+            self.fast = FastCollection(self.env, self.net, self.generator, cfg.num_steps, mode, shaped)
         elif cfg.collector == "torchrl":  # the reference: torchrl's Collector over self.env and self.net
             from ers_deep.train.collector import TorchRLCollection
 
