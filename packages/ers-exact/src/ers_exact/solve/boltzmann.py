@@ -32,8 +32,18 @@ from ers_exact.solve.derivatives import (
     LogitEvaluation,
     coordinate_index,
 )
+from ers_exact.util.errors import InputError
 
-__all__ = ["LogitCoordinates", "boltzmann_map", "boltzmann_residual", "logit_bound", "softmax_policy"]
+__all__ = [
+    "LOGIT_LIMIT",
+    "LogitCoordinates",
+    "TemperatureError",
+    "boltzmann_map",
+    "boltzmann_residual",
+    "check_temperature",
+    "logit_bound",
+    "softmax_policy",
+]
 
 
 def softmax_policy(tree: HistoryTree, q: tuple[np.ndarray, ...], alpha: float) -> tuple[np.ndarray, ...]:
@@ -69,9 +79,29 @@ def logit_bound(tree: HistoryTree, alpha: float) -> float:
     return spread * horizon_weight / alpha + 1.0
 
 
+#: the largest logit bound B / alpha the solver accepts (y, M(y), DM(y) and their intervals stay finite)
+LOGIT_LIMIT = 1e200
+
+
+class TemperatureError(InputError, ValueError):
+    """A temperature alpha that is not a positive number, or too small for the game's rewards."""
+
+
 def _check_alpha(alpha: float) -> None:
     if not (np.isfinite(alpha) and alpha > 0):
-        raise ValueError(f"temperature alpha must be a positive number, got {alpha}")
+        raise TemperatureError(f"temperature alpha must be a positive number, got {alpha}")
+
+
+def check_temperature(tree: HistoryTree, alpha: float) -> None:
+    """Refuse an alpha at which the logits of fixed points, up to B / alpha, could leave floating point:
+    every alpha > 0 works in log space unless (reward spread x horizon) / alpha exceeds :data:`LOGIT_LIMIT`."""
+    _check_alpha(alpha)
+    bound = logit_bound(tree, alpha)
+    if not bound <= LOGIT_LIMIT:
+        raise TemperatureError(
+            f"alpha {alpha:g} is too small for {tree.game.name}'s rewards: logits could reach {bound:.3g}, "
+            f"beyond {LOGIT_LIMIT:.0e}; use alpha >= {logit_bound(tree, 1.0) / LOGIT_LIMIT:.3g}"
+        )
 
 
 @dataclass(frozen=True, eq=False)

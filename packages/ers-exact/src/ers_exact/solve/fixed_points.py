@@ -26,7 +26,7 @@ import numpy as np
 
 from ers_exact.model.histories import HistoryTree
 from ers_exact.model.optimal import PolicyBudgetError, self_play_optimum
-from ers_exact.solve.boltzmann import LogitCoordinates, logit_bound
+from ers_exact.solve.boltzmann import LogitCoordinates, check_temperature, logit_bound
 from ers_exact.solve.certify import certify_point, enumerate_all
 from ers_exact.solve.continuation import ContinuationConfig, ContinuationResult, continuation
 from ers_exact.solve.derivatives import DEFAULT_MEMORY_BUDGET
@@ -287,8 +287,7 @@ def _solve(
     tree: HistoryTree, alpha: float, cfg: SolverConfig, warm_starts: np.ndarray | None
 ) -> FixedPointSet:
     start = time.perf_counter()
-    if not (np.isfinite(alpha) and alpha > 0):
-        raise ValueError(f"temperature alpha must be a positive number, got {alpha}")
+    check_temperature(tree, alpha)
     coords = LogitCoordinates(tree, memory_budget=cfg.memory_budget_bytes)
     coords.derivatives.chunk_size(True, cfg.memory_budget_bytes)  # refuses at once when one policy cannot fit
     bound = logit_bound(tree, alpha)
