@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from ers_exact.util.options import Options, UsageError, at_least, option, output_folder
+from ers_exact.util.output import write_json
 
 __all__ = [
     "ActionMatrixOptions",
@@ -26,30 +26,16 @@ __all__ = [
 ]
 
 
-def _plain(x: Any) -> Any:
-    """``x`` with every NaN float replaced by None (strict JSON: ``null``)."""
-    if isinstance(x, float) and math.isnan(x):
-        return None
-    if isinstance(x, dict):
-        return {k: _plain(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_plain(v) for v in x]
-    return x
-
-
 def _write(out: Path, name: str, opts: Options, result: dict[str, Any]) -> dict[str, str]:
     """``OUT/NAME.json`` (the result, NaN as null) beside ``OUT/NAME-config.json`` (the options); their paths."""
-    from ers_deep.train.checkpoint import atomic_write_bytes
-
     out.mkdir(parents=True, exist_ok=True)
     files = {
         "json": out / f"{name}.json",
         "config": out / f"{name}-config.json",
         "figure": out / f"{name}.png",
     }
-    atomic_write_bytes(files["config"], json.dumps(opts.to_json(), indent=2).encode())
-    text = json.dumps(_plain(result), indent=2, default=str, allow_nan=False)
-    atomic_write_bytes(files["json"], text.encode())
+    write_json(files["config"], opts.to_json())
+    write_json(files["json"], result)
     return {k: str(v) for k, v in files.items()}
 
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from ers_deep.envs.hanabi.config import PRESET_ALIASES, PRESETS
 
-__all__ = ["PRESET_NAMES", "device_check", "env_check", "parse_seeds", "seeds_check"]
+__all__ = ["PRESET_NAMES", "device_check", "env_check", "parse_seeds", "require_two_seats", "seeds_check"]
 
 PRESET_NAMES = sorted(PRESETS) + sorted(PRESET_ALIASES)
 
@@ -68,3 +70,17 @@ def seeds_check(value: object) -> str | None:
     except ValueError:
         return "is not a seed list (e.g. 0-4 or 0,2,5: distinct integers >= 0)"
     return None
+
+
+def require_two_seats(pool: Any, command: str) -> None:
+    """Refuse a pool whose env does not have exactly two seats, for ``command``s that pair two policies
+    (cross-play): one line naming the pool, its env and its number of agents."""
+    from ers_deep.pools import PoolError
+    from ers_deep.train.config import make_env
+
+    seats = make_env(pool.policies[0].config, 1, seed=0).num_agents
+    if seats != 2:
+        raise PoolError(
+            f"{pool.path}: {command} pairs policies in two seats, but the pool's env {pool.info.get('env')} has "
+            f"{seats} agent(s); use a two-player env"
+        )

@@ -8,6 +8,7 @@ Format: ``{"game": name, "horizon": H, "policy": [pi^1, ..., pi^n]}`` where pi^i
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import numpy as np
 
 from ers_exact.model.histories import HistoryTree
 from ers_exact.model.values import PolicyError, check_policy
+from ers_exact.util.output import write_json
 
 __all__ = ["POLICY_FORMAT", "read_policy_file", "write_policy_file"]
 
@@ -30,13 +32,13 @@ _JSON_TYPES = {
 }
 
 
-def write_policy_file(path: str | Path, tree: HistoryTree, policy: tuple[np.ndarray, ...]) -> None:
-    """Write one joint policy of ``tree``'s game as JSON (see the module docstring)."""
-    Path(path).write_text(
-        json.dumps(
-            {"game": tree.game.name, "horizon": tree.game.horizon, "policy": [p.tolist() for p in policy]}
-        )
-    )
+def write_policy_file(
+    path: str | Path, tree: HistoryTree, policy: tuple[np.ndarray, ...], reads: Sequence[str | Path] = ()
+) -> None:
+    """Write one joint policy of ``tree``'s game as JSON (see the module docstring), atomically and never
+    over a file the command reads (``reads``)."""
+    data = {"game": tree.game.name, "horizon": tree.game.horizon, "policy": [p.tolist() for p in policy]}
+    write_json(path, data, reads=reads, indent=None)
 
 
 def read_policy_file(path: str | Path, tree: HistoryTree) -> tuple[np.ndarray, ...]:

@@ -42,12 +42,12 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from pathlib import Path
 
 import numpy as np
 
 from ers_exact.model.game import Game
 from ers_exact.model.histories import HistoryTree, enumerate_histories
+from ers_exact.util.output import write_atomic
 
 __all__ = ["EfgExport", "export_efg", "save_efg", "to_efg"]
 
@@ -105,10 +105,16 @@ def to_efg(tree_or_game: TreeOrGame, title: str | None = None) -> str:
     return export_efg(tree_or_game, title=title).text
 
 
-def save_efg(tree_or_game: TreeOrGame, path: str | os.PathLike[str], title: str | None = None) -> EfgExport:
-    """Write the ``.efg`` text to ``path``; returns the :class:`EfgExport` (text and index maps)."""
+def save_efg(
+    tree_or_game: TreeOrGame,
+    path: str | os.PathLike[str],
+    title: str | None = None,
+    reads: Sequence[str | os.PathLike[str]] = (),
+) -> EfgExport:
+    """Write the ``.efg`` text to ``path`` atomically, never over a file in ``reads``; returns the
+    :class:`EfgExport` (text and index maps)."""
     export = export_efg(tree_or_game, title=title)
-    Path(path).write_text(export.text, encoding="ascii")
+    write_atomic(path, export.text.encode("ascii"), reads=reads)
     return export
 
 

@@ -38,6 +38,7 @@ __all__ = [
     "default_text",
     "finite",
     "flag_name",
+    "force_option",
     "from_namespace",
     "non_negative",
     "one_of",
@@ -158,6 +159,15 @@ def output_folder(v: Any) -> str | None:
         whole = path == os.path.abspath(os.fspath(v))
         return "is a file, not a folder" if whole else f"{path} is a file, not a folder"
     return None
+
+
+def force_option() -> Any:
+    """``--force``: the option of every command that writes a results folder (see
+    :func:`ers_exact.util.output.claim_folder`)."""
+    return option(
+        False,
+        help="replace the results of an earlier run in the output folder (without it such a folder is refused)",
+    )
 
 
 # ----- declaring options -----

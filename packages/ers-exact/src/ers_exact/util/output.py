@@ -144,13 +144,13 @@ def claim_folder(
 
     A missing or empty folder is created and marked. A folder with an earlier ers run (the marker) is refused
     naming ``option`` unless ``force``, which removes that run's files first. A folder holding other files is
-    refused either way, and so is a folder that is, holds or lies in one of the paths the command reads."""
+    refused either way, and so is a folder that is or holds one of the paths the command reads."""
     path = Path(folder)
     for r in reads:
         if r is None:
             continue
         rp, pp = Path(os.path.abspath(r)), Path(os.path.abspath(path))
-        if same_file(path, r) or rp.is_relative_to(pp) or pp.is_relative_to(rp):
+        if same_file(path, r) or rp.is_relative_to(pp):  # --force would remove an input
             raise OutputError(
                 f"{path}: holds or is an input of this command ({r}); write the results elsewhere"
             )
