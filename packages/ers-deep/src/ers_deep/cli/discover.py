@@ -219,12 +219,17 @@ def run_discover(opts: DiscoverOptions) -> dict[str, Any]:
     import torch
 
     from ers_deep.discovery import discover
-    from ers_deep.pools import load_pool
+    from ers_deep.pools import PoolError, load_pool
 
     if opts.threads:
         torch.set_num_threads(opts.threads)
     pool = load_pool(opts.pool)
     held_out = load_pool(opts.held_out) if opts.held_out is not None else None
+    if held_out is not None and held_out.info["env"] != pool.info["env"]:
+        raise PoolError(
+            f"--held-out {opts.held_out}: a pool of {held_out.info['env']}, but --pool {opts.pool} is a pool of "
+            f"{pool.info['env']}; give held-out policies of the same env"
+        )
     config = opts.config(str(pool.info["env"]))
     out = opts.out_dir()
     start = time.perf_counter()

@@ -12,6 +12,7 @@ from ers_exact.util.options import (
     Options,
     UsageError,
     at_least,
+    flag_name,
     non_negative,
     one_of,
     option,
@@ -32,7 +33,9 @@ class TrainSPOptions(Options):
         help="hanabi, overcooked-v2, tabular:NAME or a .dpomdp path (required unless --resume)",
         check=env_check,
     )
-    seeds: str = option("0-4", help="seeds of the pool: a range 0-4 or a list 0,2,5", check=seeds_check)
+    seeds: str | None = option(
+        None, help="seeds of the pool: a range 0-4 or a list 0,2,5", check=seeds_check, default_text="0-4"
+    )
     out: str | None = option(
         None, help="the pool folder to create (required unless --resume)", check=output_folder
     )
@@ -91,6 +94,13 @@ class TrainSPOptions(Options):
     def check(self) -> None:
         if self.resume is None and (self.env is None or self.out is None):
             raise UsageError("--env and --out are required (or --resume POOL)")
+        if self.resume is not None:
+            given = [flag_name(f) for f in _RUN_FIELDS if getattr(self, f) is not None]
+            if given:
+                raise UsageError(
+                    f"--resume continues the run with the config it was started with; {', '.join(given)} "
+                    "cannot change it (drop them, or train a new pool with --out)"
+                )
         if self.ray is not None and self.resume is not None:
             raise UsageError(
                 "--resume cannot be combined with --ray (a Ray pool trains each seed in one job)"
@@ -107,7 +117,7 @@ class TrainSPOptions(Options):
 
         assert self.env is not None
         over: dict[str, Any] = {
-            "seeds": parse_seeds(self.seeds),
+            "seeds": parse_seeds(self.seeds or "0-4"),
             "device": self.device,
             "hanabi_preset": self.preset,
             "layout": self.layout,
@@ -134,6 +144,43 @@ class TrainSPOptions(Options):
         return paper_config(self.env, **over)
 
 
+#: options that define a run (its config and folder): --resume keeps the run's own, so it refuses them
+_RUN_FIELDS = (
+    "env",
+    "seeds",
+    "out",
+    "alpha",
+    "total_steps",
+    "num_envs",
+    "num_steps",
+    "minibatches",
+    "lr",
+    "hidden",
+    "conv",
+    "shaped_horizon",
+)
+
+
+def check_resume_updates(folder: Path, max_updates: int | None) -> None:
+    """Refuse ``--max-updates`` at or below the update the run to resume has already reached."""
+    from ers_deep.train.checkpoint import CheckpointError, read_metadata
+    from ers_deep.train.run import checkpoints
+
+    if max_updates is None:
+        return
+    for path in reversed(checkpoints(folder / "run")):
+        try:
+            done = int(read_metadata(path)["counters"]["update"])
+        except (CheckpointError, KeyError, TypeError, ValueError):
+            continue
+        if max_updates <= done:
+            raise UsageError(
+                f"--max-updates {max_updates}: the run in {folder} is already at update {done}; give a larger "
+                "value to continue it"
+            )
+        return
+
+
 def resume_folder(text: str) -> Path:
     """The pool folder of ``--resume``: the pool itself, or its run/ folder."""
     pool = Path(text)
@@ -146,6 +193,7 @@ def run_train_sp(opts: TrainSPOptions) -> dict[str, Any]:
     from ers_deep.train.config import paper_config
 
     if opts.resume is not None:
+        check_resume_updates(resume_folder(opts.resume), opts.max_updates)
         return train_pool(
             paper_config("hanabi"),
             resume_folder(opts.resume),

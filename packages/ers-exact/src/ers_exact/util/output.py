@@ -27,10 +27,12 @@ from ers_exact.util.errors import InputError
 
 __all__ = [
     "MARKER",
+    "FileFormatError",
     "OutputError",
     "claim_folder",
     "dumps",
     "jsonable",
+    "read_json",
     "same_file",
     "save_figure",
     "write_atomic",
@@ -135,6 +137,34 @@ def save_figure(fig: Any, path: PathLike, *, reads: Iterable[PathLike] = (), **k
     buf = io.BytesIO()
     fig.savefig(buf, format=Path(path).suffix.lstrip(".").lower() or "png", **kwargs)
     return write_atomic(path, buf.getvalue(), reads=reads)
+
+
+class FileFormatError(InputError, ValueError):
+    """A file the command reads is missing, unreadable or not what it should be; the message names it."""
+
+
+def read_json(path: PathLike, what: str, keys: Iterable[str] = ()) -> dict[str, Any]:
+    """The JSON object in ``path`` (``what`` it should be, for messages, e.g. "a pool summary"), with
+    ``keys`` present; :class:`FileFormatError` naming the file and what is wrong otherwise."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_bytes().decode("utf-8"))
+    except FileNotFoundError:
+        raise FileFormatError(f"{path}: no such file (expected {what})") from None
+    except OSError as e:
+        raise FileFormatError(f"{path}: cannot read it ({e.strerror or e}; expected {what})") from None
+    except UnicodeDecodeError:
+        raise FileFormatError(f"{path}: not a UTF-8 text file (expected {what} as JSON)") from None
+    except json.JSONDecodeError as e:
+        raise FileFormatError(
+            f"{path}: not valid JSON ({e.msg} at line {e.lineno}; expected {what})"
+        ) from None
+    if not isinstance(data, dict):
+        raise FileFormatError(f"{path}: holds a JSON {type(data).__name__}, not an object (expected {what})")
+    missing = [k for k in keys if k not in data]
+    if missing:
+        raise FileFormatError(f"{path}: has no {', '.join(map(repr, missing))} (expected {what})")
+    return data
 
 
 def claim_folder(
