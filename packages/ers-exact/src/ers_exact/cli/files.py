@@ -7,7 +7,6 @@ Format: ``{"game": name, "horizon": H, "policy": [pi^1, ..., pi^n]}`` where pi^i
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ import numpy as np
 
 from ers_exact.model.histories import HistoryTree
 from ers_exact.model.values import PolicyError, check_policy
-from ers_exact.util.output import write_json
+from ers_exact.util.output import FileFormatError, load_json, write_json
 
 __all__ = ["POLICY_FORMAT", "read_policy_file", "write_policy_file"]
 
@@ -50,13 +49,9 @@ def read_policy_file(path: str | Path, tree: HistoryTree) -> tuple[np.ndarray, .
         what = "is a folder" if p.is_dir() else "no such file"
         raise FileNotFoundError(f"{path}: {what}; a policy is 'uniform' or a JSON file {POLICY_FORMAT}")
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        raise PolicyError(f"{path}: not a UTF-8 text file; expected JSON {POLICY_FORMAT}") from None
-    except json.JSONDecodeError as err:
-        raise PolicyError(
-            f"{path}: not JSON ({err.msg} at line {err.lineno}, column {err.colno}); expected {POLICY_FORMAT}"
-        ) from None
+        data = load_json(p, f"JSON {POLICY_FORMAT}")
+    except FileFormatError as err:
+        raise PolicyError(str(err)) from None
     if isinstance(data, dict) and "policy" not in data:
         raise PolicyError(f'{path}: the JSON object has no "policy" key; expected {POLICY_FORMAT}')
     agents = data["policy"] if isinstance(data, dict) else data

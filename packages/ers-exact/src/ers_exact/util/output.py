@@ -32,6 +32,7 @@ __all__ = [
     "claim_folder",
     "dumps",
     "jsonable",
+    "load_json",
     "read_json",
     "same_file",
     "save_figure",
@@ -143,9 +144,9 @@ class FileFormatError(InputError, ValueError):
     """A file the command reads is missing, unreadable or not what it should be; the message names it."""
 
 
-def read_json(path: PathLike, what: str, keys: Iterable[str] = ()) -> dict[str, Any]:
-    """The JSON object in ``path`` (``what`` it should be, for messages, e.g. "a pool summary"), with
-    ``keys`` present; :class:`FileFormatError` naming the file and what is wrong otherwise."""
+def load_json(path: PathLike, what: str) -> Any:
+    """The JSON value in ``path`` (``what`` it should be, for messages); :class:`FileFormatError` naming the
+    file when it is missing, unreadable, not UTF-8 or not JSON."""
     path = Path(path)
     try:
         data = json.loads(path.read_bytes().decode("utf-8"))
@@ -159,6 +160,13 @@ def read_json(path: PathLike, what: str, keys: Iterable[str] = ()) -> dict[str, 
         raise FileFormatError(
             f"{path}: not valid JSON ({e.msg} at line {e.lineno}; expected {what})"
         ) from None
+    return data
+
+
+def read_json(path: PathLike, what: str, keys: Iterable[str] = ()) -> dict[str, Any]:
+    """The JSON object in ``path`` (``what`` it should be, for messages, e.g. "a pool summary"), with
+    ``keys`` present; :class:`FileFormatError` naming the file and what is wrong otherwise."""
+    data = load_json(path, what)
     if not isinstance(data, dict):
         raise FileFormatError(f"{path}: holds a JSON {type(data).__name__}, not an object (expected {what})")
     missing = [k for k in keys if k not in data]
