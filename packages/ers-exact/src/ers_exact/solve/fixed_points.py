@@ -32,9 +32,15 @@ from ers_exact.solve.continuation import ContinuationConfig, ContinuationResult,
 from ers_exact.solve.derivatives import DEFAULT_MEMORY_BUDGET
 from ers_exact.solve.newton import NewtonSettings, dedup, flat_policies, newton
 from ers_exact.util.blas import blas_threads
+from ers_exact.util.budget import check_memory
 from ers_exact.util.progress import Progress
 
 __all__ = ["FixedPoint", "FixedPointSet", "SolverConfig", "solve_fixed_points"]
+
+
+#: memory of one start of the multistart search per logit coordinate: y, its damped and Newton copies, the
+#: residuals and the policies of the de-duplication (measured: 3-6x the [P, D] array of starts)
+START_BYTES_PER_COORDINATE = 8 * 12
 
 
 @dataclass(frozen=True)
@@ -291,6 +297,13 @@ def _solve(
     coords = LogitCoordinates(tree, memory_budget=cfg.memory_budget_bytes)
     coords.derivatives.chunk_size(True, cfg.memory_budget_bytes)  # refuses at once when one policy cannot fit
     bound = logit_bound(tree, alpha)
+    n_runs = cfg.n_starts + 2 + (0 if warm_starts is None else len(warm_starts))
+    batch = min(cfg.memory_budget_bytes, n_runs * coords.derivatives.bytes_per_policy(True))  # chunked under it
+    check_memory(
+        f"--starts {cfg.n_starts:,} on {tree.game.name} H={tree.game.horizon}",
+        n_runs * START_BYTES_PER_COORDINATE * max(1, coords.dim) + batch,
+        "lower --starts",
+    )
     cont = (
         continuation(coords, alpha, cfg.continuation_config, progress=cfg.progress)
         if cfg.continuation
