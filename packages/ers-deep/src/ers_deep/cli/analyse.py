@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from ers_exact.util.options import Options, UsageError, at_least, option, output_folder
+from ers_exact.util.options import Options, UsageError, at_least, between, option, output_folder, thread_count
 from ers_exact.util.output import write_json
 
 __all__ = [
@@ -66,7 +66,7 @@ class ActionMatrixOptions(Options):
         check=output_folder,
         default_text="POOL/analysis or TABLE1/analysis",
     )
-    threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=at_least(1))
+    threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=thread_count)
 
     def check(self) -> None:
         if self.pool is None and self.table1 is None:
@@ -168,7 +168,7 @@ class OPPreservationOptions(Options):
     out: str | None = option(
         None, help="folder of the results", check=output_folder, default_text="POOL/analysis"
     )
-    threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=at_least(1))
+    threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=thread_count)
 
 
 def run_op_preservation(opts: OPPreservationOptions) -> dict[str, Any]:
@@ -215,12 +215,12 @@ class XPDistributionOptions(Options):
     )
     table1: str | None = option(None, help="an ers-deep table1 folder: its three populations")
     games: int = option(1000, help="games per pair and seat order (pool sources)", check=at_least(1))
-    bins: int = option(20, help="histogram bins", check=at_least(1))
+    bins: int = option(20, help="histogram bins, 1 to 1000", check=between(1, 1000))
     seed: int = option(0, help="seed of the games", check=at_least(0))
     out: str | None = option(
         None, help="folder of the results", check=output_folder, default_text="TABLE1/analysis, else required"
     )
-    threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=at_least(1))
+    threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=thread_count)
 
     def check(self) -> None:
         if self.populations is None and self.table1 is None:

@@ -13,6 +13,7 @@ from ers_exact.util.options import (
     force_option,
     option,
     output_folder,
+    thread_count,
 )
 
 __all__ = ["CrossplayOptions", "run_crossplay", "show_crossplay"]
@@ -36,7 +37,7 @@ class CrossplayOptions(Options):
     )
     force: bool = force_option()
     no_mdp: bool = option(False, help="skip the matrix symmetrised over the env's Dec-POMDP symmetries")
-    threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=at_least(1))
+    threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=thread_count)
 
 
 def run_crossplay(opts: CrossplayOptions) -> dict[str, Any]:
@@ -44,7 +45,7 @@ def run_crossplay(opts: CrossplayOptions) -> dict[str, Any]:
     import math
     from pathlib import Path
 
-    from ers_deep.cli.common import require_two_seats
+    from ers_deep.cli.common import check_games_memory, require_two_seats
     from ers_deep.crossplay import crossplay_matrix, heatmap, population_report, xp_estimates
     from ers_deep.pools import load_pool
     from ers_exact.interface import Estimate, PopulationRow, ZSCReport
@@ -57,6 +58,7 @@ def run_crossplay(opts: CrossplayOptions) -> dict[str, Any]:
     out = Path(opts.out) if opts.out else a.path / "crossplay"
     for pool in (a, b) if b is not None else (a,):
         require_two_seats(pool, "crossplay")
+        check_games_memory("--games", opts.games, pool.policies[0].config)
     reads = [a.path] + ([b.path] if b is not None else [])
     claim_folder(out, force=opts.force, command="ers-deep crossplay", reads=reads)
     rows: list[Any] = []

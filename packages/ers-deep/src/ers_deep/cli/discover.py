@@ -24,6 +24,7 @@ from ers_exact.util.options import (
     option,
     output_folder,
     positive,
+    thread_count,
 )
 
 __all__ = ["DiscoverOptions", "discovery_check", "pool_check", "run_discover", "show_discover"]
@@ -151,7 +152,7 @@ class DiscoverOptions(Options):
         default_text="POOL/discovery-ALGORITHM",
     )
     resume: bool = option(False, help="continue the interrupted run in --out from its last checkpoint")
-    threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=at_least(1))
+    threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=thread_count)
 
     def check(self) -> None:
         if self.top > self.candidates:

@@ -6,7 +6,14 @@ import dataclasses
 from pathlib import Path
 from typing import Any, Literal
 
-from ers_deep.cli.common import PRESET_NAMES, device_check, env_check, parse_seeds, seeds_check
+from ers_deep.cli.common import (
+    PRESET_NAMES,
+    check_games_memory,
+    device_check,
+    env_check,
+    parse_seeds,
+    seeds_check,
+)
 from ers_deep.envs.overcooked_v2.layouts import LAYOUT_STRINGS
 from ers_exact.util.options import (
     Options,
@@ -18,6 +25,7 @@ from ers_exact.util.options import (
     option,
     output_folder,
     positive,
+    thread_count,
 )
 
 __all__ = ["TrainSPOptions", "resume_folder", "run_train_sp", "show_train_sp"]
@@ -83,7 +91,7 @@ class TrainSPOptions(Options):
         None, help="stop after this many updates (continue later with --resume)", check=at_least(1)
     )
     device: str = option("cpu", help="torch device: cpu, cuda or cuda:N", check=device_check)
-    threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=at_least(1))
+    threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=thread_count)
     ray: str | None = option(
         None,
         help="train each seed as a separate job on this Ray cluster (local: a local Ray instance; "
@@ -202,11 +210,15 @@ def run_train_sp(opts: TrainSPOptions) -> dict[str, Any]:
             threads=opts.threads,
             max_updates=opts.max_updates,
         )
+    config = opts.config()
+    check_games_memory(
+        "--num-envs x --seeds", config.num_envs * len(config.seeds), config, stored_steps=config.num_steps
+    )
     if opts.ray is not None:
         from ers_deep.pools import train_pool_ray
 
         return train_pool_ray(
-            opts.config(),
+            config,
             str(opts.out),
             opts.ray,
             eval_games=opts.eval_games,
@@ -214,7 +226,7 @@ def run_train_sp(opts: TrainSPOptions) -> dict[str, Any]:
             max_updates=opts.max_updates,
         )
     return train_pool(
-        opts.config(),
+        config,
         str(opts.out),
         eval_games=opts.eval_games,
         threads=opts.threads,

@@ -298,7 +298,9 @@ def _solve(
     coords.derivatives.chunk_size(True, cfg.memory_budget_bytes)  # refuses at once when one policy cannot fit
     bound = logit_bound(tree, alpha)
     n_runs = cfg.n_starts + 2 + (0 if warm_starts is None else len(warm_starts))
-    batch = min(cfg.memory_budget_bytes, n_runs * coords.derivatives.bytes_per_policy(True))  # chunked under it
+    batch = min(
+        cfg.memory_budget_bytes, n_runs * coords.derivatives.bytes_per_policy(True)
+    )  # chunked under it
     check_memory(
         f"--starts {cfg.n_starts:,} on {tree.game.name} H={tree.game.horizon}",
         n_runs * START_BYTES_PER_COORDINATE * max(1, coords.dim) + batch,

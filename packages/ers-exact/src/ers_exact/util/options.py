@@ -48,6 +48,7 @@ __all__ = [
     "output_folder",
     "positive",
     "probability",
+    "thread_count",
 ]
 
 Check = Callable[[Any], "str | None"]
@@ -124,6 +125,16 @@ def check_fields(obj: object, **checks: Check) -> None:
         reason = check(value)
         if reason is not None:
             raise UsageError(f"{type(obj).__name__}.{name} = {value!r}: {reason}")
+
+
+def thread_count(v: Any) -> str | None:
+    """A number of CPU threads: 1 up to 4 per core of this machine (more only oversubscribes, and a huge
+    count crashes the thread pool)."""
+    from ers_exact.util.budget import max_threads
+
+    top = max_threads()
+    ok = isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= top
+    return None if ok else f"must be an integer from 1 to {top} (4 per CPU core of this machine)"
 
 
 def output_file(suffixes: Sequence[str] = ()) -> Check:
