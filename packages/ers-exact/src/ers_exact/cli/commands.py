@@ -241,6 +241,8 @@ def run_zsc(o: ZSCOptions) -> dict[str, Any]:
         algorithm=o.algorithm,
     )
     tree = _tree(o)
+    if o.out:
+        claim_folder(o.out, force=o.force, command="ers-exact zsc", reads=_reads(o))
     report, discoveries = pipeline(tree, cfg)
     result = {
         **report.to_json(),
@@ -249,7 +251,6 @@ def run_zsc(o: ZSCOptions) -> dict[str, Any]:
         "provenance": _provenance(),
     }
     if o.out:
-        claim_folder(o.out, force=o.force, command="ers-exact zsc", reads=_reads(o))
         write_json(Path(o.out, f"zsc-{tree.game.name}-seed{o.seed}.json"), result)
     return result
 
