@@ -336,7 +336,11 @@ def _solve(
         if search.complete:
             # boxes were inflated, so one root may sit in two certified boxes: polish and de-duplicate
             y_r, res_r = newton(
-                coords, np.array(search.roots, dtype=float).reshape(len(search.roots), coords.dim), alpha, cfg.newton_settings, bound
+                coords,
+                np.array(search.roots, dtype=float).reshape(len(search.roots), coords.dim),
+                alpha,
+                cfg.newton_settings,
+                bound,
             )
             roots = dedup(coords, y_r[res_r < cfg.tol], res_r[res_r < cfg.tol], cfg.dedup_tol)
             n_before = len(found)
