@@ -322,6 +322,7 @@ def test_force_replaces_the_whole_earlier_run(
 
 # ----- class 3: budgets before work --------------------------------------------------------------------------
 EXACT_BUDGET_CASES = [
+    ("census-games", ["census", "--games", "1000000000"], {}, "--games"),
     ("solve-starts", ["solve", "dectiger", "--alpha", "1", "--starts", "1000000000"], {}, "--starts"),
     ("export-gambit-horizon-5", ["export-gambit", "dectiger", "--horizon", "5", "@OUT.efg"], {}, "horizon"),
     ("info-memory", ["info", "dectiger", "--horizon", "4"], {"ERS_MEMORY_BUDGET": "0.001"}, "horizon"),

@@ -43,6 +43,7 @@ from ers_exact.model.histories import (
 from ers_exact.model.optimal import count_policy_trees, optimal_value, self_play_optimum
 from ers_exact.model.values import expected_return, local_q_values, uniform_policy
 from ers_exact.solve.fixed_points import SolverConfig, solve_fixed_points
+from ers_exact.util.budget import check_count
 from ers_exact.util.output import claim_folder, write_json
 
 __all__ = [
@@ -61,6 +62,9 @@ __all__ = [
     "run_value",
     "run_zsc",
 ]
+
+#: memory of one census row (a dict of a dozen entries) and its JSON text, bytes
+CENSUS_ROW_BYTES = 4_000
 
 # an upper bound above this is reported as None, with its log10 (the exact sum can have millions of digits)
 _EXACT_ESTIMATE_LOG10 = 18
@@ -219,6 +223,7 @@ def run_census(o: CensusOptions) -> dict[str, Any]:
     from ers_exact.analysis.census import CensusConfig, census
 
     cfg = CensusConfig(games=o.games, seed=o.seed, alpha=o.alpha, starts=o.starts, out=o.out)
+    check_count("--games", o.games, CENSUS_ROW_BYTES, "random games")  # their rows are kept for census.json
     if o.out:
         claim_folder(o.out, force=o.force, command="ers-exact census")
     return {**census(cfg), "provenance": _provenance()}
