@@ -128,6 +128,7 @@ TEMPERATURE_CASES = [
     ("dectiger-0.001", ["solve", "dectiger", "--alpha", "0.001"]),
     ("dectiger-0.05", ["solve", "dectiger", "--alpha", "0.05"]),
     ("dectiger-0.1-symmetries", ["symmetries", "dectiger", "--alpha", "0.1"]),
+    ("dectiger-sweep-warm-small", ["sweep", "dectiger", "--alphas", "0.05,0.01,0.001", "--starts", "4"]),
     ("handshake-sweep-extremes", ["sweep", "handshake", "--alphas", "0.001,0.01,10"]),
     ("toy-atlas-extremes", ["atlas", "toy-coordination", "--alphas", "0.001,10"]),
     ("dectiger-1e-6-no-continuation", ["solve", "dectiger", "--alpha", "1e-6", "--no-continuation"]),
@@ -142,6 +143,21 @@ def test_solver_paths_finish_with_finite_results_at_small_alpha(
     assert code == 0, err
     assert "Traceback" not in err and "internal error" not in err
     assert _finite(_strict(out))
+
+
+def test_logits_survive_probabilities_that_underflow() -> None:
+    """At a small alpha a policy's probabilities underflow to 0 (two of Dec-Tiger's three actions): the
+    damped iteration works on log pi, whose round trip keeps every logit."""
+    import numpy as np
+
+    from ers_exact.games import load_game
+    from ers_exact.model.histories import enumerate_histories
+    from ers_exact.solve.boltzmann import LogitCoordinates
+
+    coords = LogitCoordinates(enumerate_histories(load_game("dectiger")))
+    y = np.random.default_rng(0).uniform(-5000.0, 5000.0, size=(3, coords.dim))
+    assert any((p == 0).any() for p in coords.to_policy(y))
+    np.testing.assert_allclose(coords.from_log_policy(coords.to_log_policy(y)), y, rtol=1e-12, atol=1e-9)
 
 
 def test_an_alpha_beyond_floating_point_is_refused_naming_it(

@@ -138,15 +138,25 @@ class LogitCoordinates:
 
     def to_policy(self, y: np.ndarray) -> tuple[np.ndarray, ...]:
         """pi(y) for y [P, D] -> per agent [P, K_i, A_i]."""
+        return tuple(np.exp(lp) for lp in self.to_log_policy(y))
+
+    def to_log_policy(self, y: np.ndarray) -> tuple[np.ndarray, ...]:
+        """log pi(y) for y [P, D] -> per agent [P, K_i, A_i] (shifted log-sum-exp: finite on legal actions at
+        any temperature, where pi itself underflows to 0; -inf on illegal ones)."""
         y = np.atleast_2d(y)
         out = []
         for (k, a, _), sl, hist in zip(self._index, self.slices, self.tree.local):
             logits = np.where(hist.legal, 0.0, -np.inf)[None].repeat(y.shape[0], axis=0)
             logits[:, k, a] = y[:, sl]
             logits -= logits.max(axis=2, keepdims=True)
-            e = np.exp(logits)
-            out.append(e / e.sum(axis=2, keepdims=True))
+            out.append(logits - np.log(np.exp(logits).sum(axis=2, keepdims=True)))
         return tuple(out)
+
+    def from_log_policy(self, log_policy: tuple[np.ndarray, ...]) -> np.ndarray:
+        """y from per-agent log-probabilities [P, K_i, A_i] (finite on legal actions).  # [P, D]"""
+        return np.concatenate(
+            [lp[:, k, a] - lp[:, k, r] for lp, (k, a, r) in zip(log_policy, self._index)], axis=1
+        )
 
     def from_policy(self, policy: Policy) -> np.ndarray:
         """y(pi) for a full-support policy -> [P, D] (or [D])."""

@@ -219,24 +219,27 @@ def _damped(
     coords: LogitCoordinates, y: np.ndarray, alpha: float, cfg: SolverConfig, bound: float, bar: Progress
 ) -> tuple[np.ndarray, np.ndarray]:
     """pi <- (1 - eta) pi + eta F(pi) in probability space, batched, each start until it moves by less than
-    ``damped_tol``. Returns the logits after ``damped_short`` steps (Newton's starts towards any fixed
+    ``damped_tol``; computed on log pi (log-sum-exp), so probabilities that underflow at a small alpha keep
+    their logits. Returns the logits after ``damped_short`` steps (Newton's starts towards any fixed
     point) and at the end (near the stable points the damped iteration is attracted to), clipped."""
-    pols = coords.to_policy(y)
-    short = np.clip(coords.from_policy(pols), -bound, bound)
+    logs = coords.to_log_policy(y)
+    short = np.clip(coords.from_log_policy(logs), -bound, bound)
     active = np.arange(len(y))
+    keep, move = np.log1p(-cfg.damping), np.log(cfg.damping)
     for step in range(cfg.damped_steps):
         if active.size == 0:
             break
-        cur = tuple(p[active] for p in pols)
-        image = coords.to_policy(coords.logit_map(np.clip(coords.from_policy(cur), -bound, bound), alpha))
-        diff = np.max([np.abs(f - p).max(axis=(1, 2)) for f, p in zip(image, cur)], axis=0)
-        for p, c, f in zip(pols, cur, image):
-            p[active] = (1 - cfg.damping) * c + cfg.damping * f
+        cur = tuple(lp[active] for lp in logs)
+        y_cur = np.clip(coords.from_log_policy(cur), -bound, bound)
+        image = coords.to_log_policy(coords.logit_map(y_cur, alpha))
+        diff = np.max([np.abs(np.exp(f) - np.exp(c)).max(axis=(1, 2)) for f, c in zip(image, cur)], axis=0)
+        for lp, c, f in zip(logs, cur, image):
+            lp[active] = np.logaddexp(keep + c, move + f)
         active = active[diff >= cfg.damped_tol]
         if step + 1 == cfg.damped_short:
-            short = np.clip(coords.from_policy(pols), -bound, bound)
+            short = np.clip(coords.from_log_policy(logs), -bound, bound)
         bar.update()
-    return short, np.clip(coords.from_policy(pols), -bound, bound)
+    return short, np.clip(coords.from_log_policy(logs), -bound, bound)
 
 
 def _cluster(coords: LogitCoordinates, y: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
