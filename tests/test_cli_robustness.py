@@ -611,3 +611,21 @@ def test_json_output_is_strict(value: Any, expected: Any) -> None:
 
     assert _strict(dumps(value)) == expected
     assert _strict(dumps(np.asarray(value) if not isinstance(value, dict) else value)) == expected
+
+
+def test_crossplay_writes_strict_json_and_refuses_a_second_run_without_force(
+    pools: dict[str, Path], tmp_path: Path, deep: Callable[..., tuple[int, str, str]]
+) -> None:
+    out = tmp_path / "xp"
+    argv = ["crossplay", str(pools["toy"]), "--games", "4", "--no-mdp", "--out", str(out)]
+    code, _, err = deep(*argv)
+    assert code == 0, err
+    report = _strict((out / "report.json").read_text())
+    assert report["rows"][0]["xp_median_mdp"]["value"] is None  # --no-mdp: undefined, null not NaN
+    _strict((out / "xp.json").read_text())
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    code, _, err = deep(*argv)
+    _refused("ers-deep", code, err, str(out), "--force")
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    code, _, err = deep(*argv, "--force")
+    assert code == 0, err
