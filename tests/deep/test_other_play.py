@@ -256,6 +256,7 @@ def test_bad_sources_name_the_value(toy_discovery: Path, tmp_path: Path) -> None
         train_op_pool(None, "none", tmp_path / "nothing")
 
 
+@pytest.mark.slow  # a local Ray instance (~13 s); tests/deep/test_ray.py::test_cli_ray_errors stays in the default run
 def test_op_pool_on_ray_equals_one_seed_op_pools(toy_discovery: Path, tmp_path: Path) -> None:
     ray = pytest.importorskip("ray")
     from ers_deep.other_play import train_op_pool_ray

@@ -26,6 +26,7 @@ def _config(seeds: tuple[int, ...]):  # type: ignore[no-untyped-def]
     )
 
 
+@pytest.mark.slow  # starts a local Ray instance (~12 s); test_cli_ray_errors is the default run's Ray test
 def test_ray_pool_equals_one_seed_pools(tmp_path: Path) -> None:
     ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
     try:

@@ -25,6 +25,7 @@ from ers_deep.pools import Policy, PoolError
 from ers_deep.train.config import TrainConfig
 from ers_deep.train.evaluate import Agent, play
 from ers_exact.interface import Estimate, PopulationRow, ZSCReport
+from ers_exact.util.output import save_figure
 
 __all__ = ["crossplay_matrix", "env_symmetries", "heatmap", "mean_se", "population_report", "xp_estimates"]
 
@@ -189,6 +190,6 @@ def heatmap(matrix: dict[str, Any], path: str | Path, title: str = "cross-play")
     ax.set_title(title, fontsize=9)
     fig.colorbar(im, ax=ax, shrink=0.8)
     fig.tight_layout()
-    fig.savefig(path)
+    save_figure(fig, path)
     plt.close(fig)
     return Path(path)

@@ -46,6 +46,7 @@ from ers_deep.train.exact import exact_report
 from ers_deep.train.ippo import Learner
 from ers_deep.train.run import read_metrics, resume, train
 from ers_exact.util.errors import InputError
+from ers_exact.util.output import read_json
 
 
 class PoolError(ValueError, InputError):
@@ -335,11 +336,24 @@ def train_pool_ray(
 def load_pool(path: str | os.PathLike[str]) -> Pool:
     """A pool directory (``ValueError`` naming it when it is not one)."""
     path = Path(path)
-    try:
-        info = json.loads((path / "pool.json").read_text())
-    except OSError:
-        raise PoolError(f"{path}: not a pool (no pool.json); build one with ers-deep train-sp") from None
-    except json.JSONDecodeError as e:
-        raise PoolError(f"{path / 'pool.json'}: not valid JSON ({e.msg})") from None
-    policies = tuple(load_policy(path / p["file"]) for p in info["policies"])
+    if not (path / "pool.json").is_file():
+        raise PoolError(f"{path}: not a pool (no pool.json); build one with ers-deep train-sp")
+    info = read_json(path / "pool.json", "a pool summary written by ers-deep train-sp", ("env", "policies"))
+    entries = info["policies"]
+    if not (
+        isinstance(entries, list)
+        and all(isinstance(p, dict) and isinstance(p.get("file"), str) for p in entries)
+    ):
+        raise PoolError(
+            f"{path / 'pool.json'}: 'policies' is not a list of {{\"file\": ...}} entries (damaged pool)"
+        )
+    if not isinstance(info["env"], str):
+        raise PoolError(f"{path / 'pool.json'}: 'env' is not an env name (damaged pool)")
+    policies = tuple(load_policy(path / p["file"]) for p in entries)
+    envs = {p.config.env for p in policies}
+    if envs - {info["env"]}:
+        raise PoolError(
+            f"{path / 'pool.json'}: says env {info['env']!r}, but its policies were trained on "
+            f"{', '.join(sorted(envs))} (damaged or edited pool)"
+        )
     return Pool(path, info, policies)

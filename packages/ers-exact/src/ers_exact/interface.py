@@ -20,7 +20,6 @@ halves on the same game and compare their outputs field by field.
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import os
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ from typing import Any
 
 from ers_exact.model.transformation import Transformation
 from ers_exact.util.errors import InputError
+from ers_exact.util.output import dumps as strict_dumps
 
 __all__ = [
     "AnyTransformation",
@@ -196,6 +196,11 @@ class Estimate:
         return f"{self.value:.3f} ± {self.se:.3f}"
 
 
+def _estimate(d: dict[str, Any]) -> Estimate:
+    """An estimate from JSON, null (undefined) as NaN."""
+    return Estimate(*(math.nan if d[k] is None else float(d[k]) for k in ("value", "se")))
+
+
 @dataclass(frozen=True)
 class PopulationRow:
     """One population's line of Table 1."""
@@ -242,8 +247,8 @@ class ZSCReport:
         rows = tuple(
             PopulationRow(
                 name=r["name"],
-                **{c: Estimate(r[c]["value"], r[c]["se"]) for c in PopulationRow.COLUMNS},
-                op=Estimate(r["op"]["value"], r["op"]["se"]) if r.get("op") else None,
+                **{c: _estimate(r[c]) for c in PopulationRow.COLUMNS},
+                op=_estimate(r["op"]) if r.get("op") else None,
             )
             for r in data["rows"]
         )
@@ -265,4 +270,5 @@ class ZSCReport:
         return head + "\n".join(f"| {r.name} | " + " | ".join(c) + " |" for r, c in zip(self.rows, cells))
 
     def dumps(self) -> str:
-        return json.dumps(self.to_json(), indent=2)
+        """Strict JSON (an undefined estimate, NaN, is written as null and read back as NaN)."""
+        return strict_dumps(self.to_json(), indent=2)

@@ -117,13 +117,15 @@ def run_differential(
     return stats
 
 
-# 200 episodes (x 400 steps) in the default run
+# 200 episodes (x 400 steps) in all; the default run keeps the fastest case (20-40 s each on a 2-core CPU),
+# the others run with `make test-slow`
+_SLOW = pytest.mark.slow
 DEFAULT = [
-    ("grounded_coord_simple", 110, False, 2),
-    ("grounded_coord_simple", 40, True, 2),
-    ("grounded_coord_ring", 20, True, 2),
+    pytest.param("grounded_coord_simple", 110, False, 2, marks=_SLOW),
+    pytest.param("grounded_coord_simple", 40, True, 2, marks=_SLOW),
+    pytest.param("grounded_coord_ring", 20, True, 2, marks=_SLOW),
     ("test_time_simple", 20, False, 2),
-    ("grounded_coord_simple", 10, True, None),
+    pytest.param("grounded_coord_simple", 10, True, None, marks=_SLOW),
 ]
 
 

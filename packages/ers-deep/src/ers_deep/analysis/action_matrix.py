@@ -27,6 +27,7 @@ import torch
 from ers_deep.pools import Policy
 from ers_deep.train.config import TrainConfig, make_env
 from ers_deep.train.evaluate import Agent, play
+from ers_exact.util.output import save_figure
 
 __all__ = ["OVERCOOKED_ACTIONS", "action_labels", "action_matrix", "matrix_figure", "record_actions"]
 
@@ -156,6 +157,6 @@ def matrix_figure(matrices: Sequence[dict[str, Any]], path: str | Path, titles: 
         ax.set_title(titles[k] if k < len(titles) else m["policy"], fontsize=8)
         fig.colorbar(im, ax=ax, shrink=0.7)
     fig.tight_layout()
-    fig.savefig(path)
+    save_figure(fig, path)
     plt.close(fig)
     return Path(path)

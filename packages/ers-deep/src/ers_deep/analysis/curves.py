@@ -9,6 +9,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from ers_deep.train.run import read_metrics
+from ers_exact.util.output import save_figure
 
 __all__ = ["curves", "learning_curve", "time_to_fraction"]
 
@@ -97,6 +98,6 @@ def learning_curve(
     if title:
         fig.suptitle(title, fontsize=9)
     fig.tight_layout()
-    fig.savefig(path)
+    save_figure(fig, path)
     plt.close(fig)
     return Path(path)

@@ -47,6 +47,7 @@ from ers_deep.train.exact import tabular_policies
 from ers_exact.interface import DiscoveryResult, file_sha256
 from ers_exact.model.objectives import cross_play, other_play
 from ers_exact.model.transformation import Transformation, apply_to_policy
+from ers_exact.util.output import save_figure
 
 __all__ = [
     "deep_op_preservation",
@@ -223,7 +224,7 @@ def preservation_figure(result: dict[str, Any], path: str | Path, title: str = "
     ax.legend(fontsize=6)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path)
+    save_figure(fig, path)
     plt.close(fig)
     return Path(path)
 

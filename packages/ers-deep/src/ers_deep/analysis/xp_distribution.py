@@ -29,6 +29,7 @@ import numpy as np
 from ers_deep.crossplay import crossplay_matrix, mean_se
 from ers_deep.pools import PoolError, load_pool
 from ers_deep.zsc import POPULATIONS
+from ers_exact.util.output import save_figure
 
 __all__ = [
     "bimodality",
@@ -133,7 +134,7 @@ def distribution_figure(
     ax.set_title(title or "cross-play score distribution", fontsize=9)
     ax.legend(fontsize=6)
     fig.tight_layout()
-    fig.savefig(path)
+    save_figure(fig, path)
     plt.close(fig)
     return Path(path)
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from ers_exact.util.options import Options, UsageError, at_least, option, output_folder
+from ers_exact.util.options import Options, UsageError, at_least, between, option, output_folder, thread_count
+from ers_exact.util.output import write_json
 
 __all__ = [
     "ActionMatrixOptions",
@@ -26,30 +26,16 @@ __all__ = [
 ]
 
 
-def _plain(x: Any) -> Any:
-    """``x`` with every NaN float replaced by None (strict JSON: ``null``)."""
-    if isinstance(x, float) and math.isnan(x):
-        return None
-    if isinstance(x, dict):
-        return {k: _plain(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_plain(v) for v in x]
-    return x
-
-
 def _write(out: Path, name: str, opts: Options, result: dict[str, Any]) -> dict[str, str]:
     """``OUT/NAME.json`` (the result, NaN as null) beside ``OUT/NAME-config.json`` (the options); their paths."""
-    from ers_deep.train.checkpoint import atomic_write_bytes
-
     out.mkdir(parents=True, exist_ok=True)
     files = {
         "json": out / f"{name}.json",
         "config": out / f"{name}-config.json",
         "figure": out / f"{name}.png",
     }
-    atomic_write_bytes(files["config"], json.dumps(opts.to_json(), indent=2).encode())
-    text = json.dumps(_plain(result), indent=2, default=str, allow_nan=False)
-    atomic_write_bytes(files["json"], text.encode())
+    write_json(files["config"], opts.to_json())
+    write_json(files["json"], result)
     return {k: str(v) for k, v in files.items()}
 
 
@@ -80,7 +66,7 @@ class ActionMatrixOptions(Options):
         check=output_folder,
         default_text="POOL/analysis or TABLE1/analysis",
     )
-    threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=at_least(1))
+    threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=thread_count)
 
     def check(self) -> None:
         if self.pool is None and self.table1 is None:
@@ -182,7 +168,7 @@ class OPPreservationOptions(Options):
     out: str | None = option(
         None, help="folder of the results", check=output_folder, default_text="POOL/analysis"
     )
-    threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=at_least(1))
+    threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=thread_count)
 
 
 def run_op_preservation(opts: OPPreservationOptions) -> dict[str, Any]:
@@ -229,12 +215,12 @@ class XPDistributionOptions(Options):
     )
     table1: str | None = option(None, help="an ers-deep table1 folder: its three populations")
     games: int = option(1000, help="games per pair and seat order (pool sources)", check=at_least(1))
-    bins: int = option(20, help="histogram bins", check=at_least(1))
+    bins: int = option(20, help="histogram bins, 1 to 1000", check=between(1, 1000))
     seed: int = option(0, help="seed of the games", check=at_least(0))
     out: str | None = option(
         None, help="folder of the results", check=output_folder, default_text="TABLE1/analysis, else required"
     )
-    threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=at_least(1))
+    threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=thread_count)
 
     def check(self) -> None:
         if self.populations is None and self.table1 is None:

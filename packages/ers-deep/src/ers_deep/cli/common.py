@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from ers_deep.envs.hanabi.config import PRESET_ALIASES, PRESETS
 
-__all__ = ["PRESET_NAMES", "device_check", "env_check", "parse_seeds", "seeds_check"]
+__all__ = ["PRESET_NAMES", "device_check", "env_check", "parse_seeds", "require_two_seats", "seeds_check"]
 
 PRESET_NAMES = sorted(PRESETS) + sorted(PRESET_ALIASES)
 
@@ -68,3 +70,55 @@ def seeds_check(value: object) -> str | None:
     except ValueError:
         return "is not a seed list (e.g. 0-4 or 0,2,5: distinct integers >= 0)"
     return None
+
+
+def require_two_seats(pool: Any, command: str) -> None:
+    """Refuse a pool whose env does not have exactly two seats, for ``command``s that pair two policies
+    (cross-play): one line naming the pool, its env and its number of agents."""
+    from ers_deep.pools import PoolError
+    from ers_deep.train.config import make_env
+
+    seats = make_env(pool.policies[0].config, 1, seed=0).num_agents
+    if seats != 2:
+        raise PoolError(
+            f"{pool.path}: {command} pairs policies in two seats, but the pool's env {pool.info.get('env')} has "
+            f"{seats} agent(s); use a two-player env"
+        )
+
+
+def _tensor_bytes(x: Any, seen: set[int]) -> int:
+    """Bytes of the tensors reachable from ``x`` (attributes, tuples, lists, dicts), each counted once."""
+    if isinstance(x, torch.Tensor):
+        if id(x) in seen:
+            return 0
+        seen.add(id(x))
+        return x.numel() * x.element_size()
+    if isinstance(x, dict):
+        return sum(_tensor_bytes(v, seen) for v in x.values())
+    if isinstance(x, (list, tuple)):
+        return sum(_tensor_bytes(v, seen) for v in x)
+    if hasattr(x, "__dict__") and not isinstance(x, type):
+        return sum(_tensor_bytes(v, seen) for v in vars(x).values())
+    return 0
+
+
+def bytes_per_game(config: Any, stored_steps: int = 0) -> int:
+    """Estimated memory of one game of ``config``'s env (a ``TrainConfig``): its state, observations and
+    legal masks measured on a batch of two, x3 for the step's temporaries, plus ``stored_steps`` copies of
+    one step's outputs (a rollout buffer)."""
+    from ers_deep.train.config import make_env
+
+    env = make_env(config.replace(device="cpu"), 2, seed=0)
+    step = env.reset(seed=0)
+    state = _tensor_bytes(env, set()) / 2
+    out = _tensor_bytes(step, set()) / 2
+    return int(3 * (state + out) + stored_steps * 2 * out)
+
+
+def check_games_memory(flag: str, games: int, config: Any, stored_steps: int = 0) -> None:
+    """Refuse ``games`` parallel games of ``config``'s env (``flag`` names the option that sets them) when
+    they would not fit the memory budget (:mod:`ers_exact.util.budget`)."""
+    from ers_exact.util.budget import check_memory
+
+    per = bytes_per_game(config, stored_steps)
+    check_memory(f"{flag}: {games:,} games of {config.env}", games * per, f"lower {flag}")

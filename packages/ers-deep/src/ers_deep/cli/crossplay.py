@@ -10,8 +10,10 @@ import torch
 from ers_exact.util.options import (
     Options,
     at_least,
+    force_option,
     option,
     output_folder,
+    thread_count,
 )
 
 __all__ = ["CrossplayOptions", "run_crossplay", "show_crossplay"]
@@ -33,26 +35,32 @@ class CrossplayOptions(Options):
         help="folder for xp.json, xp.png and report.json (default: POOL_A/crossplay)",
         check=output_folder,
     )
+    force: bool = force_option()
     no_mdp: bool = option(False, help="skip the matrix symmetrised over the env's Dec-POMDP symmetries")
-    threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=at_least(1))
+    threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=thread_count)
 
 
 def run_crossplay(opts: CrossplayOptions) -> dict[str, Any]:
     """Cross-play matrix, heatmap and ZSC report of one or two pools (written to ``--out``)."""
-    import json
     import math
     from pathlib import Path
 
+    from ers_deep.cli.common import check_games_memory, require_two_seats
     from ers_deep.crossplay import crossplay_matrix, heatmap, population_report, xp_estimates
     from ers_deep.pools import load_pool
     from ers_exact.interface import Estimate, PopulationRow, ZSCReport
+    from ers_exact.util.output import claim_folder, write_atomic, write_json
 
     if opts.threads:
         torch.set_num_threads(opts.threads)
     a = load_pool(opts.pool_a)
     b = load_pool(opts.pool_b) if opts.pool_b else None
     out = Path(opts.out) if opts.out else a.path / "crossplay"
-    out.mkdir(parents=True, exist_ok=True)
+    for pool in (a, b) if b is not None else (a,):
+        require_two_seats(pool, "crossplay")
+        check_games_memory("--games", opts.games, pool.policies[0].config)
+    reads = [a.path] + ([b.path] if b is not None else [])
+    claim_folder(out, force=opts.force, command="ers-deep crossplay", reads=reads)
     rows: list[Any] = []
     sym_matrices: dict[str, dict[str, Any]] = {}
     for pool in [a] if b is None else [a, b]:
@@ -88,8 +96,8 @@ def run_crossplay(opts: CrossplayOptions) -> dict[str, Any]:
     )
     title = f"cross-play {a.name}" + (f" x {b.name}" if b else "")
     heatmap(matrix, out / "xp.png", title)
-    (out / "xp.json").write_text(json.dumps({"matrix": matrix, "populations": sym_matrices}, indent=2))
-    (out / "report.json").write_text(report.dumps())
+    write_json(out / "xp.json", {"matrix": matrix, "populations": sym_matrices})
+    write_atomic(out / "report.json", report.dumps())
     files = {
         "matrix": str(out / "xp.json"),
         "heatmap": str(out / "xp.png"),

@@ -24,6 +24,7 @@ from ers_exact.util.options import (
     option,
     output_folder,
     positive,
+    thread_count,
 )
 
 __all__ = ["DiscoverOptions", "discovery_check", "pool_check", "run_discover", "show_discover"]
@@ -151,7 +152,7 @@ class DiscoverOptions(Options):
         default_text="POOL/discovery-ALGORITHM",
     )
     resume: bool = option(False, help="continue the interrupted run in --out from its last checkpoint")
-    threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=at_least(1))
+    threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=thread_count)
 
     def check(self) -> None:
         if self.top > self.candidates:
@@ -219,12 +220,17 @@ def run_discover(opts: DiscoverOptions) -> dict[str, Any]:
     import torch
 
     from ers_deep.discovery import discover
-    from ers_deep.pools import load_pool
+    from ers_deep.pools import PoolError, load_pool
 
     if opts.threads:
         torch.set_num_threads(opts.threads)
     pool = load_pool(opts.pool)
     held_out = load_pool(opts.held_out) if opts.held_out is not None else None
+    if held_out is not None and held_out.info["env"] != pool.info["env"]:
+        raise PoolError(
+            f"--held-out {opts.held_out}: a pool of {held_out.info['env']}, but --pool {opts.pool} is a pool of "
+            f"{pool.info['env']}; give held-out policies of the same env"
+        )
     config = opts.config(str(pool.info["env"]))
     out = opts.out_dir()
     start = time.perf_counter()

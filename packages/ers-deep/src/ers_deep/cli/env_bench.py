@@ -21,6 +21,7 @@ from ers_exact.util.options import (
     between,
     one_of,
     option,
+    thread_count,
 )
 
 __all__ = ["ENV_REFERENCES", "EnvBenchOptions", "run_env_bench", "show_env_bench"]
@@ -56,7 +57,7 @@ class EnvBenchOptions(Options):
     against: str = option(
         "", help="comma-separated references: hle, jaxmarl (Hanabi); jaxmarl (Overcooked V2)"
     )
-    threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=at_least(1))
+    threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=thread_count)
     no_check: bool = option(
         False, help="Hanabi: skip the per-step legality check (eager mode; no device sync)"
     )
@@ -107,6 +108,11 @@ class EnvBenchOptions(Options):
 
 def run_env_bench(opts: EnvBenchOptions) -> dict[str, Any]:
     """Time the env (and the references in ``--against``); the result dict of ``bench.*.env_bench``."""
+    from ers_deep.cli.common import check_games_memory
+    from ers_deep.train.config import paper_config
+
+    base = {"layout": opts.layout} if opts.env == "overcooked-v2" else {"hanabi_preset": opts.preset}
+    check_games_memory("--batch", opts.batch, paper_config(opts.env, **base))
     if opts.threads:
         torch.set_num_threads(opts.threads)
     if opts.env == "overcooked-v2":

@@ -6,7 +6,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from ers_deep.cli.train import TrainSPOptions, resume_folder, show_train_sp
+from ers_deep.cli.train import TrainSPOptions, check_resume_updates, resume_folder, show_train_sp
 from ers_exact.util.options import UsageError, option
 
 __all__ = ["TrainOPOptions", "run_train_op", "show_train_op", "symmetries_check"]
@@ -54,6 +54,7 @@ def run_train_op(opts: TrainOPOptions) -> dict[str, Any]:
         "max_updates": opts.max_updates,
     }
     if opts.resume is not None:
+        check_resume_updates(resume_folder(opts.resume), opts.max_updates)
         return train_op_pool(None, opts.symmetries, resume_folder(opts.resume), resume_run=True, **runs)
     assert opts.symmetries is not None
     if opts.ray is not None:

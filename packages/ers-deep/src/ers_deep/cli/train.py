@@ -6,17 +6,26 @@ import dataclasses
 from pathlib import Path
 from typing import Any, Literal
 
-from ers_deep.cli.common import PRESET_NAMES, device_check, env_check, parse_seeds, seeds_check
+from ers_deep.cli.common import (
+    PRESET_NAMES,
+    check_games_memory,
+    device_check,
+    env_check,
+    parse_seeds,
+    seeds_check,
+)
 from ers_deep.envs.overcooked_v2.layouts import LAYOUT_STRINGS
 from ers_exact.util.options import (
     Options,
     UsageError,
     at_least,
+    flag_name,
     non_negative,
     one_of,
     option,
     output_folder,
     positive,
+    thread_count,
 )
 
 __all__ = ["TrainSPOptions", "resume_folder", "run_train_sp", "show_train_sp"]
@@ -32,7 +41,9 @@ class TrainSPOptions(Options):
         help="hanabi, overcooked-v2, tabular:NAME or a .dpomdp path (required unless --resume)",
         check=env_check,
     )
-    seeds: str = option("0-4", help="seeds of the pool: a range 0-4 or a list 0,2,5", check=seeds_check)
+    seeds: str | None = option(
+        None, help="seeds of the pool: a range 0-4 or a list 0,2,5", check=seeds_check, default_text="0-4"
+    )
     out: str | None = option(
         None, help="the pool folder to create (required unless --resume)", check=output_folder
     )
@@ -90,7 +101,7 @@ class TrainSPOptions(Options):
         None, help="stop after this many updates (continue later with --resume)", check=at_least(1)
     )
     device: str = option("cpu", help="torch device: cpu, cuda or cuda:N", check=device_check)
-    threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=at_least(1))
+    threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=thread_count)
     ray: str | None = option(
         None,
         help="train each seed as a separate job on this Ray cluster (local: a local Ray instance; "
@@ -101,6 +112,13 @@ class TrainSPOptions(Options):
     def check(self) -> None:
         if self.resume is None and (self.env is None or self.out is None):
             raise UsageError("--env and --out are required (or --resume POOL)")
+        if self.resume is not None:
+            given = [flag_name(f) for f in _RUN_FIELDS if getattr(self, f) is not None]
+            if given:
+                raise UsageError(
+                    f"--resume continues the run with the config it was started with; {', '.join(given)} "
+                    "cannot change it (drop them, or train a new pool with --out)"
+                )
         if self.ray is not None and self.resume is not None:
             raise UsageError(
                 "--resume cannot be combined with --ray (a Ray pool trains each seed in one job)"
@@ -117,7 +135,7 @@ class TrainSPOptions(Options):
 
         assert self.env is not None
         over: dict[str, Any] = {
-            "seeds": parse_seeds(self.seeds),
+            "seeds": parse_seeds(self.seeds or "0-4"),
             "device": self.device,
             "hanabi_preset": self.preset,
             "layout": self.layout,
@@ -146,6 +164,43 @@ class TrainSPOptions(Options):
         return paper_config(self.env, **over)
 
 
+#: options that define a run (its config and folder): --resume keeps the run's own, so it refuses them
+_RUN_FIELDS = (
+    "env",
+    "seeds",
+    "out",
+    "alpha",
+    "total_steps",
+    "num_envs",
+    "num_steps",
+    "minibatches",
+    "lr",
+    "hidden",
+    "conv",
+    "shaped_horizon",
+)
+
+
+def check_resume_updates(folder: Path, max_updates: int | None) -> None:
+    """Refuse ``--max-updates`` at or below the update the run to resume has already reached."""
+    from ers_deep.train.checkpoint import CheckpointError, read_metadata
+    from ers_deep.train.run import checkpoints
+
+    if max_updates is None:
+        return
+    for path in reversed(checkpoints(folder / "run")):
+        try:
+            done = int(read_metadata(path)["counters"]["update"])
+        except (CheckpointError, KeyError, TypeError, ValueError):
+            continue
+        if max_updates <= done:
+            raise UsageError(
+                f"--max-updates {max_updates}: the run in {folder} is already at update {done}; give a larger "
+                "value to continue it"
+            )
+        return
+
+
 def resume_folder(text: str) -> Path:
     """The pool folder of ``--resume``: the pool itself, or its run/ folder."""
     pool = Path(text)
@@ -158,6 +213,7 @@ def run_train_sp(opts: TrainSPOptions) -> dict[str, Any]:
     from ers_deep.train.config import paper_config
 
     if opts.resume is not None:
+        check_resume_updates(resume_folder(opts.resume), opts.max_updates)
         return train_pool(
             paper_config("hanabi"),
             resume_folder(opts.resume),
@@ -166,11 +222,15 @@ def run_train_sp(opts: TrainSPOptions) -> dict[str, Any]:
             threads=opts.threads,
             max_updates=opts.max_updates,
         )
+    config = opts.config()
+    check_games_memory(
+        "--num-envs x --seeds", config.num_envs * len(config.seeds), config, stored_steps=config.num_steps
+    )
     if opts.ray is not None:
         from ers_deep.pools import train_pool_ray
 
         return train_pool_ray(
-            opts.config(),
+            config,
             str(opts.out),
             opts.ray,
             eval_games=opts.eval_games,
@@ -178,7 +238,7 @@ def run_train_sp(opts: TrainSPOptions) -> dict[str, Any]:
             max_updates=opts.max_updates,
         )
     return train_pool(
-        opts.config(),
+        config,
         str(opts.out),
         eval_games=opts.eval_games,
         threads=opts.threads,

@@ -9,7 +9,16 @@ from typing import Any
 import torch
 
 from ers_deep.cli.common import PRESET_NAMES, device_check, env_check
-from ers_exact.util.options import Options, at_least, non_negative, one_of, option, output_folder, positive
+from ers_exact.util.options import (
+    Options,
+    at_least,
+    non_negative,
+    one_of,
+    option,
+    output_folder,
+    positive,
+    thread_count,
+)
 
 __all__ = ["Table1Options", "Table2Options", "run_table1_cmd", "run_table2_cmd", "show_table1", "show_table2"]
 
@@ -68,7 +77,7 @@ class Table1Options(Options):
     games: int = option(500, help="cross-play games per pair and seat order", check=at_least(1))
     seed: int = option(0, help="seed of the whole experiment", check=at_least(0))
     device: str = option("cpu", help="torch device: cpu, cuda or cuda:N", check=device_check)
-    threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=at_least(1))
+    threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=thread_count)
 
     def config(self) -> Any:
         from ers_deep.zsc import PopulationConfig

@@ -45,6 +45,7 @@ from ers_deep.train.run import resume, train
 from ers_exact.interface import DiscoveryResult, LearnedTransformation, file_sha256
 from ers_exact.model.values import expected_return
 from ers_exact.util.options import UsageError, at_least, between, check_fields, non_negative, one_of
+from ers_exact.util.output import read_json
 
 __all__ = ["TABULAR_SETTINGS", "DeepDiscoveryConfig", "discover", "exact_value", "load_symmetries"]
 
@@ -159,10 +160,16 @@ def load_symmetries(path: str | os.PathLike[str]) -> list[LearnedSymmetry]:
     """The learned symmetries of a discovery output (its folder or its discovery.json), hash-checked."""
     path = Path(path)
     folder = path.parent if path.suffix == ".json" else path
+    if not (folder / "discovery.json").is_file():
+        what = "a pool, not a discovery output" if (folder / "pool.json").is_file() else "no discovery.json"
+        raise PoolError(f"{folder}: {what} (give the --out folder of an ers-deep discover run)")
+    data = read_json(folder / "discovery.json", "a discovery result written by ers-deep discover")
     try:
-        result = DiscoveryResult.from_json(json.loads((folder / "discovery.json").read_text()))
-    except OSError:
-        raise PoolError(f"{folder}: no discovery.json (run ers-deep discover first)") from None
+        result = DiscoveryResult.from_json(data)
+    except (KeyError, TypeError, ValueError) as e:
+        raise PoolError(
+            f"{folder / 'discovery.json'}: not a discovery result ({type(e).__name__}: {e})"
+        ) from None
     out: list[LearnedSymmetry] = []
     lift = None
     for t in result.transformations:

@@ -39,6 +39,7 @@ from ers_deep.train.checkpoint import CheckpointError, atomic_write_bytes, load_
 from ers_deep.train.config import TrainConfig
 from ers_deep.train.ippo import Learner
 from ers_exact.util.errors import InputError
+from ers_exact.util.output import read_json
 
 __all__ = [
     "METRIC_COLUMNS",
@@ -244,10 +245,9 @@ def resume(
 ) -> tuple[Learner, dict[str, Any]]:
     """Continue the run in ``run_dir`` from its newest readable checkpoint (see the module docstring)."""
     run_dir = Path(run_dir)
-    try:
-        info = json.loads((run_dir / "config.json").read_text())
-    except OSError:
-        raise RunError(f"{run_dir}: no run to resume (config.json missing)") from None
+    if not (run_dir / "config.json").is_file():
+        raise RunError(f"{run_dir}: no run to resume (config.json missing)")
+    info = read_json(run_dir / "config.json", "a training run's config", ("config",))
     if threads:
         torch.set_num_threads(threads)
     learner = make_learner(TrainConfig.from_json(info["config"]))
@@ -257,6 +257,7 @@ def resume(
             tensors, meta = load_checkpoint(path)
         except CheckpointError as e:  # e.g. a file damaged after it was written: fall back to an older one
             errors.append(str(e))
+            print(f"resume: skipped a damaged checkpoint, trying an older one: {e}", file=sys.stderr)
             continue
         learner.load_state_tensors(tensors, meta["counters"])
         break

@@ -10,7 +10,6 @@ Phi_ER > Phi_MDP are saved as .dpomdp files.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from ers_exact.model.histories import enumerate_histories
 from ers_exact.model.transformation import Transformation
 from ers_exact.solve.fixed_points import SolverConfig
 from ers_exact.util.options import at_least, check_fields, non_negative, positive, probability
+from ers_exact.util.output import write_json
 from ers_exact.util.progress import Progress
 
 __all__ = ["CensusConfig", "census"]
@@ -92,7 +92,7 @@ def census(config: CensusConfig, progress: bool | None = None) -> dict[str, Any]
     result = {"config": config.__dict__, "summary": summary, "games": rows}
     if config.out:
         Path(config.out).mkdir(parents=True, exist_ok=True)
-        Path(config.out, "census.json").write_text(json.dumps(result, indent=2))
+        write_json(Path(config.out, "census.json"), result)
     return result
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ers_exact.solve.sweep import SweepResult
+from ers_exact.util.output import save_figure as write_figure
 
 __all__ = ["plot_atlas", "plot_sweep", "save_figure"]
 
@@ -53,9 +54,10 @@ def save_figure(fig: Any, path: str | Path) -> Path:
     fig.tight_layout()
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
-    return out
+    try:
+        return write_figure(fig, out, dpi=120)
+    finally:
+        plt.close(fig)
 
 
 def plot_atlas(result: dict[str, Any], path: str | Path) -> Path:

@@ -4,7 +4,6 @@ The dict is what ``--json`` prints."""
 
 from __future__ import annotations
 
-import json
 import platform
 import time
 from pathlib import Path
@@ -33,7 +32,7 @@ from ers_exact.cli.options import (
     ZSCOptions,
     default_demo_dir,
 )
-from ers_exact.games import GAMES, load_game
+from ers_exact.games import GAMES, find_game_file, load_game
 from ers_exact.model.game import Game
 from ers_exact.model.histories import (
     HistoryTree,
@@ -44,6 +43,8 @@ from ers_exact.model.histories import (
 from ers_exact.model.optimal import count_policy_trees, optimal_value, self_play_optimum
 from ers_exact.model.values import expected_return, local_q_values, uniform_policy
 from ers_exact.solve.fixed_points import SolverConfig, solve_fixed_points
+from ers_exact.util.budget import check_count
+from ers_exact.util.output import claim_folder, write_json
 
 __all__ = [
     "run_atlas",
@@ -61,6 +62,9 @@ __all__ = [
     "run_value",
     "run_zsc",
 ]
+
+#: memory of one census row (a dict of a dozen entries) and its JSON text, bytes
+CENSUS_ROW_BYTES = 4_000
 
 # an upper bound above this is reported as None, with its log10 (the exact sum can have millions of digits)
 _EXACT_ESTIMATE_LOG10 = 18
@@ -80,6 +84,12 @@ def _game_json(game: Game) -> dict[str, Any]:
         "n_actions": list(game.n_actions),
         "n_observations": list(game.n_observations),
     }
+
+
+def _reads(o: GameOptions) -> list[Path]:
+    """The files a game command reads (the .dpomdp file, when GAME is one): outputs never replace them."""
+    path = find_game_file(o.game)
+    return [] if path is None else [path]
 
 
 def _game(o: GameOptions) -> Game:
@@ -145,7 +155,7 @@ def run_optimal(o: OptimalOptions) -> dict[str, Any]:
         tree, o.method, max_policies=o.max_policies, heuristic=o.heuristic, max_children=o.max_children
     )
     if o.save_policy:
-        write_policy_file(o.save_policy, tree, result.policy)
+        write_policy_file(o.save_policy, tree, result.policy, reads=_reads(o))
     return {**result.to_json(), "provenance": _provenance()}
 
 
@@ -176,7 +186,7 @@ def run_export_gambit(o: ExportGambitOptions) -> dict[str, Any]:
     from ers_exact.io.gambit import save_efg
 
     tree = _tree(o)
-    save_efg(tree, o.out)
+    save_efg(tree, o.out, reads=_reads(o))
     return {
         **_game_json(tree.game),
         "written": str(o.out),
@@ -213,6 +223,9 @@ def run_census(o: CensusOptions) -> dict[str, Any]:
     from ers_exact.analysis.census import CensusConfig, census
 
     cfg = CensusConfig(games=o.games, seed=o.seed, alpha=o.alpha, starts=o.starts, out=o.out)
+    check_count("--games", o.games, CENSUS_ROW_BYTES, "random games")  # their rows are kept for census.json
+    if o.out:
+        claim_folder(o.out, force=o.force, command="ers-exact census")
     return {**census(cfg), "provenance": _provenance()}
 
 
@@ -233,6 +246,8 @@ def run_zsc(o: ZSCOptions) -> dict[str, Any]:
         algorithm=o.algorithm,
     )
     tree = _tree(o)
+    if o.out:
+        claim_folder(o.out, force=o.force, command="ers-exact zsc", reads=_reads(o))
     report, discoveries = pipeline(tree, cfg)
     result = {
         **report.to_json(),
@@ -241,8 +256,7 @@ def run_zsc(o: ZSCOptions) -> dict[str, Any]:
         "provenance": _provenance(),
     }
     if o.out:
-        Path(o.out).mkdir(parents=True, exist_ok=True)
-        Path(o.out, f"zsc-{tree.game.name}-seed{o.seed}.json").write_text(json.dumps(result, indent=2))
+        write_json(Path(o.out, f"zsc-{tree.game.name}-seed{o.seed}.json"), result)
     return result
 
 
@@ -256,7 +270,7 @@ def run_op(o: OPOptions) -> dict[str, Any]:
     tree = _tree(o)
     result = solve_other_play(tree, o.symmetries, cfg)
     if o.save_policy:
-        write_policy_file(o.save_policy, tree, result.policy)
+        write_policy_file(o.save_policy, tree, result.policy, reads=_reads(o))
     return {**_game_json(tree.game), **result.to_json(), "provenance": _provenance()}
 
 
@@ -280,6 +294,7 @@ def run_demo(o: DemoOptions) -> dict[str, Any]:
     from ers_exact.model.optimal import PolicyBudgetError
 
     folder = Path(o.out) if o.out else default_demo_dir()
+    claim_folder(folder, force=o.force, command="ers-exact demo")
     rows = []
     for name, factory in GAMES.items():
         game = factory()
@@ -311,7 +326,6 @@ def run_demo(o: DemoOptions) -> dict[str, Any]:
         rows.append(row)
     config = {"max_policies": o.max_policies, "alpha": o.alpha, "starts": o.starts}
     result: dict[str, Any] = {"command": "demo", "config": config, "games": rows, "provenance": _provenance()}
-    folder.mkdir(parents=True, exist_ok=True)
-    Path(folder, "demo.json").write_text(json.dumps(result, indent=2))
+    write_json(Path(folder, "demo.json"), result)
     result["written"] = str(Path(folder, "demo.json"))
     return result

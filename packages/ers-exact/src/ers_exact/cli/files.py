@@ -7,7 +7,7 @@ Format: ``{"game": name, "horizon": H, "policy": [pi^1, ..., pi^n]}`` where pi^i
 
 from __future__ import annotations
 
-import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,7 @@ import numpy as np
 
 from ers_exact.model.histories import HistoryTree
 from ers_exact.model.values import PolicyError, check_policy
+from ers_exact.util.output import FileFormatError, load_json, write_json
 
 __all__ = ["POLICY_FORMAT", "read_policy_file", "write_policy_file"]
 
@@ -30,13 +31,13 @@ _JSON_TYPES = {
 }
 
 
-def write_policy_file(path: str | Path, tree: HistoryTree, policy: tuple[np.ndarray, ...]) -> None:
-    """Write one joint policy of ``tree``'s game as JSON (see the module docstring)."""
-    Path(path).write_text(
-        json.dumps(
-            {"game": tree.game.name, "horizon": tree.game.horizon, "policy": [p.tolist() for p in policy]}
-        )
-    )
+def write_policy_file(
+    path: str | Path, tree: HistoryTree, policy: tuple[np.ndarray, ...], reads: Sequence[str | Path] = ()
+) -> None:
+    """Write one joint policy of ``tree``'s game as JSON (see the module docstring), atomically and never
+    over a file the command reads (``reads``)."""
+    data = {"game": tree.game.name, "horizon": tree.game.horizon, "policy": [p.tolist() for p in policy]}
+    write_json(path, data, reads=reads, indent=None)
 
 
 def read_policy_file(path: str | Path, tree: HistoryTree) -> tuple[np.ndarray, ...]:
@@ -48,13 +49,9 @@ def read_policy_file(path: str | Path, tree: HistoryTree) -> tuple[np.ndarray, .
         what = "is a folder" if p.is_dir() else "no such file"
         raise FileNotFoundError(f"{path}: {what}; a policy is 'uniform' or a JSON file {POLICY_FORMAT}")
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        raise PolicyError(f"{path}: not a UTF-8 text file; expected JSON {POLICY_FORMAT}") from None
-    except json.JSONDecodeError as err:
-        raise PolicyError(
-            f"{path}: not JSON ({err.msg} at line {err.lineno}, column {err.colno}); expected {POLICY_FORMAT}"
-        ) from None
+        data = load_json(p, f"JSON {POLICY_FORMAT}")
+    except FileFormatError as err:
+        raise PolicyError(str(err)) from None
     if isinstance(data, dict) and "policy" not in data:
         raise PolicyError(f'{path}: the JSON object has no "policy" key; expected {POLICY_FORMAT}')
     agents = data["policy"] if isinstance(data, dict) else data

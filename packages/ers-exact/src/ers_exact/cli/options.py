@@ -26,6 +26,7 @@ from ers_exact.util.options import (
     UsageError,
     at_least,
     between,
+    force_option,
     one_of,
     option,
     output_file,
@@ -318,6 +319,7 @@ class CensusOptions(Options):
         metavar="DIR",
         help="folder for census.json and the games with Phi_ER > Phi_MDP (created)",
     )
+    force: bool = force_option()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -338,6 +340,7 @@ class ZSCOptions(PoolOptions):
         default_text="not written",
         metavar="DIR",
     )
+    force: bool = force_option()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -422,3 +425,4 @@ class DemoOptions(Options):
     max_nodes: int = option(
         DEFAULT_MAX_NODES, help="refuse to enumerate more joint history nodes than this", check=at_least(1)
     )
+    force: bool = force_option()

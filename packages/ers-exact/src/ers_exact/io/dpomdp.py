@@ -25,6 +25,7 @@ import numpy as np
 
 from ers_exact.io.dpomdp_parse import IDENT_RE, RESERVED, DpomdpError, parse_dpomdp
 from ers_exact.model.game import Game
+from ers_exact.util.output import write_atomic
 
 __all__ = ["DpomdpError", "parse_dpomdp", "read_dpomdp", "save_dpomdp", "write_dpomdp"]
 
@@ -62,7 +63,7 @@ def read_dpomdp(source: str | os.PathLike[str], horizon: int = 2, name: str | No
 
 def save_dpomdp(game: Game, path: str | os.PathLike[str]) -> None:
     """Write ``game`` to ``path`` in the ``.dpomdp`` format (see :func:`write_dpomdp`)."""
-    Path(path).write_text(write_dpomdp(game), encoding="utf-8")
+    write_atomic(path, write_dpomdp(game))
 
 
 def write_dpomdp(game: Game) -> str:

@@ -42,12 +42,13 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from pathlib import Path
 
 import numpy as np
 
 from ers_exact.model.game import Game
 from ers_exact.model.histories import HistoryTree, enumerate_histories
+from ers_exact.util.budget import check_memory
+from ers_exact.util.output import write_atomic
 
 __all__ = ["EfgExport", "export_efg", "save_efg", "to_efg"]
 
@@ -105,16 +106,44 @@ def to_efg(tree_or_game: TreeOrGame, title: str | None = None) -> str:
     return export_efg(tree_or_game, title=title).text
 
 
-def save_efg(tree_or_game: TreeOrGame, path: str | os.PathLike[str], title: str | None = None) -> EfgExport:
-    """Write the ``.efg`` text to ``path``; returns the :class:`EfgExport` (text and index maps)."""
+def save_efg(
+    tree_or_game: TreeOrGame,
+    path: str | os.PathLike[str],
+    title: str | None = None,
+    reads: Sequence[str | os.PathLike[str]] = (),
+) -> EfgExport:
+    """Write the ``.efg`` text to ``path`` atomically, never over a file in ``reads``; returns the
+    :class:`EfgExport` (text and index maps)."""
     export = export_efg(tree_or_game, title=title)
-    Path(path).write_text(export.text, encoding="ascii")
+    write_atomic(path, export.text.encode("ascii"), reads=reads)
     return export
 
 
+#: memory per node of the .efg tree while it is built (its text line, the list entry, index maps), bytes
+#: (measured: Dec-Tiger H = 4, 8.3 M nodes, 1.2 GB peak)
+EFG_BYTES_PER_NODE = 150
+
+
+def efg_node_count(tree: HistoryTree) -> int:
+    """Nodes of the .efg tree, an upper bound: states are not marginalised, so a joint history node of stage
+    t appears once per state trajectory s_0..s_t (at most S^(t+1)), each time with a chance node, agent i's
+    decision nodes (one per joint action prefix of the agents before i) and an outcome node per joint action
+    (measured within 1.3x on Dec-Tiger H = 2..4)."""
+    game = tree.game
+    prefixes = sum(int(np.prod(game.n_actions[:i])) for i in range(game.n_agents + 1))
+    return sum(len(layer) * game.n_states ** (t + 1) * (1 + prefixes) for t, layer in enumerate(tree.layers))
+
+
 def export_efg(tree_or_game: TreeOrGame, title: str | None = None) -> EfgExport:
-    """Build the ``.efg`` text and the index maps. A :class:`Game` is enumerated first."""
+    """Build the ``.efg`` text and the index maps. A :class:`Game` is enumerated first; a tree whose export
+    would not fit the memory budget (:mod:`ers_exact.util.budget`) is refused before any work."""
     tree = tree_or_game if isinstance(tree_or_game, HistoryTree) else enumerate_histories(tree_or_game)
+    nodes = efg_node_count(tree)
+    check_memory(
+        f"{tree.game.name} H={tree.game.horizon}: a Gambit tree of up to {nodes:,} nodes",
+        nodes * EFG_BYTES_PER_NODE,
+        "lower the horizon",
+    )
     return _Writer(tree).run(title)
 
 

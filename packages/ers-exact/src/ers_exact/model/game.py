@@ -28,9 +28,11 @@ import numpy as np
 
 from ers_exact.util.errors import InputError
 
-__all__ = ["ROW_SUM_TOL", "Game", "GameError", "make_game"]
+__all__ = ["REWARD_TO_GO_LIMIT", "ROW_SUM_TOL", "Game", "GameError", "make_game"]
 
 ROW_SUM_TOL = 1e-9
+#: max |R| * H above this is refused (returns, Q-values and their interval enclosures must stay finite)
+REWARD_TO_GO_LIMIT = 1e100
 
 
 class GameError(InputError, ValueError):
@@ -216,6 +218,14 @@ def _validate(g: Game) -> None:
     if not np.all(np.isfinite(g.reward)):
         idx = tuple(int(i) for i in np.argwhere(~np.isfinite(g.reward))[0])
         raise GameError(f"reward{_fmt(idx, ('s', 'a', 's_next'))} is not finite")
+    top = float(np.abs(g.reward).max(initial=0.0))
+    if top * g.horizon > REWARD_TO_GO_LIMIT:
+        idx = tuple(int(i) for i in np.unravel_index(int(np.abs(g.reward).argmax()), g.reward.shape))
+        raise GameError(
+            f"reward{_fmt(idx, ('s', 'a', 's_next'))} = {top:.3g}: over H = {g.horizon} steps returns could "
+            f"reach {top * g.horizon:.3g}, beyond the {REWARD_TO_GO_LIMIT:.0e} that values, logits and their "
+            "intervals are computed within; rescale the rewards"
+        )
     if g.legal_actions is not None:
         if len(g.legal_actions) != n:
             raise GameError(f"legal_actions has {len(g.legal_actions)} entries, expected one per agent ({n})")

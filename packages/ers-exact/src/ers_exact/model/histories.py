@@ -26,6 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ers_exact.model.game import Game
+from ers_exact.util.budget import check_memory
 from ers_exact.util.errors import InputError
 
 __all__ = [
@@ -222,6 +223,11 @@ def enumerate_histories(game: Game, max_nodes: int = DEFAULT_MAX_NODES) -> Histo
                 f"history nodes by t={t} (upper bound for all t: {describe_count(game, max_nodes)}); the "
                 f"budget is max_nodes = {max_nodes:,}. Raise max_nodes or lower the horizon."
             )
+        check_memory(
+            f"{game.name} H={game.horizon}: {total + candidates:,} joint history nodes by t={t}",
+            (total + candidates) * node_bytes(game),
+            "lower the horizon",
+        )
         parent, action, obs, weight = _expand(game, prev)
         local = np.empty((parent.shape[0], n), dtype=np.int64)
         for i in range(n):
@@ -247,6 +253,12 @@ def enumerate_histories(game: Game, max_nodes: int = DEFAULT_MAX_NODES) -> Histo
         _make_local(i, loc_parent[i], loc_action[i], loc_obs[i], local_legal[i]) for i in range(n)
     )
     return HistoryTree(game=game, layers=tuple(layers), local=local_histories)
+
+
+def node_bytes(game: Game) -> int:
+    """Memory of one joint history node: its chance weight over states [S], indices, legal mask and the
+    enumeration's temporaries (x2).  # bytes"""
+    return 2 * (8 * game.n_states + 8 * (4 + 2 * game.n_agents) + game.n_joint_actions)
 
 
 def _expand(game: Game, prev: JointLayer) -> tuple[np.ndarray, ...]:

@@ -32,8 +32,18 @@ from ers_exact.solve.derivatives import (
     LogitEvaluation,
     coordinate_index,
 )
+from ers_exact.util.errors import InputError
 
-__all__ = ["LogitCoordinates", "boltzmann_map", "boltzmann_residual", "logit_bound", "softmax_policy"]
+__all__ = [
+    "LOGIT_LIMIT",
+    "LogitCoordinates",
+    "TemperatureError",
+    "boltzmann_map",
+    "boltzmann_residual",
+    "check_temperature",
+    "logit_bound",
+    "softmax_policy",
+]
 
 
 def softmax_policy(tree: HistoryTree, q: tuple[np.ndarray, ...], alpha: float) -> tuple[np.ndarray, ...]:
@@ -69,9 +79,29 @@ def logit_bound(tree: HistoryTree, alpha: float) -> float:
     return spread * horizon_weight / alpha + 1.0
 
 
+#: the largest logit bound B / alpha the solver accepts (y, M(y), DM(y) and their intervals stay finite)
+LOGIT_LIMIT = 1e200
+
+
+class TemperatureError(InputError, ValueError):
+    """A temperature alpha that is not a positive number, or too small for the game's rewards."""
+
+
 def _check_alpha(alpha: float) -> None:
     if not (np.isfinite(alpha) and alpha > 0):
-        raise ValueError(f"temperature alpha must be a positive number, got {alpha}")
+        raise TemperatureError(f"temperature alpha must be a positive number, got {alpha}")
+
+
+def check_temperature(tree: HistoryTree, alpha: float) -> None:
+    """Refuse an alpha at which the logits of fixed points, up to B / alpha, could leave floating point:
+    every alpha > 0 works in log space unless (reward spread x horizon) / alpha exceeds :data:`LOGIT_LIMIT`."""
+    _check_alpha(alpha)
+    bound = logit_bound(tree, alpha)
+    if not bound <= LOGIT_LIMIT:
+        raise TemperatureError(
+            f"alpha {alpha:g} is too small for {tree.game.name}'s rewards: logits could reach {bound:.3g}, "
+            f"beyond {LOGIT_LIMIT:.0e}; use alpha >= {logit_bound(tree, 1.0) / LOGIT_LIMIT:.3g}"
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -108,15 +138,25 @@ class LogitCoordinates:
 
     def to_policy(self, y: np.ndarray) -> tuple[np.ndarray, ...]:
         """pi(y) for y [P, D] -> per agent [P, K_i, A_i]."""
+        return tuple(np.exp(lp) for lp in self.to_log_policy(y))
+
+    def to_log_policy(self, y: np.ndarray) -> tuple[np.ndarray, ...]:
+        """log pi(y) for y [P, D] -> per agent [P, K_i, A_i] (shifted log-sum-exp: finite on legal actions at
+        any temperature, where pi itself underflows to 0; -inf on illegal ones)."""
         y = np.atleast_2d(y)
         out = []
         for (k, a, _), sl, hist in zip(self._index, self.slices, self.tree.local):
             logits = np.where(hist.legal, 0.0, -np.inf)[None].repeat(y.shape[0], axis=0)
             logits[:, k, a] = y[:, sl]
             logits -= logits.max(axis=2, keepdims=True)
-            e = np.exp(logits)
-            out.append(e / e.sum(axis=2, keepdims=True))
+            out.append(logits - np.log(np.exp(logits).sum(axis=2, keepdims=True)))
         return tuple(out)
+
+    def from_log_policy(self, log_policy: tuple[np.ndarray, ...]) -> np.ndarray:
+        """y from per-agent log-probabilities [P, K_i, A_i] (finite on legal actions).  # [P, D]"""
+        return np.concatenate(
+            [lp[:, k, a] - lp[:, k, r] for lp, (k, a, r) in zip(log_policy, self._index)], axis=1
+        )
 
     def from_policy(self, policy: Policy) -> np.ndarray:
         """y(pi) for a full-support policy -> [P, D] (or [D])."""

@@ -212,7 +212,8 @@ def _enclosures_scalar(
     image = interval_logit_map(coords, duals, alpha)
     jlo, jhi = np.zeros((D, D)), np.zeros((D, D))
     for r, x in enumerate(image):
-        for j, g in x.grad.items():
+        # a gap that does not depend on y (e.g. a one-agent game's last step) is a plain Interval: zero row
+        for j, g in (x.grad if isinstance(x, IDual) else {}).items():
             jlo[r, j], jhi[r, j] = g.lo, g.hi
     mlo, mhi = _bounds(interval_logit_map(coords, [Interval(v) for v in c], alpha))
     return jlo, jhi, mlo, mhi

@@ -45,6 +45,7 @@ import scipy.sparse as sp
 
 from ers_exact.model.histories import HistoryTree
 from ers_exact.solve.interval_array import IArray, concat, exp, log, spmm
+from ers_exact.util.budget import format_bytes
 from ers_exact.util.errors import InputError
 
 __all__ = [
@@ -61,13 +62,6 @@ DEFAULT_MEMORY_BUDGET = 1_000_000_000
 
 class MemoryBudgetError(InputError, RuntimeError):
     """A single policy's evaluation needs more working memory than the budget allows."""
-
-
-def _size(n_bytes: float) -> str:
-    """A byte count for messages: GB above 0.1 GB, else MB (or kB)."""
-    if n_bytes >= 1e8:
-        return f"{n_bytes / 1e9:.2f} GB"
-    return f"{n_bytes / 1e6:.2f} MB" if n_bytes >= 1e4 else f"{n_bytes / 1e3:.2f} kB"
 
 
 def coordinate_index(tree: HistoryTree) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
@@ -257,8 +251,8 @@ class LogitDerivatives:
             what = "the logit map and its Jacobian" if jacobian else "the logit map"
             raise MemoryBudgetError(
                 f"{self.tree.game.name} H={self.tree.game.horizon}: one evaluation of {what} needs about "
-                f"{_size(per)} (D = {self.D} coordinates, {sum(self.sizes):,} joint nodes, "
-                f"{self.n_pairs:,} ancestor pairs); the memory budget is {_size(budget)}. Raise "
+                f"{format_bytes(per)} (D = {self.D} coordinates, {sum(self.sizes):,} joint nodes, "
+                f"{self.n_pairs:,} ancestor pairs); the memory budget is {format_bytes(budget)}. Raise "
                 f"memory_budget_bytes (--memory-budget) or lower the horizon."
             )
         return max(1, budget // per)

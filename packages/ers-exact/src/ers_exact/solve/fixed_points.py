@@ -26,15 +26,21 @@ import numpy as np
 
 from ers_exact.model.histories import HistoryTree
 from ers_exact.model.optimal import PolicyBudgetError, self_play_optimum
-from ers_exact.solve.boltzmann import LogitCoordinates, logit_bound
+from ers_exact.solve.boltzmann import LogitCoordinates, check_temperature, logit_bound
 from ers_exact.solve.certify import certify_point, enumerate_all
 from ers_exact.solve.continuation import ContinuationConfig, ContinuationResult, continuation
 from ers_exact.solve.derivatives import DEFAULT_MEMORY_BUDGET
 from ers_exact.solve.newton import NewtonSettings, dedup, flat_policies, newton
 from ers_exact.util.blas import blas_threads
+from ers_exact.util.budget import check_memory
 from ers_exact.util.progress import Progress
 
 __all__ = ["FixedPoint", "FixedPointSet", "SolverConfig", "solve_fixed_points"]
+
+
+#: memory of one start of the multistart search per logit coordinate: y, its damped and Newton copies, the
+#: residuals and the policies of the de-duplication (measured: 3-6x the [P, D] array of starts)
+START_BYTES_PER_COORDINATE = 8 * 12
 
 
 @dataclass(frozen=True)
@@ -213,24 +219,27 @@ def _damped(
     coords: LogitCoordinates, y: np.ndarray, alpha: float, cfg: SolverConfig, bound: float, bar: Progress
 ) -> tuple[np.ndarray, np.ndarray]:
     """pi <- (1 - eta) pi + eta F(pi) in probability space, batched, each start until it moves by less than
-    ``damped_tol``. Returns the logits after ``damped_short`` steps (Newton's starts towards any fixed
+    ``damped_tol``; computed on log pi (log-sum-exp), so probabilities that underflow at a small alpha keep
+    their logits. Returns the logits after ``damped_short`` steps (Newton's starts towards any fixed
     point) and at the end (near the stable points the damped iteration is attracted to), clipped."""
-    pols = coords.to_policy(y)
-    short = np.clip(coords.from_policy(pols), -bound, bound)
+    logs = coords.to_log_policy(y)
+    short = np.clip(coords.from_log_policy(logs), -bound, bound)
     active = np.arange(len(y))
+    keep, move = np.log1p(-cfg.damping), np.log(cfg.damping)
     for step in range(cfg.damped_steps):
         if active.size == 0:
             break
-        cur = tuple(p[active] for p in pols)
-        image = coords.to_policy(coords.logit_map(np.clip(coords.from_policy(cur), -bound, bound), alpha))
-        diff = np.max([np.abs(f - p).max(axis=(1, 2)) for f, p in zip(image, cur)], axis=0)
-        for p, c, f in zip(pols, cur, image):
-            p[active] = (1 - cfg.damping) * c + cfg.damping * f
+        cur = tuple(lp[active] for lp in logs)
+        y_cur = np.clip(coords.from_log_policy(cur), -bound, bound)
+        image = coords.to_log_policy(coords.logit_map(y_cur, alpha))
+        diff = np.max([np.abs(np.exp(f) - np.exp(c)).max(axis=(1, 2)) for f, c in zip(image, cur)], axis=0)
+        for lp, c, f in zip(logs, cur, image):
+            lp[active] = np.logaddexp(keep + c, move + f)
         active = active[diff >= cfg.damped_tol]
         if step + 1 == cfg.damped_short:
-            short = np.clip(coords.from_policy(pols), -bound, bound)
+            short = np.clip(coords.from_log_policy(logs), -bound, bound)
         bar.update()
-    return short, np.clip(coords.from_policy(pols), -bound, bound)
+    return short, np.clip(coords.from_log_policy(logs), -bound, bound)
 
 
 def _cluster(coords: LogitCoordinates, y: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
@@ -287,11 +296,19 @@ def _solve(
     tree: HistoryTree, alpha: float, cfg: SolverConfig, warm_starts: np.ndarray | None
 ) -> FixedPointSet:
     start = time.perf_counter()
-    if not (np.isfinite(alpha) and alpha > 0):
-        raise ValueError(f"temperature alpha must be a positive number, got {alpha}")
+    check_temperature(tree, alpha)
     coords = LogitCoordinates(tree, memory_budget=cfg.memory_budget_bytes)
     coords.derivatives.chunk_size(True, cfg.memory_budget_bytes)  # refuses at once when one policy cannot fit
     bound = logit_bound(tree, alpha)
+    n_runs = cfg.n_starts + 2 + (0 if warm_starts is None else len(warm_starts))
+    batch = min(
+        cfg.memory_budget_bytes, n_runs * coords.derivatives.bytes_per_policy(True)
+    )  # chunked under it
+    check_memory(
+        f"--starts {cfg.n_starts:,} on {tree.game.name} H={tree.game.horizon}",
+        n_runs * START_BYTES_PER_COORDINATE * max(1, coords.dim) + batch,
+        "lower --starts",
+    )
     cont = (
         continuation(coords, alpha, cfg.continuation_config, progress=cfg.progress)
         if cfg.continuation
@@ -322,7 +339,11 @@ def _solve(
         if search.complete:
             # boxes were inflated, so one root may sit in two certified boxes: polish and de-duplicate
             y_r, res_r = newton(
-                coords, np.array(search.roots).reshape(-1, coords.dim), alpha, cfg.newton_settings, bound
+                coords,
+                np.array(search.roots, dtype=float).reshape(len(search.roots), coords.dim),
+                alpha,
+                cfg.newton_settings,
+                bound,
             )
             roots = dedup(coords, y_r[res_r < cfg.tol], res_r[res_r < cfg.tol], cfg.dedup_tol)
             n_before = len(found)

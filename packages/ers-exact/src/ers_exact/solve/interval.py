@@ -13,6 +13,7 @@ import math
 __all__ = ["IDual", "Interval", "as_interval"]
 
 _INF = math.inf
+_EXP_MAX = 709.0  # math.exp overflows just above 709.78
 
 
 def _dn(x: float) -> float:
@@ -96,8 +97,9 @@ class Interval:
         return as_interval(other) / self
 
     def exp(self) -> Interval:
-        lo = 0.0 if self.lo < -745 else max(0.0, _dn(math.exp(self.lo)))
-        hi = _INF if self.hi > 709 else _up(math.exp(self.hi))
+        """exp over the interval; never overflows: an end above 709 is bounded by exp(709) (below) or inf."""
+        lo = 0.0 if self.lo < -745 else max(0.0, _dn(math.exp(min(self.lo, _EXP_MAX))))
+        hi = _INF if self.hi > _EXP_MAX else _up(math.exp(self.hi))
         return Interval(lo, hi)
 
     def intersect(self, other: Interval) -> Interval | None:

@@ -10,13 +10,16 @@ User errors are the exception types listed in ``user_errors``: by default every 
 :class:`~ers_exact.util.errors.InputError` (options, games, files, policies, budgets) and ``OSError``.
 Anything else is a bug, never blamed on the user: exit 1 with one line asking for a report;
 ``ERS_DEBUG=1`` shows the traceback.
+
+Output streams: ``--json`` is strict JSON (``null`` where a value is undefined or not finite); a reader that
+closes the pipe early (``| head``) ends the command quietly with status 141 (128 + SIGPIPE); a device that
+cannot take the output (``> /dev/full``) is exit status 2 with one line.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -25,11 +28,13 @@ from typing import Any, NoReturn
 
 from ers_exact.util.errors import InputError
 from ers_exact.util.options import Options, add_options, from_namespace, options_markdown
+from ers_exact.util.output import dumps
 
 __all__ = ["Command", "OneLineParser", "build_parser", "commands_markdown", "one_line", "run_cli"]
 
 USAGE_ERROR = 2
 INTERNAL_ERROR = 1
+CLOSED_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a writer whose reader closed the pipe
 
 
 def one_line(message: object) -> str:
@@ -89,6 +94,8 @@ def run_cli(
     where = f"{prog} {cmd.name}"
     try:
         result = cmd.run(from_namespace(cmd.options, args))
+    except BrokenPipeError:
+        return _closed_stdout()
     except KeyboardInterrupt:
         print(f"{where}: interrupted", file=sys.stderr)
         return 130
@@ -104,19 +111,41 @@ def run_cli(
             file=sys.stderr,
         )
         return INTERNAL_ERROR
-    if args.json:
-        print(json.dumps(result, indent=2, default=_json_default))
-    else:
-        (cmd.show or _default_show)(result)
+    return _print_result(where, result, args.json, cmd.show or _default_show)
+
+
+def _print_result(where: str, result: dict[str, Any], as_json: bool, show: Callable[[Any], None]) -> int:
+    """Print the result (strict JSON: ``null`` where a value is undefined or not finite, never ``NaN``);
+    a reader that closed the pipe ends the command quietly, a full device is exit status 2 with one line."""
+    try:
+        if as_json:
+            print(dumps(result, indent=2))
+        else:
+            show(result)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        return _closed_stdout()
+    except OSError as err:
+        _silence_stdout()
+        print(f"{where}: error: cannot write the output: {err.strerror or err}", file=sys.stderr)
+        return USAGE_ERROR
     return 0
 
 
-def _json_default(x: Any) -> Any:
-    if hasattr(x, "tolist"):
-        return x.tolist()
-    if hasattr(x, "to_json"):
-        return x.to_json()
-    return float(x)
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot fail (and print) again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # stdout without a file descriptor (captured in tests)
+        pass
+
+
+def _closed_stdout() -> int:
+    """The reader of stdout went away (``| head``): stop quietly, with the shell's status for SIGPIPE."""
+    _silence_stdout()
+    return CLOSED_PIPE
 
 
 def commands_markdown(prog: str, commands: Sequence[Command]) -> str:

@@ -38,6 +38,7 @@ __all__ = [
     "default_text",
     "finite",
     "flag_name",
+    "force_option",
     "from_namespace",
     "non_negative",
     "one_of",
@@ -47,6 +48,7 @@ __all__ = [
     "output_folder",
     "positive",
     "probability",
+    "thread_count",
 ]
 
 Check = Callable[[Any], "str | None"]
@@ -125,6 +127,16 @@ def check_fields(obj: object, **checks: Check) -> None:
             raise UsageError(f"{type(obj).__name__}.{name} = {value!r}: {reason}")
 
 
+def thread_count(v: Any) -> str | None:
+    """A number of CPU threads: 1 up to 4 per core of this machine (more only oversubscribes, and a huge
+    count crashes the thread pool)."""
+    from ers_exact.util.budget import max_threads
+
+    top = max_threads()
+    ok = isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= top
+    return None if ok else f"must be an integer from 1 to {top} (4 per CPU core of this machine)"
+
+
 def output_file(suffixes: Sequence[str] = ()) -> Check:
     """A file to write: not a folder, its folder exists, and it ends in one of ``suffixes`` (when given).
 
@@ -158,6 +170,15 @@ def output_folder(v: Any) -> str | None:
         whole = path == os.path.abspath(os.fspath(v))
         return "is a file, not a folder" if whole else f"{path} is a file, not a folder"
     return None
+
+
+def force_option() -> Any:
+    """``--force``: the option of every command that writes a results folder (see
+    :func:`ers_exact.util.output.claim_folder`)."""
+    return option(
+        False,
+        help="replace the results of an earlier run in the output folder (without it such a folder is refused)",
+    )
 
 
 # ----- declaring options -----

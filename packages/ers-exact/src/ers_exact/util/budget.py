@@ -1,0 +1,82 @@
+"""The one memory budget of both packages: every size a user can type is estimated in bytes before the work
+starts, and a request over the budget is refused (exit status 2) with the estimate and how to raise it.
+
+The budget is ``$ERS_MEMORY_BUDGET`` in GB when set, else half of this machine's physical memory (at most
+8 GB; 4 GB when the size of the memory is unknown). :func:`check_memory` is the only place that compares an
+estimate with it; each command supplies its own estimate (bytes per history node times nodes, per start times
+starts, per env times envs, ...), and an estimate that a run then exceeds by more than 2x is a bug.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+from ers_exact.util.errors import InputError
+
+__all__ = [
+    "MEMORY_BUDGET_ENV",
+    "BudgetError",
+    "check_count",
+    "check_memory",
+    "format_bytes",
+    "max_threads",
+    "memory_budget",
+]
+
+#: environment variable holding the memory budget in GB
+MEMORY_BUDGET_ENV = "ERS_MEMORY_BUDGET"
+
+
+class BudgetError(InputError, RuntimeError):
+    """A request whose estimated memory (or size) is over its budget; the message says by how much."""
+
+
+def format_bytes(n: float) -> str:
+    """A byte count for messages: GB above 0.1 GB, else MB (or kB)."""
+    if n >= 1e8:
+        return f"{n / 1e9:,.2f} GB"
+    return f"{n / 1e6:.2f} MB" if n >= 1e4 else f"{n / 1e3:.2f} kB"
+
+
+def _physical_memory() -> float | None:
+    try:
+        return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def memory_budget() -> float:
+    """The memory budget in bytes (module docstring); a malformed ``$ERS_MEMORY_BUDGET`` is refused."""
+    text = os.environ.get(MEMORY_BUDGET_ENV)
+    if text:
+        try:
+            gb = float(text)
+        except ValueError:
+            gb = math.nan
+        if not (math.isfinite(gb) and gb > 0):
+            raise BudgetError(f"${MEMORY_BUDGET_ENV}={text!r}: must be a number of GB > 0")
+        return gb * 1e9
+    phys = _physical_memory()
+    return 4e9 if phys is None else min(8e9, phys / 2)
+
+
+def check_memory(what: str, n_bytes: float, lower: str) -> None:
+    """Refuse ``what`` (e.g. "--starts 1000000000 on dectiger H=3") when it needs about ``n_bytes`` bytes,
+    over :func:`memory_budget`; ``lower`` says which option lowers the need (e.g. "lower --starts")."""
+    budget = memory_budget()
+    if not n_bytes <= budget:
+        raise BudgetError(
+            f"{what} needs about {format_bytes(n_bytes)} of memory, over the budget of {format_bytes(budget)}; "
+            f"{lower}, or raise the budget with ${MEMORY_BUDGET_ENV}=GB"
+        )
+
+
+def check_count(flag: str, value: int, per_item_bytes: float, what: str = "") -> None:
+    """``check_memory`` for a count option: ``value`` items of ``per_item_bytes`` each."""
+    check_memory(f"{flag} {value:,}{' ' + what if what else ''}", value * per_item_bytes, f"lower {flag}")
+
+
+def max_threads() -> int:
+    """The most CPU threads a ``--threads`` option accepts: 4 per core of this machine (at least 4)."""
+    return 4 * max(1, os.cpu_count() or 1)

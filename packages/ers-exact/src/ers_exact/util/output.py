@@ -1,0 +1,220 @@
+"""The one way both packages write a file: atomically, never over an input, strict JSON only.
+
+* :func:`write_atomic` writes bytes or text to a temporary file in the target's folder, flushes, ``fsync``s,
+  ``os.replace``s it onto the target and ``fsync``s the folder: a crash or a full disk at any moment leaves the
+  earlier file byte for byte, never a truncated one. It refuses (:class:`OutputError`, exit 2) a target that
+  is one of the files the command reads (``reads``), e.g. ``optimal GAME.dpomdp --save-policy GAME.dpomdp``.
+* :func:`write_json` / :func:`dumps` write strict JSON (RFC 8259): non-finite floats become ``null``, numpy
+  scalars and arrays become numbers and lists; never a bare ``NaN`` or ``Infinity`` token.
+* :func:`save_figure` renders a matplotlib figure into memory and writes it with :func:`write_atomic`.
+* :func:`claim_folder` prepares a results folder: an existing folder that holds an earlier run is refused
+  unless ``--force``, which first removes that run's files (the folder is marked by :data:`MARKER`), so two
+  runs' files never mix; a folder holding files not written by ers is never emptied.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+import shutil
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from ers_exact.util.errors import InputError
+
+__all__ = [
+    "MARKER",
+    "FileFormatError",
+    "OutputError",
+    "claim_folder",
+    "dumps",
+    "jsonable",
+    "load_json",
+    "read_json",
+    "same_file",
+    "save_figure",
+    "write_atomic",
+    "write_json",
+]
+
+#: the file that marks a results folder as written by an ers command (JSON: the command that wrote it)
+MARKER = ".ers-results.json"
+
+PathLike = str | os.PathLike[str]
+
+
+class OutputError(InputError, OSError):
+    """An output that cannot or must not be written; the message names the path (exit status 2)."""
+
+
+def same_file(a: PathLike, b: PathLike) -> bool:
+    """Whether two paths name the same file (or folder), following links; False when either is missing."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.abspath(a) == os.path.abspath(b)
+
+
+def _refuse_inputs(path: Path, reads: Iterable[PathLike]) -> None:
+    for r in reads:
+        if r is not None and same_file(path, r):
+            raise OutputError(
+                f"{path}: is a file this command reads; refusing to overwrite it (write elsewhere)"
+            )
+
+
+def write_atomic(path: PathLike, data: bytes | str, *, reads: Iterable[PathLike] = ()) -> Path:
+    """Write ``data`` (text is UTF-8) to ``path`` atomically (module docstring); returns the path.
+
+    Raises :class:`OutputError` naming the path when ``path`` is one of ``reads`` or cannot be written (a full
+    disk, a missing folder, no permission); the earlier file, if any, is then unchanged."""
+    path = Path(path)
+    _refuse_inputs(path, reads)
+    raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(raw)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as e:
+        what = e.strerror or str(e)
+        raise OutputError(f"{path}: cannot write it ({what}); an earlier file there is unchanged") from None
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    try:
+        fd = os.open(path.parent, os.O_RDONLY)
+    except OSError:  # a folder that cannot be opened for fsync (some file systems): the data is written
+        return path
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    return path
+
+
+def jsonable(x: Any) -> Any:
+    """``x`` with numpy values as Python ones and non-finite floats as ``None`` (strict JSON), recursively."""
+    if isinstance(x, dict):
+        return {str(k) if not isinstance(k, str) else k: jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [jsonable(v) for v in x]
+    if isinstance(x, bool) or x is None or isinstance(x, (str, int)):
+        return x
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if hasattr(x, "tolist"):  # numpy scalars and arrays, torch tensors
+        return jsonable(x.tolist())
+    if hasattr(x, "to_json"):
+        return jsonable(x.to_json())
+    if isinstance(x, os.PathLike):
+        return os.fspath(x)
+    try:
+        return jsonable(float(x))
+    except (TypeError, ValueError):
+        return str(x)
+
+
+def dumps(obj: Any, **kwargs: Any) -> str:
+    """Strict JSON text of ``obj`` (see :func:`jsonable`); keyword arguments go to ``json.dumps``."""
+    return json.dumps(jsonable(obj), allow_nan=False, **kwargs)
+
+
+def write_json(path: PathLike, obj: Any, *, reads: Iterable[PathLike] = (), **kwargs: Any) -> Path:
+    """``obj`` as strict JSON (indent 2 unless given) written atomically to ``path``."""
+    kwargs.setdefault("indent", 2)
+    return write_atomic(path, dumps(obj, **kwargs) + "\n", reads=reads)
+
+
+def save_figure(fig: Any, path: PathLike, *, reads: Iterable[PathLike] = (), **kwargs: Any) -> Path:
+    """A matplotlib figure rendered in memory (format from the suffix) and written with :func:`write_atomic`."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format=Path(path).suffix.lstrip(".").lower() or "png", **kwargs)
+    return write_atomic(path, buf.getvalue(), reads=reads)
+
+
+class FileFormatError(InputError, ValueError):
+    """A file the command reads is missing, unreadable or not what it should be; the message names it."""
+
+
+def load_json(path: PathLike, what: str) -> Any:
+    """The JSON value in ``path`` (``what`` it should be, for messages); :class:`FileFormatError` naming the
+    file when it is missing, unreadable, not UTF-8 or not JSON."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_bytes().decode("utf-8"))
+    except FileNotFoundError:
+        raise FileFormatError(f"{path}: no such file (expected {what})") from None
+    except OSError as e:
+        raise FileFormatError(f"{path}: cannot read it ({e.strerror or e}; expected {what})") from None
+    except UnicodeDecodeError:
+        raise FileFormatError(f"{path}: not a UTF-8 text file (expected {what} as JSON)") from None
+    except json.JSONDecodeError as e:
+        raise FileFormatError(
+            f"{path}: not valid JSON ({e.msg} at line {e.lineno}; expected {what})"
+        ) from None
+    return data
+
+
+def read_json(path: PathLike, what: str, keys: Iterable[str] = ()) -> dict[str, Any]:
+    """The JSON object in ``path`` (``what`` it should be, for messages, e.g. "a pool summary"), with
+    ``keys`` present; :class:`FileFormatError` naming the file and what is wrong otherwise."""
+    data = load_json(path, what)
+    if not isinstance(data, dict):
+        raise FileFormatError(f"{path}: holds a JSON {type(data).__name__}, not an object (expected {what})")
+    missing = [k for k in keys if k not in data]
+    if missing:
+        raise FileFormatError(f"{path}: has no {', '.join(map(repr, missing))} (expected {what})")
+    return data
+
+
+def claim_folder(
+    folder: PathLike, *, force: bool, command: str, reads: Iterable[PathLike] = (), option: str = "--force"
+) -> Path:
+    """Prepare ``folder`` for one run's results (module docstring) and mark it; returns it.
+
+    A missing or empty folder is created and marked. A folder with an earlier ers run (the marker) is refused
+    naming ``option`` unless ``force``, which removes that run's files first. A folder holding other files is
+    refused either way, and so is a folder that is or holds one of the paths the command reads."""
+    path = Path(folder)
+    for r in reads:
+        if r is None:
+            continue
+        rp, pp = Path(os.path.abspath(r)), Path(os.path.abspath(path))
+        if same_file(path, r) or rp.is_relative_to(pp):  # --force would remove an input
+            raise OutputError(
+                f"{path}: holds or is an input of this command ({r}); write the results elsewhere"
+            )
+    if path.exists() and not path.is_dir():
+        raise OutputError(f"{path}: is a file, not a folder")
+    entries = sorted(p.name for p in path.iterdir()) if path.is_dir() else []
+    if entries:
+        if MARKER not in entries:
+            shown = ", ".join(entries[:3]) + (", ..." if len(entries) > 3 else "")
+            raise OutputError(
+                f"{path}: is not empty and was not written by ers ({shown}); choose a new or empty folder"
+            )
+        if not force:
+            raise OutputError(
+                f"{path}: holds the results of an earlier run; pass {option} to replace them or choose "
+                "another folder"
+            )
+        for name in entries:
+            p = path / name
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p)
+            else:
+                p.unlink()
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise OutputError(f"{path}: cannot create the folder ({e.strerror or e})") from None
+    write_json(path / MARKER, {"command": command})
+    return path
