@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.exact.strategies import GameSpec, tiny_game_specs
@@ -172,6 +172,22 @@ def test_an_alpha_beyond_floating_point_is_refused_naming_it(
     spec=tiny_game_specs(),
     reward_exp=st.integers(-8, 60),
     alpha_exp=st.floats(-7.0, 3.0),
+)
+@example(  # found by this test: logits up to 6e10, where the solver returned no fixed point (now refused)
+    spec=GameSpec(
+        n_agents=2,
+        n_states=2,
+        n_actions=(2, 3),
+        n_observations=(2, 2),
+        horizon=2,
+        discount=1.0,
+        sparsity=1.0,
+        reward_kind="grid",
+        legal=False,
+        seed=33,
+    ),
+    reward_exp=10,
+    alpha_exp=0.0,
 )
 def test_fixed_points_are_finite_or_refused_at_extreme_alphas_and_rewards(
     spec: GameSpec, reward_exp: int, alpha_exp: float
