@@ -20,7 +20,7 @@ $(STAMP): constraints.txt requirements-dev.txt packages/ers-exact/pyproject.toml
 venv: $(STAMP)
 
 demo: $(STAMP)
-	$(VENV)/bin/ers-exact demo --out $(OUT) --force
+	$(VENV)/bin/ers-exact demo --out $(OUT)/demo --force
 
 # ruff (lint + format check) and mypy over both packages, tests and benchmarks; `make test` runs it first.
 lint: $(STAMP)
