@@ -87,4 +87,4 @@ def compiled_vs_eager_params(cfg: TrainConfig, updates: int) -> float:
             learner.train_step()
         assert learner.minibatch_update.mode == mode
         nets.append(list(learner.net.parameters()))
-    return max(float((p - q).abs().max()) for p, q in zip(*nets))
+    return max(float((p - q).detach().abs().max()) for p, q in zip(*nets))
