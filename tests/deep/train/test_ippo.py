@@ -47,6 +47,28 @@ def test_gae_matches_a_plain_loop() -> None:
     assert torch.allclose(target, adv + value)
 
 
+def test_gae_matches_torchrl() -> None:
+    """The learner's GAE against TorchRL's functional ``generalized_advantage_estimate`` (time dim -2)."""
+    from torchrl.objectives.value.functional import generalized_advantage_estimate
+
+    g = torch.Generator().manual_seed(1)
+    S, T, N = 2, 12, 5
+    value, reward = torch.randn(S, T, N, generator=g), torch.randn(S, T, N, generator=g)
+    done = torch.rand(S, T, N, generator=g) < 0.2
+    last = torch.randn(S, N, generator=g)
+    adv, target = gae(reward, value, last, done, 0.99, 0.95)
+
+    def per_actor(x: torch.Tensor) -> torch.Tensor:  # [S, T, N] -> [S, N, T, 1]
+        return x.transpose(1, 2)[..., None]
+
+    next_value = torch.cat([value[:, 1:], last[:, None]], 1)
+    ref_adv, ref_target = generalized_advantage_estimate(
+        0.99, 0.95, per_actor(value), per_actor(next_value), per_actor(reward), per_actor(done)
+    )
+    assert torch.allclose(adv, ref_adv[..., 0].transpose(1, 2), atol=1e-5)
+    assert torch.allclose(target, ref_target[..., 0].transpose(1, 2), atol=1e-5)
+
+
 def test_schedules() -> None:
     cfg = paper_config("hanabi", total_env_steps=1024 * 128 * 100)
     assert lr_at(cfg, 0) == 5e-4 and math.isclose(lr_at(cfg, 50), 2.5e-4)
