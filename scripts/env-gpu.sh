@@ -18,15 +18,7 @@ OUT=${OUT:-results/env-gpu}
 PART=${1:-all}
 TEST_S=${TEST_S:-300}
 TABLE_S=${TABLE_S:-540}
-mkdir -p "$OUT"
-PY=python3
-if ls .whl/*.whl >/dev/null 2>&1; then
-  $PY -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl
-fi
-export PYTHONPATH=$PWD:$PWD/packages/ers-deep/src:$PWD/packages/ers-exact/src:/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-export XLA_PYTHON_CLIENT_PREALLOCATE=false
-{ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv; $PY -c "import torch; print('torch', torch.__version__)"; } \
-  | tee "$OUT/gpu.txt"
+. "$(dirname "$0")/device-env.sh"
 if [ "$PART" != table ]; then
 timeout "$TEST_S" $PY -m pytest -q -m gpu -o addopts="" -p no:cacheprovider \
   tests/deep/accel/test_gpu.py tests/deep/envs/hanabi/test_gpu.py tests/deep/envs/overcooked_v2/test_gpu.py \

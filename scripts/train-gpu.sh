@@ -18,15 +18,7 @@ set -uo pipefail
 OUT=${OUT:-results/train-gpu}
 TEST_S=${TEST_S:-200}
 TABLE_S=${TABLE_S:-335}
-mkdir -p "$OUT"
-PY=python3
-if ls .whl/*.whl >/dev/null 2>&1; then
-  $PY -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl
-fi
-export PYTHONPATH=$PWD:$PWD/packages/ers-deep/src:$PWD/packages/ers-exact/src:/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-export XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONUNBUFFERED=1
-{ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>/dev/null; $PY -c "import torch; print('torch', torch.__version__)"; } \
-  | tee "$OUT/gpu.txt"
+. "$(dirname "$0")/device-env.sh"
 if [ "$TEST_S" -gt 0 ]; then
   timeout "$TEST_S" $PY -m pytest -q -m gpu -o addopts="" -p no:cacheprovider \
     "tests/deep/accel/test_gpu.py::test_captured_step_equals_eager_step[hanabi-kw0-compile-graph]" \

@@ -99,9 +99,10 @@ def _finite(x: Any) -> bool:
     return True
 
 
-@pytest.fixture
-def exact(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, str, str]]:
-    from ers_exact.cli import main
+def _caller(
+    main: Callable[[list[str]], int], capsys: pytest.CaptureFixture[str]
+) -> Callable[..., tuple[int, str, str]]:
+    """``call(*argv) -> (exit status, stdout, stderr)`` of one CLI's ``main``."""
 
     def call(*argv: str) -> tuple[int, str, str]:
         code = _run(main, list(argv))
@@ -109,18 +110,20 @@ def exact(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, str, s
         return code, out.out, out.err
 
     return call
+
+
+@pytest.fixture
+def exact(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, str, str]]:
+    from ers_exact.cli import main
+
+    return _caller(main, capsys)
 
 
 @pytest.fixture
 def deep(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, str, str]]:
     from ers_deep.cli import main
 
-    def call(*argv: str) -> tuple[int, str, str]:
-        code = _run(main, list(argv))
-        out = capsys.readouterr()
-        return code, out.out, out.err
-
-    return call
+    return _caller(main, capsys)
 
 
 # ----- class 1: every temperature --------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from ers_deep.accel import game_to_actors
 from ers_deep.accel import rollout as rollout_module
 from ers_deep.accel import step as step_module
 from ers_deep.train import Learner
@@ -59,3 +60,16 @@ def test_runner_state_round_trip_continues_exactly() -> None:
     ra, rb = a.collect()[0], b.collect()[0]
     assert all(torch.equal(getattr(ra, k), getattr(rb, k)) for k in vars(ra))
     assert isinstance(a.runner, RunnerState) and torch.equal(a.runner.ep_return, b.runner.ep_return)
+
+
+def test_a_per_actor_first_flag_checkpoint_loads() -> None:
+    """Checkpoints written before the runner state stored ``first`` per game ([S, N] per actor) still load."""
+    cfg = tiny_config("hanabi", collect_mode="eager")
+    a = Learner(cfg)
+    a.collect()
+    tensors = {k: v.clone() for k, v in a.state_tensors().items()}
+    per_game = tensors["runner/first"]
+    tensors["runner/first"] = game_to_actors(per_game, a.S, a.P)  # the old layout
+    b = Learner(cfg)
+    b.load_state_tensors(tensors, a.counters())
+    assert torch.equal(b.runner.first, per_game)

@@ -26,12 +26,16 @@ def _slow_gae(value, last_value, reward, done, gamma, lam):  # [T] tensors of on
     return adv
 
 
-def test_gae_matches_a_plain_loop() -> None:
-    g = torch.Generator().manual_seed(0)
-    S, T, N = 2, 9, 3
+def _gae_inputs(seed: int, S: int, T: int, N: int, p_done: float) -> tuple[torch.Tensor, ...]:
+    """Random (value, reward, done, last value) of S x T x N entries."""
+    g = torch.Generator().manual_seed(seed)
     value, reward = torch.randn(S, T, N, generator=g), torch.randn(S, T, N, generator=g)
-    done = torch.rand(S, T, N, generator=g) < 0.3
-    last = torch.randn(S, N, generator=g)
+    return value, reward, torch.rand(S, T, N, generator=g) < p_done, torch.randn(S, N, generator=g)
+
+
+def test_gae_matches_a_plain_loop() -> None:
+    S, T, N = 2, 9, 3
+    value, reward, done, last = _gae_inputs(0, S, T, N, 0.3)
     adv, target = gae(reward, value, last, done, 0.97, 0.9)
     for s in range(S):
         for n in range(N):
@@ -51,11 +55,7 @@ def test_gae_matches_torchrl() -> None:
     """The learner's GAE against TorchRL's functional ``generalized_advantage_estimate`` (time dim -2)."""
     from torchrl.objectives.value.functional import generalized_advantage_estimate
 
-    g = torch.Generator().manual_seed(1)
-    S, T, N = 2, 12, 5
-    value, reward = torch.randn(S, T, N, generator=g), torch.randn(S, T, N, generator=g)
-    done = torch.rand(S, T, N, generator=g) < 0.2
-    last = torch.randn(S, N, generator=g)
+    value, reward, done, last = _gae_inputs(1, 2, 12, 5, 0.2)
     adv, target = gae(reward, value, last, done, 0.99, 0.95)
 
     def per_actor(x: torch.Tensor) -> torch.Tensor:  # [S, T, N] -> [S, N, T, 1]

@@ -22,9 +22,20 @@ step with given actions), ``rollout`` (``FastRollout``: k steps of env + actor a
 
 from __future__ import annotations
 
-from ers_deep.accel.actors import Actor, PolicyActor, RandomLegal
+from ers_deep.accel.actors import Actor, PolicyActor, RandomLegal, actors_to_game, game_to_actors
 from ers_deep.accel.capture import MODES, Mode, resolve_mode
 from ers_deep.accel.rollout import FastRollout
 from ers_deep.accel.step import FastStep
 
-__all__ = ["MODES", "Actor", "FastRollout", "FastStep", "Mode", "PolicyActor", "RandomLegal", "resolve_mode"]
+__all__ = [
+    "MODES",
+    "Actor",
+    "FastRollout",
+    "FastStep",
+    "Mode",
+    "PolicyActor",
+    "RandomLegal",
+    "actors_to_game",
+    "game_to_actors",
+    "resolve_mode",
+]

@@ -20,6 +20,17 @@ from ers_deep.nets import ActorCritic, policy_mask, sample
 Carry = dict[str, Tensor]
 
 
+def game_to_actors(x: Tensor, S: int, P: int) -> Tensor:
+    """[S*B] per-game entries (episode-start flags) -> [S, N] per actor, N = B x P (actor n = b * P + p)."""
+    return x.view(S, -1, 1).expand(S, x.numel() // S, P).reshape(S, -1)
+
+
+def actors_to_game(x: Tensor, S: int, P: int) -> Tensor:
+    """[S, N] per-actor entries equal across a game's agents -> [S*B] per game (the inverse of
+    ``game_to_actors``)."""
+    return x.view(S, -1, P)[..., 0].reshape(-1)
+
+
 @runtime_checkable
 class Actor(Protocol):
     """What ``FastRollout`` needs from an action source (see the module docstring)."""
@@ -85,7 +96,7 @@ class PolicyActor:
     ) -> tuple[Tensor, Carry, Carry]:
         S, P = self.S, legal.shape[1]
         N = legal.shape[0] * P // S
-        first_n = first.view(S, -1, 1).expand(S, N // P, P).reshape(S, 1, N)
+        first_n = game_to_actors(first, S, P)[:, None]
         with torch.no_grad():
             logits, value, hidden = self.net(obs.reshape(S, 1, N, *obs.shape[2:]), first_n, carry["hidden"])
         action, logp = sample(logits[:, 0], policy_mask(legal.reshape(S, N, -1)), self.generator)  # [S, N]

@@ -38,7 +38,7 @@ from dataclasses import dataclass, fields
 import torch
 from torch import Tensor
 
-from ers_deep.accel import FastRollout, PolicyActor
+from ers_deep.accel import FastRollout, PolicyActor, game_to_actors
 from ers_deep.envs.base import BatchedEnv
 from ers_deep.nets import ActorCritic, policy_mask
 
@@ -117,6 +117,14 @@ def running_returns(
     return stats, RunnerState(state.first, state.hidden, ret, shp)
 
 
+def bootstrap_value(net: ActorCritic, obs: Tensor, first: Tensor, hidden: Tensor) -> Tensor:
+    """[S, N] the critic's value of the games as they stand after a rollout: ``obs`` [S*B, P, *O], ``first``
+    [S*B] (the next step starts an episode), ``hidden`` [S, N, H] (GAE bootstraps from it)."""
+    S, P = len(net.seeds), obs.shape[1]
+    _, value, _ = net(obs.reshape(S, 1, -1, *obs.shape[2:]), game_to_actors(first, S, P)[:, None], hidden)
+    return value[:, 0]
+
+
 class FastCollection:
     """The learner's collection: ``num_steps`` steps of ``env`` (S x B games) by ``net`` (S seed stacks),
     sampling with ``generator``, through ``FastRollout(mode)``; see the module docstring."""
@@ -175,9 +183,6 @@ class FastCollection:
             reward = reward + shaped_coef * actor_major(shaped.view(T, S * B, P), S)
         legal = actor_major(rec["legal"], S)
         c = self.fast.carry
-        obs = c["obs"].reshape(S, 1, B * P, *c["obs"].shape[2:])
-        first_next = c["first"].view(S, B, 1).expand(S, B, P).reshape(S, 1, B * P)
-        _, last_value, _ = self.net(obs, first_next, c["hidden"])
         ro = Rollout(
             obs=actor_major(rec["obs"], S),
             legal=policy_mask(legal),
@@ -189,7 +194,7 @@ class FastCollection:
             value=rec["value"].transpose(0, 1),
             reward=reward,
             done=per_actor(rec["done"], S, P),
-            last_value=last_value[:, 0],
+            last_value=bootstrap_value(self.net, c["obs"], c["first"], c["hidden"]),
         )
         self.ep_return, self.ep_shaped = after.ep_return, after.ep_shaped
         return ro, self.state, stats

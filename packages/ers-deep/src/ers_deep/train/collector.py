@@ -51,7 +51,7 @@ from torchrl.data import Binary, Categorical, Composite, TensorSpec, Unbounded
 from ers_deep.envs.base import BatchedEnv
 from ers_deep.envs.torchrl_base import GROUP, BatchedTorchRLEnv
 from ers_deep.nets import ActorCritic, policy_mask, sample
-from ers_deep.train.collect import Rollout, RunnerState, per_actor, running_returns
+from ers_deep.train.collect import Rollout, RunnerState, bootstrap_value, per_actor, running_returns
 from ers_deep.train.config import TrainConfig
 
 __all__ = ["LearnerEnv", "StackedPolicy", "TorchRLCollection"]
@@ -267,9 +267,6 @@ class TorchRLCollection:
             done.view(T, S, B),
         )
         first_next = done[-1].clone()
-        obs = lr.env.observe().reshape(S, 1, N, *lr.env.obs_shape)
-        first_n = first_next.view(S, B, 1).expand(S, B, P).reshape(S, 1, N)
-        _, last_value, _ = lr.net(obs, first_n, self.policy.hidden)
         ro = Rollout(
             obs=seat(td.get((GROUP, "observation"))),
             legal=seat(td.get((GROUP, "action_mask"))),
@@ -281,6 +278,6 @@ class TorchRLCollection:
             value=seat(td.get((GROUP, "state_value"))),
             reward=reward,
             done=per_actor(done, S, P),
-            last_value=last_value[:, 0],
+            last_value=bootstrap_value(lr.net, lr.env.observe(), first_next, self.policy.hidden),
         )
         return ro, RunnerState(first_next, self.policy.hidden, after.ep_return, after.ep_shaped), stats

@@ -51,7 +51,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ers_deep.accel import resolve_mode
+from ers_deep.accel import actors_to_game, resolve_mode
 from ers_deep.envs.base import BatchedEnv
 from ers_deep.nets import ActorCritic, build_net
 from ers_deep.train.collect import FastCollection, Rollout, RunnerState
@@ -248,9 +248,13 @@ class Learner:
         self.env.state = type(self.env.state)(**env_state)
         self.env.generator.set_state(tensors["rng/env"])
         self.generator.set_state(tensors["rng/learner"])
-        self.runner = RunnerState(
-            **{k: tensors[f"runner/{k}"].to(dev) for k in RunnerState.__dataclass_fields__}
-        )
+        runner = {k: tensors[f"runner/{k}"].to(dev) for k in RunnerState.__dataclass_fields__}
+        if runner["first"].shape == (
+            self.S,
+            self.N,
+        ):  # a checkpoint of the per-actor layout (before issue 21)
+            runner["first"] = actors_to_game(runner["first"], self.S, self.P)
+        self.runner = RunnerState(**runner)
         if self.fast is not None:
             self.fast.load(self.runner)
         self.update, self.env_steps = int(counters["update"]), int(counters["env_steps"])

@@ -7,9 +7,10 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from ers_deep.accel import actors_to_game, game_to_actors
 from ers_deep.envs.base import BatchedEnv
 from ers_deep.nets import ActorCritic, policy_mask, sample
-from ers_deep.train.collect import Rollout, RunnerState, running_returns
+from ers_deep.train.collect import Rollout, RunnerState, bootstrap_value, running_returns
 
 KEYS = ("obs", "legal", "acting", "first", "action", "logp", "value", "reward", "done")
 
@@ -35,7 +36,7 @@ def collect_native(
     B = env.batch_size // S
     N = B * P
     h = state.hidden
-    first = state.first.view(S, B, 1).expand(S, B, P).reshape(S, N)
+    first = game_to_actors(state.first, S, P)
     buf: dict[str, list[Tensor]] = {k: [] for k in KEYS}
     teams, shapes, dones = [], [], []
     obs, legal, acting = observe(env, S)
@@ -57,15 +58,16 @@ def collect_native(
             buf[k].append(v)
         first = buf["done"][-1]
         obs, legal, acting = observe(env, S)
-    _, last_value, _ = net(obs[:, None], first[:, None], h)
+    last_first = actors_to_game(first, S, P)
+    last_value = bootstrap_value(net, obs.reshape(S * B, P, *env.obs_shape), last_first, h)
     stats, after = running_returns(
         state, torch.stack(teams), torch.stack(shapes) if shapes else None, torch.stack(dones)
     )
     ro = Rollout(
-        **{k: torch.stack(v, 1) for k, v in buf.items()}, hidden0=state.hidden, last_value=last_value[:, 0]
+        **{k: torch.stack(v, 1) for k, v in buf.items()}, hidden0=state.hidden, last_value=last_value
     )
     return (
         ro,
-        RunnerState(first.view(S, B, P)[..., 0].reshape(-1), h, after.ep_return, after.ep_shaped),
+        RunnerState(last_first, h, after.ep_return, after.ep_shaped),
         stats,
     )
