@@ -44,7 +44,7 @@ def test_training_env_steps_against_the_baseline(benchmark, one_thread, case: st
         "env_steps_per_update": cfg.steps_per_update,
         "env_steps_per_s": rate,
         "collect_mode": learner.fast.mode if learner.fast else "eager",
-        "update_mode": learner.minibatch_update.mode,
+        "update_mode": learner.updater.mode,
         "baseline_env_steps_per_s": base["env_steps_per_s"],
         "ratio_vs_baseline": rate / base["env_steps_per_s"],
     }

@@ -77,14 +77,28 @@ def assert_rollouts_equal(
     assert any(bool(ro.done.any()) for ro, _ in a), "no episode ended: the check must include resets"
 
 
+def trained_params(cfg: TrainConfig, updates: int, staggered: bool = False) -> list[torch.Tensor]:
+    """The parameters of a fresh learner of ``cfg`` after ``updates`` updates (``staggered``: Overcooked V2's
+    clocks spread, so that episodes end inside the rollouts), checking the update ran in ``cfg.update_mode``."""
+    learner = Learner(cfg)
+    if staggered:
+        stagger(learner)
+        if learner.fast is not None:
+            learner.fast.fast.restart()
+    for _ in range(updates):
+        learner.train_step()
+    assert learner.updater.mode == cfg.update_mode
+    return [p.detach().clone() for p in learner.net.parameters()]
+
+
+def mode_vs_eager_params(cfg: TrainConfig, mode: str, updates: int, staggered: bool = False) -> float:
+    """Largest parameter difference between a learner whose update runs in ``mode`` and one with the eager
+    update, after ``updates`` updates from the same seeds."""
+    a = trained_params(cfg.replace(update_mode=mode), updates, staggered)
+    b = trained_params(cfg.replace(update_mode="eager"), updates, staggered)
+    return max(float((p - q).abs().max()) for p, q in zip(a, b, strict=True))
+
+
 def compiled_vs_eager_params(cfg: TrainConfig, updates: int) -> float:
-    """Largest parameter difference between a learner with the compiled update and one with the eager update
-    after ``updates`` updates from the same seeds."""
-    nets = []
-    for mode in ("compile", "eager"):
-        learner = Learner(cfg.replace(update_mode=mode))
-        for _ in range(updates):
-            learner.train_step()
-        assert learner.minibatch_update.mode == mode
-        nets.append(list(learner.net.parameters()))
-    return max(float((p - q).detach().abs().max()) for p, q in zip(*nets))
+    """``mode_vs_eager_params`` of the compiled update."""
+    return mode_vs_eager_params(cfg, "compile", updates)

@@ -55,7 +55,7 @@ def bench_learner(config: TrainConfig, updates: int = 2, warmup: int = 1) -> dic
         "minibatches": config.minibatches,
         "collector": config.collector,
         "collect_mode": fast.mode if fast is not None else "eager",
-        "update_mode": learner.minibatch_update.mode,
+        "update_mode": learner.updater.mode,
         "updates": updates,
         "seconds": seconds,
         "setup_s": setup,

@@ -92,9 +92,10 @@ class TrainSPOptions(Options):
         "auto",
         help="the fast collection's mode (auto: compile-graph on CUDA, compile at small CPU batches, else eager)",
     )
-    update_mode: Literal["auto", "eager", "compile"] = option(
+    update_mode: Literal["auto", "eager", "compile", "graph", "compile-graph"] = option(
         "auto",
-        help="the PPO update: compile (torch.compile of loss and clipping) or eager (auto: see README)",
+        help="the PPO update: eager, compile (loss and clipping), graph / compile-graph (the minibatch step "
+        "captured as a CUDA graph; auto: captured on CUDA, see README)",
     )
     eval_games: int = option(1000, help="self-play games per policy for the pool's scores", check=at_least(1))
     max_updates: int | None = option(

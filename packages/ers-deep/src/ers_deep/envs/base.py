@@ -58,7 +58,9 @@ class BatchedEnv(Protocol):
     """A batch of B games stepped together (see the module docstring for the seeding rule).
 
     Constructors take ``batch_size``, ``device``, ``seed`` and ``auto_reset`` as keywords, plus the env's own
-    configuration (Hanabi: ``config``; Overcooked V2: ``layout`` and JaxMARL's switches)."""
+    configuration (Hanabi: ``config``; Overcooked V2: ``layout`` and JaxMARL's switches). Optional: an int
+    ``min_episode_steps``, a lower bound on every episode's length (Overcooked V2, tabular games), with which
+    the learner bounds the resets in a rollout and captures its recurrent update."""
 
     state: Any  # the current batched state (a dataclass of tensors with leading dim B)
     generator: torch.Generator  # the env's own source of randomness

@@ -35,7 +35,7 @@ import torch
 from torch import Tensor, nn
 
 from ers_deep.nets.layers import SConv2d, SGRUCell, SLayerNorm, SLinear
-from ers_deep.nets.recurrent import gru_segments, gru_steps
+from ers_deep.nets.recurrent import gru_bounded, gru_segments, gru_steps
 
 NetKind = Literal["mlp", "cnn-gru", "tabular"]
 
@@ -107,10 +107,13 @@ class FeedForward(ActorCritic):
 
 class RecurrentCNN(ActorCritic):
     """The official Overcooked V2 net (``"cnn-gru"``); observations [.., V, V, C] (channels last).
-    Sequences (T > 1) run the GRU through the fused kernel (``nets.recurrent.gru_segments``) unless
-    ``fused_gru`` is False; single steps always run the cell."""
+    Sequences (T > 1) run the GRU through the fused kernel unless ``fused_gru`` is False: over the segments
+    between resets (``nets.recurrent.gru_segments``, two host syncs), or, where the caller bounds the resets
+    per sequence (``max_resets``, set by the captured update: ``train.update.reset_bound``), over a static
+    number of segments (``gru_bounded``, sync-free); single steps always run the cell."""
 
     fused_gru: bool = True
+    max_resets: int | None = None
 
     def __init__(
         self,
@@ -146,8 +149,11 @@ class RecurrentCNN(ActorCritic):
         x = self.norm(torch.relu(self.dense(x.flatten(2))))  # [S, T*N, hidden]
         x = x.view(S, T, N, -1)
         # T = 1 (collection, compiled / captured graphs): the cell; sequences (the update): the fused kernel
-        run_gru = gru_segments if T > 1 and self.fused_gru else gru_steps
-        y, h = run_gru(self.gru, x, first, hidden)
+        if T > 1 and self.fused_gru and self.max_resets is not None:
+            y, h = gru_bounded(self.gru, x, first, hidden, self.max_resets)
+        else:
+            run_gru = gru_segments if T > 1 and self.fused_gru else gru_steps
+            y, h = run_gru(self.gru, x, first, hidden)
         y = y.view(S, T * N, -1)
         logits = self.actor_out(torch.relu(self.actor_hidden(y)))
         value = self.critic_out(torch.relu(self.critic_hidden(y)))

@@ -5,6 +5,9 @@ to zero *before* step t), h0 [S, N, H]; both functions return all states [S, T, 
 
 * :func:`gru_steps`: one cell call per time step (the reference; what collection runs, T = 1, and what
   compiled / captured graphs contain).
+* :func:`gru_bounded`: the fused kernel over a *static* number of segments, for sequences known to hold at
+  most ``max_resets`` resets after t = 0 (Overcooked V2: 400-step episodes, 256-step sequences: one). Fixed
+  shapes and no host sync, so it can be captured in a CUDA graph (the captured update); (K + 1) x the GRU work.
 * :func:`gru_segments`: torch's fused GRU kernel (cuDNN on CUDA, the native kernel on CPU) over whole
   segments: each actor's sequence is cut at its resets, all segments run as one padded (or packed) batch
   per seed. On CUDA, cuDNN runs it in TF32 while ``torch.backends.cudnn.allow_tf32`` is True (torch's
@@ -132,3 +135,39 @@ def gru_segments(
     ys = torch.cat(outs, 1)[sg.pos, sg.seg]  # [A, T, H]
     ys = ys.view(S, N, T, H).transpose(1, 2).contiguous()
     return ys, ys[:, -1]
+
+
+@torch.compiler.disable  # nn.GRU: eager between the compiled parts (a captured graph records it either way)
+def gru_bounded(
+    cell: SGRUCell, x: Tensor, first: Tensor, h0: Tensor, max_resets: int
+) -> tuple[Tensor, Tensor]:
+    """:func:`gru_steps` for sequences with at most K = ``max_resets`` resets in t = 1..T-1 (each actor), with
+    fixed shapes and no host sync. Step t of an actor lies in segment c_t = #resets in (0, t]; segment k starts
+    at s_k = #{t : c_t < k} (s_0 = 0), from h0 (k = 0, unless ``first[:, 0]``) or zero. Per seed, the K + 1
+    segments of every actor run as one batch [T, (K + 1) N, in] of inputs x[min(s_k + j, T - 1)] (steps past
+    a segment's end are computed and dropped); y_t = Y_{c_t}[t - s_{c_t}]. More resets than K give wrong
+    states (not checked: that would sync); the caller guarantees the bound (episodes of at least T steps: K = 1).
+    Returns (all states [S, T, N, H], last state [S, N, H])."""
+    S, T, N, n_in = x.shape
+    H, K1 = cell.hidden, max_resets + 1
+    dev = x.device
+    resets = first.clone()
+    resets[:, 0] = False
+    c = resets.long().cumsum(1).clamp_(max=max_resets)  # [S, T, N] segment of each step
+    k = torch.arange(K1, device=dev)
+    start = (c[:, :, None] < k[None, None, :, None]).sum(1)  # [S, K1, N]
+    j = torch.arange(T, device=dev)
+    src = (start[:, None] + j[None, :, None, None]).clamp_(max=T - 1)  # [S, T(j), K1, N]
+    xs = x[:, :, None].expand(S, T, K1, N, n_in).gather(1, src[..., None].expand(S, T, K1, N, n_in))
+    keep = ~first[:, 0]  # [S, N]: segment 0 continues h0
+    init = torch.zeros(S, K1, N, H, device=dev, dtype=x.dtype)
+    init = torch.cat([torch.where(keep[..., None], h0, 0.0)[:, None], init[:, 1:]], 1)
+    outs = [
+        _run_seed(cell, s, xs[s].reshape(T, K1 * N, n_in), None, init[s].reshape(K1 * N, H)) for s in range(S)
+    ]
+    ys = torch.stack(outs).view(S, T, K1, N, H)  # [S, j, k, N, H]
+    pos = j[None, :, None] - start.gather(1, c)  # [S, T, N]: t - s_{c_t}
+    flat = ys.reshape(S, T * K1, N, H)
+    row = (pos * K1 + c)[..., None].expand(S, T, N, H)
+    y = flat.gather(1, row)
+    return y, y[:, -1]

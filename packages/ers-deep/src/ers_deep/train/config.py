@@ -34,7 +34,7 @@ LrSchedule = Literal["constant", "linear", "warmup-cosine"]
 AdvantageMode = Literal["gae", "exact"]
 CollectorKind = Literal["fast", "native", "torchrl"]
 FastMode = Literal["auto", "eager", "compile", "graph", "compile-graph"]
-UpdateMode = Literal["auto", "eager", "compile"]
+UpdateMode = Literal["auto", "eager", "compile", "graph", "compile-graph"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,7 +54,7 @@ class TrainConfig:
     collect_mode: FastMode = (
         "auto"  # the fast collection's mode (ers_deep.accel): auto picks per device/batch
     )
-    update_mode: UpdateMode = "auto"  # the PPO minibatch step: compiled ("auto": on CUDA) or eager
+    update_mode: UpdateMode = "auto"  # the PPO minibatch step: eager, compiled, captured (train.update)
     tf32: bool = True  # CUDA: float32 matmuls and convolutions in TF32 (as JAX's default GPU precision)
     # PPO
     epochs: int = 4
@@ -116,8 +116,10 @@ class TrainConfig:
             raise UsageError(
                 f"TrainConfig.collect_mode = {self.collect_mode!r}: choose auto, eager, compile, graph, compile-graph"
             )
-        if self.update_mode not in ("auto", "eager", "compile"):
-            raise UsageError(f"TrainConfig.update_mode = {self.update_mode!r}: choose auto, eager or compile")
+        if self.update_mode not in ("auto", "eager", "compile", "graph", "compile-graph"):
+            raise UsageError(
+                f"TrainConfig.update_mode = {self.update_mode!r}: choose auto, eager, compile, graph or compile-graph"
+            )
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
             raise UsageError(f"TrainConfig.seeds = {self.seeds!r}: give distinct seeds")
         if self.minibatches > self.num_envs * 2:

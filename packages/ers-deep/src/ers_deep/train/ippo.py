@@ -58,7 +58,8 @@ from ers_deep.train.collect import FastCollection, Rollout, RunnerState
 from ers_deep.train.config import TrainConfig, make_env
 from ers_deep.train.exact import advantage_table
 from ers_deep.train.native import collect_native
-from ers_deep.train.ppo import MinibatchUpdate, gae, make_optimizer, minibatch
+from ers_deep.train.ppo import gae, make_optimizer, update_data
+from ers_deep.train.update import PPOUpdate
 
 __all__ = ["Learner", "Rollout", "RunnerState", "lr_at", "shaped_coef"]
 
@@ -98,6 +99,14 @@ def collect_mode(cfg: TrainConfig, env: BatchedEnv) -> str:
     return mode
 
 
+def reset_bound(env: BatchedEnv, num_steps: int) -> int | None:
+    """The most resets after t = 0 a rollout sequence of ``num_steps`` steps can hold when every episode of
+    ``env`` lasts at least ``env.min_episode_steps`` steps (Overcooked V2: 400; 256-step sequences: 1);
+    ``None`` for envs without that attribute."""
+    least = getattr(env, "min_episode_steps", None)
+    return None if least is None else max(0, (num_steps - 2) // int(least) + 1)
+
+
 def learner_env(cfg: TrainConfig) -> tuple[BatchedEnv, str]:
     """The env of S x B games and the collection mode; branch-free when the collection compiles or captures
     its step (the reference collections then step the same style of env)."""
@@ -134,8 +143,15 @@ class Learner:
         self.optimizer = make_optimizer(self.net, cfg, dev)
         legal_table = self.env.legal_table() if cfg.advantage == "exact" else None  # type: ignore[attr-defined]
         samples = cfg.num_steps * -(-self.N // cfg.minibatches)
-        self.minibatch_update = MinibatchUpdate(
-            self.net, self.optimizer, cfg, cfg.update_mode, legal_table, samples
+        self.updater = PPOUpdate(
+            self.net,
+            self.optimizer,
+            cfg,
+            cfg.update_mode,
+            legal_table,
+            samples,
+            max_resets=reset_bound(self.env, cfg.num_steps),
+            equal_batches=self.N % cfg.minibatches == 0,
         )
         self.generator = torch.Generator(device=dev).manual_seed(10_007 * cfg.seeds[0] + 1)
         game = getattr(self.env, "game", None)  # a tabular env's ers-exact game: its own discount
@@ -178,18 +194,13 @@ class Learner:
     def ppo_update(self, ro: Rollout, adv: Tensor, target: Tensor) -> dict[str, Tensor]:
         """``epochs`` passes over ``minibatches`` random groups of actors (whole sequences); mean parts."""
         cfg = self.config
-        self.minibatch_update.set_lr(lr_at(cfg, self.update))
+        self.updater.set_lr(lr_at(cfg, self.update))
         table = advantage_table(self.net, self.env) if cfg.advantage == "exact" else None  # type: ignore[arg-type]
-        sums: dict[str, Tensor] = {}
-        n = 0
+        batches: list[Tensor] = []
         for _ in range(cfg.epochs):
             perm = torch.randperm(self.N, generator=self.generator, device=self.env.device)
-            for idx in perm.tensor_split(cfg.minibatches):
-                parts = self.minibatch_update(minibatch(ro, adv, target, idx), table)
-                for k, v in parts.items():
-                    sums[k] = sums.get(k, 0) + v
-                n += 1
-        return {k: v / n for k, v in sums.items()}
+            batches.extend(perm.tensor_split(cfg.minibatches))
+        return self.updater(update_data(ro, adv, target), batches, table)
 
     def advantages(self, ro: Rollout) -> tuple[Tensor, Tensor]:
         """(advantage, value target) [S, T, N] of a rollout."""
@@ -257,4 +268,5 @@ class Learner:
         self.runner = RunnerState(**runner)
         if self.fast is not None:
             self.fast.load(self.runner)
+        self.updater.invalidate()  # a captured update recorded the replaced Adam state
         self.update, self.env_steps = int(counters["update"]), int(counters["env_steps"])

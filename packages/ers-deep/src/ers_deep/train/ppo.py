@@ -14,18 +14,12 @@ counts only in the value loss); advantages are normalised over acting entries wh
 ``normalize_advantage``. The exact-advantage mode of tabular games replaces the actor and entropy terms by
 ``exact_policy_terms`` (the expected update on every local history; see ``ers_deep.train.ippo``).
 
-``MinibatchUpdate`` runs one minibatch step (loss, backward, per-seed clipping to ``max_grad_norm``, Adam) in
-``update_mode``: ``"eager"``; ``"compile"``: the loss (forward and, through AOTAutograd, backward) and the
-clipping through ``torch.compile`` (the recurrent net's fused GRU stays outside the graph); ``"auto"``: see
-``resolve_update_mode``. Adam is the fused kernel (one op for every parameter) with the learning rate a
-tensor, so a schedule never recompiles anything.
+The minibatch steps and their modes (eager, compiled, CUDA-graph-captured) are ``ers_deep.train.update``.
 """
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Callable, Sequence
-from typing import Literal
+from collections.abc import Sequence
 
 import torch
 from torch import Tensor
@@ -33,8 +27,6 @@ from torch import Tensor
 from ers_deep.nets import ActorCritic, masked_logits
 from ers_deep.train.collect import Rollout
 from ers_deep.train.config import TrainConfig
-
-UpdateMode = Literal["auto", "eager", "compile"]
 
 
 def gae(
@@ -60,13 +52,11 @@ def masked_mean(x: Tensor, mask: Tensor) -> Tensor:
     return (x * m).flatten(1).sum(1) / m.flatten(1).sum(1).clamp_min(1.0)
 
 
-def minibatch(ro: Rollout, adv: Tensor, target: Tensor, idx: Tensor) -> dict[str, Tensor]:
-    """The actors ``idx`` of a rollout (whole sequences): every field the loss reads, [S, T, M, ...]."""
-    out = {
-        k: getattr(ro, k)[:, :, idx] for k in ("obs", "first", "legal", "action", "logp", "acting", "value")
-    }
-    out.update(adv=adv[:, :, idx], target=target[:, :, idx], hidden0=ro.hidden0[:, idx])
-    return out
+def update_data(ro: Rollout, adv: Tensor, target: Tensor) -> dict[str, Tensor]:
+    """Every field the loss reads, of all actors: [S, T, N, ...] (``hidden0`` [S, N, H]); a minibatch is
+    ``train.update.select(data, idx)``."""
+    out = {k: getattr(ro, k) for k in ("obs", "first", "legal", "action", "logp", "acting", "value")}
+    return out | {"adv": adv, "target": target, "hidden0": ro.hidden0}
 
 
 def ppo_loss(
@@ -121,83 +111,10 @@ def clip_grads_per_seed(params: Sequence[Tensor], S: int, max_norm: float) -> Te
     return norm
 
 
-#: minibatch size (samples) from which ``"auto"`` compiles a feed-forward update (compilation takes ~40 s on CPU)
-COMPILE_MIN_SAMPLES = 8192
-
-
-def resolve_update_mode(mode: str, recurrent: bool, samples: int) -> Literal["eager", "compile"]:
-    """``"auto"``: compile the update of a feed-forward net on minibatches of ``COMPILE_MIN_SAMPLES`` samples or
-    more, else eager. Measured on the 2-core CPU, one thread, in one run (README): Hanabi-Full's MLP update
-    compiled ran the learner at 1.28x the eager one (fused elementwise ops: the machine is memory-bound
-    there); Overcooked V2's CNN + fused GRU at 0.51x."""
-    if mode == "auto":
-        return "compile" if not recurrent and samples >= COMPILE_MIN_SAMPLES else "eager"
-    if mode not in ("eager", "compile"):
-        raise ValueError(f"unknown update mode {mode!r}; choose from auto, eager, compile")
-    return mode  # type: ignore[return-value]
-
-
 def make_optimizer(net: ActorCritic, cfg: TrainConfig, device: torch.device) -> torch.optim.Adam:
     """Adam over the stacked parameters (one Adam = S independent ones): the fused kernel (CPU and CUDA), the
-    learning rate a tensor (a schedule changes its value, never a compiled or captured step)."""
+    learning rate a tensor (a schedule changes its value, never a compiled or captured step), capturable on
+    CUDA (its step count on the device: the captured update records it)."""
     lr = torch.tensor(cfg.lr, dtype=torch.float32, device=device)
-    return torch.optim.Adam(net.parameters(), lr=lr, eps=cfg.adam_eps, fused=True)
-
-
-class MinibatchUpdate:
-    """One PPO minibatch step in ``mode`` (see the module docstring; ``samples``: the minibatch size, for
-    ``"auto"``): ``__call__(mb, exact_table)`` returns the detached loss parts and the per-seed gradient norm."""
-
-    def __init__(
-        self,
-        net: ActorCritic,
-        optimizer: torch.optim.Optimizer,
-        cfg: TrainConfig,
-        mode: str,
-        legal_table: Tensor | None = None,
-        samples: int = 0,
-    ) -> None:
-        self.net, self.optimizer, self.cfg, self.legal_table = net, optimizer, cfg, legal_table
-        self.params = list(net.parameters())
-        self.S = len(net.seeds)
-        self.mode = resolve_update_mode(mode, net.hidden_size > 0, samples)
-        self.loss_fn: Callable[..., tuple[Tensor, dict[str, Tensor]]] = self._loss
-        self.clip_fn: Callable[[], Tensor] = self._clip
-        if self.mode == "compile":
-            self.loss_fn = torch.compile(self._loss, dynamic=False)
-            self.clip_fn = torch.compile(self._clip, dynamic=False)
-
-    def _loss(self, mb: dict[str, Tensor], table: Tensor | None) -> tuple[Tensor, dict[str, Tensor]]:
-        exact = None
-        if table is not None:
-            assert self.legal_table is not None
-            exact = exact_policy_terms(self.net, self.legal_table, table)
-        loss, parts = ppo_loss(self.net, self.cfg, mb, exact)
-        return loss.sum(), parts
-
-    def _clip(self) -> Tensor:
-        return clip_grads_per_seed(self.params, self.S, self.cfg.max_grad_norm)
-
-    def set_lr(self, lr: float) -> None:
-        for group in self.optimizer.param_groups:
-            if isinstance(group["lr"], Tensor):
-                group["lr"].fill_(lr)
-            else:
-                group["lr"] = lr
-
-    def __call__(self, mb: dict[str, Tensor], table: Tensor | None = None) -> dict[str, Tensor]:
-        self.optimizer.zero_grad(set_to_none=True)
-        try:
-            loss, parts = self.loss_fn(mb, table)
-            loss.backward()
-            parts["grad_norm"] = self.clip_fn()
-        except Exception as e:  # compilation failed before anything was applied: redo the step eagerly
-            if (
-                self.loss_fn is self._loss or self.optimizer.state
-            ):  # eager, or steps were applied: a real error
-                raise
-            warnings.warn(f"torch.compile failed ({type(e).__name__}: {e}); updating eagerly", stacklevel=2)
-            self.loss_fn, self.clip_fn, self.mode = self._loss, self._clip, "eager"
-            return self(mb, table)
-        self.optimizer.step()  # fused Adam: one kernel, the learning rate read from its tensor
-        return parts
+    cuda = torch.device(device).type == "cuda"
+    return torch.optim.Adam(net.parameters(), lr=lr, eps=cfg.adam_eps, fused=True, capturable=cuda)

@@ -139,6 +139,11 @@ class OvercookedV2Env:
         self.state = self.initial_state(self.batch_size)
 
     @property
+    def min_episode_steps(self) -> int:
+        """Every episode lasts exactly ``max_steps`` steps (a learner bounds the resets in a rollout by it)."""
+        return self.max_steps
+
+    @property
     def num_agents(self) -> int:
         """A, the agents."""
         return self.A

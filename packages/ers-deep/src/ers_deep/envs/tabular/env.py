@@ -153,6 +153,11 @@ class TabularEnv:
     def horizon(self) -> int:
         return self.game.horizon
 
+    @property
+    def min_episode_steps(self) -> int:
+        """Every episode lasts exactly H steps (a learner bounds the resets in a rollout by it)."""
+        return self.game.horizon
+
     # ---- protocol ----------------------------------------------------------------------------------------
     def _fresh(self, mask: Tensor, state: TabularState | None) -> TabularState:
         """``state`` with the games where ``mask`` is True restarted (s ~ b_0, t = 0, empty histories)."""
