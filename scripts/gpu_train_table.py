@@ -176,8 +176,8 @@ def main() -> None:
 def markdown(rows: list[dict[str, Any]]) -> str:
     """The README table: per setting, ers (each update mode) and the anchor, env-steps/s and the ratio."""
     lines = [
-        "| env, envs x steps (minibatches) | side | env-steps/s | setup s | ratio to anchor |",
-        "| --- | --- | --- | --- | --- |",
+        "| env, envs x steps (minibatches) | side | env-steps/s | setup s | ratio to anchor | s per update: collect / GAE / PPO |",
+        "| --- | --- | --- | --- | --- | --- |",
     ]
     anchors = {(r["env"], r["num_envs"]): r for r in rows if r.get("kind") == "anchor"}
     for r in rows:
@@ -194,8 +194,10 @@ def markdown(rows: list[dict[str, Any]]) -> str:
         ratio = f"{rate / ref:.2f}" if r["kind"] == "ers" and rate and ref else ""
         setup = f"{r.get('setup_s', r.get('wall_s', 0)):.0f}"
         shown = f"{rate:,.0f}" if rate else r.get("error", "")[:60]
+        ph = r.get("phase_s") or {}
+        phases = " / ".join(f"{ph[k]:.3f}" for k in ("collect", "gae", "update") if k in ph)
         lines.append(
-            f"| {r['env']}, {r['num_envs']} x {r.get('num_steps')} ({r.get('minibatches')}) | {side} | {shown} | {setup} | {ratio} |"
+            f"| {r['env']}, {r['num_envs']} x {r.get('num_steps')} ({r.get('minibatches')}) | {side} | {shown} | {setup} | {ratio} | {phases} |"
         )
     for r in rows:
         if r.get("kind", "").startswith("learn"):

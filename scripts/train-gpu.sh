@@ -8,8 +8,8 @@
 #   python3 -m pip download --no-deps -d .whl jaxmarl==0.2.0 gymnax==1.0.1 "gymnasium<1.4" farama-notifications
 #   mkdir -p .anchors && cp ../shared/anchors/*.py .anchors/
 # then, as two calls on one warm machine (the first includes the machine's start):
-#   run(command="TABLE_S=0 bash scripts/train-gpu.sh", carry=[".whl", ".anchors"], timeout_s=260)
-#   run(command="TEST_S=0 TABLE_S=540 bash scripts/train-gpu.sh", carry=[".whl", ".anchors"], timeout_s=600)
+#   run(command="TEST_S=0 TABLE_S=480 bash scripts/train-gpu.sh", carry=[".whl", ".anchors"], timeout_s=500)
+#   run(command="TABLE_S=0 TEST_S=200 bash scripts/train-gpu.sh", carry=[".whl", ".anchors"], timeout_s=220)
 # Measured on one H200 (2026-11-26): the table's first four rows took 290 s; compiling Hanabi's step for the
 # compile-graph test alone takes over 90 s (a 90 s TEST_S ended before its first result).
 # Budgets (seconds): TEST_S for the tests, TABLE_S for the table; TABLE_ARGS: more options of gpu_train_table.py
@@ -20,9 +20,16 @@ TEST_S=${TEST_S:-200}
 TABLE_S=${TABLE_S:-335}
 . "$(dirname "$0")/device-env.sh"
 if [ "$TEST_S" -gt 0 ]; then
-  timeout "$TEST_S" $PY -m pytest -q -m gpu -o addopts="" -p no:cacheprovider \
-    "tests/deep/accel/test_gpu.py::test_captured_step_equals_eager_step[hanabi-kw0-compile-graph]" \
+  # most informative first (a timeout keeps the lines already printed): the captured update against the eager
+  # one, the bounded GRU on cuDNN, then the two compile-graph collections (Hanabi's compiles for ~2 minutes)
+  timeout "$TEST_S" $PY -m pytest -v --tb=short -m gpu -o addopts="" -p no:cacheprovider -p no:randomly \
+    "tests/deep/train/test_gpu.py::test_update_modes_equal_the_eager_update[hanabi-graph]" \
+    "tests/deep/train/test_gpu.py::test_update_modes_equal_the_eager_update[overcooked-v2-graph]" \
+    "tests/deep/train/test_gpu.py::test_update_modes_equal_the_eager_update[hanabi-compile-graph]" \
+    "tests/deep/nets/test_gru_segments.py::test_bounded_misses_resets_beyond_its_bound[cuda]" \
     "tests/deep/train/test_gpu.py::test_captured_collection_equals_the_eager_loop[overcooked-v2-compile-graph]" \
+    "tests/deep/train/test_gpu.py::test_captured_collection_equals_the_eager_loop[hanabi-compile-graph]" \
+    "tests/deep/accel/test_gpu.py::test_captured_step_equals_eager_step[hanabi-kw0-compile-graph]" \
     ${MORE_TESTS:-} > "$OUT/gpu-tests.txt" 2>&1
   echo "gpu tests: exit $? (details in $OUT/gpu-tests.txt)"; tail -25 "$OUT/gpu-tests.txt"
 fi

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from ers_deep.nets import NetConfig, build_net
 from ers_deep.nets.actor_critic import RecurrentCNN
 from ers_deep.nets.layers import SGRUCell
-from ers_deep.nets.recurrent import gru_segments, gru_steps, split_segments
+from ers_deep.nets.recurrent import gru_bounded, gru_segments, gru_steps, split_segments
 
 torch.set_num_threads(1)
 
@@ -120,6 +120,50 @@ def test_fused_equals_the_step_loop_for_any_resets(
 ) -> None:
     bits = data.draw(st.lists(st.booleans(), min_size=S * T * N, max_size=S * T * N))
     _check(_cell(S), torch.tensor(bits).view(S, T, N), packed)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    S=st.integers(1, 2),
+    T=st.integers(1, 12),
+    N=st.integers(1, 4),
+    K=st.integers(0, 3),
+    data=st.data(),
+)
+def test_bounded_equals_the_step_loop_within_its_bound(
+    S: int, T: int, N: int, K: int, data: st.DataObject
+) -> None:
+    """``gru_bounded`` (fixed shapes, at most K resets after t = 0 per actor) equals the step loop: states,
+    last state, gradients; the reset at t = 0 is free."""
+    first = torch.zeros(S, T, N, dtype=torch.bool)
+    for s in range(S):
+        for n in range(N):
+            first[s, 0, n] = data.draw(st.booleans())
+            if T > 1:
+                for t in data.draw(st.lists(st.integers(1, T - 1), max_size=K)):
+                    first[s, t, n] = True
+    cell = _cell(S)
+    x, h0 = _inputs(first)
+    ys, h, g = _grads(gru_steps, cell, x, first, h0)
+    ys2, h2, g2 = _grads(partial(gru_bounded, max_resets=K), cell, x, first, h0)
+    assert torch.allclose(ys2, ys, atol=1e-5, rtol=0) and torch.allclose(h2, h, atol=1e-5, rtol=0)
+    for a, b in zip(g, g2, strict=True):
+        assert torch.allclose(b, a, rtol=1e-4, atol=1e-5 * a.abs().max().item())
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_bounded_misses_resets_beyond_its_bound(device: str) -> None:
+    """The bound is the caller's promise: two resets through a bound of one give other states (so the
+    equality above is not vacuous)."""
+    first = torch.zeros(1, 8, 2, dtype=torch.bool, device=device)
+    first[0, 3] = first[0, 6] = True
+    cell = _cell(1, device)
+    x, h0 = _inputs(first)
+    with _fp32(device):
+        ys, _ = gru_steps(cell, x, first, h0)
+        ok, _ = gru_bounded(cell, x, first, h0, 2)
+        short, _ = gru_bounded(cell, x, first, h0, 1)
+    assert torch.allclose(ok, ys, atol=1e-5) and not torch.allclose(short, ys, atol=1e-3)
 
 
 def test_segments_of_a_known_pattern() -> None:

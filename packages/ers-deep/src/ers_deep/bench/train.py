@@ -1,7 +1,8 @@
 """End-to-end learner throughput: env-steps per second of whole IPPO updates (collection + GAE + PPO update).
 
 ``bench_learner(config, updates)`` builds a ``Learner``, runs ``warmup`` updates (compilation, graph capture:
-reported as ``setup_s``), then times ``updates`` more, synchronising the device around the timed span. The
+reported as ``setup_s``), then times ``updates`` more, synchronising the device around the timed span, and one
+more with its phases apart (``phase_s``). The
 A/B baseline is the same config with ``collector="native", update_mode="eager"`` (the learner before the fast
 path), measured in the same process by ``bench_pair``. ``bench_anchor`` runs a JAX reference learner of
 ``../shared/anchors`` in a process of its own and reads its JSON lines.
@@ -47,6 +48,7 @@ def bench_learner(config: TrainConfig, updates: int = 2, warmup: int = 1) -> dic
     _sync(config.device)
     seconds = time.perf_counter() - t1
     steps = updates * config.steps_per_update * len(config.seeds)
+    phases = phase_seconds(learner, config.device)
     fast = learner.fast
     return {
         "env": config.env,
@@ -60,8 +62,27 @@ def bench_learner(config: TrainConfig, updates: int = 2, warmup: int = 1) -> dic
         "seconds": seconds,
         "setup_s": setup,
         "env_steps_per_s": steps / seconds,
+        "phase_s": phases,
         "return": m.get("return"),
     }
+
+
+def phase_seconds(learner: Learner, device: str) -> dict[str, float]:
+    """One more update, its phases timed apart (the device synchronised between them): collection, GAE, the
+    PPO update phase."""
+    out: dict[str, float] = {}
+    t = time.perf_counter()
+    ro, _ = learner.collect()
+    _sync(device)
+    out["collect"], t = time.perf_counter() - t, time.perf_counter()
+    adv, target = learner.advantages(ro)
+    _sync(device)
+    out["gae"], t = time.perf_counter() - t, time.perf_counter()
+    learner.ppo_update(ro, adv, target)
+    learner.update += 1
+    _sync(device)
+    out["update"] = time.perf_counter() - t
+    return out
 
 
 def bench_pair(config: TrainConfig, updates: int = 2, warmup: int = 1) -> dict[str, Any]:

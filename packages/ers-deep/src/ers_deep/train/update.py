@@ -201,7 +201,9 @@ class PPOUpdate:
         if self.graph is None:  # warm-up: the first step for real, on a side stream; then the capture
             self.static = {k: v.clone() for k, v in data.items()}
             self.idx = batches[0].clone()
-            side = torch.cuda.Stream() if torch.cuda.is_available() else None
+            side = torch.cuda.Stream() if self.static["obs"].is_cuda else None
+            if side is not None:
+                side.wait_stream(torch.cuda.current_stream())
             with torch.cuda.stream(side) if side is not None else contextlib.nullcontext():
                 first = self.step(select(self.static, batches[0]))
             if side is not None:
