@@ -20,7 +20,7 @@ from collections.abc import Iterator
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["BayesGame", "PolicyBudgetError", "best_rule", "children_values", "rule_slice"]
+__all__ = ["BayesGame", "PolicyBudgetError", "best_rule", "best_rule_bnb", "children_values", "rule_slice"]
 
 _CHUNK_FLOATS = 4_000_000
 
@@ -188,3 +188,79 @@ def best_rule(game: BayesGame, q: np.ndarray, max_children: int) -> tuple[float,
         opts = game.options[game.responder][k]
         c_r = c_r * len(opts) + int(np.flatnonzero(opts == best_resp[k])[0])
     return best, game.decode(best_c * game.n_r + c_r)
+
+
+_LEAF_RULES = 2048  # the last classes of the enumerated agent are enumerated in blocks of at most this many
+
+
+def best_rule_bnb(
+    game: BayesGame, q: np.ndarray, threshold: float = -np.inf
+) -> tuple[float, list[np.ndarray] | None]:
+    """The solution of a two-agent Bayesian game (``max`` of :func:`best_rule`) by depth-first branch and
+    bound over the enumerated agent's classes, returning (-inf, None) when no rule is worth more than
+    ``threshold``. The bound of a partial rule (classes theta_1..theta_j assigned) is
+    sum_k max_b (A[k, b] + U_j[k, b]): A the assigned classes' payoff per (responder class k, action b),
+    U_j the sum over the unassigned ones of their best action's payoff per (k, b) -- each (k, b) relaxed
+    alone, so never below any completion's value. The last classes are enumerated in vectorised blocks."""
+    if len(game.enumerated) != 1:
+        raise ValueError("best_rule_bnb solves two-agent games; use best_rule")
+    e, r = game.enumerated[0], game.responder
+    m, K_r, A_r = q.shape[0], game.legal_r.shape[0], game.legal_r.shape[1]
+    K_e, A_e = len(game.options[e]), q.shape[1] // A_r
+    qn = q.reshape(m, A_e, A_r) if e < r else q.reshape(m, A_r, A_e).transpose(0, 2, 1)
+    qn = np.where(np.isfinite(qn), qn, 0.0)
+    pair = sp.csr_matrix((np.ones(m), (game.inv[e] * K_r + game.inv[r], np.arange(m))), shape=(K_e * K_r, m))
+    Z = (pair @ qn.reshape(m, -1)).reshape(K_e, K_r, A_e, A_r).transpose(0, 2, 1, 3)  # [K_e, A_e, K_r, A_r]
+    mask = np.where(game.legal_r, 0.0, -np.inf)  # [K_r, A_r]
+    parts = [Z[theta, opts] for theta, opts in enumerate(game.options[e])]  # [|opts|, K_r, A_r]
+    spread = [float(np.ptp(p.sum(axis=(1, 2)))) for p in parts]
+    order = list(np.argsort(spread)[::-1])  # most consequential classes first
+    leaf: list[int] = []
+    size = 1
+    while order and size * len(parts[order[-1]]) <= _LEAF_RULES:
+        size *= len(parts[order[-1]])
+        leaf.insert(0, order.pop())
+    low = np.zeros((1, K_r, A_r))
+    for theta in leaf:  # rows: leaf choices, the first leaf class fastest
+        low = (parts[theta][:, None] + low[None]).reshape(-1, K_r, A_r)
+    low_rows = rule_slice([np.arange(len(parts[theta])) for theta in leaf], 0, len(low))
+    best_of = [p.max(axis=0) for p in parts]
+    suffix = [np.zeros((K_r, A_r))]
+    for theta in reversed(order):
+        suffix.insert(0, suffix[0] + best_of[theta])
+    leaf_best = sum((best_of[theta] for theta in leaf), np.zeros((K_r, A_r)))
+    best, best_choice = threshold, None
+    choice = [0] * len(order)
+
+    def search(j: int, acc: np.ndarray) -> None:
+        nonlocal best, best_choice
+        if j == len(order):
+            vals = (low + acc[None] + mask[None]).max(axis=2).sum(axis=1)
+            k = int(np.argmax(vals))
+            if vals[k] > best:
+                best, best_choice = float(vals[k]), (list(choice), k)
+            return
+        rest = suffix[j + 1] + leaf_best + mask
+        cand = acc[None] + parts[order[j]]  # [|opts|, K_r, A_r]
+        bounds = (cand + rest[None]).max(axis=2).sum(axis=1)
+        for d in np.argsort(-bounds, kind="stable"):
+            if bounds[d] <= best:
+                break
+            choice[j] = int(d)
+            search(j + 1, cand[d])
+
+    search(0, np.zeros((K_r, A_r)))
+    if best_choice is None:
+        return -np.inf, None
+    picks, k = best_choice
+    acts_e = np.empty(K_e, dtype=np.int64)
+    for j, theta in enumerate(order):
+        acts_e[theta] = game.options[e][theta][picks[j]]
+    for j, theta in enumerate(leaf):
+        acts_e[theta] = game.options[e][theta][low_rows[k, j]]
+    resp = sum(
+        (parts_theta_row for parts_theta_row in (Z[theta, acts_e[theta]] for theta in range(K_e))), mask
+    )
+    out: list[np.ndarray] = [None, None]  # type: ignore[list-item]
+    out[e], out[r] = acts_e, np.argmax(resp, axis=1).astype(np.int64)
+    return best, out
