@@ -93,7 +93,15 @@ def show_zsc(result: dict[str, Any]) -> None:
 
 
 def show_optimal(result: dict[str, Any]) -> None:
-    print(f"{result['game']} H={result['horizon']} gamma={result['discount']}: J* = {result['value']:.6f}")
+    head = f"{result['game']} H={result['horizon']} gamma={result['discount']}"
+    if result.get("optimal", True):
+        print(f"{head}: J* = {result['value']:.6f}")
+    else:
+        print(
+            f"{head}: NOT PROVEN OPTIMAL, stopped ({result['stopped']}): "
+            f"{'-inf' if result['value'] is None else format(result['value'], '.6f')} <= J* <= "
+            f"{result['search']['upper_bound']:.6f}"
+        )
     work = (
         f"{result['n_candidates']:,} policy trees"
         if result["method"] == "exhaustive"

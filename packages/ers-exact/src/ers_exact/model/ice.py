@@ -202,6 +202,7 @@ class _Search:
         self.deadline: float = cfg["deadline"]
         self.fixed = dag.nbytes + sum(a.nbytes for a in q)
         self.tracked = self.fixed
+        self.rss0 = _rss_bytes()  # the process before the search: imports and the caller's data are not ours
         self.peak = self.tracked
         self.max_types = [1] * game.n_agents
         self.jo = game.joint_observations
@@ -218,10 +219,10 @@ class _Search:
         self.peak = max(self.peak, self.tracked)
 
     def check_process(self) -> None:
-        rss = _rss_bytes()
-        if rss > self.budget:
+        grown = _rss_bytes() - self.rss0 + self.fixed
+        if grown > self.budget:
             raise _Stop(
-                f"memory budget: the process holds {format_bytes(rss)} of {format_bytes(self.budget)}"
+                f"memory budget: the search holds {format_bytes(grown)} of {format_bytes(self.budget)}"
             )
         if time.perf_counter() > self.deadline:
             raise _Stop("time limit reached")
@@ -386,8 +387,8 @@ def ice_search(
     counts = {"expanded": 0, "solves": 0, "evaluated": 0, "generated": 0, "max_open": 1}
     stopped = None
     top = root.f  # priority of the node being worked on (an upper bound on what is left)
-    s.charge(root.nbytes, "the root")
     try:
+        s.charge(root.nbytes, "the root")
         for it in itertools.count():
             if not open_list:
                 break
