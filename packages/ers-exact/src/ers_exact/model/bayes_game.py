@@ -14,13 +14,23 @@ responder's.
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import math
 from collections.abc import Iterator
 
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["BayesGame", "PolicyBudgetError", "best_rule", "best_rule_bnb", "children_values", "rule_slice"]
+__all__ = [
+    "BayesGame",
+    "LazyChildren",
+    "PolicyBudgetError",
+    "best_rule",
+    "best_rule_bnb",
+    "children_values",
+    "rule_slice",
+]
 
 _CHUNK_FLOATS = 4_000_000
 
@@ -136,6 +146,64 @@ class BayesGame:
         g[np.isneginf(g)] = 0.0  # only the responder's illegal actions (masked below)
         s = (proj @ g.transpose(1, 0, 2).reshape(m, -1)).reshape(K_r, hi - lo, A_r).transpose(1, 0, 2)
         return np.where(self.legal_r[None], s, -np.inf)
+
+
+class LazyChildren:
+    """The children of an expanded partial policy, generated one at a time in decreasing priority without
+    evaluating all n_e * n_r of them (incremental expansion).
+
+    For rule c of the enumerated agents, the priority of (c, responder rule) is g + scale * sum_k
+    S[c, k, b_k]: separable over the responder's classes k. So the children of c come in decreasing order
+    from a heap over rank vectors (r_k: the r_k-th best action of class k), each vector generated once from
+    the vector with its last nonzero rank lowered; the best child of every c is in a sorted array."""
+
+    def __init__(self, bg: BayesGame, S: np.ndarray, g: float, scale: float) -> None:  # S [n_e, K_r, A_r]
+        self.bg, self.g, self.scale = bg, g, scale
+        self.order = np.argsort(-S, axis=2, kind="stable").astype(np.int16)  # [n_e, K_r, A_r]
+        self.vals = np.take_along_axis(S, self.order.astype(np.int64), axis=2)  # descending, -inf last
+        best = g + scale * self.vals[:, :, 0].sum(axis=1)
+        self.rules = np.argsort(-best, kind="stable")
+        self.best = best[self.rules]
+        self.ptr = 0
+        self.heap: list[tuple[float, int, int, tuple[int, ...], int]] = []
+        self.counter = itertools.count()
+        opts = bg.options[bg.responder]
+        self.radix = np.cumprod([1] + [len(o) for o in opts])[:-1]
+        self.position = np.zeros((len(opts), bg.legal_r.shape[1]), dtype=np.int64)  # action -> option index
+        for k, o in enumerate(opts):
+            self.position[k, o] = np.arange(len(o))
+
+    @property
+    def nbytes(self) -> int:
+        return (
+            self.order.nbytes + self.vals.nbytes + self.rules.nbytes + self.best.nbytes + 120 * len(self.heap)
+        )
+
+    def peek(self) -> float:
+        """The priority of the next child (-inf when none is left)."""
+        a = self.best[self.ptr] if self.ptr < len(self.best) else -np.inf
+        b = -self.heap[0][0] if self.heap else -np.inf
+        return float(max(a, b))
+
+    def pop(self) -> tuple[float, int]:
+        """(priority, rule index c * n_r + c_r) of the next child."""
+        a = self.best[self.ptr] if self.ptr < len(self.best) else -np.inf
+        if self.heap and -self.heap[0][0] > a:
+            neg_f, _, c, ranks, last = heapq.heappop(self.heap)
+            f = -neg_f
+        else:
+            c, ranks, last, f = int(self.rules[self.ptr]), (0,) * self.vals.shape[1], 0, float(a)
+            self.ptr += 1
+        vals = self.vals[c]
+        for j in range(last, len(ranks)):
+            nxt = ranks[j] + 1
+            if nxt < vals.shape[1] and np.isfinite(vals[j, nxt]):
+                new = (*ranks[:j], nxt, *ranks[j + 1 :])
+                value = self.g + self.scale * float(vals[np.arange(len(new)), new].sum())
+                heapq.heappush(self.heap, (-value, next(self.counter), c, new, j))
+        acts = self.order[c][np.arange(len(ranks)), ranks].astype(np.int64)
+        c_r = int((self.position[np.arange(len(ranks)), acts] * self.radix).sum())
+        return f, c * self.bg.n_r + c_r
 
 
 def rule_slice(options: list[np.ndarray], lo: int, hi: int) -> np.ndarray:

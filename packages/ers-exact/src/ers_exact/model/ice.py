@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from ers_exact.model.bayes_game import BayesGame, best_rule, best_rule_bnb
+from ers_exact.model.bayes_game import BayesGame, LazyChildren, best_rule, best_rule_bnb
 from ers_exact.model.belief_dag import BeliefDag, belief_dag, dag_heuristic
 from ers_exact.model.game import Game
 from ers_exact.util.budget import format_bytes, memory_budget
@@ -113,70 +113,12 @@ class _Node:
         self.prev_acts: list[np.ndarray] | None = None  # per agent: the parent's action per parent type
         self.parent: _Node | None = None
         self.bg: BayesGame | None = None
-        self.kids: _Children | None = None
+        self.kids: LazyChildren | None = None
 
     @property
     def nbytes(self) -> int:
         live = sum(a.nbytes for a in (self.jt, self.bid, self.w) if a is not None)
         return live + (0 if self.kids is None else self.kids.nbytes) + 200
-
-
-class _Children:
-    """The children of an expanded partial policy, generated one at a time in decreasing priority without
-    evaluating all n_e * n_r of them (incremental expansion).
-
-    For rule c of the enumerated agents, the priority of (c, responder rule) is g + scale * sum_k
-    S[c, k, b_k]: separable over the responder's classes k. So the children of c come in decreasing order
-    from a heap over rank vectors (r_k: the r_k-th best action of class k), each vector generated once from
-    the vector with its last nonzero rank lowered; the best child of every c is in a sorted array."""
-
-    def __init__(self, bg: BayesGame, S: np.ndarray, g: float, scale: float) -> None:  # S [n_e, K_r, A_r]
-        self.bg, self.g, self.scale = bg, g, scale
-        self.order = np.argsort(-S, axis=2, kind="stable").astype(np.int16)  # [n_e, K_r, A_r]
-        self.vals = np.take_along_axis(S, self.order.astype(np.int64), axis=2)  # descending, -inf last
-        best = g + scale * self.vals[:, :, 0].sum(axis=1)
-        self.rules = np.argsort(-best, kind="stable")
-        self.best = best[self.rules]
-        self.ptr = 0
-        self.heap: list[tuple[float, int, int, tuple[int, ...], int]] = []
-        self.counter = itertools.count()
-        opts = bg.options[bg.responder]
-        self.radix = np.cumprod([1] + [len(o) for o in opts])[:-1]
-        self.position = np.zeros((len(opts), bg.legal_r.shape[1]), dtype=np.int64)  # action -> option index
-        for k, o in enumerate(opts):
-            self.position[k, o] = np.arange(len(o))
-
-    @property
-    def nbytes(self) -> int:
-        return (
-            self.order.nbytes + self.vals.nbytes + self.rules.nbytes + self.best.nbytes + 120 * len(self.heap)
-        )
-
-    def peek(self) -> float:
-        """The priority of the next child (-inf when none is left)."""
-        a = self.best[self.ptr] if self.ptr < len(self.best) else -np.inf
-        b = -self.heap[0][0] if self.heap else -np.inf
-        return float(max(a, b))
-
-    def pop(self) -> tuple[float, int]:
-        """(priority, rule index c * n_r + c_r) of the next child."""
-        a = self.best[self.ptr] if self.ptr < len(self.best) else -np.inf
-        if self.heap and -self.heap[0][0] > a:
-            neg_f, _, c, ranks, last = heapq.heappop(self.heap)
-            f = -neg_f
-        else:
-            c, ranks, last, f = int(self.rules[self.ptr]), (0,) * self.vals.shape[1], 0, float(a)
-            self.ptr += 1
-        vals = self.vals[c]
-        for j in range(last, len(ranks)):
-            nxt = ranks[j] + 1
-            if nxt < vals.shape[1] and np.isfinite(vals[j, nxt]):
-                new = (*ranks[:j], nxt, *ranks[j + 1 :])
-                value = self.g + self.scale * float(vals[np.arange(len(new)), new].sum())
-                heapq.heappush(self.heap, (-value, next(self.counter), c, new, j))
-        acts = self.order[c][np.arange(len(ranks)), ranks].astype(np.int64)
-        c_r = int((self.position[np.arange(len(ranks)), acts] * self.radix).sum())
-        return f, c * self.bg.n_r + c_r
 
 
 class _Stop(Exception):
@@ -327,7 +269,11 @@ def _policy_trees(game: Game, leaf: _Node, last: list[np.ndarray]) -> tuple[tupl
         chain.append(node)
         node = node.parent
     chain.reverse()  # stage 0 .. H-1
-    acts = [c.prev_acts for c in chain[1:]] + [last]
+    acts: list[list[np.ndarray]] = []
+    for c in chain[1:]:
+        assert c.prev_acts is not None
+        acts.append(c.prev_acts)
+    acts.append(last)
     out = []
     for i in range(game.n_agents):
         n_o = game.n_observations[i]
@@ -340,7 +286,6 @@ def _policy_trees(game: Game, leaf: _Node, last: list[np.ndarray]) -> tuple[tupl
                 obs = np.tile(np.arange(n_o), len(types))
                 types = np.where(prev >= 0, node.step[i][np.maximum(prev, 0), obs], -1)
             a = acts[t][i]
-            assert a is not None
             stages.append(np.where(types >= 0, a[np.maximum(types, 0)], -1))
         out.append(tuple(stages))
     return tuple(out)
@@ -430,7 +375,7 @@ def ice_search(
                 S = np.concatenate([c for _, c in bg.payoff_chunks(s.payoffs(node))])
                 s.tracked -= entries * _BYTES_PER_ENTRY
                 before = node.nbytes
-                node.bg, node.kids = bg, _Children(bg, S, node.g, gamma**node.t)
+                node.bg, node.kids = bg, LazyChildren(bg, S, node.g, gamma**node.t)
                 del S
                 s.charge(node.nbytes - before, "the children's priorities")
                 counts["evaluated"] += bg.n_e
