@@ -210,7 +210,8 @@ def run_symmetries(o: SymmetriesOptions) -> dict[str, Any]:
     """Phi_MDP and Phi_ER at alpha (against the solver's whole optimal set), as groups."""
     from ers_exact.analysis.report import symmetry_report
 
-    return {**symmetry_report(_tree(o), o.alpha, _solver(o)), "provenance": _provenance()}
+    report = symmetry_report(_tree(o), o.alpha, _solver(o), max_elements=o.max_elements)
+    return {**report, "provenance": _provenance()}
 
 
 def run_atlas(o: AtlasOptions) -> dict[str, Any]:

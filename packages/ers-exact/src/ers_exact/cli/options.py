@@ -307,6 +307,12 @@ class SymmetriesOptions(SolverOptions, GameOptions):
     """``symmetries``: Phi_MDP and Phi_ER at one alpha."""
 
     alpha: float = option(help=ALPHA_HELP, check=positive)
+    max_elements: int = option(
+        10_000,
+        check=at_least(0),
+        help="list the elements of Phi_MDP (and Phi_ER's policy parts) only up to this many; orders, "
+        "generators and orbits are reported at any size",
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
