@@ -27,7 +27,7 @@ import numpy as np
 
 from ers_exact.model.game import Game
 from ers_exact.model.transformation import Transformation, is_decpomdp_symmetry
-from ers_exact.symmetry.search import ATOL, SymmetryBudgetError, _pruned, twin_classes
+from ers_exact.symmetry.search import ATOL, SymmetryBudgetError, coset_representatives, twin_classes
 
 __all__ = ["MdpGroup", "decpomdp_group", "format_order"]
 
@@ -163,7 +163,7 @@ def decpomdp_group(game: Game) -> MdpGroup:
     for cls in twins:
         for a, b in itertools.pairwise(cls):
             prev[b] = a
-    reps = _pruned(game, prev)
+    reps = coset_representatives(game, prev)
     assert all(is_decpomdp_symmetry(game, phi, atol=ATOL) for phi in reps)
     reps.sort(key=lambda p: (p.actions, p.observations, p.states))
     ident_a = tuple(tuple(range(k)) for k in game.n_actions)

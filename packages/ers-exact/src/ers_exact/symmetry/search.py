@@ -32,6 +32,7 @@ from ers_exact.util.errors import InputError
 __all__ = [
     "DEFAULT_MAX_ELEMENTS",
     "SymmetryBudgetError",
+    "coset_representatives",
     "decpomdp_symmetries",
     "permutation_table",
     "policy_part_order",
@@ -410,6 +411,13 @@ def _pruned(game: Game, prev_twin: np.ndarray | None = None) -> list[Transformat
                         )
                     )
     return out
+
+
+def coset_representatives(game: Game, prev_twin: np.ndarray) -> list[Transformation]:
+    """The pruned search restricted to state permutations increasing on every twin class (``prev_twin[k]``:
+    the previous member of k's twin class, -1 for none): one element of Phi_MDP per coset of the twins'
+    group (see :mod:`ers_exact.symmetry.mdp_group`)."""
+    return _pruned(game, prev_twin)
 
 
 def _legal_perms_ok(game: Game, acts: tuple[np.ndarray, ...], obs: tuple[np.ndarray, ...]) -> bool:
