@@ -84,9 +84,10 @@ EXHAUSTIVE = [case for case in PUBLISHED if case[1] < 4 or case[0] == "broadcast
 @pytest.mark.slow  # 1.7 million joint histories at t = 4
 def test_published_dectiger_h5(dpomdp_dir: Path) -> None:
     """Dec-Tiger H=5 = 7.026451 (Oliehoek, Whiteson & Spaan 2009, GMAA* with lossless clustering; masplan.org);
-    not in ../shared/dpomdp/README.md's table. Types per agent at t=3: 8, clustered to fewer."""
+    not in ../shared/dpomdp/README.md's table. Types per agent at t=3: 8, clustered to fewer. The tree-based
+    GMAA* here; the ice search is pinned in test_ice.py."""
     tree = _tree(dpomdp_dir, "dectiger.dpomdp", 5)
-    result = optimal_value(tree)
+    result = optimal_value(tree, method="gmaa")
     assert result.method == "gmaa"
     assert result.value == pytest.approx(7.026451, abs=HALF_UNIT)
     _check_policy(tree, result)
@@ -163,9 +164,10 @@ def test_gmaa_agrees_with_exhaustive_on_every_builtin_game() -> None:
         tree = enumerate_histories(get_game(name))
         reference = self_play_optimum(tree, progress=False)
         for heuristic in HEURISTICS:
-            fast = optimal_value(tree, method="gmaa", heuristic=heuristic)
-            assert fast.value == pytest.approx(reference.value, abs=1e-9), (name, heuristic)
-            _check_policy(tree, fast)
+            for method in ("gmaa", "ice"):
+                fast = optimal_value(tree, method=method, heuristic=heuristic)
+                assert fast.value == pytest.approx(reference.value, abs=1e-9), (name, heuristic, method)
+                _check_policy(tree, fast)
 
 
 def test_lossless_clustering_shrinks_the_search_and_keeps_the_optimum(dpomdp_dir: Path) -> None:
@@ -200,7 +202,7 @@ def test_exhaustive_refuses_a_template_too_large_and_auto_avoids_it() -> None:
     with pytest.raises(PolicyBudgetError, match="template nodes"):
         self_play_optimum(tree)
     result = optimal_value(tree)
-    assert result.method == "gmaa"
+    assert result.method == "ice"
     _check_policy(tree, result)
 
 
@@ -212,9 +214,10 @@ def test_auto_picks_enumeration_only_when_small() -> None:
     assert optimal_value(small).method == "exhaustive"
     large = enumerate_histories(get_game("dectiger", horizon=3))
     result = optimal_value(large)
-    assert result.method == "gmaa"
+    assert result.method == "ice"
     data = result.to_json()
-    assert data["method"] == "gmaa" and data["nodes_expanded"] >= 1 and "GMAA*" in data["description"]
+    assert data["method"] == "ice" and data["nodes_expanded"] >= 1 and "GMAA*" in data["description"]
+    assert data["optimal"] is True and data["stopped"] is None
     assert data["search"]["heuristic"] == "Q_BG" and data["upper_bound"] >= data["value"]
     with pytest.raises(ValueError, match="unknown method"):
         optimal_value(small, method="dfs")
@@ -233,9 +236,10 @@ def test_gmaa_agrees_with_exhaustive_on_random_games(spec: GameSpec) -> None:
     reference = self_play_optimum(tree, progress=False)
     _check_policy(tree, reference)
     for heuristic in HEURISTICS:
-        fast = optimal_value(tree, method="gmaa", heuristic=heuristic)
-        assert fast.value == pytest.approx(reference.value, abs=1e-9), heuristic
-        _check_policy(tree, fast)
+        for method in ("gmaa", "ice"):
+            fast = optimal_value(tree, method=method, heuristic=heuristic)
+            assert fast.value == pytest.approx(reference.value, abs=1e-9), (heuristic, method)
+            _check_policy(tree, fast)
 
 
 @given(game_specs())

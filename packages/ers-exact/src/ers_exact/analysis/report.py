@@ -14,7 +14,8 @@ from ers_exact.model.transformation import Transformation, apply_to_policy
 from ers_exact.solve.fixed_points import SolverConfig, solve_fixed_points
 from ers_exact.symmetry.er import er_symmetries
 from ers_exact.symmetry.groups import is_subset, summarise
-from ers_exact.symmetry.search import decpomdp_symmetries, policy_part_order, psi_order
+from ers_exact.symmetry.mdp_group import decpomdp_group, format_order
+from ers_exact.symmetry.search import policy_part_order, psi_order
 
 __all__ = ["atlas", "symmetry_report"]
 
@@ -26,27 +27,35 @@ def symmetry_report(
     max_elements: int = 10_000,
     tol: float = 1e-8,
 ) -> dict[str, Any]:
-    """Phi_MDP, Phi_ER (against the solver's whole optimal set) and how they relate."""
+    """Phi_MDP (by generators and order, listed only up to ``max_elements``), Phi_ER (against the solver's
+    whole optimal set) and how they relate."""
     game = tree.game
     cfg = config or SolverConfig()
-    mdp = decpomdp_symmetries(game)  # first: refuses at once when Phi_MDP is too large to list
+    group = decpomdp_group(game)
+    mdp = list(group.policy_parts)  # what acts on policies: one element per distinct policy part
     fps = solve_fixed_points(tree, alpha, cfg)
     found = [p.policy for p in fps.optimal_points]
     pool = _close_under(tree, found, mdp)  # Phi_MDP maps Pi*_alpha onto itself (paper, appendix)
     er = er_symmetries(
         tree, pool, alpha, fps.J_star, tol=tol, pool_complete=fps.complete, progress=cfg.progress
     )
-    mdp_group = summarise(mdp)
     er_json = er.to_json(game.n_states, max_elements)
+    er_json["order_text"] = (
+        f"{game.n_states}! * {len(er.members):,} ({format_order(er.order(game.n_states))})"
+    )
+    if er.order(game.n_states) >= 2**53:
+        er_json["order"] = str(er_json["order"])
     if er.members:
         er_json.update(summarise(er.members, include_states=False).to_json())
+    listed = list(group.elements(max_elements)) if group.order <= max_elements else []
     mdp_keys = {(m.actions, m.observations) for m in mdp}
     extra = [m for m in er.members if (m.actions, m.observations) not in mdp_keys]
     return {
         "game": game.name,
         "horizon": game.horizon,
         "alpha": alpha,
-        "psi_order": psi_order(game),
+        "psi_order": _big(psi_order(game)),
+        "psi_order_text": format_order(psi_order(game)),
         "psi_order_on_policies": policy_part_order(game),
         "pool_size": len(pool),
         "pool_found_by_solver": len(found),
@@ -57,11 +66,10 @@ def symmetry_report(
         "fixed_points_complete": fps.complete,
         "completeness": fps.completeness,
         "mdp": {
-            "order": mdp_group.order,
-            "order_on_policies": len({(m.actions, m.observations) for m in mdp}),
-            "elements": [m.to_json() for m in mdp[:max_elements]],
-            "elements_truncated": len(mdp) > max_elements,
-            **mdp_group.to_json(),
+            **group.to_json(),
+            "elements": [m.to_json() for m in listed],
+            "elements_listed": group.order <= max_elements,
+            "max_elements": max_elements,
         },
         "er": er_json,
         "mdp_subgroup_of_er": is_subset(mdp, er.members),
@@ -69,6 +77,11 @@ def symmetry_report(
         "er_not_mdp_examples": [m.to_json() for m in extra[:5]],
         "convention": "admissible transformations only (DESIGN.md); Phi_ER = S_|S| x policy part",
     }
+
+
+def _big(n: int) -> int | str:
+    """An integer for JSON: exact digits as a string beyond float precision (2^53)."""
+    return n if n < 2**53 else str(n)
 
 
 def _close_under(

@@ -40,7 +40,7 @@ from ers_exact.model.histories import (
     estimate_history_count,
     history_count_log10,
 )
-from ers_exact.model.optimal import count_policy_trees, optimal_value, self_play_optimum
+from ers_exact.model.optimal import count_policy_trees, optimal_for_game, optimal_value, self_play_optimum
 from ers_exact.model.values import expected_return, local_q_values, uniform_policy
 from ers_exact.solve.fixed_points import SolverConfig, solve_fixed_points
 from ers_exact.util.budget import check_count
@@ -149,13 +149,24 @@ def run_value(o: ValueOptions) -> dict[str, Any]:
 
 
 def run_optimal(o: OptimalOptions) -> dict[str, Any]:
-    """Exact optimal value J* over deterministic joint policies (exhaustive search or GMAA*)."""
-    tree = _tree(o)
-    result = optimal_value(
-        tree, o.method, max_policies=o.max_policies, heuristic=o.heuristic, max_children=o.max_children
-    )
-    if o.save_policy:
+    """Exact optimal value J* over deterministic joint policies (exhaustive search, GMAA* or GMAA*-ICE)."""
+    if o.save_policy:  # the policy file is indexed by local histories: enumerate them
+        tree = _tree(o)
+        result = optimal_value(
+            tree, o.method, max_policies=o.max_policies, heuristic=o.heuristic, max_children=o.max_children
+        )
         write_policy_file(o.save_policy, tree, result.policy, reads=_reads(o))
+    else:
+        result = optimal_for_game(
+            _game(o),
+            o.method,
+            max_nodes=o.max_nodes,
+            max_policies=o.max_policies,
+            heuristic=o.heuristic,
+            max_children=o.max_children,
+            budget_bytes=None if o.memory_budget is None else o.memory_budget * 1e9,
+            max_seconds=float("inf") if o.max_seconds is None else o.max_seconds,
+        )
     return {**result.to_json(), "provenance": _provenance()}
 
 
@@ -199,7 +210,8 @@ def run_symmetries(o: SymmetriesOptions) -> dict[str, Any]:
     """Phi_MDP and Phi_ER at alpha (against the solver's whole optimal set), as groups."""
     from ers_exact.analysis.report import symmetry_report
 
-    return {**symmetry_report(_tree(o), o.alpha, _solver(o)), "provenance": _provenance()}
+    report = symmetry_report(_tree(o), o.alpha, _solver(o), max_elements=o.max_elements)
+    return {**report, "provenance": _provenance()}
 
 
 def run_atlas(o: AtlasOptions) -> dict[str, Any]:

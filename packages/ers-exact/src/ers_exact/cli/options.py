@@ -21,6 +21,7 @@ from ers_exact.model.histories import DEFAULT_MAX_NODES
 from ers_exact.model.optimal import AUTO_EXHAUSTIVE_MAX, DEFAULT_MAX_POLICIES, METHODS
 from ers_exact.solve.fixed_points import SolverConfig
 from ers_exact.solve.sweep import parse_alphas
+from ers_exact.util.budget import MEMORY_BUDGET_ENV
 from ers_exact.util.options import (
     Options,
     UsageError,
@@ -255,8 +256,10 @@ class OptimalOptions(SavePolicyOptions, GameOptions):
         check=one_of(METHODS),
         metavar="METHOD",
         help="'exhaustive' (every policy tree of agents 0..n-2 + the last agent's best "
-        "response: the reference), 'gmaa' (GMAA*-ICE heuristic search, exact), or "
-        f"'auto' (exhaustive up to {AUTO_EXHAUSTIVE_MAX} policy trees, else gmaa)",
+        "response: the reference), 'gmaa' (GMAA*-ICE on the enumerated history tree, exact), 'ice' "
+        "(GMAA*-ICE with incremental clustering on the distinct joint beliefs: no history tree, "
+        "memory follows the search), or "
+        f"'auto' (exhaustive for small games up to {AUTO_EXHAUSTIVE_MAX} policy trees, else ice)",
     )
     heuristic: str = option(
         "Q_BG",
@@ -273,7 +276,21 @@ class OptimalOptions(SavePolicyOptions, GameOptions):
         DEFAULT_MAX_CHILDREN,
         check=at_least(1),
         help="refuse a GMAA* expansion (or last-stage Bayesian game) over more joint "
-        "decision rules than this",
+        "decision rules than this (ice: stop there and report the bounds found)",
+    )
+    memory_budget: float | None = option(
+        None,
+        check=positive,
+        metavar="GB",
+        help="ice: memory of the search in GB; the belief graph is refused beyond it and the search "
+        "stops there with the best policy and bounds found",
+        default_text=f"${MEMORY_BUDGET_ENV}, else half this machine's memory (at most 8 GB)",
+    )
+    max_seconds: float | None = option(
+        None,
+        check=positive,
+        help="ice: stop after this many seconds and report the best policy and bounds found",
+        default_text="no limit",
     )
 
 
@@ -290,6 +307,12 @@ class SymmetriesOptions(SolverOptions, GameOptions):
     """``symmetries``: Phi_MDP and Phi_ER at one alpha."""
 
     alpha: float = option(help=ALPHA_HELP, check=positive)
+    max_elements: int = option(
+        10_000,
+        check=at_least(0),
+        help="list the elements of Phi_MDP (and Phi_ER's policy parts) only up to this many; orders, "
+        "generators and orbits are reported at any size",
+    )
 
 
 @dataclass(frozen=True, kw_only=True)

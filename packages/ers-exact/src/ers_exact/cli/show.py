@@ -65,15 +65,21 @@ def show_sweep(result: dict[str, Any]) -> None:
 
 def show_symmetries(result: dict[str, Any]) -> None:
     print(
-        f"{result['game']} alpha={result['alpha']}: |Psi| = {result['psi_order']}, |Pi*| found = "
+        f"{result['game']} alpha={result['alpha']}: |Psi| = {result['psi_order_text']}, |Pi*| found = "
         f"{result['pool_size']} (complete: {result['fixed_points_complete']})"
     )
     print(
-        f"|Phi_MDP| = {result['mdp']['order']} ({result['mdp']['order_on_policies']} on policies); "
-        f"|Phi_ER| = {result['er']['order']} ({result['er']['order_on_policies']} on policies); "
+        f"|Phi_MDP| = {result['mdp']['order_text']} ({result['mdp']['order_on_policies']} on policies, "
+        f"{result['mdp']['n_generators']} generators); "
+        f"|Phi_ER| = {result['er']['order_text']} ({result['er']['order_on_policies']} on policies); "
         f"Phi_MDP <= Phi_ER: {result['mdp_subgroup_of_er']}; in Phi_ER not Phi_MDP (on policies): "
         f"{result['er_not_mdp_on_policies']}"
     )
+    orbits = {k: v for k, v in result["mdp"]["orbits"].items() if v}
+    shown = "; ".join(
+        f"{k}: {len(v)} orbit(s) of sizes {sorted(map(len, v), reverse=True)[:8]}" for k, v in orbits.items()
+    )
+    print(f"Phi_MDP orbits: {shown or 'none (trivial group)'}")
 
 
 def show_atlas(result: dict[str, Any]) -> None:
@@ -93,7 +99,15 @@ def show_zsc(result: dict[str, Any]) -> None:
 
 
 def show_optimal(result: dict[str, Any]) -> None:
-    print(f"{result['game']} H={result['horizon']} gamma={result['discount']}: J* = {result['value']:.6f}")
+    head = f"{result['game']} H={result['horizon']} gamma={result['discount']}"
+    if result.get("optimal", True):
+        print(f"{head}: J* = {result['value']:.6f}")
+    else:
+        print(
+            f"{head}: NOT PROVEN OPTIMAL, stopped ({result['stopped']}): "
+            f"{'-inf' if result['value'] is None else format(result['value'], '.6f')} <= J* <= "
+            f"{result['search']['upper_bound']:.6f}"
+        )
     work = (
         f"{result['n_candidates']:,} policy trees"
         if result["method"] == "exhaustive"

@@ -29,26 +29,19 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import math
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
+from ers_exact.model.bayes_game import BayesGame, PolicyBudgetError, best_rule, children_values
 from ers_exact.model.bounds import child_table, stage_rewards, upper_bound_q
 from ers_exact.model.histories import HistoryTree
 
 __all__ = ["DEFAULT_MAX_CHILDREN", "GmaaOutcome", "PolicyBudgetError", "gmaa_search"]
 
 DEFAULT_MAX_CHILDREN = 5_000_000
-_CHUNK_FLOATS = 4_000_000
-
-
-class PolicyBudgetError(RuntimeError):
-    """An exact search would enumerate more (partial) policies than its budget allows."""
 
 
 @dataclass(frozen=True)
@@ -105,7 +98,7 @@ class _Node:
         self.ptr = 0
 
 
-class _Plan:
+class _Plan(BayesGame):
     """The Bayesian game of a partial policy's stage: each agent's types (its reachable local histories),
     grouped into classes that get one action (lossless clustering, see :func:`_classes`), the legal options
     of each class, and which agent best-responds (the one with the most rules)."""
@@ -115,31 +108,21 @@ class _Plan:
         layer = tree.layers[t]
         self.types: list[np.ndarray] = []  # per agent: local history ids (sorted)
         self.member_class: list[np.ndarray] = []  # per agent: class of each type
-        self.inv: list[np.ndarray] = []  # per agent: class of each reached node
-        self.options: list[list[np.ndarray]] = []  # per agent, per class: legal actions
+        inv: list[np.ndarray] = []  # per agent: class of each reached node
+        options: list[list[np.ndarray]] = []  # per agent, per class: legal actions
         type_inv = []
         for i in range(game.n_agents):
-            uniq, inv = np.unique(layer.local[reach, i], return_inverse=True)
+            uniq, t_inv = np.unique(layer.local[reach, i], return_inverse=True)
             self.types.append(uniq)
-            type_inv.append(inv.reshape(-1))
+            type_inv.append(t_inv.reshape(-1))
         for i in range(game.n_agents):
             legal = tree.local[i].legal[self.types[i]]
             cls = _classes(layer.weight[reach], type_inv, i, legal) if cluster else np.arange(len(legal))
             first = np.unique(cls, return_index=True)[1]
             self.member_class.append(cls)
-            self.inv.append(cls[type_inv[i]])
-            self.options.append([np.flatnonzero(row) for row in legal[first]])
-        log_rules = [sum(math.log(len(o)) for o in opts) for opts in self.options]
-        self.responder = int(np.argmax(log_rules))
-        self.enumerated = [i for i in range(game.n_agents) if i != self.responder]
-        self.flat_options = [o for i in self.enumerated for o in self.options[i]]
-        self.n_e = math.prod(len(o) for o in self.flat_options)
-        self.n_r = math.prod(len(o) for o in self.options[self.responder])
-        self.stride = np.cumprod((1, *tuple(reversed(game.n_actions))))[:-1][::-1]
-        resp_options = self.options[self.responder]
-        self.legal_r = np.zeros((len(resp_options), game.n_actions[self.responder]), dtype=bool)
-        for k, opts in enumerate(resp_options):
-            self.legal_r[k, opts] = True  # [classes of the responder, A_r]
+            inv.append(cls[type_inv[i]])
+            options.append([np.flatnonzero(row) for row in legal[first]])
+        super().__init__(inv, options, game.n_actions)
 
     def sizes(self) -> str:
         return (
@@ -150,138 +133,6 @@ class _Plan:
     def decisions(self, actions: list[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray]]:
         """(local history ids, action of each) per agent, for per-class actions."""
         return [(self.types[i], acts[self.member_class[i]]) for i, acts in enumerate(actions)]
-
-    def decode(self, index: int) -> list[np.ndarray]:
-        """Per agent, the action of each class under the joint rule ``index`` (= c_e * n_r + c_r)."""
-        c_e, c_r = divmod(int(index), self.n_r)
-        out: list[np.ndarray] = [None] * len(self.types)  # type: ignore[list-item]
-        for i in self.enumerated:
-            acts = []
-            for opts in self.options[i]:
-                c_e, d = divmod(c_e, len(opts))
-                acts.append(opts[d])
-            out[i] = np.array(acts, dtype=np.int64)
-        acts = []
-        for opts in self.options[self.responder]:
-            c_r, d = divmod(c_r, len(opts))
-            acts.append(opts[d])
-        out[self.responder] = np.array(acts, dtype=np.int64)
-        return out
-
-    def joint_action(self, actions: list[np.ndarray]) -> np.ndarray:
-        """The joint action at each reached node for per-agent class actions.  # [m]"""
-        ja = np.zeros(len(self.inv[0]), dtype=np.int64)
-        for i, acts in enumerate(actions):
-            ja += acts[self.inv[i]] * self.stride[i]
-        return ja
-
-    def payoff_chunks(self, q: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
-        """S[c, k, b] = sum over reached nodes of responder class k of q[node, (rule c of the others, b)]
-        for every joint rule c of the enumerated agents, in chunks (lo, S[lo:lo + C]); -inf where b is
-        illegal for k.  # [C, K_r, A_r]
-
-        With one enumerated agent e (two agents), S is a Kronecker sum over e's classes,
-        S[c] = sum_theta Z[theta, rule_c(theta)] with Z[theta, a, k, b] the payoff summed over the nodes of
-        (theta, k): each entry costs one addition. Otherwise every rule gathers q at every node."""
-        r = self.responder
-        m, K_r, A_r = q.shape[0], self.legal_r.shape[0], self.legal_r.shape[1]
-        proj = sp.csr_matrix((np.ones(m), (self.inv[r], np.arange(m))), shape=(K_r, m))
-        if len(self.enumerated) != 1:
-            rows = max(1, _CHUNK_FLOATS // max(1, m * A_r))
-            for lo in range(0, self.n_e, rows):
-                hi = min(self.n_e, lo + rows)
-                yield lo, self._gathered_payoffs(q, proj, lo, hi)
-            return
-        e = self.enumerated[0]
-        K_e, A_e = len(self.options[e]), q.shape[1] // A_r
-        qn = q.reshape(m, A_e, A_r) if e < r else q.reshape(m, A_r, A_e).transpose(0, 2, 1)
-        qn = np.where(np.isfinite(qn), qn, 0.0)  # -inf only at illegal actions, never chosen
-        pair = sp.csr_matrix(
-            (np.ones(m), (self.inv[e] * K_r + self.inv[r], np.arange(m))), shape=(K_e * K_r, m)
-        )
-        Z = (pair @ qn.reshape(m, -1)).reshape(K_e, K_r, A_e, A_r).transpose(0, 2, 1, 3)
-        parts = [Z[theta, opts] for theta, opts in enumerate(self.options[e])]  # [|opts|, K_r, A_r]
-        low = np.zeros((1, K_r, A_r))
-        p = 0
-        while p < K_e and low.shape[0] * len(parts[p]) * K_r * A_r <= _CHUNK_FLOATS:
-            low = (parts[p][:, None] + low[None]).reshape(-1, K_r, A_r)  # position p varies slowest
-            p += 1
-        low = np.where(self.legal_r[None], low, -np.inf)
-        high = parts[p:]
-        for h in range(math.prod(len(x) for x in high)):
-            offset = np.zeros((K_r, A_r))
-            rest = h
-            for x in high:
-                rest, d = divmod(rest, len(x))
-                offset += x[d]
-            yield h * low.shape[0], low + offset[None]
-
-    def _gathered_payoffs(self, q: np.ndarray, proj: sp.csr_matrix, lo: int, hi: int) -> np.ndarray:
-        r = self.responder
-        m, K_r, A_r = q.shape[0], self.legal_r.shape[0], self.legal_r.shape[1]
-        rules = _rule_slice(self.flat_options, lo, hi)  # [C, P_e]
-        base = np.zeros((hi - lo, m), dtype=np.int64)
-        pos = 0
-        for i in self.enumerated:
-            k = len(self.options[i])
-            base += rules[:, pos : pos + k][:, self.inv[i]] * self.stride[i]
-            pos += k
-        cols = base[:, :, None] + np.arange(A_r)[None, None, :] * self.stride[r]
-        g = q[np.arange(m)[None, :, None], cols]  # [C, m, A_r]
-        g[np.isneginf(g)] = 0.0  # only the responder's illegal actions (masked below)
-        s = (proj @ g.transpose(1, 0, 2).reshape(m, -1)).reshape(K_r, hi - lo, A_r).transpose(1, 0, 2)
-        return np.where(self.legal_r[None], s, -np.inf)
-
-
-def _rule_slice(options: list[np.ndarray], lo: int, hi: int) -> np.ndarray:
-    """Rows lo..hi-1 of ``rule_table(options)`` without building the rest.  # [hi - lo, len(options)]"""
-    idx = np.arange(lo, hi, dtype=np.int64)
-    out = np.empty((hi - lo, len(options)), dtype=np.int64)
-    for k, opts in enumerate(options):
-        out[:, k] = opts[idx % len(opts)]
-        idx //= len(opts)
-    return out
-
-
-def _children_values(plan: _Plan, q: np.ndarray, max_children: int) -> np.ndarray:
-    """sum over reached nodes of q[node, delta(node)] for every joint decision rule delta, flat index
-    c_e * n_r + c_r.  # [n_e * n_r]"""
-    total = plan.n_e * plan.n_r
-    if total > max_children:
-        raise PolicyBudgetError(
-            f"expanding a partial policy needs {total:,} joint decision rules ({plan.sizes()}); the budget "
-            f"is {max_children:,} (raise max_children)"
-        )
-    resp = _rule_slice(plan.options[plan.responder], 0, plan.n_r)  # [n_r, K_r]
-    out = np.empty((plan.n_e, plan.n_r))
-    for lo, s in plan.payoff_chunks(q):  # [C, K_r, A_r]; the responder's rules only pick legal actions
-        acc = np.zeros((s.shape[0], plan.n_r))
-        for k in range(s.shape[1]):
-            acc += s[:, k, resp[:, k]]
-        out[lo : lo + s.shape[0]] = acc
-    return out.reshape(-1)
-
-
-def _best_rule(plan: _Plan, q: np.ndarray, max_children: int) -> tuple[float, list[np.ndarray]]:
-    """max over joint decision rules of sum over reached nodes of q[node, delta(node)] (a Bayesian game),
-    by enumerating the others' rules and best-responding the responder; with one maximising rule."""
-    if plan.n_e > max_children:
-        raise PolicyBudgetError(
-            f"solving the last-stage Bayesian game needs {plan.n_e:,} decision rules of agents "
-            f"{plan.enumerated} ({plan.sizes()}); the budget is {max_children:,} (raise max_children)"
-        )
-    best, best_c, best_resp = -np.inf, 0, None
-    for lo, s in plan.payoff_chunks(q):  # [C, K_r, A_r]
-        values = s.max(axis=2).sum(axis=1)
-        k = int(np.argmax(values))
-        if values[k] > best:
-            best, best_c, best_resp = float(values[k]), lo + k, np.argmax(s[k], axis=1)
-    assert best_resp is not None
-    c_r = 0
-    for k in reversed(range(len(plan.options[plan.responder]))):
-        opts = plan.options[plan.responder][k]
-        c_r = c_r * len(opts) + int(np.flatnonzero(opts == best_resp[k])[0])
-    return best, plan.decode(best_c * plan.n_r + c_r)
 
 
 def _policy(tree: HistoryTree, node: _Node, last: list[np.ndarray], plan: _Plan) -> tuple[np.ndarray, ...]:
@@ -339,7 +190,7 @@ def gmaa_search(
             break
         if node.t == H - 1:
             plan = _Plan(tree, node.t, node.reach, cluster)
-            best, last = _best_rule(plan, rewards[node.t][node.reach], max_children)
+            best, last = best_rule(plan, rewards[node.t][node.reach], max_children)
             solves += 1
             value = node.g + gamma**node.t * best
             if value > lower:
@@ -347,7 +198,7 @@ def gmaa_search(
             continue
         if node.plan is None:  # expand: every child's priority at once, kept sorted on the parent
             node.plan = _Plan(tree, node.t, node.reach, cluster)
-            f = node.g + gamma**node.t * _children_values(node.plan, hq.q[node.t][node.reach], max_children)
+            f = node.g + gamma**node.t * children_values(node.plan, hq.q[node.t][node.reach], max_children)
             evaluated += f.size
             expanded += 1
             keep = np.flatnonzero(f > lower + slack)

@@ -6,13 +6,18 @@ joint policy exists for finite-horizon Dec-POMDPs), by two searches that must ag
   can reach); agent n-1 answers each with an exact best response by backward induction over its local
   histories, restricted to the subtree the enumerated policies reach: template nodes (joint observation
   sequence, agent n-1's actions), (|O| |A^{n-1}|)^t of them at stage t instead of the whole joint tree.
-* ``gmaa`` (the fast path): GMAA*-ICE, heuristic search over partial joint policies stage by stage with
-  an admissible upper bound (Q_BG by default), see :mod:`ers_exact.model.gmaa`. Optimality is proven by
-  the search's termination; it enumerates no policy set.
+* ``gmaa``: GMAA*-ICE on the enumerated joint history tree, heuristic search over partial joint policies
+  stage by stage with an admissible upper bound (Q_BG by default), see :mod:`ers_exact.model.gmaa`.
+  Optimality is proven by the search's termination; it enumerates no policy set.
+* ``ice`` (the fast path): the same search as MADP runs it, with incremental clustering of the types of
+  each partial policy's Bayesian game and the heuristic on the distinct joint beliefs, never on the joint
+  history tree (:mod:`ers_exact.model.ice`); its memory follows the search, under a byte budget.
 
-:func:`optimal_value` picks one (``auto``: exhaustive when the policy count is small); the result records
-the method, its work (candidates, nodes expanded) and time. :func:`self_play_optimum` is the exhaustive
-reference under its historical name.
+:func:`optimal_value` picks one for an enumerated tree, :func:`optimal_for_game` for a game, without
+enumerating its histories unless the method needs them (``auto``: exhaustive when the game and its policy
+count are small, else ice); the result records the method, its work (candidates, nodes expanded), time and
+whether optimality was proven. :func:`self_play_optimum` is the exhaustive reference under its historical
+name.
 """
 
 from __future__ import annotations
@@ -25,8 +30,16 @@ import numpy as np
 import scipy.sparse as sp
 
 from ers_exact.model.bounds import child_table, stage_rewards
+from ers_exact.model.game import Game
 from ers_exact.model.gmaa import DEFAULT_MAX_CHILDREN, PolicyBudgetError, gmaa_search
-from ers_exact.model.histories import HistoryTree
+from ers_exact.model.histories import (
+    DEFAULT_MAX_NODES,
+    HistoryTree,
+    enumerate_histories,
+    estimate_history_count,
+)
+from ers_exact.model.ice import IceOutcome, ice_search
+from ers_exact.model.policy_trees import policy_trees_to_local
 from ers_exact.util.progress import Progress
 
 __all__ = [
@@ -36,13 +49,15 @@ __all__ = [
     "OptimalResult",
     "PolicyBudgetError",
     "count_policy_trees",
+    "optimal_for_game",
     "optimal_value",
     "self_play_optimum",
 ]
 
 DEFAULT_MAX_POLICIES = 2_000_000
 AUTO_EXHAUSTIVE_MAX = 256  # ``auto`` enumerates at most this many policy trees, else runs GMAA*
-METHODS = ("auto", "exhaustive", "gmaa")
+METHODS = ("auto", "exhaustive", "gmaa", "ice")
+AUTO_TREE_NODES = 20_000  # ``auto`` on a game enumerates its histories only below this many joint nodes
 _CHUNK_FLOATS = 8_000_000
 _MAX_TEMPLATE_NODES = 2_000_000  # reached-subtree nodes (joint observations x last agent's actions)^t
 _DESCRIPTIONS = {
@@ -50,6 +65,9 @@ _DESCRIPTIONS = {
     "reached subtree",
     "gmaa": "GMAA*-ICE: A* over partial joint policies stage by stage, admissible heuristic {heuristic}, "
     "incremental expansion; last stage solved exactly as a Bayesian game",
+    "ice": "GMAA*-ICE with incremental clustering (Oliehoek et al. 2013): A* over partial joint policies, each "
+    "with its clustered Bayesian game; admissible heuristic {heuristic} per distinct joint belief; incremental "
+    "expansion; last stage solved exactly by branch and bound",
 }
 
 
@@ -73,6 +91,9 @@ class OptimalResult:
     nodes_expanded: int | None = None
     upper_bound: float | None = None
     search: dict[str, Any] = field(default_factory=dict, repr=False)
+    optimal: bool = True
+    stopped: str | None = None
+    policy_trees: tuple[tuple[np.ndarray, ...], ...] | None = field(default=None, repr=False)
 
     @property
     def description(self) -> str:
@@ -83,16 +104,26 @@ class OptimalResult:
             "game": self.game,
             "horizon": self.horizon,
             "discount": self.discount,
-            "value": self.value,
+            "value": self.value if np.isfinite(self.value) else None,  # None: stopped before any policy
             "method": self.method,
             "description": self.description,
             "n_candidates": self.n_candidates,
             "nodes_expanded": self.nodes_expanded,
             "upper_bound": self.upper_bound,
             "seconds": round(self.seconds, 4),
+            "optimal": self.optimal,
+            "stopped": self.stopped,
             "search": self.search,
-            "policy": [np.argmax(p, axis=1).tolist() for p in self.policy],
+            **self._policy_json(),
         }
+
+    def _policy_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.policy:
+            out["policy"] = [np.argmax(p, axis=1).tolist() for p in self.policy]
+        if self.policy_trees is not None:
+            out["policy_trees"] = [[stage.tolist() for stage in agent] for agent in self.policy_trees]
+        return out
 
 
 def optimal_value(
@@ -109,8 +140,10 @@ def optimal_value(
 
     Args:
         method: ``"exhaustive"`` (reference; refuses beyond ``max_policies`` policy trees), ``"gmaa"``
-            (GMAA*-ICE; refuses when one expansion exceeds ``max_children`` decision rules), or ``"auto"``
-            (exhaustive when agents 0..n-2 have at most :data:`AUTO_EXHAUSTIVE_MAX` policy trees, else gmaa).
+            (GMAA*-ICE on the tree; refuses when one expansion exceeds ``max_children`` decision rules),
+            ``"ice"`` (:func:`~ers_exact.model.ice.ice_search`, the policy converted to the tree's local
+            histories), or ``"auto"`` (exhaustive when agents 0..n-2 have at most
+            :data:`AUTO_EXHAUSTIVE_MAX` policy trees, else ice).
         heuristic: GMAA*'s upper bound, ``"Q_BG"``, ``"Q_POMDP"`` or ``"Q_MDP"``.
         cluster: GMAA* treats probabilistically equivalent local histories as one type (lossless).
         progress: progress bar of the exhaustive search (default: when stderr is a terminal).
@@ -119,10 +152,13 @@ def optimal_value(
         raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
     if method == "auto":
         few = count_policy_trees(tree, list(range(tree.game.n_agents - 1))) <= AUTO_EXHAUSTIVE_MAX
-        method = "exhaustive" if few and _template_nodes(tree) <= _MAX_TEMPLATE_NODES else "gmaa"
+        method = "exhaustive" if few and _template_nodes(tree) <= _MAX_TEMPLATE_NODES else "ice"
     if method == "exhaustive":
         return self_play_optimum(tree, max_policies=max_policies, progress=progress)
     game = tree.game
+    if method == "ice":
+        outcome = ice_search(game, heuristic, max_children=max_children, cluster=cluster)
+        return _ice_result(game, outcome, tree)
     out = gmaa_search(tree, heuristic=heuristic, max_children=max_children, cluster=cluster)
     return OptimalResult(
         game=game.name,
@@ -136,6 +172,64 @@ def optimal_value(
         nodes_expanded=out.nodes_expanded,
         upper_bound=out.root_bound,
         search=out.stats(),
+    )
+
+
+def optimal_for_game(
+    game: Game,
+    method: str = "auto",
+    *,
+    max_nodes: int = DEFAULT_MAX_NODES,
+    max_policies: int = DEFAULT_MAX_POLICIES,
+    heuristic: str = "Q_BG",
+    max_children: int = DEFAULT_MAX_CHILDREN,
+    budget_bytes: float | None = None,
+    max_seconds: float = float("inf"),
+    progress: bool | None = None,
+) -> OptimalResult:
+    """J* of ``game``: ``ice`` runs on the game itself (no history tree; ``budget_bytes`` defaults to
+    :func:`~ers_exact.util.budget.memory_budget`, ``max_seconds`` stops it with bounds); ``exhaustive`` and
+    ``gmaa`` enumerate the histories first (refused beyond ``max_nodes``); ``auto`` enumerates them only
+    when the game has at most :data:`AUTO_TREE_NODES` joint nodes (then as :func:`optimal_value`), else ice."""
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    if method == "auto" and estimate_history_count(game, AUTO_TREE_NODES + 1) > AUTO_TREE_NODES:
+        method = "ice"
+    if method == "ice":
+        outcome = ice_search(
+            game, heuristic, max_children=max_children, budget_bytes=budget_bytes, max_seconds=max_seconds
+        )
+        return _ice_result(game, outcome, None)
+    tree = enumerate_histories(game, max_nodes=max_nodes)
+    return optimal_value(
+        tree,
+        method,
+        max_policies=max_policies,
+        heuristic=heuristic,
+        max_children=max_children,
+        progress=progress,
+    )
+
+
+def _ice_result(game: Game, out: IceOutcome, tree: HistoryTree | None) -> OptimalResult:
+    policy: tuple[np.ndarray, ...] = ()
+    if tree is not None and out.policy_trees is not None:
+        policy = policy_trees_to_local(tree, out.policy_trees)
+    return OptimalResult(
+        game=game.name,
+        horizon=game.horizon,
+        discount=game.discount,
+        value=out.value,
+        policy=policy,
+        n_candidates=out.children_evaluated,
+        seconds=out.seconds,
+        method="ice",
+        nodes_expanded=out.nodes_expanded,
+        upper_bound=out.root_bound,
+        search=out.stats(),
+        optimal=out.optimal,
+        stopped=out.stopped,
+        policy_trees=out.policy_trees,
     )
 
 

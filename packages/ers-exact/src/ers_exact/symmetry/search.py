@@ -32,6 +32,7 @@ from ers_exact.util.errors import InputError
 __all__ = [
     "DEFAULT_MAX_ELEMENTS",
     "SymmetryBudgetError",
+    "coset_representatives",
     "decpomdp_symmetries",
     "permutation_table",
     "policy_part_order",
@@ -314,11 +315,16 @@ def _action_combos(
 
 
 def _state_perms(
-    game: Game, pa: np.ndarray, colours: tuple[np.ndarray, np.ndarray] | None = None
+    game: Game,
+    pa: np.ndarray,
+    colours: tuple[np.ndarray, np.ndarray] | None = None,
+    prev_twin: np.ndarray | None = None,
 ) -> Iterator[np.ndarray]:
     """Backtracking over state permutations with T and R invariant under the joint action map ``pa``
     (each new state checked against the states assigned before it: O(|S|^2 |A|) per full assignment);
-    candidates: equal signatures and, when given, equal colours (state s of copy A onto t of copy B)."""
+    candidates: equal signatures and, when given, equal colours (state s of copy A onto t of copy B).
+    ``prev_twin[k]``: the previous member of k's twin class (-1: none); when given, only permutations
+    increasing on every twin class are yielded -- one per coset ps o tau of the twins' group."""
     T, R, S = game.transition, game.reward, game.n_states
     if colours is not None:  # the refined colours subsume the signatures
         col_a, col_b = colours
@@ -343,8 +349,9 @@ def _state_perms(
         if k == S:
             yield perm.copy()
             return
+        low = -1 if prev_twin is None or prev_twin[k] < 0 else perm[prev_twin[k]]
         for t in cands[k]:
-            if not used[t]:
+            if not used[t] and t > low:
                 perm[k], used[t] = t, True
                 if consistent(k):
                     yield from rec(k + 1)
@@ -381,7 +388,7 @@ def _observation_perms(
             yield combo
 
 
-def _pruned(game: Game) -> list[Transformation]:
+def _pruned(game: Game, prev_twin: np.ndarray | None = None) -> list[Transformation]:
     out = []
     _, act_cols, obs_cols = _refine(game)
     classes = (_value_classes(game.transition), _value_classes(game.reward), _value_classes(game.observation))
@@ -391,7 +398,7 @@ def _pruned(game: Game) -> list[Transformation]:
         colours = _state_colours_under(game, joint_a, jo_h, classes)
         if colours is None:
             continue
-        for ps in _state_perms(game, joint_a, colours):
+        for ps in _state_perms(game, joint_a, colours, prev_twin):
             if not _same(game.initial_belief[ps], game.initial_belief, axis=(0,)):
                 continue
             for obs in _observation_perms(game, ps, joint_a, obs_cols):
@@ -404,6 +411,13 @@ def _pruned(game: Game) -> list[Transformation]:
                         )
                     )
     return out
+
+
+def coset_representatives(game: Game, prev_twin: np.ndarray) -> list[Transformation]:
+    """The pruned search restricted to state permutations increasing on every twin class (``prev_twin[k]``:
+    the previous member of k's twin class, -1 for none): one element of Phi_MDP per coset of the twins'
+    group (see :mod:`ers_exact.symmetry.mdp_group`)."""
+    return _pruned(game, prev_twin)
 
 
 def _legal_perms_ok(game: Game, acts: tuple[np.ndarray, ...], obs: tuple[np.ndarray, ...]) -> bool:
