@@ -166,7 +166,7 @@ def main() -> None:
             record(out, {"kind": "ers", "env": env, "num_envs": n, "num_steps": t, "minibatches": mb, **r})
             torch.cuda.empty_cache() if a.device == "cuda" else None
         script, args = anchor_args(env, n, t, mb, a.tiny)
-        r = bench_anchor(anchors / script, args, env=jax_env, timeout=max(30.0, left() - 30))
+        r = bench_anchor(anchors / script, args, env=jax_env, timeout=max(120.0, left() - 10))
         last = (r.get("lines") or [{}])[-1]
         compile_s.setdefault(env, float(last.get("compile_and_warm_s", 30.0)))
         record(out, {"kind": "anchor", "env": env, "num_envs": n, "num_steps": t, "minibatches": mb, **r})

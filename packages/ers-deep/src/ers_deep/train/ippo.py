@@ -7,7 +7,7 @@ One update, top to bottom (CleanRL-style phases):
    where an episode starts, before the step (``first`` flags, the fix of JaxMARL PR #191);
 2. **advantages** (``ppo.gae``, checked against TorchRL's ``generalized_advantage_estimate``), team reward
    (plus the agent's annealed shaped reward on Overcooked V2), done = episode end (no bootstrap);
-3. **update** (``ppo_update``, ``ers_deep.train.ppo``): ``epochs`` passes over ``minibatches`` groups of actors (whole sequences, as
+3. **update** (``ppo_update``: ``ers_deep.train.update.PPOUpdate`` over ``ers_deep.train.ppo``): ``epochs`` passes over ``minibatches`` groups of actors (whole sequences, as
    the official code shuffles along the actor axis), PureJaxRL's clipped PPO: clipped surrogate, clipped value
    loss, entropy bonus ``alpha``; gradients clipped to ``max_grad_norm`` per seed; Adam with the learning
    rate of the schedule at this update;
@@ -40,7 +40,7 @@ sampler (``ers_deep.train.collector``), and ``"native"``, the earlier per-step l
 
 The update (``ers_deep.train.ppo``) is ours in every path, not TorchRL's ``ClipPPOLoss``: its advantage
 standardisation ignores the loss mask of non-acting Hanabi players (``../shared/notes/torchrl-and-hle.md`` 1.3);
-``update_mode`` compiles it (loss, backward, clipping, Adam).
+``update_mode`` runs its minibatch steps eagerly, compiled or CUDA-graph-captured (``ers_deep.train.update``).
 """
 
 from __future__ import annotations
