@@ -74,11 +74,14 @@ def record(out: Path, row: dict[str, Any]) -> None:
     print(json.dumps(row)[:400], flush=True)
 
 
-def learning_run(env: str, n: int, t: int, seconds: float, device: str, tiny: bool) -> dict[str, Any]:
-    """ers self-play for ``seconds`` of wall time after setup; the mean return of the last two updates."""
+def learning_run(
+    env: str, n: int, t: int, seconds: float, device: str, tiny: bool, **over: Any
+) -> dict[str, Any]:
+    """ers self-play for ``seconds`` of wall time after setup; the mean return of the last two updates
+    (``over``: config fields on top, e.g. ``vf_coef=1.0``)."""
     from ers_deep.train import Learner
 
-    cfg = ers_config(env, n, t, 4, device, tiny)
+    cfg = ers_config(env, n, t, 4, device, tiny, **over)
     learner = Learner(cfg)
     learner.train_step()
     start, history = time.perf_counter(), []
@@ -101,19 +104,33 @@ def learn(
     ``warm`` on top, as its time limit counts from its start)."""
     from ers_deep.bench.train import bench_anchor
 
-    if a.learn_s <= 0 or left() < 2 * a.learn_s + warm + 60:
+    runs = 2 + len([x for x in a.learn_variants.split(";") if x])
+    if a.learn_s <= 0 or left() < runs * a.learn_s + warm + 60:
         record(out, {"kind": "skipped", "env": "learning runs", "why": "budget"})
         return
-    try:
-        r = learning_run("hanabi", n, t, a.learn_s, a.device, a.tiny)
-    except Exception as e:
-        r = {"error": f"{type(e).__name__}: {e}"[:500]}
-    record(out, {"kind": "learn-ers", "env": "hanabi", "num_envs": n, **r})
+    for over in [{}, *[parse_over(x) for x in a.learn_variants.split(";") if x]]:
+        try:
+            r = learning_run("hanabi", n, t, a.learn_s, a.device, a.tiny, **over)
+        except Exception as e:
+            r = {"error": f"{type(e).__name__}: {e}"[:500]}
+        record(out, {"kind": "learn-ers", "env": "hanabi", "num_envs": n, "config": over, **r})
     script, args = anchor_args("hanabi", n, t, 4, a.tiny)
     cut = args.index("--total-steps")
     args = [*args[:cut], "--total-steps", "1e10", "--seconds", str(a.learn_s + warm), *args[cut + 2 :]]
     r = bench_anchor(anchors / script, args, env=jax_env, timeout=a.learn_s + warm + 120)
     record(out, {"kind": "learn-anchor", "env": "hanabi", "num_envs": n, **r})
+
+
+def parse_over(text: str) -> dict[str, Any]:
+    """``"vf_coef=1.0,normalize_advantage=false"`` -> config fields (values read as JSON, else strings)."""
+    out: dict[str, Any] = {}
+    for part in text.split(","):
+        key, _, value = part.partition("=")
+        try:
+            out[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key.strip()] = value.strip()
+    return out
 
 
 def main() -> None:
@@ -125,6 +142,12 @@ def main() -> None:
     p.add_argument(
         "--update-modes", default="auto", help="ers update modes measured per row, e.g. auto,eager"
     )
+    p.add_argument(
+        "--learn-variants",
+        default="",
+        help="more ers learning runs, ';'-separated config overrides, e.g. 'vf_coef=1.0'",
+    )
+    p.add_argument("--rows", default="", help="only these row kinds, e.g. 'learn' or 'hanabi,overcooked-v2'")
     p.add_argument("--tiny", action="store_true", help="tiny sizes (a CPU try of the script)")
     p.add_argument("--markdown", default=None, help="print the markdown table of this JSON file and exit")
     a = p.parse_args()
@@ -151,6 +174,8 @@ def main() -> None:
     left = lambda: a.budget_s - (time.perf_counter() - t0)  # noqa: E731
     compile_s: dict[str, float] = {}
     for env, n, t, mb in TINY if a.tiny else ROWS:
+        if a.rows and env not in a.rows.split(","):
+            continue
         if env == "learn":
             learn(a, out, n, t, left, anchors, jax_env, compile_s.get("hanabi", 30.0))
             continue
@@ -208,7 +233,7 @@ def markdown(rows: list[dict[str, Any]]) -> str:
                 end = chunks[-1]["return_chunk"] if chunks else None
                 steps = chunks[-1]["env_steps"] if chunks else None
             lines.append(
-                f"\n{r['kind']}: {steps} env-steps, training score at the end {end} {r.get('error', '')}"
+                f"\n{r['kind']} {r.get('config') or ''}: {steps} env-steps, training score at the end {end} {r.get('error', '')}"
             )
     return "\n".join(lines)
 

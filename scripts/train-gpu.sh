@@ -12,6 +12,9 @@
 #   run(command="TABLE_S=0 TEST_S=200 bash scripts/train-gpu.sh", carry=[".whl", ".anchors"], timeout_s=220)
 # Measured on one H200 (2026-11-26): the table's first four rows took 290 s; compiling Hanabi's step for the
 # compile-graph test alone takes over 90 s (a 90 s TEST_S ended before its first result).
+# The 5-minute learning comparison needs a session of its own (2 x 300 s + setup, ~12 min of a 15-min
+# budget): TEST_S=0 TABLE_S=590 LEARN_S=270 TABLE_ARGS="--rows learn" (one call, timeout_s=600); an ers
+# variant beside it: TABLE_ARGS="--rows learn --learn-variants 'vf_coef=1.0'" (then shorter LEARN_S).
 # Budgets (seconds): TEST_S for the tests, TABLE_S for the table; TABLE_ARGS: more options of gpu_train_table.py
 # (a CPU try: TABLE_ARGS="--device cpu --tiny --learn-s 5" TEST_S=0 bash scripts/train-gpu.sh).
 set -uo pipefail
