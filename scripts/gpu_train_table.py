@@ -147,6 +147,11 @@ def main() -> None:
         default="",
         help="more ers learning runs, ';'-separated config overrides, e.g. 'vf_coef=1.0'",
     )
+    p.add_argument(
+        "--row-variants",
+        default="",
+        help="more ers measurements per row, ';'-separated config overrides, e.g. 'bf16_update=true'",
+    )
     p.add_argument("--rows", default="", help="only these row kinds, e.g. 'learn' or 'hanabi,overcooked-v2'")
     p.add_argument("--tiny", action="store_true", help="tiny sizes (a CPU try of the script)")
     p.add_argument("--markdown", default=None, help="print the markdown table of this JSON file and exit")
@@ -182,13 +187,25 @@ def main() -> None:
         if left() < 60:
             record(out, {"kind": "skipped", "env": env, "num_envs": n, "why": "budget"})
             continue
-        for mode in a.update_modes.split(","):
-            cfg = ers_config(env, n, t, mb, a.device, a.tiny, update_mode=mode)
+        variants = [{}, *[parse_over(x) for x in a.row_variants.split(";") if x]]
+        for mode, over in [(m, o) for m in a.update_modes.split(",") for o in variants]:
+            cfg = ers_config(env, n, t, mb, a.device, a.tiny, **{"update_mode": mode, **over})
             try:
                 r = bench_learner(cfg, updates=2 if env == "hanabi" else 1, warmup=1)
             except Exception as e:  # a row that fails is reported, the table goes on
                 r = {"error": f"{type(e).__name__}: {e}"[:500]}
-            record(out, {"kind": "ers", "env": env, "num_envs": n, "num_steps": t, "minibatches": mb, **r})
+            record(
+                out,
+                {
+                    "kind": "ers",
+                    "env": env,
+                    "num_envs": n,
+                    "num_steps": t,
+                    "minibatches": mb,
+                    "config": over,
+                    **r,
+                },
+            )
             torch.cuda.empty_cache() if a.device == "cuda" else None
         script, args = anchor_args(env, n, t, mb, a.tiny)
         r = bench_anchor(anchors / script, args, env=jax_env, timeout=max(120.0, left() - 10))
@@ -212,7 +229,7 @@ def markdown(rows: list[dict[str, Any]]) -> str:
         rate = r.get("env_steps_per_s")
         ref = anchors.get(key, {}).get("env_steps_per_s")
         side = (
-            f"ers ({r.get('collect_mode')}, update {r.get('update_mode')})"
+            f"ers ({r.get('collect_mode')}, update {r.get('update_mode')}) {r.get('config') or ''}"
             if r["kind"] == "ers"
             else "anchor (JAX)"
         )

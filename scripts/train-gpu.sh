@@ -15,6 +15,8 @@
 # The issue's 5-minute learning comparison needs a session of its own (2 x 300 s + setup, ~12 min of a 15-min
 # budget): TEST_S=0 TABLE_S=590 LEARN_S=270 TABLE_ARGS="--rows learn" (one call, timeout_s=600); an ers
 # variant beside it: TABLE_ARGS="--rows learn --learn-variants 'vf_coef=1.0'" (then shorter LEARN_S).
+# The bfloat16 update beside the float32 one: TABLE_ARGS="--row-variants 'bf16_update=true'" (and a learning
+# variant 'bf16_update=true' to compare the curves; the issue asks for the curve before it becomes a default).
 # Budgets (seconds): TEST_S for the tests, TABLE_S for the table; TABLE_ARGS: more options of gpu_train_table.py
 # (a CPU try: TABLE_ARGS="--device cpu --tiny --learn-s 5" TEST_S=0 bash scripts/train-gpu.sh).
 set -uo pipefail

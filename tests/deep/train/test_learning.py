@@ -4,6 +4,8 @@ GAE targets. The same check on a no-op update (learning rate 0) finds no change,
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import torch
 
@@ -21,9 +23,9 @@ def _evaluate(learner: Learner, ro: Rollout) -> tuple[torch.Tensor, torch.Tensor
         return logp.gather(-1, ro.action[..., None])[..., 0], value
 
 
-def _progress(env: str, lr: float) -> tuple[float, float, float]:
+def _progress(env: str, lr: float, **kw: Any) -> tuple[float, float, float]:
     """(advantage-weighted change of log pi on acting entries, value loss before, after) of one update."""
-    learner = Learner(tiny_config(env, collect_mode="eager", lr=lr, lr_schedule="constant", seeds=(0,)))
+    learner = Learner(tiny_config(env, collect_mode="eager", lr=lr, lr_schedule="constant", seeds=(0,), **kw))
     learner.collect()  # a second rollout: episodes are under way, so rewards appear
     ro, _ = learner.collect()
     ro = Rollout(**{k: v.clone() for k, v in vars(ro).items()})
@@ -42,3 +44,16 @@ def test_one_update_learns(env: str) -> None:
     assert after < before, f"{env}: the value loss did not fall ({before} -> {after})"
     gain0, before0, after0 = _progress(env, lr=0.0)
     assert gain0 == 0 and after0 == before0  # a no-op update fails both checks above
+
+
+def test_bf16_update_learns_and_differs_from_float32() -> None:
+    """``bf16_update``: the autocast update still learns (the check above) and is not the float32 update."""
+    cfg = tiny_config("hanabi", collect_mode="eager", seeds=(0,), lr=1e-3, lr_schedule="constant")
+    runs = []
+    for bf16 in (False, True):
+        learner = Learner(cfg.replace(bf16_update=bf16))
+        learner.train_step()
+        runs.append(torch.cat([p.detach().flatten() for p in learner.net.parameters()]))
+    assert not torch.equal(runs[0], runs[1])
+    gain, before, after = _progress("hanabi", 1e-3, bf16_update=True)
+    assert gain > 0 and after < before

@@ -17,6 +17,9 @@ kernel, learning rate a tensor: a schedule changes its value, never a compiled o
 * ``"auto"``: on CUDA ``"compile-graph"`` for feed-forward nets, ``"graph"`` for recurrent nets with a reset
   bound, else as on CPU: ``"compile"`` for feed-forward nets on minibatches of ``COMPILE_MIN_SAMPLES`` or more,
   else ``"eager"``.
+
+``TrainConfig.bf16_update`` runs the loss's forward under bfloat16 autocast in every mode (off by default: the
+learning curve with it has not been compared yet).
 """
 
 from __future__ import annotations
@@ -139,6 +142,12 @@ class PPOUpdate:
     def _clip(self) -> Tensor:
         return clip_grads_per_seed(self.params, self.S, self.cfg.max_grad_norm)
 
+    def _autocast(self) -> torch.autocast:
+        """``TrainConfig.bf16_update``: the forward pass under bfloat16 autocast (matmuls and convolutions in
+        bfloat16, softmax and losses in float32; the backward follows the forward's dtypes)."""
+        device = self.params[0].device.type
+        return torch.autocast(device, dtype=torch.bfloat16, enabled=self.cfg.bf16_update)
+
     def set_lr(self, lr: float) -> None:
         for group in self.optimizer.param_groups:
             if isinstance(group["lr"], Tensor):
@@ -150,7 +159,7 @@ class PPOUpdate:
         """One minibatch step; the detached loss parts and the per-seed gradient norm [S]."""
         self.optimizer.zero_grad(set_to_none=True)
         try:
-            with reset_bound(self.net, self.max_resets):
+            with reset_bound(self.net, self.max_resets), self._autocast():
                 loss, parts = self.loss_fn(mb, table)
             loss.backward()
             parts["grad_norm"] = self.clip_fn()
