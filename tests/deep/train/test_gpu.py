@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from ers_deep.train.ppo import gae
 from tests.deep.train.twins import assert_rollouts_equal, mode_vs_eager_params, rollouts, tiny_config
 
 pytestmark = [
@@ -32,3 +33,14 @@ def test_update_modes_equal_the_eager_update(env: str, mode: str) -> None:
     with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
         diff = mode_vs_eager_params(cfg, mode, updates=3, staggered=True)
     assert diff < 1e-5, diff
+
+
+def test_gae_on_cuda_equals_the_cpu_loop() -> None:
+    """On CUDA ``ppo.gae`` takes the closed form (``gae_weights``); the CPU takes the loop."""
+    g = torch.Generator().manual_seed(0)
+    S, T, N = 2, 128, 300
+    value, reward = torch.randn(S, T, N, generator=g), torch.randn(S, T, N, generator=g)
+    done, last = torch.rand(S, T, N, generator=g) < 0.02, torch.randn(S, N, generator=g)
+    adv, target = gae(reward, value, last, done, 0.99, 0.95)
+    cuda = gae(reward.cuda(), value.cuda(), last.cuda(), done.cuda(), 0.99, 0.95)
+    assert torch.allclose(cuda[0].cpu(), adv, atol=1e-4) and torch.allclose(cuda[1].cpu(), target, atol=1e-4)

@@ -8,9 +8,10 @@ import pytest
 import torch
 
 from ers_deep.nets import NetConfig
+from ers_deep.train import ppo
 from ers_deep.train.config import TrainConfig, paper_config
 from ers_deep.train.ippo import Learner, lr_at, shaped_coef
-from ers_deep.train.ppo import clip_grads_per_seed, gae
+from ers_deep.train.ppo import clip_grads_per_seed, gae, gae_weights
 from ers_exact.util.options import UsageError
 
 
@@ -135,3 +136,16 @@ def test_one_update_on_every_env(env: str) -> None:
     m = learner.train_step()
     assert m["update"] == 1 and m["env_steps"] == 24 and len(m["entropy"]) == 2
     assert all(math.isfinite(x) for x in m["value_loss"] + m["entropy"] + m["grad_norm"])
+
+
+@pytest.mark.parametrize("p_done", [0.0, 0.05, 0.3, 1.0])
+def test_gae_closed_form_equals_the_recursion(p_done: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``gae_weights`` (what CUDA runs: batched matrix products) against the loop, small chunks included."""
+    monkeypatch.setattr(ppo, "GAE_CHUNK_ELEMENTS", 3 * 17 * 17)  # several chunks, the last one partial
+    value, reward, done, last = _gae_inputs(2, 2, 17, 5, p_done)
+    gamma, lam = 0.99, 0.95
+    adv, _ = gae(reward, value, last, done, gamma, lam)
+    nxt = torch.cat([value[:, 1:], last[:, None]], 1)
+    delta = reward + gamma * nxt * (~done) - value
+    closed = gae_weights(delta, done, gamma * lam)
+    assert torch.allclose(closed, adv, atol=1e-5, rtol=1e-5), (closed - adv).abs().max()

@@ -38,12 +38,41 @@ def gae(
     not_done = (~done).to(values.dtype)
     next_values = torch.cat([values[:, 1:], last_value[:, None]], 1)
     delta = rewards + gamma * next_values * not_done - values
+    if values.is_cuda:  # a few large kernels instead of 4 T small launches
+        adv = gae_weights(delta, done, gamma * lam)
+        return adv, adv + values
     adv = torch.empty_like(values)
     acc = torch.zeros_like(last_value)
     for t in range(values.shape[1] - 1, -1, -1):
         acc = delta[:, t] + gamma * lam * not_done[:, t] * acc
         adv[:, t] = acc
     return adv, adv + values
+
+
+#: elements of the [chunk, T, T] weight tensor ``gae_weights`` builds at once
+GAE_CHUNK_ELEMENTS = 2**26
+
+
+def gae_weights(delta: Tensor, done: Tensor, decay: float) -> Tensor:
+    """The GAE recursion A_t = delta_t + decay (1 - d_t) A_{t+1} (A_T = 0) in closed form, as one batched
+    matrix product per chunk of actors: A_t = sum_{k >= t} decay^(k - t) [no episode end in t..k-1] delta_k.
+    An episode end lies between t and k exactly when the exclusive cumulative count of ends differs
+    (E_t != E_k). [S, T, N] in and out; O(T^2) work per actor, no loop over time."""
+    S, T, N = delta.shape
+    dev, dt = delta.device, delta.dtype
+    steps = torch.arange(T, device=dev)
+    gap = (steps[None, :] - steps[:, None]).to(dt)  # k - t
+    power = torch.where(gap >= 0, torch.tensor(decay, dtype=dt, device=dev) ** gap.clamp_min(0), 0.0)
+    ends = done.transpose(1, 2).reshape(S * N, T).to(torch.int32)
+    before = ends.cumsum(1) - ends  # E: ends strictly before each step
+    d = delta.transpose(1, 2).reshape(S * N, T)
+    out = torch.empty_like(d)
+    chunk = max(1, GAE_CHUNK_ELEMENTS // (T * T))
+    for a in range(0, S * N, chunk):
+        e = before[a : a + chunk]
+        w = power * (e[:, :, None] == e[:, None, :]).to(dt)  # [c, t, k]
+        out[a : a + chunk] = torch.bmm(w, d[a : a + chunk, :, None])[..., 0]
+    return out.view(S, N, T).transpose(1, 2).contiguous()
 
 
 def masked_mean(x: Tensor, mask: Tensor) -> Tensor:
