@@ -54,7 +54,7 @@ def test_symmetriser_is_equivariant() -> None:
     for phi in group:
         mapped, _ = agent.logits(phi.apply_obs(obs), first, agent.initial_state(5, torch.device("cpu")))
         assert torch.allclose(mapped, phi.apply_legal(base), atol=1e-5)
-    plain, _ = Agent(pols[0].net).logits(obs, first, agent.initial_state(5, torch.device("cpu"))[:5])
+    plain, _ = Agent(pols[0].net).logits(obs, first, Agent(pols[0].net).initial_state(5, torch.device("cpu")))
     assert not torch.allclose(plain, base)
 
 

@@ -95,10 +95,10 @@ def test_draws_per_actor_and_episode_and_the_update_replays_them() -> None:
     assert set(d.unique().tolist()) == {0, 1}
     for ro, dr in zip(rollouts, draws):
         # the collected log-probabilities are pi through phi_d, d the draw recomputed from the stored rollout
-        H = net.base.hidden_size
         per_phi = []
+        own = ro.hidden0._replace(actor=None, episode=None)  # pi's own state
         for s in phi:
-            logits, _, _ = net.base(s.apply_obs(ro.obs), ro.first, ro.hidden0[..., :H])
+            logits, _, _ = net.base(s.apply_obs(ro.obs), ro.first, own)
             per_phi.append(logits.index_select(-1, s.action_map))
         logits = torch.stack(per_phi).gather(0, dr[None, ..., None].expand(1, *per_phi[0].shape))[0]
         logp = torch.log_softmax(masked_logits(logits, ro.legal), -1)
@@ -106,14 +106,14 @@ def test_draws_per_actor_and_episode_and_the_update_replays_them() -> None:
         assert torch.allclose(expected, ro.logp, atol=1e-5)
         # ... and a minibatch of shuffled actors (the PPO update's view) replays the same draws
         idx = torch.randperm(ro.obs.shape[2], generator=torch.Generator().manual_seed(1))[:10]
-        out, _, _ = net(ro.obs[:, :, idx], ro.first[:, :, idx], ro.hidden0[:, idx])
+        out, _, _ = net(ro.obs[:, :, idx], ro.first[:, :, idx], ro.hidden0.select(idx))
         lp = torch.log_softmax(masked_logits(out, ro.legal[:, :, idx]), -1)
         assert torch.allclose(
             lp.gather(-1, ro.action[:, :, idx, None])[..., 0], ro.logp[:, :, idx], atol=1e-5
         )
     assert bool((d == 1).any())  # the non-identity phi is really played: the logits differ there
     ro = rollouts[0]
-    plain, _, _ = net.base(ro.obs, ro.first, ro.hidden0[..., :0])
+    plain, _, _ = net.base(ro.obs, ro.first, ro.hidden0._replace(actor=None, episode=None))
     op_logits, _, _ = net(ro.obs, ro.first, ro.hidden0)
     assert not torch.allclose(plain[draws[0] == 1], op_logits[draws[0] == 1])
     # the batched gather of index symmetries equals the per-phi path any other symmetry takes

@@ -169,13 +169,28 @@ def test_discovery_net_sp_is_the_symmetriser_of_the_assigned_member() -> None:
     N, P = 12, 2
     obs = _actor_obs(N)
     logits, _, hidden = net(obs, torch.ones(2, 1, N, dtype=torch.bool), net.initial_state(N))
-    assert torch.equal(hidden[..., 1], torch.ones(2, N))  # one episode started per actor
+    assert torch.equal(hidden.episode, torch.ones(2, N, dtype=torch.long))  # one episode started per actor
     for c in range(2):
         sym = net.symmetry(c)
         for n in range(N):
             member = (n // P) % len(pool)  # actor n plays in game n // P, which plays member game mod M
             ref = _logits(Agent(pool[member], (sym,)), obs[c, 0, n : n + 1])[0]
             torch.testing.assert_close(logits[c, 0, n], ref, rtol=1e-5, atol=1e-5)
+
+
+def test_discovery_state_of_an_old_checkpoint_is_read_from_its_columns() -> None:
+    """Before the named state, a discovery net's state was one tensor [L, N, 2 + H]: actor id and episodes
+    started (as floats), then the pool's state; ``state_from_columns`` reads it into the named fields."""
+    net, _ = _tabular_net("sp", members=3)
+    N = 6
+    first = torch.zeros(2, 3, N, dtype=torch.bool)
+    first[:, 1, ::2] = True
+    _, _, state = net(_actor_obs(N, T=3), first, net.initial_state(N))
+    assert state.actor is not None and state.episode is not None and state.gru is None
+    columns = torch.stack([state.actor.float(), state.episode.float()], -1)
+    old = net.state_from_columns(columns)
+    assert torch.equal(old.actor, state.actor) and torch.equal(old.episode, state.episode)
+    assert old.gru is None and old.episode.dtype == torch.long
 
 
 def _which(net: DiscoveryNet, pool: list[ActorCritic], c: int, x: Tensor, got: Tensor) -> tuple[str, int]:
@@ -199,7 +214,7 @@ def test_discovery_net_xp_plays_one_seat_raw_and_the_other_transformed_per_episo
     first[:, 0] = True
     first[:, 3] = True  # a second episode starts at step 3
     logits, _, hidden = net(obs, first, net.initial_state(N))
-    assert torch.equal(hidden[..., 1], torch.full((2, N), 2.0))
+    assert torch.equal(hidden.episode, torch.full((2, N), 2))
     seen_pairs = set()
     for c in range(2):
         for g in range(games):

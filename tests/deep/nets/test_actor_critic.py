@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ers_deep.nets import NetConfig, build_net, masked_logits
+from ers_deep.nets import NetConfig, NetState, build_net, masked_logits
 
 
 def _inputs(S: int, T: int, N: int, obs_shape: tuple[int, ...], seed: int = 0) -> tuple[torch.Tensor, ...]:
@@ -36,7 +36,8 @@ def test_seed_slices_equal_single_seed_nets(kind: str, obs_shape: tuple[int, ...
         single = build_net(NetConfig(kind=kind, hidden=hidden), [seed], obs_shape, 6)  # type: ignore[arg-type]
         l1, v1, h1 = single(obs[s : s + 1], first[s : s + 1], single.initial_state(5))
         assert torch.allclose(l1[0], logits[s], atol=1e-5) and torch.allclose(v1[0], value[s], atol=1e-5)
-        assert torch.allclose(h1[0], h[s], atol=1e-5)
+        assert h1.tensors().keys() == h.tensors().keys()
+        assert all(torch.allclose(v[0], h.tensors()[k][s], atol=1e-5) for k, v in h1.tensors().items())
 
 
 def test_gru_resets_before_the_step_where_an_episode_starts() -> None:
@@ -44,7 +45,7 @@ def test_gru_resets_before_the_step_where_an_episode_starts() -> None:
     net = build_net(NetConfig(kind="cnn-gru", hidden=16), [0], (5, 5, 4), 6)
     obs, _ = _inputs(1, 6, 1, (5, 5, 4), seed=1)
     first = torch.tensor([False, False, True, False, False, False]).view(1, 6, 1)
-    h0 = torch.randn(1, 1, 16)
+    h0 = NetState(gru=torch.randn(1, 1, 16))
     logits, _, _ = net(obs, first, h0)
     a, _, _h_a = net(obs[:, :2], first[:, :2], h0)  # the episode that was running
     b, _, _ = net(obs[:, 2:], torch.zeros(1, 4, 1, dtype=torch.bool), net.initial_state(1))  # the new one

@@ -15,7 +15,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ers_deep.nets import NetConfig, build_net
+from ers_deep.nets import NetConfig, NetState, build_net
 from ers_deep.nets.actor_critic import RecurrentCNN
 from ers_deep.nets.layers import SGRUCell
 from ers_deep.nets.recurrent import gru_bounded, gru_segments, gru_steps, split_segments
@@ -187,9 +187,10 @@ def test_overcooked_net_equals_both_ways(device: str) -> None:
     for fused in (False, True):
         net.fused_gru = fused
         with _fp32(device):
-            logits, value, h = net(obs, first, h0)
+            logits, value, h = net(obs, first, NetState(gru=h0))
             grads = torch.autograd.grad(logits.square().sum() + value.sum(), list(net.parameters()))
-        results.append((logits.detach(), value.detach(), h.detach(), grads))
+        assert h.gru is not None
+        results.append((logits.detach(), value.detach(), h.gru.detach(), grads))
     (l1, v1, h1, g1), (l2, v2, h2, g2) = results
     assert torch.allclose(l1, l2, atol=1e-5) and torch.allclose(v1, v2, atol=1e-5)
     assert torch.allclose(h1, h2, atol=1e-5)
@@ -204,7 +205,7 @@ def test_compiled_loss_runs_the_segments_eagerly() -> None:
     net = build_net(NetConfig(kind="cnn-gru", hidden=16, conv=8), [0, 1], (5, 5, 4), 6)
 
     def loss(obs: torch.Tensor, first: torch.Tensor, h0: torch.Tensor) -> torch.Tensor:
-        logits, value, _ = net(obs, first, h0)
+        logits, value, _ = net(obs, first, NetState(gru=h0))
         return logits.square().sum() + value.sum()
 
     compiled = torch.compile(loss, dynamic=False, backend="aot_eager")

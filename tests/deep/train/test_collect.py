@@ -10,9 +10,11 @@ import torch
 from ers_deep.accel import game_to_actors
 from ers_deep.accel import rollout as rollout_module
 from ers_deep.accel import step as step_module
+from ers_deep.other_play import op_net, op_symmetries
 from ers_deep.train import Learner
 from ers_deep.train import ippo as ippo_module
 from ers_deep.train.collect import RunnerState
+from ers_deep.train.config import TrainConfig
 from tests.deep.accel.test_graph_emulated import emulated_capture
 from tests.deep.threads import one_thread  # noqa: F401
 from tests.deep.train.twins import assert_rollouts_equal, rollouts, tiny_config
@@ -58,7 +60,8 @@ def test_runner_state_round_trip_continues_exactly() -> None:
     b = Learner(cfg)
     b.load_state_tensors(tensors, counters)
     ra, rb = a.collect()[0], b.collect()[0]
-    assert all(torch.equal(getattr(ra, k), getattr(rb, k)) for k in vars(ra))
+    ta, tb = ra.tensors(), rb.tensors()
+    assert ta.keys() == tb.keys() and all(torch.equal(v, tb[k]) for k, v in ta.items())
     assert isinstance(a.runner, RunnerState) and torch.equal(a.runner.ep_return, b.runner.ep_return)
 
 
@@ -73,3 +76,36 @@ def test_a_per_actor_first_flag_checkpoint_loads() -> None:
     b = Learner(cfg)
     b.load_state_tensors(tensors, a.counters())
     assert torch.equal(b.runner.first, per_game)
+
+
+@pytest.mark.parametrize(
+    ("env", "other_play"),
+    [("hanabi", False), ("hanabi", True), ("overcooked-v2", False), ("overcooked-v2", True)],
+    ids=["mlp", "mlp-op", "cnn-gru", "cnn-gru-op"],
+)
+def test_a_one_tensor_hidden_checkpoint_loads(env: str, other_play: bool) -> None:
+    """Checkpoints written before the net's state had named fields stored it as one tensor ``runner/hidden``
+    [S, N, H] (H = 0 for feed-forward nets), other-play's actor id and episode counter (as floats) in two
+    more columns at the end: it loads into the named fields and the collection continues the same."""
+    cfg = tiny_config(env, collect_mode="eager")
+
+    def learner(cfg: TrainConfig = cfg) -> Learner:
+        return Learner(cfg, net=op_net(cfg, op_symmetries(cfg, "mdp")) if other_play else None)
+
+    a = learner()
+    a.collect()
+    tensors = {k: v.clone() for k, v in a.state_tensors().items() if not k.startswith("runner/hidden/")}
+    h = a.runner.hidden
+    columns = [h.gru if h.gru is not None else torch.zeros(a.S, a.N, 0)]
+    if other_play:
+        assert h.actor is not None and h.episode is not None and bool((h.episode > 0).all())
+        columns += [h.actor.float()[..., None], h.episode.float()[..., None]]
+    tensors["runner/hidden"] = torch.cat(columns, -1)  # the old layout
+    b = learner()
+    b.load_state_tensors(tensors, a.counters())
+    old, new = a.runner.hidden.tensors(), b.runner.hidden.tensors()
+    assert old.keys() == new.keys() and all(
+        torch.equal(v, new[k]) and v.dtype == new[k].dtype for k, v in old.items()
+    )
+    ra, rb = a.collect()[0], b.collect()[0]
+    assert torch.equal(ra.action, rb.action) and torch.equal(ra.logp, rb.logp)

@@ -28,7 +28,7 @@ def _progress(env: str, lr: float, **kw: Any) -> tuple[float, float, float]:
     learner = Learner(tiny_config(env, collect_mode="eager", lr=lr, lr_schedule="constant", seeds=(0,), **kw))
     learner.collect()  # a second rollout: episodes are under way, so rewards appear
     ro, _ = learner.collect()
-    ro = Rollout(**{k: v.clone() for k, v in vars(ro).items()})
+    ro = ro.clone()
     adv, target = learner.advantages(ro)
     logp0, v0 = _evaluate(learner, ro)
     learner.ppo_update(ro, adv, target)

@@ -15,7 +15,7 @@ import torch
 from torch import Tensor
 
 from ers_deep.envs.base import BatchedEnv
-from ers_deep.nets import ActorCritic, policy_mask, sample
+from ers_deep.nets import ActorCritic, NetState, policy_mask, sample
 
 Carry = dict[str, Tensor]
 
@@ -76,7 +76,8 @@ class PolicyActor:
     (N = B x P actors per seed, parameters shared by the agents): ``ers_deep.nets.sample`` under
     ``policy_mask(legal)`` (Gumbel-max: no host sync), the recurrent state reset where ``first``.
 
-    Carry: ``hidden`` [S, N, H]. Extras: ``logp`` and ``value`` [S, N]. The network runs without gradients;
+    Carry: the net's state (``NetState``), its fields as ``hidden/<field>`` [S, N, ...] (none for a
+    feed-forward net). Extras: ``logp`` and ``value`` [S, N]. The network runs without gradients;
     its parameters must be updated in place (an optimiser step is; replacing a parameter tensor is not seen
     by a captured graph)."""
 
@@ -89,7 +90,7 @@ class PolicyActor:
 
     def initial_carry(self, env: BatchedEnv) -> Carry:
         n = env.batch_size * env.num_agents // self.S
-        return {"hidden": self.net.initial_state(n, env.device)}
+        return self.net.initial_state(n, env.device).tensors("hidden/")
 
     def __call__(
         self, obs: Tensor, legal: Tensor, first: Tensor, carry: Carry
@@ -98,6 +99,7 @@ class PolicyActor:
         N = legal.shape[0] * P // S
         first_n = game_to_actors(first, S, P)[:, None]
         with torch.no_grad():
-            logits, value, hidden = self.net(obs.reshape(S, 1, N, *obs.shape[2:]), first_n, carry["hidden"])
+            state = NetState.from_tensors(carry, "hidden/")
+            logits, value, state = self.net(obs.reshape(S, 1, N, *obs.shape[2:]), first_n, state)
         action, logp = sample(logits[:, 0], policy_mask(legal.reshape(S, N, -1)), self.generator)  # [S, N]
-        return action.reshape(-1, P), {"hidden": hidden}, {"logp": logp, "value": value[:, 0]}
+        return action.reshape(-1, P), state.tensors("hidden/"), {"logp": logp, "value": value[:, 0]}

@@ -70,7 +70,7 @@ class FastRollout:
     def restart(self, **carry: Tensor) -> None:
         """Continue from the env's current state (after ``env.reset()``, or a state restored from a checkpoint):
         its observation and legal moves, ``first`` True and the actor's initial carry, except the entries given
-        in ``carry`` (e.g. ``first`` and ``hidden`` of a resumed run); copied into the static buffers once
+        in ``carry`` (e.g. ``first`` and the ``hidden/...`` state of a resumed run); copied into the static buffers once
         captured."""
         if self.graph is not None and self.static.replaced():
             self.static.adopt()

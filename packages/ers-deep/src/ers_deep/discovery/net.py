@@ -18,9 +18,11 @@ phi(pi) that PPO trains through frozen pool policies (the paper's Algorithms 1-3
   - ``mode="xp"`` (Algorithm 3, eq. xp-max): per game and episode one seat plays pi_m and the other
     phi_l(pi_m') with m' != m (both drawn per episode), so the objective is XP(pi_m, phi_l(pi_m')).
 
-Per-episode draws without extra state: the learner carries each actor's recurrent state between steps, and
-here that state is (actor id, episodes started) [L, N, 2]. Every draw is a fixed integer hash of (game,
-episode index, purpose), so the rollout and the PPO update see the same draws, and a resumed run too.
+Per-episode draws without extra state: the learner carries each actor's state (``NetState``) between steps,
+and here that state is the actor's index (``actor`` [L, N]; game = actor // P, seat = actor % P), its episodes
+started (``episode`` [L, N]) and the frozen pool members' own state (``gru``, recurrent pools). Every draw is a
+fixed integer hash of (game, episode index, purpose), so the rollout and the PPO update see the same draws,
+and a resumed run too.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ import torch
 from torch import Tensor
 
 from ers_deep.envs.symmetry import Symmetry
-from ers_deep.nets import ActorCritic, NetConfig, build_net
+from ers_deep.nets import ActorCritic, NetConfig, NetState, build_net
 from ers_deep.nets.other_play import episode_hash
 from ers_deep.nets.phi import ObsMap
 
@@ -125,7 +127,7 @@ def stack_nets(nets: Sequence[ActorCritic], config: NetConfig) -> ActorCritic:
 class DiscoveryNet(ActorCritic):
     """phi_l(pi_m) for L candidates over a frozen pool of M policies; see the module docstring."""
 
-    hidden_size = 2  # (actor id, episodes started) + the pool's recurrent state (set in __init__)
+    hidden_size = 0  # the pool's GRU state size (set in __init__)
     action_maps: Tensor  # [L, A] buffer
     earlier_maps: Tensor  # [E, A] buffer
 
@@ -167,7 +169,7 @@ class DiscoveryNet(ActorCritic):
                     g = torch.Generator().manual_seed(seed)
                     last[c] += TABULAR_INIT_NOISE * torch.randn(last.shape[1:], generator=g)
         self.pool = stack_nets(pool, pool_net)
-        self.hidden_size = 2 + self.pool.hidden_size
+        self.hidden_size = self.pool.hidden_size
         critic_cfg = (
             NetConfig(kind="tabular") if pool_net.kind == "tabular" else NetConfig(hidden=critic_hidden)
         )
@@ -188,17 +190,25 @@ class DiscoveryNet(ActorCritic):
             maps = torch.zeros(0, A, dtype=torch.long)
         self.register_buffer("earlier_maps", maps)
 
-    def initial_state(self, n: int, device: torch.device | str = "cpu") -> Tensor:
-        """[L, n, 2 + H]: actor ids 0..n-1 (actor = game x P + seat), no episode started, and the frozen
-        pool member's recurrent state (H = 0 for feed-forward pools)."""
-        ids = torch.arange(n, device=device, dtype=torch.float32)
-        codes = torch.stack([ids, torch.zeros_like(ids)], -1).expand(len(self.seeds), n, 2)
-        return torch.cat([codes, torch.zeros(len(self.seeds), n, self.pool.hidden_size, device=device)], -1)
+    def initial_state(self, n: int, device: torch.device | str = "cpu") -> NetState:
+        """``actor`` = 0..n-1 [L, n] (actor = game x P + seat), ``episode`` = 0 (none started) [L, n], and the
+        frozen pool member's initial state (``gru`` [L, n, H] for recurrent pools)."""
+        L = len(self.seeds)
+        ids = torch.arange(n, device=device).repeat(L, 1)
+        pool = self.pool.initial_state(n, device).map(lambda v: v.new_zeros(L, *v.shape[1:]))  # zero h
+        return pool._replace(actor=ids, episode=torch.zeros_like(ids))
 
-    def _draws(self, hidden: Tensor, first: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    def state_from_columns(self, hidden: Tensor) -> NetState:
+        """The state stored as one tensor [L, N, 2 + H] (checkpoints written before issue 21): actor id and
+        episodes started (as floats) in the first two columns, then the pool's state."""
+        gru = hidden[..., 2:] if self.pool.hidden_size else None
+        return NetState(gru=gru, actor=hidden[..., 0].long(), episode=hidden[..., 1].long())
+
+    def _draws(self, state: NetState, first: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """Per entry [L, T, N]: game, seat, episode index and the episode's hash base."""
-        actor = hidden[..., 0].long()[:, None].expand_as(first)
-        episode = hidden[..., 1].long()[:, None] + first.long().cumsum(1)
+        assert state.actor is not None and state.episode is not None, "discovery's state (initial_state)"
+        actor = state.actor[:, None].expand_as(first)
+        episode = state.episode[:, None] + first.long().cumsum(1)
         game, seat = actor // self.P, actor % self.P
         return game, seat, episode, actor
 
@@ -213,10 +223,10 @@ class DiscoveryNet(ActorCritic):
         pick = mapped.gather(0, which.clamp(max=E - 1)[None, ..., None].expand(1, L, R, n))[0]
         return torch.where((use & (which < E))[..., None], pick, x)
 
-    def forward(self, obs: Tensor, first: Tensor, hidden: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    def forward(self, obs: Tensor, first: Tensor, state: NetState) -> tuple[Tensor, Tensor, NetState]:
         L, T, N = obs.shape[:3]
         A, M, R = self.num_actions, self.M, T * N
-        game, seat, episode, _ = self._draws(hidden, first)
+        game, seat, episode, _ = self._draws(state, first)
         x = obs.reshape(L, R, -1).float()
         member = game % M
         raw = torch.zeros_like(game, dtype=torch.bool)
@@ -246,29 +256,40 @@ class DiscoveryNet(ActorCritic):
         flat_raw = raw.view(L, R)
         y = torch.where(flat_raw[..., None], x, y)
         idx = torch.where(flat_raw[..., None], torch.arange(A, device=obs.device).expand(L, R, A), idx)
-        logits, pool_hidden = self._pool_logits(y, first, hidden[..., 2:], member)
+        own = state._replace(actor=None, episode=None)  # the pool members' own state
+        logits, pool_state = self._pool_logits(y, first, own, member)
         logits = logits.gather(-1, idx)
         _, value, _ = self.critic(obs, first, self.critic.initial_state(N, obs.device))
-        codes = torch.stack([hidden[..., 0], hidden[..., 1] + first.float().sum(1)], -1)
-        return logits.view(L, T, N, A), value, torch.cat([codes, pool_hidden], -1)
+        assert state.episode is not None
+        after = pool_state._replace(actor=state.actor, episode=state.episode + first.long().sum(1))
+        return logits.view(L, T, N, A), value, after
 
-    def _pool_logits(self, y: Tensor, first: Tensor, hidden: Tensor, member: Tensor) -> tuple[Tensor, Tensor]:
+    def _pool_logits(
+        self, y: Tensor, first: Tensor, state: NetState, member: Tensor
+    ) -> tuple[Tensor, NetState]:
         """Logits [L, T*N, A] of every entry's pool member on the mapped observations y [L, T*N, n], and the
-        members' recurrent state after the last step [L, N, H]. Every member runs on every entry (the frozen
-        pool is one stacked net); each entry keeps its own member's output. A recurrent member resets at
+        members' state after the last step (each field [L, N, ...]). Every member runs on every entry (the
+        frozen pool is one stacked net); each entry keeps its own member's output. A recurrent member resets at
         episode starts (``first``), before the step, as in training."""
         L, T, N = first.shape
-        M, A, H = self.M, self.num_actions, self.pool.hidden_size
+        M, A = self.M, self.num_actions
         seq = y.view(L, T, N, -1).transpose(0, 1).reshape(1, T, L * N, *self.obs_shape)
         starts = first.transpose(0, 1).reshape(1, T, L * N)
-        h0 = hidden.reshape(1, L * N, H)
-        out, _, h = self.pool(
-            seq.expand(M, *seq.shape[1:]), starts.expand(M, T, L * N), h0.expand(M, L * N, H).contiguous()
+        h0 = state.map(
+            lambda v: v.reshape(1, L * N, *v.shape[2:]).expand(M, L * N, *v.shape[2:]).contiguous()
         )
+        out, _, h = self.pool(seq.expand(M, *seq.shape[1:]), starts.expand(M, T, L * N), h0)
         who = member.view(L, T, N).transpose(0, 1).reshape(1, T, L * N, 1)
         logits = out.gather(0, who.expand(1, T, L * N, A))[0].view(T, L, N, A).transpose(0, 1)
-        last = who[:, -1].expand(1, L * N, H)
-        return logits.reshape(L, T * N, A), h.gather(0, last)[0].view(L, N, H)
+        last = who[:, -1]  # [1, L*N, 1]: the member of each actor's last step
+
+        def own_member(v: Tensor) -> Tensor:  # [M, L*N, *r] -> [L, N, *r]
+            rest = v.shape[2:]
+            return v.gather(0, last.view(1, L * N, *([1] * len(rest))).expand(1, L * N, *rest))[0].view(
+                L, N, *rest
+            )
+
+        return logits.reshape(L, T * N, A), h.map(own_member)
 
     def auxiliary_loss(self, obs: Tensor) -> Tensor:
         """lambda_2 E_o ||o - phi(phi(o))||^2 per candidate [L] (Algorithm 2's invertibility penalty)."""

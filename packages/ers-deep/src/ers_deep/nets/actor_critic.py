@@ -2,13 +2,14 @@
 
 Every net maps observations to *unmasked* logits and a value, for S seeds at once (``ers_deep.nets.layers``):
 
-    forward(obs [S, T, N, *O], first [S, T, N] bool, hidden [S, N, H]) -> (logits [S, T, N, A],
-                                                                        value [S, T, N], hidden [S, N, H])
+    forward(obs [S, T, N, *O], first [S, T, N] bool, state: NetState) -> (logits [S, T, N, A],
+                                                                            value [S, T, N], state: NetState)
 
 T time steps of N actors (games x agents, parameters shared by the agents). ``first[t]`` is True where step
 t starts a new episode (the previous step was done): a recurrent net resets its state to zero *before*
 step t there, in collection and in the update alike (the ordering JaxMARL PR #191 fixed; storing the
-post-step done and resetting after it misaligns the reset by one step). Feed-forward nets have H = 0.
+post-step done and resetting after it misaligns the reset by one step). The state is a ``NetState`` of named
+tensors [S, N, ...] (``ers_deep.nets.state``): the GRU's h in ``gru`` [S, N, H]; feed-forward nets carry none.
 Illegal actions are masked afterwards by :func:`masked_logits` (logit - 1e10, as the official code), so the
 symmetriser can average unmasked logits.
 
@@ -36,6 +37,7 @@ from torch import Tensor, nn
 
 from ers_deep.nets.layers import SConv2d, SGRUCell, SLayerNorm, SLinear
 from ers_deep.nets.recurrent import gru_bounded, gru_segments, gru_steps
+from ers_deep.nets.state import NetState
 
 NetKind = Literal["mlp", "cnn-gru", "tabular"]
 
@@ -57,7 +59,7 @@ class NetConfig:
 
 
 class ActorCritic(nn.Module):
-    """Base: S seeds, obs shape, A actions, recurrent state size (0 for feed-forward nets)."""
+    """Base: S seeds, obs shape, A actions, GRU state size H (0 for feed-forward nets)."""
 
     hidden_size: int = 0
 
@@ -69,11 +71,17 @@ class ActorCritic(nn.Module):
     def generators(self) -> list[torch.Generator]:
         return [torch.Generator().manual_seed(s) for s in self.seeds]
 
-    def initial_state(self, n: int, device: torch.device | str = "cpu") -> Tensor:
-        """[S, n, H] zeros: the recurrent state at an episode start."""
-        return torch.zeros(len(self.seeds), n, self.hidden_size, device=device)
+    def initial_state(self, n: int, device: torch.device | str = "cpu") -> NetState:
+        """The state of n actors at an episode start: ``gru`` [S, n, H] zeros (none for feed-forward nets)."""
+        if not self.hidden_size:
+            return NetState()
+        return NetState(gru=torch.zeros(len(self.seeds), n, self.hidden_size, device=device))
 
-    def forward(self, obs: Tensor, first: Tensor, hidden: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    def state_from_columns(self, hidden: Tensor) -> NetState:
+        """The state stored as one tensor [S, N, H] (checkpoints written before issue 21): the GRU's h."""
+        return NetState(gru=hidden) if self.hidden_size else NetState()
+
+    def forward(self, obs: Tensor, first: Tensor, state: NetState) -> tuple[Tensor, Tensor, NetState]:
         raise NotImplementedError
 
     def auxiliary_loss(self, obs: Tensor) -> Tensor:
@@ -97,12 +105,12 @@ class FeedForward(ActorCritic):
         self.critic_hidden = SLinear(hidden, hidden, g, gain=2.0)
         self.critic_out = SLinear(hidden, 1, g, gain=1.0)
 
-    def forward(self, obs: Tensor, first: Tensor, hidden: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    def forward(self, obs: Tensor, first: Tensor, state: NetState) -> tuple[Tensor, Tensor, NetState]:
         S, T, N = obs.shape[:3]
         x = torch.relu(self.embed(obs.reshape(S, T * N, -1).float()))
         logits = self.actor_out(torch.relu(self.actor_hidden(x)))
         value = self.critic_out(torch.relu(self.critic_hidden(x)))
-        return logits.view(S, T, N, -1), value.view(S, T, N), hidden
+        return logits.view(S, T, N, -1), value.view(S, T, N), state
 
 
 class RecurrentCNN(ActorCritic):
@@ -138,8 +146,10 @@ class RecurrentCNN(ActorCritic):
         self.critic_out = SLinear(hidden, 1, g, gain=1.0)
         self.hidden_size = hidden
 
-    def forward(self, obs: Tensor, first: Tensor, hidden: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    def forward(self, obs: Tensor, first: Tensor, state: NetState) -> tuple[Tensor, Tensor, NetState]:
         S, T, N = obs.shape[:3]
+        hidden = state.gru
+        assert hidden is not None, "the CNN + GRU net needs its GRU state (initial_state)"
         x = obs.reshape(S, T * N, *self.obs_shape).float()  # [S, M, V, V, C] channels last
         for conv in self.convs[: self.n_pointwise]:  # 1x1 convs as matmuls (1.7x conv2d's speed on CPU)
             x = torch.relu(cast(SConv2d, conv).pointwise(x))
@@ -157,7 +167,7 @@ class RecurrentCNN(ActorCritic):
         y = y.view(S, T * N, -1)
         logits = self.actor_out(torch.relu(self.actor_hidden(y)))
         value = self.critic_out(torch.relu(self.critic_hidden(y)))
-        return logits.view(S, T, N, -1), value.view(S, T, N), h
+        return logits.view(S, T, N, -1), value.view(S, T, N), NetState(gru=h)
 
 
 class TabularActorCritic(ActorCritic):
@@ -177,10 +187,10 @@ class TabularActorCritic(ActorCritic):
         self.logits = SLinear(n_in, num_actions, g, gain=init, bias=False)
         self.value = SLinear(n_in, 1, g, gain=0.0, bias=False)
 
-    def forward(self, obs: Tensor, first: Tensor, hidden: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    def forward(self, obs: Tensor, first: Tensor, state: NetState) -> tuple[Tensor, Tensor, NetState]:
         S, T, N = obs.shape[:3]
         x = obs.reshape(S, T * N, -1).float()
-        return self.logits(x).view(S, T, N, -1), self.value(x).view(S, T, N), hidden
+        return self.logits(x).view(S, T, N, -1), self.value(x).view(S, T, N), state
 
 
 NETS: dict[str, type[ActorCritic]] = {

@@ -7,9 +7,10 @@ maximises E_phi J(pi, phi(pi)) -- each agent of each game draws its own phi, as 
 The symmetries are anything with ``apply_obs`` and ``action_map`` (``ers_deep.envs.symmetry.Symmetry``): the
 env's Dec-POMDP symmetries (Hanabi colour permutations, the Overcooked V2 flip) or learned ER symmetries.
 
-Per-episode draws without extra learner state: the recurrent state the learner carries for every actor is
-(pi's own state, actor id, episodes started); the draw of actor n in its e-th episode is a fixed integer hash
-of (n, e), so the rollout and the PPO update (which replays the stored first-flags) see the same phi.
+Per-episode draws without extra learner state: the state the learner carries for every actor
+(``NetState``) holds pi's own state (``gru``) and the actor's index n (``actor``) and episodes started
+(``episode``); the draw of actor n in its e-th episode is a fixed integer hash of (n, e), so the rollout and
+the PPO update (which replays the stored first-flags from the state before the rollout) see the same phi.
 With Phi = {identity} the net is pi itself (tests: OP with the identity set equals self-play).
 """
 
@@ -22,6 +23,7 @@ from torch import Tensor
 
 from ers_deep.envs.symmetry import Symmetry
 from ers_deep.nets.actor_critic import ActorCritic
+from ers_deep.nets.state import NetState
 
 __all__ = ["OtherPlayNet", "episode_hash"]
 
@@ -49,7 +51,7 @@ class OtherPlayNet(ActorCritic):
         self.base = base
         self.symmetries = tuple(symmetries)
         self.salt = int(salt)
-        self.hidden_size = base.hidden_size + 2
+        self.hidden_size = base.hidden_size
         maps = torch.stack([s.action_map.long().cpu() for s in self.symmetries])
         if maps.shape[1] != base.num_actions:
             raise ValueError(f"symmetry action maps have {maps.shape[1]} actions, the net {base.num_actions}")
@@ -64,24 +66,30 @@ class OtherPlayNet(ActorCritic):
     action_maps: Tensor
     obs_indices: Tensor | None  # [G, prod(obs_shape)] when every symmetry is an IndexSymmetry
 
-    def initial_state(self, n: int, device: torch.device | str = "cpu") -> Tensor:
-        """[S, n, H + 2]: pi's zero state, actor ids 0..n-1, no episode started."""
+    def initial_state(self, n: int, device: torch.device | str = "cpu") -> NetState:
+        """pi's initial state, ``actor`` = 0..n-1 [S, n], ``episode`` = 0 (none started) [S, n]."""
         S = len(self.seeds)
-        ids = torch.arange(n, device=device, dtype=torch.float32).expand(S, n)
-        return torch.cat(
-            [self.base.initial_state(n, device), ids[..., None], torch.zeros(S, n, 1, device=device)], -1
+        ids = torch.arange(n, device=device).repeat(S, 1)
+        return self.base.initial_state(n, device)._replace(actor=ids, episode=torch.zeros_like(ids))
+
+    def state_from_columns(self, hidden: Tensor) -> NetState:
+        """The state stored as one tensor [S, N, H + 2] (checkpoints written before issue 21): pi's state,
+        then the actor id and the episodes started in the last two columns (as floats)."""
+        return self.base.state_from_columns(hidden[..., :-2])._replace(
+            actor=hidden[..., -2].long(), episode=hidden[..., -1].long()
         )
 
-    def draws(self, hidden: Tensor, first: Tensor) -> Tensor:
-        """[S, T, N] index into ``symmetries`` of every entry (fixed per actor and episode)."""
-        actor = hidden[..., -2].long()[:, None].expand_as(first)
-        episode = hidden[..., -1].long()[:, None] + first.long().cumsum(1)
+    def draws(self, state: NetState, first: Tensor) -> Tensor:
+        """[S, T, N] index into ``symmetries`` of every entry (fixed per actor and episode): the hash of (actor n,
+        its episode index at step t = ``state.episode`` + the episode starts up to t)."""
+        assert state.actor is not None and state.episode is not None, "other-play's state (initial_state)"
+        actor = state.actor[:, None].expand_as(first)
+        episode = state.episode[:, None] + first.long().cumsum(1)
         return episode_hash(actor, episode, 7, self.salt) % len(self.symmetries)
 
-    def forward(self, obs: Tensor, first: Tensor, hidden: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    def forward(self, obs: Tensor, first: Tensor, state: NetState) -> tuple[Tensor, Tensor, NetState]:
         S, T, N = obs.shape[:3]
-        H = self.base.hidden_size
-        code = self.draws(hidden, first)
+        code = self.draws(state, first)
         flat_obs, flat_code = obs.reshape(S * T * N, *self.obs_shape), code.reshape(-1)
         if self.obs_indices is not None:  # obs of the mapped game: flat[obs_index] per entry
             mapped = flat_obs.flatten(1).gather(1, self.obs_indices[flat_code])
@@ -91,8 +99,9 @@ class OtherPlayNet(ActorCritic):
                 sel = flat_code == g
                 if bool(sel.any()):
                     mapped[sel] = sym.apply_obs(flat_obs[sel]).to(mapped.dtype)
-        logits, value, h = self.base(mapped.view(obs.shape), first, hidden[..., :H])
+        own = state._replace(actor=None, episode=None)  # pi's own state
+        logits, value, after = self.base(mapped.view(obs.shape), first, own)
         idx = self.action_maps[code]  # [S, T, N, A]
         logits = logits.gather(-1, idx)
-        counter = hidden[..., -1:] + first.float().sum(1)[..., None]
-        return logits, value, torch.cat([h, hidden[..., -2:-1], counter], -1)
+        assert state.episode is not None
+        return logits, value, after._replace(actor=state.actor, episode=state.episode + first.long().sum(1))

@@ -21,26 +21,27 @@ field          shape (``Rollout``)         what
 ``done``       [S, T, N] bool              the step ended the episode (no bootstrap through it)
 =============  ==========================  =================================================================
 
-plus ``hidden0`` [S, N, H] (the recurrent state before step 0) and ``last_value`` [S, N]. N = B x P actors
-per seed, actor n = b * P + p; game g = s * B + b of the env (seed-major).
+plus ``hidden0`` (the net's state before step 0: a ``NetState``, named fields [S, N, ...]) and ``last_value``
+[S, N]. N = B x P actors per seed, actor n = b * P + p; game g = s * B + b of the env (seed-major).
 
 ``RunnerState`` is everything a collection carries from one call to the next besides the env's state and
-generators: the episode-start flags, the recurrent state and the running returns. ``FastCollection`` keeps
-it in the fast path's (static) buffers; ``state`` reads it, ``collect(state)`` continues from any state
+generators: the episode-start flags, the net's state and the running returns. ``FastCollection`` keeps
+it in the fast path's (static) buffers (the state's fields as carry entries ``hidden/<field>``); ``state`` reads it, ``collect(state)`` continues from any state
 (``load`` copies it in: resume), so a checkpoint of (env state, generators, ``RunnerState``) restores a
 collection exactly, captured or not.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
 from ers_deep.accel import FastRollout, PolicyActor, game_to_actors
 from ers_deep.envs.base import BatchedEnv
-from ers_deep.nets import ActorCritic, policy_mask
+from ers_deep.nets import ActorCritic, NetState, policy_mask
 
 #: recorded by the fast path: the actor's inputs and outputs and the step's rewards and done flags
 RECORD = ("obs", "legal", "first", "action", "logp", "value", "reward", "done")
@@ -54,7 +55,7 @@ class Rollout:
     legal: Tensor
     acting: Tensor
     first: Tensor
-    hidden0: Tensor
+    hidden0: NetState
     action: Tensor
     logp: Tensor
     value: Tensor
@@ -62,23 +63,40 @@ class Rollout:
     done: Tensor
     last_value: Tensor
 
+    def tensors(self) -> dict[str, Tensor]:
+        """Every tensor by name, the state's fields as ``hidden0/<field>``."""
+        out = {k: v for k, v in vars(self).items() if k != "hidden0"}
+        return out | self.hidden0.tensors("hidden0/")
+
+    def clone(self) -> Rollout:
+        """A copy (graph modes rewrite a rollout's buffers at the next call)."""
+        return Rollout(**{k: v.clone() for k, v in vars(self).items()})
+
 
 @dataclass
 class RunnerState:
     """What a collection carries between calls (besides the env): ``first`` [S*B] bool (the next step starts
-    an episode), ``hidden`` [S, N, H] (recurrent state), ``ep_return`` / ``ep_shaped`` [S, B] (running team and
-    shaped returns of the episodes in progress)."""
+    an episode), ``hidden`` (the net's state, ``NetState``), ``ep_return`` / ``ep_shaped`` [S, B] (running team
+    and shaped returns of the episodes in progress)."""
 
     first: Tensor
-    hidden: Tensor
+    hidden: NetState
     ep_return: Tensor
     ep_shaped: Tensor
 
     def tensors(self) -> dict[str, Tensor]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        """Every tensor by name, the state's fields as ``hidden/<field>`` (checkpoints' ``runner/...``)."""
+        plain = {"first": self.first, "ep_return": self.ep_return, "ep_shaped": self.ep_shaped}
+        return plain | self.hidden.tensors("hidden/")
+
+    @classmethod
+    def from_tensors(cls, tensors: Mapping[str, Tensor]) -> RunnerState:
+        """The inverse of ``tensors``."""
+        hidden = NetState.from_tensors(tensors, "hidden/")
+        return cls(tensors["first"], hidden, tensors["ep_return"], tensors["ep_shaped"])
 
     def clone(self) -> RunnerState:
-        return RunnerState(**{k: v.clone() for k, v in self.tensors().items()})
+        return RunnerState.from_tensors({k: v.clone() for k, v in self.tensors().items()})
 
 
 def actor_major(x: Tensor, S: int) -> Tensor:
@@ -117,9 +135,9 @@ def running_returns(
     return stats, RunnerState(state.first, state.hidden, ret, shp)
 
 
-def bootstrap_value(net: ActorCritic, obs: Tensor, first: Tensor, hidden: Tensor) -> Tensor:
+def bootstrap_value(net: ActorCritic, obs: Tensor, first: Tensor, hidden: NetState) -> Tensor:
     """[S, N] the critic's value of the games as they stand after a rollout: ``obs`` [S*B, P, *O], ``first``
-    [S*B] (the next step starts an episode), ``hidden`` [S, N, H] (GAE bootstraps from it)."""
+    [S*B] (the next step starts an episode), ``hidden`` the net's state (GAE bootstraps from it)."""
     S, P = len(net.seeds), obs.shape[1]
     _, value, _ = net(obs.reshape(S, 1, -1, *obs.shape[2:]), game_to_actors(first, S, P)[:, None], hidden)
     return value[:, 0]
@@ -153,14 +171,15 @@ class FastCollection:
     def state(self) -> RunnerState:
         """The current runner state (views of the fast path's carry; clone to keep)."""
         c = self.fast.carry
-        return RunnerState(c["first"], c["hidden"], self.ep_return, self.ep_shaped)
+        return RunnerState(c["first"], NetState.from_tensors(c, "hidden/"), self.ep_return, self.ep_shaped)
 
     def load(self, state: RunnerState) -> None:
         """Continue from ``state`` and the env's current state (e.g. both restored from a checkpoint)."""
-        if state.first is self.fast.carry["first"] and state.hidden is self.fast.carry["hidden"]:
+        carry = self.fast.carry
+        if state.first is carry["first"] and state.hidden.is_(NetState.from_tensors(carry, "hidden/")):
             self.ep_return, self.ep_shaped = state.ep_return, state.ep_shaped
             return
-        self.fast.restart(first=state.first, hidden=state.hidden)
+        self.fast.restart(first=state.first, **state.hidden.tensors("hidden/"))
         self.ep_return, self.ep_shaped = state.ep_return.clone(), state.ep_shaped.clone()
 
     @torch.no_grad()
@@ -172,7 +191,7 @@ class FastCollection:
         rollout's tensors are static buffers that the next call rewrites."""
         self.load(state)
         S, B, P = self.S, self.B, self.P
-        hidden0 = self.fast.carry["hidden"].clone()
+        hidden0 = NetState.from_tensors(self.fast.carry, "hidden/").clone()
         rec = self.fast()
         T = rec["done"].shape[0]
         team, done = rec["reward"].view(T, S, B), rec["done"].view(T, S, B)
@@ -194,7 +213,7 @@ class FastCollection:
             value=rec["value"].transpose(0, 1),
             reward=reward,
             done=per_actor(rec["done"], S, P),
-            last_value=bootstrap_value(self.net, c["obs"], c["first"], c["hidden"]),
+            last_value=bootstrap_value(self.net, c["obs"], c["first"], NetState.from_tensors(c, "hidden/")),
         )
         self.ep_return, self.ep_shaped = after.ep_return, after.ep_shaped
         return ro, self.state, stats

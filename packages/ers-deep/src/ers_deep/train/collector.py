@@ -26,8 +26,8 @@ How equality is kept:
   the next batch starts from them (the Collector itself holds nothing that a resume needs).
 * **Recurrent nets** (``cnn-gru``) work: the episode starts reach the policy as TorchRL's ``is_init``
   entry (True on a reset), and the policy carries the GRU state of the S x N actors between steps (it
-  starts each batch from ``learner.hidden`` and hands the last state back), resetting it before a first
-  step as the native loop does. The state is not stored in the TensorDict (a ``Rollout`` only needs the
+  starts each batch from the runner state's ``hidden`` and hands the last state back), resetting it before
+  a first step as the native loop does. The state is not stored in the TensorDict (a ``Rollout`` only needs the
   state before step 0).
 * Overcooked V2's shaped reward is a second reward entry, ``("agents", "shaped_reward")`` [B, P, 1].
 
@@ -157,8 +157,8 @@ class StackedPolicy(TensorDictModuleBase):
     """The learner's stacked network as a TorchRL policy: reads ``("agents", "observation")`` [S*B, P, *O],
     ``("agents", "action_mask")`` and ``is_init``; writes ``("agents", "action")``, ``("agents", "logp")``
     and ``("agents", "state_value")`` [S*B, P]. Actions are drawn with ``generator`` exactly as the native
-    loop draws them ([S*B, P, ...] is viewed as [S, B*P, ...], seed-major). ``hidden`` [S, B*P, H] is the
-    recurrent state, carried from call to call."""
+    loop draws them ([S*B, P, ...] is viewed as [S, B*P, ...], seed-major). ``hidden`` (a ``NetState``, fields
+    [S, B*P, ...]) is the net's state, carried from call to call."""
 
     def __init__(self, net: ActorCritic, generator: torch.Generator, batch: int, agents: int) -> None:
         super().__init__()

@@ -20,7 +20,7 @@ import torch
 from torch import Tensor
 
 from ers_deep.envs.symmetry import Symmetry
-from ers_deep.nets import ActorCritic, masked_logits, sample
+from ers_deep.nets import ActorCritic, NetState, masked_logits, sample
 from ers_deep.train.config import TrainConfig, make_env
 
 __all__ = ["Agent", "play"]
@@ -40,12 +40,14 @@ class Agent:
     def group(self) -> int:
         return max(1, len(self.symmetries))
 
-    def initial_state(self, n: int, device: torch.device) -> Tensor:
+    def initial_state(self, n: int, device: torch.device) -> NetState:
+        """The net's state of n seats' worth of actors (x |Phi| when symmetrised: one per phi and seat)."""
         return self.net.initial_state(n * self.group, device)
 
     @torch.no_grad()
-    def logits(self, obs: Tensor, first: Tensor, hidden: Tensor) -> tuple[Tensor, Tensor]:
-        """Unmasked logits [n, A] for observations [n, *O] (episode-start flags ``first`` [n])."""
+    def logits(self, obs: Tensor, first: Tensor, hidden: NetState) -> tuple[Tensor, NetState]:
+        """Unmasked logits [n, A] for observations [n, *O] (episode-start flags ``first`` [n]) and the state
+        after the step."""
         if not self.symmetries:
             out, _, h = self.net(obs[None, None], first[None, None], hidden)
             return out[0, 0], h

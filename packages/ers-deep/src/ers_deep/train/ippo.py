@@ -236,6 +236,18 @@ class Learner:
         out.update({f"runner/{k}": v for k, v in self.runner.tensors().items()})
         return {k: v.detach().cpu().contiguous() for k, v in out.items()}
 
+    def _runner_state(self, tensors: dict[str, Tensor]) -> RunnerState:
+        """The runner state of checkpoint ``tensors`` (``runner/...``) on the env's device. Checkpoints written
+        before issue 21 stored ``first`` per actor [S, N] and the net's state as one tensor ``runner/hidden``
+        (other-play's and discovery's bookkeeping in its columns): both are converted."""
+        dev, prefix = self.env.device, "runner/"
+        runner = {k.removeprefix(prefix): v.to(dev) for k, v in tensors.items() if k.startswith(prefix)}
+        if runner["first"].shape == (self.S, self.N):  # per actor
+            runner["first"] = actors_to_game(runner["first"], self.S, self.P)
+        if "hidden" in runner:  # one tensor [S, N, H]
+            runner |= self.net.state_from_columns(runner.pop("hidden")).tensors("hidden/")
+        return RunnerState.from_tensors(runner)
+
     def counters(self) -> dict[str, int]:
         return {"update": self.update, "env_steps": self.env_steps}
 
@@ -259,13 +271,7 @@ class Learner:
         self.env.state = type(self.env.state)(**env_state)
         self.env.generator.set_state(tensors["rng/env"])
         self.generator.set_state(tensors["rng/learner"])
-        runner = {k: tensors[f"runner/{k}"].to(dev) for k in RunnerState.__dataclass_fields__}
-        if runner["first"].shape == (
-            self.S,
-            self.N,
-        ):  # a checkpoint of the per-actor layout (before issue 21)
-            runner["first"] = actors_to_game(runner["first"], self.S, self.P)
-        self.runner = RunnerState(**runner)
+        self.runner = self._runner_state(tensors)
         if self.fast is not None:
             self.fast.load(self.runner)
         self.updater.invalidate()  # a captured update recorded the replaced Adam state

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from ers_deep.nets import ActorCritic, masked_logits
+from ers_deep.nets import ActorCritic, NetState, masked_logits
 from ers_deep.train.collect import Rollout
 from ers_deep.train.config import TrainConfig
 
@@ -82,10 +82,10 @@ def masked_mean(x: Tensor, mask: Tensor) -> Tensor:
 
 
 def update_data(ro: Rollout, adv: Tensor, target: Tensor) -> dict[str, Tensor]:
-    """Every field the loss reads, of all actors: [S, T, N, ...] (``hidden0`` [S, N, H]); a minibatch is
-    ``train.update.select(data, idx)``."""
+    """Every field the loss reads, of all actors, as one flat dict of tensors: [S, T, N, ...], and the net's
+    state before step 0 as ``hidden0/<field>`` [S, N, ...]; a minibatch is ``train.update.select(data, idx)``."""
     out = {k: getattr(ro, k) for k in ("obs", "first", "legal", "action", "logp", "acting", "value")}
-    return out | {"adv": adv, "target": target, "hidden0": ro.hidden0}
+    return out | {"adv": adv, "target": target} | ro.hidden0.tensors("hidden0/")
 
 
 def ppo_loss(
@@ -93,7 +93,7 @@ def ppo_loss(
 ) -> tuple[Tensor, dict[str, Tensor]]:
     """Per-seed PPO loss [S] on one minibatch (``minibatch``) and its detached parts; ``exact``: the actor
     and entropy terms of the exact-advantage mode (``exact_policy_terms``)."""
-    logits, value, _ = net(mb["obs"], mb["first"], mb["hidden0"])
+    logits, value, _ = net(mb["obs"], mb["first"], NetState.from_tensors(mb, "hidden0/"))
     logp_all = torch.log_softmax(masked_logits(logits, mb["legal"]), -1)
     logp = logp_all.gather(-1, mb["action"][..., None])[..., 0]
     acting, a = mb["acting"], mb["adv"]

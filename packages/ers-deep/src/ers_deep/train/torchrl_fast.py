@@ -105,7 +105,7 @@ class FastCollector(BaseCollector):
         env.state = type(env.state)(**state_dict["env"])
         env.generator.set_state(state_dict["rng_env"])
         self.collection.fast.actor.generators[0].set_state(state_dict["rng_policy"])
-        self.runner = RunnerState(**state_dict["runner"])
+        self.runner = RunnerState.from_tensors(state_dict["runner"])
         self.collection.load(self.runner)
         self.batches = int(state_dict["batches"])
 

@@ -84,9 +84,9 @@ def reset_bound(net: ActorCritic, max_resets: int | None) -> Iterator[None]:
 
 
 def select(data: dict[str, Tensor], idx: Tensor) -> dict[str, Tensor]:
-    """The actors ``idx`` of the update data (whole sequences): [S, T, N, ...] fields along N, ``hidden0``
-    [S, N, H] along N."""
-    return {k: v[:, idx] if k == "hidden0" else v[:, :, idx] for k, v in data.items()}
+    """The actors ``idx`` of the update data (whole sequences): [S, T, N, ...] fields along N, the state's
+    ``hidden0/<field>`` [S, N, ...] along N."""
+    return {k: v[:, idx] if k.startswith("hidden0/") else v[:, :, idx] for k, v in data.items()}
 
 
 class PPOUpdate:
@@ -108,7 +108,8 @@ class PPOUpdate:
         self.net, self.optimizer, self.cfg, self.legal_table = net, optimizer, cfg, legal_table
         self.params = list(net.parameters())
         self.S = len(net.seeds)
-        recurrent = net.hidden_size > 0
+        # a net that carries state between steps (a GRU, or other-play's / discovery's episode counters)
+        recurrent = bool(net.initial_state(1).tensors())
         self.max_resets = max_resets if recurrent else None
         device = self.params[0].device
         capturable = (
