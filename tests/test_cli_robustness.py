@@ -362,6 +362,7 @@ EXACT_BUDGET_CASES = [
     ("export-gambit-horizon-5", ["export-gambit", "dectiger", "--horizon", "5", "@OUT.efg"], {}, "horizon"),
     ("info-memory", ["info", "dectiger", "--horizon", "4"], {"ERS_MEMORY_BUDGET": "0.001"}, "horizon"),
     ("budget-not-a-number", ["info", "dectiger"], {"ERS_MEMORY_BUDGET": "lots"}, "ERS_MEMORY_BUDGET"),
+    ("op-seeds", ["op", "dectiger", "--seeds", "1000000000"], {}, "--seeds"),
     (
         "solve-starts-small-budget",
         ["solve", "dectiger", "--alpha", "1"],
@@ -389,6 +390,68 @@ def test_exact_sizes_over_the_budget_are_refused_with_the_estimate(
     line = _refused("ers-exact", code, err, name, "ERS_MEMORY_BUDGET")
     if "lots" not in env.values():
         assert "needs about" in line
+
+
+# op's Adam phase costs time rather than memory: one gradient step is timed before the run and scaled
+TIME_BUDGET_CASES = [
+    ("op-steps", ["op", "dectiger", "--steps", "1000000000"], {}, "--steps 1,000,000,000"),
+    (
+        "op-restarts-and-steps",
+        ["op", "three-lever", "--restarts", "1000", "--steps", "100000"],
+        {},
+        "--restarts",
+    ),
+    (
+        "op-small-time-budget",
+        ["op", "three-lever", "--steps", "50"],
+        {"ERS_TIME_BUDGET": "1e-6"},
+        "--steps 50",
+    ),
+    ("time-budget-not-a-number", ["op", "three-lever"], {"ERS_TIME_BUDGET": "-1"}, "'-1'"),
+]
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "name"), [pytest.param(a, e, n, id=i) for i, a, e, n in TIME_BUDGET_CASES]
+)
+def test_op_runs_over_the_time_budget_are_refused_with_the_estimate(
+    argv: list[str],
+    env: dict[str, str],
+    name: str,
+    exact: Callable[..., tuple[int, str, str]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    code, out, err = exact(*argv)
+    line = _refused("ers-exact", code, err, name, "ERS_TIME_BUDGET")
+    assert out == ""
+    if "-1" not in env.values():
+        assert "takes about" in line and "time budget" in line
+
+
+def test_the_op_time_estimate_is_near_the_adam_phase(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The estimate scales one timed gradient step; the Adam phase of the run takes about as long (within 4x:
+    the shared machine's timing noise)."""
+    import time
+
+    import numpy as np
+
+    from ers_exact.games import GAMES
+    from ers_exact.model.histories import enumerate_histories
+    from ers_exact.zsc import other_play as op
+
+    tree = enumerate_histories(GAMES["three-lever"]())
+    config = op.OPConfig(seeds=2, restarts=4, steps=60, exhaustive=0, row_search=0)
+    maps = op._maps(tree, op.symmetry_set(tree, "mdp"))
+    seen: list[float] = []
+    monkeypatch.setattr(op, "check_time", lambda what, seconds, lower: seen.append(seconds))
+    op._check_budget(tree, maps, True, config)
+    theta = np.random.default_rng(1).normal(size=(8, tree.local[0].legal.size))
+    start = time.perf_counter()
+    op._adam(tree, theta, maps, True, config)
+    took = time.perf_counter() - start
+    assert seen and took / 4 <= seen[0] <= 4 * took, (seen, took)
 
 
 DEEP_BUDGET_CASES = [
