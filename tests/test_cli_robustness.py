@@ -532,6 +532,10 @@ def pools(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     for name, argv in made.items():
         assert _run(main, ["train-sp", *argv, "--eval-games", "4", "--out", str(root / name)]) == 0
         out[name] = root / name
+    op = ["--env", "tabular:toy-coordination", "--seeds", "0", *small[2:], "--total-steps", "256"]
+    argv = ["train-op", *op, "--symmetries", "mdp", "--max-updates", "4", "--eval-games", "4"]
+    assert _run(main, [*argv, "--out", str(root / "op-partial")]) == 0
+    out["op-partial"] = root / "op-partial"
     return out
 
 
@@ -587,6 +591,18 @@ FILE_CASES = [
         "already at update 12",
     ),
     ("train-op-resume-with-seeds", ["train-op", "--resume", "@POOL:partial", "--seeds", "3"], "--seeds"),
+    # stale symmetries: --resume keeps the run's Phi
+    (
+        "train-op-resume-other-symmetries",
+        ["train-op", "--resume", "@POOL:op-partial", "--symmetries", "none"],
+        "--symmetries none",
+    ),
+    (
+        "train-op-resume-a-discovery-for-mdp",
+        ["train-op", "--resume", "@POOL:op-partial", "--symmetries", "@POOL:toy"],
+        "trained with symmetries 'mdp'",
+    ),
+    ("train-op-resume-a-self-play-pool", ["train-op", "--resume", "@POOL:partial"], "not an other-play pool"),
     # class 7: commands that need two seats refuse one-agent pools at load
     ("crossplay-one-agent", ["crossplay", "@POOL:one"], "1 agent"),
 ]
@@ -612,6 +628,23 @@ def test_broken_foreign_or_unfit_inputs_are_one_line(
     code, out, err = deep(*filled)
     _refused("ers-deep", code, err, name)
     assert out == ""
+
+
+@pytest.mark.parametrize(
+    "given", [pytest.param([], id="symmetries-left-out"), pytest.param(["mdp"], id="same")]
+)
+def test_train_op_resume_honours_the_runs_symmetries(
+    given: list[str], pools: dict[str, Path], tmp_path: Path, deep: Callable[..., tuple[int, str, str]]
+) -> None:
+    import shutil
+
+    folder = tmp_path / "op"
+    shutil.copytree(pools["op-partial"], folder)
+    flags = ["--symmetries", *given] if given else []
+    code, _, err = deep("train-op", "--resume", str(folder), *flags, "--max-updates", "5", "--json")
+    assert code == 0, err
+    info = json.loads((folder / "pool.json").read_text())
+    assert info["other_play"]["source"] == "mdp"
 
 
 def test_resume_names_the_damaged_checkpoint_it_skips(
