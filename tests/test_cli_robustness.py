@@ -744,3 +744,133 @@ def test_crossplay_writes_strict_json_and_refuses_a_second_run_without_force(
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
     code, _, err = deep(*argv, "--force")
     assert code == 0, err
+
+
+# ----- class 2: a second run into a folder of ers-deep ---------------------------------------------------
+_SMALL_TRAIN = ["--total-steps", "64", "--num-envs", "4", "--num-steps", "4", "--minibatches", "1"]
+# (id, argv with @POOL:name and @OUT, the output the second run must leave alone)
+DEEP_FOLDER_CASES = [
+    ("action-matrix", ["action-matrix", "@POOL:toy", "--games", "4", "--out", "@OUT"], "action-matrix.json"),
+    (
+        "xp-distribution",
+        ["xp-distribution", "--populations", "a=@POOL:toy", "--games", "2", "--out", "@OUT"],
+        "xp-distribution.json",
+    ),
+    (
+        "train-sp",
+        ["train-sp", "--env", "tabular:toy-coordination", "--seeds", "0", *_SMALL_TRAIN, "--out", "@OUT"],
+        "pool.json",
+    ),
+    (
+        "train-op",
+        ["train-op", "--env", "tabular:toy-coordination", "--symmetries", "mdp", "--seeds", "0"]
+        + [*_SMALL_TRAIN, "--eval-games", "4", "--out", "@OUT"],
+        "pool.json",
+    ),
+    (
+        "discover",
+        ["discover", "--pool", "@POOL:toy", "--candidates", "1", "--top", "1", "--total-steps", "256"]
+        + ["--eval-games", "4", "--out", "@OUT"],
+        "discovery.json",
+    ),
+    ("crossplay", ["crossplay", "@POOL:toy", "--games", "2", "--no-mdp", "--out", "@OUT"], "xp.json"),
+]
+
+
+def _deep_argv(argv: list[str], pools: dict[str, Path], out: Path) -> list[str]:
+    filled = []
+    for a in argv:
+        for name, path in pools.items():
+            a = a.replace(f"@POOL:{name}", str(path))
+        filled.append(str(out) if a == "@OUT" else a)
+    return filled
+
+
+@pytest.mark.parametrize(("argv", "kept"), [pytest.param(a, k, id=i) for i, a, k in DEEP_FOLDER_CASES])
+def test_a_second_deep_run_into_its_folder_is_refused_and_force_replaces_it(
+    argv: list[str],
+    kept: str,
+    pools: dict[str, Path],
+    tmp_path: Path,
+    deep: Callable[..., tuple[int, str, str]],
+) -> None:
+    out = tmp_path / "out"
+    argv = _deep_argv(argv, pools, out)
+    code, _, err = deep(*argv)
+    assert code == 0, err
+    before = (out / kept).read_bytes()
+    code, stdout, err = deep(*argv)
+    _refused("ers-deep", code, err, str(out), "--force")
+    assert stdout == "" and (out / kept).read_bytes() == before
+    (out / "stale.txt").write_text("from the earlier run")  # a whole-folder replacement removes it
+    code, _, err = deep(*argv, "--force")
+    assert code == 0, err
+    assert (out / kept).is_file()
+    if argv[0] in ("train-sp", "train-op", "discover", "crossplay"):
+        assert not (out / "stale.txt").exists()
+
+
+def test_analyses_share_a_folder_and_force_replaces_only_their_own_files(
+    pools: dict[str, Path], tmp_path: Path, deep: Callable[..., tuple[int, str, str]]
+) -> None:
+    out = tmp_path / "analysis"
+    matrix = ["action-matrix", str(pools["toy"]), "--games", "4", "--out", str(out)]
+    xp = ["xp-distribution", "--populations", f"a={pools['toy']}", "--games", "2", "--out", str(out)]
+    for argv in (matrix, xp):
+        code, _, err = deep(*argv)
+        assert code == 0, err
+    kept = (out / "xp-distribution.json").read_bytes()
+    (out / "action-matrix.png").unlink()  # an earlier run's files, one of them gone: still refused
+    code, _, err = deep(*matrix)
+    _refused("ers-deep", code, err, "action-matrix", "--force")
+    code, _, err = deep(*matrix, "--force")
+    assert code == 0, err
+    assert (out / "action-matrix.png").is_file() and (out / "xp-distribution.json").read_bytes() == kept
+
+
+def test_force_never_removes_an_input_or_a_foreign_folder(
+    pools: dict[str, Path], tmp_path: Path, deep: Callable[..., tuple[int, str, str]]
+) -> None:
+    import shutil
+
+    pool = tmp_path / "pool"
+    shutil.copytree(pools["toy"], pool)
+    argv = ["discover", "--pool", str(pool), "--candidates", "1", "--top", "1", "--total-steps", "256"]
+    code, _, err = deep(*argv, "--out", str(pool), "--force")
+    _refused("ers-deep", code, err, str(pool))
+    assert (pool / "pool.json").is_file()
+    foreign = tmp_path / "mine"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("mine")
+    train = ["train-sp", "--env", "tabular:toy-coordination", "--seeds", "0", *_SMALL_TRAIN]
+    code, _, err = deep(*train, "--out", str(foreign), "--force")
+    _refused("ers-deep", code, err, "notes.txt")
+    assert (foreign / "notes.txt").read_text() == "mine"
+    code, _, err = deep("train-sp", "--resume", str(pools["partial"]), "--force")
+    _refused("ers-deep", code, err, "--force", "--resume")
+
+
+def test_table1_continues_its_own_config_and_refuses_another_without_force(tmp_path: Path) -> None:
+    """The folder check of table1 / table2 (the runs themselves are tested in tests/deep/test_zsc.py)."""
+    from ers_deep.zsc import PopulationConfig
+    from ers_deep.zsc.population import _claim
+    from ers_exact.util.output import OutputError
+
+    out = tmp_path / "t1"
+    config = PopulationConfig(env="tabular:toy-coordination")
+    _claim(config, out, False, "ers-deep table1")
+    (out / "sp").mkdir()  # a stage of the run
+    _claim(config, out, False, "ers-deep table1")  # the same config: continued
+    assert (out / "sp").is_dir()
+    other = PopulationConfig(env="tabular:toy-coordination", agents=4)
+    with pytest.raises(OutputError, match=r"another config \(agents\).*--force"):
+        _claim(other, out, False, "ers-deep table2")
+    assert (out / "sp").is_dir()
+    _claim(other, out, True, "ers-deep table1")
+    assert not (out / "sp").exists()
+    assert json.loads((out / "config.json").read_text())["agents"] == 4
+    foreign = tmp_path / "mine"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("mine")
+    with pytest.raises(OutputError, match="not written by ers"):
+        _claim(config, foreign, True, "ers-deep table1")

@@ -242,7 +242,10 @@ def train_op_pool(
             raise UsageError("train_op_pool: give a config and a symmetry source (or resume_run=True)")
         cfg = config
         if (out / "pool.json").exists() or (out / "run" / "config.json").exists():
-            raise PoolError(f"{out} already holds a pool; continue it with --resume or choose another --out")
+            raise PoolError(
+                f"{out} already holds a pool; continue it with --resume, pass --force to replace it or choose "
+                "another --out"
+            )
         symmetries = op_symmetries(cfg, source)
         rec = op_record(cfg, source, symmetries)
     if cfg.advantage == "exact" and len(symmetries) > 1:

@@ -78,6 +78,11 @@ class Table1Options(Options):
     seed: int = option(0, help="seed of the whole experiment", check=at_least(0))
     device: str = option("cpu", help="torch device: cpu, cuda or cuda:N", check=device_check)
     threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=thread_count)
+    force: bool = option(
+        False,
+        help="replace a run with another config in --out (without it such a folder is refused; the same "
+        "options continue the run)",
+    )
 
     def config(self) -> Any:
         from ers_deep.zsc import PopulationConfig
@@ -100,7 +105,7 @@ def run_table1_cmd(opts: Table1Options) -> dict[str, Any]:
 
     if opts.threads:
         torch.set_num_threads(opts.threads)
-    report, results = run_table1(opts.config(), opts.out)
+    report, results = run_table1(opts.config(), opts.out, force=opts.force)
     return {
         "report": report.to_json(),
         "markdown": report.to_markdown(),
@@ -120,7 +125,7 @@ def run_table2_cmd(opts: Table2Options) -> dict[str, Any]:
     if opts.threads:
         torch.set_num_threads(opts.threads)
     algorithms = tuple(a.strip() for a in opts.algorithms.split(","))
-    return {**run_table2(opts.config(), opts.out, algorithms=algorithms), "out": opts.out}
+    return {**run_table2(opts.config(), opts.out, algorithms=algorithms, force=opts.force), "out": opts.out}
 
 
 def show_table2(res: dict[str, Any]) -> None:
