@@ -874,3 +874,115 @@ def test_table1_continues_its_own_config_and_refuses_another_without_force(tmp_p
     (foreign / "notes.txt").write_text("mine")
     with pytest.raises(OutputError, match="not written by ers"):
         _claim(config, foreign, True, "ers-deep table1")
+
+
+# ----- class 7: one- and three-agent games in every command that trains, discovers or pairs policies -------
+@pytest.fixture(scope="module")
+def degenerate(pools: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Per game (one, three): its .dpomdp, a tiny self-play pool and a tiny discovery run on it."""
+    from ers_deep.cli import main
+
+    root = tmp_path_factory.mktemp("degenerate")
+    out = {"one-game": pools["one"].parent / "one.dpomdp", "one-pool": pools["one"]}
+    (root / "three.dpomdp").write_text(THREE_AGENTS)
+    out["three-game"] = root / "three.dpomdp"
+    argv = ["train-sp", "--env", str(out["three-game"]), "--seeds", "0-1", *_SMALL_TRAIN, "--eval-games", "4"]
+    assert _run(main, [*argv, "--out", str(root / "three-pool")]) == 0
+    out["three-pool"] = root / "three-pool"
+    for g in ("one", "three"):
+        argv = ["discover", "--pool", str(out[f"{g}-pool"]), "--candidates", "1", "--top", "1"]
+        argv += ["--total-steps", "256", "--eval-games", "4", "--out", str(root / f"{g}-discovery")]
+        assert _run(main, argv) == 0
+        out[f"{g}-discovery"] = root / f"{g}-discovery"
+    return out
+
+
+_TINY_TABLE = ["--agents", "2", "--k", "2", "--candidates", "1", "--l", "1", "--sp-steps", "64"]
+# (id, CLI, argv with @GAME / @POOL / @DISCOVERY / @OUT of the game, None when it works else what it names)
+DEGENERATE_CASES = [
+    ("exact-discover", "exact", ["discover", "@GAME", "--k", "2", "--episodes", "20"], None),
+    (
+        "exact-zsc",
+        "exact",
+        ["zsc", "@GAME", "--agents", "2", "--k", "2", "--episodes", "20", "--l", "1", "--out", "@OUT"],
+        None,
+    ),
+    ("exact-op", "exact", ["op", "@GAME", "--steps", "20"], None),
+    (
+        "deep-discover",
+        "deep",
+        ["discover", "--pool", "@POOL", "--candidates", "1", "--top", "1"]
+        + ["--total-steps", "128", "--eval-games", "4", "--out", "@OUT"],
+        None,
+    ),
+    (
+        "train-op-learned",
+        "deep",
+        ["train-op", "--env", "@GAME", "--symmetries", "@DISCOVERY", "--seeds", "0"]
+        + [*_SMALL_TRAIN, "--eval-games", "4", "--out", "@OUT"],
+        None,
+    ),
+    ("action-matrix", "deep", ["action-matrix", "@POOL", "--games", "2", "--out", "@OUT"], None),
+    (
+        "xp-distribution",
+        "deep",
+        ["xp-distribution", "--populations", "a=@POOL", "--out", "@OUT"],
+        "xp-distribution pairs policies in two seats",
+    ),
+    (
+        "op-preservation",
+        "deep",
+        ["op-preservation", "--discovery", "@DISCOVERY", "--pool", "@POOL", "--out", "@OUT"],
+        "op-preservation pairs policies in two seats",
+    ),
+    (
+        "table1",
+        "deep",
+        ["table1", "--env", "@GAME", *_TINY_TABLE, "--out", "@OUT"],
+        "table1 pairs policies in two seats",
+    ),
+    ("crossplay", "deep", ["crossplay", "@POOL", "--out", "@OUT"], "crossplay pairs policies in two seats"),
+]
+
+
+def _degenerate_params() -> list[Any]:
+    """The table x (one, three); the three-agent exact zsc (about 25 s: Phi_MDP of a symmetric three-agent game
+    in every other-play run) runs under ``make test-slow``."""
+    out = []
+    for i, c, a, r in DEGENERATE_CASES:
+        for game in ("one", "three"):
+            slow = (i, game) == ("exact-zsc", "three")
+            marks = [pytest.mark.slow] if slow else []
+            out.append(pytest.param(c, a, r, game, id=f"{i}-{game}", marks=marks))
+    return out
+
+
+@pytest.mark.parametrize(("cli", "argv", "refused", "game"), _degenerate_params())
+def test_one_and_three_agent_games_work_or_are_refused_at_load(
+    cli: str,
+    argv: list[str],
+    refused: str | None,
+    game: str,
+    degenerate: dict[str, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from ers_deep.cli import main as deep_main
+    from ers_exact.cli import main as exact_main
+
+    out = tmp_path / "out"
+    subs = {"@GAME": f"{game}-game", "@POOL": f"{game}-pool", "@DISCOVERY": f"{game}-discovery"}
+
+    def fill(a: str) -> str:
+        for key, name in subs.items():
+            a = a.replace(key, str(degenerate[name]))
+        return str(out) if a == "@OUT" else a
+
+    filled = [fill(a) for a in argv]
+    code = _run(exact_main if cli == "exact" else deep_main, filled)
+    err = capsys.readouterr().err
+    if refused is None:
+        assert code == 0, err
+    else:
+        _refused(f"ers-{cli}", code, err, refused, f"{1 if game == 'one' else 3} agent")
+        assert not out.exists() or not any(out.iterdir())  # refused before any work

@@ -10,6 +10,7 @@ from typing import Any
 
 import torch
 
+from ers_deep.cli.common import require_two_seats
 from ers_exact.util.options import (
     Options,
     UsageError,
@@ -205,6 +206,7 @@ def run_op_preservation(opts: OPPreservationOptions) -> dict[str, Any]:
     _threads(opts.threads)
     discovery_folder(opts.discovery)  # refused before the pool is read
     pool = load_pool(opts.pool)
+    require_two_seats(pool, "op-preservation")
     out = Path(opts.out) if opts.out else pool.path / "analysis"
     _claim(out, "op-preservation", opts.force)
     result = op_preservation(opts.discovery, pool, opts.games, seed=opts.seed)
@@ -263,7 +265,7 @@ class XPDistributionOptions(Options):
 
 def run_xp_distribution(opts: XPDistributionOptions) -> dict[str, Any]:
     from ers_deep.analysis import distribution_figure, parse_populations, table1_sources, xp_distribution
-    from ers_deep.pools import PoolError
+    from ers_deep.pools import PoolError, load_pool
 
     _threads(opts.threads)
     if opts.table1 is not None:
@@ -275,6 +277,8 @@ def run_xp_distribution(opts: XPDistributionOptions) -> dict[str, Any]:
         assert opts.populations is not None and opts.out is not None
         sources = parse_populations(opts.populations.split(","))
         out = Path(opts.out)
+        for source in sources.values():  # every pool before any work (table1 folders hold two-seat matrices)
+            require_two_seats(load_pool(source), "xp-distribution")
     _claim(out, "xp-distribution", opts.force)
     result = {"populations": xp_distribution(sources, opts.games, seed=opts.seed)}
     files = _write(out, "xp-distribution", opts, result)

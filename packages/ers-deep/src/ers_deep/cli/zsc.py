@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from ers_deep.cli.common import PRESET_NAMES, device_check, env_check
+from ers_deep.cli.common import PRESET_NAMES, device_check, env_check, require_two_seat_env
 from ers_exact.util.options import (
     Options,
     at_least,
@@ -105,6 +105,8 @@ def run_table1_cmd(opts: Table1Options) -> dict[str, Any]:
 
     if opts.threads:
         torch.set_num_threads(opts.threads)
+    config = opts.config()
+    require_two_seat_env(config.train_config(config.sp_seeds(0), 1), "table1", "--env")
     report, results = run_table1(opts.config(), opts.out, force=opts.force)
     return {
         "report": report.to_json(),
