@@ -25,6 +25,7 @@ from ers_deep.analysis.xp_distribution import (
     parse_populations,
     population_matrix,
     population_summary,
+    source_pool,
     table1_sources,
     xp_distribution,
 )
@@ -46,6 +47,7 @@ __all__ = [
     "parse_populations",
     "population_matrix",
     "population_summary",
+    "source_pool",
     "preservation_figure",
     "record_actions",
     "table1_sources",

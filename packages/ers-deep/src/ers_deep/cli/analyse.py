@@ -264,8 +264,14 @@ class XPDistributionOptions(Options):
 
 
 def run_xp_distribution(opts: XPDistributionOptions) -> dict[str, Any]:
-    from ers_deep.analysis import distribution_figure, parse_populations, table1_sources, xp_distribution
-    from ers_deep.pools import PoolError, load_pool
+    from ers_deep.analysis import (
+        distribution_figure,
+        parse_populations,
+        source_pool,
+        table1_sources,
+        xp_distribution,
+    )
+    from ers_deep.pools import PoolError
 
     _threads(opts.threads)
     if opts.table1 is not None:
@@ -278,7 +284,9 @@ def run_xp_distribution(opts: XPDistributionOptions) -> dict[str, Any]:
         sources = parse_populations(opts.populations.split(","))
         out = Path(opts.out)
         for source in sources.values():  # every pool before any work (table1 folders hold two-seat matrices)
-            require_two_seats(load_pool(source), "xp-distribution")
+            pool = source_pool(source)
+            if pool is not None:
+                require_two_seats(pool, "xp-distribution")
     _claim(out, "xp-distribution", opts.force)
     result = {"populations": xp_distribution(sources, opts.games, seed=opts.seed)}
     files = _write(out, "xp-distribution", opts, result)
