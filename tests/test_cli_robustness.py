@@ -431,7 +431,7 @@ def test_op_runs_over_the_time_budget_are_refused_with_the_estimate(
 
 
 def test_the_op_time_estimate_is_near_the_adam_phase(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The estimate scales one timed gradient step; the Adam phase of the run takes about as long (within 4x:
+    """The estimate scales one timed gradient step; the Adam phase of the run takes about as long (within 8x:
     the shared machine's timing noise)."""
     import time
 
@@ -451,7 +451,7 @@ def test_the_op_time_estimate_is_near_the_adam_phase(monkeypatch: pytest.MonkeyP
     start = time.perf_counter()
     op._adam(tree, theta, maps, True, config)
     took = time.perf_counter() - start
-    assert seen and took / 4 <= seen[0] <= 4 * took, (seen, took)
+    assert seen and took / 8 <= seen[0] <= 8 * took, (seen, took)
 
 
 DEEP_BUDGET_CASES = [
@@ -773,7 +773,6 @@ DEEP_FOLDER_CASES = [
         + ["--eval-games", "4", "--out", "@OUT"],
         "discovery.json",
     ),
-    ("crossplay", ["crossplay", "@POOL:toy", "--games", "2", "--no-mdp", "--out", "@OUT"], "xp.json"),
 ]
 
 
@@ -806,7 +805,7 @@ def test_a_second_deep_run_into_its_folder_is_refused_and_force_replaces_it(
     code, _, err = deep(*argv, "--force")
     assert code == 0, err
     assert (out / kept).is_file()
-    if argv[0] in ("train-sp", "train-op", "discover", "crossplay"):
+    if argv[0] in ("train-sp", "train-op", "discover"):  # crossplay: test_crossplay_writes_strict_json_...
         assert not (out / "stale.txt").exists()
 
 
