@@ -138,7 +138,20 @@ TEMPERATURE_CASES = [
 ]
 
 
-@pytest.mark.parametrize("argv", [pytest.param(a, id=i) for i, a in TEMPERATURE_CASES])
+_SLOW_TEMPERATURES = {
+    "dectiger-0.001",
+    "dectiger-sweep-warm-small",
+    "dectiger-1e-6-no-continuation",
+}  # 7-11 s
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        pytest.param(a, id=i, marks=[pytest.mark.slow] if i in _SLOW_TEMPERATURES else [])
+        for i, a in TEMPERATURE_CASES
+    ],
+)
 def test_solver_paths_finish_with_finite_results_at_small_alpha(
     argv: list[str], exact: Callable[..., tuple[int, str, str]]
 ) -> None:
