@@ -28,6 +28,7 @@ def test_state_only_rate(mode: str) -> None:
     assert res["observations"] is False and res["mode"] == mode and res["env_steps_per_s"] > 0
 
 
+@pytest.mark.slow  # ~11 s: a second Python process with HLE
 def test_reference_runs_in_its_own_process() -> None:
     res = reference_in_subprocess("hanabi", "bench_hle", {"config": "Hanabi-Small", "batch": 4, "steps": 3})
     assert res["env_steps_per_s"] > 0 and res["batch"] == 4
