@@ -138,7 +138,20 @@ TEMPERATURE_CASES = [
 ]
 
 
-@pytest.mark.parametrize("argv", [pytest.param(a, id=i) for i, a in TEMPERATURE_CASES])
+_SLOW_TEMPERATURES = {
+    "dectiger-0.001",
+    "dectiger-sweep-warm-small",
+    "dectiger-1e-6-no-continuation",
+}  # 7-11 s
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        pytest.param(a, id=i, marks=[pytest.mark.slow] if i in _SLOW_TEMPERATURES else [])
+        for i, a in TEMPERATURE_CASES
+    ],
+)
 def test_solver_paths_finish_with_finite_results_at_small_alpha(
     argv: list[str], exact: Callable[..., tuple[int, str, str]]
 ) -> None:
@@ -362,6 +375,7 @@ EXACT_BUDGET_CASES = [
     ("export-gambit-horizon-5", ["export-gambit", "dectiger", "--horizon", "5", "@OUT.efg"], {}, "horizon"),
     ("info-memory", ["info", "dectiger", "--horizon", "4"], {"ERS_MEMORY_BUDGET": "0.001"}, "horizon"),
     ("budget-not-a-number", ["info", "dectiger"], {"ERS_MEMORY_BUDGET": "lots"}, "ERS_MEMORY_BUDGET"),
+    ("op-seeds", ["op", "dectiger", "--seeds", "1000000000"], {}, "--seeds"),
     (
         "solve-starts-small-budget",
         ["solve", "dectiger", "--alpha", "1"],
@@ -389,6 +403,68 @@ def test_exact_sizes_over_the_budget_are_refused_with_the_estimate(
     line = _refused("ers-exact", code, err, name, "ERS_MEMORY_BUDGET")
     if "lots" not in env.values():
         assert "needs about" in line
+
+
+# op's Adam phase costs time rather than memory: one gradient step is timed before the run and scaled
+TIME_BUDGET_CASES = [
+    ("op-steps", ["op", "dectiger", "--steps", "1000000000"], {}, "--steps 1,000,000,000"),
+    (
+        "op-restarts-and-steps",
+        ["op", "three-lever", "--restarts", "1000", "--steps", "100000"],
+        {},
+        "--restarts",
+    ),
+    (
+        "op-small-time-budget",
+        ["op", "three-lever", "--steps", "50"],
+        {"ERS_TIME_BUDGET": "1e-6"},
+        "--steps 50",
+    ),
+    ("time-budget-not-a-number", ["op", "three-lever"], {"ERS_TIME_BUDGET": "-1"}, "'-1'"),
+]
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "name"), [pytest.param(a, e, n, id=i) for i, a, e, n in TIME_BUDGET_CASES]
+)
+def test_op_runs_over_the_time_budget_are_refused_with_the_estimate(
+    argv: list[str],
+    env: dict[str, str],
+    name: str,
+    exact: Callable[..., tuple[int, str, str]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    code, out, err = exact(*argv)
+    line = _refused("ers-exact", code, err, name, "ERS_TIME_BUDGET")
+    assert out == ""
+    if "-1" not in env.values():
+        assert "takes about" in line and "time budget" in line
+
+
+def test_the_op_time_estimate_is_near_the_adam_phase(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The estimate scales one timed gradient step; the Adam phase of the run takes about as long (within 8x:
+    the shared machine's timing noise)."""
+    import time
+
+    import numpy as np
+
+    from ers_exact.games import GAMES
+    from ers_exact.model.histories import enumerate_histories
+    from ers_exact.zsc import other_play as op
+
+    tree = enumerate_histories(GAMES["three-lever"]())
+    config = op.OPConfig(seeds=2, restarts=4, steps=60, exhaustive=0, row_search=0)
+    maps = op._maps(tree, op.symmetry_set(tree, "mdp"))
+    seen: list[float] = []
+    monkeypatch.setattr(op, "check_time", lambda what, seconds, lower: seen.append(seconds))
+    op._check_budget(tree, maps, True, config)
+    theta = np.random.default_rng(1).normal(size=(8, tree.local[0].legal.size))
+    start = time.perf_counter()
+    op._adam(tree, theta, maps, True, config)
+    took = time.perf_counter() - start
+    assert seen and took / 8 <= seen[0] <= 8 * took, (seen, took)
 
 
 DEEP_BUDGET_CASES = [
@@ -469,6 +545,10 @@ def pools(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     for name, argv in made.items():
         assert _run(main, ["train-sp", *argv, "--eval-games", "4", "--out", str(root / name)]) == 0
         out[name] = root / name
+    op = ["--env", "tabular:toy-coordination", "--seeds", "0", *small[2:], "--total-steps", "256"]
+    argv = ["train-op", *op, "--symmetries", "mdp", "--max-updates", "4", "--eval-games", "4"]
+    assert _run(main, [*argv, "--out", str(root / "op-partial")]) == 0
+    out["op-partial"] = root / "op-partial"
     return out
 
 
@@ -524,6 +604,18 @@ FILE_CASES = [
         "already at update 12",
     ),
     ("train-op-resume-with-seeds", ["train-op", "--resume", "@POOL:partial", "--seeds", "3"], "--seeds"),
+    # stale symmetries: --resume keeps the run's Phi
+    (
+        "train-op-resume-other-symmetries",
+        ["train-op", "--resume", "@POOL:op-partial", "--symmetries", "none"],
+        "--symmetries none",
+    ),
+    (
+        "train-op-resume-a-discovery-for-mdp",
+        ["train-op", "--resume", "@POOL:op-partial", "--symmetries", "@POOL:toy"],
+        "trained with symmetries 'mdp'",
+    ),
+    ("train-op-resume-a-self-play-pool", ["train-op", "--resume", "@POOL:partial"], "not an other-play pool"),
     # class 7: commands that need two seats refuse one-agent pools at load
     ("crossplay-one-agent", ["crossplay", "@POOL:one"], "1 agent"),
 ]
@@ -549,6 +641,23 @@ def test_broken_foreign_or_unfit_inputs_are_one_line(
     code, out, err = deep(*filled)
     _refused("ers-deep", code, err, name)
     assert out == ""
+
+
+@pytest.mark.parametrize(
+    "given", [pytest.param([], id="symmetries-left-out"), pytest.param(["mdp"], id="same")]
+)
+def test_train_op_resume_honours_the_runs_symmetries(
+    given: list[str], pools: dict[str, Path], tmp_path: Path, deep: Callable[..., tuple[int, str, str]]
+) -> None:
+    import shutil
+
+    folder = tmp_path / "op"
+    shutil.copytree(pools["op-partial"], folder)
+    flags = ["--symmetries", *given] if given else []
+    code, _, err = deep("train-op", "--resume", str(folder), *flags, "--max-updates", "5", "--json")
+    assert code == 0, err
+    info = json.loads((folder / "pool.json").read_text())
+    assert info["other_play"]["source"] == "mdp"
 
 
 def test_resume_names_the_damaged_checkpoint_it_skips(
@@ -648,3 +757,244 @@ def test_crossplay_writes_strict_json_and_refuses_a_second_run_without_force(
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
     code, _, err = deep(*argv, "--force")
     assert code == 0, err
+
+
+# ----- class 2: a second run into a folder of ers-deep ---------------------------------------------------
+_SMALL_TRAIN = ["--total-steps", "64", "--num-envs", "4", "--num-steps", "4", "--minibatches", "1"]
+# (id, argv with @POOL:name and @OUT, the output the second run must leave alone)
+DEEP_FOLDER_CASES = [
+    ("action-matrix", ["action-matrix", "@POOL:toy", "--games", "4", "--out", "@OUT"], "action-matrix.json"),
+    (
+        "xp-distribution",
+        ["xp-distribution", "--populations", "a=@POOL:toy", "--games", "2", "--out", "@OUT"],
+        "xp-distribution.json",
+    ),
+    (
+        "train-sp",
+        ["train-sp", "--env", "tabular:toy-coordination", "--seeds", "0", *_SMALL_TRAIN, "--out", "@OUT"],
+        "pool.json",
+    ),
+    (
+        "train-op",
+        ["train-op", "--env", "tabular:toy-coordination", "--symmetries", "mdp", "--seeds", "0"]
+        + [*_SMALL_TRAIN, "--eval-games", "4", "--out", "@OUT"],
+        "pool.json",
+    ),
+    (
+        "discover",
+        ["discover", "--pool", "@POOL:toy", "--candidates", "1", "--top", "1", "--total-steps", "256"]
+        + ["--eval-games", "4", "--out", "@OUT"],
+        "discovery.json",
+    ),
+]
+
+
+def _deep_argv(argv: list[str], pools: dict[str, Path], out: Path) -> list[str]:
+    filled = []
+    for a in argv:
+        for name, path in pools.items():
+            a = a.replace(f"@POOL:{name}", str(path))
+        filled.append(str(out) if a == "@OUT" else a)
+    return filled
+
+
+@pytest.mark.parametrize(("argv", "kept"), [pytest.param(a, k, id=i) for i, a, k in DEEP_FOLDER_CASES])
+def test_a_second_deep_run_into_its_folder_is_refused_and_force_replaces_it(
+    argv: list[str],
+    kept: str,
+    pools: dict[str, Path],
+    tmp_path: Path,
+    deep: Callable[..., tuple[int, str, str]],
+) -> None:
+    out = tmp_path / "out"
+    argv = _deep_argv(argv, pools, out)
+    code, _, err = deep(*argv)
+    assert code == 0, err
+    before = (out / kept).read_bytes()
+    code, stdout, err = deep(*argv)
+    _refused("ers-deep", code, err, str(out), "--force")
+    assert stdout == "" and (out / kept).read_bytes() == before
+    (out / "stale.txt").write_text("from the earlier run")  # a whole-folder replacement removes it
+    code, _, err = deep(*argv, "--force")
+    assert code == 0, err
+    assert (out / kept).is_file()
+    if argv[0] in ("train-sp", "train-op", "discover"):  # crossplay: test_crossplay_writes_strict_json_...
+        assert not (out / "stale.txt").exists()
+
+
+def test_analyses_share_a_folder_and_force_replaces_only_their_own_files(
+    pools: dict[str, Path], tmp_path: Path, deep: Callable[..., tuple[int, str, str]]
+) -> None:
+    out = tmp_path / "analysis"
+    matrix = ["action-matrix", str(pools["toy"]), "--games", "4", "--out", str(out)]
+    xp = ["xp-distribution", "--populations", f"a={pools['toy']}", "--games", "2", "--out", str(out)]
+    for argv in (matrix, xp):
+        code, _, err = deep(*argv)
+        assert code == 0, err
+    kept = (out / "xp-distribution.json").read_bytes()
+    (out / "action-matrix.png").unlink()  # an earlier run's files, one of them gone: still refused
+    code, _, err = deep(*matrix)
+    _refused("ers-deep", code, err, "action-matrix", "--force")
+    code, _, err = deep(*matrix, "--force")
+    assert code == 0, err
+    assert (out / "action-matrix.png").is_file() and (out / "xp-distribution.json").read_bytes() == kept
+
+
+def test_force_never_removes_an_input_or_a_foreign_folder(
+    pools: dict[str, Path], tmp_path: Path, deep: Callable[..., tuple[int, str, str]]
+) -> None:
+    import shutil
+
+    pool = tmp_path / "pool"
+    shutil.copytree(pools["toy"], pool)
+    argv = ["discover", "--pool", str(pool), "--candidates", "1", "--top", "1", "--total-steps", "256"]
+    code, _, err = deep(*argv, "--out", str(pool), "--force")
+    _refused("ers-deep", code, err, str(pool))
+    assert (pool / "pool.json").is_file()
+    foreign = tmp_path / "mine"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("mine")
+    train = ["train-sp", "--env", "tabular:toy-coordination", "--seeds", "0", *_SMALL_TRAIN]
+    code, _, err = deep(*train, "--out", str(foreign), "--force")
+    _refused("ers-deep", code, err, "notes.txt")
+    assert (foreign / "notes.txt").read_text() == "mine"
+    code, _, err = deep("train-sp", "--resume", str(pools["partial"]), "--force")
+    _refused("ers-deep", code, err, "--force", "--resume")
+
+
+def test_table1_continues_its_own_config_and_refuses_another_without_force(tmp_path: Path) -> None:
+    """The folder check of table1 / table2 (the runs themselves are tested in tests/deep/test_zsc.py)."""
+    from ers_deep.zsc import PopulationConfig
+    from ers_deep.zsc.population import _claim
+    from ers_exact.util.output import OutputError
+
+    out = tmp_path / "t1"
+    config = PopulationConfig(env="tabular:toy-coordination")
+    _claim(config, out, False, "ers-deep table1")
+    (out / "sp").mkdir()  # a stage of the run
+    _claim(config, out, False, "ers-deep table1")  # the same config: continued
+    assert (out / "sp").is_dir()
+    other = PopulationConfig(env="tabular:toy-coordination", agents=4)
+    with pytest.raises(OutputError, match=r"another config \(agents\).*--force"):
+        _claim(other, out, False, "ers-deep table2")
+    assert (out / "sp").is_dir()
+    _claim(other, out, True, "ers-deep table1")
+    assert not (out / "sp").exists()
+    assert json.loads((out / "config.json").read_text())["agents"] == 4
+    foreign = tmp_path / "mine"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("mine")
+    with pytest.raises(OutputError, match="not written by ers"):
+        _claim(config, foreign, True, "ers-deep table1")
+
+
+# ----- class 7: one- and three-agent games in every command that trains, discovers or pairs policies -------
+@pytest.fixture(scope="module")
+def degenerate(pools: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Per game (one, three): its .dpomdp, a tiny self-play pool and a tiny discovery run on it."""
+    from ers_deep.cli import main
+
+    root = tmp_path_factory.mktemp("degenerate")
+    out = {"one-game": pools["one"].parent / "one.dpomdp", "one-pool": pools["one"]}
+    (root / "three.dpomdp").write_text(THREE_AGENTS)
+    out["three-game"] = root / "three.dpomdp"
+    argv = ["train-sp", "--env", str(out["three-game"]), "--seeds", "0-1", *_SMALL_TRAIN, "--eval-games", "4"]
+    assert _run(main, [*argv, "--out", str(root / "three-pool")]) == 0
+    out["three-pool"] = root / "three-pool"
+    for g in ("one", "three"):
+        argv = ["discover", "--pool", str(out[f"{g}-pool"]), "--candidates", "1", "--top", "1"]
+        argv += ["--total-steps", "256", "--eval-games", "4", "--out", str(root / f"{g}-discovery")]
+        assert _run(main, argv) == 0
+        out[f"{g}-discovery"] = root / f"{g}-discovery"
+    return out
+
+
+_TINY_TABLE = ["--agents", "2", "--k", "2", "--candidates", "1", "--l", "1", "--sp-steps", "64"]
+# (id, CLI, argv with @GAME / @POOL / @DISCOVERY / @OUT of the game, None when it works else what it names)
+DEGENERATE_CASES = [
+    ("exact-discover", "exact", ["discover", "@GAME", "--k", "2", "--episodes", "20"], None),
+    (
+        "exact-zsc",
+        "exact",
+        ["zsc", "@GAME", "--agents", "2", "--k", "2", "--episodes", "20", "--l", "1", "--out", "@OUT"],
+        None,
+    ),
+    ("exact-op", "exact", ["op", "@GAME", "--steps", "20"], None),
+    (
+        "deep-discover",
+        "deep",
+        ["discover", "--pool", "@POOL", "--candidates", "1", "--top", "1"]
+        + ["--total-steps", "128", "--eval-games", "4", "--out", "@OUT"],
+        None,
+    ),
+    (
+        "train-op-learned",
+        "deep",
+        ["train-op", "--env", "@GAME", "--symmetries", "@DISCOVERY", "--seeds", "0"]
+        + [*_SMALL_TRAIN, "--eval-games", "4", "--out", "@OUT"],
+        None,
+    ),
+    ("action-matrix", "deep", ["action-matrix", "@POOL", "--games", "2", "--out", "@OUT"], None),
+    (
+        "xp-distribution",
+        "deep",
+        ["xp-distribution", "--populations", "a=@POOL", "--out", "@OUT"],
+        "xp-distribution pairs policies in two seats",
+    ),
+    (
+        "op-preservation",
+        "deep",
+        ["op-preservation", "--discovery", "@DISCOVERY", "--pool", "@POOL", "--out", "@OUT"],
+        "op-preservation pairs policies in two seats",
+    ),
+    (
+        "table1",
+        "deep",
+        ["table1", "--env", "@GAME", *_TINY_TABLE, "--out", "@OUT"],
+        "table1 pairs policies in two seats",
+    ),
+    ("crossplay", "deep", ["crossplay", "@POOL", "--out", "@OUT"], "crossplay pairs policies in two seats"),
+]
+
+
+def _degenerate_params() -> list[Any]:
+    """The table x (one, three); the three-agent exact zsc (about 25 s: Phi_MDP of a symmetric three-agent game
+    in every other-play run) runs under ``make test-slow``."""
+    out = []
+    for i, c, a, r in DEGENERATE_CASES:
+        for game in ("one", "three"):
+            slow = (i, game) == ("exact-zsc", "three")
+            marks = [pytest.mark.slow] if slow else []
+            out.append(pytest.param(c, a, r, game, id=f"{i}-{game}", marks=marks))
+    return out
+
+
+@pytest.mark.parametrize(("cli", "argv", "refused", "game"), _degenerate_params())
+def test_one_and_three_agent_games_work_or_are_refused_at_load(
+    cli: str,
+    argv: list[str],
+    refused: str | None,
+    game: str,
+    degenerate: dict[str, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from ers_deep.cli import main as deep_main
+    from ers_exact.cli import main as exact_main
+
+    out = tmp_path / "out"
+    subs = {"@GAME": f"{game}-game", "@POOL": f"{game}-pool", "@DISCOVERY": f"{game}-discovery"}
+
+    def fill(a: str) -> str:
+        for key, name in subs.items():
+            a = a.replace(key, str(degenerate[name]))
+        return str(out) if a == "@OUT" else a
+
+    filled = [fill(a) for a in argv]
+    code = _run(exact_main if cli == "exact" else deep_main, filled)
+    err = capsys.readouterr().err
+    if refused is None:
+        assert code == 0, err
+    else:
+        _refused(f"ers-{cli}", code, err, refused, f"{1 if game == 'one' else 3} agent")
+        assert not out.exists() or not any(out.iterdir())  # refused before any work

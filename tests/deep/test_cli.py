@@ -50,6 +50,7 @@ def test_env_bench_text_and_missing_jaxmarl(
     assert "env-steps/s" in out and "jaxmarl" in out and "not installed" in out
 
 
+@pytest.mark.slow  # ~20 s of JAX compilation; the port's equality with JaxMARL is checked by the env's differential test
 @pytest.mark.skipif(not bench.jaxmarl_available(), reason="needs the reference extra (jaxmarl)")
 def test_overcooked_env_bench_json_against_jaxmarl(capfd: pytest.CaptureFixture[str]) -> None:
     """The user command of the issue: JSON on stdout (jaxmarl's import banner goes to stderr), ratio consistent."""

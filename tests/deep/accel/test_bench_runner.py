@@ -11,7 +11,9 @@ from ers_deep.bench.runner import reference_in_subprocess
 from tests.deep.threads import one_thread  # noqa: F401
 
 
-@pytest.mark.parametrize("mode, unroll", [("eager", 1), ("compile", 1), ("compile", 4)])
+@pytest.mark.parametrize(  # compiling: make test-slow (test_state_only_rate keeps a compiled mode here)
+    "mode, unroll", [("eager", 1), pytest.param("compile", 1, marks=pytest.mark.slow), ("compile", 4)]
+)
 def test_bench_modes(mode: str, unroll: int) -> None:
     res = bench_overcooked.bench_ers(batch=8, steps=6, mode=mode, unroll=unroll, warmup=1)
     assert res["mode"] == mode and res["env_steps_per_s"] > 0
@@ -26,6 +28,7 @@ def test_state_only_rate(mode: str) -> None:
     assert res["observations"] is False and res["mode"] == mode and res["env_steps_per_s"] > 0
 
 
+@pytest.mark.slow  # ~11 s: a second Python process with HLE
 def test_reference_runs_in_its_own_process() -> None:
     res = reference_in_subprocess("hanabi", "bench_hle", {"config": "Hanabi-Small", "batch": 4, "steps": 3})
     assert res["env_steps_per_s"] > 0 and res["batch"] == 4

@@ -44,6 +44,17 @@ def toy_inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="package")
+def lever_pool(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Three-lever: a self-play pool of 4 seeds after 2 updates (~2 s), for tests that need policies of the
+    game, not trained ones (the trained pool is ``lever_inputs["sp"]``, ~50 s with its discovery and OP)."""
+    out = tmp_path_factory.mktemp("lever-pool") / "sp"
+    with single_thread():
+        cfg = paper_config("tabular:three-lever", seeds=(0, 1, 2, 3), total_env_steps=4096 * 2 * 2)
+        train_pool(cfg, out, eval_games=50, progress=False)
+    return out
+
+
+@pytest.fixture(scope="package")
 def lever_inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Three-lever: SP pool (2 seeds), discovery (2 lever transpositions), OP pool of 2 seeds (~25 s)."""
     return _op_inputs(tmp_path_factory.mktemp("lever"), "three-lever")

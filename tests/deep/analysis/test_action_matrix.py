@@ -11,6 +11,8 @@ import math
 from pathlib import Path
 
 import numpy as np
+import pytest
+import torch
 
 from ers_deep.analysis import action_labels, action_matrix
 from ers_deep.envs.tabular import TabularEnv
@@ -43,10 +45,24 @@ def _untrained(env: str, **over: object) -> Policy:
     return Policy(net, cfg, 3, f"untrained/{env}")
 
 
-def test_three_lever_matches_the_exact_conditional(lever_inputs: dict[str, Path]) -> None:
+@pytest.mark.parametrize(
+    "source",
+    [
+        "random",  # a 2-update policy with random logits added: peaked rows, no training (default suite)
+        pytest.param("trained", marks=pytest.mark.slow),  # the trained pool of lever_inputs (~50 s)
+    ],
+)
+def test_three_lever_matches_the_exact_conditional(source: str, request: pytest.FixtureRequest) -> None:
     """Three-lever: agent i sees its partner's last lever b, so P(a_1^i = a | a_0^j = b) is
     sum_{a'} pi^i(a' | root) pi^i(a | (a', b)) exactly; the estimate of each seat pair is within 5 SE."""
-    policy = load_pool(lever_inputs["sp"]).policies[0]
+    if source == "trained":
+        policy = load_pool(request.getfixturevalue("lever_inputs")["sp"]).policies[0]
+    else:
+        policy = load_pool(request.getfixturevalue("lever_pool")).policies[0]
+        gen = torch.Generator().manual_seed(0)
+        with torch.no_grad():
+            for p in policy.net.parameters():
+                p.add_(3.0 * torch.randn(p.shape, generator=gen, dtype=p.dtype))
     m = action_matrix(policy, 20_000, seed=1)
     _check_distributions(m)
     assert m["labels"] == ["L1", "L2", "L3"] and set(m["by_seat"]) == {"1->0", "0->1"}
@@ -88,11 +104,11 @@ def test_overcooked_simultaneous_moves() -> None:
     assert action_labels(policy.config) == m["labels"]
 
 
-def test_cli_chosen_policies_of_a_pool(lever_inputs: dict[str, Path], tmp_path: Path) -> None:
+def test_cli_chosen_policies_of_a_pool(lever_pool: Path, tmp_path: Path) -> None:
     from ers_deep.cli import main
 
     out = tmp_path / "am"
-    argv = ["action-matrix", str(lever_inputs["sp"]), "--policy", "0,seed-2", "--games", "500"]
+    argv = ["action-matrix", str(lever_pool), "--policy", "0,seed-2", "--games", "500"]
     assert main([*argv, "--out", str(out)]) == 0
     result = json.loads((out / "action-matrix.json").read_text())
     assert [m["policy"] for m in result["matrices"]] == ["sp/seed-0", "sp/seed-2"]
@@ -100,7 +116,7 @@ def test_cli_chosen_policies_of_a_pool(lever_inputs: dict[str, Path], tmp_path: 
     assert (out / "action-matrix.png").stat().st_size > 5000
 
 
-def test_cli_table1_picks_the_best_cross_play_agent(lever_inputs: dict[str, Path], tmp_path: Path) -> None:
+def test_cli_table1_picks_the_best_cross_play_agent(lever_pool: Path, tmp_path: Path) -> None:
     """A table1-shaped folder (config, pools, XP matrices): per population the agent with the highest mean XP."""
     from ers_deep.cli import main
     from ers_deep.zsc import PopulationConfig
@@ -109,7 +125,7 @@ def test_cli_table1_picks_the_best_cross_play_agent(lever_inputs: dict[str, Path
     config = PopulationConfig(env="tabular:three-lever", agents=3, k=2, m=1, candidates=1, l=1)
     t1.mkdir()
     (t1 / "config.json").write_text(json.dumps(config.to_json()))
-    sp = load_pool(lever_inputs["sp"])
+    sp = load_pool(lever_pool)
     # run_table1's layout: sp/ (agent A's seeds 100 A + s), op-mdp/ (100 A + 50), agent-A/op-er/ (100 A + 70)
     layout = {"sp": (0, 1, 100, 101, 200, 201), "op-mdp": (50, 150, 250)}
     layout |= {f"agent-{a}/op-er": (100 * a + 70,) for a in range(3)}

@@ -50,7 +50,11 @@ def _within_mc(deep: dict, exact: dict, label: str) -> None:
         assert 0 < deep[key]["mc_se"] < 0.02
 
 
-@pytest.mark.parametrize("game", ["toy-coordination", "three-lever"])
+#: three-lever's inputs (self-play, discovery, other-play) take ~50 s to train: under ``make test-slow``
+BOTH_GAMES = ["toy-coordination", pytest.param("three-lever", marks=pytest.mark.slow)]
+
+
+@pytest.mark.parametrize("game", BOTH_GAMES)
 def test_deep_estimate_matches_ers_exact(results: Results, game: str) -> None:
     """The Monte-Carlo estimates against ers-exact's cross_play of the exact policies the learned phi give."""
     res = results[game]
@@ -71,6 +75,7 @@ def test_toy_deep_estimate_matches_rounded_transformations(results: Results) -> 
         )
 
 
+@pytest.mark.slow
 def test_three_lever_rounding_gap_is_small(results: Results) -> None:
     """Three-lever: the learned lever relabellings round to exact transformations (softmax rows, not
     permutations), and the exact OP values of the learned and the rounded set differ by the rounding only."""
@@ -81,7 +86,7 @@ def test_three_lever_rounding_gap_is_small(results: Results) -> None:
         assert np.allclose(a["shifted_by_phi"], b["shifted_by_phi"], atol=0.06)
 
 
-@pytest.mark.parametrize("game", ["toy-coordination", "three-lever"])
+@pytest.mark.parametrize("game", BOTH_GAMES)
 def test_identity_entry_is_op_itself(results: Results, game: str) -> None:
     """phi = identity (first in Phi) gives OP^Phi(phi(pi)) = OP^Phi(pi), exactly in both exact columns."""
     for column in ("exact", "learned_exact"):

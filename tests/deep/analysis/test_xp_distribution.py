@@ -39,9 +39,9 @@ def test_bimodality_coefficient() -> None:
     assert math.isnan(bimodality(np.ones(10))) and math.isnan(bimodality(np.arange(3.0)))
 
 
-def test_sources(lever_inputs: dict[str, Path], tmp_path: Path) -> None:
-    pool = load_pool(lever_inputs["sp"])
-    m = population_matrix(str(lever_inputs["sp"]), 300, seed=0)
+def test_sources(lever_pool: Path, tmp_path: Path) -> None:
+    pool = load_pool(lever_pool)
+    m = population_matrix(str(lever_pool), 300, seed=0)
     assert len(m["mean"]) == len(pool.policies) and m["source"] == str(pool.path)
     t1 = tmp_path / "t1"
     t1.mkdir()
@@ -56,7 +56,7 @@ def test_sources(lever_inputs: dict[str, Path], tmp_path: Path) -> None:
             parse_populations(bad)
 
 
-def test_cli_writes_json_config_and_figure(lever_inputs: dict[str, Path], tmp_path: Path) -> None:
+def test_cli_writes_json_config_and_figure(lever_pool: Path, tmp_path: Path) -> None:
     from ers_deep.cli import main
 
     t1 = tmp_path / "t1"
@@ -65,7 +65,7 @@ def test_cli_writes_json_config_and_figure(lever_inputs: dict[str, Path], tmp_pa
         mean = np.full((4, 4), float(k)) + 2 * np.eye(4)
         (t1 / f"xp-{tag}-plain.json").write_text(json.dumps({"rows": list("abcd"), "mean": mean.tolist()}))
     out = tmp_path / "xpd"
-    sources = f"pool={lever_inputs['sp']},er={t1}:op-er"
+    sources = f"pool={lever_pool},er={t1}:op-er"
     assert main(["xp-distribution", "--populations", sources, "--games", "200", "--out", str(out)]) == 0
     text = (out / "xp-distribution.json").read_text()
     result = json.loads(text)["populations"]

@@ -84,6 +84,7 @@ def small_three_lever(tmp_path_factory: pytest.TempPathFactory) -> DiscoveryResu
         return discover(load_pool(out / "pool"), config, out / "discovery", progress=False)
 
 
+@pytest.mark.slow  # ~45 s with its fixture; the toy game's discovery stays in the default suite
 def test_three_lever_small_every_kept_symmetry_is_a_lever_relabelling(
     small_three_lever: DiscoveryResult,
 ) -> None:

@@ -97,6 +97,7 @@ def test_hand_built_colour_permutation_is_the_index_symmetry(hanabi_obs: Tensor)
     assert not torch.allclose(deep, _logits(Agent(net), hanabi_obs))  # the swap changes this policy
 
 
+@pytest.mark.slow  # ~16 s of sampled games; the exact logit equality above stays in the default suite
 def test_hand_built_colour_permutation_scores_as_an_er_symmetry() -> None:
     """J(phi(pi)) = J(pi) for every pi of a small pool of random-init policies, and so the pool's mean J: a
     Dec-POMDP symmetry preserves the return of *any* policy (it relabels a game onto an equally likely one), so it

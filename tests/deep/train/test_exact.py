@@ -22,7 +22,8 @@ def _train(game: str, updates: int, seeds: tuple[int, ...], **kw: object) -> lis
 
 
 @pytest.mark.parametrize(
-    ("game", "updates", "residual"), [("toy-coordination", 400, 1e-6), ("three-lever", 400, 1e-6)]
+    ("game", "updates", "residual"),
+    [("toy-coordination", 400, 1e-6), pytest.param("three-lever", 400, 1e-6, marks=pytest.mark.slow)],
 )
 def test_exact_mode_converges_to_a_certified_fixed_point(game: str, updates: int, residual: float) -> None:
     for row in _train(game, updates, (0, 1), advantage="exact", num_envs=256):

@@ -60,6 +60,7 @@ def test_three_lever_unique_point_is_found_by_both(alpha: float) -> None:
     assert fs.points[0].branch == 0 and pytest.approx(2 / 3, abs=1e-12) == fs.points[0].J
 
 
+@pytest.mark.slow  # ~10 s; the toy continuation and the Gambit-branch tests stay in the default suite
 def test_three_lever_branch_points_are_certified_fixed_points_that_newton_keeps() -> None:
     """At alpha = 0.25 the uniform branch splits at lambda = 3 along a 20-dimensional kernel (the game's
     symmetries); every crossing found on the new branches is a certified fixed point, and multistart's

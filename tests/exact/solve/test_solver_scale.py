@@ -66,7 +66,9 @@ def test_a_small_budget_chunks_and_gives_the_same_points(dectiger3) -> None:
     assert [p.J for p in small.points] == pytest.approx([p.J for p in big.points], abs=1e-10)
 
 
-@pytest.mark.parametrize("alpha", [1.0, 0.5, 0.25])
+@pytest.mark.parametrize(  # the lowest temperature stays in the default suite
+    "alpha", [pytest.param(1.0, marks=pytest.mark.slow), pytest.param(0.5, marks=pytest.mark.slow), 0.25]
+)
 def test_dectiger_h3_every_point_converged_and_certified(dectiger3, alpha: float) -> None:
     """Issue 12 (393 s at alpha = 0.5, nothing in 300 s at 0.25): the default solve (64 starts +
     continuation) within a minute (a few seconds here), every point's residual < 1e-10 and

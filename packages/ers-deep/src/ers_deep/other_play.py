@@ -193,9 +193,25 @@ def _recorded(out: Path, source: str | None) -> dict[str, Any]:
             break
     if rec is None:
         raise PoolError(f"{out}: not an other-play pool (no {RECORD} in its run); resume it with train-sp")
-    if source is not None and source != rec["source"]:
-        raise PoolError(f"{out} was trained with symmetries {rec['source']!r}, not {source!r}")
+    if source is not None and not _same_source(source, rec):
+        raise PoolError(
+            f"--symmetries {source}: {out} was trained with symmetries {rec['source']!r}; --resume keeps the "
+            "run's symmetries (leave --symmetries out, or train a new pool with --out)"
+        )
     return rec
+
+
+def _same_source(source: str, rec: dict[str, Any]) -> bool:
+    """``source`` names the run's recorded Phi: the same none/mdp, or the same discovery folder however it is
+    written (a relative path, its discovery.json, a trailing slash)."""
+    if source == rec["source"]:
+        return True
+    if source in SOURCES or rec.get("path") is None:
+        return False
+    try:
+        return _discovery_folder(source).resolve() == Path(rec["path"]).resolve()
+    except (OSError, ValueError):
+        return False
 
 
 def train_op_pool(
@@ -226,7 +242,10 @@ def train_op_pool(
             raise UsageError("train_op_pool: give a config and a symmetry source (or resume_run=True)")
         cfg = config
         if (out / "pool.json").exists() or (out / "run" / "config.json").exists():
-            raise PoolError(f"{out} already holds a pool; continue it with --resume or choose another --out")
+            raise PoolError(
+                f"{out} already holds a pool; continue it with --resume, pass --force to replace it or choose "
+                "another --out"
+            )
         symmetries = op_symmetries(cfg, source)
         rec = op_record(cfg, source, symmetries)
     if cfg.advantage == "exact" and len(symmetries) > 1:

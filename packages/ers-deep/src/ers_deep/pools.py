@@ -175,7 +175,10 @@ def train_pool(
         learner, summary = resume(run_dir, **runs)
     else:
         if (out / "pool.json").exists() or (run_dir / "config.json").exists():
-            raise PoolError(f"{out} already holds a pool; continue it with --resume or choose another --out")
+            raise PoolError(
+                f"{out} already holds a pool; continue it with --resume, pass --force to replace it or choose "
+                "another --out"
+            )
         learner, summary = train(config, run_dir, **runs)
     cfg = learner.config
     net = learner.net if policy_net is None else policy_net(learner.net)
@@ -280,7 +283,7 @@ def train_pool_ray(
     ``trainer``: what each task runs, ``train_pool`` or a picklable variant with its signature."""
     out = Path(out).absolute()
     if (out / "pool.json").exists() or (out / "runs").exists() or (out / "run").exists():
-        raise PoolError(f"{out} already holds a pool; choose another --out")
+        raise PoolError(f"{out} already holds a pool; pass --force to replace it or choose another --out")
     ray, connected = _ray_init(address)
     try:
         task = ray.remote(

@@ -25,6 +25,7 @@ from ers_deep.analysis.xp_distribution import (
     parse_populations,
     population_matrix,
     population_summary,
+    source_pool,
     table1_sources,
     xp_distribution,
 )
@@ -48,6 +49,7 @@ __all__ = [
     "population_summary",
     "preservation_figure",
     "record_actions",
+    "source_pool",
     "table1_sources",
     "time_to_fraction",
     "xp_distribution",

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ers_deep.crossplay import crossplay_matrix, mean_se
-from ers_deep.pools import PoolError, load_pool
+from ers_deep.pools import Pool, PoolError, load_pool
 from ers_deep.zsc import POPULATIONS
 from ers_exact.util.output import save_figure
 
@@ -38,6 +38,7 @@ __all__ = [
     "parse_populations",
     "population_matrix",
     "population_summary",
+    "source_pool",
     "table1_sources",
     "xp_distribution",
 ]
@@ -48,10 +49,21 @@ def table1_sources(folder: str | Path) -> dict[str, str]:
     return {name: f"{folder}:{tag}" for tag, name in POPULATIONS.items()}
 
 
+def _table1_tag(source: str) -> tuple[str, str] | None:
+    folder, sep, tag = source.rpartition(":")
+    return (folder, tag) if sep and tag in POPULATIONS and Path(folder).is_dir() else None
+
+
+def source_pool(source: str) -> Pool | None:
+    """The pool of a population source, None for a table1 ``FOLDER:TAG`` (``PoolError`` when it is neither)."""
+    return None if _table1_tag(source) else load_pool(source)
+
+
 def population_matrix(source: str, games: int, *, seed: int = 0) -> dict[str, Any]:
     """The XP matrix of a population source (module docstring); ``PoolError`` naming it when it is none."""
-    folder, sep, tag = source.rpartition(":")
-    if sep and tag in POPULATIONS and Path(folder).is_dir():
+    table1 = _table1_tag(source)
+    if table1 is not None:
+        folder, tag = table1
         path = Path(folder) / f"xp-{tag}-plain.json"
         try:
             matrix: dict[str, Any] = json.loads(path.read_text())

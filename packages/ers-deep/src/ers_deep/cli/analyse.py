@@ -10,8 +10,18 @@ from typing import Any
 
 import torch
 
-from ers_exact.util.options import Options, UsageError, at_least, between, option, output_folder, thread_count
-from ers_exact.util.output import write_json
+from ers_deep.cli.common import require_two_seats
+from ers_exact.util.options import (
+    Options,
+    UsageError,
+    at_least,
+    between,
+    force_option,
+    option,
+    output_folder,
+    thread_count,
+)
+from ers_exact.util.output import claim_files, write_json
 
 __all__ = [
     "ActionMatrixOptions",
@@ -26,14 +36,29 @@ __all__ = [
 ]
 
 
-def _write(out: Path, name: str, opts: Options, result: dict[str, Any]) -> dict[str, str]:
-    """``OUT/NAME.json`` (the result, NaN as null) beside ``OUT/NAME-config.json`` (the options); their paths."""
-    out.mkdir(parents=True, exist_ok=True)
-    files = {
+def _files(out: Path, name: str) -> dict[str, Path]:
+    return {
         "json": out / f"{name}.json",
         "config": out / f"{name}-config.json",
         "figure": out / f"{name}.png",
     }
+
+
+def _claim(out: Path, name: str, force: bool) -> None:
+    """Before the work: refuse an earlier ``NAME`` run in ``out`` unless ``--force`` (other analyses' files in
+    the same folder are kept)."""
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out}: is a file, not a folder")
+    if not force:
+        claim_files(_files(out, name).values(), force=False, command=f"ers-deep {name}")
+
+
+def _write(out: Path, name: str, opts: Options, result: dict[str, Any]) -> dict[str, str]:
+    """``OUT/NAME.json`` (the result, NaN as null) beside ``OUT/NAME-config.json`` (the options); their paths.
+    An earlier run's three files (allowed by ``--force``, see :func:`_claim`) are removed first."""
+    out.mkdir(parents=True, exist_ok=True)
+    files = _files(out, name)
+    claim_files(files.values(), force=True, command=f"ers-deep {name}")
     write_json(files["config"], opts.to_json())
     write_json(files["json"], result)
     return {k: str(v) for k, v in files.items()}
@@ -66,6 +91,7 @@ class ActionMatrixOptions(Options):
         check=output_folder,
         default_text="POOL/analysis or TABLE1/analysis",
     )
+    force: bool = force_option()
     threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=thread_count)
 
     def check(self) -> None:
@@ -131,6 +157,7 @@ def run_action_matrix(opts: ActionMatrixOptions) -> dict[str, Any]:
         pool = load_pool(opts.pool)
         chosen = [(p.name, p) for p in _pick(pool, opts.policy)]
         out = Path(opts.out) if opts.out else pool.path / "analysis"
+    _claim(out, "action-matrix", opts.force)
     matrices = [
         {"title": title, **action_matrix(p, opts.games, seed=opts.seed, greedy=opts.greedy)}
         for title, p in chosen
@@ -168,6 +195,7 @@ class OPPreservationOptions(Options):
     out: str | None = option(
         None, help="folder of the results", check=output_folder, default_text="POOL/analysis"
     )
+    force: bool = force_option()
     threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=thread_count)
 
 
@@ -178,8 +206,11 @@ def run_op_preservation(opts: OPPreservationOptions) -> dict[str, Any]:
     _threads(opts.threads)
     discovery_folder(opts.discovery)  # refused before the pool is read
     pool = load_pool(opts.pool)
+    require_two_seats(pool, "op-preservation")
+    out = Path(opts.out) if opts.out else pool.path / "analysis"
+    _claim(out, "op-preservation", opts.force)
     result = op_preservation(opts.discovery, pool, opts.games, seed=opts.seed)
-    files = _write(Path(opts.out) if opts.out else pool.path / "analysis", "op-preservation", opts, result)
+    files = _write(out, "op-preservation", opts, result)
     title = f"{pool.info['env']}: {len(pool.policies)} OP policies, |Phi| = {len(result['symmetries'])} (identity incl.)"
     preservation_figure(result, files["figure"], title)
     return {**result, "files": files}
@@ -220,6 +251,7 @@ class XPDistributionOptions(Options):
     out: str | None = option(
         None, help="folder of the results", check=output_folder, default_text="TABLE1/analysis, else required"
     )
+    force: bool = force_option()
     threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=thread_count)
 
     def check(self) -> None:
@@ -232,7 +264,13 @@ class XPDistributionOptions(Options):
 
 
 def run_xp_distribution(opts: XPDistributionOptions) -> dict[str, Any]:
-    from ers_deep.analysis import distribution_figure, parse_populations, table1_sources, xp_distribution
+    from ers_deep.analysis import (
+        distribution_figure,
+        parse_populations,
+        source_pool,
+        table1_sources,
+        xp_distribution,
+    )
     from ers_deep.pools import PoolError
 
     _threads(opts.threads)
@@ -245,6 +283,11 @@ def run_xp_distribution(opts: XPDistributionOptions) -> dict[str, Any]:
         assert opts.populations is not None and opts.out is not None
         sources = parse_populations(opts.populations.split(","))
         out = Path(opts.out)
+        for source in sources.values():  # every pool before any work (table1 folders hold two-seat matrices)
+            pool = source_pool(source)
+            if pool is not None:
+                require_two_seats(pool, "xp-distribution")
+    _claim(out, "xp-distribution", opts.force)
     result = {"populations": xp_distribution(sources, opts.games, seed=opts.seed)}
     files = _write(out, "xp-distribution", opts, result)
     envs = sorted({str(v["matrix"].get("env", "")) for v in result["populations"].values()} - {""})

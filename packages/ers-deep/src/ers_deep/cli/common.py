@@ -8,7 +8,15 @@ import torch
 
 from ers_deep.envs.hanabi.config import PRESET_ALIASES, PRESETS
 
-__all__ = ["PRESET_NAMES", "device_check", "env_check", "parse_seeds", "require_two_seats", "seeds_check"]
+__all__ = [
+    "PRESET_NAMES",
+    "device_check",
+    "env_check",
+    "parse_seeds",
+    "require_two_seat_env",
+    "require_two_seats",
+    "seeds_check",
+]
 
 PRESET_NAMES = sorted(PRESETS) + sorted(PRESET_ALIASES)
 
@@ -75,14 +83,20 @@ def seeds_check(value: object) -> str | None:
 def require_two_seats(pool: Any, command: str) -> None:
     """Refuse a pool whose env does not have exactly two seats, for ``command``s that pair two policies
     (cross-play): one line naming the pool, its env and its number of agents."""
+    require_two_seat_env(pool.policies[0].config, command, f"{pool.path}: the pool's env")
+
+
+def require_two_seat_env(config: Any, command: str, where: str) -> None:
+    """Refuse, before any work, a ``TrainConfig`` whose env does not have exactly two seats, for ``command``s
+    that pair two policies; ``where`` starts the line (e.g. "--env one.dpomdp")."""
     from ers_deep.pools import PoolError
     from ers_deep.train.config import make_env
 
-    seats = make_env(pool.policies[0].config, 1, seed=0).num_agents
+    seats = make_env(config, 1, seed=0).num_agents
     if seats != 2:
         raise PoolError(
-            f"{pool.path}: {command} pairs policies in two seats, but the pool's env {pool.info.get('env')} has "
-            f"{seats} agent(s); use a two-player env"
+            f"{where} {config.env} has {seats} agent(s), but {command} pairs policies in two seats "
+            "(cross-play); use a two-player env"
         )
 
 

@@ -152,6 +152,11 @@ class DiscoverOptions(Options):
         default_text="POOL/discovery-ALGORITHM",
     )
     resume: bool = option(False, help="continue the interrupted run in --out from its last checkpoint")
+    force: bool = option(
+        False,
+        help="replace the discovery run in --out (its folder is removed first; without it such a folder is "
+        "refused)",
+    )
     threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=thread_count)
 
     def check(self) -> None:
@@ -173,12 +178,20 @@ class DiscoverOptions(Options):
                 f"--pool {self.pool!r} has {_policies(n)}: --algorithm {self.algorithm} trains on half of a "
                 f"pool and keeps on the other half, so it needs {2 * need}+ policies (or give --held-out)"
             )
-        run = self.out_dir() / "run" / "config.json"
-        if run.exists() and not self.resume:
+        if self.force and self.resume:
             raise UsageError(
-                f"--out {str(self.out_dir())!r} already holds a discovery run; continue it with --resume or "
-                "choose another --out"
+                "--force starts a new discovery run in --out; --resume continues one: give one of them"
             )
+        if self.holds_run() and not self.resume and not self.force:
+            raise UsageError(
+                f"--out {str(self.out_dir())!r} already holds a discovery run; continue it with --resume, pass "
+                "--force to replace it or choose another --out"
+            )
+
+    def holds_run(self) -> bool:
+        """Whether ``--out`` holds a discovery run (finished or not)."""
+        out = self.out_dir()
+        return (out / "run" / "config.json").exists() or (out / "discovery.json").exists()
 
     def out_dir(self) -> Path:
         """``--out``, or POOL/discovery-ALGORITHM."""
@@ -233,6 +246,11 @@ def run_discover(opts: DiscoverOptions) -> dict[str, Any]:
         )
     config = opts.config(str(pool.info["env"]))
     out = opts.out_dir()
+    if opts.force:
+        from ers_exact.util.output import replace_run_folder
+
+        reads = [opts.pool, opts.held_out, opts.earlier]
+        replace_run_folder(out, is_run=opts.holds_run(), what="a discovery run", reads=reads)
     start = time.perf_counter()
     result = discover(pool, config, out, held_out=held_out, resume_run=opts.resume, threads=opts.threads)
     files = {

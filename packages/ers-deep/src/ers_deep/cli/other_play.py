@@ -6,7 +6,13 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from ers_deep.cli.train import TrainSPOptions, check_resume_updates, resume_folder, show_train_sp
+from ers_deep.cli.train import (
+    TrainSPOptions,
+    check_resume_updates,
+    replace_pool,
+    resume_folder,
+    show_train_sp,
+)
 from ers_exact.util.options import UsageError, option
 
 __all__ = ["TrainOPOptions", "run_train_op", "show_train_op", "symmetries_check"]
@@ -57,6 +63,14 @@ def run_train_op(opts: TrainOPOptions) -> dict[str, Any]:
         check_resume_updates(resume_folder(opts.resume), opts.max_updates)
         return train_op_pool(None, opts.symmetries, resume_folder(opts.resume), resume_run=True, **runs)
     assert opts.symmetries is not None
+    learned = opts.symmetries not in ("none", "mdp")
+    if (
+        opts.force
+        and learned
+        and Path(opts.symmetries).resolve().is_relative_to(Path(str(opts.out)).resolve())
+    ):
+        raise UsageError(f"--force would remove --symmetries {opts.symmetries}, inside --out {opts.out}")
+    replace_pool(opts)
     if opts.ray is not None:
         return train_op_pool_ray(opts.config(), opts.symmetries, str(opts.out), opts.ray, **runs)
     return train_op_pool(opts.config(), opts.symmetries, str(opts.out), **runs)

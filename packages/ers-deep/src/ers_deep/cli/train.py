@@ -28,7 +28,7 @@ from ers_exact.util.options import (
     thread_count,
 )
 
-__all__ = ["TrainSPOptions", "resume_folder", "run_train_sp", "show_train_sp"]
+__all__ = ["TrainSPOptions", "replace_pool", "resume_folder", "run_train_sp", "show_train_sp"]
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -49,6 +49,11 @@ class TrainSPOptions(Options):
     )
     resume: str | None = option(
         None, help="continue the interrupted pool in this folder from its last checkpoint", metavar="POOL"
+    )
+    force: bool = option(
+        False,
+        help="replace the pool in --out (its whole folder is removed first; without it such a folder is "
+        "refused)",
     )
     alpha: float | None = option(
         None, help="temperature = entropy coefficient (default: the env's paper value)", check=non_negative
@@ -120,6 +125,8 @@ class TrainSPOptions(Options):
                     f"--resume continues the run with the config it was started with; {', '.join(given)} "
                     "cannot change it (drop them, or train a new pool with --out)"
                 )
+        if self.force and self.resume is not None:
+            raise UsageError("--force starts a new pool in --out; --resume continues one: give one of them")
         if self.ray is not None and self.resume is not None:
             raise UsageError(
                 "--resume cannot be combined with --ray (a Ray pool trains each seed in one job)"
@@ -202,6 +209,19 @@ def check_resume_updates(folder: Path, max_updates: int | None) -> None:
         return
 
 
+def replace_pool(opts: TrainSPOptions) -> None:
+    """``--force``: remove the earlier pool in ``--out`` (refused when the folder is not a pool or holds the
+    env's .dpomdp file)."""
+    from ers_exact.util.output import replace_run_folder
+
+    if not opts.force or opts.out is None:
+        return
+    out = Path(opts.out)
+    is_pool = any((out / name).exists() for name in ("pool.json", "run", "runs", "policies"))
+    env = opts.env if opts.env is not None and Path(opts.env).is_file() else None
+    replace_run_folder(out, is_run=is_pool, what="a pool", reads=[env])
+
+
 def resume_folder(text: str) -> Path:
     """The pool folder of ``--resume``: the pool itself, or its run/ folder."""
     pool = Path(text)
@@ -227,6 +247,7 @@ def run_train_sp(opts: TrainSPOptions) -> dict[str, Any]:
     check_games_memory(
         "--num-envs x --seeds", config.num_envs * len(config.seeds), config, stored_steps=config.num_steps
     )
+    replace_pool(opts)
     if opts.ray is not None:
         from ers_deep.pools import train_pool_ray
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from ers_deep.cli.common import PRESET_NAMES, device_check, env_check
+from ers_deep.cli.common import PRESET_NAMES, device_check, env_check, require_two_seat_env
 from ers_exact.util.options import (
     Options,
     at_least,
@@ -78,6 +78,11 @@ class Table1Options(Options):
     seed: int = option(0, help="seed of the whole experiment", check=at_least(0))
     device: str = option("cpu", help="torch device: cpu, cuda or cuda:N", check=device_check)
     threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=thread_count)
+    force: bool = option(
+        False,
+        help="replace a run with another config in --out (without it such a folder is refused; the same "
+        "options continue the run)",
+    )
 
     def config(self) -> Any:
         from ers_deep.zsc import PopulationConfig
@@ -100,7 +105,9 @@ def run_table1_cmd(opts: Table1Options) -> dict[str, Any]:
 
     if opts.threads:
         torch.set_num_threads(opts.threads)
-    report, results = run_table1(opts.config(), opts.out)
+    config = opts.config()
+    require_two_seat_env(config.train_config(config.sp_seeds(0), 1), "table1", "--env")
+    report, results = run_table1(opts.config(), opts.out, force=opts.force)
     return {
         "report": report.to_json(),
         "markdown": report.to_markdown(),
@@ -120,7 +127,7 @@ def run_table2_cmd(opts: Table2Options) -> dict[str, Any]:
     if opts.threads:
         torch.set_num_threads(opts.threads)
     algorithms = tuple(a.strip() for a in opts.algorithms.split(","))
-    return {**run_table2(opts.config(), opts.out, algorithms=algorithms), "out": opts.out}
+    return {**run_table2(opts.config(), opts.out, algorithms=algorithms, force=opts.force), "out": opts.out}
 
 
 def show_table2(res: dict[str, Any]) -> None:

@@ -13,7 +13,8 @@
    policies (Phi: the population's OP set; IPPO: Phi_MDP).
 
 Every stage is skipped when its output exists and resumed when its run was interrupted, so a killed run
-continues with the same command. ``run_table2`` reruns discovery with each algorithm on the same pools and
+continues with the same command. A folder holding a run with another config is refused unless ``force``
+(``--force``), which removes that run first; a non-empty folder not written by ers is refused. ``run_table2`` reruns discovery with each algorithm on the same pools and
 reports J_1, J_2, J_3 and the reconstruction loss per algorithm (mean and standard error over agents).
 """
 
@@ -36,6 +37,7 @@ from ers_deep.train.checkpoint import atomic_write_bytes
 from ers_deep.train.evaluate import Agent, play
 from ers_deep.zsc.config import PopulationConfig
 from ers_exact.interface import DiscoveryResult, Estimate, PopulationRow, ZSCReport
+from ers_exact.util.output import MARKER, OutputError, claim_folder
 
 __all__ = ["POPULATIONS", "load_deployed", "run_table1", "run_table2"]
 
@@ -185,13 +187,35 @@ def _row(
     )
 
 
+def _claim(config: PopulationConfig, out: Path, force: bool, command: str) -> None:
+    """Prepare ``out`` for ``config``'s run (module docstring): continue the same config's run, refuse
+    another's unless ``force`` (then remove it), and write config.json."""
+    new = json.loads(json.dumps(config.to_json()))
+    file = out / "config.json"
+    if file.is_file():
+        try:
+            old = json.loads(file.read_text())
+        except (OSError, ValueError):
+            old = None
+        if old == new:
+            return
+        if not force:
+            changed = sorted(k for k in new if not isinstance(old, dict) or old.get(k) != new[k])
+            raise OutputError(
+                f"{out}: holds a run with another config ({', '.join(changed) or 'unreadable config.json'}); "
+                "rerun with its options to continue it, pass --force to replace it, or choose another --out"
+            )
+        (out / MARKER).touch()  # a table folder (config.json) of an earlier version, before the marker
+    claim_folder(out, force=force, command=command)
+    atomic_write_bytes(file, json.dumps(config.to_json(), indent=2).encode())
+
+
 def run_table1(
-    config: PopulationConfig, out: str | Path, *, progress: bool | None = None
+    config: PopulationConfig, out: str | Path, *, force: bool = False, progress: bool | None = None
 ) -> tuple[ZSCReport, list[DiscoveryResult]]:
     """Table 1 of the population protocol (module docstring); writes ``OUT/table1.{json,md}``."""
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(out / "config.json", json.dumps(config.to_json(), indent=2).encode())
+    _claim(config, out, force, "ers-deep table1")
     sp = _sp_pool(config, out, progress)
     P = range(config.agents)
     results = [_discovery(config, sp, a, out, config.algorithm, progress) for a in P]
@@ -240,11 +264,13 @@ def run_table2(
     out: str | Path,
     *,
     algorithms: Sequence[str] = ("sp-max", "sp-max-reg"),
+    force: bool = False,
     progress: bool | None = None,
 ) -> dict[str, Any]:
-    """Table 2: per discovery algorithm, J_1, J_2, J_3 and the relative reconstruction loss over agents."""
+    """Table 2: per discovery algorithm, J_1, J_2, J_3 and the relative reconstruction loss over agents (the
+    folder may be table1's with the same config: its self-play pool is reused)."""
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    _claim(config, out, force, "ers-deep table2")
     sp = _sp_pool(config, out, progress)
     table: dict[str, Any] = {"config": config.to_json(), "rows": {}}
     lines = [

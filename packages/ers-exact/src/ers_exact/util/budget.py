@@ -5,6 +5,9 @@ The budget is ``$ERS_MEMORY_BUDGET`` in GB when set, else half of this machine's
 8 GB; 4 GB when the size of the memory is unknown). :func:`check_memory` is the only place that compares an
 estimate with it; each command supplies its own estimate (bytes per history node times nodes, per start times
 starts, per env times envs, ...), and an estimate that a run then exceeds by more than 2x is a bug.
+
+Sizes that cost time rather than memory (``op --steps``) are checked the same way against the time budget,
+``$ERS_TIME_BUDGET`` in seconds (default one hour), by :func:`check_time`.
 """
 
 from __future__ import annotations
@@ -15,17 +18,26 @@ import os
 from ers_exact.util.errors import InputError
 
 __all__ = [
+    "DEFAULT_TIME_BUDGET",
     "MEMORY_BUDGET_ENV",
+    "TIME_BUDGET_ENV",
     "BudgetError",
     "check_count",
     "check_memory",
+    "check_time",
     "format_bytes",
+    "format_seconds",
     "max_threads",
     "memory_budget",
+    "time_budget",
 ]
 
 #: environment variable holding the memory budget in GB
 MEMORY_BUDGET_ENV = "ERS_MEMORY_BUDGET"
+#: environment variable holding the time budget in seconds
+TIME_BUDGET_ENV = "ERS_TIME_BUDGET"
+#: the time budget when ``$ERS_TIME_BUDGET`` is not set: one hour
+DEFAULT_TIME_BUDGET = 3600.0
 
 
 class BudgetError(InputError, RuntimeError):
@@ -48,14 +60,8 @@ def _physical_memory() -> float | None:
 
 def memory_budget() -> float:
     """The memory budget in bytes (module docstring); a malformed ``$ERS_MEMORY_BUDGET`` is refused."""
-    text = os.environ.get(MEMORY_BUDGET_ENV)
-    if text:
-        try:
-            gb = float(text)
-        except ValueError:
-            gb = math.nan
-        if not (math.isfinite(gb) and gb > 0):
-            raise BudgetError(f"${MEMORY_BUDGET_ENV}={text!r}: must be a number of GB > 0")
+    gb = _env_number(MEMORY_BUDGET_ENV, "GB")
+    if gb is not None:
         return gb * 1e9
     phys = _physical_memory()
     return 4e9 if phys is None else min(8e9, phys / 2)
@@ -75,6 +81,45 @@ def check_memory(what: str, n_bytes: float, lower: str) -> None:
 def check_count(flag: str, value: int, per_item_bytes: float, what: str = "") -> None:
     """``check_memory`` for a count option: ``value`` items of ``per_item_bytes`` each."""
     check_memory(f"{flag} {value:,}{' ' + what if what else ''}", value * per_item_bytes, f"lower {flag}")
+
+
+def format_seconds(s: float) -> str:
+    """A duration for messages: seconds, minutes, hours or days."""
+    if s < 120:
+        return f"{s:.1f} s"
+    if s < 7200:
+        return f"{s / 60:.1f} min"
+    return f"{s / 3600:,.1f} h" if s < 172_800 else f"{s / 86_400:,.1f} days"
+
+
+def _env_number(name: str, unit: str) -> float | None:
+    text = os.environ.get(name)
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise BudgetError(f"${name}={text!r}: must be a number of {unit} > 0")
+    return value
+
+
+def time_budget() -> float:
+    """The time budget in seconds: ``$ERS_TIME_BUDGET``, else :data:`DEFAULT_TIME_BUDGET`."""
+    value = _env_number(TIME_BUDGET_ENV, "seconds")
+    return DEFAULT_TIME_BUDGET if value is None else value
+
+
+def check_time(what: str, seconds: float, lower: str) -> None:
+    """Refuse ``what`` when it would take about ``seconds``, over :func:`time_budget`; ``lower`` says which
+    option lowers the need (the time twin of :func:`check_memory`)."""
+    budget = time_budget()
+    if not seconds <= budget:
+        raise BudgetError(
+            f"{what} takes about {format_seconds(seconds)}, over the time budget of {format_seconds(budget)}; "
+            f"{lower}, or raise the budget with ${TIME_BUDGET_ENV}=SECONDS"
+        )
 
 
 def max_threads() -> int:

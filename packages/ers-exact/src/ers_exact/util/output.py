@@ -10,6 +10,8 @@
 * :func:`claim_folder` prepares a results folder: an existing folder that holds an earlier run is refused
   unless ``--force``, which first removes that run's files (the folder is marked by :data:`MARKER`), so two
   runs' files never mix; a folder holding files not written by ers is never emptied.
+* :func:`claim_files` does the same for one command's named files in a folder several commands share (the
+  analyses of ``POOL/analysis``): an earlier run's files are refused unless ``--force``.
 """
 
 from __future__ import annotations
@@ -29,11 +31,13 @@ __all__ = [
     "MARKER",
     "FileFormatError",
     "OutputError",
+    "claim_files",
     "claim_folder",
     "dumps",
     "jsonable",
     "load_json",
     "read_json",
+    "replace_run_folder",
     "same_file",
     "save_figure",
     "write_atomic",
@@ -175,6 +179,38 @@ def read_json(path: PathLike, what: str, keys: Iterable[str] = ()) -> dict[str, 
     return data
 
 
+def _refuse_input_folder(path: Path, reads: Iterable[PathLike | None]) -> None:
+    for r in reads:
+        if r is None:
+            continue
+        rp, pp = Path(os.path.abspath(r)), Path(os.path.abspath(path))
+        if same_file(path, r) or rp.is_relative_to(pp):  # --force would remove an input
+            raise OutputError(
+                f"{path}: holds or is an input of this command ({r}); write the results elsewhere"
+            )
+
+
+def replace_run_folder(
+    folder: PathLike, *, is_run: bool, what: str, reads: Iterable[PathLike | None] = ()
+) -> None:
+    """``--force`` of a command whose folder holds a resumable run (a pool, a discovery run): remove the earlier
+    run in ``folder`` (``is_run``: the caller recognised it as ``what``, e.g. "a pool") so a new one starts.
+    A folder that is or holds an input, and a non-empty folder that is not such a run, are refused."""
+    path = Path(folder)
+    if not path.exists():
+        return
+    _refuse_input_folder(path, reads)
+    if not path.is_dir():
+        raise OutputError(f"{path}: is a file, not a folder")
+    entries = sorted(p.name for p in path.iterdir())
+    if not entries:
+        return
+    if not is_run:
+        shown = ", ".join(entries[:3]) + (", ..." if len(entries) > 3 else "")
+        raise OutputError(f"{path}: is not empty and not {what} ({shown}); --force replaces only {what}")
+    shutil.rmtree(path)
+
+
 def claim_folder(
     folder: PathLike, *, force: bool, command: str, reads: Iterable[PathLike] = (), option: str = "--force"
 ) -> Path:
@@ -184,14 +220,7 @@ def claim_folder(
     naming ``option`` unless ``force``, which removes that run's files first. A folder holding other files is
     refused either way, and so is a folder that is or holds one of the paths the command reads."""
     path = Path(folder)
-    for r in reads:
-        if r is None:
-            continue
-        rp, pp = Path(os.path.abspath(r)), Path(os.path.abspath(path))
-        if same_file(path, r) or rp.is_relative_to(pp):  # --force would remove an input
-            raise OutputError(
-                f"{path}: holds or is an input of this command ({r}); write the results elsewhere"
-            )
+    _refuse_input_folder(path, reads)
     if path.exists() and not path.is_dir():
         raise OutputError(f"{path}: is a file, not a folder")
     entries = sorted(p.name for p in path.iterdir()) if path.is_dir() else []
@@ -218,3 +247,21 @@ def claim_folder(
         raise OutputError(f"{path}: cannot create the folder ({e.strerror or e})") from None
     write_json(path / MARKER, {"command": command})
     return path
+
+
+def claim_files(files: Iterable[PathLike], *, force: bool, command: str, option: str = "--force") -> None:
+    """Refuse to write ``files`` (one run's outputs, in a folder other commands share) when any of them holds
+    an earlier run, unless ``force``; with ``force`` the earlier files are removed, so the two runs never mix.
+    Call it before the work starts (refusal) and again, with ``force``, just before writing (removal)."""
+    earlier = [Path(f) for f in files if os.path.lexists(f)]
+    if not earlier:
+        return
+    if not force:
+        raise OutputError(
+            f"{earlier[0].parent}: holds the results of an earlier {command} ({earlier[0].name}); pass {option} "
+            "to replace them or choose another --out"
+        )
+    for f in earlier:
+        if f.is_dir() and not f.is_symlink():
+            raise OutputError(f"{f}: is a folder, not a file of {command}; choose another --out")
+        f.unlink()

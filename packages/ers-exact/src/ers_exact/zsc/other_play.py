@@ -34,6 +34,7 @@ shared ones reach 1) and 3/2 without (tests/exact/zsc/test_other_play.py).
 from __future__ import annotations
 
 import time
+import tracemalloc
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -45,6 +46,7 @@ from ers_exact.model.objectives import seat_assignments
 from ers_exact.model.transformation import InadmissibleError, Transformation, history_map
 from ers_exact.model.values import Policy, check_policy, expected_return, local_history_reach, return_gradient
 from ers_exact.symmetry.search import decpomdp_symmetries
+from ers_exact.util.budget import check_memory, check_time
 from ers_exact.util.options import UsageError, at_least, between, check_fields, non_negative, positive
 from ers_exact.zsc.iql import same_local_trees
 
@@ -68,6 +70,7 @@ _TIE = 1e-6  # OP / J values within this are ties
 _BATCH_POLICIES = 4096  # joint policies per exact evaluation when scoring deterministic profiles
 _ROW_SEARCH_BUDGET = 20_000_000  # policy entries x |Phi| x seats evaluated per round of the row search
 _WARM_MIX = 0.2  # weight of uniform play in the warm start from a deterministic optimum
+_CALIBRATION_STARTS = 8  # starts of the gradient step timed (and its memory traced) before a run
 
 
 @dataclass(frozen=True)
@@ -456,6 +459,41 @@ def _adam(tree: HistoryTree, theta: np.ndarray, maps: _Maps, shared: bool, confi
     return theta
 
 
+def _check_budget(tree: HistoryTree, maps: _Maps, shared: bool, config: OPConfig) -> None:
+    """Refuse, before any work, a run whose Adam phase would not fit the memory or the time budget
+    (:mod:`ers_exact.util.budget`): one gradient step on a few random starts is measured (its peak memory
+    traced, its time on the clock) and scaled to the run's starts (seeds x restarts) and ``steps``."""
+    B = config.seeds * config.restarts
+    b = min(B, _CALIBRATION_STARTS)
+    D = tree.local[0].legal.size if shared else sum(h.legal.size for h in tree.local)
+    theta = np.random.default_rng(0).normal(size=(b, D))
+
+    def step() -> None:
+        policy = _policy(tree, theta, shared)
+        _softmax_grad(policy, _op_grad(tree, policy, maps), shared)
+
+    tracing = tracemalloc.is_tracing()
+    if not tracing:
+        tracemalloc.start()
+    tracemalloc.reset_peak()
+    base = tracemalloc.get_traced_memory()[0]
+    step()
+    peak = tracemalloc.get_traced_memory()[1] - base
+    if not tracing:
+        tracemalloc.stop()
+    start = time.perf_counter()
+    step()
+    seconds = time.perf_counter() - start
+    where = f"on {tree.game.name} H={tree.game.horizon} with |Phi| = {len(maps)}"
+    starts = f"{B:,} starts (--seeds {config.seeds:,} x --restarts {config.restarts:,})"
+    check_memory(f"{starts} {where}", peak / b * B, "lower --seeds or --restarts")
+    check_time(
+        f"--steps {config.steps:,} of {starts} {where}",
+        seconds / b * B * max(1, config.steps),
+        "lower --steps, --seeds or --restarts",
+    )
+
+
 def _starts(
     tree: HistoryTree,
     maps: _Maps,
@@ -529,6 +567,7 @@ def train_other_play(
     # OP is a mean over Phi: a canonical order makes the result a function of the set, not of its listing
     maps = _maps(tree, sorted(phis, key=lambda p: (p.actions, p.observations, p.states)))
     shared = bool(config.share) and same_local_trees(tree)
+    _check_budget(tree, maps, shared, config)
     rngs = [np.random.default_rng(s) for s in np.random.SeedSequence(config.seed).spawn(config.seeds)]
 
     n_det, det = (
