@@ -443,6 +443,7 @@ def test_op_runs_over_the_time_budget_are_refused_with_the_estimate(
         assert "takes about" in line and "time budget" in line
 
 
+@pytest.mark.slow  # a timing comparison: kept out of the default suite (CI's shared cores make it noisy)
 def test_the_op_time_estimate_is_near_the_adam_phase(monkeypatch: pytest.MonkeyPatch) -> None:
     """The estimate scales one timed gradient step; the Adam phase of the run takes about as long (within 8x:
     the shared machine's timing noise)."""
