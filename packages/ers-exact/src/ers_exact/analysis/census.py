@@ -10,45 +10,22 @@ Phi_ER > Phi_MDP are saved as .dpomdp files.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ers_exact.analysis.config import CensusConfig
 from ers_exact.analysis.report import symmetry_report
 from ers_exact.games.random import planted_game, random_small_game
 from ers_exact.io.dpomdp import save_dpomdp
 from ers_exact.model.histories import enumerate_histories
 from ers_exact.model.transformation import Transformation
 from ers_exact.solve.fixed_points import SolverConfig
-from ers_exact.util.options import at_least, check_fields, non_negative, positive, probability
 from ers_exact.util.output import write_json
 from ers_exact.util.progress import Progress
 
 __all__ = ["CensusConfig", "census"]
-
-
-@dataclass(frozen=True)
-class CensusConfig:
-    """Parameters of :func:`census` (recorded in its output)."""
-
-    games: int = 20
-    seed: int = 0
-    alpha: float = 0.25
-    planted_share: float = 0.5
-    starts: int = 16
-    out: str | None = None  # folder for .dpomdp examples and census.json
-
-    def __post_init__(self) -> None:
-        check_fields(
-            self,
-            games=at_least(1),
-            seed=non_negative,
-            alpha=positive,
-            planted_share=probability,
-            starts=non_negative,
-        )
 
 
 def census(config: CensusConfig, progress: bool | None = None) -> dict[str, Any]:

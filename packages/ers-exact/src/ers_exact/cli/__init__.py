@@ -6,6 +6,9 @@ flags, defaults, help and validation in one place), a thin ``run_*(options) -> d
 command prints JSON with ``--json``. A GAME is a built-in name (``ers-exact games``) or a .dpomdp file
 (bare names are also looked up in ``$ERS_DPOMDP_DIR``). Invalid input ends with exit status 2 and one line
 on stderr naming the value; budget refusals (history nodes, policies, graph size) count as invalid input.
+
+Registering the commands imports only their options and the light ``config`` modules; each command's run
+imports the library modules it uses (``ers-exact games`` loads numpy, never scipy, sympy or networkx).
 """
 
 from __future__ import annotations
@@ -16,8 +19,7 @@ from ers_exact import __version__
 from ers_exact.cli import commands as c
 from ers_exact.cli import options as o
 from ers_exact.cli import show as s
-from ers_exact.model.histories import HistoryBudgetError
-from ers_exact.model.optimal import PolicyBudgetError
+from ers_exact.model.config import HistoryBudgetError, PolicyBudgetError
 from ers_exact.util.cli import Command, commands_markdown, run_cli
 from ers_exact.util.errors import InputError
 

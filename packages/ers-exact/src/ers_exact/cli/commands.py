@@ -1,18 +1,18 @@
 """The ``ers-exact`` commands: each ``run_<command>(options) -> dict`` is a thin call into the library, usable
 from tests and notebooks without a subprocess (``run_solve(SolveOptions(game="dectiger", alpha=0.5))``).
-The dict is what ``--json`` prints."""
+The dict is what ``--json`` prints.
+
+Each ``run_*`` imports the library modules it uses when it runs, so that a command loads only what it needs
+(``games`` never loads scipy or sympy; ``tests/exact/test_lazy_imports.py`` checks it)."""
 
 from __future__ import annotations
 
 import platform
 import time
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from ers_exact import __version__
-from ers_exact.cli.files import read_policy_file, write_policy_file
 from ers_exact.cli.options import (
     AtlasOptions,
     CensusOptions,
@@ -32,19 +32,13 @@ from ers_exact.cli.options import (
     ZSCOptions,
     default_demo_dir,
 )
-from ers_exact.games import GAMES, find_game_file, load_game
-from ers_exact.model.game import Game
-from ers_exact.model.histories import (
-    HistoryTree,
-    enumerate_histories,
-    estimate_history_count,
-    history_count_log10,
-)
-from ers_exact.model.optimal import count_policy_trees, optimal_for_game, optimal_value, self_play_optimum
-from ers_exact.model.values import expected_return, local_q_values, uniform_policy
-from ers_exact.solve.fixed_points import SolverConfig, solve_fixed_points
+from ers_exact.solve.config import SolverConfig
 from ers_exact.util.budget import check_count
 from ers_exact.util.output import claim_folder, write_json
+
+if TYPE_CHECKING:
+    from ers_exact.model.game import Game
+    from ers_exact.model.histories import HistoryTree
 
 __all__ = [
     "run_atlas",
@@ -71,6 +65,8 @@ _EXACT_ESTIMATE_LOG10 = 18
 
 
 def _provenance() -> dict[str, Any]:
+    import numpy as np
+
     return {"ers_exact": __version__, "numpy": np.__version__, "python": platform.python_version()}
 
 
@@ -88,15 +84,21 @@ def _game_json(game: Game) -> dict[str, Any]:
 
 def _reads(o: GameOptions) -> list[Path]:
     """The files a game command reads (the .dpomdp file, when GAME is one): outputs never replace them."""
+    from ers_exact.games import find_game_file
+
     path = find_game_file(o.game)
     return [] if path is None else [path]
 
 
 def _game(o: GameOptions) -> Game:
+    from ers_exact.games import load_game
+
     return load_game(o.game, horizon=o.horizon, discount=o.discount)
 
 
 def _tree(o: GameOptions) -> HistoryTree:
+    from ers_exact.model.histories import enumerate_histories
+
     return enumerate_histories(_game(o), max_nodes=o.max_nodes)
 
 
@@ -111,6 +113,8 @@ def _solver(o: SolverOptions) -> SolverConfig:
 
 def run_games(o: GamesOptions | None = None) -> dict[str, Any]:
     """The built-in registry: name, description and sizes of each game."""
+    from ers_exact.games import GAMES
+
     rows = []
     for name, factory in GAMES.items():
         g = factory()
@@ -120,6 +124,9 @@ def run_games(o: GamesOptions | None = None) -> dict[str, Any]:
 
 def run_info(o: InfoOptions) -> dict[str, Any]:
     """Sizes of the game and of its enumerated histories (refuses beyond ``max_nodes``)."""
+    from ers_exact.model.histories import enumerate_histories, estimate_history_count, history_count_log10
+    from ers_exact.model.optimal import count_policy_trees
+
     game = _game(o)
     start = time.perf_counter()
     tree = enumerate_histories(game, max_nodes=o.max_nodes)
@@ -137,6 +144,9 @@ def run_info(o: InfoOptions) -> dict[str, Any]:
 
 def run_value(o: ValueOptions) -> dict[str, Any]:
     """J(pi) and the root local Q^i values of a policy ('uniform' or a JSON policy file)."""
+    from ers_exact.cli.files import read_policy_file
+    from ers_exact.model.values import expected_return, local_q_values, uniform_policy
+
     tree = _tree(o)
     pol = uniform_policy(tree) if o.policy == "uniform" else read_policy_file(o.policy, tree)
     q = local_q_values(tree, pol)
@@ -150,6 +160,9 @@ def run_value(o: ValueOptions) -> dict[str, Any]:
 
 def run_optimal(o: OptimalOptions) -> dict[str, Any]:
     """Exact optimal value J* over deterministic joint policies (exhaustive search, GMAA* or GMAA*-ICE)."""
+    from ers_exact.cli.files import write_policy_file
+    from ers_exact.model.optimal import optimal_for_game, optimal_value
+
     if o.save_policy:  # the policy file is indexed by local histories: enumerate them
         tree = _tree(o)
         result = optimal_value(
@@ -172,6 +185,8 @@ def run_optimal(o: OptimalOptions) -> dict[str, Any]:
 
 def run_solve(o: SolveOptions) -> dict[str, Any]:
     """Boltzmann fixed points at temperature alpha, J* and the self-play-optimal set Pi*_alpha."""
+    from ers_exact.solve.fixed_points import solve_fixed_points
+
     result = solve_fixed_points(_tree(o), o.alpha, _solver(o))
     return {**result.to_json(o.with_policy), "provenance": _provenance()}
 
@@ -179,7 +194,8 @@ def run_solve(o: SolveOptions) -> dict[str, Any]:
 def run_sweep(o: SweepOptions) -> dict[str, Any]:
     """Fixed points over a grid of alphas (continuation), bifurcations, optional plot."""
     from ers_exact.analysis.plots import plot_sweep
-    from ers_exact.solve.sweep import parse_alphas, sweep
+    from ers_exact.solve.config import parse_alphas
+    from ers_exact.solve.sweep import sweep
 
     result = sweep(_tree(o), parse_alphas(o.alphas), _solver(o))
     out = {
@@ -218,7 +234,7 @@ def run_atlas(o: AtlasOptions) -> dict[str, Any]:
     """|Pi*_alpha|, |Phi_ER(alpha)| and |Phi_MDP| over a grid of alphas, optionally plotted."""
     from ers_exact.analysis.plots import plot_atlas
     from ers_exact.analysis.report import atlas
-    from ers_exact.solve.sweep import parse_alphas
+    from ers_exact.solve.config import parse_alphas
 
     out = {
         **atlas(_tree(o), parse_alphas(o.alphas), _solver(o)),
@@ -232,7 +248,8 @@ def run_atlas(o: AtlasOptions) -> dict[str, Any]:
 
 def run_census(o: CensusOptions) -> dict[str, Any]:
     """Random small Dec-POMDPs: how often Phi_ER is strictly larger than Phi_MDP."""
-    from ers_exact.analysis.census import CensusConfig, census
+    from ers_exact.analysis.census import census
+    from ers_exact.analysis.config import CensusConfig
 
     cfg = CensusConfig(games=o.games, seed=o.seed, alpha=o.alpha, starts=o.starts, out=o.out)
     check_count("--games", o.games, CENSUS_ROW_BYTES, "random games")  # their rows are kept for census.json
@@ -243,7 +260,7 @@ def run_census(o: CensusOptions) -> dict[str, Any]:
 
 def run_zsc(o: ZSCOptions) -> dict[str, Any]:
     """The population pipeline: SP, OP + Phi_MDP and OP + learned Phi_ER; Table 1 as JSON and markdown."""
-    from ers_exact.zsc.pipeline import ZSCConfig
+    from ers_exact.zsc.config import ZSCConfig
     from ers_exact.zsc.pipeline import run_zsc as pipeline
 
     cfg = ZSCConfig(
@@ -274,7 +291,9 @@ def run_zsc(o: ZSCOptions) -> dict[str, Any]:
 
 def run_op(o: OPOptions) -> dict[str, Any]:
     """The other-play optimum found over Phi (``--symmetries``): op_value, J, the policy, how it was found."""
-    from ers_exact.zsc.other_play import OPConfig, solve_other_play
+    from ers_exact.cli.files import write_policy_file
+    from ers_exact.zsc.config import OPConfig
+    from ers_exact.zsc.other_play import solve_other_play
 
     cfg = OPConfig(
         seed=o.seed, seeds=o.seeds, share=o.share, steps=o.steps, restarts=o.restarts, exhaustive=o.exhaustive
@@ -288,8 +307,9 @@ def run_op(o: OPOptions) -> dict[str, Any]:
 
 def run_discover(o: DiscoverOptions) -> dict[str, Any]:
     """One agent's discovery (Algorithm 1, 2 or 3) with Table 2's group metrics on an unseen pool."""
-    from ers_exact.zsc.discovery import DiscoveryConfig, discover
-    from ers_exact.zsc.pools import UNSEEN_POOL_SEED_OFFSET, PoolConfig, build_pool
+    from ers_exact.zsc.config import UNSEEN_POOL_SEED_OFFSET, DiscoveryConfig, PoolConfig
+    from ers_exact.zsc.discovery import discover
+    from ers_exact.zsc.pools import build_pool
 
     cfg = PoolConfig(source=o.pool, alpha=o.alpha, k=o.k, episodes=o.episodes)
     discovery = DiscoveryConfig(algorithm=o.algorithm, search=o.search, top=o.top, seed=o.seed)
@@ -303,7 +323,12 @@ def run_discover(o: DiscoverOptions) -> dict[str, Any]:
 def run_demo(o: DemoOptions) -> dict[str, Any]:
     """Exact analysis of every built-in game: history counts, J(uniform), J*, and the Boltzmann fixed
     points at ``alpha`` (how many, how many self-play optimal, J of the best); written as demo.json."""
-    from ers_exact.model.optimal import PolicyBudgetError
+    from ers_exact.games import GAMES
+    from ers_exact.model.config import PolicyBudgetError
+    from ers_exact.model.histories import enumerate_histories
+    from ers_exact.model.optimal import self_play_optimum
+    from ers_exact.model.values import expected_return, uniform_policy
+    from ers_exact.solve.fixed_points import solve_fixed_points
 
     folder = Path(o.out) if o.out else default_demo_dir()
     claim_folder(folder, force=o.force, command="ers-exact demo")

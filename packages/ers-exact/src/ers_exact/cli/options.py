@@ -1,10 +1,12 @@
 """The options of every ``ers-exact`` command: one frozen dataclass each, built from shared groups.
 
-Defaults come from the library's own configs (:class:`~ers_exact.solve.fixed_points.SolverConfig`,
-:class:`~ers_exact.zsc.pipeline.ZSCConfig`, ...), so the command line and Python callers agree. Values are
-validated when an options object is built (from argv or from Python), so bad input is refused before any
-computation, with a message naming the flag and the value. Paths written to are checked up front too: an
-output FILE's folder must exist; an output folder is created, and must not be a file.
+Defaults come from the library's own configs (:class:`~ers_exact.solve.config.SolverConfig`,
+:class:`~ers_exact.zsc.config.ZSCConfig`, ...), so the command line and Python callers agree.
+Only the light ``config`` modules are imported here (no numpy, scipy, sympy): ``--help`` and the README's
+option tables never load the solver. Values are validated when an options object is built (from argv or
+from Python), so bad input is refused before any computation, with a message naming the flag and the value.
+Paths written to are checked up front too: an output FILE's folder must exist; an output folder is created,
+and must not be a file.
 """
 
 from __future__ import annotations
@@ -13,14 +15,17 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ers_exact.analysis.census import CensusConfig
+from ers_exact.analysis.config import CensusConfig
 from ers_exact.games import DPOMDP_DIR_ENV
-from ers_exact.model.bounds import HEURISTICS
-from ers_exact.model.gmaa import DEFAULT_MAX_CHILDREN
-from ers_exact.model.histories import DEFAULT_MAX_NODES
-from ers_exact.model.optimal import AUTO_EXHAUSTIVE_MAX, DEFAULT_MAX_POLICIES, METHODS
-from ers_exact.solve.fixed_points import SolverConfig
-from ers_exact.solve.sweep import parse_alphas
+from ers_exact.model.config import (
+    AUTO_EXHAUSTIVE_MAX,
+    DEFAULT_MAX_CHILDREN,
+    DEFAULT_MAX_NODES,
+    DEFAULT_MAX_POLICIES,
+    HEURISTICS,
+    METHODS,
+)
+from ers_exact.solve.config import SolverConfig, parse_alphas
 from ers_exact.util.budget import MEMORY_BUDGET_ENV
 from ers_exact.util.options import (
     Options,
@@ -34,10 +39,17 @@ from ers_exact.util.options import (
     output_folder,
     positive,
 )
-from ers_exact.zsc.discovery import ALGORITHMS, SEARCHES, DiscoveryConfig
-from ers_exact.zsc.other_play import SYMMETRY_SETS, OPConfig
-from ers_exact.zsc.pipeline import ZSCConfig
-from ers_exact.zsc.pools import POOL_SOURCES, UNSEEN_POOL_SEED_OFFSET, PoolConfig
+from ers_exact.zsc.config import (
+    ALGORITHMS,
+    POOL_SOURCES,
+    SEARCHES,
+    SYMMETRY_SETS,
+    UNSEEN_POOL_SEED_OFFSET,
+    DiscoveryConfig,
+    OPConfig,
+    PoolConfig,
+    ZSCConfig,
+)
 
 __all__ = [
     "DEMO_ALPHA",

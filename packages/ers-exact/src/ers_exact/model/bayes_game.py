@@ -22,6 +22,8 @@ from collections.abc import Iterator
 import numpy as np
 import scipy.sparse as sp
 
+from ers_exact.model.config import PolicyBudgetError
+
 __all__ = [
     "BayesGame",
     "LazyChildren",
@@ -33,10 +35,6 @@ __all__ = [
 ]
 
 _CHUNK_FLOATS = 4_000_000
-
-
-class PolicyBudgetError(RuntimeError):
-    """An exact search would enumerate more (partial) policies than its budget allows."""
 
 
 class BayesGame:

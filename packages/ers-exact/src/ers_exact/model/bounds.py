@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ers_exact.model.config import HEURISTICS
 from ers_exact.model.histories import HistoryTree
 
 __all__ = [
@@ -40,7 +41,6 @@ __all__ = [
     "upper_bound_q",
 ]
 
-HEURISTICS = ("Q_MDP", "Q_POMDP", "Q_BG")
 _CHUNK_FLOATS = 4_000_000
 DEFAULT_MAX_BG_RULES = 4096
 

@@ -37,11 +37,10 @@ import numpy as np
 
 from ers_exact.model.bayes_game import BayesGame, PolicyBudgetError, best_rule, children_values
 from ers_exact.model.bounds import child_table, stage_rewards, upper_bound_q
+from ers_exact.model.config import DEFAULT_MAX_CHILDREN
 from ers_exact.model.histories import HistoryTree
 
 __all__ = ["DEFAULT_MAX_CHILDREN", "GmaaOutcome", "PolicyBudgetError", "gmaa_search"]
-
-DEFAULT_MAX_CHILDREN = 5_000_000
 
 
 @dataclass(frozen=True)

@@ -25,9 +25,9 @@ from typing import Any, TypeVar
 import numpy as np
 import scipy.sparse as sp
 
+from ers_exact.model.config import DEFAULT_MAX_NODES, HistoryBudgetError
 from ers_exact.model.game import Game
 from ers_exact.util.budget import check_memory
-from ers_exact.util.errors import InputError
 
 __all__ = [
     "DEFAULT_MAX_NODES",
@@ -41,14 +41,9 @@ __all__ = [
     "history_count_log10",
 ]
 
-DEFAULT_MAX_NODES = 5_000_000
 _CHUNK_FLOATS = 8_000_000
 
 _T = TypeVar("_T")
-
-
-class HistoryBudgetError(InputError, RuntimeError):
-    """Enumerating the histories would exceed the node budget."""
 
 
 @dataclass(frozen=True, eq=False)

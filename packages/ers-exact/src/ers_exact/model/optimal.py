@@ -30,6 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ers_exact.model.bounds import child_table, stage_rewards
+from ers_exact.model.config import AUTO_EXHAUSTIVE_MAX, DEFAULT_MAX_POLICIES, METHODS
 from ers_exact.model.game import Game
 from ers_exact.model.gmaa import DEFAULT_MAX_CHILDREN, PolicyBudgetError, gmaa_search
 from ers_exact.model.histories import (
@@ -54,9 +55,6 @@ __all__ = [
     "self_play_optimum",
 ]
 
-DEFAULT_MAX_POLICIES = 2_000_000
-AUTO_EXHAUSTIVE_MAX = 256  # ``auto`` enumerates at most this many policy trees, else runs GMAA*
-METHODS = ("auto", "exhaustive", "gmaa", "ice")
 AUTO_TREE_NODES = 20_000  # ``auto`` on a game enumerates its histories only below this many joint nodes
 _CHUNK_FLOATS = 8_000_000
 _MAX_TEMPLATE_NODES = 2_000_000  # reached-subtree nodes (joint observations x last agent's actions)^t

@@ -5,20 +5,29 @@ pi = F(pi) that multistart and continuation find, and the self-play-optimal set 
 (``fixed_points``); branches traced in the temperature from lambda = 0 with branch switching at
 bifurcations (``continuation``); outward-rounded interval arithmetic (``interval``) and the Krawczyk
 certificates and certified complete search built on it (``certify``); and a grid of temperatures alpha
-(``sweep``). It imports ``model`` and ``util``.
+(``sweep``). ``config`` holds the solver's settings (light: the command line reads them without loading
+numpy or scipy); every name here is imported on first use. It imports ``model`` and ``util``.
 """
 
-from ers_exact.solve.boltzmann import (
-    LogitCoordinates,
-    boltzmann_map,
-    boltzmann_residual,
-    logit_bound,
-    softmax_policy,
-)
-from ers_exact.solve.continuation import Branch, ContinuationConfig, ContinuationResult, continuation
-from ers_exact.solve.derivatives import DEFAULT_MEMORY_BUDGET, LogitDerivatives, MemoryBudgetError
-from ers_exact.solve.fixed_points import FixedPoint, FixedPointSet, SolverConfig, solve_fixed_points
-from ers_exact.solve.sweep import SweepResult, parse_alphas, sweep
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ers_exact.util.lazy import lazy_exports
+
+if TYPE_CHECKING:  # the names, for mypy and IDEs; at run time each is imported on first use
+    from ers_exact.solve.boltzmann import (
+        LogitCoordinates,
+        boltzmann_map,
+        boltzmann_residual,
+        logit_bound,
+        softmax_policy,
+    )
+    from ers_exact.solve.config import DEFAULT_MEMORY_BUDGET, ContinuationConfig, SolverConfig, parse_alphas
+    from ers_exact.solve.continuation import Branch, ContinuationResult, continuation
+    from ers_exact.solve.derivatives import LogitDerivatives, MemoryBudgetError
+    from ers_exact.solve.fixed_points import FixedPoint, FixedPointSet, solve_fixed_points
+    from ers_exact.solve.sweep import SweepResult, sweep
 
 __all__ = [
     "DEFAULT_MEMORY_BUDGET",
@@ -41,3 +50,29 @@ __all__ = [
     "solve_fixed_points",
     "sweep",
 ]
+
+if not TYPE_CHECKING:  # hidden from mypy, so that a name missing above is an error, not Any
+    __getattr__, __dir__ = lazy_exports(
+        __name__,
+        {
+            "LogitCoordinates": "boltzmann",
+            "boltzmann_map": "boltzmann",
+            "boltzmann_residual": "boltzmann",
+            "logit_bound": "boltzmann",
+            "softmax_policy": "boltzmann",
+            "Branch": "continuation",
+            "ContinuationConfig": "config",
+            "ContinuationResult": "continuation",
+            "continuation": "continuation",
+            "DEFAULT_MEMORY_BUDGET": "config",
+            "LogitDerivatives": "derivatives",
+            "MemoryBudgetError": "derivatives",
+            "FixedPoint": "fixed_points",
+            "FixedPointSet": "fixed_points",
+            "SolverConfig": "config",
+            "solve_fixed_points": "fixed_points",
+            "SweepResult": "sweep",
+            "parse_alphas": "config",
+            "sweep": "sweep",
+        },
+    )

@@ -41,37 +41,11 @@ import numpy as np
 import scipy.linalg as sla
 
 from ers_exact.solve.boltzmann import LogitCoordinates, logit_bound
+from ers_exact.solve.config import ContinuationConfig
 from ers_exact.solve.newton import NewtonSettings, flat_policies, newton
 from ers_exact.util.progress import Progress
 
 __all__ = ["Branch", "ContinuationConfig", "ContinuationResult", "continuation"]
-
-
-@dataclass(frozen=True)
-class ContinuationConfig:
-    """Parameters of :func:`continuation` (recorded in the result)."""
-
-    overshoot: float = 1.1  # trace each branch until lambda > overshoot * lambda* (+ 0.05)
-    max_branches: int = 24
-    max_steps: int = 4000  # accepted predictor-corrector steps, all branches together
-    initial_step: float = 0.02  # arclength, relative to (1 + lambda*) max(1, ||Gamma(0)||)
-    max_step: float = 0.25  # arclength cap, same unit
-    min_step: float = 1e-9
-    corrector_tol: float = 1e-7  # ||H||_inf / max(1, ||y||_inf) at an accepted point (crossings are polished)
-    corrector_steps: int = 8
-    max_turn: float = 0.5  # radians between successive tangents before the step is halved
-    polish_tol: float = 1e-12  # ||y - lambda* Gamma(y)||_inf at a reported crossing
-    branch_eps: float = 1e-2  # points this close (relative) to a known branch point are that point
-    switch_delta: float = 0.02  # new branches are picked up at lambda_b (1 +- switch_delta)
-    switch_eps: tuple[float, ...] = (0.05, 0.5)  # ... from the parent's point pushed this far (relative)
-    switch_directions: int = 48  # kernel directions tried at one branch point
-    singular_ratio: float = (
-        0.25  # a local minimum of sigma_min(A) below this times its neighbours is examined
-    )
-    singular_tol: float = 1e-6  # ... and is a branch point when the minimum is below this
-
-    def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ers_exact.model.histories import HistoryTree
+from ers_exact.solve.config import DEFAULT_MEMORY_BUDGET
 from ers_exact.solve.interval_array import IArray, concat, exp, log, spmm
 from ers_exact.util.budget import format_bytes
 from ers_exact.util.errors import InputError
@@ -55,9 +56,6 @@ __all__ = [
     "MemoryBudgetError",
     "coordinate_index",
 ]
-
-#: Default bound on the working memory of one batched evaluation (bytes); batches are chunked under it.
-DEFAULT_MEMORY_BUDGET = 1_000_000_000
 
 
 class MemoryBudgetError(InputError, RuntimeError):

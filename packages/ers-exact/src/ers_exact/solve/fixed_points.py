@@ -28,9 +28,9 @@ from ers_exact.model.histories import HistoryTree
 from ers_exact.model.optimal import PolicyBudgetError, self_play_optimum
 from ers_exact.solve.boltzmann import LogitCoordinates, check_temperature, logit_bound
 from ers_exact.solve.certify import certify_point, enumerate_all
-from ers_exact.solve.continuation import ContinuationConfig, ContinuationResult, continuation
-from ers_exact.solve.derivatives import DEFAULT_MEMORY_BUDGET
-from ers_exact.solve.newton import NewtonSettings, dedup, flat_policies, newton
+from ers_exact.solve.config import SolverConfig
+from ers_exact.solve.continuation import ContinuationResult, continuation
+from ers_exact.solve.newton import dedup, flat_policies, newton
 from ers_exact.util.blas import blas_threads
 from ers_exact.util.budget import check_memory
 from ers_exact.util.progress import Progress
@@ -41,59 +41,6 @@ __all__ = ["FixedPoint", "FixedPointSet", "SolverConfig", "solve_fixed_points"]
 #: memory of one start of the multistart search per logit coordinate: y, its damped and Newton copies, the
 #: residuals and the policies of the de-duplication (measured: 3-6x the [P, D] array of starts)
 START_BYTES_PER_COORDINATE = 8 * 12
-
-
-@dataclass(frozen=True)
-class SolverConfig:
-    """Parameters of :func:`solve_fixed_points` (recorded in the result)."""
-
-    n_starts: int = 64  # random starts (plus the uniform start and any warm starts)
-    seed: int = 0
-    damping: float = 0.5  # eta of the damped iteration
-    damped_steps: int = 100  # at most, per start; a start stops once it moves by less than damped_tol
-    damped_short: int = 10  # Newton runs from each start after this many damped steps and after the last
-    damped_tol: float = 1e-6
-    cluster_tol: float = 1e-5  # Newton runs once for starts whose policies already agree this closely
-    newton_steps: int = 60
-    max_newton_step: float = 2.0  # cap on a Newton step (inf-norm, logit units), or ||g||_inf where larger
-    line_search: int = 4  # step halvings tried when a Newton step does not reduce ||g||_inf
-    stall_steps: int = 12  # a start whose residual has not halved in this many Newton steps is given up
-    tol: float = 1e-11  # converged when ||y - M(y)||_inf < tol * max(1, ||y||_inf)
-    dedup_tol: float = 1e-7  # two points are one when their policies differ by less (max abs)
-    optimal_tol: float = 1e-9  # pi is self-play optimal when J(pi) >= J* - optimal_tol
-    stable_margin: float = 1e-6  # stable when spectral radius < 1 - margin
-    certify: bool = True  # interval Krawczyk test per point
-    max_certify_dim: int = 2_000
-    complete_search: bool = True  # certified subdivision when the effective dimension is small
-    max_complete_dim: int = 3
-    max_complete_input_dim: int = (
-        64  # ... tried only up to this many coordinates (its first contraction is slow)
-    )
-    optimum_start: bool = True  # also start near the exact deterministic optimum when it is cheap to find
-    optimum_max_policies: int = 5_000
-    continuation: bool = True  # also trace the branches from lambda = 0 (ers_exact.solve.continuation)
-    max_branches: int = 24  # continuation branches traced at most
-    continuation_steps: int = 4_000  # continuation steps, all branches together
-    memory_budget_bytes: int = DEFAULT_MEMORY_BUDGET  # working memory of one batched evaluation
-    blas_threads: int | None = 1  # BLAS threads inside the solver (None: leave as configured)
-    progress: bool | None = None  # progress bars on stderr (None: when it is a terminal)
-
-    def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-    @property
-    def newton_settings(self) -> NewtonSettings:
-        return NewtonSettings(
-            steps=self.newton_steps,
-            tol=self.tol,
-            max_step=self.max_newton_step,
-            line_search=self.line_search,
-            stall_steps=self.stall_steps,
-        )
-
-    @property
-    def continuation_config(self) -> ContinuationConfig:
-        return ContinuationConfig(max_branches=self.max_branches, max_steps=self.continuation_steps)
 
 
 @dataclass(frozen=True)

@@ -4,25 +4,13 @@ the roots it finds (shared by multistart in :mod:`ers_exact.solve.fixed_points` 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from ers_exact.solve.boltzmann import LogitCoordinates
+from ers_exact.solve.config import NewtonSettings
 from ers_exact.util.progress import Progress
 
 __all__ = ["NewtonSettings", "dedup", "flat_policies", "newton", "scaled_residual"]
-
-
-@dataclass(frozen=True)
-class NewtonSettings:
-    """Stopping and step rules of :func:`newton`."""
-
-    steps: int = 60
-    tol: float = 1e-11  # converged when ||y - M(y)||_inf < tol * max(1, ||y||_inf)
-    max_step: float = 2.0  # cap on a step (inf-norm, logit units), or ||g||_inf where larger
-    line_search: int = 4  # step halvings tried at once when the full step does not reduce ||g||_inf
-    stall_steps: int = 12  # a start whose residual has not halved in this many steps is given up
 
 
 def scaled_residual(g: np.ndarray, y: np.ndarray) -> np.ndarray:

@@ -12,48 +12,11 @@ from typing import Any
 import numpy as np
 
 from ers_exact.model.histories import HistoryTree
+from ers_exact.solve.config import MAX_ALPHAS, parse_alphas
 from ers_exact.solve.fixed_points import FixedPointSet, SolverConfig, solve_fixed_points
 from ers_exact.util.progress import Progress
 
 __all__ = ["MAX_ALPHAS", "SweepResult", "parse_alphas", "sweep"]
-
-#: The largest alpha grid :func:`parse_alphas` accepts.
-MAX_ALPHAS = 1000
-
-
-def parse_alphas(text: str, max_points: int | None = None) -> list[float]:
-    """'0.05:2:0.05' (start:stop:step, stop included) or '0.2,0.3,0.45': finite, positive temperatures.
-
-    Raises ``ValueError`` ``"alphas '<text>': <what is wrong>"``; a grid of more than ``max_points`` (default
-    :data:`MAX_ALPHAS`) is refused, as each point is a full solve."""
-    limit = MAX_ALPHAS if max_points is None else max_points
-    form = "use start:stop:step (e.g. 0.1:2:0.1) or a comma list (e.g. 0.25,0.5,1)"
-    parts = text.split(":") if ":" in text else [v for v in text.split(",") if v.strip()]
-    try:
-        numbers = [float(v) for v in parts]
-    except ValueError:
-        raise ValueError(f"alphas {text!r}: cannot parse; {form}") from None
-    if ":" in text and len(numbers) != 3:
-        raise ValueError(f"alphas {text!r}: cannot parse; {form}")
-    if not numbers:
-        raise ValueError(f"alphas {text!r}: no temperature given; {form}")
-    if not all(np.isfinite(numbers)) or min(numbers[:2] if ":" in text else numbers) <= 0:
-        raise ValueError(f"alphas {text!r}: temperatures must be finite and > 0")
-    if ":" not in text:
-        values = numbers
-    else:
-        start, stop, step = numbers
-        if step <= 0:
-            raise ValueError(f"alphas {text!r}: the step must be > 0")
-        if stop < start:
-            raise ValueError(f"alphas {text!r}: stop {stop} is below start {start} (start:stop:step)")
-        count = int(np.floor(min((stop - start) / step, float(limit)) + 1e-9)) + 1
-        values = [round(start + k * step, 12) for k in range(count)]
-    if len(values) > limit:
-        raise ValueError(
-            f"alphas {text!r}: more than {limit} points (each is a full solve); use a coarser grid"
-        )
-    return values
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,16 @@ structure via sympy (``groups``). ``graph`` and ``groups`` are not re-exported h
 the layer does not import networkx and sympy. It imports ``solve`` and the layers below.
 """
 
-from ers_exact.symmetry.candidates import CandidateSpace, stack_pool
-from ers_exact.symmetry.er import ERResult, er_symmetries
-from ers_exact.symmetry.search import decpomdp_symmetries, policy_part_order, psi_order
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ers_exact.util.lazy import lazy_exports
+
+if TYPE_CHECKING:  # the names, for mypy and IDEs; at run time each is imported on first use
+    from ers_exact.symmetry.candidates import CandidateSpace, stack_pool
+    from ers_exact.symmetry.er import ERResult, er_symmetries
+    from ers_exact.symmetry.search import decpomdp_symmetries, policy_part_order, psi_order
 
 __all__ = [
     "CandidateSpace",
@@ -19,3 +26,17 @@ __all__ = [
     "psi_order",
     "stack_pool",
 ]
+
+if not TYPE_CHECKING:  # hidden from mypy, so that a name missing above is an error, not Any
+    __getattr__, __dir__ = lazy_exports(
+        __name__,
+        {
+            "CandidateSpace": "candidates",
+            "stack_pool": "candidates",
+            "ERResult": "er",
+            "er_symmetries": "er",
+            "decpomdp_symmetries": "search",
+            "policy_part_order": "search",
+            "psi_order": "search",
+        },
+    )

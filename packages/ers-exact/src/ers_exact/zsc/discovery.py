@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import replace
 
 import numpy as np
 
@@ -30,7 +29,7 @@ from ers_exact.model.objectives import cross_play
 from ers_exact.model.transformation import Transformation, apply_to_policy
 from ers_exact.model.values import expected_return, local_history_reach
 from ers_exact.symmetry.candidates import CandidateSpace, stack_pool
-from ers_exact.util.options import at_least, check_fields, non_negative, one_of
+from ers_exact.zsc.config import ALGORITHMS, SEARCHES, DiscoveryConfig
 
 StackedPolicy = tuple[np.ndarray, ...]  # a pool stacked per agent: arrays [P, K_i, |A^i|]
 
@@ -42,45 +41,6 @@ __all__ = [
     "group_metrics",
     "learn_action_distribution",
 ]
-
-
-#: Algorithm 1 (SP-max), 2 (SP-max with the regulariser) and 3 (XP-max) of the paper.
-ALGORITHMS = ("sp-max", "sp-max-reg", "xp-max")
-#: How candidates are searched: every admissible transformation, or REINFORCE over observation permutations.
-SEARCHES = ("exhaustive", "gradient")
-
-
-@dataclass(frozen=True)
-class DiscoveryConfig:
-    """One code path for Algorithms 1-3; variants are fields."""
-
-    algorithm: str = "sp-max"  # "sp-max" (Alg. 1), "sp-max-reg" (Alg. 2), "xp-max" (Alg. 3)
-    top: int = 6  # l, transformations kept
-    action_set: str = "permutations"  # or "transpositions" (identity included)
-    search: str = "exhaustive"  # or "gradient" (REINFORCE over observation permutations)
-    lambda1: float = 0.65
-    lambda2: float = 0.1
-    steps: int = 200  # gradient search
-    learning_rate: float = 1.0
-    samples: int = 32
-    max_pairs: int = 40  # Algorithm 3: ordered pool pairs used (seeded sample when more)
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        check_fields(
-            self,
-            algorithm=one_of(ALGORITHMS),
-            search=one_of(SEARCHES),
-            top=at_least(1),
-            action_set=one_of(("permutations", "transpositions")),
-            steps=at_least(1),
-            samples=at_least(1),
-            max_pairs=at_least(1),
-            seed=non_negative,
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
 
 
 def _action_key(space: CandidateSpace, combo: np.ndarray) -> tuple[tuple[int, ...], ...]:

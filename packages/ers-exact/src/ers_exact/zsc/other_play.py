@@ -47,7 +47,8 @@ from ers_exact.model.transformation import InadmissibleError, Transformation, hi
 from ers_exact.model.values import Policy, check_policy, expected_return, local_history_reach, return_gradient
 from ers_exact.symmetry.search import decpomdp_symmetries
 from ers_exact.util.budget import check_memory, check_time
-from ers_exact.util.options import UsageError, at_least, between, check_fields, non_negative, positive
+from ers_exact.util.options import UsageError
+from ers_exact.zsc.config import DEFAULT_EXHAUSTIVE, SYMMETRY_SETS, OPConfig
 from ers_exact.zsc.iql import same_local_trees
 
 __all__ = [
@@ -63,49 +64,12 @@ __all__ = [
     "train_other_play",
 ]
 
-DEFAULT_EXHAUSTIVE = 20_000  # deterministic joint profiles enumerated at most (each costs |Phi| x seats J's)
-SYMMETRY_SETS = ("mdp", "none")  # names :func:`symmetry_set` resolves: Phi_MDP, {id} (OP = SP)
 _Maps = list[list[tuple[np.ndarray, np.ndarray]]]  # per phi, per agent: (history map, action map)
 _TIE = 1e-6  # OP / J values within this are ties
 _BATCH_POLICIES = 4096  # joint policies per exact evaluation when scoring deterministic profiles
 _ROW_SEARCH_BUDGET = 20_000_000  # policy entries x |Phi| x seats evaluated per round of the row search
 _WARM_MIX = 0.2  # weight of uniform play in the warm start from a deterministic optimum
 _CALIBRATION_STARTS = 8  # starts of the gradient step timed (and its memory traced) before a run
-
-
-@dataclass(frozen=True)
-class OPConfig:
-    """Settings of :func:`train_other_play`."""
-
-    seeds: int = 5  # m independent trainings; the best is deployed
-    steps: int = 150  # Adam steps of every gradient start
-    restarts: int = 4  # gradient starts per seed: random, symmetrised, warm (deterministic optimum), ...
-    learning_rate: float = 0.2
-    share: bool = True  # one policy for all agents whose local history trees coincide (parameter sharing)
-    init_scale: float = 1.0  # standard deviation of the random initial logits
-    polish_threshold: float = 0.9
-    row_search: int = 32  # rounds of single-row local search after the polish (0: none)
-    entropy: float = 0.2  # weight of an entropy bonus, annealed linearly to 0 over the first half
-    exhaustive: int = DEFAULT_EXHAUSTIVE  # enumerate deterministic profiles when at most this many; 0: never
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        check_fields(
-            self,
-            seeds=at_least(1),
-            restarts=at_least(1),
-            steps=at_least(0),
-            exhaustive=at_least(0),
-            row_search=at_least(0),
-            learning_rate=positive,
-            init_scale=non_negative,
-            polish_threshold=between(0, 1),
-            entropy=non_negative,
-            seed=at_least(0),
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
 
 
 @dataclass(frozen=True, eq=False)

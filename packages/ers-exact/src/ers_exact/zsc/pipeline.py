@@ -18,8 +18,7 @@ means, seeded bootstrap for medians.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import replace
 
 import numpy as np
 
@@ -29,63 +28,17 @@ from ers_exact.model.objectives import cross_play, other_play, symmetrise
 from ers_exact.model.transformation import Transformation
 from ers_exact.model.values import expected_return
 from ers_exact.symmetry.search import decpomdp_symmetries
-from ers_exact.util.options import at_least, between, check_fields, non_negative, one_of
 from ers_exact.util.progress import Progress
-from ers_exact.zsc.discovery import ALGORITHMS, DiscoveryConfig, discover
-from ers_exact.zsc.other_play import OPConfig, train_other_play
-from ers_exact.zsc.pools import UNSEEN_POOL_SEED_OFFSET, PoolConfig, build_pool
+from ers_exact.zsc.config import DiscoveryConfig, OPConfig, ZSCConfig
+from ers_exact.zsc.discovery import discover
+from ers_exact.zsc.other_play import train_other_play
+from ers_exact.zsc.pools import UNSEEN_POOL_SEED_OFFSET, build_pool
 
 __all__ = ["AGENT_SEED_STRIDE", "ZSCConfig", "run_zsc"]
 
 # Agent a of a run with seed s trains with seed s * AGENT_SEED_STRIDE + a, so runs with different seeds
 # never share an agent seed (for fewer than AGENT_SEED_STRIDE agents).
 AGENT_SEED_STRIDE = 1000
-
-
-@dataclass(frozen=True)
-class ZSCConfig:
-    """The pipeline's parameters (defaults: the paper's three-lever appendix)."""
-
-    agents: int = 5  # P
-    k: int = 20  # pool size per agent
-    l: int = 6  # learned symmetries kept
-    m: int = 5  # OP seeds per agent
-    alpha: float = 1.0
-    pool: str = "iql"  # "iql" or "exact" (Boltzmann fixed points from the solver)
-    episodes: int = 10_000
-    epsilon: float = 0.1
-    learning_rate: float = 0.1
-    algorithm: str = "sp-max"  # discovery: "sp-max", "sp-max-reg", "xp-max"
-    op_steps: int = 300
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        # XP needs two agents; more than UNSEEN_POOL_SEED_OFFSET would reuse the unseen pools' seeds
-        check_fields(
-            self,
-            agents=between(2, UNSEEN_POOL_SEED_OFFSET),
-            l=at_least(1),
-            m=at_least(1),
-            algorithm=one_of(ALGORITHMS),
-            op_steps=at_least(1),
-            seed=non_negative,
-        )
-        _ = self.pool_config  # PoolConfig validates k, alpha, pool, episodes, epsilon and learning_rate
-
-    @property
-    def pool_config(self) -> PoolConfig:
-        """How each agent's pool is built (the fields :func:`~ers_exact.zsc.pools.build_pool` reads)."""
-        return PoolConfig(
-            source=self.pool,
-            k=self.k,
-            alpha=self.alpha,
-            episodes=self.episodes,
-            epsilon=self.epsilon,
-            learning_rate=self.learning_rate,
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
 
 
 def _estimate(values: np.ndarray, median: bool, seed: int) -> Estimate:

@@ -6,48 +6,16 @@ the policy its agent deploys for self-play (SP) in the zero-shot-coordination pi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from ers_exact.model.histories import HistoryTree
 from ers_exact.model.values import expected_return
 from ers_exact.solve.boltzmann import softmax_policy
 from ers_exact.solve.fixed_points import SolverConfig, solve_fixed_points
-from ers_exact.util.options import at_least, between, check_fields, one_of, positive
+from ers_exact.zsc.config import POOL_SOURCES, UNSEEN_POOL_SEED_OFFSET, PoolConfig
 from ers_exact.zsc.iql import IQLConfig, train_iql
 
 __all__ = ["POOL_SOURCES", "UNSEEN_POOL_SEED_OFFSET", "PoolConfig", "build_pool"]
-
-#: Where a pool's policies come from: independent IQL runs, or the exact solver's Boltzmann fixed points.
-POOL_SOURCES = ("iql", "exact")
-
-# The unseen pool, on which Table 2's group metrics are measured, is built with seed + 500: a seed that no
-# agent's training pool uses (agent seeds are s * 1000 + a, a < 500), so discovery never saw its policies.
-UNSEEN_POOL_SEED_OFFSET = 500
-
-
-@dataclass(frozen=True)
-class PoolConfig:
-    """How a pool is built (defaults: the paper's three-lever appendix)."""
-
-    source: str = "iql"  # "iql" or "exact" (Boltzmann fixed points from the solver)
-    k: int = 20  # pool size
-    alpha: float = 1.0  # Boltzmann temperature of the pool policies
-    episodes: int = 10_000  # IQL
-    epsilon: float = 0.1  # IQL
-    learning_rate: float = 0.1  # IQL
-
-    def __post_init__(self) -> None:
-        check_fields(
-            self,
-            source=one_of(POOL_SOURCES),
-            k=at_least(1),
-            alpha=positive,
-            episodes=at_least(1),
-            epsilon=between(0, 1),
-            learning_rate=positive,
-        )
 
 
 def build_pool(

@@ -1,0 +1,153 @@
+"""The solve layer's settings, readable without loading the solver (numpy, scipy): the configuration of
+:func:`~ers_exact.solve.fixed_points.solve_fixed_points` (:class:`SolverConfig`, with the Newton and
+continuation settings it derives, each re-exported by the module that uses it), the
+default working-memory budget of one batched evaluation, and the grids of temperatures that a sweep
+accepts (:func:`parse_alphas`). The command line builds its options from these defaults."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "DEFAULT_MEMORY_BUDGET",
+    "MAX_ALPHAS",
+    "ContinuationConfig",
+    "NewtonSettings",
+    "SolverConfig",
+    "parse_alphas",
+]
+
+#: Default bound on the working memory of one batched evaluation (bytes); batches are chunked under it.
+DEFAULT_MEMORY_BUDGET = 1_000_000_000
+
+
+@dataclass(frozen=True)
+class NewtonSettings:
+    """Stopping and step rules of :func:`~ers_exact.solve.newton.newton`."""
+
+    steps: int = 60
+    tol: float = 1e-11  # converged when ||y - M(y)||_inf < tol * max(1, ||y||_inf)
+    max_step: float = 2.0  # cap on a step (inf-norm, logit units), or ||g||_inf where larger
+    line_search: int = 4  # step halvings tried at once when the full step does not reduce ||g||_inf
+    stall_steps: int = 12  # a start whose residual has not halved in this many steps is given up
+
+
+@dataclass(frozen=True)
+class ContinuationConfig:
+    """Parameters of :func:`~ers_exact.solve.continuation.continuation` (recorded in the result)."""
+
+    overshoot: float = 1.1  # trace each branch until lambda > overshoot * lambda* (+ 0.05)
+    max_branches: int = 24
+    max_steps: int = 4000  # accepted predictor-corrector steps, all branches together
+    initial_step: float = 0.02  # arclength, relative to (1 + lambda*) max(1, ||Gamma(0)||)
+    max_step: float = 0.25  # arclength cap, same unit
+    min_step: float = 1e-9
+    corrector_tol: float = 1e-7  # ||H||_inf / max(1, ||y||_inf) at an accepted point (crossings are polished)
+    corrector_steps: int = 8
+    max_turn: float = 0.5  # radians between successive tangents before the step is halved
+    polish_tol: float = 1e-12  # ||y - lambda* Gamma(y)||_inf at a reported crossing
+    branch_eps: float = 1e-2  # points this close (relative) to a known branch point are that point
+    switch_delta: float = 0.02  # new branches are picked up at lambda_b (1 +- switch_delta)
+    switch_eps: tuple[float, ...] = (0.05, 0.5)  # ... from the parent's point pushed this far (relative)
+    switch_directions: int = 48  # kernel directions tried at one branch point
+    singular_ratio: float = (
+        0.25  # a local minimum of sigma_min(A) below this times its neighbours is examined
+    )
+    singular_tol: float = 1e-6  # ... and is a branch point when the minimum is below this
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class SolverConfig:
+    """Parameters of :func:`~ers_exact.solve.fixed_points.solve_fixed_points` (recorded in the result)."""
+
+    n_starts: int = 64  # random starts (plus the uniform start and any warm starts)
+    seed: int = 0
+    damping: float = 0.5  # eta of the damped iteration
+    damped_steps: int = 100  # at most, per start; a start stops once it moves by less than damped_tol
+    damped_short: int = 10  # Newton runs from each start after this many damped steps and after the last
+    damped_tol: float = 1e-6
+    cluster_tol: float = 1e-5  # Newton runs once for starts whose policies already agree this closely
+    newton_steps: int = 60
+    max_newton_step: float = 2.0  # cap on a Newton step (inf-norm, logit units), or ||g||_inf where larger
+    line_search: int = 4  # step halvings tried when a Newton step does not reduce ||g||_inf
+    stall_steps: int = 12  # a start whose residual has not halved in this many Newton steps is given up
+    tol: float = 1e-11  # converged when ||y - M(y)||_inf < tol * max(1, ||y||_inf)
+    dedup_tol: float = 1e-7  # two points are one when their policies differ by less (max abs)
+    optimal_tol: float = 1e-9  # pi is self-play optimal when J(pi) >= J* - optimal_tol
+    stable_margin: float = 1e-6  # stable when spectral radius < 1 - margin
+    certify: bool = True  # interval Krawczyk test per point
+    max_certify_dim: int = 2_000
+    complete_search: bool = True  # certified subdivision when the effective dimension is small
+    max_complete_dim: int = 3
+    max_complete_input_dim: int = (
+        64  # ... tried only up to this many coordinates (its first contraction is slow)
+    )
+    optimum_start: bool = True  # also start near the exact deterministic optimum when it is cheap to find
+    optimum_max_policies: int = 5_000
+    continuation: bool = True  # also trace the branches from lambda = 0 (ers_exact.solve.continuation)
+    max_branches: int = 24  # continuation branches traced at most
+    continuation_steps: int = 4_000  # continuation steps, all branches together
+    memory_budget_bytes: int = DEFAULT_MEMORY_BUDGET  # working memory of one batched evaluation
+    blas_threads: int | None = 1  # BLAS threads inside the solver (None: leave as configured)
+    progress: bool | None = None  # progress bars on stderr (None: when it is a terminal)
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    @property
+    def newton_settings(self) -> NewtonSettings:
+        return NewtonSettings(
+            steps=self.newton_steps,
+            tol=self.tol,
+            max_step=self.max_newton_step,
+            line_search=self.line_search,
+            stall_steps=self.stall_steps,
+        )
+
+    @property
+    def continuation_config(self) -> ContinuationConfig:
+        return ContinuationConfig(max_branches=self.max_branches, max_steps=self.continuation_steps)
+
+
+#: The largest alpha grid :func:`parse_alphas` accepts.
+MAX_ALPHAS = 1000
+
+
+def parse_alphas(text: str, max_points: int | None = None) -> list[float]:
+    """'0.05:2:0.05' (start:stop:step, stop included) or '0.2,0.3,0.45': finite, positive temperatures.
+
+    Raises ``ValueError`` ``"alphas '<text>': <what is wrong>"``; a grid of more than ``max_points`` (default
+    :data:`MAX_ALPHAS`) is refused, as each point is a full solve."""
+    limit = MAX_ALPHAS if max_points is None else max_points
+    form = "use start:stop:step (e.g. 0.1:2:0.1) or a comma list (e.g. 0.25,0.5,1)"
+    parts = text.split(":") if ":" in text else [v for v in text.split(",") if v.strip()]
+    try:
+        numbers = [float(v) for v in parts]
+    except ValueError:
+        raise ValueError(f"alphas {text!r}: cannot parse; {form}") from None
+    if ":" in text and len(numbers) != 3:
+        raise ValueError(f"alphas {text!r}: cannot parse; {form}")
+    if not numbers:
+        raise ValueError(f"alphas {text!r}: no temperature given; {form}")
+    if not all(math.isfinite(v) for v in numbers) or min(numbers[:2] if ":" in text else numbers) <= 0:
+        raise ValueError(f"alphas {text!r}: temperatures must be finite and > 0")
+    if ":" not in text:
+        values = numbers
+    else:
+        start, stop, step = numbers
+        if step <= 0:
+            raise ValueError(f"alphas {text!r}: the step must be > 0")
+        if stop < start:
+            raise ValueError(f"alphas {text!r}: stop {stop} is below start {start} (start:stop:step)")
+        count = math.floor(min((stop - start) / step, float(limit)) + 1e-9) + 1
+        values = [round(start + k * step, 12) for k in range(count)]
+    if len(values) > limit:
+        raise ValueError(
+            f"alphas {text!r}: more than {limit} points (each is a full solve); use a coarser grid"
+        )
+    return values
