@@ -35,6 +35,7 @@ def test_group_equals_the_listing_on_standard_files(dpomdp_dir: Path, fname: str
     assert group.order == len(decpomdp_symmetries(game)) == group.generated_order()
 
 
+@pytest.mark.slow  # 7 s; the default suite reaches fireFighting H=2's groups through test_er_scale.py
 def test_firefighting_group_without_listing(dpomdp_dir: Path) -> None:
     """Issue 23: `symmetries fireFighting_2_3_3 --horizon 2` was refused (>= 3.47e32 elements)."""
     game = load_game(dpomdp_dir / "fireFighting_2_3_3.dpomdp", horizon=2)
