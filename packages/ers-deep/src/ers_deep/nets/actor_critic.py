@@ -62,6 +62,7 @@ class ActorCritic(nn.Module):
     """Base: S seeds, obs shape, A actions, GRU state size H (0 for feed-forward nets)."""
 
     hidden_size: int = 0
+    takes_rows: bool = False  # has ``forward_rows`` (the actor head on chosen entries only)
 
     def __init__(self, seeds: Sequence[int], obs_shape: tuple[int, ...], num_actions: int) -> None:
         super().__init__()
@@ -105,12 +106,26 @@ class FeedForward(ActorCritic):
         self.critic_hidden = SLinear(hidden, hidden, g, gain=2.0)
         self.critic_out = SLinear(hidden, 1, g, gain=1.0)
 
+    #: ``forward_rows`` exists: the PPO loss can run the actor head on the acting entries only
+    takes_rows = True
+
     def forward(self, obs: Tensor, first: Tensor, state: NetState) -> tuple[Tensor, Tensor, NetState]:
         S, T, N = obs.shape[:3]
+        logits, value, state = self.forward_rows(obs, first, state, None)
+        return logits.view(S, T, N, -1), value, state
+
+    def forward_rows(
+        self, obs: Tensor, first: Tensor, state: NetState, rows: Tensor | None
+    ) -> tuple[Tensor, Tensor, NetState]:
+        """``forward`` with the actor head on the entries ``rows`` [S, K] (indices into the flattened T x N
+        entries) only: logits [S, K, A] (None: all entries, [S, T N, A]), value [S, T, N] of every entry."""
+        S, T, N = obs.shape[:3]
         x = torch.relu(self.embed(obs.reshape(S, T * N, -1).float()))
-        logits = self.actor_out(torch.relu(self.actor_hidden(x)))
         value = self.critic_out(torch.relu(self.critic_hidden(x)))
-        return logits.view(S, T, N, -1), value.view(S, T, N), state
+        if rows is not None:
+            x = x.gather(1, rows[..., None].expand(S, rows.shape[1], x.shape[-1]))
+        logits = self.actor_out(torch.relu(self.actor_hidden(x)))
+        return logits, value.view(S, T, N), state
 
 
 class RecurrentCNN(ActorCritic):

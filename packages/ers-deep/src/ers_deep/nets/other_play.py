@@ -52,6 +52,7 @@ class OtherPlayNet(ActorCritic):
         self.symmetries = tuple(symmetries)
         self.salt = int(salt)
         self.hidden_size = base.hidden_size
+        self.takes_rows = base.takes_rows  # forward_rows through pi's own
         maps = torch.stack([s.action_map.long().cpu() for s in self.symmetries])
         if maps.shape[1] != base.num_actions:
             raise ValueError(f"symmetry action maps have {maps.shape[1]} actions, the net {base.num_actions}")
@@ -88,6 +89,13 @@ class OtherPlayNet(ActorCritic):
         return episode_hash(actor, episode, 7, self.salt) % len(self.symmetries)
 
     def forward(self, obs: Tensor, first: Tensor, state: NetState) -> tuple[Tensor, Tensor, NetState]:
+        return self.forward_rows(obs, first, state, None)
+
+    def forward_rows(
+        self, obs: Tensor, first: Tensor, state: NetState, rows: Tensor | None
+    ) -> tuple[Tensor, Tensor, NetState]:
+        """``forward``; with ``rows`` [S, K] (pi has ``forward_rows``) the logits of those flattened T x N
+        entries only, [S, K, A] (see ``FeedForward.forward_rows``)."""
         S, T, N = obs.shape[:3]
         code = self.draws(state, first)
         flat_obs, flat_code = obs.reshape(S * T * N, *self.obs_shape), code.reshape(-1)
@@ -100,8 +108,12 @@ class OtherPlayNet(ActorCritic):
                 if bool(sel.any()):
                     mapped[sel] = sym.apply_obs(flat_obs[sel]).to(mapped.dtype)
         own = state._replace(actor=None, episode=None)  # pi's own state
-        logits, value, after = self.base(mapped.view(obs.shape), first, own)
         idx = self.action_maps[code]  # [S, T, N, A]
+        if rows is None:
+            logits, value, after = self.base(mapped.view(obs.shape), first, own)
+        else:
+            logits, value, after = self.base.forward_rows(mapped.view(obs.shape), first, own, rows)  # type: ignore[operator]
+            idx = idx.flatten(1, 2).gather(1, rows[..., None].expand(*rows.shape, idx.shape[-1]))
         logits = logits.gather(-1, idx)
         assert state.episode is not None
         return logits, value, after._replace(actor=state.actor, episode=state.episode + first.long().sum(1))

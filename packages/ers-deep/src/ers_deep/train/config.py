@@ -56,9 +56,8 @@ class TrainConfig:
     )
     update_mode: UpdateMode = "auto"  # the PPO minibatch step: eager, compiled, captured (train.update)
     tf32: bool = True  # CUDA: float32 matmuls and convolutions in TF32 (as JAX's default GPU precision)
-    bf16_update: bool = (
-        False  # the PPO loss's forward under bfloat16 autocast (weights and Adam stay float32)
-    )
+    bf16_update: bool = False  # the PPO loss's forward under bfloat16 autocast (float32 weights and Adam)
+    acting_rows: bool = True  # Hanabi: minibatches of whole games, the actor head on acting entries only
     # PPO
     epochs: int = 4
     minibatches: int = 4

@@ -107,6 +107,16 @@ def reset_bound(env: BatchedEnv, num_steps: int) -> int | None:
     return None if least is None else max(0, (num_steps - 2) // int(least) + 1)
 
 
+def acting_share(cfg: TrainConfig, env: BatchedEnv, net: ActorCritic) -> int | None:
+    """P when the update can run the actor head on acting entries only (``TrainConfig.acting_rows``): the env
+    has exactly one acting seat of P per step (``one_actor_per_step``: Hanabi), the net has ``forward_rows``,
+    the advantages are sampled and there is a game per minibatch at least; minibatches then hold whole games.
+    None otherwise (minibatches of actors, the head on every entry)."""
+    P = env.num_agents
+    ok = cfg.acting_rows and getattr(env, "one_actor_per_step", False) and net.takes_rows and P > 1
+    return P if ok and cfg.advantage == "gae" and cfg.minibatches <= cfg.num_envs else None
+
+
 def learner_env(cfg: TrainConfig) -> tuple[BatchedEnv, str]:
     """The env of S x B games and the collection mode; branch-free when the collection compiles or captures
     its step (the reference collections then step the same style of env)."""
@@ -143,6 +153,7 @@ class Learner:
         self.optimizer = make_optimizer(self.net, cfg, dev)
         legal_table = self.env.legal_table() if cfg.advantage == "exact" else None  # type: ignore[attr-defined]
         samples = cfg.num_steps * -(-self.N // cfg.minibatches)
+        self.acting_share = acting_share(cfg, self.env, self.net)
         self.updater = PPOUpdate(
             self.net,
             self.optimizer,
@@ -151,7 +162,8 @@ class Learner:
             legal_table,
             samples,
             max_resets=reset_bound(self.env, cfg.num_steps),
-            equal_batches=self.N % cfg.minibatches == 0,
+            equal_batches=(B if self.acting_share else self.N) % cfg.minibatches == 0,
+            acting_share=self.acting_share,
         )
         self.generator = torch.Generator(device=dev).manual_seed(10_007 * cfg.seeds[0] + 1)
         game = getattr(self.env, "game", None)  # a tabular env's ers-exact game: its own discount
@@ -197,9 +209,17 @@ class Learner:
         self.updater.set_lr(lr_at(cfg, self.update))
         table = advantage_table(self.net, self.env) if cfg.advantage == "exact" else None  # type: ignore[arg-type]
         batches: list[Tensor] = []
+        dev = self.env.device
         for _ in range(cfg.epochs):
-            perm = torch.randperm(self.N, generator=self.generator, device=self.env.device)
-            batches.extend(perm.tensor_split(cfg.minibatches))
+            if self.acting_share:  # whole games: the actors b * P + p of the games drawn
+                games = torch.randperm(self.B, generator=self.generator, device=dev)
+                seats = torch.arange(self.P, device=dev)
+                batches.extend(
+                    (g[:, None] * self.P + seats).flatten() for g in games.tensor_split(cfg.minibatches)
+                )
+            else:
+                perm = torch.randperm(self.N, generator=self.generator, device=dev)
+                batches.extend(perm.tensor_split(cfg.minibatches))
         return self.updater(update_data(ro, adv, target), batches, table)
 
     def advantages(self, ro: Rollout) -> tuple[Tensor, Tensor]:

@@ -88,20 +88,43 @@ def update_data(ro: Rollout, adv: Tensor, target: Tensor) -> dict[str, Tensor]:
     return out | {"adv": adv, "target": target} | ro.hidden0.tensors("hidden0/")
 
 
+def take_rows(x: Tensor, rows: Tensor) -> Tensor:
+    """The entries ``rows`` [S, K] (indices into the flattened T x M entries) of x [S, T, M, ...]: [S, K, ...]."""
+    flat = x.flatten(1, 2)
+    index = rows.view(*rows.shape, *(1,) * (flat.dim() - 2)).expand(*rows.shape, *flat.shape[2:])
+    return flat.gather(1, index)
+
+
 def ppo_loss(
-    net: ActorCritic, cfg: TrainConfig, mb: dict[str, Tensor], exact: tuple[Tensor, Tensor] | None = None
+    net: ActorCritic,
+    cfg: TrainConfig,
+    mb: dict[str, Tensor],
+    exact: tuple[Tensor, Tensor] | None = None,
+    acting_share: int | None = None,
 ) -> tuple[Tensor, dict[str, Tensor]]:
     """Per-seed PPO loss [S] on one minibatch (``minibatch``) and its detached parts; ``exact``: the actor
-    and entropy terms of the exact-advantage mode (``exact_policy_terms``)."""
-    logits, value, _ = net(mb["obs"], mb["first"], NetState.from_tensors(mb, "hidden0/"))
-    logp_all = torch.log_softmax(masked_logits(logits, mb["legal"]), -1)
-    logp = logp_all.gather(-1, mb["action"][..., None])[..., 0]
-    acting, a = mb["acting"], mb["adv"]
+    and entropy terms of the exact-advantage mode (``exact_policy_terms``). ``acting_share`` P: exactly one
+    of every P entries of each step acts (the minibatch holds whole games of P seats: Hanabi), so the actor
+    and entropy terms, which count acting entries only, run the actor head on those K = T M / P entries
+    only (``net.forward_rows``; the same loss, ~20 % less work on Hanabi's MLP)."""
+    state = NetState.from_tensors(mb, "hidden0/")
+    policy = {k: mb[k] for k in ("legal", "action", "logp", "acting", "adv")}
+    if acting_share is not None and exact is None and net.takes_rows:
+        flat = mb["acting"].flatten(1)  # [S, T M]: the acting entries first (stable), K of them
+        rows = torch.argsort((~flat).to(torch.uint8), dim=1, stable=True)[:, : flat.shape[1] // acting_share]
+        logits, value, _ = net.forward_rows(mb["obs"], mb["first"], state, rows)  # type: ignore[operator]
+        policy = {k: take_rows(v, rows) for k, v in policy.items()}
+    else:
+        logits, value, _ = net(mb["obs"], mb["first"], state)
+    logp_all = torch.log_softmax(masked_logits(logits, policy["legal"]), -1)
+    logp = logp_all.gather(-1, policy["action"][..., None])[..., 0]
+    acting, a = policy["acting"], policy["adv"]
     if cfg.normalize_advantage:
-        mean = masked_mean(a, acting)[:, None, None]
-        var = masked_mean((a - mean) ** 2, acting)[:, None, None]
+        shape = (-1,) + (1,) * (a.dim() - 1)
+        mean = masked_mean(a, acting).view(shape)
+        var = masked_mean((a - mean) ** 2, acting).view(shape)
         a = (a - mean) / (var.sqrt() + 1e-8)
-    ratio = torch.exp(logp - mb["logp"])
+    ratio = torch.exp(logp - policy["logp"])
     surrogate = torch.minimum(ratio * a, ratio.clamp(1 - cfg.clip_eps, 1 + cfg.clip_eps) * a)
     if exact is None:
         actor = -masked_mean(surrogate, acting)

@@ -104,8 +104,10 @@ class PPOUpdate:
         samples: int = 0,
         max_resets: int | None = None,
         equal_batches: bool = True,
+        acting_share: int | None = None,
     ) -> None:
         self.net, self.optimizer, self.cfg, self.legal_table = net, optimizer, cfg, legal_table
+        self.acting_share = acting_share  # ppo_loss: the actor head on acting entries only (whole games)
         self.params = list(net.parameters())
         self.S = len(net.seeds)
         # a net that carries state between steps (a GRU, or other-play's / discovery's episode counters)
@@ -137,7 +139,7 @@ class PPOUpdate:
         if table is not None:
             assert self.legal_table is not None
             exact = exact_policy_terms(self.net, self.legal_table, table)
-        loss, parts = ppo_loss(self.net, self.cfg, mb, exact)
+        loss, parts = ppo_loss(self.net, self.cfg, mb, exact, self.acting_share)
         return loss.sum(), parts
 
     def _clip(self) -> Tensor:

@@ -80,7 +80,9 @@ class HanabiState:
 
 
 class HanabiEnv:
-    """A batch of B Hanabi games stepped together (follows ``ers_deep.envs.base.BatchedEnv``).
+    """A batch of B Hanabi games stepped together (follows ``ers_deep.envs.base.BatchedEnv``). Exactly one
+    player acts at every step of every game (``one_actor_per_step``: the learner's update then runs the actor
+    head on the acting entries only).
 
     Args:
         config: a ``HanabiConfig``, a preset name (``"Hanabi-Full"``, ``"small"``, ...) or None (2p Full).
@@ -97,6 +99,8 @@ class HanabiEnv:
             finished rows. None (default): branch-free everywhere but on CPU, where indexing is faster at
             large batches. The two draw different numbers from the generator (the same rules).
     """
+
+    one_actor_per_step = True
 
     def __init__(
         self,
