@@ -12,7 +12,7 @@ import torch
 
 from ers_deep.train import Learner
 from ers_deep.train import update as update_module
-from ers_deep.train.ippo import reset_bound
+from ers_deep.train.ippo import max_resets_per_rollout
 from ers_deep.train.update import resolve_update_mode  # the real one (the fixture patches the module's)
 from tests.deep.accel.test_graph_emulated import emulated_capture
 from tests.deep.threads import one_thread  # noqa: F401
@@ -56,11 +56,11 @@ def test_captured_update_recaptures_after_a_checkpoint_load() -> None:
         assert torch.equal(p, q)
 
 
-def test_reset_bound_follows_the_episode_length() -> None:
+def test_max_resets_per_rollout_follows_the_episode_length() -> None:
     learner = Learner(tiny_config("overcooked-v2", collect_mode="eager"))
-    assert reset_bound(learner.env, 256) == 1  # 400-step episodes
-    assert reset_bound(learner.env, 402) == 2
-    assert reset_bound(Learner(tiny_config("hanabi", collect_mode="eager")).env, 128) is None
+    assert max_resets_per_rollout(learner.env, 256) == 1  # 400-step episodes
+    assert max_resets_per_rollout(learner.env, 402) == 2
+    assert max_resets_per_rollout(Learner(tiny_config("hanabi", collect_mode="eager")).env, 128) is None
 
 
 def test_graph_modes_need_cuda_and_a_capturable_update() -> None:

@@ -8,16 +8,16 @@ from __future__ import annotations
 import pytest
 
 from tests.deep.threads import one_thread  # noqa: F401
-from tests.deep.train.twins import compiled_vs_eager_params, tiny_config
+from tests.deep.train.twins import mode_vs_eager_params, tiny_config
 
 
 def test_compiled_update_equals_eager_update_hanabi() -> None:
-    diff = compiled_vs_eager_params(tiny_config("hanabi", collect_mode="eager"), updates=3)
+    diff = mode_vs_eager_params(tiny_config("hanabi", collect_mode="eager"), "compile", updates=3)
     assert diff < 1e-6, diff
 
 
 @pytest.mark.slow  # two minutes of compilation on the 2-core machine
 @pytest.mark.parametrize("env, tol", [("overcooked-v2", 1e-6), ("tabular:dectiger", 1e-3)])
 def test_compiled_update_equals_eager_update(env: str, tol: float) -> None:
-    diff = compiled_vs_eager_params(tiny_config(env, collect_mode="eager"), updates=3)
+    diff = mode_vs_eager_params(tiny_config(env, collect_mode="eager"), "compile", updates=3)
     assert diff < tol, diff

@@ -99,8 +99,3 @@ def mode_vs_eager_params(cfg: TrainConfig, mode: str, updates: int, staggered: b
     a = trained_params(cfg.replace(update_mode=mode), updates, staggered)
     b = trained_params(cfg.replace(update_mode="eager"), updates, staggered)
     return max(float((p - q).abs().max()) for p, q in zip(a, b, strict=True))
-
-
-def compiled_vs_eager_params(cfg: TrainConfig, updates: int) -> float:
-    """``mode_vs_eager_params`` of the compiled update."""
-    return mode_vs_eager_params(cfg, "compile", updates)

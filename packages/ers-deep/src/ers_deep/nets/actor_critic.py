@@ -132,7 +132,7 @@ class RecurrentCNN(ActorCritic):
     """The official Overcooked V2 net (``"cnn-gru"``); observations [.., V, V, C] (channels last).
     Sequences (T > 1) run the GRU through the fused kernel unless ``fused_gru`` is False: over the segments
     between resets (``nets.recurrent.gru_segments``, two host syncs), or, where the caller bounds the resets
-    per sequence (``max_resets``, set by the captured update: ``train.update.reset_bound``), over a static
+    per sequence (``max_resets``, set by the captured update: ``train.update.bounded_resets``), over a static
     number of segments (``gru_bounded``, sync-free); single steps always run the cell."""
 
     fused_gru: bool = True

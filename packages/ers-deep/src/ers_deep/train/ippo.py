@@ -99,7 +99,7 @@ def collect_mode(cfg: TrainConfig, env: BatchedEnv) -> str:
     return mode
 
 
-def reset_bound(env: BatchedEnv, num_steps: int) -> int | None:
+def max_resets_per_rollout(env: BatchedEnv, num_steps: int) -> int | None:
     """The most resets after t = 0 a rollout sequence of ``num_steps`` steps can hold when every episode of
     ``env`` lasts at least ``env.min_episode_steps`` steps (Overcooked V2: 400; 256-step sequences: 1);
     ``None`` for envs without that attribute."""
@@ -161,7 +161,7 @@ class Learner:
             cfg.update_mode,
             legal_table,
             samples,
-            max_resets=reset_bound(self.env, cfg.num_steps),
+            max_resets=max_resets_per_rollout(self.env, cfg.num_steps),
             equal_batches=(B if self.acting_share else self.N) % cfg.minibatches == 0,
             acting_share=self.acting_share,
         )

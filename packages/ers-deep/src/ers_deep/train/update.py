@@ -69,7 +69,7 @@ def resolve_update_mode(
 
 
 @contextlib.contextmanager
-def reset_bound(net: ActorCritic, max_resets: int | None) -> Iterator[None]:
+def bounded_resets(net: ActorCritic, max_resets: int | None) -> Iterator[None]:
     """Within the block, the recurrent nets inside ``net`` run sequences with at most ``max_resets`` resets
     after t = 0 through ``gru_bounded`` (fixed shapes, sync-free); ``None``: unchanged."""
     mods = [m for m in net.modules() if isinstance(m, RecurrentCNN)] if max_resets is not None else []
@@ -162,7 +162,7 @@ class PPOUpdate:
         """One minibatch step; the detached loss parts and the per-seed gradient norm [S]."""
         self.optimizer.zero_grad(set_to_none=True)
         try:
-            with reset_bound(self.net, self.max_resets), self._autocast():
+            with bounded_resets(self.net, self.max_resets), self._autocast():
                 loss, parts = self.loss_fn(mb, table)
             loss.backward()
             parts["grad_norm"] = self.clip_fn()
