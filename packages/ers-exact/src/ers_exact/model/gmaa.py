@@ -40,7 +40,7 @@ from ers_exact.model.bounds import child_table, stage_rewards, upper_bound_q
 from ers_exact.model.config import DEFAULT_MAX_CHILDREN
 from ers_exact.model.histories import HistoryTree
 
-__all__ = ["DEFAULT_MAX_CHILDREN", "GmaaOutcome", "PolicyBudgetError", "gmaa_search"]
+__all__ = ["DEFAULT_MAX_CHILDREN", "GmaaOutcome", "PolicyBudgetError", "gmaa_search", "search_stats"]
 
 
 @dataclass(frozen=True)
@@ -61,17 +61,22 @@ class GmaaOutcome:
     stages_as_pomdp: tuple[int, ...] = ()
 
     def stats(self) -> dict[str, Any]:
-        return {
-            "heuristic": self.heuristic,
-            "root_bound": self.root_bound,
-            "nodes_expanded": self.nodes_expanded,
-            "last_stage_solves": self.last_stage_solves,
-            "children_evaluated": self.children_evaluated,
-            "children_generated": self.children_generated,
-            "max_open": self.max_open,
-            "heuristic_seconds": round(self.heuristic_seconds, 4),
-            "heuristic_stages_as_pomdp": list(self.stages_as_pomdp),
-        }
+        return search_stats(self)
+
+
+def search_stats(out: Any) -> dict[str, Any]:
+    """The statistics every GMAA* search reports (this one and ``ice.IceOutcome``, which adds its own)."""
+    return {
+        "heuristic": out.heuristic,
+        "root_bound": out.root_bound,
+        "nodes_expanded": out.nodes_expanded,
+        "last_stage_solves": out.last_stage_solves,
+        "children_evaluated": out.children_evaluated,
+        "children_generated": out.children_generated,
+        "max_open": out.max_open,
+        "heuristic_seconds": round(out.heuristic_seconds, 4),
+        "heuristic_stages_as_pomdp": list(out.stages_as_pomdp),
+    }
 
 
 class _Node:

@@ -41,6 +41,7 @@ import numpy as np
 from ers_exact.model.bayes_game import BayesGame, LazyChildren, best_rule, best_rule_bnb
 from ers_exact.model.belief_dag import BeliefDag, belief_dag, dag_heuristic
 from ers_exact.model.game import Game
+from ers_exact.model.gmaa import search_stats
 from ers_exact.util.budget import format_bytes, memory_budget
 
 __all__ = ["IceOutcome", "ice_search"]
@@ -81,18 +82,10 @@ class IceOutcome:
 
     def stats(self) -> dict[str, Any]:
         return {
-            "heuristic": self.heuristic,
-            "root_bound": self.root_bound,
+            **search_stats(self),
             "optimal": self.optimal,
             "stopped": self.stopped,
             "upper_bound": self.upper_bound,
-            "nodes_expanded": self.nodes_expanded,
-            "last_stage_solves": self.last_stage_solves,
-            "children_evaluated": self.children_evaluated,
-            "children_generated": self.children_generated,
-            "max_open": self.max_open,
-            "heuristic_seconds": round(self.heuristic_seconds, 4),
-            "heuristic_stages_as_pomdp": list(self.stages_as_pomdp),
             "beliefs_per_stage": list(self.beliefs_per_stage),
             "max_types_per_agent": list(self.max_types),
             "peak_tracked_bytes": self.peak_tracked_bytes,
