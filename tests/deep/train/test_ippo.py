@@ -149,3 +149,16 @@ def test_gae_closed_form_equals_the_recursion(p_done: float, monkeypatch: pytest
     delta = reward + gamma * nxt * (~done) - value
     closed = gae_weights(delta, done, gamma * lam)
     assert torch.allclose(closed, adv, atol=1e-5, rtol=1e-5), (closed - adv).abs().max()
+
+
+def test_train_step_times_its_phases_on_request() -> None:
+    """``train_step(timings=...)`` (what ``bench_learner`` reports as ``phase_s``) fills one entry per phase
+    and runs the same update: the counters advance as without it."""
+    cfg = paper_config("tabular:dectiger", seeds=(0,), num_envs=4, num_steps=3)
+    learner = Learner(cfg)
+    timings: dict[str, float] = {}
+    out = learner.train_step(timings=timings)
+    assert list(timings) == ["collect", "gae", "update"] and all(v >= 0 for v in timings.values())
+    assert out["update"] == learner.update == 1
+    learner.train_step()
+    assert learner.update == 2 and list(timings) == ["collect", "gae", "update"]

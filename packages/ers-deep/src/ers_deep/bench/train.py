@@ -48,7 +48,8 @@ def bench_learner(config: TrainConfig, updates: int = 2, warmup: int = 1) -> dic
     _sync(config.device)
     seconds = time.perf_counter() - t1
     steps = updates * config.steps_per_update * len(config.seeds)
-    phases = phase_seconds(learner, config.device)
+    phases: dict[str, float] = {}
+    learner.train_step(timings=phases)  # one more, its phases timed apart
     fast = learner.fast
     return {
         "env": config.env,
@@ -65,24 +66,6 @@ def bench_learner(config: TrainConfig, updates: int = 2, warmup: int = 1) -> dic
         "phase_s": phases,
         "return": m.get("return"),
     }
-
-
-def phase_seconds(learner: Learner, device: str) -> dict[str, float]:
-    """One more update, its phases timed apart (the device synchronised between them): collection, GAE, the
-    PPO update phase."""
-    out: dict[str, float] = {}
-    t = time.perf_counter()
-    ro, _ = learner.collect()
-    _sync(device)
-    out["collect"], t = time.perf_counter() - t, time.perf_counter()
-    adv, target = learner.advantages(ro)
-    _sync(device)
-    out["gae"], t = time.perf_counter() - t, time.perf_counter()
-    learner.ppo_update(ro, adv, target)
-    learner.update += 1
-    _sync(device)
-    out["update"] = time.perf_counter() - t
-    return out
 
 
 def bench_pair(config: TrainConfig, updates: int = 2, warmup: int = 1) -> dict[str, Any]:

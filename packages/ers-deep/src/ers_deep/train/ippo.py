@@ -46,6 +46,7 @@ standardisation ignores the loss mask of non-acting Hanabi players (``../shared/
 from __future__ import annotations
 
 import math
+import time
 from typing import Any
 
 import torch
@@ -126,6 +127,23 @@ def learner_env(cfg: TrainConfig) -> tuple[BatchedEnv, str]:
     if mode != "eager":
         env = make_env(cfg, S * B, seed=cfg.seeds[0], branch_free=True)
     return env, mode
+
+
+class PhaseClock:
+    """``clock(name)`` records into ``timings`` the seconds since the previous call (or since construction),
+    after synchronising ``device``; a no-op without ``timings``."""
+
+    def __init__(self, timings: dict[str, float] | None, device: torch.device) -> None:
+        self.timings, self.cuda = timings, device.type == "cuda"
+        self.last = time.perf_counter()
+
+    def __call__(self, name: str) -> None:
+        if self.timings is None:
+            return
+        if self.cuda:
+            torch.cuda.synchronize()
+        now = time.perf_counter()
+        self.timings[name], self.last = now - self.last, now
 
 
 class Learner:
@@ -226,11 +244,16 @@ class Learner:
         """(advantage, value target) [S, T, N] of a rollout."""
         return gae(ro.reward, ro.value, ro.last_value, ro.done, self.gamma, self.config.gae_lambda)
 
-    def train_step(self) -> dict[str, Any]:
-        """One update (collect, GAE, PPO); per-seed metrics as lists."""
+    def train_step(self, timings: dict[str, float] | None = None) -> dict[str, Any]:
+        """One update (collect, GAE, PPO); per-seed metrics as lists. ``timings`` (benchmarks): filled with the
+        seconds of each phase, the device synchronised after each."""
+        clock = PhaseClock(timings, self.env.device)
         ro, stats = self.collect()
+        clock("collect")
         adv, target = self.advantages(ro)
+        clock("gae")
         parts = self.ppo_update(ro, adv, target)
+        clock("update")
         self.update += 1
         out: dict[str, Any] = {
             "update": self.update,
