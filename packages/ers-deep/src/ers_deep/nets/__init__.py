@@ -3,7 +3,7 @@
 ``state`` (``NetState``: the per-actor state a net carries between steps, in named fields), ``sampling`` (the one
 action sampler)."""
 
-from ers_deep.nets.actor_critic import NETS, ActorCritic, NetConfig, build_net
+from ers_deep.nets.actor_critic import NETS, ActorCritic, NetConfig, build_net, take_rows
 from ers_deep.nets.sampling import masked_logits, policy_mask, sample
 from ers_deep.nets.state import NetState
 
@@ -16,4 +16,5 @@ __all__ = [
     "masked_logits",
     "policy_mask",
     "sample",
+    "take_rows",
 ]

@@ -58,6 +58,14 @@ class NetConfig:
         return asdict(self)
 
 
+def take_rows(x: Tensor, rows: Tensor) -> Tensor:
+    """The entries ``rows`` [S, K] (indices into the flattened T x N entries) of x [S, T, N, ...]: [S, K, ...]
+    (what ``forward_rows`` computes the actor head on, and the loss reads beside it)."""
+    flat = x.flatten(1, 2)
+    index = rows.view(*rows.shape, *(1,) * (flat.dim() - 2)).expand(*rows.shape, *flat.shape[2:])
+    return flat.gather(1, index)
+
+
 class ActorCritic(nn.Module):
     """Base: S seeds, obs shape, A actions, GRU state size H (0 for feed-forward nets)."""
 
@@ -123,7 +131,7 @@ class FeedForward(ActorCritic):
         x = torch.relu(self.embed(obs.reshape(S, T * N, -1).float()))
         value = self.critic_out(torch.relu(self.critic_hidden(x)))
         if rows is not None:
-            x = x.gather(1, rows[..., None].expand(S, rows.shape[1], x.shape[-1]))
+            x = take_rows(x.view(S, T, N, -1), rows)
         logits = self.actor_out(torch.relu(self.actor_hidden(x)))
         return logits, value.view(S, T, N), state
 

@@ -22,7 +22,7 @@ import torch
 from torch import Tensor
 
 from ers_deep.envs.symmetry import Symmetry
-from ers_deep.nets.actor_critic import ActorCritic
+from ers_deep.nets.actor_critic import ActorCritic, take_rows
 from ers_deep.nets.state import NetState
 
 __all__ = ["OtherPlayNet", "episode_hash"]
@@ -113,7 +113,7 @@ class OtherPlayNet(ActorCritic):
             logits, value, after = self.base(mapped.view(obs.shape), first, own)
         else:
             logits, value, after = self.base.forward_rows(mapped.view(obs.shape), first, own, rows)  # type: ignore[operator]
-            idx = idx.flatten(1, 2).gather(1, rows[..., None].expand(*rows.shape, idx.shape[-1]))
+            idx = take_rows(idx, rows)
         logits = logits.gather(-1, idx)
         assert state.episode is not None
         return logits, value, after._replace(actor=state.actor, episode=state.episode + first.long().sum(1))

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from ers_deep.nets import ActorCritic, NetState, masked_logits
+from ers_deep.nets import ActorCritic, NetState, masked_logits, take_rows
 from ers_deep.train.collect import Rollout
 from ers_deep.train.config import TrainConfig
 
@@ -86,13 +86,6 @@ def update_data(ro: Rollout, adv: Tensor, target: Tensor) -> dict[str, Tensor]:
     state before step 0 as ``hidden0/<field>`` [S, N, ...]; a minibatch is ``train.update.select(data, idx)``."""
     out = {k: getattr(ro, k) for k in ("obs", "first", "legal", "action", "logp", "acting", "value")}
     return out | {"adv": adv, "target": target} | ro.hidden0.tensors("hidden0/")
-
-
-def take_rows(x: Tensor, rows: Tensor) -> Tensor:
-    """The entries ``rows`` [S, K] (indices into the flattened T x M entries) of x [S, T, M, ...]: [S, K, ...]."""
-    flat = x.flatten(1, 2)
-    index = rows.view(*rows.shape, *(1,) * (flat.dim() - 2)).expand(*rows.shape, *flat.shape[2:])
-    return flat.gather(1, index)
 
 
 def ppo_loss(
