@@ -7,15 +7,13 @@ killed at 8 GB (issue 23's table)."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.own_process import run_json
+
 LIMIT_SECONDS = 120.0
 LIMIT_PEAK_MB = 2048.0
 
@@ -52,15 +50,7 @@ TARGETS = [
 
 
 def _run(path: Path, horizon: int) -> dict:
-    out = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(path), str(horizon)],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=ROOT,
-        timeout=600,
-    )
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_json(SCRIPT, str(path), str(horizon), timeout=600)
 
 
 @pytest.mark.parametrize(

@@ -12,15 +12,12 @@ skipped without it. Ratio = Gambit seconds / our seconds, in ``extra_info``.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.own_process import run_json
+
 PEAK_LIMIT_MB = 1024.0
 RESIDUAL_LIMIT = 1e-10
 
@@ -68,15 +65,7 @@ GAMBIT = textwrap.dedent(
 
 
 def _run(script: str, alpha: float) -> dict:
-    out = subprocess.run(
-        [sys.executable, "-c", script, str(alpha)],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=ROOT,
-        timeout=900,
-    )
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_json(script, str(alpha), timeout=900)
 
 
 @pytest.mark.parametrize("alpha", [1.0, 0.5, 0.25])

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import ast
 import importlib
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import ers_exact
+from tests.own_process import run_json
 
 HEAVY = ("numpy", "scipy", "sympy", "networkx", "matplotlib", "torch")
 SRC = Path(ers_exact.__file__).resolve().parent
@@ -39,8 +39,7 @@ assert status == 0, status
 def _heavy_modules(setup: str) -> set[str]:
     """The heavy top-level packages loaded after running ``setup`` in a fresh interpreter."""
     code = _PROBE.format(setup=setup, heavy=HEAVY)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    return set(json.loads(out.stdout.strip().splitlines()[-1]))
+    return set(run_json(code))
 
 
 @pytest.mark.parametrize(
