@@ -13,8 +13,9 @@
 # Measured on one H200 (2026-11-26): the table's first four rows took 290 s; compiling Hanabi's step for the
 # compile-graph test alone takes over 90 s (a 90 s TEST_S ended before its first result).
 # The issue's 5-minute learning comparison needs a session of its own (2 x 300 s + setup, ~12 min of a 15-min
-# budget): TEST_S=0 TABLE_S=590 LEARN_S=270 TABLE_ARGS="--rows learn" (one call, timeout_s=600); an ers
-# variant beside it: TABLE_ARGS="--rows learn --learn-variants 'vf_coef=1.0'" (then shorter LEARN_S).
+# budget): TEST_S=0 TABLE_S=590 LEARN_S=270 TABLE_ARGS="--rows learn" (one call, timeout_s=600); ers's loss is
+# now the official one (loss_mean=all); its loss before, beside it: TABLE_ARGS="--rows learn --learn-variants
+# 'loss_mean=acting'" (then shorter LEARN_S).
 # The bfloat16 update beside the float32 one: TABLE_ARGS="--row-variants 'bf16_update=true'" (and a learning
 # variant 'bf16_update=true' to compare the curves; the issue asks for the curve before it becomes a default).
 # Budgets (seconds): TEST_S for the tests, TABLE_S for the table; TABLE_ARGS: more options of gpu_train_table.py

@@ -63,3 +63,72 @@ def test_the_learner_learns_either_way(acting_rows: bool) -> None:
     before = [p.detach().clone() for p in learner.net.parameters()]
     learner.train_step()
     assert any(not torch.equal(a, b) for a, b in zip(before, learner.net.parameters(), strict=True))
+
+
+def _official_loss(learner: Learner, mb: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """The official code's loss (JaxMARL ``ippo_ff_hanabi.py``, ``../shared/anchors/ippo_hanabi_jax.py``),
+    written out plainly: every term a mean over every entry, the waiting seat's forced no-op included; the
+    advantages normalised over every entry. Returns (loss [S], actor term [S])."""
+    cfg = learner.config
+    logits, value, _ = learner.net(mb["obs"], mb["first"], learner.net.initial_state(mb["obs"].shape[2]))
+    # JaxMARL's action set: ers's A moves and a no-op, the waiting seat's only legal move (ers has no no-op:
+    # the env ignores the waiting seat's move)
+    acting = mb["acting"]
+    logits = torch.cat([logits, torch.zeros_like(logits[..., :1])], -1)
+    legal = torch.cat([mb["legal"] & acting[..., None], ~acting[..., None]], -1)
+    action = torch.where(acting, mb["action"], logits.shape[-1] - 1)
+    logits = logits - (~legal).float() * 1e10
+    lp_all = torch.log_softmax(logits, -1)
+    lp = lp_all.gather(-1, action[..., None])[..., 0]
+    old = torch.where(acting, mb["logp"], 0.0)
+    ratio = torch.exp(lp - old)
+    adv = mb["adv"]
+    flat = adv.flatten(1)
+    adv = (adv - flat.mean(1).view(-1, 1, 1)) / (flat.std(1, correction=0).view(-1, 1, 1) + 1e-8)
+    clip = cfg.clip_eps
+    pg = -torch.minimum(ratio * adv, ratio.clamp(1 - clip, 1 + clip) * adv).flatten(1).mean(1)
+    vc = mb["value"] + (value - mb["value"]).clamp(-clip, clip)
+    vl = 0.5 * torch.maximum((value - mb["target"]) ** 2, (vc - mb["target"]) ** 2).flatten(1).mean(1)
+    ent = -(lp_all.exp() * torch.where(legal, lp_all, 0.0)).sum(-1).flatten(1).mean(1)
+    return pg + cfg.vf_coef * vl - cfg.alpha * ent, pg
+
+
+@pytest.mark.parametrize("share", [2, None])
+def test_loss_mean_all_is_the_official_loss_up_to_a_constant(share: int | None) -> None:
+    """``loss_mean="all"`` (the default): the gradient of the official loss over every entry; the loss itself
+    differs by the waiting seats' constant actor term, -sum_waiting A / (T M), and nothing else."""
+    learner = Learner(tiny_config("hanabi", collect_mode="eager"))
+    assert learner.config.loss_mean == "all"
+    learner.collect()
+    ro, _ = learner.collect()
+    adv, target = learner.advantages(ro)
+    games = torch.tensor([1, 2, 6])
+    mb = select(update_data(ro, adv, target), (games[:, None] * 2 + torch.arange(2)).flatten())
+    ours = _loss_and_grads(learner, mb, share)
+    learner.net.zero_grad(set_to_none=True)
+    official, pg = _official_loss(learner, mb)
+    official.sum().backward()
+    grads = [p.grad.clone() for p in learner.net.parameters()]
+    for a, b in zip(ours[4:], grads, strict=True):
+        assert torch.allclose(a, b, atol=1e-6, rtol=1e-4), (a - b).abs().max()
+    flat = mb["adv"].flatten(1)
+    norm = (mb["adv"] - flat.mean(1).view(-1, 1, 1)) / (flat.std(1, correction=0).view(-1, 1, 1) + 1e-8)
+    constant = -(norm * (~mb["acting"]).float()).flatten(1).sum(1) / flat.shape[1]
+    assert torch.allclose(ours[0], official - constant, atol=1e-5), (ours[0], official - constant)
+    assert torch.allclose(ours[1], pg - constant, atol=1e-5)  # the actor term
+
+
+def test_loss_mean_acting_differs_and_old_configs_keep_it() -> None:
+    """``"acting"`` (ers before the option) weighs the policy terms twice as much on Hanabi: a different
+    gradient; a run config written before the field loads as ``"acting"``, the loss it ran with."""
+    learner = Learner(tiny_config("hanabi", collect_mode="eager", loss_mean="acting"))
+    learner.collect()
+    ro, _ = learner.collect()
+    mb = select(update_data(ro, *learner.advantages(ro)), torch.arange(6))
+    acting = _loss_and_grads(learner, mb, None)
+    learner.config = learner.config.replace(loss_mean="all")
+    every = _loss_and_grads(learner, mb, None)
+    assert not torch.allclose(acting[4], every[4])
+    data = learner.config.to_json()
+    del data["loss_mean"]
+    assert type(learner.config).from_json(data).loss_mean == "acting"

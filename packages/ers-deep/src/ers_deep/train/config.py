@@ -35,6 +35,7 @@ AdvantageMode = Literal["gae", "exact"]
 CollectorKind = Literal["fast", "native", "torchrl"]
 FastMode = Literal["auto", "eager", "compile", "graph", "compile-graph"]
 UpdateMode = Literal["auto", "eager", "compile", "graph", "compile-graph"]
+LossMean = Literal["all", "acting"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -73,6 +74,9 @@ class TrainConfig:
     adam_eps: float = 1e-5
     normalize_advantage: bool = True  # per minibatch (PureJaxRL); off keeps alpha a true temperature
     clip_value_loss: bool = True
+    # the entries the actor and entropy terms and the advantage normalisation average over: "all" (the official
+    # code: both seats of a Hanabi step, the waiting seat's forced no-op included) or "acting" (ers before 2026-11-27)
+    loss_mean: LossMean = "all"
     advantage: AdvantageMode = "gae"  # "exact" (tabular only): all-actions gradient with ers-exact's Q - V
     shaped_reward_horizon: int = 0  # Overcooked: env steps over which the shaped reward anneals 1 -> 0 (0: 1)
     # network
@@ -122,6 +126,8 @@ class TrainConfig:
             raise UsageError(
                 f"TrainConfig.update_mode = {self.update_mode!r}: choose auto, eager, compile, graph or compile-graph"
             )
+        if self.loss_mean not in ("all", "acting"):
+            raise UsageError(f"TrainConfig.loss_mean = {self.loss_mean!r}: choose 'all' or 'acting'")
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
             raise UsageError(f"TrainConfig.seeds = {self.seeds!r}: give distinct seeds")
         if self.minibatches > self.num_envs * 2:
@@ -155,6 +161,7 @@ class TrainConfig:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TrainConfig:
         data = dict(data)
+        data.setdefault("loss_mean", "acting")  # a config written before the field: the loss it ran with
         data["net"] = NetConfig(**data["net"])
         data["seeds"] = tuple(data["seeds"])
         return cls(**data)

@@ -4,15 +4,20 @@ Plain PPO (CleanRL's / PureJaxRL's ``ppo.py``), per seed s of a stacked network,
 (whole sequences, time-major [S, T, M]):
 
     ratio   = exp(log pi(a | o) - log pi_old(a | o))
-    actor   = -mean_acting min(ratio A, clip(ratio, 1 - eps, 1 + eps) A)
+    actor   = -mean min(ratio A, clip(ratio, 1 - eps, 1 + eps) A)
     critic  = 1/2 mean max((V - R)^2, (V_old + clip(V - V_old, -eps, eps) - R)^2)     (clipped value loss)
-    entropy = mean_acting H(pi(. | o))
+    entropy = mean H(pi(. | o))
     loss    = actor + c_V critic - alpha entropy (+ the network's auxiliary loss)
 
-``acting`` masks the actor and entropy terms to the entries whose move is played (Hanabi's waiting player
-counts only in the value loss); advantages are normalised over acting entries when
-``normalize_advantage``. The exact-advantage mode of tabular games replaces the actor and entropy terms by
-``exact_policy_terms`` (the expected update on every local history; see ``ers_deep.train.ippo``).
+``mean`` averages over the entries of ``TrainConfig.loss_mean``: ``"all"`` (the official code: every entry,
+Hanabi's waiting seat included) or ``"acting"`` (the entries whose move is played); advantages are normalised
+over the same entries when ``normalize_advantage``. A waiting seat's only legal move is the no-op: its ratio is
+1 and its entropy 0, so its actor term is a constant (-A) and its entropy term zero. Both sums therefore run
+over the acting entries, and "all" differs from "acting" only in the count it divides by (and in the entries
+the advantages are normalised over): the official loss up to a constant, with the same gradient. With
+"all", Hanabi's policy terms weigh half as much beside the value loss as with "acting". The exact-advantage
+mode of tabular games replaces the actor and entropy terms by ``exact_policy_terms`` (the expected update on
+every local history; see ``ers_deep.train.ippo``).
 
 The minibatch steps and their modes (eager, compiled, CUDA-graph-captured) are ``ers_deep.train.update``.
 """
@@ -101,7 +106,16 @@ def ppo_loss(
     and entropy terms, which count acting entries only, run the actor head on those K = T M / P entries
     only (``net.forward_rows``; the same loss, ~20 % less work on Hanabi's MLP)."""
     state = NetState.from_tensors(mb, "hidden0/")
-    policy = {k: mb[k] for k in ("legal", "action", "logp", "acting", "adv")}
+    acting = mb["acting"]
+    over = acting if cfg.loss_mean == "acting" else torch.ones_like(acting)  # the entries the means count
+    count = over.flatten(1).sum(1).clamp_min(1).to(mb["adv"].dtype)  # [S]
+    adv = mb["adv"]
+    if cfg.normalize_advantage:
+        shape = (-1,) + (1,) * (adv.dim() - 1)
+        mean = masked_mean(adv, over).view(shape)
+        var = masked_mean((adv - mean) ** 2, over).view(shape)
+        adv = (adv - mean) / (var.sqrt() + 1e-8)
+    policy = {k: mb[k] for k in ("legal", "action", "logp", "acting")} | {"adv": adv}
     if acting_share is not None and exact is None and net.takes_rows:
         flat = mb["acting"].flatten(1)  # [S, T M]: the acting entries first (stable), K of them
         rows = torch.argsort((~flat).to(torch.uint8), dim=1, stable=True)[:, : flat.shape[1] // acting_share]
@@ -111,17 +125,12 @@ def ppo_loss(
         logits, value, _ = net(mb["obs"], mb["first"], state)
     logp_all = torch.log_softmax(masked_logits(logits, policy["legal"]), -1)
     logp = logp_all.gather(-1, policy["action"][..., None])[..., 0]
-    acting, a = policy["acting"], policy["adv"]
-    if cfg.normalize_advantage:
-        shape = (-1,) + (1,) * (a.dim() - 1)
-        mean = masked_mean(a, acting).view(shape)
-        var = masked_mean((a - mean) ** 2, acting).view(shape)
-        a = (a - mean) / (var.sqrt() + 1e-8)
+    a, played = policy["adv"], policy["acting"].to(logp.dtype)
     ratio = torch.exp(logp - policy["logp"])
     surrogate = torch.minimum(ratio * a, ratio.clamp(1 - cfg.clip_eps, 1 + cfg.clip_eps) * a)
-    if exact is None:
-        actor = -masked_mean(surrogate, acting)
-        ent = masked_mean(-(logp_all.exp() * logp_all).sum(-1), acting)
+    if exact is None:  # sums over the acting entries, divided by the count of ``loss_mean``'s entries
+        actor = -(surrogate * played).flatten(1).sum(1) / count
+        ent = (-(logp_all.exp() * logp_all).sum(-1) * played).flatten(1).sum(1) / count
     else:
         actor, ent = exact
     t, old_v = mb["target"], mb["value"]
