@@ -183,14 +183,15 @@ def test_an_alpha_beyond_floating_point_is_refused_naming_it(
     _refused("ers-exact", code, err, "1e-250", "alpha >=")
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    spec=tiny_game_specs(),
-    reward_exp=st.integers(-8, 60),
-    alpha_exp=st.floats(-7.0, 3.0),
-)
-@example(  # found by this test: logits up to 6e10, where the solver returned no fixed point (now refused)
-    spec=GameSpec(
+#: any alpha > 0 (10^-7 .. 10^3) and rewards scaled by 10^-8 .. 10^60
+EXTREMES = {
+    "spec": tiny_game_specs(),
+    "reward_exp": st.integers(-8, 60),
+    "alpha_exp": st.floats(-7.0, 3.0),
+}
+#: found by this test: logits up to 6e10, where the solver returned no fixed point (now refused)
+OVERFLOW_FOUND = {
+    "spec": GameSpec(
         n_agents=2,
         n_states=2,
         n_actions=(2, 3),
@@ -202,14 +203,15 @@ def test_an_alpha_beyond_floating_point_is_refused_naming_it(
         legal=False,
         seed=33,
     ),
-    reward_exp=10,
-    alpha_exp=0.0,
-)
-def test_fixed_points_are_finite_or_refused_at_extreme_alphas_and_rewards(
-    spec: GameSpec, reward_exp: int, alpha_exp: float
-) -> None:
+    "reward_exp": 10,
+    "alpha_exp": 0.0,
+}
+
+
+def _finite_or_refused(spec: GameSpec, reward_exp: int, alpha_exp: float) -> None:
     """Any alpha > 0 and rewards scaled by 10^-8 .. 10^60: every solver path (floats, continuation, interval
-    certificates, the certified search) gives finite numbers, or the temperature is refused by name."""
+    certificates, the certified search) gives finite numbers, or the temperature is refused by name (the body
+    of the two tests below: a few examples in the default suite, more under ``make test-slow``)."""
     import dataclasses
 
     from ers_exact.model.histories import enumerate_histories
@@ -230,6 +232,25 @@ def test_fixed_points_are_finite_or_refused_at_extreme_alphas_and_rewards(
     for p in result.points:
         assert math.isfinite(p.J) and math.isfinite(p.residual)
     dumps(result.to_json())  # strict JSON: raises on a non-finite number that slipped through
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(**EXTREMES)
+@example(**OVERFLOW_FOUND)
+def test_fixed_points_are_finite_or_refused_at_extreme_alphas_and_rewards(
+    spec: GameSpec, reward_exp: int, alpha_exp: float
+) -> None:
+    _finite_or_refused(spec, reward_exp, alpha_exp)
+
+
+@pytest.mark.slow
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(**EXTREMES)
+@example(**OVERFLOW_FOUND)
+def test_fixed_points_are_finite_or_refused_at_extreme_alphas_and_rewards_many(
+    spec: GameSpec, reward_exp: int, alpha_exp: float
+) -> None:
+    _finite_or_refused(spec, reward_exp, alpha_exp)
 
 
 def test_interval_exp_never_overflows() -> None:
