@@ -1,0 +1,209 @@
+"""Enclosures of the logit map M and of the expected return J over *batches of wide boxes* in logit
+coordinates, for the certified branch-and-bound of :mod:`ers_exact.solve.optimal_set`.
+
+The evaluator of :mod:`ers_exact.solve.derivatives` on interval arrays is exact in form but carries the
+dependency problem through logs and products, so on a wide box (|y| up to B / alpha) its enclosures are
+useless (widths of 1e16 or inf). This module works in *probability space*, one box Y of logits at a time
+over a batch [P, D]:
+
+* policies: pi^i(a | tau) = 1 / sum_b exp(z_b - z_a) is monotone in each logit, so its exact range over Y is
+  [1 / sum_b exp(hi_b - lo_a), 1 / sum_b exp(lo_b - hi_a)] (b = a contributes 1); outward rounded;
+* values: G[n, a] (chance-weighted reward-to-go after joint action a at node n, as in ``derivatives``)
+  backwards, with the expectation V_n = sum_a pi(a | n) G[n, a] bounded by a *simplex-aware* greedy: for one
+  agent, max_{l <= p <= u, sum p = 1} sum_a p_a v_a fills the lower bounds and gives the remaining mass to
+  the largest v first; several agents are contracted one at a time (a relaxation: valid, and tight for
+  the last agent); J = V at the root;
+* gaps: (Q^i(tau, a) - Q^i(tau, r)) is a convex combination, over the joint nodes n projecting on tau, of
+  the per-node conditional gaps sum_{a^-i} pi^-i(a^-i | n) (G[n, (a, a^-i)] - G[n, (r, a^-i)]) / c(n)
+  (weights p^-i(n) c(n) > 0), so the hull of the per-node enclosures encloses it for any past play.
+
+Rounding: every float result is widened by a bound on its rounding error (sums: gamma_k sum |terms|;
+exp/log: a few ulps relative to the magnitude of the argument), with the chance weights b_0 T U enclosed by
+:mod:`ers_exact.solve.interval_array`. All arrays are [P, ...] (P boxes).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ers_exact.solve.boltzmann import LogitCoordinates
+from ers_exact.solve.interval_array import IArray, spmm
+
+__all__ = ["BoxEnclosure", "greedy_max"]
+
+_EPS = np.finfo(float).eps
+_TINY = np.finfo(float).tiny
+
+
+def _dn(x: np.ndarray) -> np.ndarray:
+    return np.nextafter(x, -np.inf)
+
+
+def _up(x: np.ndarray) -> np.ndarray:
+    return np.nextafter(x, np.inf)
+
+
+def greedy_max(v: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """An upper bound (rounded up) of max sum_a p_a v_a over lo <= p <= hi, sum_a p_a = 1, along the last
+    axis (lo, hi broadcast to v's shape; the set must hold some distribution, as it does when lo and hi
+    enclose the policies of a box).  # [...]"""
+    lo, hi = np.broadcast_to(lo, v.shape), np.broadcast_to(hi, v.shape)
+    A = v.shape[-1]
+    c = np.where(hi > 0, v, np.inf).min(axis=-1, keepdims=True)  # actions with p = 0 do not count
+    c = np.where(np.isfinite(c), c, 0.0)
+    w = np.where(hi > 0, np.maximum(_up(v - c), 0.0), 0.0)  # >= 0: extra mass can only add
+    order = np.argsort(-w, axis=-1)
+    ws = np.take_along_axis(w, order, axis=-1)
+    ls = np.take_along_axis(lo, order, axis=-1)
+    cap = np.maximum(np.take_along_axis(hi, order, axis=-1) - ls, 0.0)
+    lsum = ls.sum(axis=-1)
+    mass = np.maximum(1.0 - lsum + (A + 2) * _EPS * (1.0 + lsum), 0.0)
+    before = np.cumsum(cap, axis=-1) - cap
+    alloc = np.clip(mass[..., None] - before, 0.0, cap)
+    with np.errstate(invalid="ignore"):
+        terms = ls * ws + alloc * ws
+        total = terms.sum(axis=-1)
+        err = 4 * (A + 2) * _EPS * (np.abs(terms).sum(axis=-1) + ws.max(axis=-1) * (mass + cap.sum(-1)))
+    out = _up(_up(c[..., 0] + total + err) + _EPS * np.abs(c[..., 0]) + _TINY)
+    return np.where(np.isnan(out), np.inf, out)
+
+
+def _expect(
+    vlo: np.ndarray, vhi: np.ndarray, bounds: list[tuple[np.ndarray, np.ndarray]], axes: list[int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Enclosure of sum over the given action axes of prod_j pi^j(a_j) v (agents contracted one at a time,
+    last axis first); ``bounds[k]`` are the (lo, hi) of the agent on ``axes[k]``, shaped to broadcast."""
+    for (l, u), ax in sorted(zip(bounds, axes), key=lambda x: -x[1]):
+        vl, vh = np.moveaxis(vlo, ax, -1), np.moveaxis(vhi, ax, -1)
+        ll, uu = np.moveaxis(l, ax, -1), np.moveaxis(u, ax, -1)
+        vhi = np.expand_dims(greedy_max(vh, ll, uu), ax)  # the contracted axis kept, of size 1
+        vlo = np.expand_dims(-greedy_max(-vl, ll, uu), ax)
+    return vlo, vhi
+
+
+class BoxEnclosure:
+    """Pre-built structure of a tree for :meth:`__call__` (build once per tree)."""
+
+    def __init__(self, coords: LogitCoordinates) -> None:
+        self.coords = coords
+        tree = coords.tree
+        self.tree = tree
+        game = tree.game
+        self.n = game.n_agents
+        self.na = tuple(int(a) for a in game.n_actions)
+        self.gamma = float(game.discount)
+        der = coords.derivatives
+        self.index = der.index
+        rewards, prob = der._interval_chance  # IArray [N_t, A] and [N_t]
+        self.rewards = [(r.lo, r.hi) for r in rewards]
+        self.prob = [(p.lo, p.hi) for p in prob]
+        self.groups = der.groups  # [t][i] = (relative local index, sort order, group starts)
+        self.refs = [np.argmax(h.legal, axis=1) for h in tree.local]
+        self.legal = [h.legal for h in tree.local]
+        self.offsets = [h.offsets for h in tree.local]
+
+    def policy_bounds(self, lo: np.ndarray, hi: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Exact ranges (outward rounded) of pi^i(a | tau) over each box, per agent ([P, K_i, A_i] twice)."""
+        P = lo.shape[0]
+        out = []
+        for sl, (k, a, _), legal in zip(self.coords.slices, self.index, self.legal):
+            base = np.where(legal, 0.0, -np.inf)[None].repeat(P, axis=0)
+            zlo, zhi = base.copy(), base.copy()
+            zlo[:, k, a], zhi[:, k, a] = lo[:, sl], hi[:, sl]
+            A = legal.shape[1]
+            plo, phi = np.zeros(zlo.shape), np.zeros(zlo.shape)
+            for b in range(A):
+                for target, z_own, z_other in ((plo, zlo, zhi), (phi, zhi, zlo)):
+                    own = z_own[:, :, b : b + 1]
+                    with np.errstate(invalid="ignore", over="ignore"):
+                        d = np.where(np.arange(A) == b, 0.0, z_other - own)  # z_c - z_b, own term 0
+                        m = d.max(axis=2, keepdims=True)
+                        lse = m[..., 0] + np.log(np.exp(d - m).sum(axis=2))
+                        mag = np.abs(own[..., 0]) + np.abs(z_other).max(axis=2, initial=0.0, where=legal)
+                    rel = (8 * A + 8) * _EPS * (1.0 + mag)
+                    # pi_b = exp(-lse); enclose with the rounding of the logits' differences and of exp/log
+                    target[:, :, b] = np.exp(-lse) * (np.exp(-rel) if target is plo else np.exp(rel))
+            ok = legal[None]
+            out.append(
+                (
+                    np.where(ok, np.clip(_dn(plo), 0.0, 1.0), 0.0),
+                    np.where(ok, np.clip(_up(phi), 0.0, 1.0), 0.0),
+                )
+            )
+        return out
+
+    def __call__(
+        self, lo: np.ndarray, hi: np.ndarray, alpha: float
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Enclosures of M(Y) ([P, D] lo and hi) and of J(pi(Y)) ([P] lo and hi) for boxes [lo, hi] [P, D]."""
+        tree, n, na = self.tree, self.n, self.na
+        P = lo.shape[0]
+        pol = self.policy_bounds(lo, hi)
+        H = len(tree.layers)
+        Glo: list[np.ndarray] = [np.empty(0)] * H
+        Ghi: list[np.ndarray] = [np.empty(0)] * H
+        node_bounds: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in range(H)]
+        v_next: tuple[np.ndarray, np.ndarray] | None = None
+        for t in reversed(range(H)):
+            layer = tree.layers[t]
+            N = len(layer)
+            rlo, rhi = self.rewards[t]
+            if v_next is None:
+                glo = np.broadcast_to(rlo[None], (P, N, rlo.shape[1])).copy()
+                ghi = np.broadcast_to(rhi[None], (P, N, rhi.shape[1])).copy()
+            else:
+                cont = spmm(tree.child_matrix(t), IArray(v_next[0].T, v_next[1].T))  # [N A, P]
+                s = IArray(rlo.reshape(-1, 1), rhi.reshape(-1, 1)) + self.gamma * cont
+                glo, ghi = s.lo.T.reshape(P, N, -1), s.hi.T.reshape(P, N, -1)
+            glo, ghi = glo.reshape(P, N, *na), ghi.reshape(P, N, *na)
+            bnds = []
+            for j in range(n):
+                shape = [P, N] + [1] * n
+                shape[2 + j] = na[j]
+                l, u = pol[j]
+                loc = layer.local[:, j]
+                bnds.append((l[:, loc].reshape(shape), u[:, loc].reshape(shape)))
+            node_bounds[t] = bnds
+            Glo[t], Ghi[t] = glo, ghi
+            vlo, vhi = _expect(glo, ghi, bnds, [2 + j for j in range(n)])
+            v_next = (vlo.reshape(P, N), vhi.reshape(P, N))
+        assert v_next is not None
+        Jlo, Jhi = v_next[0][:, 0], v_next[1][:, 0]
+        mlo, mhi = [], []
+        for i in range(n):
+            glo_i, ghi_i = [], []
+            for t in range(H):
+                layer = tree.layers[t]
+                N = len(layer)
+                ref = self.refs[i][layer.local[:, i]]  # [N] reference action of each node's local history
+                g_lo = np.moveaxis(Glo[t], 2 + i, 2)  # [P, N, A_i, rest...]
+                g_hi = np.moveaxis(Ghi[t], 2 + i, 2)
+                r_lo = np.take_along_axis(g_lo, ref.reshape(1, N, 1, *[1] * (n - 1)), axis=2)
+                r_hi = np.take_along_axis(g_hi, ref.reshape(1, N, 1, *[1] * (n - 1)), axis=2)
+                d_lo, d_hi = _dn(g_lo - r_hi), _up(g_hi - r_lo)
+                others = [j for j in range(n) if j != i]
+                bnds = [
+                    (np.moveaxis(node_bounds[t][j][0], 2 + i, 2), np.moveaxis(node_bounds[t][j][1], 2 + i, 2))
+                    for j in others
+                ]
+                axes = [3 + others.index(j) for j in others]
+                inner_lo, inner_hi = _expect(d_lo, d_hi, bnds, axes)  # [P, N, A_i]
+                inner_lo, inner_hi = inner_lo.reshape(P, N, na[i]), inner_hi.reshape(P, N, na[i])
+                plo, phi = self.prob[t]
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    q_lo = np.where(
+                        inner_lo >= 0, inner_lo / phi[None, :, None], inner_lo / plo[None, :, None]
+                    )
+                    q_hi = np.where(
+                        inner_hi >= 0, inner_hi / plo[None, :, None], inner_hi / phi[None, :, None]
+                    )
+                q_lo = np.where(np.isnan(q_lo), -np.inf, _dn(q_lo))
+                q_hi = np.where(np.isnan(q_hi), np.inf, _up(q_hi))
+                _, order, starts = self.groups[t][i]
+                glo_i.append(np.minimum.reduceat(q_lo[:, order], starts, axis=1))  # [P, K_t, A_i]
+                ghi_i.append(np.maximum.reduceat(q_hi[:, order], starts, axis=1))
+            hull_lo, hull_hi = np.concatenate(glo_i, axis=1), np.concatenate(ghi_i, axis=1)
+            k, a, _ = self.index[i]
+            mlo.append(_dn(hull_lo[:, k, a] / alpha))
+            mhi.append(_up(hull_hi[:, k, a] / alpha))
+        return np.concatenate(mlo, axis=1), np.concatenate(mhi, axis=1), Jlo, Jhi
