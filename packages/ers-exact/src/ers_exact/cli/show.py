@@ -14,6 +14,7 @@ __all__ = [
     "show_games",
     "show_op",
     "show_optimal",
+    "show_optimal_set",
     "show_solve",
     "show_sweep",
     "show_symmetries",
@@ -51,6 +52,17 @@ def show_solve(result: dict[str, Any]) -> None:
         result["fixed_points"],
         ["J", "residual", "spectral_radius", "stable", "certified", "optimal", "basin"],
     )
+
+
+def show_optimal_set(result: dict[str, Any]) -> None:
+    lo, hi = result["J_star"]
+    star = f"J* in [{lo:.9g}, {hi:.9g}]" if result["complete"] else f"J* >= {lo:.9g}"
+    print(
+        f"{result['game']} H={result['horizon']} alpha={result['alpha']}: {star}, |Pi*| = {result['n_optimal']} "
+        f"(eps {result['eps']:g}), complete: {result['complete']}; {result['note']}"
+    )
+    rows = [{**p, "J_lo": p["J_enclosure"][0], "J_hi": p["J_enclosure"][1]} for p in result["points"]]
+    print_table(rows, ["J", "J_lo", "J_hi", "residual", "certified", "optimal", "found_by"])
 
 
 def show_sweep(result: dict[str, Any]) -> None:

@@ -128,7 +128,15 @@ class OptimalSetConfig:
     batch: int = 64  # boxes evaluated together (numpy over the batch)
     contract_rounds: int = 6  # rounds of Y <- Y n M(Y) per box before the Krawczyk test
     krawczyk_width: float = 64.0  # the Krawczyk test runs on boxes whose logit widths are all below this
-    certify_radii: tuple[float, ...] = (1e-9, 1e-7, 1e-5, 1e-3)  # boxes tried around the candidates found
+    certify_radii: tuple[float, ...] = (
+        1e-7,
+        1e-5,
+        1e-3,
+        1e-2,
+        0.1,
+        0.5,
+        2.0,
+    )  # around each candidate (largest kept)
     dedup_tol: float = 1e-7  # the solver's candidates (policies, max abs)
     progress: bool | None = None  # progress on stderr (None: when it is a terminal)
 

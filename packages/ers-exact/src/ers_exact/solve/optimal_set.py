@@ -140,6 +140,8 @@ class _Roots:
     hi: list[np.ndarray] = field(default_factory=list)
     J: list[tuple[float, float]] = field(default_factory=list)
     by: list[str] = field(default_factory=list)
+    region_lo: list[np.ndarray] = field(default_factory=list)  # a box proven to hold only this root
+    region_hi: list[np.ndarray] = field(default_factory=list)
     ambiguous: int = 0  # overlapping root boxes not proven to be one root
 
 
@@ -153,8 +155,35 @@ def _logit_mean(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     return m - np.log(-np.expm1(np.minimum(m, -1e-300)))
 
 
-def _split(lo: np.ndarray, hi: np.ndarray, score: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Bisect each box [P, D] at the coordinate of highest score, where the probability mass halves."""
+def _face_cuts(lo: np.ndarray, hi: np.ndarray, roots: _Roots) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For each box [P, D]: whether it lies inside a root's region (a box proven to hold only that root), and
+    for a box that overlaps one, the face of the region to cut it at (coordinate, position; -1 if none)."""
+    P = len(lo)
+    inside, k, cut = np.zeros(P, dtype=bool), np.full(P, -1), np.zeros(P)
+    if not roots.region_lo or not P:
+        return inside, k, cut
+    rlo, rhi = np.array(roots.region_lo), np.array(roots.region_hi)  # [R, D]
+    meets = np.all((lo[:, None] <= rhi[None]) & (rlo[None] <= hi[:, None]), axis=2)  # [P, R]
+    within = np.all((lo[:, None] >= rlo[None]) & (hi[:, None] <= rhi[None]), axis=2)
+    inside = within.any(axis=1)
+    for p in np.flatnonzero(meets.any(axis=1) & ~inside):
+        r = int(np.flatnonzero(meets[p])[0])
+        if np.any(hi[p] - lo[p] > 4 * (rhi[r] - rlo[r])):  # cut at a face only once the box is that small
+            continue
+        w = np.maximum(hi[p] - lo[p], 1e-300)
+        below = np.where((rlo[r] > lo[p]) & (rlo[r] < hi[p]), (rlo[r] - lo[p]) / w, -1.0)
+        above = np.where((rhi[r] < hi[p]) & (rhi[r] > lo[p]), (hi[p] - rhi[r]) / w, -1.0)
+        d_b, d_a = int(np.argmax(below)), int(np.argmax(above))
+        if max(below[d_b], above[d_a]) > 0:
+            k[p], cut[p] = (d_b, rlo[r, d_b]) if below[d_b] >= above[d_a] else (d_a, rhi[r, d_a])
+    return inside, k, cut
+
+
+def _split(
+    lo: np.ndarray, hi: np.ndarray, score: np.ndarray, face: tuple[np.ndarray, np.ndarray] | None = None
+) -> tuple[np.ndarray, ...]:
+    """Bisect each box [P, D] at the coordinate of highest score, where the probability mass halves (or at
+    the given face of a root's region, where ``face`` names one)."""
     P = len(lo)
     k = np.argmax(score, axis=1)
     rows = np.arange(P)
@@ -163,14 +192,18 @@ def _split(lo: np.ndarray, hi: np.ndarray, score: np.ndarray) -> tuple[np.ndarra
     cut = np.where(upper, -_logit_mean(-b, -a), _logit_mean(a, b))
     w = b - a
     cut = np.where((w < 8) | ~np.isfinite(cut), 0.5 * (a + b), np.clip(cut, a + 1e-3 * w, b - 1e-3 * w))
+    if face is not None:
+        forced = face[0] >= 0
+        k = np.where(forced, face[0], k)
+        cut = np.where(forced, face[1], cut)
     left_hi, right_lo = hi.copy(), lo.copy()
     left_hi[rows, k], right_lo[rows, k] = cut, cut
     return np.concatenate([lo, right_lo]), np.concatenate([left_hi, hi])
 
 
 def _score(enc: BoxEnclosure, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """Per coordinate (i, tau, a): the widths of pi(a | tau) and pi(r | tau) over the box, plus a tie-break by
-    the logit width.  # [P, D]"""
+    """Per coordinate (i, tau, a): the ranges of pi(a | tau) and pi(r | tau) over the box, plus a tie-break by
+    the logit width (a "smear" by the Jacobian at the centre was tried and closed no more boxes).  # [P, D]"""
     parts = []
     for (l, u), (k, a, r) in zip(enc.policy_bounds(lo, hi), enc.index):
         parts.append((u - l)[:, k, a] + (u - l)[:, k, r])
@@ -185,6 +218,7 @@ def _add_root(
     J: tuple[float, float],
     by: str,
     alpha: float,
+    region: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> None:
     """Record a root box unless it overlaps a known one and their hull provably holds a single root."""
     for r in range(len(roots.lo)):
@@ -195,6 +229,10 @@ def _add_root(
             if status[0] == UNIQUE:
                 if J[0] > roots.J[r][0]:  # keep the tighter enclosure of the same root
                     roots.lo[r], roots.hi[r], roots.J[r] = lo, hi, J
+                if region is not None and np.sum(region[1] - region[0]) > np.sum(
+                    roots.region_hi[r] - roots.region_lo[r]
+                ):
+                    roots.region_lo[r], roots.region_hi[r] = region
                 return
             roots.ambiguous += 1
             break
@@ -202,6 +240,8 @@ def _add_root(
     roots.hi.append(hi)
     roots.J.append(J)
     roots.by.append(by)
+    roots.region_lo.append(lo if region is None else region[0])
+    roots.region_hi.append(hi if region is None else region[1])
 
 
 def _certify_candidates(
@@ -212,20 +252,32 @@ def _certify_candidates(
     cfg: OptimalSetConfig,
     roots: _Roots,
 ) -> int:
-    """Krawczyk boxes around the solver's points, smallest radius first; returns how many were certified."""
-    todo = np.arange(len(ys))
-    for r in cfg.certify_radii:
+    """Krawczyk boxes around the solver's points: the largest radius that proves a single fixed point (its
+    box is then excluded from the search), and a small one for the enclosure of J; returns how many were
+    certified."""
+    region: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for r in sorted(cfg.certify_radii, reverse=True):
+        todo = np.array([k for k in range(len(ys)) if k not in region], dtype=np.int64)
         if not todo.size:
             break
         rad = r * np.maximum(1.0, np.abs(ys[todo]))
-        status, klo, khi = krawczyk_batch(coords, ys[todo] - rad, ys[todo] + rad, alpha)
-        hit = status == UNIQUE
-        if hit.any():
-            _, _, jlo, jhi = enc(klo[hit], khi[hit], alpha)
-            for k, (l, h) in enumerate(zip(klo[hit], khi[hit])):
-                _add_root(coords, roots, l, h, (float(jlo[k]), float(jhi[k])), "candidate", alpha)
-        todo = todo[~hit]
-    return len(ys) - len(todo)
+        status, _, _ = krawczyk_batch(coords, ys[todo] - rad, ys[todo] + rad, alpha)
+        for k in todo[status == UNIQUE]:
+            rk = r * np.maximum(1.0, np.abs(ys[k]))
+            region[int(k)] = (ys[k] - rk, ys[k] + rk)
+    if not region:
+        return 0
+    sel = np.array(sorted(region))
+    rad = 1e-9 * np.maximum(1.0, np.abs(ys[sel]))
+    status, klo, khi = krawczyk_batch(coords, ys[sel] - rad, ys[sel] + rad, alpha)
+    klo = np.where((status == UNIQUE)[:, None], klo, np.array([region[k][0] for k in sel]))
+    khi = np.where((status == UNIQUE)[:, None], khi, np.array([region[k][1] for k in sel]))
+    _, _, jlo, jhi = enc(klo, khi, alpha)
+    for n, k in enumerate(sel):
+        _add_root(
+            coords, roots, klo[n], khi[n], (float(jlo[n]), float(jhi[n])), "candidate", alpha, region[k]
+        )
+    return len(sel)
 
 
 def certified_optimal_set(
@@ -283,8 +335,12 @@ def _run(
                 boxes += len(lo)
                 bar.update(len(lo))
                 lo, hi, best = _process(coords, enc, lo, hi, alpha, cfg, roots, best, pruned)
+                inside, face_k, face_cut = _face_cuts(lo, hi, roots)
+                pruned["root"] += int(inside.sum())
+                lo, hi = lo[~inside], hi[~inside]
                 if len(lo):
-                    lo, hi = _split(lo, hi, _score(enc, lo, hi))
+                    face = (face_k[~inside], face_cut[~inside])
+                    lo, hi = _split(lo, hi, _score(enc, lo, hi), face)
                     stack_lo.append(lo)
                     stack_hi.append(hi)
         if stack_lo:
@@ -337,7 +393,10 @@ def _process(
             _, _, jlo, jhi = enc(klo[uniq], khi[uniq], alpha)
             for k, u in enumerate(uniq):
                 if jhi[k] >= best - cfg.eps:
-                    _add_root(coords, roots, klo[u], khi[u], (float(jlo[k]), float(jhi[k])), "search", alpha)
+                    box = (lo[idx[u]] - pad[u], hi[idx[u]] + pad[u])
+                    _add_root(
+                        coords, roots, klo[u], khi[u], (float(jlo[k]), float(jhi[k])), "search", alpha, box
+                    )
                     best = max(best, float(jlo[k]))
         pruned["root"] += int(uniq.size)
         pruned["krawczyk_none"] += int(np.sum(status == NONE))
