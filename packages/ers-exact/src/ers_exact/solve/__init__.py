@@ -34,7 +34,8 @@ if TYPE_CHECKING:  # the names, for mypy and IDEs; at run time each is imported 
     from ers_exact.solve.continuation import Branch, ContinuationResult, continuation
     from ers_exact.solve.derivatives import LogitDerivatives, MemoryBudgetError
     from ers_exact.solve.fixed_points import FixedPoint, FixedPointSet, solve_fixed_points
-    from ers_exact.solve.optimal_set import CertifiedFixedPoint, OptimalSetResult, certified_optimal_set
+    from ers_exact.solve.optimal_set import certified_optimal_set
+    from ers_exact.solve.optimal_set_result import CertifiedFixedPoint, OptimalSetResult
     from ers_exact.solve.sweep import SweepResult, sweep
 
 __all__ = [
@@ -83,8 +84,8 @@ if not TYPE_CHECKING:  # hidden from mypy, so that a name missing above is an er
             "FixedPointSet": "fixed_points",
             "SolverConfig": "config",
             "OptimalSetConfig": "config",
-            "CertifiedFixedPoint": "optimal_set",
-            "OptimalSetResult": "optimal_set",
+            "CertifiedFixedPoint": "optimal_set_result",
+            "OptimalSetResult": "optimal_set_result",
             "certified_optimal_set": "optimal_set",
             "solve_fixed_points": "fixed_points",
             "SweepResult": "sweep",
