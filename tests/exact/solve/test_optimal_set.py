@@ -16,10 +16,10 @@ from scipy.optimize import linprog
 
 from ers_exact.cli import main
 from ers_exact.games import get_game
-from ers_exact.model.game import make_game
+from ers_exact.model.game import Game, make_game
 from ers_exact.model.histories import enumerate_histories
 from ers_exact.solve.boltzmann import LogitCoordinates, logit_bound
-from ers_exact.solve.box_enclosure import BoxEnclosure, greedy_max
+from ers_exact.solve.box_enclosure import BoxEnclosure, greedy_max, weighted_mean_max
 from ers_exact.solve.config import NewtonSettings, OptimalSetConfig, SolverConfig
 from ers_exact.solve.fixed_points import solve_fixed_points
 from ers_exact.solve.newton import dedup, newton
@@ -42,6 +42,23 @@ def test_greedy_bound_is_the_linear_program_optimum(seed: int, n: int) -> None:
     ref = -linprog(-v, A_eq=np.ones((1, n)), b_eq=[1.0], bounds=list(zip(lo, hi))).fun
     got = float(greedy_max(v, lo, hi))
     assert ref - 1e-9 * (1 + abs(ref)) <= got <= ref + 1e-7 * (1 + np.abs(v).max())
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 6))
+def test_weighted_mean_bound_is_the_vertex_optimum(seed: int, n: int) -> None:
+    """max sum W x / sum W over lo <= W <= hi (a linear-fractional program: its optimum is at a vertex, all
+    2^n enumerated here); padded entries (mask false) must not count."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=n) * 10.0 ** rng.integers(-2, 3)
+    lo = rng.random(n) * (rng.random(n) < 0.7)
+    hi = lo + rng.random(n) * 10.0 ** rng.integers(-3, 2)
+    corners = np.array(np.meshgrid(*[[a, b] for a, b in zip(lo, hi)], indexing="ij")).reshape(n, -1).T
+    den = corners.sum(axis=1)
+    ref = np.max(np.where(den > 0, corners @ x / np.where(den > 0, den, 1), -np.inf))
+    pad = np.r_[x, 1e9][:, None], np.r_[lo, 5.0][:, None], np.r_[hi, 6.0][:, None]
+    got = float(weighted_mean_max(*pad, np.r_[np.ones(n, bool), False][:, None])[0])
+    assert ref <= got <= ref + 1e-7 * (1 + np.abs(x).max())
 
 
 @pytest.mark.parametrize("name", ["toy-coordination", "dectiger", "three-lever"])
@@ -148,11 +165,11 @@ def _compare_with_grid(seed: int, n_actions: tuple[int, int], alpha: float) -> b
     return True
 
 
-def _twin_game(rng: np.random.Generator, n: int) -> tuple:  # type: ignore[type-arg]
+def _twin_game(rng: np.random.Generator, n: int) -> tuple[Game, np.ndarray]:
     """A one-step common-payoff game whose payoffs are invariant under the cyclic action shift a -> a + 1 of
     both agents (a planted symmetry): every optimal point has twins there."""
     base = rng.uniform(-1, 1, size=(n, n)) + 2 * np.eye(n) * rng.uniform(0.5, 1.5)
-    R = sum(np.roll(np.roll(base, k, axis=0), k, axis=1) for k in range(n)) / n
+    R = np.mean([np.roll(np.roll(base, k, axis=0), k, axis=1) for k in range(n)], axis=0)
     game = make_game(
         name="twins",
         states=["s"],

@@ -29,7 +29,7 @@ import numpy as np
 from ers_exact.solve.boltzmann import LogitCoordinates
 from ers_exact.solve.interval_array import IArray, spmm
 
-__all__ = ["BoxEnclosure", "greedy_max"]
+__all__ = ["BoxEnclosure", "greedy_max", "weighted_mean_max"]
 
 _EPS = np.finfo(float).eps
 _TINY = np.finfo(float).tiny
@@ -68,6 +68,36 @@ def greedy_max(v: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(out), np.inf, out)
 
 
+def weighted_mean_max(x: np.ndarray, wlo: np.ndarray, whi: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """An upper bound of sum_n W_n x_n / sum_n W_n over wlo <= W <= whi (W_n > 0 somewhere), along axis -2
+    (x [..., G, A], W [..., G, 1], ``mask`` [G, 1] the entries that exist): the linear-fractional optimum takes
+    whi where x_n exceeds the optimum and wlo elsewhere (so one of the G + 1 splits of x sorted descending); the
+    float optimum lam is then *verified*: lam is an upper bound iff max_W sum_n W_n (x_n - lam) <= 0, summed with
+    its rounding error; +inf where the check fails (the caller keeps the hull).  # [..., A]"""
+    G = x.shape[-2]
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        key = np.where(mask, x, -np.inf)
+        order = np.argsort(-key, axis=-2)
+        xs = np.take_along_axis(np.where(mask, x, 0.0), order, axis=-2)
+        wl = np.take_along_axis(np.broadcast_to(np.where(mask, wlo, 0.0), x.shape), order, axis=-2)
+        wu = np.take_along_axis(np.broadcast_to(np.where(mask, whi, 0.0), x.shape), order, axis=-2)
+        zero = np.zeros(x.shape[:-2] + (1,) + x.shape[-1:])
+        top_num = np.concatenate([zero, np.cumsum(wu * xs, axis=-2)], axis=-2)  # [..., G + 1, A]
+        top_den = np.concatenate([zero, np.cumsum(wu, axis=-2)], axis=-2)
+        low_num = np.concatenate([zero, np.cumsum(wl * xs, axis=-2)], axis=-2)
+        low_den = np.concatenate([zero, np.cumsum(wl, axis=-2)], axis=-2)
+        num = top_num + (low_num[..., -1:, :] - low_num)
+        den = top_den + (low_den[..., -1:, :] - low_den)
+        lam = np.where(den > 0, num / den, -np.inf).max(axis=-2)  # [..., A]
+        scale = np.abs(np.where(mask, x, 0.0)).max(axis=-2)
+        lam = lam + 1e-9 * (np.abs(lam) + scale) + _TINY
+        d = np.where(mask, x - lam[..., None, :], 0.0)
+        terms = np.where(d > 0, np.where(mask, whi, 0.0), np.where(mask, wlo, 0.0)) * d
+        total = terms.sum(axis=-2) + 4 * (G + 4) * _EPS * np.abs(terms).sum(axis=-2)
+    ok = np.isfinite(lam) & np.isfinite(total) & (total <= 0) & np.all(np.isfinite(xs), axis=-2)
+    return np.where(ok, lam, np.inf)
+
+
 def _expect(
     vlo: np.ndarray, vhi: np.ndarray, bounds: list[tuple[np.ndarray, np.ndarray]], axes: list[int]
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -79,6 +109,15 @@ def _expect(
         vhi = np.expand_dims(greedy_max(vh, ll, uu), ax)  # the contracted axis kept, of size 1
         vlo = np.expand_dims(-greedy_max(-vl, ll, uu), ax)
     return vlo, vhi
+
+
+def _pad_groups(order: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The nodes of each local history as a padded table [K, G] (node index, 0 where padded) and its mask."""
+    ends = np.r_[starts[1:], len(order)]
+    G = int((ends - starts).max(initial=1))
+    col = np.arange(G)[None]
+    mask = col < (ends - starts)[:, None]
+    return np.where(mask, order[np.minimum(starts[:, None] + col, len(order) - 1)], 0), mask
 
 
 class BoxEnclosure:
@@ -101,6 +140,30 @@ class BoxEnclosure:
         self.refs = [np.argmax(h.legal, axis=1) for h in tree.local]
         self.legal = [h.legal for h in tree.local]
         self.offsets = [h.offsets for h in tree.local]
+        self.ja = np.asarray(game.joint_actions)  # [A, n] each agent's action in a joint action
+        self.padded = [[_pad_groups(order, starts) for _, order, starts in per] for per in self.groups]
+
+    def reach(self, pol: list[tuple[np.ndarray, np.ndarray]]) -> list[list[tuple[np.ndarray, np.ndarray]]]:
+        """Per layer t and agent j: enclosure of prod_{s < t} pi^j(a^j_s | tau^j_s) along each node's history
+        (outward rounded; [P, N_t] lo and hi)."""
+        P = pol[0][0].shape[0]
+        layers = self.tree.layers
+        out = [[(np.ones((P, len(layers[0]))), np.ones((P, len(layers[0])))) for _ in range(self.n)]]
+        for t in range(1, len(layers)):
+            layer, prev = layers[t], layers[t - 1]
+            per = []
+            for j in range(self.n):
+                loc = prev.local[layer.parent, j]
+                act = self.ja[layer.action, j]
+                plo, phi = out[-1][j]
+                per.append(
+                    (
+                        _dn(plo[:, layer.parent] * pol[j][0][:, loc, act]),
+                        _up(phi[:, layer.parent] * pol[j][1][:, loc, act]),
+                    )
+                )
+            out.append(per)
+        return out
 
     def policy_bounds(self, lo: np.ndarray, hi: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
         """Exact ranges (outward rounded) of pi^i(a | tau) over each box, per agent ([P, K_i, A_i] twice)."""
@@ -132,6 +195,19 @@ class BoxEnclosure:
             )
         return out
 
+    def _belief_weights(
+        self, reach: list[tuple[np.ndarray, np.ndarray]], i: int, plo: np.ndarray, phi: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """W(n) = c(n) prod_{j != i} (reach of agent j), the unnormalised belief of agent i in node n.  # [P, N]"""
+        wlo, whi = (
+            np.broadcast_to(plo[None], reach[0][0].shape),
+            np.broadcast_to(phi[None], reach[0][0].shape),
+        )
+        for j in range(self.n):
+            if j != i:
+                wlo, whi = _dn(wlo * reach[j][0]), _up(whi * reach[j][1])
+        return wlo, whi
+
     def __call__(
         self, lo: np.ndarray, hi: np.ndarray, alpha: float
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -139,6 +215,7 @@ class BoxEnclosure:
         tree, n, na = self.tree, self.n, self.na
         P = lo.shape[0]
         pol = self.policy_bounds(lo, hi)
+        reach = self.reach(pol) if n > 1 else None
         H = len(tree.layers)
         Glo: list[np.ndarray] = [np.empty(0)] * H
         Ghi: list[np.ndarray] = [np.empty(0)] * H
@@ -200,8 +277,16 @@ class BoxEnclosure:
                 q_lo = np.where(np.isnan(q_lo), -np.inf, _dn(q_lo))
                 q_hi = np.where(np.isnan(q_hi), np.inf, _up(q_hi))
                 _, order, starts = self.groups[t][i]
-                glo_i.append(np.minimum.reduceat(q_lo[:, order], starts, axis=1))  # [P, K_t, A_i]
-                ghi_i.append(np.maximum.reduceat(q_hi[:, order], starts, axis=1))
+                hull_lo = np.minimum.reduceat(q_lo[:, order], starts, axis=1)  # [P, K_t, A_i]
+                hull_hi = np.maximum.reduceat(q_hi[:, order], starts, axis=1)
+                if reach is not None:  # the belief-weighted mean of the per-node gaps, within the hull
+                    w_lo, w_hi = self._belief_weights(reach[t], i, plo, phi)
+                    idx, mask = self.padded[t][i]
+                    wl, wh, m = w_lo[:, idx][..., None], w_hi[:, idx][..., None], mask[..., None]
+                    hull_hi = np.minimum(hull_hi, weighted_mean_max(q_hi[:, idx], wl, wh, m))
+                    hull_lo = np.maximum(hull_lo, -weighted_mean_max(-q_lo[:, idx], wl, wh, m))
+                glo_i.append(hull_lo)
+                ghi_i.append(hull_hi)
             hull_lo, hull_hi = np.concatenate(glo_i, axis=1), np.concatenate(ghi_i, axis=1)
             k, a, _ = self.index[i]
             mlo.append(_dn(hull_lo[:, k, a] / alpha))
