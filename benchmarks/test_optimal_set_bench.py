@@ -46,7 +46,10 @@ PROVEN = {
     ("two-lever", 1.0),
     ("handshake", 0.25),
     ("handshake", 1.0),
+    ("broadcastChannel", 0.25),
     ("broadcastChannel", 1.0),
+    ("recycling", 1.0),
+    ("GridSmall", 0.25),
     ("GridSmall", 1.0),
 }
 CASES = [(g, "-", a) for g in BUILT_IN for a in (0.25, 1.0)] + [

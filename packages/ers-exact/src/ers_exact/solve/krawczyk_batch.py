@@ -22,12 +22,18 @@ UNKNOWN, UNIQUE, NONE = 0, 1, 2
 _EPS = np.finfo(float).eps
 
 
-def _fmat_ivec(C: np.ndarray, lo: np.ndarray, hi: np.ndarray, spec: str) -> tuple[np.ndarray, np.ndarray]:
-    """Enclosure of C v for float matrices C [P, D, D] and interval v (einsum ``spec``), outward margin."""
+def _fmat_ivec(C: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Enclosure of C v for float matrices C [P, D, D] and interval v ([P, D] or [P, D, K]; batched matmul,
+    which rounds no worse than the sum the margin bounds), outward margin."""
+    vec = lo.ndim == 2
+    if vec:
+        lo, hi = lo[..., None], hi[..., None]
     cp, cn = np.maximum(C, 0), np.minimum(C, 0)
-    rlo = np.einsum(spec, cp, lo) + np.einsum(spec, cn, hi)
-    rhi = np.einsum(spec, cp, hi) + np.einsum(spec, cn, lo)
-    mag = np.einsum(spec, np.abs(C), np.maximum(np.abs(lo), np.abs(hi)))
+    rlo = cp @ lo + cn @ hi
+    rhi = cp @ hi + cn @ lo
+    mag = np.abs(C) @ np.maximum(np.abs(lo), np.abs(hi))
+    if vec:
+        rlo, rhi, mag = rlo[..., 0], rhi[..., 0], mag[..., 0]
     margin = 4 * (C.shape[-1] + 2) * _EPS * mag + 1e-300
     return rlo - margin, rhi + margin
 
@@ -90,8 +96,8 @@ def krawczyk_batch(
     cc, l0, h0 = c[idx], lo[idx], hi[idx]
     gclo, gchi = cc - mhi[idx], cc - mlo[idx]  # g(c) = c - M(c)
     gclo, gchi = gclo - 4 * _EPS * np.abs(gclo), gchi + 4 * _EPS * np.abs(gchi)
-    cglo, cghi = _fmat_ivec(C, gclo, gchi, "pij,pj->pi")
-    plo, phi = _fmat_ivec(C, glo, ghi, "pij,pjk->pik")
+    cglo, cghi = _fmat_ivec(C, gclo, gchi)
+    plo, phi = _fmat_ivec(C, glo, ghi)
     alo, ahi = eye - phi, eye - plo
     ylo = (l0 - cc) - 4 * _EPS * np.abs(l0)
     yhi = (h0 - cc) + 4 * _EPS * np.abs(h0)

@@ -225,7 +225,7 @@ def _run(
         "lower --max-boxes",
     )
     found = candidates or solve_fixed_points(
-        tree, alpha, solver or SolverConfig(complete_search=False, progress=cfg.progress)
+        tree, alpha, solver or SolverConfig(complete_search=False, certify=False, progress=cfg.progress)
     )
     enc = BoxEnclosure(coords)
     roots = _Roots()
