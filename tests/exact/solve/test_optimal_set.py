@@ -80,6 +80,19 @@ def test_enclosures_hold_sampled_values(name: str) -> None:
     assert np.all(np.isfinite(mhi)) and np.all(np.isfinite(jhi))  # useful even on the widest boxes
 
 
+@pytest.mark.parametrize("name", ["toy-coordination", "two-lever", "dectiger"])
+def test_value_bound_is_tight_over_the_whole_domain(name: str) -> None:
+    """Over the whole domain |y| <= B / alpha the decentralised bound of J (stage_bound: one-step delayed
+    sharing, the stage games solved by vertex enumeration) equals the best corner's J on these H = 2 games."""
+    tree = enumerate_histories(get_game(name))
+    coords = LogitCoordinates(tree)
+    B = logit_bound(tree, 1.0)
+    y = np.random.default_rng(0).choice([-B, B], size=(20_000, coords.dim))
+    best = float(coords.evaluate(y, 1.0, jacobian=False).J.max())
+    _, _, _, jhi = BoxEnclosure(coords)(np.full((1, coords.dim), -B), np.full((1, coords.dim), B), 1.0)
+    assert best <= jhi[0] <= best + 1e-6 * (1 + abs(best))
+
+
 @pytest.mark.parametrize(
     ("name", "alpha", "n_optimal"),
     [

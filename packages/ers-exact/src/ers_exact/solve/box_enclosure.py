@@ -28,6 +28,7 @@ import numpy as np
 
 from ers_exact.solve.boltzmann import LogitCoordinates
 from ers_exact.solve.interval_array import IArray, spmm
+from ers_exact.solve.stage_bound import HeldAgentBound
 
 __all__ = ["BoxEnclosure", "greedy_max", "weighted_mean_max"]
 
@@ -141,6 +142,7 @@ class BoxEnclosure:
         self.legal = [h.legal for h in tree.local]
         self.offsets = [h.offsets for h in tree.local]
         self.ja = np.asarray(game.joint_actions)  # [A, n] each agent's action in a joint action
+        self.held = HeldAgentBound(tree, self.na, game.n_joint_actions)
         self.padded = [[_pad_groups(order, starts) for _, order, starts in per] for per in self.groups]
 
     def reach(self, pol: list[tuple[np.ndarray, np.ndarray]]) -> list[list[tuple[np.ndarray, np.ndarray]]]:
@@ -221,6 +223,7 @@ class BoxEnclosure:
         Ghi: list[np.ndarray] = [np.empty(0)] * H
         node_bounds: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in range(H)]
         v_next: tuple[np.ndarray, np.ndarray] | None = None
+        held_next: np.ndarray | None = None  # [P, N_t A] the held-agent bound of the continuation
         for t in reversed(range(H)):
             layer = tree.layers[t]
             N = len(layer)
@@ -232,6 +235,9 @@ class BoxEnclosure:
                 cont = spmm(tree.child_matrix(t), IArray(v_next[0].T, v_next[1].T))  # [N A, P]
                 s = IArray(rlo.reshape(-1, 1), rhi.reshape(-1, 1)) + self.gamma * cont
                 glo, ghi = s.lo.T.reshape(P, N, -1), s.hi.T.reshape(P, N, -1)
+                if held_next is not None:
+                    tight = _up(rhi.reshape(-1)[None] + _up(self.gamma * held_next)).reshape(P, N, -1)
+                    ghi = np.minimum(ghi, tight)
             glo, ghi = glo.reshape(P, N, *na), ghi.reshape(P, N, *na)
             bnds = []
             for j in range(n):
@@ -244,8 +250,11 @@ class BoxEnclosure:
             Glo[t], Ghi[t] = glo, ghi
             vlo, vhi = _expect(glo, ghi, bnds, [2 + j for j in range(n)])
             v_next = (vlo.reshape(P, N), vhi.reshape(P, N))
+            held_next = self.held(t, ghi, bnds, pol)
         assert v_next is not None
         Jlo, Jhi = v_next[0][:, 0], v_next[1][:, 0]
+        if held_next is not None:
+            Jhi = np.minimum(Jhi, held_next[:, 0])
         mlo, mhi = [], []
         for i in range(n):
             glo_i, ghi_i = [], []
