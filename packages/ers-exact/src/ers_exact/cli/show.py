@@ -45,8 +45,9 @@ def show_games(result: dict[str, Any]) -> None:
 
 def show_solve(result: dict[str, Any]) -> None:
     print(
-        f"{result['game']} H={result['horizon']} alpha={result['alpha']}: {result['n_fixed_points']} fixed "
-        f"point(s), J* = {result['J_star']:.6f}, |Pi*| = {result['n_optimal']}; {result['completeness']}"
+        f"{result['game']} H={result['horizon']} alpha={result['alpha']}: "
+        f"{'' if result['complete'] else '>= '}{result['n_fixed_points']} fixed point(s) (all proven: "
+        f"{result['complete']}), J* = {result['J_star']:.6f}, |Pi*| = {result['n_optimal']}; {result['completeness']}"
     )
     print_table(
         result["fixed_points"],
