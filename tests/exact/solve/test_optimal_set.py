@@ -100,6 +100,8 @@ def test_value_bound_is_tight_over_the_whole_domain(name: str) -> None:
         pytest.param("handshake", 1.0, 1, id="handshake-1"),  # one fixed point: uniform play (J = 1/2)
         pytest.param("toy-coordination", 1.0, 1, id="toy-1"),
         pytest.param("two-lever", 1.0, 1, id="two-lever-1"),
+        pytest.param("dectiger", 1.0, 1, id="dectiger-1"),  # listen twice, opening with small probability
+        pytest.param("dectiger", 0.25, 1, id="dectiger-0.25"),  # J = -4 - 3e-9 (the deterministic -4)
     ],
 )
 def test_builtin_games_proven_complete(name: str, alpha: float, n_optimal: int) -> None:
@@ -240,7 +242,7 @@ def test_cli_optimal_set_json(capsys: pytest.CaptureFixture[str]) -> None:
 def test_budget_stop_reports_what_is_left() -> None:
     """A search stopped by its box budget says so and counts the boxes it left, never claiming completeness."""
     tree = enumerate_histories(get_game("dectiger"))
-    cfg = dataclasses.replace(FAST, max_boxes=64)
+    cfg = dataclasses.replace(FAST, max_boxes=4)  # dectiger H=2 is proven in ~37 boxes
     result = certified_optimal_set(tree, 0.25, cfg, solver=SOLVER)
     assert not result.complete
     assert result.boxes_left > 0 and 0 < result.volume_left <= 1

@@ -197,6 +197,23 @@ class BoxEnclosure:
             )
         return out
 
+    def history_weight(self, pol: list[tuple[np.ndarray, np.ndarray]]) -> list[np.ndarray]:
+        """Per agent, an upper bound of the probability that play reaches each local history tau^i (the largest
+        c(n) prod_j reach^j(n) over the nodes n on tau^i; 1 where the tree has one agent).  # [P, K_i]"""
+        P = pol[0][0].shape[0]
+        if self.n == 1:
+            return [np.ones((P, len(h))) for h in self.tree.local]
+        reach = self.reach(pol)
+        out: list[list[np.ndarray]] = [[] for _ in range(self.n)]
+        for t in range(len(self.tree.layers)):
+            w = np.broadcast_to(self.prob[t][1][None], reach[t][0][1].shape)
+            for j in range(self.n):
+                w = w * reach[t][j][1]
+            for i in range(self.n):
+                idx, mask = self.padded[t][i]
+                out[i].append(np.where(mask[None], w[:, idx], 0.0).max(axis=2))
+        return [np.concatenate(parts, axis=1) for parts in out]
+
     def _belief_weights(
         self, reach: list[tuple[np.ndarray, np.ndarray]], i: int, plo: np.ndarray, phi: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:

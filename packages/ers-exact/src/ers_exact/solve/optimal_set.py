@@ -115,11 +115,14 @@ def _split(
 
 
 def _score(enc: BoxEnclosure, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """Per coordinate (i, tau, a): the ranges of pi(a | tau) and pi(r | tau) over the box, plus a tie-break by
-    the logit width (a "smear" by the Jacobian at the centre was tried and closed no more boxes).  # [P, D]"""
+    """Per coordinate (i, tau, a): the ranges of pi(a | tau) and pi(r | tau) over the box, weighted by the
+    largest probability of reaching tau (a history that play hardly reaches hardly moves J or anyone's Q), plus
+    a tie-break by the logit width.  # [P, D]"""
     parts = []
-    for (l, u), (k, a, r) in zip(enc.policy_bounds(lo, hi), enc.index):
-        parts.append((u - l)[:, k, a] + (u - l)[:, k, r])
+    pol = enc.policy_bounds(lo, hi)
+    weight = enc.history_weight(pol)
+    for (l, u), (k, a, r), w in zip(pol, enc.index, weight):
+        parts.append(((u - l)[:, k, a] + (u - l)[:, k, r]) * np.maximum(w[:, k], 1e-6))
     return np.concatenate(parts, axis=1) + 1e-9 * np.minimum(hi - lo, 1e6)
 
 
