@@ -80,6 +80,50 @@ def test_enclosures_hold_sampled_values(name: str) -> None:
     assert np.all(np.isfinite(mhi)) and np.all(np.isfinite(jhi))  # useful even on the widest boxes
 
 
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n_agents=st.sampled_from([2, 3]),
+    width=st.sampled_from([1e-3, 1.0, 8.0]),
+    legal=st.booleans(),
+    discount=st.sampled_from([1.0, 0.9]),
+)
+def test_enclosures_hold_on_random_two_stage_games(
+    seed: int, n_agents: int, width: float, legal: bool, discount: float
+) -> None:
+    """Soundness of every bound in BoxEnclosure (per-node, belief-weighted gaps, the decentralised stage bound
+    with vertex enumeration or one agent held) on random H = 2 games with 2-3 actions and observations, two or
+    three agents, illegal actions and discounting: M(y) and J(pi(y)) at the corners and inside random boxes."""
+    rng = np.random.default_rng(seed)
+    game = random_game(
+        rng,
+        n_agents=n_agents,
+        n_states=2,
+        n_actions=[int(a) for a in rng.integers(2, 4, size=n_agents)],
+        n_observations=[int(o) for o in rng.integers(1, 3, size=n_agents)],
+        horizon=2,
+        discount=discount,
+        reward_kind="float",
+        legal=legal,
+    )
+    tree = enumerate_histories(game)
+    coords = LogitCoordinates(tree)
+    assume(coords.dim > 0)
+    enc = BoxEnclosure(coords)
+    P, D, alpha = 8, coords.dim, 0.5
+    c = rng.normal(size=(P, D)) * 3
+    w = rng.exponential(size=(P, D)) * width
+    lo, hi = c - w, c + w
+    mlo, mhi, jlo, jhi = enc(lo, hi, alpha)
+    corners = [np.where(rng.random((P, D)) < 0.5, lo, hi) for _ in range(16)]
+    for y in [lo, hi, *corners, *(lo + rng.random((P, D)) * (hi - lo) for _ in range(8))]:
+        ev = coords.evaluate(y, alpha, jacobian=False)
+        tol = 1e-12 * (1 + np.abs(ev.J))  # the float evaluation's own rounding
+        mtol = 1e-12 * (1 + np.abs(ev.values))
+        assert np.all((mlo <= ev.values + mtol) & (ev.values - mtol <= mhi))
+        assert np.all((jlo <= ev.J + tol) & (jhi >= ev.J - tol))
+
+
 @pytest.mark.parametrize("name", ["toy-coordination", "two-lever", "dectiger"])
 def test_value_bound_is_tight_over_the_whole_domain(name: str) -> None:
     """Over the whole domain |y| <= B / alpha the decentralised bound of J (stage_bound: one-step delayed
