@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from pytest_benchmark.fixture import BenchmarkFixture
 
 from tests.own_process import run_json
 
@@ -46,6 +47,8 @@ PROVEN = {
     ("two-lever", 1.0),
     ("handshake", 0.25),
     ("handshake", 1.0),
+    ("dectiger", 0.25),
+    ("dectiger", 1.0),
     ("broadcastChannel", 0.25),
     ("broadcastChannel", 1.0),
     ("recycling", 1.0),
@@ -58,7 +61,9 @@ CASES = [(g, "-", a) for g in BUILT_IN for a in (0.25, 1.0)] + [
 
 
 @pytest.mark.parametrize("name, horizon, alpha", CASES, ids=[f"{n}-H{h}-a{a:g}" for n, h, a in CASES])
-def test_optimal_set_targets(benchmark, dpomdp_dir: Path, name: str, horizon: str, alpha: float) -> None:
+def test_optimal_set_targets(
+    benchmark: BenchmarkFixture, dpomdp_dir: Path, name: str, horizon: str, alpha: float
+) -> None:
     spec = name if horizon == "-" else str(dpomdp_dir / f"{name}.dpomdp")
     result = benchmark.pedantic(
         run_json,

@@ -115,14 +115,15 @@ def _split(
 
 
 def _score(enc: BoxEnclosure, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """Per coordinate (i, tau, a): the ranges of pi(a | tau) and pi(r | tau) over the box, weighted by the
-    largest probability of reaching tau (a history that play hardly reaches hardly moves J or anyone's Q), plus
-    a tie-break by the logit width.  # [P, D]"""
+    """Per coordinate (i, tau, a): the ranges of pi(a | tau) and pi(r | tau) over the box, weighted by the square
+    root of the largest probability of reaching tau (a history that play hardly reaches hardly moves J or
+    anyone's Q; measured: the weight itself closes dectiger H=2 in 37 boxes but slows two-lever alpha 0.25 from
+    5 s to 99 s, its square root keeps both fast), plus a tie-break by the logit width.  # [P, D]"""
     parts = []
     pol = enc.policy_bounds(lo, hi)
     weight = enc.history_weight(pol)
     for (l, u), (k, a, r), w in zip(pol, enc.index, weight):
-        parts.append(((u - l)[:, k, a] + (u - l)[:, k, r]) * np.maximum(w[:, k], 1e-6))
+        parts.append(((u - l)[:, k, a] + (u - l)[:, k, r]) * np.sqrt(np.maximum(w[:, k], 1e-12)))
     return np.concatenate(parts, axis=1) + 1e-9 * np.minimum(hi - lo, 1e6)
 
 
