@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from ers_exact.solve.boltzmann import LogitCoordinates
+from ers_exact.solve.greedy import expect_bounds, greedy_max
 from ers_exact.solve.interval_array import IArray, spmm
 from ers_exact.solve.stage_bound import HeldAgentBound
 
@@ -42,31 +43,6 @@ def _dn(x: np.ndarray) -> np.ndarray:
 
 def _up(x: np.ndarray) -> np.ndarray:
     return np.nextafter(x, np.inf)
-
-
-def greedy_max(v: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """An upper bound (rounded up) of max sum_a p_a v_a over lo <= p <= hi, sum_a p_a = 1, along the last
-    axis (lo, hi broadcast to v's shape; the set must hold some distribution, as it does when lo and hi
-    enclose the policies of a box).  # [...]"""
-    lo, hi = np.broadcast_to(lo, v.shape), np.broadcast_to(hi, v.shape)
-    A = v.shape[-1]
-    c = np.where(hi > 0, v, np.inf).min(axis=-1, keepdims=True)  # actions with p = 0 do not count
-    c = np.where(np.isfinite(c), c, 0.0)
-    w = np.where(hi > 0, np.maximum(_up(v - c), 0.0), 0.0)  # >= 0: extra mass can only add
-    order = np.argsort(-w, axis=-1)
-    ws = np.take_along_axis(w, order, axis=-1)
-    ls = np.take_along_axis(lo, order, axis=-1)
-    cap = np.maximum(np.take_along_axis(hi, order, axis=-1) - ls, 0.0)
-    lsum = ls.sum(axis=-1)
-    mass = np.maximum(1.0 - lsum + (A + 2) * _EPS * (1.0 + lsum), 0.0)
-    before = np.cumsum(cap, axis=-1) - cap
-    alloc = np.clip(mass[..., None] - before, 0.0, cap)
-    with np.errstate(invalid="ignore"):
-        terms = ls * ws + alloc * ws
-        total = terms.sum(axis=-1)
-        err = 4 * (A + 2) * _EPS * (np.abs(terms).sum(axis=-1) + ws.max(axis=-1) * (mass + cap.sum(-1)))
-    out = _up(_up(c[..., 0] + total + err) + _EPS * np.abs(c[..., 0]) + _TINY)
-    return np.where(np.isnan(out), np.inf, out)
 
 
 def weighted_mean_max(x: np.ndarray, wlo: np.ndarray, whi: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -97,19 +73,6 @@ def weighted_mean_max(x: np.ndarray, wlo: np.ndarray, whi: np.ndarray, mask: np.
         total = terms.sum(axis=-2) + 4 * (G + 4) * _EPS * np.abs(terms).sum(axis=-2)
     ok = np.isfinite(lam) & np.isfinite(total) & (total <= 0) & np.all(np.isfinite(xs), axis=-2)
     return np.where(ok, lam, np.inf)
-
-
-def _expect(
-    vlo: np.ndarray, vhi: np.ndarray, bounds: list[tuple[np.ndarray, np.ndarray]], axes: list[int]
-) -> tuple[np.ndarray, np.ndarray]:
-    """Enclosure of sum over the given action axes of prod_j pi^j(a_j) v (agents contracted one at a time,
-    last axis first); ``bounds[k]`` are the (lo, hi) of the agent on ``axes[k]``, shaped to broadcast."""
-    for (l, u), ax in sorted(zip(bounds, axes), key=lambda x: -x[1]):
-        vl, vh = np.moveaxis(vlo, ax, -1), np.moveaxis(vhi, ax, -1)
-        ll, uu = np.moveaxis(l, ax, -1), np.moveaxis(u, ax, -1)
-        vhi = np.expand_dims(greedy_max(vh, ll, uu), ax)  # the contracted axis kept, of size 1
-        vlo = np.expand_dims(-greedy_max(-vl, ll, uu), ax)
-    return vlo, vhi
 
 
 def _pad_groups(order: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -265,7 +228,7 @@ class BoxEnclosure:
                 bnds.append((l[:, loc].reshape(shape), u[:, loc].reshape(shape)))
             node_bounds[t] = bnds
             Glo[t], Ghi[t] = glo, ghi
-            vlo, vhi = _expect(glo, ghi, bnds, [2 + j for j in range(n)])
+            vlo, vhi = expect_bounds(glo, ghi, bnds, [2 + j for j in range(n)])
             v_next = (vlo.reshape(P, N), vhi.reshape(P, N))
             held_next = self.held(t, ghi, bnds, pol)
         assert v_next is not None
@@ -290,7 +253,7 @@ class BoxEnclosure:
                     for j in others
                 ]
                 axes = [3 + others.index(j) for j in others]
-                inner_lo, inner_hi = _expect(d_lo, d_hi, bnds, axes)  # [P, N, A_i]
+                inner_lo, inner_hi = expect_bounds(d_lo, d_hi, bnds, axes)  # [P, N, A_i]
                 inner_lo, inner_hi = inner_lo.reshape(P, N, na[i]), inner_hi.reshape(P, N, na[i])
                 plo, phi = self.prob[t]
                 with np.errstate(divide="ignore", invalid="ignore"):

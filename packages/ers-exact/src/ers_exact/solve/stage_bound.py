@@ -12,7 +12,7 @@ each agent's distribution depends on its own o^i only,
     U(m, a) = max sum_{o} prod_j pi^j(a'^j | o^j) G(n(m, a, o), a'),     G: upper values (reward + gamma U).
 
 Its bound with agent i held: for each o^i, the best vertex v of the polytope Pi(tau^i) = {lo <= p <= hi,
-sum p = 1} of its history, the others per child (greedy, :func:`~ers_exact.solve.box_enclosure.greedy_max`):
+sum p = 1} of its history, the others per child (greedy, :func:`~ers_exact.solve.greedy.greedy_max`):
 
     U(m, a) <= sum_{o^i} max_{v in vert Pi(tau^i)} sum_{n: o^i(n) = o^i} max_{others} sum_{a'} v(a'^i) p^-i(a'^-i) G(n, a'),
 
@@ -30,6 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ers_exact.model.histories import HistoryTree
+from ers_exact.solve.greedy import expect_bounds, greedy_max
 
 __all__ = ["MAX_VERTEX_ACTIONS", "HeldAgentBound", "polytope_vertices"]
 
@@ -109,8 +110,6 @@ class HeldAgentBound:
         """Upper bound of U(m, a) for every parent node m and joint action a of layer t (flattened [P, N_{t-1} A];
         [P, 1] at t = 0: the root's value), from the upper values ``ghi`` [P, N_t, *A] of layer t and the
         per-node policy bounds (shaped as in BoxEnclosure); None when no agent can be held."""
-        from ers_exact.solve.box_enclosure import _expect
-
         if not self.held:
             return None
         layer, na, n = self.tree.layers[t], self.na, len(self.na)
@@ -134,7 +133,7 @@ class HeldAgentBound:
                 shape = [P, N, 1] + [1] * len(others)
                 shape[3 + k] = na[j]
                 bnds.append((node_bounds[j][0].reshape(shape), node_bounds[j][1].reshape(shape)))
-            _, gv = _expect(x, x, bnds, [3 + k for k in range(len(others))])
+            _, gv = expect_bounds(x, x, bnds, [3 + k for k in range(len(others))])
             gv = np.where(np.isnan(gv), np.inf, gv).reshape(P, N, V)
             to_key, to_parent = self.groups[t][i]
             with np.errstate(invalid="ignore"):
@@ -153,8 +152,6 @@ class HeldAgentBound:
         """Two agents: the stage game's maximum itself, agent i's vertices enumerated jointly over its keys under
         each parent (one vertex per own observation), the other agent's best response per its own key (greedy);
         None when there are more than :data:`MAX_COMBINATIONS` x children of them.  # [P, M]"""
-        from ers_exact.solve.box_enclosure import greedy_max
-
         P, N, V, A_j = x.shape
         pos = self.position[t][i]
         depth = int(pos.max(initial=0)) + 1
