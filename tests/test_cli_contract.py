@@ -177,6 +177,20 @@ EXACT_CASES = [
     ("census-alpha-zero", ["census", "--alpha", "0"], {}, "--alpha 0"),
     ("demo-max-policies-zero", ["demo", "--max-policies", "0"], {}, "--max-policies 0"),
     ("max-nodes-text", ["info", "dectiger", "--max-nodes", "lots"], {}, "lots"),
+    ("optimal-set-eps-zero", ["optimal-set", "handshake", "--alpha", "1", "--eps", "0"], {}, "--eps 0"),
+    (
+        "optimal-set-boxes-zero",
+        ["optimal-set", "handshake", "--alpha", "1", "--max-boxes", "0"],
+        {},
+        "--max-boxes 0",
+    ),
+    (
+        "optimal-set-memory-budget",
+        ["optimal-set", "dectiger", "--alpha", "1", "--max-boxes", "100000000000"],
+        {},
+        "--max-boxes",
+    ),
+    ("optimal-set-alpha-missing", ["optimal-set", "handshake"], {}, "--alpha"),
 ]
 
 DEEP_CASES = [

@@ -109,6 +109,15 @@ def test_result_records_how_it_was_found(toy) -> None:
     assert out["config"]["seed"] == 3 and out["complete"] is True
     assert out["n_starts"] == 10 + 2  # the uniform start and the smoothed exact optimum join the random ones
     assert "certified complete" in out["completeness"]
+    assert out["n_fixed_points_is"] == "exact" and "optimal-set" in out["complete_scope"]
+
+
+def test_unproven_list_is_a_lower_bound_and_points_to_optimal_set() -> None:
+    """Without the subdivision proof the count is a lower bound, and the report names the command that proves
+    Pi*_alpha complete instead."""
+    out = run_solve(SolveOptions(game="dectiger", alpha=1.0, starts=8, seed=0))
+    assert out["complete"] is False and out["n_fixed_points_is"] == "lower bound"
+    assert "ers-exact optimal-set" in out["completeness"]
 
 
 GAMBIT_CASES = [(name, None) for name in GAMES] + [("dectiger", 2)]

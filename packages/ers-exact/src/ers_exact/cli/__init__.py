@@ -55,6 +55,13 @@ COMMANDS: tuple[Command, ...] = (
         s.show_solve,
     ),
     Command(
+        "optimal-set",
+        "Pi*_alpha proven complete: certified search for every fixed point with J >= J* - eps",
+        o.OptimalSetOptions,
+        c.run_optimal_set,
+        s.show_optimal_set,
+    ),
+    Command(
         "sweep",
         "fixed points over a grid of temperatures, with bifurcations and a plot",
         o.SweepOptions,

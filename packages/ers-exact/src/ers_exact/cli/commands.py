@@ -24,6 +24,7 @@ from ers_exact.cli.options import (
     InfoOptions,
     OPOptions,
     OptimalOptions,
+    OptimalSetOptions,
     SolveOptions,
     SolverOptions,
     SweepOptions,
@@ -50,6 +51,7 @@ __all__ = [
     "run_info",
     "run_op",
     "run_optimal",
+    "run_optimal_set",
     "run_solve",
     "run_sweep",
     "run_symmetries",
@@ -188,6 +190,17 @@ def run_solve(o: SolveOptions) -> dict[str, Any]:
     from ers_exact.solve.fixed_points import solve_fixed_points
 
     result = solve_fixed_points(_tree(o), o.alpha, _solver(o))
+    return {**result.to_json(o.with_policy), "provenance": _provenance()}
+
+
+def run_optimal_set(o: OptimalSetOptions) -> dict[str, Any]:
+    """Pi*_alpha proven complete: every fixed point with J >= J* - eps, certified, and whether the list is."""
+    from ers_exact.solve.config import OptimalSetConfig
+    from ers_exact.solve.optimal_set import certified_optimal_set
+
+    cfg = OptimalSetConfig(eps=o.eps, max_boxes=o.max_boxes, max_seconds=o.max_seconds)
+    solver = SolverConfig(**{**_solver(o).__dict__, "complete_search": False})
+    result = certified_optimal_set(_tree(o), o.alpha, cfg, solver=solver)
     return {**result.to_json(o.with_policy), "provenance": _provenance()}
 
 

@@ -25,7 +25,7 @@ from ers_exact.model.config import (
     HEURISTICS,
     METHODS,
 )
-from ers_exact.solve.config import SolverConfig, parse_alphas
+from ers_exact.solve.config import OptimalSetConfig, SolverConfig, parse_alphas
 from ers_exact.util.budget import MEMORY_BUDGET_ENV
 from ers_exact.util.options import (
     Options,
@@ -69,6 +69,7 @@ __all__ = [
     "InfoOptions",
     "OPOptions",
     "OptimalOptions",
+    "OptimalSetOptions",
     "PoolOptions",
     "SolveOptions",
     "SolverOptions",
@@ -93,6 +94,7 @@ RESULTS_DIR_ENV = "ERS_RESULTS_DIR"
 PLOT_SUFFIXES = (".png", ".pdf", ".svg")
 
 _SOLVER = SolverConfig()
+_OPTIMAL_SET = OptimalSetConfig()
 _POOL = PoolConfig()
 _ZSC = ZSCConfig()
 _DISCOVERY = DiscoveryConfig()
@@ -312,6 +314,30 @@ class SolveOptions(SolverOptions, GameOptions):
 
     alpha: float = option(help=ALPHA_HELP, check=positive)
     with_policy: bool = option(False, help="include every fixed point's policy in the JSON")
+
+
+@dataclass(frozen=True, kw_only=True)
+class OptimalSetOptions(SolverOptions, GameOptions):
+    """``optimal-set``: Pi*_alpha proven complete by a certified branch-and-bound."""
+
+    alpha: float = option(help=ALPHA_HELP, check=positive)
+    eps: float = option(
+        _OPTIMAL_SET.eps,
+        check=positive,
+        help="prove complete the set of fixed points with J >= J* - eps",
+    )
+    max_boxes: int = option(
+        _OPTIMAL_SET.max_boxes,
+        check=at_least(1),
+        help="stop after examining this many boxes and report what is left unexplored "
+        "(memory is estimated from it and checked against the memory budget)",
+    )
+    max_seconds: float = option(
+        _OPTIMAL_SET.max_seconds,
+        check=positive,
+        help="stop the branch-and-bound after this many seconds and report what is left unexplored",
+    )
+    with_policy: bool = option(False, help="include every certified point's policy in the JSON")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -14,6 +14,7 @@ __all__ = [
     "show_games",
     "show_op",
     "show_optimal",
+    "show_optimal_set",
     "show_solve",
     "show_sweep",
     "show_symmetries",
@@ -44,13 +45,25 @@ def show_games(result: dict[str, Any]) -> None:
 
 def show_solve(result: dict[str, Any]) -> None:
     print(
-        f"{result['game']} H={result['horizon']} alpha={result['alpha']}: {result['n_fixed_points']} fixed "
-        f"point(s), J* = {result['J_star']:.6f}, |Pi*| = {result['n_optimal']}; {result['completeness']}"
+        f"{result['game']} H={result['horizon']} alpha={result['alpha']}: "
+        f"{'' if result['complete'] else '>= '}{result['n_fixed_points']} fixed point(s) (all proven: "
+        f"{result['complete']}), J* = {result['J_star']:.6f}, |Pi*| = {result['n_optimal']}; {result['completeness']}"
     )
     print_table(
         result["fixed_points"],
         ["J", "residual", "spectral_radius", "stable", "certified", "optimal", "basin"],
     )
+
+
+def show_optimal_set(result: dict[str, Any]) -> None:
+    lo, hi = result["J_star"]
+    star = f"J* in [{lo:.9g}, {hi:.9g}]" if result["complete"] else f"J* >= {lo:.9g}"
+    print(
+        f"{result['game']} H={result['horizon']} alpha={result['alpha']}: {star}, |Pi*| = {result['n_optimal']} "
+        f"(eps {result['eps']:g}), complete: {result['complete']}; {result['note']}"
+    )
+    rows = [{**p, "J_lo": p["J_enclosure"][0], "J_hi": p["J_enclosure"][1]} for p in result["points"]]
+    print_table(rows, ["J", "J_lo", "J_hi", "residual", "certified", "optimal", "found_by"])
 
 
 def show_sweep(result: dict[str, Any]) -> None:

@@ -2,7 +2,8 @@
 (``boltzmann``); M and its exact Jacobian from one forward and one backward pass, also over interval
 boxes (``derivatives``, ``interval_array``); batched Newton (``newton``); every Boltzmann fixed point
 pi = F(pi) that multistart and continuation find, and the self-play-optimal set Pi*_alpha
-(``fixed_points``); branches traced in the temperature from lambda = 0 with branch switching at
+(``fixed_points``); Pi*_alpha proven complete by a certified branch-and-bound (``optimal_set``, over
+probability-space box enclosures ``box_enclosure`` and batched Krawczyk tests ``krawczyk_batch``); branches traced in the temperature from lambda = 0 with branch switching at
 bifurcations (``continuation``); outward-rounded interval arithmetic (``interval``) and the Krawczyk
 certificates and certified complete search built on it (``certify``); and a grid of temperatures alpha
 (``sweep``). ``config`` holds the solver's settings (light: the command line reads them without loading
@@ -23,15 +24,24 @@ if TYPE_CHECKING:  # the names, for mypy and IDEs; at run time each is imported 
         logit_bound,
         softmax_policy,
     )
-    from ers_exact.solve.config import DEFAULT_MEMORY_BUDGET, ContinuationConfig, SolverConfig, parse_alphas
+    from ers_exact.solve.config import (
+        DEFAULT_MEMORY_BUDGET,
+        ContinuationConfig,
+        OptimalSetConfig,
+        SolverConfig,
+        parse_alphas,
+    )
     from ers_exact.solve.continuation import Branch, ContinuationResult, continuation
     from ers_exact.solve.derivatives import LogitDerivatives, MemoryBudgetError
     from ers_exact.solve.fixed_points import FixedPoint, FixedPointSet, solve_fixed_points
+    from ers_exact.solve.optimal_set import certified_optimal_set
+    from ers_exact.solve.optimal_set_result import CertifiedFixedPoint, OptimalSetResult
     from ers_exact.solve.sweep import SweepResult, sweep
 
 __all__ = [
     "DEFAULT_MEMORY_BUDGET",
     "Branch",
+    "CertifiedFixedPoint",
     "ContinuationConfig",
     "ContinuationResult",
     "FixedPoint",
@@ -39,10 +49,13 @@ __all__ = [
     "LogitCoordinates",
     "LogitDerivatives",
     "MemoryBudgetError",
+    "OptimalSetConfig",
+    "OptimalSetResult",
     "SolverConfig",
     "SweepResult",
     "boltzmann_map",
     "boltzmann_residual",
+    "certified_optimal_set",
     "continuation",
     "logit_bound",
     "parse_alphas",
@@ -70,6 +83,10 @@ if not TYPE_CHECKING:  # hidden from mypy, so that a name missing above is an er
             "FixedPoint": "fixed_points",
             "FixedPointSet": "fixed_points",
             "SolverConfig": "config",
+            "OptimalSetConfig": "config",
+            "CertifiedFixedPoint": "optimal_set_result",
+            "OptimalSetResult": "optimal_set_result",
+            "certified_optimal_set": "optimal_set",
             "solve_fixed_points": "fixed_points",
             "SweepResult": "sweep",
             "parse_alphas": "config",

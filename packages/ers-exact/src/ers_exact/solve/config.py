@@ -15,6 +15,7 @@ __all__ = [
     "MAX_ALPHAS",
     "ContinuationConfig",
     "NewtonSettings",
+    "OptimalSetConfig",
     "SolverConfig",
     "parse_alphas",
 ]
@@ -112,6 +113,35 @@ class SolverConfig:
     @property
     def continuation_config(self) -> ContinuationConfig:
         return ContinuationConfig(max_branches=self.max_branches, max_steps=self.continuation_steps)
+
+
+@dataclass(frozen=True)
+class OptimalSetConfig:
+    """Parameters of :func:`~ers_exact.solve.optimal_set.certified_optimal_set` (recorded in the result).
+
+    The search covers the whole domain |y| <= B / alpha of logit coordinates (every Boltzmann fixed point lies
+    in it) and proves that every fixed point with J >= J*_alpha - eps is in its list."""
+
+    eps: float = 1e-6  # the set proven complete: all fixed points with J >= J* - eps
+    max_boxes: int = 400_000  # boxes examined at most (the search then stops and reports what is left)
+    max_seconds: float = 600.0  # wall-clock limit of the branch-and-bound (then stops likewise)
+    batch: int = 64  # boxes evaluated together (numpy over the batch)
+    contract_rounds: int = 6  # rounds of Y <- Y n M(Y) per box before the Krawczyk test
+    krawczyk_width: float = 64.0  # the Krawczyk test runs on boxes whose logit widths are all below this
+    certify_radii: tuple[float, ...] = (
+        1e-7,
+        1e-5,
+        1e-3,
+        1e-2,
+        0.1,
+        0.5,
+        2.0,
+    )  # around each candidate (largest kept)
+    dedup_tol: float = 1e-7  # the solver's candidates (policies, max abs)
+    progress: bool | None = None  # progress on stderr (None: when it is a terminal)
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
 
 
 #: The largest alpha grid :func:`parse_alphas` accepts.

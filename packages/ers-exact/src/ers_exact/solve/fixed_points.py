@@ -12,8 +12,11 @@ a fixed point. Both lists are merged (de-duplication in probability space); each
 that found it and its continuation branch. Then per point: residual, J, spectral radius of DM (stable iff
 < 1) and an interval Krawczyk certificate (:mod:`ers_exact.solve.certify`). Work is chunked under
 ``memory_budget_bytes``; BLAS runs single-threaded (many small systems; see :mod:`ers_exact.util.blas`).
-Neither method is complete in general: ``complete`` is True only when a certified subdivision search
-(:func:`ers_exact.solve.certify.enumerate_all`) proved that no other fixed point exists.
+Neither method is complete in general: ``complete`` is about *all* fixed points Pi^alpha, True only when a
+certified subdivision search (:func:`ers_exact.solve.certify.enumerate_all`, a few effective coordinates)
+proved that no other fixed point exists; otherwise the number of fixed points is a lower bound
+(``n_fixed_points_is``). The optimal set Pi*_alpha alone is proven complete, on far larger games, by
+:func:`ers_exact.solve.optimal_set.certified_optimal_set` (``ers-exact optimal-set``).
 """
 
 from __future__ import annotations
@@ -77,6 +80,10 @@ class FixedPoint:
         return out
 
 
+#: what ``FixedPointSet.complete`` is about (also in its JSON, beside ``complete``)
+COMPLETE_SCOPE = "all Boltzmann fixed points (Pi^alpha); Pi*_alpha (J >= J* - eps) is proven complete by `ers-exact optimal-set`"
+
+
 @dataclass(frozen=True)
 class FixedPointSet:
     """The fixed points found at one alpha, and how they were found."""
@@ -88,7 +95,7 @@ class FixedPointSet:
     config: SolverConfig
     n_starts: int
     converged_starts: int
-    complete: bool
+    complete: bool  # every fixed point of Pi^alpha is listed (proven); not about Pi*_alpha, see optimal_set
     completeness: str  # how completeness was (or was not) established
     seconds: float
     method: str = (
@@ -118,6 +125,8 @@ class FixedPointSet:
             "n_starts": self.n_starts,
             "converged_starts": self.converged_starts,
             "complete": self.complete,
+            "complete_scope": COMPLETE_SCOPE,
+            "n_fixed_points_is": "exact" if self.complete else "lower bound",
             "completeness": self.completeness,
             "seconds": round(self.seconds, 4),
             "method": self.method,
@@ -278,6 +287,7 @@ def _solve(
         for yc, b in zip(cont.points, cont.point_branch):
             _merge(coords, found, yc, "continuation", b, max(cfg.dedup_tol, 1e-6))
     complete, completeness = False, "multistart and continuation: no proof that the list is complete"
+    completeness_hint = "; for Pi*_alpha proven complete run `ers-exact optimal-set`"
     if cfg.complete_search and coords.dim > cfg.max_complete_input_dim:
         completeness += f" (no certified search: {coords.dim} coordinates > {cfg.max_complete_input_dim})"
     elif cfg.complete_search:
@@ -300,6 +310,8 @@ def _solve(
             completeness += (
                 f"; it holds {len(roots)} fixed point(s), multistart and continuation found {n_before}"
             )
+    if not complete:
+        completeness += completeness_hint
     points = _describe(coords, found, alpha, cfg)
     return FixedPointSet(
         game=tree.game.name,

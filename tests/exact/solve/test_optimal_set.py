@@ -1,0 +1,293 @@
+"""Pi*_alpha proven complete (:mod:`ers_exact.solve.optimal_set`): the probability-space enclosures hold every
+sampled value, the simplex-aware bound equals a linear program's optimum, the certified optimal set of
+random small games equals the one an exhaustive grid + Newton search finds, and ``complete: true`` is never
+reported while a planted twin optimum is missing from the list."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from scipy.optimize import linprog
+
+from ers_exact.cli import main
+from ers_exact.games import get_game
+from ers_exact.model.game import Game, make_game
+from ers_exact.model.histories import enumerate_histories
+from ers_exact.solve.boltzmann import LogitCoordinates, logit_bound
+from ers_exact.solve.box_enclosure import BoxEnclosure, greedy_max, weighted_mean_max
+from ers_exact.solve.config import NewtonSettings, OptimalSetConfig, SolverConfig
+from ers_exact.solve.fixed_points import solve_fixed_points
+from ers_exact.solve.newton import dedup, newton
+from ers_exact.solve.optimal_set import certified_optimal_set
+from tests.exact.strategies import random_game
+
+FAST = OptimalSetConfig(max_seconds=20.0, progress=False)
+SOLVER = SolverConfig(n_starts=16, complete_search=False, progress=False)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 5))
+def test_greedy_bound_is_the_linear_program_optimum(seed: int, n: int) -> None:
+    """max sum p v over lo <= p <= hi, sum p = 1 (scipy's linprog as the reference)."""
+    rng = np.random.default_rng(seed)
+    p = rng.dirichlet(np.ones(n))
+    lo = p * rng.random(n) * (rng.random(n) < 0.7)
+    hi = np.minimum(1.0, p + rng.random(n) * (rng.random(n) < 0.7))
+    v = rng.normal(size=n) * 10.0 ** rng.integers(-2, 3)
+    ref = -linprog(-v, A_eq=np.ones((1, n)), b_eq=[1.0], bounds=list(zip(lo, hi))).fun
+    got = float(greedy_max(v, lo, hi))
+    assert ref - 1e-9 * (1 + abs(ref)) <= got <= ref + 1e-7 * (1 + np.abs(v).max())
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 6))
+def test_weighted_mean_bound_is_the_vertex_optimum(seed: int, n: int) -> None:
+    """max sum W x / sum W over lo <= W <= hi (a linear-fractional program: its optimum is at a vertex, all
+    2^n enumerated here); padded entries (mask false) must not count."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=n) * 10.0 ** rng.integers(-2, 3)
+    lo = rng.random(n) * (rng.random(n) < 0.7)
+    hi = lo + rng.random(n) * 10.0 ** rng.integers(-3, 2)
+    corners = np.array(np.meshgrid(*[[a, b] for a, b in zip(lo, hi)], indexing="ij")).reshape(n, -1).T
+    den = corners.sum(axis=1)
+    ref = np.max(np.where(den > 0, corners @ x / np.where(den > 0, den, 1), -np.inf))
+    pad = np.r_[x, 1e9][:, None], np.r_[lo, 5.0][:, None], np.r_[hi, 6.0][:, None]
+    got = float(weighted_mean_max(*pad, np.r_[np.ones(n, bool), False][:, None])[0])
+    assert ref <= got <= ref + 1e-7 * (1 + np.abs(x).max())
+
+
+@pytest.mark.parametrize("name", ["toy-coordination", "dectiger", "three-lever"])
+def test_enclosures_hold_sampled_values(name: str) -> None:
+    """M(y) and J(pi(y)) at points of random boxes (wide and narrow, corners included) lie in the enclosures."""
+    tree = enumerate_histories(get_game(name))
+    coords = LogitCoordinates(tree)
+    enc = BoxEnclosure(coords)
+    rng = np.random.default_rng(1)
+    P, D, alpha = 32, coords.dim, 0.5
+    c = rng.normal(size=(P, D)) * 4
+    w = rng.exponential(size=(P, D)) * rng.choice([1e-3, 1.0, 20.0], size=(P, 1))
+    lo, hi = c - w, c + w
+    mlo, mhi, jlo, jhi = enc(lo, hi, alpha)
+    for y in [lo, hi, *(lo + rng.random((P, D)) * (hi - lo) for _ in range(8))]:
+        ev = coords.evaluate(y, alpha, jacobian=False)
+        assert np.all((mlo <= ev.values) & (ev.values <= mhi))
+        assert np.all((jlo <= ev.J) & (jhi >= ev.J))
+    assert np.all(np.isfinite(mhi)) and np.all(np.isfinite(jhi))  # useful even on the widest boxes
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n_agents=st.sampled_from([2, 3]),
+    width=st.sampled_from([1e-3, 1.0, 8.0]),
+    legal=st.booleans(),
+    discount=st.sampled_from([1.0, 0.9]),
+)
+def test_enclosures_hold_on_random_two_stage_games(
+    seed: int, n_agents: int, width: float, legal: bool, discount: float
+) -> None:
+    """Soundness of every bound in BoxEnclosure (per-node, belief-weighted gaps, the decentralised stage bound
+    with vertex enumeration or one agent held) on random H = 2 games with 2-3 actions and observations, two or
+    three agents, illegal actions and discounting: M(y) and J(pi(y)) at the corners and inside random boxes."""
+    rng = np.random.default_rng(seed)
+    game = random_game(
+        rng,
+        n_agents=n_agents,
+        n_states=2,
+        n_actions=[int(a) for a in rng.integers(2, 4, size=n_agents)],
+        n_observations=[int(o) for o in rng.integers(1, 3, size=n_agents)],
+        horizon=2,
+        discount=discount,
+        reward_kind="float",
+        legal=legal,
+    )
+    tree = enumerate_histories(game)
+    coords = LogitCoordinates(tree)
+    assume(coords.dim > 0)
+    enc = BoxEnclosure(coords)
+    P, D, alpha = 8, coords.dim, 0.5
+    c = rng.normal(size=(P, D)) * 3
+    w = rng.exponential(size=(P, D)) * width
+    lo, hi = c - w, c + w
+    mlo, mhi, jlo, jhi = enc(lo, hi, alpha)
+    corners = [np.where(rng.random((P, D)) < 0.5, lo, hi) for _ in range(16)]
+    for y in [lo, hi, *corners, *(lo + rng.random((P, D)) * (hi - lo) for _ in range(8))]:
+        ev = coords.evaluate(y, alpha, jacobian=False)
+        tol = 1e-12 * (1 + np.abs(ev.J))  # the float evaluation's own rounding
+        mtol = 1e-12 * (1 + np.abs(ev.values))
+        assert np.all((mlo <= ev.values + mtol) & (ev.values - mtol <= mhi))
+        assert np.all((jlo <= ev.J + tol) & (jhi >= ev.J - tol))
+
+
+@pytest.mark.parametrize("name", ["toy-coordination", "two-lever", "dectiger"])
+def test_value_bound_is_tight_over_the_whole_domain(name: str) -> None:
+    """Over the whole domain |y| <= B / alpha the decentralised bound of J (stage_bound: one-step delayed
+    sharing, the stage games solved by vertex enumeration) equals the best corner's J on these H = 2 games."""
+    tree = enumerate_histories(get_game(name))
+    coords = LogitCoordinates(tree)
+    B = logit_bound(tree, 1.0)
+    y = np.random.default_rng(0).choice([-B, B], size=(20_000, coords.dim))
+    best = float(coords.evaluate(y, 1.0, jacobian=False).J.max())
+    _, _, _, jhi = BoxEnclosure(coords)(np.full((1, coords.dim), -B), np.full((1, coords.dim), B), 1.0)
+    assert best <= jhi[0] <= best + 1e-6 * (1 + abs(best))
+
+
+@pytest.mark.parametrize(
+    ("name", "alpha", "n_optimal"),
+    [
+        pytest.param("handshake", 0.25, 2, id="handshake-0.25"),  # the two conventions, twins under the swap
+        pytest.param("handshake", 1.0, 1, id="handshake-1"),  # one fixed point: uniform play (J = 1/2)
+        pytest.param("toy-coordination", 1.0, 1, id="toy-1"),
+        pytest.param("two-lever", 1.0, 1, id="two-lever-1"),
+        pytest.param("dectiger", 1.0, 1, id="dectiger-1"),  # listen twice, opening with small probability
+        pytest.param("dectiger", 0.25, 1, id="dectiger-0.25"),  # J = -4 - 3e-9 (the deterministic -4)
+    ],
+)
+def test_builtin_games_proven_complete(name: str, alpha: float, n_optimal: int) -> None:
+    tree = enumerate_histories(get_game(name))
+    result = certified_optimal_set(tree, alpha, FAST, solver=SOLVER)
+    assert result.complete, result.note
+    assert len(result.optimal_points) == n_optimal
+    found = solve_fixed_points(tree, alpha, SOLVER)
+    assert result.J_star_lo - 1e-9 <= found.J_star <= result.J_star_hi + 1e-9
+    for p in result.optimal_points:
+        assert p.residual < 1e-9 and p.J_lo <= p.J <= p.J_hi
+
+
+def test_handshake_uniform_point_is_pinned() -> None:
+    """At alpha = 1 the handshake game's only fixed point is uniform play, J = (match + mismatch) / 2."""
+    result = certified_optimal_set(enumerate_histories(get_game("handshake")), 1.0, FAST, solver=SOLVER)
+    (point,) = result.points
+    assert np.allclose(point.policy[0], 0.5) and abs(point.J - 0.5) < 1e-12
+
+
+def _grid_newton_optimal_set(tree, alpha: float, per_axis: int) -> list[tuple[float, np.ndarray]]:  # type: ignore[no-untyped-def]
+    """The reference: Newton from every point of a grid over |y| <= B / alpha (exhaustive for D <= 4)."""
+    coords = LogitCoordinates(tree)
+    B = logit_bound(tree, alpha)
+    axes = [np.concatenate([np.linspace(-B, B, per_axis), np.linspace(-3, 3, per_axis)])] * coords.dim
+    starts = np.array(np.meshgrid(*axes)).reshape(coords.dim, -1).T
+    y, res = newton(coords, starts, alpha, NewtonSettings(steps=80, tol=1e-12), B)
+    ok = np.isfinite(res) & (res < 1e-10)
+    pts = [yk for yk, _ in dedup(coords, y[ok], res[ok], 1e-6)]
+    J = coords.evaluate(np.array(pts), alpha, jacobian=False).J
+    best = J.max()
+    return [(float(j), p) for j, p in zip(J, pts) if j >= best - 1e-6]
+
+
+@pytest.mark.slow
+@settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow]
+)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n_actions=st.sampled_from([(2, 2), (2, 3)]),
+    alpha=st.sampled_from([0.1, 0.25, 0.5, 1.0]),
+)
+def test_certified_set_equals_grid_newton_search(seed: int, n_actions: tuple[int, int], alpha: float) -> None:
+    """Random one-step games (D <= 3): the certified optimal set is the grid + Newton search's."""
+    assume(_compare_with_grid(seed, n_actions, alpha))  # a singular (bifurcating) point cannot be certified
+
+
+@pytest.mark.parametrize(("seed", "alpha"), [(0, 0.1), (7, 0.25)])
+def test_certified_set_equals_grid_newton_search_fixed(seed: int, alpha: float) -> None:
+    """The cheap sibling of the Hypothesis test above: two fixed games, each proven complete."""
+    assert _compare_with_grid(seed, (2, 2), alpha)
+
+
+def _compare_with_grid(seed: int, n_actions: tuple[int, int], alpha: float) -> bool:
+    game = random_game(
+        np.random.default_rng(seed),
+        n_states=2,
+        n_actions=n_actions,
+        n_observations=1,
+        horizon=1,
+        reward_kind="float",
+    )
+    tree = enumerate_histories(game)
+    result = certified_optimal_set(tree, alpha, FAST, solver=SOLVER)
+    if not result.complete:
+        return False
+    ref = _grid_newton_optimal_set(tree, alpha, 9)
+    coords = LogitCoordinates(tree)
+    got = result.optimal_points
+    assert len(got) == len(ref)
+    for j, y in ref:
+        hits = [p for p in got if np.all(p.box_lo <= y + 1e-7) and np.all(y - 1e-7 <= p.box_hi)]
+        assert len(hits) == 1 and abs(hits[0].J - j) < 1e-8
+    assert coords.dim == sum(a - 1 for a in n_actions)
+    return True
+
+
+def _twin_game(rng: np.random.Generator, n: int) -> tuple[Game, np.ndarray]:
+    """A one-step common-payoff game whose payoffs are invariant under the cyclic action shift a -> a + 1 of
+    both agents (a planted symmetry): every optimal point has twins there."""
+    base = rng.uniform(-1, 1, size=(n, n)) + 2 * np.eye(n) * rng.uniform(0.5, 1.5)
+    R = np.mean([np.roll(np.roll(base, k, axis=0), k, axis=1) for k in range(n)], axis=0)
+    game = make_game(
+        name="twins",
+        states=["s"],
+        actions=[[f"a{k}" for k in range(n)]] * 2,
+        observations=[["o"]] * 2,
+        transition=np.ones((1, n * n, 1)),
+        observation=np.ones((n * n, 1, 1)),
+        reward=R.reshape(1, n * n, 1),
+        initial_belief=np.ones(1),
+        horizon=1,
+    )
+    return game, R
+
+
+@pytest.mark.slow
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1), n=st.sampled_from([2, 3]), alpha=st.sampled_from([0.05, 0.1, 0.2]))
+def test_complete_is_never_reported_without_a_planted_twin(seed: int, n: int, alpha: float) -> None:
+    """The solver's list is cut to one optimal point; its twins (the planted shift of it) are optimal fixed
+    points too, so a complete answer must have found them itself."""
+    _check_twin(seed, n, alpha)
+
+
+def test_planted_twin_is_found_by_the_search() -> None:
+    """The cheap sibling: one game, proven complete, its missing twin found by the branch-and-bound."""
+    assert _check_twin(3, 2, 0.1)
+
+
+def _check_twin(seed: int, n: int, alpha: float) -> bool:
+    game, _ = _twin_game(np.random.default_rng(seed), n)
+    tree = enumerate_histories(game)
+    full = solve_fixed_points(tree, alpha, SOLVER)
+    best = full.optimal_points[0]
+    cut = dataclasses.replace(full, points=(best,))
+    result = certified_optimal_set(tree, alpha, FAST, candidates=cut)
+    twin = [np.roll(p[0], 1, axis=-1) for p in best.policy]  # phi(pi): shift every agent's actions
+    twin_is_new = np.abs(twin[0] - best.policy[0][0]).max() > 1e-6
+    if result.complete:
+        pols = [np.concatenate([q[0].ravel() for q in p.policy]) for p in result.optimal_points]
+        flat_twin = np.concatenate([t.ravel() for t in twin])
+        assert any(np.abs(p - flat_twin).max() < 1e-6 for p in pols)
+        if twin_is_new:
+            assert len(result.optimal_points) >= 2
+            assert any(p.found_by == "search" for p in result.optimal_points)
+    return result.complete and twin_is_new
+
+
+def test_cli_optimal_set_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["optimal-set", "handshake", "--alpha", "0.25", "--json", "--starts", "8"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["complete"] is True and out["n_optimal"] == 2
+    assert out["J_star"][0] <= out["J_star"][1] and all(p["certified"] for p in out["points"])
+
+
+def test_budget_stop_reports_what_is_left() -> None:
+    """A search stopped by its box budget says so and counts the boxes it left, never claiming completeness."""
+    tree = enumerate_histories(get_game("dectiger"))
+    cfg = dataclasses.replace(FAST, max_boxes=4)  # dectiger H=2 is proven in ~37 boxes
+    result = certified_optimal_set(tree, 0.25, cfg, solver=SOLVER)
+    assert not result.complete
+    assert result.boxes_left > 0 and 0 < result.volume_left <= 1
+    assert "NOT proven complete" in result.note
