@@ -38,7 +38,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import scipy.linalg as sla
 
 from ers_exact.solve.boltzmann import LogitCoordinates, logit_bound
 from ers_exact.solve.config import ContinuationConfig
@@ -90,6 +89,20 @@ class ContinuationResult:
         }
 
 
+class _Augmented:
+    """The augmented matrix A = [H_z; t^T] of one curve point, factored once: the sign of det A and A^-1
+    (the chord corrector and the inverse iteration apply it several times; numpy alone, no scipy)."""
+
+    def __init__(self, matrix: np.ndarray) -> None:
+        self.matrix = matrix
+        sign, _ = np.linalg.slogdet(matrix)
+        self.det_sign = float(sign)
+        try:
+            self.inverse = np.linalg.inv(matrix) if sign != 0 else np.linalg.pinv(matrix)
+        except np.linalg.LinAlgError:
+            self.inverse = np.linalg.pinv(matrix)
+
+
 class _Tracer:
     """Evaluation of H, its Jacobian and the step machinery for one coordinate system."""
 
@@ -114,29 +127,25 @@ class _Tracer:
         assert dg is not None
         return np.hstack([np.eye(self.D) - z[-1] * dg, -g[:, None]])
 
-    def tangent(self, hz: np.ndarray, row: np.ndarray) -> tuple[np.ndarray, Any]:
-        """Unit null vector of hz with row . t > 0, and the LU of the augmented matrix [hz; row]."""
-        A = np.vstack([hz, row[None]])
-        lu = sla.lu_factor(A, check_finite=False)
-        rhs = np.zeros(self.D + 1)
-        rhs[-1] = 1.0
-        t = sla.lu_solve(lu, rhs, check_finite=False)
-        return t / np.linalg.norm(t), lu
+    def tangent(self, hz: np.ndarray, row: np.ndarray) -> tuple[np.ndarray, _Augmented]:
+        """Unit null vector of hz with row . t > 0, and the factored augmented matrix [hz; row]."""
+        aug = _Augmented(np.vstack([hz, row[None]]))
+        t = aug.inverse[:, -1].copy()  # A t = e_last
+        return t / np.linalg.norm(t), aug
 
     @staticmethod
-    def det_sign(lu: Any) -> float:
-        lu_mat, piv = lu
-        swaps = int(np.count_nonzero(piv != np.arange(len(piv))))
-        return float((-1) ** swaps * np.prod(np.sign(np.diag(lu_mat))))
+    def det_sign(aug: _Augmented) -> float:
+        return aug.det_sign
 
     @staticmethod
-    def sigma_min(lu: Any, v: np.ndarray | None = None, iters: int = 6) -> tuple[float, np.ndarray]:
-        """Smallest singular value of the LU-factored square matrix by inverse iteration on A^T A."""
-        n = len(lu[1])
+    def sigma_min(aug: _Augmented, v: np.ndarray | None = None, iters: int = 6) -> tuple[float, np.ndarray]:
+        """Smallest singular value of the factored square matrix by inverse iteration on A^T A."""
+        inv = aug.inverse
+        n = len(inv)
         x = np.ones(n) / np.sqrt(n) if v is None else v / np.linalg.norm(v)
         s = 0.0
         for _ in range(iters):
-            w = sla.lu_solve(lu, sla.lu_solve(lu, x, trans=1, check_finite=False), check_finite=False)
+            w = inv @ (inv.T @ x)
             nw = float(np.linalg.norm(w))
             if not np.isfinite(nw) or nw == 0.0:
                 return 0.0, x
@@ -145,7 +154,7 @@ class _Tracer:
         return s, x
 
     def correct(
-        self, zp: np.ndarray, row: np.ndarray, lu: Any, target: float = 0.0
+        self, zp: np.ndarray, row: np.ndarray, lu: _Augmented, target: float = 0.0
     ) -> tuple[np.ndarray | None, int]:
         """Chord Newton on {H(z) = 0, row . (z - zp) = target} with the factored [H_z; row]."""
         z = zp.copy()
@@ -157,7 +166,7 @@ class _Tracer:
             res = float(np.abs(h).max())
             if res < self.cfg.corrector_tol * max(1.0, float(np.abs(z[:-1]).max(initial=0.0))):
                 return z, k
-            delta = sla.lu_solve(lu, np.append(h, row @ (z - zp) - target), check_finite=False)
+            delta = lu.inverse @ np.append(h, row @ (z - zp) - target)
             step = float(np.abs(delta).max())
             if k > 0 and step > 0.7 * last:
                 return None, k
@@ -397,8 +406,8 @@ def _near_known(z: np.ndarray, known: list[np.ndarray], eps: float) -> bool:
 
 
 def _point_on_arc(
-    tr: _Tracer, z: np.ndarray, t: np.ndarray, lu: Any, s: float
-) -> tuple[np.ndarray, np.ndarray, Any] | None:
+    tr: _Tracer, z: np.ndarray, t: np.ndarray, lu: _Augmented, s: float
+) -> tuple[np.ndarray, np.ndarray, _Augmented] | None:
     """The curve point at arclength ~ s along t from z, with its tangent and augmented LU."""
     zs, _ = tr.correct(z + s * t, t, lu)
     if zs is None:
@@ -408,7 +417,7 @@ def _point_on_arc(
 
 
 def _locate_sign(
-    tr: _Tracer, z: np.ndarray, t: np.ndarray, lu: Any, h: float, sign: float, cfg: ContinuationConfig
+    tr: _Tracer, z: np.ndarray, t: np.ndarray, lu: _Augmented, h: float, sign: float, cfg: ContinuationConfig
 ) -> dict[str, Any] | None:
     """Bisection on the sign of det [H_z; t] between z (sign) and the next accepted point."""
     lo, hi = 0.0, h

@@ -27,7 +27,7 @@ import numpy as np
 from ers_exact.model.histories import HistoryTree
 from ers_exact.model.optimal import PolicyBudgetError, self_play_optimum
 from ers_exact.solve.boltzmann import LogitCoordinates, check_temperature, logit_bound
-from ers_exact.solve.certify import certify_point, enumerate_all
+from ers_exact.solve.certify import certify_points, enumerate_all
 from ers_exact.solve.config import SolverConfig
 from ers_exact.solve.continuation import ContinuationResult, continuation
 from ers_exact.solve.newton import dedup, flat_policies, newton
@@ -331,10 +331,11 @@ def _describe(
     j_star = J.max()
     points = []
     order = {"multistart": 0, "continuation": 1, "certified search": 2}
+    certified: list[bool | None] = [None] * len(found)
+    if cfg.certify and coords.dim <= cfg.max_certify_dim:
+        certified = list(certify_points(coords, ys, alpha))
     for k, f in enumerate(found):
-        cert = None
-        if cfg.certify and coords.dim <= cfg.max_certify_dim:
-            cert = certify_point(coords, f.y, alpha)
+        cert = certified[k]
         method = "+".join(sorted(f.methods, key=order.__getitem__))
         points.append(
             FixedPoint(
