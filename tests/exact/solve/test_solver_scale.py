@@ -16,6 +16,8 @@ from ers_exact.model.histories import enumerate_histories
 from ers_exact.solve.boltzmann import LogitCoordinates
 from ers_exact.solve.derivatives import MemoryBudgetError
 from ers_exact.solve.fixed_points import SolverConfig, solve_fixed_points
+from ers_exact.solve.newton import policy_bytes
+from ers_exact.util.budget import resident_bytes
 
 DECTIGER_H3_OPTIMUM = 5.190812  # masplan.org, undiscounted
 
@@ -54,16 +56,32 @@ def test_memory_budget_refuses_at_once_with_an_estimate(dectiger3) -> None:
 
 
 def test_a_small_budget_chunks_and_gives_the_same_points(dectiger3) -> None:
+    """A whole-process budget that leaves room for about three policies' Newton steps: the work is chunked
+    (Newton's Jacobians too) and the points are the same."""
     cfg = SolverConfig(n_starts=8, continuation=False, certify=False)
     big = solve_fixed_points(dectiger3, 1.0, cfg)
-    per = LogitCoordinates(dectiger3).derivatives.bytes_per_policy(jacobian=True)
-    assert per * 8 < cfg.memory_budget_bytes
+    coords = LogitCoordinates(dectiger3)
+    per = policy_bytes(coords)
+    budget = int(resident_bytes() + coords.derivatives.structure_bytes() + 3 * per)
     small = solve_fixed_points(
         dectiger3,
         1.0,
-        SolverConfig(n_starts=8, continuation=False, certify=False, memory_budget_bytes=3 * per),
+        SolverConfig(n_starts=8, continuation=False, certify=False, memory_budget_bytes=budget),
     )
     assert [p.J for p in small.points] == pytest.approx([p.J for p in big.points], abs=1e-10)
+
+
+def test_memory_budget_is_for_the_whole_process(dectiger3) -> None:
+    """Issue 23, point 5: a budget that one evaluation fits but the process (what is resident already, the
+    index structures, one policy's Newton step) does not is refused at once, naming each part."""
+    coords = LogitCoordinates(dectiger3)
+    assert coords.derivatives.bytes_per_policy(True) < 2**23 < resident_bytes()
+    start = time.perf_counter()
+    with pytest.raises(
+        MemoryBudgetError, match=r"whole process needs at least .* in use: .* budget is 8.39 MB"
+    ):
+        solve_fixed_points(dectiger3, 0.5, SolverConfig(memory_budget_bytes=2**23))
+    assert time.perf_counter() - start < 1.0
 
 
 @pytest.mark.parametrize(  # the lowest temperature stays in the default suite

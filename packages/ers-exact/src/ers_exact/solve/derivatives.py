@@ -253,6 +253,24 @@ class LogitDerivatives:
             floats += 4 * self.n_pairs * amax * self.n + 3 * n_nodes * amax * amax * self.n
         return 8 * floats
 
+    def structure_bytes(self) -> int:
+        """Estimated bytes of the index structures that :meth:`prepare` builds: the scatter matrices of the
+        Jacobian's terms, with two entries per input (a coordinate's gap has two terms; measured ~50 bytes per
+        entry built, as much again for the interval parts and scipy copies made on first use)."""
+        entries = 0
+        N = len(self.node_local)
+        for i in range(self.n):
+            for j in range(self.n):
+                entries += 2 * self.n_pairs * self.n_actions[j]  # (C)
+                if j != i:
+                    entries += 4 * self.n_pairs * (self.n_actions[i] + 1)  # (A), den
+                    entries += 2 * N * self.n_actions[i] * self.n_actions[j]  # (B)
+        return 100 * entries + 64 * N * self.H * self.n
+
+    def prepare(self) -> None:
+        """Build the index structures of :meth:`evaluate` now (else on the first evaluation)."""
+        _ = self._mats, self._flat, self._child
+
     def chunk_size(self, jacobian: bool, budget: int) -> int:
         """Policies per chunk under ``budget`` bytes; raises :class:`MemoryBudgetError` if not even one fits."""
         per = self.bytes_per_policy(jacobian)
