@@ -329,7 +329,9 @@ def _trace(
     hz = tr.Hz(z)
     t, lu = tr.tangent(hz, t)
     sign = tr.det_sign(lu)
-    sig, vec = tr.sigma_min(lu)
+    sig, vec = (
+        tr.sigma_min(lu) if cfg.locate_branch_points else (1.0, None)
+    )  # test functions (none: as Gambit)
     hist_sig: list[tuple[float, np.ndarray, np.ndarray]] = [(sig, z.copy(), t.copy())]
     steps, crossings = 0, 0
     found: list[dict[str, Any]] = []
@@ -362,23 +364,22 @@ def _trace(
                 crossings += 1
         # ----- branch points -----
         sign_n = tr.det_sign(lun)
-        sig_n, vec = tr.sigma_min(lun, vec)
-        if sign_n != sign and z[-1] < lam_stop:
-            bif = _locate_sign(tr, z, t, lu, h, sign, cfg)
+        if cfg.locate_branch_points:
+            sig_n, vec = tr.sigma_min(lun, vec)
+            bif = None
+            if sign_n != sign and z[-1] < lam_stop:
+                bif = _locate_sign(tr, z, t, lu, h, sign, cfg)
+            elif len(hist_sig) >= 2:
+                s_prev, z_prev, _ = hist_sig[-1]
+                s_pp = hist_sig[-2][0]
+                if s_prev < cfg.singular_ratio * min(s_pp, sig_n) and z_prev[-1] < lam_stop:
+                    bif = _locate_min(tr, hist_sig[-2][1], hist_sig[-2][2], zn, cfg)
             if bif is not None and not _near_known(bif["z"], known_bif, cfg.branch_eps):
                 known_bif.append(bif["z"])
                 found.append(bif)
-        elif len(hist_sig) >= 2:
-            s_prev, z_prev, _ = hist_sig[-1]
-            s_pp = hist_sig[-2][0]
-            if s_prev < cfg.singular_ratio * min(s_pp, sig_n) and z_prev[-1] < lam_stop:
-                bif = _locate_min(tr, hist_sig[-2][1], hist_sig[-2][2], zn, cfg)
-                if bif is not None and not _near_known(bif["z"], known_bif, cfg.branch_eps):
-                    known_bif.append(bif["z"])
-                    found.append(bif)
-        hist_sig.append((sig_n, zn.copy(), tn.copy()))
-        if len(hist_sig) > 3:
-            hist_sig.pop(0)
+            hist_sig.append((sig_n, zn.copy(), tn.copy()))
+            if len(hist_sig) > 3:
+                hist_sig.pop(0)
         # ----- step control -----
         z, t, lu, sign = zn, tn, lun, sign_n
         if iters <= 2:
