@@ -196,6 +196,19 @@ class _Tracer:
         return y, float(np.abs(y - lam * g).max())
 
 
+class _BranchProgress:
+    """Progress of one branch: its lambda over lambda_stop (a bar per branch; more may be found on the way)."""
+
+    def __init__(self, bar: Progress, lam_stop: float) -> None:
+        self.bar, self.lam_stop, self.shown = bar, lam_stop, 0
+
+    def __call__(self, lam: float) -> None:
+        done = int(1000 * min(1.0, max(0.0, lam / self.lam_stop)))
+        if done > self.shown:
+            self.bar.update(done - self.shown)
+            self.shown = done
+
+
 @dataclass
 class _Seed:
     z: np.ndarray
@@ -243,23 +256,13 @@ def continuation(
     t0, _ = tr.tangent(hz0, e)  # oriented towards increasing lambda
     queue = [_Seed(z0, t0, None, 0.0, None)]
     total_steps = 0
-    with Progress(
-        1000, f"continuation {coords.tree.game.name} to lambda={lam_star:g}", enabled=progress
-    ) as bar:
-        shown = 0
-
-        def report(lam: float) -> None:
-            """Progress: finished branches plus the current one's lambda over lambda_stop, of all known."""
-            nonlocal shown
-            frac = (len(branches) + min(1.0, max(0.0, lam / lam_stop))) / (len(branches) + len(queue) + 1)
-            done = int(1000 * frac)
-            if done > shown:
-                bar.update(done - shown)
-                shown = done
-
-        while queue and len(branches) < cfg.max_branches and total_steps < cfg.max_steps:
-            seed = queue.pop(0)
-            bid = len(branches)
+    name = coords.tree.game.name
+    while queue and len(branches) < cfg.max_branches and total_steps < cfg.max_steps:
+        seed = queue.pop(0)
+        bid = len(branches)
+        desc = f"continuation {name} to lambda={lam_star:g}: branch {bid + 1} of {bid + 1 + len(queue)} known"
+        with Progress(1000, desc, enabled=progress) as bar:
+            report = _BranchProgress(bar, lam_stop)
             steps, crossings, end, new_bifs = _trace(
                 tr,
                 seed,
@@ -273,17 +276,15 @@ def continuation(
                 cfg.max_steps - total_steps,
                 report,
             )
-            total_steps += steps
-            branches.append(Branch(bid, seed.parent, float(seed.origin), steps, crossings, end))
-            for bif in new_bifs:
-                bif["branch"] = bid
-                children = _switch(tr, bif, bid)
-                bif["new_branches"] = len(children)
-                bifurcations.append({k: v for k, v in bif.items() if k not in ("z", "t", "kernel")})
-                queue.extend(children)
-            report(0.0)
-        if shown < 1000:
-            bar.update(1000 - shown)
+            report(lam_stop)
+        total_steps += steps
+        branches.append(Branch(bid, seed.parent, float(seed.origin), steps, crossings, end))
+        for bif in new_bifs:
+            bif["branch"] = bid
+            children = _switch(tr, bif, bid, progress)
+            bif["new_branches"] = len(children)
+            bifurcations.append({k: v for k, v in bif.items() if k not in ("z", "t", "kernel")})
+            queue.extend(children)
     for k, b in enumerate(branches):
         if b.end == "running":
             branches[k] = Branch(b.id, b.parent, b.origin_lambda, b.steps, b.crossings, "step budget spent")
@@ -495,7 +496,7 @@ def _describe_branch_point(tr: _Tracer, z: np.ndarray, t: np.ndarray, how: str) 
     }
 
 
-def _switch(tr: _Tracer, bif: dict[str, Any], parent: int) -> list[_Seed]:
+def _switch(tr: _Tracer, bif: dict[str, Any], parent: int, progress: bool | None = None) -> list[_Seed]:
     """Pick up the branches leaving a branch point: batched Newton at fixed lambda = lambda_b (1 +- delta)
     from the parent's point pushed along kernel directions (each basis vector, both signs, pairwise
     combinations and a few seeded random combinations); every root that is not the parent's point starts a
@@ -529,7 +530,11 @@ def _switch(tr: _Tracer, bif: dict[str, Any], parent: int) -> list[_Seed]:
         size = max(1.0, float(np.abs(y_b).max(initial=0.0)))
         starts = [y_par] + [y_par + eps * size * d for eps in cfg.switch_eps for d in dirs]
         alpha = 1.0 / lam
-        y, res = newton(tr.coords, np.array(starts), alpha, settings, logit_bound(tr.coords.tree, alpha))
+        desc = f"branch switching at lambda={lam_b:.4g}: Newton at {lam:.4g} from {len(starts)} starts"
+        with Progress(settings.steps, desc, enabled=progress) as bar:
+            bound = logit_bound(tr.coords.tree, alpha)
+            y, res = newton(tr.coords, np.array(starts), alpha, settings, bound, bar)
+            bar.update(max(0, bar.total - bar.done))
         ok = np.flatnonzero(np.isfinite(res) & (res < settings.tol))
         if ok.size == 0:
             continue

@@ -35,6 +35,7 @@ enclosures of M and DM over a box that the Krawczyk test needs (chance weights a
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -200,6 +201,11 @@ class LogitDerivatives:
         return SparseMatrix(R.data[pos], rows, cols, (R.n_rows * n_cols, len(entry)))
 
     @cached_property
+    def _base(self) -> list[np.ndarray]:
+        """Per agent, the logits before y is filled in: 0 on legal actions, -inf on illegal ones.  # [K, A, 1]"""
+        return [np.where(h.legal, 0.0, -np.inf)[:, :, None] for h in self.tree.local]
+
+    @cached_property
     def _child(self) -> list[SparseMatrix]:
         return [self.tree.child_matrix(t) for t in range(self.H - 1)]
 
@@ -242,6 +248,7 @@ class LogitDerivatives:
         return out
 
     # ----- memory -----
+    @functools.cache  # noqa: B019  (one evaluator per tree, kept as long as the tree)
     def bytes_per_policy(self, jacobian: bool) -> int:
         """Estimated peak working memory of one policy's evaluation (bytes)."""
         A = int(self.ja.shape[0])
@@ -292,6 +299,10 @@ class LogitDerivatives:
         y = np.atleast_2d(np.asarray(y, dtype=np.float64))
         P = y.shape[0]
         step = self.chunk_size(jacobian, budget)
+        if step >= P:  # one chunk (the common case)
+            m, dm, j = self._run(y.T, alpha, jacobian, None)
+            jac1 = np.ascontiguousarray(dm.transpose(2, 0, 1)) if jacobian else None
+            return LogitEvaluation(np.ascontiguousarray(m.T), jac1, j)
         vals = np.empty((P, self.D))
         jac = np.empty((P, self.D, self.D)) if jacobian else None
         J = np.empty(P)
@@ -347,6 +358,11 @@ class LogitDerivatives:
         N, P = g.shape[0], g.shape[-1]
         n, na = self.n, self.n_actions
         m = g.reshape(N, *na, P)
+        drop = [a for a in range(n) if a not in keep]
+        if drop and not isinstance(g, IArray) and n <= 20:  # floats: one einsum (2x the products and sums)
+            ax = "abcdefghijklmopqrstu"
+            sub = f"n{ax[:n]}z," + ",".join(f"n{ax[a]}z" for a in drop)
+            return np.einsum(f"{sub}->n{''.join(ax[a] for a in keep)}z", m, *[act[a] for a in drop])
         for agent in reversed(range(n)):
             if agent in keep:
                 continue
@@ -407,11 +423,11 @@ class LogitDerivatives:
         else:
             rewards, prob = self.rewards, flat["prob"]
         # ----- policies: logits, log-softmax; per agent [K_j, A_j, P] -----
-        pi, logpi = [], []
+        pi: list[Any] = []
+        logpi: list[Any] = []
         offset = 0
         for hist, (k, a, _) in zip(tree.local, self.index):
-            legal = hist.legal
-            base = np.where(legal, 0.0, -np.inf)[:, :, None]
+            legal, base = hist.legal, self._base[len(pi)]
             if interval:
                 zlo = np.repeat(base, P, axis=2)
                 zhi = zlo.copy()
@@ -465,10 +481,10 @@ class LogitDerivatives:
         num_all, den_all = [], []
         N_all = len(self.node_local)
         for i in range(n):
-            lpm: Any = np.zeros((N_all, P))
-            for j in range(n):
-                if j != i:
-                    lpm = lpm + logpath[j]
+            others = [logpath[j] for j in range(n) if j != i]
+            lpm: Any = others[0] if others else np.zeros((N_all, P))
+            for x in others[1:]:
+                lpm = lpm + x
             top = lpm.hi if isinstance(lpm, IArray) else lpm
             shift = _segment_max(top, flat["order"][i], flat["starts"][i])[flat["group"][i]]  # [N, P]
             w = exp(lpm - shift)
