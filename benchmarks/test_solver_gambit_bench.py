@@ -1,9 +1,10 @@
 """Issue 23, point 4: ers's solver against Gambit's logit solve on small games, measured in one run.
 
-Rows: dectiger H=2, broadcastChannel H=2 and 3, recycling H=2, GridSmall H=2 (the files' own discounts), each
-at alpha 1 and 0.25. Each side runs in a process of its own (``tests.own_process.run_json``) and is timed
-inside it around the call that does the work, best of three calls on the same game (the first call is
-reported too):
+Rows: dectiger H=2, broadcastChannel H=2 and 3, recycling H=2, GridSmall H=2, each at alpha 1 and 0.25, all
+undiscounted (``discount=1``: with gamma < 1 Gambit's action values are gamma^t Q^i, so its logit QRE is
+another game's, see ``tests/exact/gambit_oracle.py``). Each side runs in a process of its own
+(``tests.own_process.run_json``) and is timed inside it around the call that does the work, best of three
+calls on the same game (the first call is reported too):
 
 * Gambit: ``pygambit.qre.logit_solve_lambda(game, lam=1/alpha)`` on the ``.efg`` that
   ``ers_exact.io.gambit`` writes (read beforehand): the principal branch traced from lambda = 0;
@@ -43,7 +44,7 @@ import json, sys, time
 from ers_exact.games.registry import load_game
 from ers_exact.model.histories import enumerate_histories
 spec, horizon, alpha = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
-tree = enumerate_histories(load_game(spec, horizon=horizon))
+tree = enumerate_histories(load_game(spec, horizon=horizon, discount=1.0))
 
 def best_of(call, rounds=3):
     times, out = [], None

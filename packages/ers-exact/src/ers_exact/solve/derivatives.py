@@ -491,9 +491,9 @@ class LogitDerivatives:
             gbar = self._contract(G_all, act, [i])  # [N, A_i, P]
             numn = w.reshape(N_all, 1, P) * gbar
             denn = w * prob.reshape(N_all, 1)
-            L = flat["proj"][i]
-            num = spmm(L, numn.reshape(N_all, -1)).reshape(self.K[i], na[i], P)
-            den = spmm(L, denn)  # [K_i, P]
+            both = spmm(flat["proj"][i], concat([numn.reshape(N_all, -1), denn], axis=1))  # one projection
+            num = both[:, : na[i] * P].reshape(self.K[i], na[i], P)
+            den = both[:, na[i] * P :]  # [K_i, P]
             for key, x in zip(keep, (w, gbar, numn, denn, lpm, shift)):
                 keep[key].append(x)
             num_all.append(num)

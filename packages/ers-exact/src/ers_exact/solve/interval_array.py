@@ -165,8 +165,8 @@ def log(x: Any) -> Any:
 def spmm(matrix: SparseMatrix, x: Any) -> Any:
     """``matrix @ x`` for a sparse matrix with exactly representable entries (e.g. 0, +-1) and a 2-D float
     array or :class:`IArray`."""
-    if not isinstance(x, IArray):
-        return matrix @ x
+    if not isinstance(x, IArray):  # floats: an overflow gives a non-finite result either way
+        return matrix.dot(x, finite=True)
     pos, neg = matrix.positive, matrix.negative
     lo = pos @ x.lo - neg @ x.hi
     hi = pos @ x.hi - neg @ x.lo

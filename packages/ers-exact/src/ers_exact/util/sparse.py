@@ -95,10 +95,15 @@ class SparseMatrix:
 
     def __matmul__(self, x: np.ndarray) -> np.ndarray:
         """M @ x for x [cols] or [cols, P]."""
+        return self.dot(x)
+
+    def dot(self, x: np.ndarray, finite: bool = False) -> np.ndarray:
+        """M @ x; ``finite``: the caller knows x is finite, or accepts NaN where an infinite entry of x
+        meets a zero of M (saves the check on the dense path)."""
         x = np.asarray(x)
         if x.shape[0] != self.shape[1]:
             raise ValueError(f"matmul: shapes {self.shape} and {x.shape} do not align")
-        if self._dense is not None and np.isfinite(x).all():  # 0 x inf would be NaN where no entry is
+        if self._dense is not None and (finite or np.isfinite(x).all()):  # 0 x inf is NaN where no entry is
             return self._dense @ x
         columns = x.size // max(1, x.shape[0])
         if self.nnz * columns >= SCIPY_PRODUCT or "scipy.sparse" in sys.modules:
