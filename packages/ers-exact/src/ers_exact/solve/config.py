@@ -56,7 +56,9 @@ class ContinuationConfig:
         0.25  # a local minimum of sigma_min(A) below this times its neighbours is examined
     )
     singular_tol: float = 1e-6  # ... and is a branch point when the minimum is below this
-    locate_branch_points: bool = True  # False: the principal branch alone, no test functions (as Gambit)
+    locate_branch_points: bool = (
+        True  # False: the principal branch alone (as Gambit): no test functions, longer steps
+    )
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)

@@ -383,7 +383,9 @@ def _trace(
                 hist_sig.pop(0)
         # ----- step control -----
         z, t, lu, sign = zn, tn, lun, sign_n
-        if iters <= 2:
+        # the step doubles after an easy correction: <= 2 iterations while the test functions watch for
+        # branch points (their minima must be sampled), <= 3 on the principal branch alone
+        if iters <= (2 if cfg.locate_branch_points else 3):
             h = min(2.0 * h, cfg.max_step * tr.scale)
         elif iters >= 5:
             h *= 0.6
