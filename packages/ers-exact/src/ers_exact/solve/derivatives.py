@@ -157,6 +157,7 @@ class LogitDerivatives:
                 local_desc[sel] = tree.layers[t].local[self.pair_n[sel]]
                 local_anc[sel] = tree.layers[t - d].local[self.pair_anc[sel]]
         self.local_desc, self.local_anc = local_desc, local_anc
+        self._last: tuple[Any, Any] | None = None  # the last single float policy's pass (see _run)
         self.node_local = np.concatenate([layer.local for layer in tree.layers]).astype(np.int64)  # [Ntot, n]
         self.pair_gamma = self.gamma ** self.pair_d.astype(float)
 
@@ -411,12 +412,19 @@ class LogitDerivatives:
         }
 
     def _run(self, yT: Any, alpha: float, jacobian: bool, chance: Any) -> tuple[Any, Any, Any]:
-        """One chunk: yT [D, P] floats or an IArray. Returns (M [D, P], DM [D, D, P] | None, J [P])."""
+        """One chunk: yT [D, P] floats or an IArray. Returns (M [D, P], DM [D, D, P] | None, J [P]).
+
+        The forward and backward pass of the last single float policy is kept: a path follower asks for DM
+        at the point whose M it has just checked, and then only the Jacobian's own pass runs."""
         tree, n, na = self.tree, self.n, self.n_actions
         flat = self._flat
         bounds = flat["bounds"]
         interval = isinstance(yT, IArray)
         P = yT.shape[1]
+        cache_key = None if interval or P != 1 else (float(alpha), np.asarray(yT, dtype=np.float64).tobytes())
+        if jacobian and cache_key is not None and self._last is not None and self._last[0] == cache_key:
+            M_last, J_last, state = self._last[1]
+            return M_last.copy(), self._jacobian(alpha, P, *state), J_last.copy()
         if interval:
             rewards, prob_t = chance() if callable(chance) else chance
             prob = concat(prob_t, axis=0)
@@ -494,17 +502,19 @@ class LogitDerivatives:
             both = spmm(flat["proj"][i], concat([numn.reshape(N_all, -1), denn], axis=1))  # one projection
             num = both[:, : na[i] * P].reshape(self.K[i], na[i], P)
             den = both[:, na[i] * P :]  # [K_i, P]
-            for key, x in zip(keep, (w, gbar, numn, denn, lpm, shift)):
-                keep[key].append(x)
+            for name, x in zip(keep, (w, gbar, numn, denn, lpm, shift)):
+                keep[name].append(x)
             num_all.append(num)
             den_all.append(den)
             k, a, r = self.index[i]
             values.append((num[k, a] - num[k, r]) / den[k] / alpha)  # [D_i, P]
         M = concat(values, axis=0)
+        state = (pi, act, p_joint, G_all, V_all, keep, num_all, den_all)
+        if cache_key is not None:
+            self._last = (cache_key, (M.copy(), np.array(J, copy=True), state))
         if not jacobian:
             return M, None, J
-        DM = self._jacobian(alpha, P, pi, act, p_joint, G_all, V_all, keep, num_all, den_all)
-        return M, DM, J
+        return M, self._jacobian(alpha, P, *state), J
 
     def _jacobian(
         self,
