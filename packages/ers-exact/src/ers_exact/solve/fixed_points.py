@@ -10,8 +10,10 @@ too). Continuation (:mod:`ers_exact.solve.continuation`): the branches traced fr
 high-temperature point at lambda = 0 and split off at bifurcations; every crossing of lambda = 1 / alpha is
 a fixed point. Both lists are merged (de-duplication in probability space); each point records the method
 that found it and its continuation branch. Then per point: residual, J, spectral radius of DM (stable iff
-< 1) and an interval Krawczyk certificate (:mod:`ers_exact.solve.certify`). Work is chunked under
-``memory_budget_bytes``; BLAS runs single-threaded (many small systems; see :mod:`ers_exact.util.blas`).
+< 1) and an interval Krawczyk certificate (:mod:`ers_exact.solve.certify`). ``memory_budget_bytes`` bounds
+the whole process: work is chunked under what is left of it once the tree and the evaluator's index
+structures are built (refused at once when one policy's step cannot fit); BLAS runs single-threaded
+(many small systems; see :mod:`ers_exact.util.blas`).
 Neither method is complete in general: ``complete`` is True only when a certified subdivision search
 (:func:`ers_exact.solve.certify.enumerate_all`) proved that no other fixed point exists.
 """
