@@ -279,6 +279,11 @@ class LogitDerivatives:
         """Build the index structures of :meth:`evaluate` now (else on the first evaluation)."""
         _ = self._mats, self._flat, self._child
 
+    @property
+    def prepared(self) -> bool:
+        """Whether the index structures are built (they are resident then)."""
+        return "_mats" in self.__dict__
+
     def chunk_size(self, jacobian: bool, budget: int) -> int:
         """Policies per chunk under ``budget`` bytes; raises :class:`MemoryBudgetError` if not even one fits."""
         per = self.bytes_per_policy(jacobian)

@@ -242,12 +242,12 @@ def _budgeted_coordinates(tree: HistoryTree, cfg: SolverConfig) -> LogitCoordina
     coords = LogitCoordinates(tree, memory_budget=budget)
     der = coords.derivatives
     der.chunk_size(True, budget)  # one evaluation alone over the budget: refused before building anything
-    per, structures = policy_bytes(coords), der.structure_bytes()
+    per, structures = policy_bytes(coords), (0 if der.prepared else der.structure_bytes())
     resident = resident_bytes()
     if resident + structures + per > budget:
         _refuse(tree, coords, budget, resident, structures, per)
     der.prepare()
-    resident = resident_bytes() + structures // 2  # the parts built on first use (interval, scipy copies)
+    resident = resident_bytes() + der.structure_bytes() // 2  # parts built on first use (interval, scipy)
     if resident + per > budget:
         _refuse(tree, coords, budget, resident, 0, per)
     return LogitCoordinates(tree, memory_budget=int(budget - resident))
