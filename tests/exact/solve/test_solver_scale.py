@@ -18,6 +18,7 @@ from ers_exact.solve.derivatives import MemoryBudgetError
 from ers_exact.solve.fixed_points import SolverConfig, solve_fixed_points
 from ers_exact.solve.newton import policy_bytes
 from ers_exact.util.budget import resident_bytes
+from tests.own_process import run_json
 
 DECTIGER_H3_OPTIMUM = 5.190812  # masplan.org, undiscounted
 
@@ -100,3 +101,28 @@ def test_dectiger_h3_every_point_converged_and_certified(dectiger3, alpha: float
     assert any("continuation" in p.method and p.branch == 0 for p in fs.points)
     if alpha == 0.25:
         assert fs.J_star == pytest.approx(DECTIGER_H3_OPTIMUM, abs=1e-5)
+
+
+_PEAK = """
+import json, resource, sys
+from ers_exact.games import get_game
+from ers_exact.model.histories import enumerate_histories
+from ers_exact.solve.fixed_points import SolverConfig, solve_fixed_points
+horizon, budget = int(sys.argv[1]), float(sys.argv[2])
+tree = enumerate_histories(get_game("dectiger", horizon=horizon))
+fs = solve_fixed_points(tree, 0.5, SolverConfig(memory_budget_bytes=int(budget), progress=False))
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(json.dumps({"peak": peak, "points": len(fs.points), "certified": all(p.certified for p in fs.points)}))
+"""
+
+
+@pytest.mark.parametrize(
+    ("horizon", "budget"),
+    [pytest.param(2, 60e6, id="H2-60MB"), pytest.param(3, 120e6, id="H3-120MB", marks=pytest.mark.slow)],
+)
+def test_whole_process_stays_under_the_memory_budget(horizon: int, budget: float) -> None:
+    """Issue 23, point 5: a solve in a process of its own, peak resident memory (interpreter and numpy
+    included) under ``memory_budget_bytes``, and the points still found and certified."""
+    out = run_json(_PEAK, str(horizon), str(budget), timeout=600)
+    assert out["points"] > 0 and out["certified"]
+    assert out["peak"] < budget
