@@ -352,9 +352,15 @@ class LogitDerivatives:
                 parts.append(w * U[act, :, obs])
             weights.append(concat(parts, axis=0))
         rewards, prob = [], []
+        A = er.shape[1]
+        chunk = max(1, 2_000_000 // max(1, S * A))  # [chunk, S, A] interval products at a time (Mars: 2.4 GB)
         for w in weights:
             N = w.shape[0]
-            rewards.append((w.reshape(N, S, 1) * er.reshape(1, S, -1)).sum(axis=1))
+            parts = [
+                (w[lo : lo + chunk].reshape(-1, S, 1) * er.reshape(1, S, A)).sum(axis=1)
+                for lo in range(0, N, chunk)
+            ]
+            rewards.append(concat(parts, axis=0))
             prob.append(w.sum(axis=1))
         return rewards, prob
 
