@@ -111,7 +111,10 @@ from ers_exact.solve.fixed_points import SolverConfig, solve_fixed_points
 horizon, budget = int(sys.argv[1]), float(sys.argv[2])
 tree = enumerate_histories(get_game("dectiger", horizon=horizon))
 fs = solve_fixed_points(tree, 0.5, SolverConfig(memory_budget_bytes=int(budget), progress=False))
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+try:  # this process image's high-water mark (ru_maxrss can carry a big parent's RSS over fork + exec)
+    peak = float(open("/proc/self/status").read().split("VmHWM:")[1].split()[0]) * 1024
+except (OSError, IndexError):
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 print(json.dumps({"peak": peak, "points": len(fs.points), "certified": all(p.certified for p in fs.points)}))
 """
 
