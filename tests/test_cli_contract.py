@@ -165,6 +165,12 @@ EXACT_CASES = [
     ),
     ("method-choice", ["optimal", "dectiger", "--method", "dfs"], {}, "dfs"),
     ("history-budget", ["solve", "dectiger", "--alpha", "1", "--max-nodes", "10"], {}, "max_nodes = 10"),
+    (  # the whole process (what is resident, the index structures, one Newton step) over --memory-budget
+        "solve-memory-budget",
+        ["solve", "dectiger", "--horizon", "3", "--alpha", "1", "--memory-budget", "0.02"],
+        {},
+        "--memory-budget",
+    ),
     ("agents-too-many", ["zsc", "handshake", "--agents", "501"], {}, "--agents 501"),
     ("l-zero", ["zsc", "three-lever", "--l", "0"], {}, "--l 0"),
     ("m-zero", ["zsc", "three-lever", "--m", "0"], {}, "--m 0"),

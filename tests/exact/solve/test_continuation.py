@@ -10,6 +10,7 @@ import pytest
 from ers_exact.games import GAMES, get_game
 from ers_exact.model.histories import enumerate_histories
 from ers_exact.solve.boltzmann import LogitCoordinates
+from ers_exact.solve.config import ContinuationConfig
 from ers_exact.solve.continuation import continuation
 from ers_exact.solve.fixed_points import SolverConfig, solve_fixed_points
 from tests.exact.strategies import random_game
@@ -128,6 +129,12 @@ def test_gambit_principal_branch_is_our_branch_zero(name: str, horizon, alpha: f
     first = cont.points[cont.point_branch.index(0)]
     qre = gambit_qre_policy(tree, alpha)
     dist = max(float(np.abs(a - b).max()) for a, b in zip(coords.to_policy(first), qre))
+    assert dist < 1e-6
+    # the principal branch alone (no test functions, one branch: what the Gambit benchmark times) crosses
+    # lambda* at the same point first
+    alone = continuation(coords, alpha, ContinuationConfig(max_branches=1, locate_branch_points=False))
+    assert len(alone.branches) == 1 and not alone.bifurcations
+    dist = max(float(np.abs(a - b).max()) for a, b in zip(coords.to_policy(alone.points[0]), qre))
     assert dist < 1e-6
 
 

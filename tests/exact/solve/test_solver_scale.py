@@ -16,6 +16,9 @@ from ers_exact.model.histories import enumerate_histories
 from ers_exact.solve.boltzmann import LogitCoordinates
 from ers_exact.solve.derivatives import MemoryBudgetError
 from ers_exact.solve.fixed_points import SolverConfig, solve_fixed_points
+from ers_exact.solve.newton import policy_bytes
+from ers_exact.util.budget import resident_bytes
+from tests.own_process import run_json
 
 DECTIGER_H3_OPTIMUM = 5.190812  # masplan.org, undiscounted
 
@@ -54,16 +57,32 @@ def test_memory_budget_refuses_at_once_with_an_estimate(dectiger3) -> None:
 
 
 def test_a_small_budget_chunks_and_gives_the_same_points(dectiger3) -> None:
+    """A whole-process budget that leaves room for about three policies' Newton steps: the work is chunked
+    (Newton's Jacobians too) and the points are the same."""
     cfg = SolverConfig(n_starts=8, continuation=False, certify=False)
     big = solve_fixed_points(dectiger3, 1.0, cfg)
-    per = LogitCoordinates(dectiger3).derivatives.bytes_per_policy(jacobian=True)
-    assert per * 8 < cfg.memory_budget_bytes
+    coords = LogitCoordinates(dectiger3)
+    per = policy_bytes(coords)
+    budget = int(resident_bytes() + coords.derivatives.structure_bytes() + 3 * per)
     small = solve_fixed_points(
         dectiger3,
         1.0,
-        SolverConfig(n_starts=8, continuation=False, certify=False, memory_budget_bytes=3 * per),
+        SolverConfig(n_starts=8, continuation=False, certify=False, memory_budget_bytes=budget),
     )
     assert [p.J for p in small.points] == pytest.approx([p.J for p in big.points], abs=1e-10)
+
+
+def test_memory_budget_is_for_the_whole_process(dectiger3) -> None:
+    """Issue 23, point 5: a budget that one evaluation fits but the process (what is resident already, the
+    index structures, one policy's Newton step) does not is refused at once, naming each part."""
+    coords = LogitCoordinates(dectiger3)
+    assert coords.derivatives.bytes_per_policy(True) < 2**23 < resident_bytes()
+    start = time.perf_counter()
+    with pytest.raises(
+        MemoryBudgetError, match=r"whole process needs at least .* in use: .* budget is 8.39 MB"
+    ):
+        solve_fixed_points(dectiger3, 0.5, SolverConfig(memory_budget_bytes=2**23))
+    assert time.perf_counter() - start < 1.0
 
 
 @pytest.mark.parametrize(  # the lowest temperature stays in the default suite
@@ -82,3 +101,31 @@ def test_dectiger_h3_every_point_converged_and_certified(dectiger3, alpha: float
     assert any("continuation" in p.method and p.branch == 0 for p in fs.points)
     if alpha == 0.25:
         assert fs.J_star == pytest.approx(DECTIGER_H3_OPTIMUM, abs=1e-5)
+
+
+_PEAK = """
+import json, resource, sys
+from ers_exact.games import get_game
+from ers_exact.model.histories import enumerate_histories
+from ers_exact.solve.fixed_points import SolverConfig, solve_fixed_points
+horizon, budget = int(sys.argv[1]), float(sys.argv[2])
+tree = enumerate_histories(get_game("dectiger", horizon=horizon))
+fs = solve_fixed_points(tree, 0.5, SolverConfig(memory_budget_bytes=int(budget), progress=False))
+try:  # this process image's high-water mark (ru_maxrss can carry a big parent's RSS over fork + exec)
+    peak = float(open("/proc/self/status").read().split("VmHWM:")[1].split()[0]) * 1024
+except (OSError, IndexError):
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(json.dumps({"peak": peak, "points": len(fs.points), "certified": all(p.certified for p in fs.points)}))
+"""
+
+
+@pytest.mark.parametrize(
+    ("horizon", "budget"),
+    [pytest.param(2, 60e6, id="H2-60MB"), pytest.param(3, 120e6, id="H3-120MB", marks=pytest.mark.slow)],
+)
+def test_whole_process_stays_under_the_memory_budget(horizon: int, budget: float) -> None:
+    """Issue 23, point 5: a solve in a process of its own, peak resident memory (interpreter and numpy
+    included) under ``memory_budget_bytes``, and the points still found and certified."""
+    out = run_json(_PEAK, str(horizon), str(budget), timeout=600)
+    assert out["points"] > 0 and out["certified"]
+    assert out["peak"] < budget

@@ -170,8 +170,9 @@ class SolverOptions(Options):
         _SOLVER.memory_budget_bytes / 1e9,
         check=positive,
         metavar="GB",
-        help="working memory of one batched evaluation, in GB: work is chunked under "
-        "it, and a game whose single evaluation cannot fit is refused at once",
+        help="peak memory of the whole process, in GB: the batched work (evaluations, Newton's "
+        "Jacobians, certificates) is chunked under what the tree and its index structures leave, and a game "
+        "where one policy's step cannot fit is refused at once with the estimate",
     )
 
 

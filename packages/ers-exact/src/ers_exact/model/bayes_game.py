@@ -18,9 +18,12 @@ import heapq
 import itertools
 import math
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 from ers_exact.model.config import PolicyBudgetError
 
@@ -99,6 +102,8 @@ class BayesGame:
         r = self.responder
         m, K_r, A_r = q.shape[0], self.legal_r.shape[0], self.legal_r.shape[1]
         if len(self.enumerated) != 1:
+            import scipy.sparse as sp  # lazy: only GMAA* / ICE multiply by it (0.3 s of import)
+
             proj = sp.csr_matrix((np.ones(m), (self.inv[r], np.arange(m))), shape=(K_r, m))
             rows = max(1, _CHUNK_FLOATS // max(1, m * A_r))
             for lo in range(0, self.n_e, rows):
@@ -109,6 +114,8 @@ class BayesGame:
         K_e, A_e = len(self.options[e]), q.shape[1] // A_r
         qn = q.reshape(m, A_e, A_r) if e < r else q.reshape(m, A_r, A_e).transpose(0, 2, 1)
         qn = np.where(np.isfinite(qn), qn, 0.0)  # -inf only at illegal actions, never chosen
+        import scipy.sparse as sp
+
         pair = sp.csr_matrix(
             (np.ones(m), (self.inv[e] * K_r + self.inv[r], np.arange(m))), shape=(K_e * K_r, m)
         )
@@ -275,6 +282,8 @@ def best_rule_bnb(
     K_e, A_e = len(game.options[e]), q.shape[1] // A_r
     qn = q.reshape(m, A_e, A_r) if e < r else q.reshape(m, A_r, A_e).transpose(0, 2, 1)
     qn = np.where(np.isfinite(qn), qn, 0.0)
+    import scipy.sparse as sp
+
     pair = sp.csr_matrix((np.ones(m), (game.inv[e] * K_r + game.inv[r], np.arange(m))), shape=(K_e * K_r, m))
     Z = (pair @ qn.reshape(m, -1)).reshape(K_e, K_r, A_e, A_r).transpose(0, 2, 1, 3)  # [K_e, A_e, K_r, A_r]
     mask = np.where(game.legal_r, 0.0, -np.inf)  # [K_r, A_r]

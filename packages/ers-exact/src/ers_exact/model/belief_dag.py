@@ -26,7 +26,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 
 from ers_exact.model.bounds import HEURISTICS, rule_table
 from ers_exact.model.game import Game
@@ -70,6 +69,8 @@ def belief_dag(game: Game, budget_bytes: float = float("inf")) -> BeliefDag:
     """The belief DAG of ``game`` up to its horizon; :class:`BudgetError` as soon as the layers built so far
     (and the next layer's work arrays) would exceed ``budget_bytes``."""
     H, S, A, O = game.horizon, game.n_states, game.n_joint_actions, game.n_joint_observations
+    import scipy.sparse as sp  # lazy: importing ICE's modules never loads scipy
+
     trans = sp.csr_matrix(game.transition.reshape(S, A * S))  # [S, A S']
     obs = game.observation.transpose(0, 1, 2)  # [A, S', O]
     R = game.expected_reward  # [S, A]

@@ -23,11 +23,11 @@ from functools import cached_property
 from typing import Any, TypeVar
 
 import numpy as np
-import scipy.sparse as sp
 
 from ers_exact.model.config import DEFAULT_MAX_NODES, HistoryBudgetError
 from ers_exact.model.game import Game
 from ers_exact.util.budget import check_memory
+from ers_exact.util.sparse import SparseMatrix
 
 __all__ = [
     "DEFAULT_MAX_NODES",
@@ -127,11 +127,11 @@ class HistoryTree:
     def n_joint_nodes(self) -> int:
         return int(sum(len(layer) for layer in self.layers))
 
-    def child_matrix(self, t: int) -> sp.csr_matrix:
+    def child_matrix(self, t: int) -> SparseMatrix:
         """Sparse 0/1 matrix [N_t * A, N_{t+1}] mapping each child to its (parent, joint action) row."""
         return self.derived("histories.child", lambda: _child_matrices(self))[t]
 
-    def local_matrix(self, t: int, agent: int) -> sp.csr_matrix:
+    def local_matrix(self, t: int, agent: int) -> SparseMatrix:
         """Sparse 0/1 matrix [K^i_t, N_t]: which joint nodes at t project onto each local history."""
         return self.derived("histories.local", lambda: _local_matrices(self))[t][agent]
 
@@ -320,21 +320,18 @@ def _make_local(
     return LocalHistories(agent=agent, **arrays)
 
 
-def _child_matrices(tree: HistoryTree) -> list[sp.csr_matrix]:
+def _child_matrices(tree: HistoryTree) -> list[SparseMatrix]:
     """Per t, the sparse child matrix of :meth:`HistoryTree.child_matrix`."""
     A = tree.game.n_joint_actions
     mats = []
     for t in range(len(tree.layers) - 1):
         nxt = tree.layers[t + 1]
         rows = nxt.parent * A + nxt.action
-        data = np.ones(len(nxt))
-        mats.append(
-            sp.csr_matrix((data, (rows, np.arange(len(nxt)))), shape=(len(tree.layers[t]) * A, len(nxt)))
-        )
+        mats.append(SparseMatrix(1.0, rows, np.arange(len(nxt)), (len(tree.layers[t]) * A, len(nxt))))
     return mats
 
 
-def _local_matrices(tree: HistoryTree) -> list[list[sp.csr_matrix]]:
+def _local_matrices(tree: HistoryTree) -> list[list[SparseMatrix]]:
     """Per t and agent, the sparse projection matrix of :meth:`HistoryTree.local_matrix`."""
     mats = []
     for t, layer in enumerate(tree.layers):
@@ -342,10 +339,7 @@ def _local_matrices(tree: HistoryTree) -> list[list[sp.csr_matrix]]:
         for i, hist in enumerate(tree.local):
             lo, hi = hist.offsets[t], hist.offsets[t + 1]
             per_agent.append(
-                sp.csr_matrix(
-                    (np.ones(len(layer)), (layer.local[:, i] - lo, np.arange(len(layer)))),
-                    shape=(hi - lo, len(layer)),
-                )
+                SparseMatrix(1.0, layer.local[:, i] - lo, np.arange(len(layer)), (hi - lo, len(layer)))
             )
         mats.append(per_agent)
     return mats

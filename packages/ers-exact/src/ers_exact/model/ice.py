@@ -42,7 +42,7 @@ from ers_exact.model.bayes_game import BayesGame, LazyChildren, best_rule, best_
 from ers_exact.model.belief_dag import BeliefDag, belief_dag, dag_heuristic
 from ers_exact.model.game import Game
 from ers_exact.model.gmaa import search_stats
-from ers_exact.util.budget import format_bytes, memory_budget
+from ers_exact.util.budget import format_bytes, memory_budget, resident_bytes
 
 __all__ = ["IceOutcome", "ice_search"]
 
@@ -118,16 +118,6 @@ class _Stop(Exception):
     """The search must stop before the next step (the reason is the message)."""
 
 
-def _rss_bytes() -> float:
-    try:
-        with open("/proc/self/statm") as fh:
-            import os
-
-            return float(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return 0.0
-
-
 class _Search:
     def __init__(self, game: Game, dag: BeliefDag, q: tuple[np.ndarray, ...], cfg: dict[str, Any]) -> None:
         self.game, self.dag, self.q = game, dag, q
@@ -137,7 +127,9 @@ class _Search:
         self.deadline: float = cfg["deadline"]
         self.fixed = dag.nbytes + sum(a.nbytes for a in q)
         self.tracked = self.fixed
-        self.rss0 = _rss_bytes()  # the process before the search: imports and the caller's data are not ours
+        self.rss0 = (
+            resident_bytes()
+        )  # the process before the search: imports and the caller's data are not ours
         self.peak = self.tracked
         self.max_types = [1] * game.n_agents
         self.jo = game.joint_observations
@@ -154,7 +146,7 @@ class _Search:
         self.peak = max(self.peak, self.tracked)
 
     def check_process(self) -> None:
-        grown = _rss_bytes() - self.rss0 + self.fixed
+        grown = resident_bytes() - self.rss0 + self.fixed
         if grown > self.budget:
             raise _Stop(
                 f"memory budget: the search holds {format_bytes(grown)} of {format_bytes(self.budget)}"

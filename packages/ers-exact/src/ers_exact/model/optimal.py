@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from ers_exact.model.bounds import child_table, stage_rewards
 from ers_exact.model.config import AUTO_EXHAUSTIVE_MAX, DEFAULT_MAX_POLICIES, METHODS
@@ -42,6 +41,7 @@ from ers_exact.model.histories import (
 from ers_exact.model.ice import IceOutcome, ice_search
 from ers_exact.model.policy_trees import policy_trees_to_local
 from ers_exact.util.progress import Progress
+from ers_exact.util.sparse import SparseMatrix
 
 __all__ = [
     "AUTO_EXHAUSTIVE_MAX",
@@ -296,7 +296,7 @@ class _Template:
 
     seq: tuple[tuple[np.ndarray, ...], ...]  # [agent][t] -> [M_t]
     local: tuple[np.ndarray, ...]  # [t] -> [M_t]
-    project: tuple[sp.csr_matrix, ...]  # [t] -> [K^r_t, M_t]
+    project: tuple[SparseMatrix, ...]  # [t] -> [K^r_t, M_t]
 
 
 def _template(tree: HistoryTree) -> _Template:
@@ -347,9 +347,7 @@ def _template(tree: HistoryTree) -> _Template:
             lo, hi = hist.offsets[t], hist.offsets[t + 1]
             loc = locals_[t]
             cols = np.flatnonzero(loc >= 0)
-            projections.append(
-                sp.csr_matrix((np.ones(len(cols)), (loc[cols] - lo, cols)), shape=(hi - lo, len(loc)))
-            )
+            projections.append(SparseMatrix(1.0, loc[cols] - lo, cols, (hi - lo, len(loc))))
         return _Template(seq=tuple(seqs), local=tuple(locals_), project=tuple(projections))
 
     return tree.derived("optimal.template", build)

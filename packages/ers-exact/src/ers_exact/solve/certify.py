@@ -24,7 +24,14 @@ from ers_exact.model.histories import HistoryTree
 from ers_exact.solve.boltzmann import LogitCoordinates, logit_bound
 from ers_exact.solve.interval import IDual, Interval
 
-__all__ = ["SearchResult", "certify_point", "enumerate_all", "interval_logit_map", "krawczyk"]
+__all__ = [
+    "SearchResult",
+    "certify_point",
+    "certify_points",
+    "enumerate_all",
+    "interval_logit_map",
+    "krawczyk",
+]
 
 _EPS = np.finfo(float).eps
 
@@ -223,12 +230,15 @@ def _enclosures_vectorised(
     coords: LogitCoordinates, lo: np.ndarray, hi: np.ndarray, c: np.ndarray, alpha: float
 ) -> tuple[np.ndarray, ...]:
     """DM(Y) and M(c) enclosures by the exact-derivative evaluator run on interval arrays
-    (:meth:`~ers_exact.solve.derivatives.LogitDerivatives.enclose`): any dimension, for small boxes."""
-    der = coords.derivatives
-    _, dm = der.enclose(lo, hi, alpha)
-    mc, _ = der.enclose(c, c, alpha, jacobian=False)
+    (:meth:`~ers_exact.solve.derivatives.LogitDerivatives.enclose`): any dimension, for small boxes. Several
+    boxes at once: ``lo``, ``hi``, ``c`` [D, P] give (DM lo, hi [D, D, P], M(c) lo, hi [D, P]), one pass."""
+    batch = lo.ndim == 2
+    lo, hi, c = (np.asarray(v, float).reshape(len(v), -1) for v in (lo, hi, c))
+    P = lo.shape[1]
+    m, dm = coords.derivatives.enclose(np.hstack([lo, c]), np.hstack([hi, c]), alpha)
     assert dm is not None
-    return dm.lo[:, :, 0], dm.hi[:, :, 0], mc.lo[:, 0], mc.hi[:, 0]
+    out = (dm.lo[:, :, :P], dm.hi[:, :, :P], m.lo[:, P:], m.hi[:, P:])
+    return out if batch else tuple(x[..., 0] for x in out)
 
 
 def krawczyk(
@@ -239,14 +249,27 @@ def krawczyk(
     ``method``: 'scalar' (the plain re-evaluation; tighter on wide boxes, slow beyond a few dozen
     coordinates) or 'vectorised' (interval arrays through the exact-derivative evaluator; fast at any
     dimension, meant for the small boxes around a computed fixed point)."""
-    D = len(lo)
     c = 0.5 * (lo + hi)
     if method == "scalar":
-        jlo, jhi, mlo, mhi = _enclosures_scalar(coords, lo, hi, c, alpha)
+        enclosures = _enclosures_scalar(coords, lo, hi, c, alpha)
     elif method == "vectorised":
-        jlo, jhi, mlo, mhi = _enclosures_vectorised(coords, lo, hi, c, alpha)
+        enclosures = _enclosures_vectorised(coords, lo, hi, c, alpha)
     else:
         raise ValueError(f"unknown Krawczyk method {method!r}: use 'scalar' or 'vectorised'")
+    return _krawczyk_test(lo, hi, c, *enclosures)
+
+
+def _krawczyk_test(
+    lo: np.ndarray,
+    hi: np.ndarray,
+    c: np.ndarray,
+    jlo: np.ndarray,
+    jhi: np.ndarray,
+    mlo: np.ndarray,
+    mhi: np.ndarray,
+) -> tuple[str, np.ndarray, np.ndarray]:
+    """The Krawczyk test of :func:`krawczyk` from the enclosures of DM(Y) and M(c)."""
+    D = len(lo)
     if not (
         np.all(np.isfinite(jlo))
         and np.all(np.isfinite(jhi))
@@ -288,18 +311,53 @@ def certify_point(
 
     ``method`` 'auto' runs the vectorised Krawczyk test first and the scalar one (up to 64 coordinates)
     where the first cannot decide."""
+    return certify_points(coords, np.asarray(y, float)[None], alpha, radii, method)[0]
+
+
+def certify_points(
+    coords: LogitCoordinates,
+    ys: np.ndarray,
+    alpha: float,
+    radii: tuple[float, ...] = (1e-8, 1e-6, 1e-4),
+    method: str = "auto",
+) -> list[bool]:
+    """:func:`certify_point` for each row of ``ys`` [P, D]; the vectorised tests of all the points still
+    undecided at one radius share one batched interval evaluation (the same boxes, the same answers)."""
+    ys = np.asarray(ys, float).reshape(len(ys), coords.dim)
     methods = {
         "auto": ["vectorised"] + (["scalar"] if coords.dim <= 64 else []),
         "scalar": ["scalar"],
         "vectorised": ["vectorised"],
     }[method]
+    done = [False] * len(ys)
     for m in methods:
         for r in radii:
-            rad = r * np.maximum(1.0, np.abs(y))
-            status, _, _ = krawczyk(coords, y - rad, y + rad, alpha, method=m)
-            if status == "unique":
-                return True
-    return False
+            todo = [k for k in range(len(ys)) if not done[k]]
+            if not todo:
+                return done
+            rad = r * np.maximum(1.0, np.abs(ys[todo]))
+            lo, hi = ys[todo] - rad, ys[todo] + rad
+            if m == "vectorised":
+                status = _vectorised_tests(coords, lo, hi, alpha)
+            else:
+                status = [krawczyk(coords, lo[p], hi[p], alpha, method=m)[0] for p in range(len(todo))]
+            for k, st in zip(todo, status):
+                done[k] = st == "unique"
+    return done
+
+
+def _vectorised_tests(coords: LogitCoordinates, lo: np.ndarray, hi: np.ndarray, alpha: float) -> list[str]:
+    """The vectorised Krawczyk test of each box [lo[p], hi[p]], in batches under the memory budget (a box
+    and its centre are two interval columns, each about four float evaluations with the Jacobian)."""
+    per = 8 * coords.derivatives.bytes_per_policy(True)
+    step = max(1, coords.memory_budget // per)
+    out = []
+    for s in range(0, len(lo), step):
+        blo, bhi = lo[s : s + step], hi[s : s + step]
+        c = 0.5 * (blo + bhi)
+        enc = _enclosures_vectorised(coords, blo.T, bhi.T, c.T, alpha)
+        out += [_krawczyk_test(blo[p], bhi[p], c[p], *(e[..., p] for e in enc))[0] for p in range(len(blo))]
+    return out
 
 
 @dataclass(frozen=True)

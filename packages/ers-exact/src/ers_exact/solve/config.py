@@ -1,7 +1,7 @@
 """The solve layer's settings, readable without loading the solver (numpy, scipy): the configuration of
 :func:`~ers_exact.solve.fixed_points.solve_fixed_points` (:class:`SolverConfig`, with the Newton and
 continuation settings it derives, each re-exported by the module that uses it), the
-default working-memory budget of one batched evaluation, and the grids of temperatures that a sweep
+default memory budget of a solve (the whole process), and the grids of temperatures that a sweep
 accepts (:func:`parse_alphas`). The command line builds its options from these defaults."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ __all__ = [
     "parse_alphas",
 ]
 
-#: Default bound on the working memory of one batched evaluation (bytes); batches are chunked under it.
+#: Default bound on the solver's whole process (peak resident bytes); batched work is chunked under what is left.
 DEFAULT_MEMORY_BUDGET = 1_000_000_000
 
 
@@ -57,6 +57,9 @@ class ContinuationConfig:
         0.25  # a local minimum of sigma_min(A) below this times its neighbours is examined
     )
     singular_tol: float = 1e-6  # ... and is a branch point when the minimum is below this
+    locate_branch_points: bool = (
+        True  # False: the principal branch alone (as Gambit): no test functions, longer steps
+    )
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -93,7 +96,7 @@ class SolverConfig:
     continuation: bool = True  # also trace the branches from lambda = 0 (ers_exact.solve.continuation)
     max_branches: int = 24  # continuation branches traced at most
     continuation_steps: int = 4_000  # continuation steps, all branches together
-    memory_budget_bytes: int = DEFAULT_MEMORY_BUDGET  # working memory of one batched evaluation
+    memory_budget_bytes: int = DEFAULT_MEMORY_BUDGET  # peak memory of the whole process (bytes)
     blas_threads: int | None = 1  # BLAS threads inside the solver (None: leave as configured)
     progress: bool | None = None  # progress bars on stderr (None: when it is a terminal)
 

@@ -38,7 +38,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import scipy.linalg as sla
 
 from ers_exact.solve.boltzmann import LogitCoordinates, logit_bound
 from ers_exact.solve.config import ContinuationConfig
@@ -90,6 +89,20 @@ class ContinuationResult:
         }
 
 
+class _Augmented:
+    """The augmented matrix A = [H_z; t^T] of one curve point, factored once: the sign of det A and A^-1
+    (the chord corrector and the inverse iteration apply it several times; numpy alone, no scipy)."""
+
+    def __init__(self, matrix: np.ndarray) -> None:
+        self.matrix = matrix
+        sign, _ = np.linalg.slogdet(matrix)
+        self.det_sign = float(sign)
+        try:
+            self.inverse = np.linalg.inv(matrix) if sign != 0 else np.linalg.pinv(matrix)
+        except np.linalg.LinAlgError:
+            self.inverse = np.linalg.pinv(matrix)
+
+
 class _Tracer:
     """Evaluation of H, its Jacobian and the step machinery for one coordinate system."""
 
@@ -114,29 +127,25 @@ class _Tracer:
         assert dg is not None
         return np.hstack([np.eye(self.D) - z[-1] * dg, -g[:, None]])
 
-    def tangent(self, hz: np.ndarray, row: np.ndarray) -> tuple[np.ndarray, Any]:
-        """Unit null vector of hz with row . t > 0, and the LU of the augmented matrix [hz; row]."""
-        A = np.vstack([hz, row[None]])
-        lu = sla.lu_factor(A, check_finite=False)
-        rhs = np.zeros(self.D + 1)
-        rhs[-1] = 1.0
-        t = sla.lu_solve(lu, rhs, check_finite=False)
-        return t / np.linalg.norm(t), lu
+    def tangent(self, hz: np.ndarray, row: np.ndarray) -> tuple[np.ndarray, _Augmented]:
+        """Unit null vector of hz with row . t > 0, and the factored augmented matrix [hz; row]."""
+        aug = _Augmented(np.vstack([hz, row[None]]))
+        t = aug.inverse[:, -1].copy()  # A t = e_last
+        return t / np.linalg.norm(t), aug
 
     @staticmethod
-    def det_sign(lu: Any) -> float:
-        lu_mat, piv = lu
-        swaps = int(np.count_nonzero(piv != np.arange(len(piv))))
-        return float((-1) ** swaps * np.prod(np.sign(np.diag(lu_mat))))
+    def det_sign(aug: _Augmented) -> float:
+        return aug.det_sign
 
     @staticmethod
-    def sigma_min(lu: Any, v: np.ndarray | None = None, iters: int = 6) -> tuple[float, np.ndarray]:
-        """Smallest singular value of the LU-factored square matrix by inverse iteration on A^T A."""
-        n = len(lu[1])
+    def sigma_min(aug: _Augmented, v: np.ndarray | None = None, iters: int = 6) -> tuple[float, np.ndarray]:
+        """Smallest singular value of the factored square matrix by inverse iteration on A^T A."""
+        inv = aug.inverse
+        n = len(inv)
         x = np.ones(n) / np.sqrt(n) if v is None else v / np.linalg.norm(v)
         s = 0.0
         for _ in range(iters):
-            w = sla.lu_solve(lu, sla.lu_solve(lu, x, trans=1, check_finite=False), check_finite=False)
+            w = inv @ (inv.T @ x)
             nw = float(np.linalg.norm(w))
             if not np.isfinite(nw) or nw == 0.0:
                 return 0.0, x
@@ -145,7 +154,7 @@ class _Tracer:
         return s, x
 
     def correct(
-        self, zp: np.ndarray, row: np.ndarray, lu: Any, target: float = 0.0
+        self, zp: np.ndarray, row: np.ndarray, lu: _Augmented, target: float = 0.0
     ) -> tuple[np.ndarray | None, int]:
         """Chord Newton on {H(z) = 0, row . (z - zp) = target} with the factored [H_z; row]."""
         z = zp.copy()
@@ -157,7 +166,7 @@ class _Tracer:
             res = float(np.abs(h).max())
             if res < self.cfg.corrector_tol * max(1.0, float(np.abs(z[:-1]).max(initial=0.0))):
                 return z, k
-            delta = sla.lu_solve(lu, np.append(h, row @ (z - zp) - target), check_finite=False)
+            delta = lu.inverse @ np.append(h, row @ (z - zp) - target)
             step = float(np.abs(delta).max())
             if k > 0 and step > 0.7 * last:
                 return None, k
@@ -185,6 +194,19 @@ class _Tracer:
                 break
         g, _ = self.gamma(y, False)
         return y, float(np.abs(y - lam * g).max())
+
+
+class _BranchProgress:
+    """Progress of one branch: its lambda over lambda_stop (a bar per branch; more may be found on the way)."""
+
+    def __init__(self, bar: Progress, lam_stop: float) -> None:
+        self.bar, self.lam_stop, self.shown = bar, lam_stop, 0
+
+    def __call__(self, lam: float) -> None:
+        done = int(1000 * min(1.0, max(0.0, lam / self.lam_stop)))
+        if done > self.shown:
+            self.bar.update(done - self.shown)
+            self.shown = done
 
 
 @dataclass
@@ -234,23 +256,13 @@ def continuation(
     t0, _ = tr.tangent(hz0, e)  # oriented towards increasing lambda
     queue = [_Seed(z0, t0, None, 0.0, None)]
     total_steps = 0
-    with Progress(
-        1000, f"continuation {coords.tree.game.name} to lambda={lam_star:g}", enabled=progress
-    ) as bar:
-        shown = 0
-
-        def report(lam: float) -> None:
-            """Progress: finished branches plus the current one's lambda over lambda_stop, of all known."""
-            nonlocal shown
-            frac = (len(branches) + min(1.0, max(0.0, lam / lam_stop))) / (len(branches) + len(queue) + 1)
-            done = int(1000 * frac)
-            if done > shown:
-                bar.update(done - shown)
-                shown = done
-
-        while queue and len(branches) < cfg.max_branches and total_steps < cfg.max_steps:
-            seed = queue.pop(0)
-            bid = len(branches)
+    name = coords.tree.game.name
+    while queue and len(branches) < cfg.max_branches and total_steps < cfg.max_steps:
+        seed = queue.pop(0)
+        bid = len(branches)
+        desc = f"continuation {name} to lambda={lam_star:g}: branch {bid + 1} of {bid + 1 + len(queue)} known"
+        with Progress(1000, desc, enabled=progress) as bar:
+            report = _BranchProgress(bar, lam_stop)
             steps, crossings, end, new_bifs = _trace(
                 tr,
                 seed,
@@ -264,17 +276,15 @@ def continuation(
                 cfg.max_steps - total_steps,
                 report,
             )
-            total_steps += steps
-            branches.append(Branch(bid, seed.parent, float(seed.origin), steps, crossings, end))
-            for bif in new_bifs:
-                bif["branch"] = bid
-                children = _switch(tr, bif, bid)
-                bif["new_branches"] = len(children)
-                bifurcations.append({k: v for k, v in bif.items() if k not in ("z", "t", "kernel")})
-                queue.extend(children)
-            report(0.0)
-        if shown < 1000:
-            bar.update(1000 - shown)
+            report(lam_stop)
+        total_steps += steps
+        branches.append(Branch(bid, seed.parent, float(seed.origin), steps, crossings, end))
+        for bif in new_bifs:
+            bif["branch"] = bid
+            children = _switch(tr, bif, bid, progress)
+            bif["new_branches"] = len(children)
+            bifurcations.append({k: v for k, v in bif.items() if k not in ("z", "t", "kernel")})
+            queue.extend(children)
     for k, b in enumerate(branches):
         if b.end == "running":
             branches[k] = Branch(b.id, b.parent, b.origin_lambda, b.steps, b.crossings, "step budget spent")
@@ -320,7 +330,9 @@ def _trace(
     hz = tr.Hz(z)
     t, lu = tr.tangent(hz, t)
     sign = tr.det_sign(lu)
-    sig, vec = tr.sigma_min(lu)
+    sig, vec = (
+        tr.sigma_min(lu) if cfg.locate_branch_points else (1.0, None)
+    )  # test functions (none: as Gambit)
     hist_sig: list[tuple[float, np.ndarray, np.ndarray]] = [(sig, z.copy(), t.copy())]
     steps, crossings = 0, 0
     found: list[dict[str, Any]] = []
@@ -353,26 +365,27 @@ def _trace(
                 crossings += 1
         # ----- branch points -----
         sign_n = tr.det_sign(lun)
-        sig_n, vec = tr.sigma_min(lun, vec)
-        if sign_n != sign and z[-1] < lam_stop:
-            bif = _locate_sign(tr, z, t, lu, h, sign, cfg)
+        if cfg.locate_branch_points:
+            sig_n, vec = tr.sigma_min(lun, vec)
+            bif = None
+            if sign_n != sign and z[-1] < lam_stop:
+                bif = _locate_sign(tr, z, t, lu, h, sign, cfg)
+            elif len(hist_sig) >= 2:
+                s_prev, z_prev, _ = hist_sig[-1]
+                s_pp = hist_sig[-2][0]
+                if s_prev < cfg.singular_ratio * min(s_pp, sig_n) and z_prev[-1] < lam_stop:
+                    bif = _locate_min(tr, hist_sig[-2][1], hist_sig[-2][2], zn, cfg)
             if bif is not None and not _near_known(bif["z"], known_bif, cfg.branch_eps):
                 known_bif.append(bif["z"])
                 found.append(bif)
-        elif len(hist_sig) >= 2:
-            s_prev, z_prev, _ = hist_sig[-1]
-            s_pp = hist_sig[-2][0]
-            if s_prev < cfg.singular_ratio * min(s_pp, sig_n) and z_prev[-1] < lam_stop:
-                bif = _locate_min(tr, hist_sig[-2][1], hist_sig[-2][2], zn, cfg)
-                if bif is not None and not _near_known(bif["z"], known_bif, cfg.branch_eps):
-                    known_bif.append(bif["z"])
-                    found.append(bif)
-        hist_sig.append((sig_n, zn.copy(), tn.copy()))
-        if len(hist_sig) > 3:
-            hist_sig.pop(0)
+            hist_sig.append((sig_n, zn.copy(), tn.copy()))
+            if len(hist_sig) > 3:
+                hist_sig.pop(0)
         # ----- step control -----
         z, t, lu, sign = zn, tn, lun, sign_n
-        if iters <= 2:
+        # the step doubles after an easy correction: <= 2 iterations while the test functions watch for
+        # branch points (their minima must be sampled), <= 3 on the principal branch alone
+        if iters <= (2 if cfg.locate_branch_points else 3):
             h = min(2.0 * h, cfg.max_step * tr.scale)
         elif iters >= 5:
             h *= 0.6
@@ -397,8 +410,8 @@ def _near_known(z: np.ndarray, known: list[np.ndarray], eps: float) -> bool:
 
 
 def _point_on_arc(
-    tr: _Tracer, z: np.ndarray, t: np.ndarray, lu: Any, s: float
-) -> tuple[np.ndarray, np.ndarray, Any] | None:
+    tr: _Tracer, z: np.ndarray, t: np.ndarray, lu: _Augmented, s: float
+) -> tuple[np.ndarray, np.ndarray, _Augmented] | None:
     """The curve point at arclength ~ s along t from z, with its tangent and augmented LU."""
     zs, _ = tr.correct(z + s * t, t, lu)
     if zs is None:
@@ -408,7 +421,7 @@ def _point_on_arc(
 
 
 def _locate_sign(
-    tr: _Tracer, z: np.ndarray, t: np.ndarray, lu: Any, h: float, sign: float, cfg: ContinuationConfig
+    tr: _Tracer, z: np.ndarray, t: np.ndarray, lu: _Augmented, h: float, sign: float, cfg: ContinuationConfig
 ) -> dict[str, Any] | None:
     """Bisection on the sign of det [H_z; t] between z (sign) and the next accepted point."""
     lo, hi = 0.0, h
@@ -485,7 +498,7 @@ def _describe_branch_point(tr: _Tracer, z: np.ndarray, t: np.ndarray, how: str) 
     }
 
 
-def _switch(tr: _Tracer, bif: dict[str, Any], parent: int) -> list[_Seed]:
+def _switch(tr: _Tracer, bif: dict[str, Any], parent: int, progress: bool | None = None) -> list[_Seed]:
     """Pick up the branches leaving a branch point: batched Newton at fixed lambda = lambda_b (1 +- delta)
     from the parent's point pushed along kernel directions (each basis vector, both signs, pairwise
     combinations and a few seeded random combinations); every root that is not the parent's point starts a
@@ -519,7 +532,11 @@ def _switch(tr: _Tracer, bif: dict[str, Any], parent: int) -> list[_Seed]:
         size = max(1.0, float(np.abs(y_b).max(initial=0.0)))
         starts = [y_par] + [y_par + eps * size * d for eps in cfg.switch_eps for d in dirs]
         alpha = 1.0 / lam
-        y, res = newton(tr.coords, np.array(starts), alpha, settings, logit_bound(tr.coords.tree, alpha))
+        desc = f"branch switching at lambda={lam_b:.4g}: Newton at {lam:.4g} from {len(starts)} starts"
+        with Progress(settings.steps, desc, enabled=progress) as bar:
+            bound = logit_bound(tr.coords.tree, alpha)
+            y, res = newton(tr.coords, np.array(starts), alpha, settings, bound, bar)
+            bar.update(max(0, bar.total - bar.done))
         ok = np.flatnonzero(np.isfinite(res) & (res < settings.tol))
         if ok.size == 0:
             continue

@@ -35,19 +35,20 @@ enclosures of M and DM over a box that the Krawczyk test needs (chance weights a
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from ers_exact.model.histories import HistoryTree
 from ers_exact.solve.config import DEFAULT_MEMORY_BUDGET
 from ers_exact.solve.interval_array import IArray, concat, exp, log, spmm
 from ers_exact.util.budget import format_bytes
 from ers_exact.util.errors import InputError
+from ers_exact.util.sparse import SparseMatrix
 
 __all__ = [
     "DEFAULT_MEMORY_BUDGET",
@@ -87,6 +88,22 @@ def _segment_max(x: np.ndarray, order: np.ndarray, starts: np.ndarray) -> np.nda
     return np.maximum.reduceat(x[order], starts, axis=0)
 
 
+@dataclass(frozen=True)
+class _Columns:
+    """A sparse matrix by columns (CSC): column c holds rows ``indices[indptr[c]:indptr[c + 1]]``."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    data: np.ndarray
+    n_rows: int
+
+    @classmethod
+    def build(cls, data: np.ndarray, rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int]) -> _Columns:
+        order = np.argsort(cols, kind="stable")
+        indptr = np.searchsorted(cols[order], np.arange(shape[1] + 1))
+        return cls(indptr, rows[order], data[order], shape[0])
+
+
 class LogitDerivatives:
     """Pre-built index structure of a tree for :meth:`evaluate` (build once per tree; see module doc)."""
 
@@ -106,16 +123,6 @@ class LogitDerivatives:
         self.rewards = [layer.weight @ game.expected_reward for layer in tree.layers]  # [N_t, A]
         self.prob = [layer.probability for layer in tree.layers]
         self.sizes = [len(layer) for layer in tree.layers]
-        # per (t, i): grouping of the nodes by local history for the rescaling
-        self.groups: list[list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = []
-        for t, layer in enumerate(tree.layers):
-            per = []
-            for i, hist in enumerate(tree.local):
-                rel = layer.local[:, i] - hist.offsets[t]
-                order = np.argsort(rel, kind="stable")
-                starts = np.flatnonzero(np.r_[True, np.diff(rel[order]) != 0])
-                per.append((rel, order, starts))
-            self.groups.append(per)
         # ancestor/descendant pairs, ordered by (t, d, node)
         pt, pd, pn, panc, pa0 = [], [], [], [], []
         for t in range(1, self.H):
@@ -150,23 +157,25 @@ class LogitDerivatives:
                 local_desc[sel] = tree.layers[t].local[self.pair_n[sel]]
                 local_anc[sel] = tree.layers[t - d].local[self.pair_anc[sel]]
         self.local_desc, self.local_anc = local_desc, local_anc
+        self._last: tuple[Any, Any] | None = None  # the last single float policy's pass (see _run)
         self.node_local = np.concatenate([layer.local for layer in tree.layers]).astype(np.int64)  # [Ntot, n]
         self.pair_gamma = self.gamma ** self.pair_d.astype(float)
 
     # ----- sparse scatter matrices: contributions straight into [D_i x D_j] Jacobian blocks -----
     @cached_property
-    def _rows(self) -> list[tuple[sp.csc_matrix, sp.csc_matrix]]:
-        """Per agent i: R_i [D_i, K_i A_i] (+1 at (k, a), -1 at (k, r) of each coordinate: the gap's rows)
-        and Rk_i [D_i, K_i] (1 at k: which history's den a coordinate divides by)."""
+    def _rows(self) -> list[tuple[_Columns, _Columns]]:
+        """Per agent i, by columns: R_i [D_i, K_i A_i] (+1 at (k, a), -1 at (k, r) of each coordinate: the
+        gap's rows) and Rk_i [D_i, K_i] (1 at k: which history's den a coordinate divides by)."""
         out = []
         for i, (k, a, r) in enumerate(self.index):
             A, d = self.n_actions[i], np.arange(len(k))
-            R = sp.csc_matrix(
-                (np.r_[np.ones(len(k)), -np.ones(len(k))], (np.r_[d, d], np.r_[k * A + a, k * A + r])),
-                shape=(len(k), self.K[i] * A),
+            R = _Columns.build(
+                np.r_[np.ones(len(k)), -np.ones(len(k))],
+                np.r_[d, d],
+                np.r_[k * A + a, k * A + r],
+                (len(k), self.K[i] * A),
             )
-            Rk = sp.csc_matrix((np.ones(len(k)), (d, k)), shape=(len(k), self.K[i]))
-            out.append((R, Rk))
+            out.append((R, _Columns.build(np.ones(len(k)), d, k, (len(k), self.K[i]))))
         return out
 
     @cached_property
@@ -180,8 +189,8 @@ class LogitDerivatives:
         return out
 
     @staticmethod
-    def _compose(R: sp.csc_matrix, entry: np.ndarray, out_col: np.ndarray, n_cols: int) -> sp.csr_matrix:
-        """[R.shape[0] * n_cols, len(entry)]: input m goes to rows (d, out_col[m]) with weight R[d, entry[m]]."""
+    def _compose(R: _Columns, entry: np.ndarray, out_col: np.ndarray, n_cols: int) -> SparseMatrix:
+        """[R.n_rows * n_cols, len(entry)]: input m goes to rows (d, out_col[m]) with weight R[d, entry[m]]."""
         valid = np.flatnonzero(out_col >= 0)
         start = R.indptr[entry[valid]]
         count = R.indptr[entry[valid] + 1] - start
@@ -190,12 +199,21 @@ class LogitDerivatives:
         pos = np.repeat(start, count) + offset
         rows = R.indices[pos] * n_cols + np.repeat(out_col[valid], count)
         cols = np.repeat(valid, count)
-        return sp.csr_matrix((R.data[pos], (rows, cols)), shape=(R.shape[0] * n_cols, len(entry)))
+        return SparseMatrix(R.data[pos], rows, cols, (R.n_rows * n_cols, len(entry)))
 
     @cached_property
-    def _mats(self) -> dict[tuple[str, int, int], sp.csr_matrix]:
+    def _base(self) -> list[np.ndarray]:
+        """Per agent, the logits before y is filled in: 0 on legal actions, -inf on illegal ones.  # [K, A, 1]"""
+        return [np.where(h.legal, 0.0, -np.inf)[:, :, None] for h in self.tree.local]
+
+    @cached_property
+    def _child(self) -> list[SparseMatrix]:
+        return [self.tree.child_matrix(t) for t in range(self.H - 1)]
+
+    @cached_property
+    def _mats(self) -> dict[tuple[str, int, int], SparseMatrix]:
         """The composed scatter matrices of the terms (A), (B), (C) of the module docstring, per (i, j)."""
-        out: dict[tuple[str, int, int], sp.csr_matrix] = {}
+        out: dict[tuple[str, int, int], SparseMatrix] = {}
         n, K, na = self.n, self.K, self.n_actions
         for i in range(n):
             R, Rk = self._rows[i]
@@ -231,6 +249,7 @@ class LogitDerivatives:
         return out
 
     # ----- memory -----
+    @functools.cache  # noqa: B019  (one evaluator per tree, kept as long as the tree)
     def bytes_per_policy(self, jacobian: bool) -> int:
         """Estimated peak working memory of one policy's evaluation (bytes)."""
         A = int(self.ja.shape[0])
@@ -241,6 +260,29 @@ class LogitDerivatives:
             floats += 6 * self.D * self.D + 2 * self.D * max(self.K)
             floats += 4 * self.n_pairs * amax * self.n + 3 * n_nodes * amax * amax * self.n
         return 8 * floats
+
+    def structure_bytes(self) -> int:
+        """Estimated bytes of the index structures that :meth:`prepare` builds: the scatter matrices of the
+        Jacobian's terms, with two entries per input (a coordinate's gap has two terms; measured ~50 bytes per
+        entry built, as much again for the interval parts and scipy copies made on first use)."""
+        entries = 0
+        N = len(self.node_local)
+        for i in range(self.n):
+            for j in range(self.n):
+                entries += 2 * self.n_pairs * self.n_actions[j]  # (C)
+                if j != i:
+                    entries += 4 * self.n_pairs * (self.n_actions[i] + 1)  # (A), den
+                    entries += 2 * N * self.n_actions[i] * self.n_actions[j]  # (B)
+        return 100 * entries + 64 * N * self.H * self.n
+
+    def prepare(self) -> None:
+        """Build the index structures of :meth:`evaluate` now (else on the first evaluation)."""
+        _ = self._mats, self._flat, self._child
+
+    @property
+    def prepared(self) -> bool:
+        """Whether the index structures are built (they are resident then)."""
+        return "_mats" in self.__dict__
 
     def chunk_size(self, jacobian: bool, budget: int) -> int:
         """Policies per chunk under ``budget`` bytes; raises :class:`MemoryBudgetError` if not even one fits."""
@@ -263,6 +305,10 @@ class LogitDerivatives:
         y = np.atleast_2d(np.asarray(y, dtype=np.float64))
         P = y.shape[0]
         step = self.chunk_size(jacobian, budget)
+        if step >= P:  # one chunk (the common case)
+            m, dm, j = self._run(y.T, alpha, jacobian, None)
+            jac1 = np.ascontiguousarray(dm.transpose(2, 0, 1)) if jacobian else None
+            return LogitEvaluation(np.ascontiguousarray(m.T), jac1, j)
         vals = np.empty((P, self.D))
         jac = np.empty((P, self.D, self.D)) if jacobian else None
         J = np.empty(P)
@@ -278,9 +324,11 @@ class LogitDerivatives:
     def enclose(
         self, lo: np.ndarray, hi: np.ndarray, alpha: float, jacobian: bool = True
     ) -> tuple[IArray, IArray | None]:
-        """Interval enclosures of M and DM over the box [lo, hi] (one box; vectors [D]):
-        (M [D, 1], DM [D, D, 1]), rigorous up to the libm accuracy assumption of ``interval_array``."""
-        box = IArray(np.asarray(lo, float)[:, None], np.asarray(hi, float)[:, None])
+        """Interval enclosures of M and DM over the box [lo, hi] (vectors [D], or [D, P] for P boxes in one
+        batched pass): (M [D, P], DM [D, D, P]), rigorous up to the libm accuracy assumption of
+        ``interval_array``."""
+        lo, hi = np.asarray(lo, float), np.asarray(hi, float)
+        box = IArray(lo.reshape(len(lo), -1), hi.reshape(len(hi), -1))
         m, dm, _ = self._run(box, alpha, jacobian, self._interval_chance)
         return IArray.lift(m), (IArray.lift(dm) if jacobian else None)
 
@@ -304,9 +352,15 @@ class LogitDerivatives:
                 parts.append(w * U[act, :, obs])
             weights.append(concat(parts, axis=0))
         rewards, prob = [], []
+        A = er.shape[1]
+        chunk = max(1, 2_000_000 // max(1, S * A))  # [chunk, S, A] interval products at a time (Mars: 2.4 GB)
         for w in weights:
             N = w.shape[0]
-            rewards.append((w.reshape(N, S, 1) * er.reshape(1, S, -1)).sum(axis=1))
+            parts = [
+                (w[lo : lo + chunk].reshape(-1, S, 1) * er.reshape(1, S, A)).sum(axis=1)
+                for lo in range(0, N, chunk)
+            ]
+            rewards.append(concat(parts, axis=0))
             prob.append(w.sum(axis=1))
         return rewards, prob
 
@@ -316,6 +370,11 @@ class LogitDerivatives:
         N, P = g.shape[0], g.shape[-1]
         n, na = self.n, self.n_actions
         m = g.reshape(N, *na, P)
+        drop = [a for a in range(n) if a not in keep]
+        if drop and not isinstance(g, IArray) and n <= 20:  # floats: one einsum (2x the products and sums)
+            ax = "abcdefghijklmopqrstu"
+            sub = f"n{ax[:n]}z," + ",".join(f"n{ax[a]}z" for a in drop)
+            return np.einsum(f"{sub}->n{''.join(ax[a] for a in keep)}z", m, *[act[a] for a in drop])
         for agent in reversed(range(n)):
             if agent in keep:
                 continue
@@ -329,18 +388,65 @@ class LogitDerivatives:
             m = m.transpose(0, *[1 + p for p in perm], len(keep) + 1)
         return m
 
+    # ----- flat index structure: every joint node of every layer in one array (layer t at bounds[t]) -----
+    @cached_property
+    def _flat(self) -> dict[str, Any]:
+        """Per agent: the projection L_i [K_i, N] of all nodes onto local histories, each node's group for the
+        per-history rescaling, and the path matrix [N, K_i A_i] (1 at the (history, action) of each strict
+        ancestor's move towards the node: sum_t log pi along the path is one product); the global node
+        index of each ancestor pair's descendant and ancestor."""
+        n_all = len(self.node_local)
+        bounds = np.r_[0, np.cumsum(self.sizes)]
+        node_of_pair = bounds[self.pair_t] + self.pair_n
+        anc_of_pair = bounds[self.pair_t - self.pair_d] + self.pair_anc
+        proj, group, path = [], [], []
+        for i in range(self.n):
+            loc = self.node_local[:, i]
+            proj.append(SparseMatrix(1.0, loc, np.arange(n_all), (self.K[i], n_all)))
+            group.append(np.searchsorted(np.unique(loc), loc))
+            col = self.local_anc[:, i] * self.n_actions[i] + self.ja[self.pair_a0, i]
+            path.append(
+                SparseMatrix(1.0, node_of_pair, col, (n_all, self.K[i] * self.n_actions[i]), dense=False)
+            )
+        order = [np.argsort(g, kind="stable") for g in group]
+        starts = [np.flatnonzero(np.r_[True, np.diff(g[o]) != 0]) for g, o in zip(group, order)]
+        return {
+            "bounds": bounds,
+            "proj": proj,
+            "group": group,
+            "order": order,
+            "starts": starts,
+            "path": path,
+            "pair_node": node_of_pair,
+            "pair_anc": anc_of_pair,
+            "prob": np.concatenate(self.prob),
+        }
+
     def _run(self, yT: Any, alpha: float, jacobian: bool, chance: Any) -> tuple[Any, Any, Any]:
-        """One chunk: yT [D, P] floats or an IArray. Returns (M [D, P], DM [D, D, P] | None, J [P])."""
+        """One chunk: yT [D, P] floats or an IArray. Returns (M [D, P], DM [D, D, P] | None, J [P]).
+
+        The forward and backward pass of the last single float policy is kept: a path follower asks for DM
+        at the point whose M it has just checked, and then only the Jacobian's own pass runs."""
         tree, n, na = self.tree, self.n, self.n_actions
+        flat = self._flat
+        bounds = flat["bounds"]
         interval = isinstance(yT, IArray)
         P = yT.shape[1]
-        rewards, prob = (chance() if callable(chance) else chance) if interval else (self.rewards, self.prob)
-        # ----- policies: logits, log-softmax -----
-        pi, logpi = [], []
+        cache_key = None if interval or P != 1 else (float(alpha), np.asarray(yT, dtype=np.float64).tobytes())
+        if jacobian and cache_key is not None and self._last is not None and self._last[0] == cache_key:
+            M_last, J_last, state = self._last[1]
+            return M_last.copy(), self._jacobian(alpha, P, *state), J_last.copy()
+        if interval:
+            rewards, prob_t = chance() if callable(chance) else chance
+            prob = concat(prob_t, axis=0)
+        else:
+            rewards, prob = self.rewards, flat["prob"]
+        # ----- policies: logits, log-softmax; per agent [K_j, A_j, P] -----
+        pi: list[Any] = []
+        logpi: list[Any] = []
         offset = 0
         for hist, (k, a, _) in zip(tree.local, self.index):
-            legal = hist.legal
-            base = np.where(legal, 0.0, -np.inf)[:, :, None]
+            legal, base = hist.legal, self._base[len(pi)]
             if interval:
                 zlo = np.repeat(base, P, axis=2)
                 zhi = zlo.copy()
@@ -359,24 +465,15 @@ class LogitDerivatives:
                 lp = zf - (zmax + np.log(np.exp(zf - zmax).sum(axis=1, keepdims=True)))
                 p = np.exp(lp)
             offset += len(k)
-            pi.append(p)  # [K_j, A_j, P]
+            pi.append(p)
             logpi.append(lp)
-        # ----- forward -----
-        act: list[list[Any]] = []
-        logpath: list[list[Any]] = []
-        for t, layer in enumerate(tree.layers):
-            act.append([pi[j][layer.local[:, j]] for j in range(n)])  # [N_t, A_j, P]
-            if t == 0:
-                logpath.append([np.zeros((1, P)) for _ in range(n)])
-                continue
-            prev = tree.layers[t - 1]
-            par = layer.parent
-            a_loc = self.ja[layer.action]
-            logpath.append(
-                [logpath[t - 1][j][par] + logpi[j][prev.local[par, j], a_loc[:, j]] for j in range(n)]
-            )
-        # ----- backward -----
-        jp: list[Any] = [None] * self.H
+        # ----- forward, all nodes at once: each agent's action probabilities and log path probability -----
+        act = [pi[j][self.node_local[:, j]] for j in range(n)]  # [N, A_j, P]
+        logpath = [spmm(flat["path"][j], logpi[j].reshape(-1, P)) for j in range(n)]  # [N, P]
+        p_joint = act[0][:, self.ja[:, 0]]
+        for j in range(1, n):
+            p_joint = p_joint * act[j][:, self.ja[:, j]]  # [N, A, P]
+        # ----- backward, layer by layer: G [N_t, A, P] (reward-to-go after each joint action), V [N_t, P] -----
         G: list[Any] = [None] * self.H
         V: list[Any] = [None] * self.H
         nxt = None
@@ -390,63 +487,45 @@ class LogitDerivatives:
                     else np.repeat(r[:, :, None], P, axis=2)
                 )
             else:
-                cont = spmm(tree.child_matrix(t), nxt).reshape(N, -1, P)
+                cont = spmm(self._child[t], nxt).reshape(N, -1, P)
                 g = r.reshape(N, -1, 1) + self.gamma * cont if interval else r[:, :, None] + self.gamma * cont
-            p_joint = act[t][0][:, self.ja[:, 0]]
-            for j in range(1, n):
-                p_joint = p_joint * act[t][j][:, self.ja[:, j]]
-            jp[t], G[t] = p_joint, g
-            V[t] = (p_joint * g).sum(axis=1)  # [N_t, P]
+            G[t] = g
+            V[t] = (p_joint[bounds[t] : bounds[t + 1]] * g).sum(axis=1)
             nxt = V[t]
         J = V[0][0]
+        G_all, V_all = concat(G, axis=0), concat(V, axis=0)  # [N, A, P], [N, P]
         # ----- local Q as num / den, with p^{-i} rescaled per local history -----
         values = []
-        keep: dict[str, list[list[Any]]] = {
-            "w": [],
-            "gbar": [],
-            "numn": [],
-            "denn": [],
-            "logpm": [],
-            "shift": [],
-        }
+        keep: dict[str, list[Any]] = {"w": [], "gbar": [], "numn": [], "denn": [], "logpm": [], "shift": []}
         num_all, den_all = [], []
+        N_all = len(self.node_local)
         for i in range(n):
-            w_l, gbar_l, numn_l, denn_l, lpm_l, sh_l, nums, dens = [], [], [], [], [], [], [], []
-            for t in range(len(tree.layers)):
-                N = self.sizes[t]
-                lpm = np.zeros((N, P))
-                for j in range(n):
-                    if j != i:
-                        lpm = lpm + logpath[t][j]
-                rel, order, starts = self.groups[t][i]
-                top = lpm.hi if isinstance(lpm, IArray) else lpm
-                shift = _segment_max(top, order, starts)  # [K_t, P] (a constant)
-                w = exp(lpm - shift[rel])
-                gbar = self._contract(G[t], act[t], [i])  # [N_t, A_i, P]
-                numn = w.reshape(N, 1, P) * gbar
-                pr = prob[t].reshape(N, 1) if interval else prob[t][:, None]
-                denn = w * pr
-                L = tree.local_matrix(t, i)
-                nums.append(spmm(L, numn.reshape(N, -1)).reshape(L.shape[0], na[i], P))
-                dens.append(spmm(L, denn))
-                w_l.append(w)
-                gbar_l.append(gbar)
-                numn_l.append(numn)
-                denn_l.append(denn)
-                lpm_l.append(lpm)
-                sh_l.append(shift)
-            for key, lst in zip(keep, (w_l, gbar_l, numn_l, denn_l, lpm_l, sh_l)):
-                keep[key].append(lst)
-            num, den = concat(nums, axis=0), concat(dens, axis=0)  # [K_i, A_i, P], [K_i, P]
+            others = [logpath[j] for j in range(n) if j != i]
+            lpm: Any = others[0] if others else np.zeros((N_all, P))
+            for x in others[1:]:
+                lpm = lpm + x
+            top = lpm.hi if isinstance(lpm, IArray) else lpm
+            shift = _segment_max(top, flat["order"][i], flat["starts"][i])[flat["group"][i]]  # [N, P]
+            w = exp(lpm - shift)
+            gbar = self._contract(G_all, act, [i])  # [N, A_i, P]
+            numn = w.reshape(N_all, 1, P) * gbar
+            denn = w * prob.reshape(N_all, 1)
+            both = spmm(flat["proj"][i], concat([numn.reshape(N_all, -1), denn], axis=1))  # one projection
+            num = both[:, : na[i] * P].reshape(self.K[i], na[i], P)
+            den = both[:, na[i] * P :]  # [K_i, P]
+            for name, x in zip(keep, (w, gbar, numn, denn, lpm, shift)):
+                keep[name].append(x)
             num_all.append(num)
             den_all.append(den)
             k, a, r = self.index[i]
             values.append((num[k, a] - num[k, r]) / den[k] / alpha)  # [D_i, P]
         M = concat(values, axis=0)
+        state = (pi, act, p_joint, G_all, V_all, keep, num_all, den_all)
+        if cache_key is not None:
+            self._last = (cache_key, (M.copy(), np.array(J, copy=True), state))
         if not jacobian:
             return M, None, J
-        DM = self._jacobian(alpha, P, pi, act, jp, G, V, keep, num_all, den_all, interval)
-        return M, DM, J
+        return M, self._jacobian(alpha, P, *state), J
 
     def _jacobian(
         self,
@@ -454,30 +533,20 @@ class LogitDerivatives:
         P: int,
         pi: list,
         act: list,
-        jp: list,
-        G: list,
-        V: list,
-        keep: dict[str, list[list[Any]]],
+        jp: Any,
+        G: Any,
+        V: Any,
+        keep: dict[str, list[Any]],
         num_all: list,
         den_all: list,
-        interval: bool,
     ) -> Any:
-        tree, n, na, K = self.tree, self.n, self.n_actions, self.K
-        H = self.H
-        mats = self._mats
-        # S^j_m[c] = pi^j(c|m) (Gbar^j_m[c] - V_m), per layer; concatenated over the pairs' descendants
-        S = [
-            [act[t][j] * (keep["gbar"][j][t] - V[t].reshape(self.sizes[t], 1, P)) for t in range(H)]
-            for j in range(n)
-        ]
-
-        def by_pairs(per_layer: list[Any]) -> Any:
-            """Concatenate a per-layer node array along the pairs (t, d, node) order."""
-            return concat([per_layer[t] for t in range(1, H) for _ in range(1, t + 1)], axis=0)
-
-        pi_sel = []  # pi^j(c | sigma) at each coordinate (sigma, c) of agent j  # [D_j, P]
-        for j, (k, a, _) in enumerate(self.index):
-            pi_sel.append(pi[j][k, a])
+        """DM [D, D, P] from the forward and backward pass of :meth:`_run` (all arrays over the flat nodes)."""
+        n, na, K = self.n, self.n_actions, self.K
+        mats, pair_node = self._mats, self._flat["pair_node"]
+        N_all = len(self.node_local)
+        # S^j_m[c] = pi^j(c|m) (Gbar^j_m[c] - V_m) at every node  # [N, A_j, P]
+        S = [act[j] * (keep["gbar"][j] - V.reshape(N_all, 1, P)) for j in range(n)]
+        pi_sel = [pi[j][k, a] for j, (k, a, _) in enumerate(self.index)]  # pi^j(c | sigma)  # [D_j, P]
         blocks: list[list[Any]] = [[None] * n for _ in range(n)]
         for i in range(n):
             k_i, a_i, r_i = self.index[i]
@@ -485,21 +554,9 @@ class LogitDerivatives:
             num, den = num_all[i], den_all[i]
             gap0 = (num[k_i, a_i] - num[k_i, r_i]) / den[k_i]  # [D_i, P]
             if self.n_pairs:
-                # X^i(anc -> desc) for every pair, rescaled by the ancestor's local-history shift
-                X: list[Any] = []
-                x_prev: list[Any] = []  # per depth d at layer t - 1
-                for t in range(1, H):
-                    layer = tree.layers[t]
-                    par = layer.parent
-                    rel_prev = self.groups[t - 1][i][0]
-                    x1 = exp(keep["logpm"][i][t] - keep["shift"][i][t - 1][rel_prev[par]])
-                    edge = jp[t - 1][par, layer.action]  # [N_t, P]
-                    x_t = [x1] + [x_prev[d - 1][par] * edge for d in range(1, t)]
-                    X += x_t
-                    x_prev = x_t
-                Xg = concat(X, axis=0) * self.pair_gamma[:, None]  # [n_pairs, P]
-                numn_pairs = by_pairs(keep["numn"][i]).reshape(self.n_pairs * na[i], P)
-                denn_pairs = by_pairs(keep["denn"][i])  # [n_pairs, P]
+                Xg = self._ancestor_weights(i, jp, keep) * self.pair_gamma[:, None]  # [n_pairs, P]
+                numn_pairs = keep["numn"][i][pair_node].reshape(self.n_pairs * na[i], P)
+                denn_pairs = keep["denn"][i][pair_node]  # [n_pairs, P]
             for j in range(n):
                 k_j = self.index[j][0]
                 D_j = len(k_j)
@@ -508,7 +565,7 @@ class LogitDerivatives:
                     continue
                 out: Any = np.zeros((D_i * D_j, P))
                 if self.n_pairs:
-                    vals = Xg.reshape(self.n_pairs, 1, P) * by_pairs(S[j])  # [n_pairs, A_j, P]
+                    vals = Xg.reshape(self.n_pairs, 1, P) * S[j][pair_node]  # [n_pairs, A_j, P]
                     out = out + spmm(mats[("C", i, j)], vals.reshape(self.n_pairs * na[j], P))
                 dd = None
                 if j != i:
@@ -521,18 +578,31 @@ class LogitDerivatives:
                             j
                         ].reshape(1, D_j, P)
                     # (B): the factor of agent j at the node itself
-                    parts = []
-                    for t in range(H):
-                        N = self.sizes[t]
-                        gij = self._contract(G[t], act[t], [i, j])  # [N, A_i, A_j, P]
-                        gi = keep["gbar"][i][t].reshape(N, na[i], 1, P)
-                        w = keep["w"][i][t].reshape(N, 1, 1, P)
-                        parts.append(w * act[t][j].reshape(N, 1, na[j], P) * (gij - gi))
-                    vb = concat(parts, axis=0)
-                    out = out + spmm(mats[("B", i, j)], vb.reshape(vb.shape[0] * na[i] * na[j], P))
+                    gij = self._contract(G, act, [i, j])  # [N, A_i, A_j, P]
+                    gi = keep["gbar"][i].reshape(N_all, na[i], 1, P)
+                    w = keep["w"][i].reshape(N_all, 1, 1, P)
+                    vb = w * act[j].reshape(N_all, 1, na[j], P) * (gij - gi)
+                    out = out + spmm(mats[("B", i, j)], vb.reshape(N_all * na[i] * na[j], P))
                 out = out.reshape(D_i, D_j, P)
                 if dd is not None:
                     out = out - gap0.reshape(D_i, 1, P) * dd
                 blocks[i][j] = out / den[k_i].reshape(D_i, 1, P) / alpha
         rows = [concat(blocks[i], axis=1) for i in range(n)]
         return concat(rows, axis=0)  # [D, D, P]
+
+    def _ancestor_weights(self, i: int, jp: Any, keep: dict[str, list[Any]]) -> Any:
+        """X^i(anc -> desc) of every ancestor pair (module docstring, term (C)), rescaled by the ancestor's
+        local-history shift, in the pairs' (t, d, node) order.  # [n_pairs, P]"""
+        tree, bounds = self.tree, self._flat["bounds"]
+        lpm, shift = keep["logpm"][i], keep["shift"][i]
+        X: list[Any] = []
+        x_prev: list[Any] = []  # per depth d at layer t - 1
+        for t in range(1, self.H):
+            layer = tree.layers[t]
+            par = layer.parent + bounds[t - 1]  # flat index of each node's parent
+            x1 = exp(lpm[bounds[t] : bounds[t + 1]] - shift[par])
+            edge = jp[par, layer.action]  # [N_t, P]
+            x_t = [x1] + [x_prev[d - 1][layer.parent] * edge for d in range(1, t)]
+            X += x_t
+            x_prev = x_t
+        return concat(X, axis=0)

@@ -10,8 +10,10 @@ too). Continuation (:mod:`ers_exact.solve.continuation`): the branches traced fr
 high-temperature point at lambda = 0 and split off at bifurcations; every crossing of lambda = 1 / alpha is
 a fixed point. Both lists are merged (de-duplication in probability space); each point records the method
 that found it and its continuation branch. Then per point: residual, J, spectral radius of DM (stable iff
-< 1) and an interval Krawczyk certificate (:mod:`ers_exact.solve.certify`). Work is chunked under
-``memory_budget_bytes``; BLAS runs single-threaded (many small systems; see :mod:`ers_exact.util.blas`).
+< 1) and an interval Krawczyk certificate (:mod:`ers_exact.solve.certify`). ``memory_budget_bytes`` bounds
+the whole process: work is chunked under what is left of it once the tree and the evaluator's index
+structures are built (refused at once when one policy's step cannot fit); BLAS runs single-threaded
+(many small systems; see :mod:`ers_exact.util.blas`).
 Neither method is complete in general: ``complete`` is about *all* fixed points Pi^alpha, True only when a
 certified subdivision search (:func:`ers_exact.solve.certify.enumerate_all`, a few effective coordinates)
 proved that no other fixed point exists; otherwise the number of fixed points is a lower bound
@@ -30,12 +32,13 @@ import numpy as np
 from ers_exact.model.histories import HistoryTree
 from ers_exact.model.optimal import PolicyBudgetError, self_play_optimum
 from ers_exact.solve.boltzmann import LogitCoordinates, check_temperature, logit_bound
-from ers_exact.solve.certify import certify_point, enumerate_all
+from ers_exact.solve.certify import certify_points, enumerate_all
 from ers_exact.solve.config import SolverConfig
 from ers_exact.solve.continuation import ContinuationResult, continuation
-from ers_exact.solve.newton import dedup, flat_policies, newton
+from ers_exact.solve.derivatives import MemoryBudgetError
+from ers_exact.solve.newton import dedup, flat_policies, newton, policy_bytes
 from ers_exact.util.blas import blas_threads
-from ers_exact.util.budget import check_memory
+from ers_exact.util.budget import check_memory, format_bytes, resident_bytes
 from ers_exact.util.progress import Progress
 
 __all__ = ["FixedPoint", "FixedPointSet", "SolverConfig", "solve_fixed_points"]
@@ -239,6 +242,40 @@ def _merge(
     return True
 
 
+def _budgeted_coordinates(tree: HistoryTree, cfg: SolverConfig) -> LogitCoordinates:
+    """The logit coordinates whose batched work is chunked under what ``memory_budget_bytes`` leaves for it
+    in the whole process: the budget less what is resident once the evaluator's index structures are
+    built (interpreter, libraries, the tree). Refused at once (:class:`MemoryBudgetError`, before any
+    iteration) when not even one policy's Newton or continuation step fits."""
+    budget = cfg.memory_budget_bytes
+    coords = LogitCoordinates(tree, memory_budget=budget)
+    der = coords.derivatives
+    der.chunk_size(True, budget)  # one evaluation alone over the budget: refused before building anything
+    per, structures = policy_bytes(coords), (0 if der.prepared else der.structure_bytes())
+    resident = resident_bytes()
+    if resident + structures + per > budget:
+        _refuse(tree, coords, budget, resident, structures, per)
+    der.prepare()
+    resident = resident_bytes() + der.structure_bytes() // 2  # parts built on first use (interval, scipy)
+    if resident + per > budget:
+        _refuse(tree, coords, budget, resident, 0, per)
+    return LogitCoordinates(tree, memory_budget=int(budget - resident))
+
+
+def _refuse(
+    tree: HistoryTree, coords: LogitCoordinates, budget: int, resident: float, structures: float, per: float
+) -> None:
+    game = tree.game
+    built = f" + {format_bytes(structures)} for its index structures" if structures else ""
+    raise MemoryBudgetError(
+        f"{game.name} H={game.horizon}: the whole process needs at least "
+        f"{format_bytes(resident + structures + per)} ({format_bytes(resident)} in use: interpreter, libraries, "
+        f"the history tree{built}; {format_bytes(per)} for one policy's Newton or continuation step, "
+        f"D = {coords.dim:,} coordinates, {tree.n_joint_nodes:,} joint nodes); the memory budget is "
+        f"{format_bytes(budget)}. Raise --memory-budget (GB) or lower the horizon."
+    )
+
+
 def solve_fixed_points(
     tree: HistoryTree, alpha: float, config: SolverConfig | None = None, warm_starts: np.ndarray | None = None
 ) -> FixedPointSet:
@@ -253,8 +290,7 @@ def _solve(
 ) -> FixedPointSet:
     start = time.perf_counter()
     check_temperature(tree, alpha)
-    coords = LogitCoordinates(tree, memory_budget=cfg.memory_budget_bytes)
-    coords.derivatives.chunk_size(True, cfg.memory_budget_bytes)  # refuses at once when one policy cannot fit
+    coords = _budgeted_coordinates(tree, cfg)
     bound = logit_bound(tree, alpha)
     n_runs = cfg.n_starts + 2 + (0 if warm_starts is None else len(warm_starts))
     batch = min(
@@ -333,20 +369,33 @@ def _describe(
 ) -> tuple[FixedPoint, ...]:
     if not found:
         return ()
-    ys = np.array([f.y for f in found]).reshape(len(found), coords.dim)
-    ev = coords.evaluate(ys, alpha, jacobian=True)
-    assert ev.jacobian is not None
+    n = len(found)
+    ys = np.array([f.y for f in found]).reshape(n, coords.dim)
     pols = coords.to_policy(ys)
-    J = ev.J
-    res = coords.residual(ys, alpha, image=ev.values)
-    rho = np.array([np.abs(np.linalg.eigvals(j)).max() if j.size else 0.0 for j in ev.jacobian])
+    J, res, rho = np.empty(n), np.empty(n), np.empty(n)
+    step = max(1, coords.memory_budget // policy_bytes(coords))  # the Jacobians [step, D, D] under the budget
+    certified: list[bool | None] = [None] * n
+    certify = cfg.certify and coords.dim <= cfg.max_certify_dim
+    with Progress(
+        n * (2 if certify else 1), f"{n} fixed points: stability, certificates", cfg.progress
+    ) as bar:
+        for lo in range(0, n, step):
+            part = slice(lo, lo + step)
+            ev = coords.evaluate(ys[part], alpha, jacobian=True)
+            assert ev.jacobian is not None
+            J[part] = ev.J
+            res[part] = coords.residual(ys[part], alpha, image=ev.values)
+            rho[part] = [np.abs(np.linalg.eigvals(j)).max() if j.size else 0.0 for j in ev.jacobian]
+            del ev
+            bar.update(len(ys[part]))
+        if certify:
+            certified = list(certify_points(coords, ys, alpha))
+            bar.update(n)
     j_star = J.max()
     points = []
     order = {"multistart": 0, "continuation": 1, "certified search": 2}
     for k, f in enumerate(found):
-        cert = None
-        if cfg.certify and coords.dim <= cfg.max_certify_dim:
-            cert = certify_point(coords, f.y, alpha)
+        cert = certified[k]
         method = "+".join(sorted(f.methods, key=order.__getitem__))
         points.append(
             FixedPoint(

@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from typing import Any, Union
 
 import numpy as np
-import scipy.sparse as sp
+
+from ers_exact.util.sparse import SparseMatrix
 
 __all__ = ["LIBM_ULPS", "IArray", "concat", "exp", "log", "spmm", "take"]
 
@@ -161,17 +162,16 @@ def log(x: Any) -> Any:
     return x.log() if isinstance(x, IArray) else np.log(x)
 
 
-def spmm(matrix: sp.spmatrix, x: Any) -> Any:
+def spmm(matrix: SparseMatrix, x: Any) -> Any:
     """``matrix @ x`` for a sparse matrix with exactly representable entries (e.g. 0, +-1) and a 2-D float
     array or :class:`IArray`."""
-    if not isinstance(x, IArray):
-        return matrix @ x
-    m = matrix.tocsr()
-    pos, neg = m.maximum(0), (-m).maximum(0)
+    if not isinstance(x, IArray):  # floats: an overflow gives a non-finite result either way
+        return matrix.dot(x, finite=True)
+    pos, neg = matrix.positive, matrix.negative
     lo = pos @ x.lo - neg @ x.hi
     hi = pos @ x.hi - neg @ x.lo
-    k = int(np.diff(m.indptr).max(initial=1))
-    err = _gamma(k + 1) * (abs(m) @ np.maximum(np.abs(x.lo), np.abs(x.hi))) + _TINY
+    k = max(matrix.max_row_entries, 1)
+    err = _gamma(k + 1) * (matrix.absolute @ np.maximum(np.abs(x.lo), np.abs(x.hi))) + _TINY
     return IArray(_dn(lo - err), _up(hi + err))
 
 

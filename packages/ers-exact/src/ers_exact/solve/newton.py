@@ -10,7 +10,25 @@ from ers_exact.solve.boltzmann import LogitCoordinates
 from ers_exact.solve.config import NewtonSettings
 from ers_exact.util.progress import Progress
 
-__all__ = ["NewtonSettings", "dedup", "flat_policies", "newton", "scaled_residual"]
+__all__ = [
+    "DENSE_COPIES",
+    "NewtonSettings",
+    "dedup",
+    "flat_policies",
+    "newton",
+    "policy_bytes",
+    "scaled_residual",
+]
+
+#: dense D x D float arrays alive beside one policy's evaluation: DM, I - DM and LAPACK's copy in Newton;
+#: H_z, [H_z; t], its inverse and the determinant's copy in continuation (the larger of the two)
+DENSE_COPIES = 6
+
+
+def policy_bytes(coords: LogitCoordinates) -> int:
+    """Peak working bytes per policy of a Newton step or a continuation step: the evaluation of M and DM
+    (:meth:`~ers_exact.solve.derivatives.LogitDerivatives.bytes_per_policy`) and the dense copies."""
+    return coords.derivatives.bytes_per_policy(True) + 8 * DENSE_COPIES * coords.dim**2
 
 
 def scaled_residual(g: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -54,6 +72,7 @@ def newton(
     history = [res.copy()]
     alive = np.ones(len(y), dtype=bool)
     halvings = 0.5 ** np.arange(1, cfg.line_search + 1)
+    chunk = max(1, coords.memory_budget // policy_bytes(coords))
     for it in range(cfg.steps):
         if bar is not None:
             bar.update()
@@ -63,11 +82,15 @@ def newton(
         if active.size == 0:
             break
         ya = y[active]
-        ev = coords.evaluate(ya, alpha, jacobian=True)
-        assert ev.jacobian is not None
-        g = ya - ev.values
+        g, delta = np.empty_like(ya), np.empty_like(ya)
+        for lo in range(0, len(ya), chunk):  # the Jacobians [chunk, D, D] under the memory budget
+            part = slice(lo, lo + chunk)
+            ev = coords.evaluate(ya[part], alpha, jacobian=True)
+            assert ev.jacobian is not None
+            g[part] = ya[part] - ev.values
+            delta[part] = _solve_batched(np.eye(D)[None] - ev.jacobian, g[part])
+            del ev
         r0 = np.abs(g).max(axis=1)
-        delta = _solve_batched(np.eye(D)[None] - ev.jacobian, g)
         delta[~np.isfinite(delta)] = 0.0
         cap = np.maximum(cfg.max_step, r0)[:, None]  # Newton may move as far as g is large
         delta /= np.maximum(1.0, np.abs(delta).max(axis=1, keepdims=True) / cap)

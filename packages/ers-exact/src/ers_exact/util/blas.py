@@ -31,19 +31,25 @@ _GETTERS = (
 )
 
 
-@lru_cache(maxsize=1)
 def _libraries() -> tuple[tuple[object, object], ...]:
-    """(setter, getter) of every OpenBLAS loaded in this process (Linux: read from /proc/self/maps)."""
+    """(setter, getter) of every OpenBLAS loaded in this process now (Linux: read from /proc/self/maps;
+    numpy's is loaded here, scipy's only once something imported scipy: its import is not forced)."""
     if not sys.platform.startswith("linux"):
         return ()
     try:
         import numpy  # noqa: F401  (loads numpy's BLAS)
-        import scipy.linalg  # noqa: F401  (loads scipy's BLAS)
 
         with open("/proc/self/maps") as fh:
-            paths = sorted({line.split()[-1] for line in fh if "openblas" in line.lower() and "/" in line})
+            paths = tuple(
+                sorted({line.split()[-1] for line in fh if "openblas" in line.lower() and "/" in line})
+            )
     except (OSError, ImportError):
         return ()
+    return _open(paths)
+
+
+@lru_cache(maxsize=8)
+def _open(paths: tuple[str, ...]) -> tuple[tuple[object, object], ...]:
     found = []
     for path in paths:
         try:

@@ -29,6 +29,7 @@ __all__ = [
     "format_seconds",
     "max_threads",
     "memory_budget",
+    "resident_bytes",
     "time_budget",
 ]
 
@@ -65,6 +66,15 @@ def memory_budget() -> float:
         return gb * 1e9
     phys = _physical_memory()
     return 4e9 if phys is None else min(8e9, phys / 2)
+
+
+def resident_bytes() -> float:
+    """This process's resident memory now, in bytes (Linux ``/proc/self/statm``; 0 where unknown)."""
+    try:
+        with open("/proc/self/statm") as fh:
+            return float(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0.0
 
 
 def check_memory(what: str, n_bytes: float, lower: str) -> None:
