@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ers_exact.model.histories import HistoryTree
 from ers_exact.solve.boltzmann import LogitCoordinates
 from ers_exact.solve.greedy import expect_bounds, greedy_max
 from ers_exact.solve.interval_array import IArray, spmm
@@ -75,6 +76,21 @@ def weighted_mean_max(x: np.ndarray, wlo: np.ndarray, whi: np.ndarray, mask: np.
     return np.where(ok, lam, np.inf)
 
 
+def local_groups(tree: HistoryTree) -> list[list[tuple[np.ndarray, np.ndarray, np.ndarray]]]:
+    """Per layer t and agent i, the layer's nodes grouped by agent i's local history: (local index relative to
+    the layer's first, a stable sort order of the nodes by it, the start of each group in that order)."""
+    out = []
+    for t, layer in enumerate(tree.layers):
+        per = []
+        for i, hist in enumerate(tree.local):
+            rel = layer.local[:, i] - hist.offsets[t]
+            order = np.argsort(rel, kind="stable")
+            starts = np.flatnonzero(np.r_[True, np.diff(rel[order]) != 0])
+            per.append((rel, order, starts))
+        out.append(per)
+    return out
+
+
 def _pad_groups(order: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The nodes of each local history as a padded table [K, G] (node index, 0 where padded) and its mask."""
     ends = np.r_[starts[1:], len(order)]
@@ -97,10 +113,10 @@ class BoxEnclosure:
         self.gamma = float(game.discount)
         der = coords.derivatives
         self.index = der.index
-        rewards, prob = der._interval_chance  # IArray [N_t, A] and [N_t]
+        rewards, prob = der.interval_chance  # IArray [N_t, A] and [N_t]
         self.rewards = [(r.lo, r.hi) for r in rewards]
         self.prob = [(p.lo, p.hi) for p in prob]
-        self.groups = der.groups  # [t][i] = (relative local index, sort order, group starts)
+        self.groups = local_groups(tree)  # [t][i] = (relative local index, sort order, group starts)
         self.refs = [np.argmax(h.legal, axis=1) for h in tree.local]
         self.legal = [h.legal for h in tree.local]
         self.offsets = [h.offsets for h in tree.local]

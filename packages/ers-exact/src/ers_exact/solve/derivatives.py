@@ -329,11 +329,11 @@ class LogitDerivatives:
         ``interval_array``."""
         lo, hi = np.asarray(lo, float), np.asarray(hi, float)
         box = IArray(lo.reshape(len(lo), -1), hi.reshape(len(hi), -1))
-        m, dm, _ = self._run(box, alpha, jacobian, self._interval_chance)
+        m, dm, _ = self._run(box, alpha, jacobian, self.interval_chance)
         return IArray.lift(m), (IArray.lift(dm) if jacobian else None)
 
     @cached_property
-    def _interval_chance(self) -> tuple[list[IArray], list[IArray]]:
+    def interval_chance(self) -> tuple[list[IArray], list[IArray]]:
         """Enclosures of the chance-weighted rewards [N_t, A] and chance probabilities [N_t] (b_0 T U)."""
         game, tree = self.tree.game, self.tree
         T, U, R = game.transition, game.observation, game.reward

@@ -48,9 +48,7 @@ def _inverse_or_nan(m: np.ndarray) -> np.ndarray:
 def _enclose(
     coords: LogitCoordinates, lo: np.ndarray, hi: np.ndarray, alpha: float, jacobian: bool
 ) -> tuple[IArray, IArray | None]:
-    der = coords.derivatives
-    m, dm, _ = der._run(IArray(lo.T, hi.T), alpha, jacobian, der._interval_chance)
-    return IArray.lift(m), (IArray.lift(dm) if jacobian else None)
+    return coords.derivatives.enclose(lo.T, hi.T, alpha, jacobian)
 
 
 def logit_map_enclosure(
