@@ -67,7 +67,9 @@ def test_a_small_budget_chunks_and_gives_the_same_points(dectiger3) -> None:
     small = solve_fixed_points(
         dectiger3,
         1.0,
-        SolverConfig(n_starts=8, continuation=False, certify=False, memory_budget_bytes=budget),
+        SolverConfig(
+            n_starts=8, continuation=False, certify=False, memory_budget_bytes=budget, memory_scope="process"
+        ),
     )
     assert [p.J for p in small.points] == pytest.approx([p.J for p in big.points], abs=1e-10)
 
@@ -81,8 +83,21 @@ def test_memory_budget_is_for_the_whole_process(dectiger3) -> None:
     with pytest.raises(
         MemoryBudgetError, match=r"whole process needs at least .* in use: .* budget is 8.39 MB"
     ):
-        solve_fixed_points(dectiger3, 0.5, SolverConfig(memory_budget_bytes=2**23))
+        solve_fixed_points(dectiger3, 0.5, SolverConfig(memory_budget_bytes=2**23, memory_scope="process"))
     assert time.perf_counter() - start < 1.0
+
+
+def test_a_library_call_budgets_what_the_solve_adds(dectiger3) -> None:
+    """The default scope (``"call"``): a process that already holds more than the budget (this test run)
+    still solves under it; the budget bounds what the solve adds."""
+    budget = 2**25
+    assert resident_bytes() > budget
+    cfg = SolverConfig(n_starts=4, continuation=False, certify=False, memory_budget_bytes=budget)
+    assert cfg.memory_scope == "call"
+    assert solve_fixed_points(dectiger3, 0.5, cfg).points
+    one = LogitCoordinates(dectiger3).derivatives.bytes_per_policy(True)  # fits, the rest of a step does not
+    with pytest.raises(MemoryBudgetError, match="the solve needs at least .* added since the call"):
+        solve_fixed_points(dectiger3, 0.5, SolverConfig(memory_budget_bytes=int(one * 1.01)))
 
 
 @pytest.mark.parametrize(  # the lowest temperature stays in the default suite
@@ -110,7 +125,8 @@ from ers_exact.model.histories import enumerate_histories
 from ers_exact.solve.fixed_points import SolverConfig, solve_fixed_points
 horizon, budget = int(sys.argv[1]), float(sys.argv[2])
 tree = enumerate_histories(get_game("dectiger", horizon=horizon))
-fs = solve_fixed_points(tree, 0.5, SolverConfig(memory_budget_bytes=int(budget), progress=False))
+cfg = SolverConfig(memory_budget_bytes=int(budget), memory_scope="process", progress=False)
+fs = solve_fixed_points(tree, 0.5, cfg)
 try:  # this process image's high-water mark (ru_maxrss can carry a big parent's RSS over fork + exec)
     peak = float(open("/proc/self/status").read().split("VmHWM:")[1].split()[0]) * 1024
 except (OSError, IndexError):

@@ -110,6 +110,7 @@ def _solver(o: SolverOptions) -> SolverConfig:
         seed=o.seed,
         continuation=o.continuation,
         memory_budget_bytes=int(o.memory_budget * 1e9),
+        memory_scope="process",  # a command is its process
     )
 
 

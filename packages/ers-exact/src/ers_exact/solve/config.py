@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 __all__ = [
     "DEFAULT_MEMORY_BUDGET",
@@ -96,7 +96,10 @@ class SolverConfig:
     continuation: bool = True  # also trace the branches from lambda = 0 (ers_exact.solve.continuation)
     max_branches: int = 24  # continuation branches traced at most
     continuation_steps: int = 4_000  # continuation steps, all branches together
-    memory_budget_bytes: int = DEFAULT_MEMORY_BUDGET  # peak memory of the whole process (bytes)
+    memory_budget_bytes: int = DEFAULT_MEMORY_BUDGET  # peak memory (bytes) of the scope below
+    # "process": the whole process's resident memory (the CLI: a command is its process); "call": what the solve
+    # adds to what was resident when it was called (a library call inside a larger process, e.g. a test run)
+    memory_scope: Literal["process", "call"] = "call"
     blas_threads: int | None = 1  # BLAS threads inside the solver (None: leave as configured)
     progress: bool | None = None  # progress bars on stderr (None: when it is a terminal)
 

@@ -244,33 +244,48 @@ def _merge(
 
 def _budgeted_coordinates(tree: HistoryTree, cfg: SolverConfig) -> LogitCoordinates:
     """The logit coordinates whose batched work is chunked under what ``memory_budget_bytes`` leaves for it
-    in the whole process: the budget less what is resident once the evaluator's index structures are
-    built (interpreter, libraries, the tree). Refused at once (:class:`MemoryBudgetError`, before any
+    in the whole process (``memory_scope="process"``, the CLI) or above what was resident at the call
+    (``"call"``): the budget less what is resident once the evaluator's index structures are built
+    (interpreter, libraries, the tree). Refused at once (:class:`MemoryBudgetError`, before any
     iteration) when not even one policy's Newton or continuation step fits."""
+    if cfg.memory_scope not in ("process", "call"):
+        raise ValueError(f"SolverConfig.memory_scope = {cfg.memory_scope!r}: choose 'process' or 'call'")
+    # "call": memory already resident when the solve starts (other work of the process) is not the solve's
+    base = resident_bytes() if cfg.memory_scope == "call" else 0.0
     budget = cfg.memory_budget_bytes
     coords = LogitCoordinates(tree, memory_budget=budget)
     der = coords.derivatives
     der.chunk_size(True, budget)  # one evaluation alone over the budget: refused before building anything
     per, structures = policy_bytes(coords), (0 if der.prepared else der.structure_bytes())
-    resident = resident_bytes()
+    resident = resident_bytes() - base
     if resident + structures + per > budget:
-        _refuse(tree, coords, budget, resident, structures, per)
+        _refuse(tree, coords, cfg, resident, structures, per)
     der.prepare()
-    resident = resident_bytes() + der.structure_bytes() // 2  # parts built on first use (interval, scipy)
+    resident = resident_bytes() - base + der.structure_bytes() // 2  # parts built on first use (interval)
     if resident + per > budget:
-        _refuse(tree, coords, budget, resident, 0, per)
+        _refuse(tree, coords, cfg, resident, 0, per)
     return LogitCoordinates(tree, memory_budget=int(budget - resident))
 
 
 def _refuse(
-    tree: HistoryTree, coords: LogitCoordinates, budget: int, resident: float, structures: float, per: float
+    tree: HistoryTree,
+    coords: LogitCoordinates,
+    cfg: SolverConfig,
+    resident: float,
+    structures: float,
+    per: float,
 ) -> None:
-    game = tree.game
+    game, budget = tree.game, cfg.memory_budget_bytes
     built = f" + {format_bytes(structures)} for its index structures" if structures else ""
+    scope, held = (
+        ("the whole process", "interpreter, libraries, the history tree")
+        if cfg.memory_scope == "process"
+        else ("the solve", "added since the call")
+    )
     raise MemoryBudgetError(
-        f"{game.name} H={game.horizon}: the whole process needs at least "
-        f"{format_bytes(resident + structures + per)} ({format_bytes(resident)} in use: interpreter, libraries, "
-        f"the history tree{built}; {format_bytes(per)} for one policy's Newton or continuation step, "
+        f"{game.name} H={game.horizon}: {scope} needs at least "
+        f"{format_bytes(resident + structures + per)} ({format_bytes(resident)} in use: {held}{built}; "
+        f"{format_bytes(per)} for one policy's Newton or continuation step, "
         f"D = {coords.dim:,} coordinates, {tree.n_joint_nodes:,} joint nodes); the memory budget is "
         f"{format_bytes(budget)}. Raise --memory-budget (GB) or lower the horizon."
     )
