@@ -96,7 +96,7 @@ def test_a_library_call_budgets_what_the_solve_adds(dectiger3) -> None:
     assert cfg.memory_scope == "call"
     assert solve_fixed_points(dectiger3, 0.5, cfg).points
     one = LogitCoordinates(dectiger3).derivatives.bytes_per_policy(True)  # fits, the rest of a step does not
-    with pytest.raises(MemoryBudgetError, match="the solve needs at least .* added since the call"):
+    with pytest.raises(MemoryBudgetError, match=r"the solve needs at least .* added since the call"):
         solve_fixed_points(dectiger3, 0.5, SolverConfig(memory_budget_bytes=int(one * 1.01)))
 
 
@@ -145,3 +145,46 @@ def test_whole_process_stays_under_the_memory_budget(horizon: int, budget: float
     out = run_json(_PEAK, str(horizon), str(budget), timeout=600)
     assert out["points"] > 0 and out["certified"]
     assert out["peak"] < budget
+
+
+def test_a_game_without_free_coordinates_has_its_one_policy_certified() -> None:
+    """One agent with one action (found by the extreme-alpha Hypothesis test): D = 0 logit coordinates, the
+    one policy is the one fixed point, certified (the batched Krawczyk test once failed on an empty box)."""
+    from tests.exact.strategies import GameSpec
+
+    spec = GameSpec(
+        n_agents=1,
+        n_states=2,
+        n_actions=(1,),
+        n_observations=(2,),
+        horizon=2,
+        discount=1.0,
+        sparsity=0.3,
+        reward_kind="grid",
+        legal=False,
+        seed=0,
+    )
+    fs = solve_fixed_points(enumerate_histories(spec.build()), 1.0, SolverConfig(n_starts=3, progress=False))
+    assert len(fs.points) == 1 and fs.points[0].certified
+
+
+def test_a_command_budgets_its_whole_process_only_when_it_is_the_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``ers-exact`` run as a command (argv from sys.argv) solves with ``memory_scope="process"``; ``main([...])``
+    called from Python (this test) with ``"call"``."""
+    from ers_exact.cli import commands
+
+    seen: list[str] = []
+    real = commands._solver
+
+    def spy(o):  # type: ignore[no-untyped-def]
+        cfg = real(o)
+        seen.append(cfg.memory_scope)
+        return cfg
+
+    monkeypatch.setattr(commands, "_solver", spy)
+    assert main(["solve", "toy-coordination", "--alpha", "1", "--json"]) == 0
+    monkeypatch.setattr("sys.argv", ["ers-exact", "solve", "toy-coordination", "--alpha", "1", "--json"])
+    assert main() == 0
+    assert seen == ["call", "process"]

@@ -20,6 +20,7 @@ from ers_exact.cli import commands as c
 from ers_exact.cli import options as o
 from ers_exact.cli import show as s
 from ers_exact.model.config import HistoryBudgetError, PolicyBudgetError
+from ers_exact.util.budget import command_process
 from ers_exact.util.cli import Command, commands_markdown, run_cli
 from ers_exact.util.errors import InputError
 
@@ -124,8 +125,11 @@ COMMANDS: tuple[Command, ...] = (
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """The ``ers-exact`` console script; returns the exit status (0, 1 internal error, 2 invalid input)."""
-    return run_cli("ers-exact", DESCRIPTION, __version__, COMMANDS, argv, user_errors=USER_ERRORS)
+    """The ``ers-exact`` console script; returns the exit status (0, 1 internal error, 2 invalid input). Run as
+    the command itself (``argv`` None: ``sys.argv``), a memory budget bounds the whole process; called from
+    Python with ``argv``, what the command adds to the calling process (``util.budget.command_process``)."""
+    with command_process(argv is None):
+        return run_cli("ers-exact", DESCRIPTION, __version__, COMMANDS, argv, user_errors=USER_ERRORS)
 
 
 def readme_tables() -> str:

@@ -34,7 +34,7 @@ from ers_exact.cli.options import (
     default_demo_dir,
 )
 from ers_exact.solve.config import SolverConfig
-from ers_exact.util.budget import check_count
+from ers_exact.util.budget import check_count, memory_scope
 from ers_exact.util.output import claim_folder, write_json
 
 if TYPE_CHECKING:
@@ -110,7 +110,7 @@ def _solver(o: SolverOptions) -> SolverConfig:
         seed=o.seed,
         continuation=o.continuation,
         memory_budget_bytes=int(o.memory_budget * 1e9),
-        memory_scope="process",  # a command is its process
+        memory_scope=memory_scope(),  # "process" when the command is its own process
     )
 
 

@@ -349,6 +349,8 @@ def certify_points(
 def _vectorised_tests(coords: LogitCoordinates, lo: np.ndarray, hi: np.ndarray, alpha: float) -> list[str]:
     """The vectorised Krawczyk test of each box [lo[p], hi[p]], in batches under the memory budget (a box
     and its centre are two interval columns, each about four float evaluations with the Jacobian)."""
+    if lo.shape[1] == 0:  # no free coordinate (one action everywhere): the one policy is the one fixed point
+        return ["unique"] * len(lo)
     per = 8 * coords.derivatives.bytes_per_policy(True)
     step = max(1, coords.memory_budget // per)
     out = []

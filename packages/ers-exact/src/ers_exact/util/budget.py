@@ -12,8 +12,12 @@ Sizes that cost time rather than memory (``op --steps``) are checked the same wa
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 import os
+from collections.abc import Iterator
+from typing import Literal
 
 from ers_exact.util.errors import InputError
 
@@ -25,10 +29,12 @@ __all__ = [
     "check_count",
     "check_memory",
     "check_time",
+    "command_process",
     "format_bytes",
     "format_seconds",
     "max_threads",
     "memory_budget",
+    "memory_scope",
     "resident_bytes",
     "time_budget",
 ]
@@ -75,6 +81,26 @@ def resident_bytes() -> float:
             return float(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
         return 0.0
+
+
+_WHOLE_PROCESS: contextvars.ContextVar[bool] = contextvars.ContextVar("ers_whole_process", default=False)
+
+
+@contextlib.contextmanager
+def command_process(whole: bool) -> Iterator[None]:
+    """Within the block, :func:`memory_scope` is ``"process"`` when ``whole`` (a CLI command run as its own
+    process: its budgets bound the whole process), else ``"call"`` (a command called from Python, e.g. a test
+    calling ``main([...])``: its budgets bound what it adds to the process)."""
+    token = _WHOLE_PROCESS.set(whole)
+    try:
+        yield
+    finally:
+        _WHOLE_PROCESS.reset(token)
+
+
+def memory_scope() -> Literal["process", "call"]:
+    """``"process"`` inside a command run as its own process (:func:`command_process`), else ``"call"``."""
+    return "process" if _WHOLE_PROCESS.get() else "call"
 
 
 def check_memory(what: str, n_bytes: float, lower: str) -> None:
