@@ -198,10 +198,17 @@ def run_optimal_set(o: OptimalSetOptions) -> dict[str, Any]:
     """Pi*_alpha proven complete: every fixed point with J >= J* - eps, certified, and whether the list is."""
     from ers_exact.solve.config import OptimalSetConfig
     from ers_exact.solve.optimal_set import certified_optimal_set
+    from ers_exact.symmetry.mdp_group import decpomdp_group
+    from ers_exact.symmetry.search import SymmetryBudgetError
 
     cfg = OptimalSetConfig(eps=o.eps, max_boxes=o.max_boxes, max_seconds=o.max_seconds)
     solver = SolverConfig(**{**_solver(o).__dict__, "complete_search": False})
-    result = certified_optimal_set(_tree(o), o.alpha, cfg, solver=solver)
+    tree = _tree(o)
+    try:  # Phi_MDP's parts acting on policies: the search explores a fundamental domain of them
+        relabellings = decpomdp_group(tree.game).policy_parts
+    except SymmetryBudgetError:
+        relabellings = ()
+    result = certified_optimal_set(tree, o.alpha, cfg, solver=solver, relabellings=relabellings)
     return {**result.to_json(o.with_policy), "provenance": _provenance()}
 
 

@@ -145,6 +145,10 @@ class OptimalSetConfig:
     )  # around each candidate (largest kept)
     dedup_tol: float = 1e-7  # the solver's candidates (policies, max abs)
     progress: bool | None = None  # progress on stderr (None: when it is a terminal)
+    tie_equivalent: bool = True  # tie logits of proven-equivalent last-stage histories (solve/equivalence.py)
+    orbit_domain: bool = (
+        True  # explore a fundamental domain of the relabellings passed (solve/orbit_domain.py)
+    )
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)

@@ -26,18 +26,22 @@ their share of the domain (volume in the logistic measure prod_d (sigma(hi_d) - 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ers_exact.model.histories import HistoryTree
+from ers_exact.model.transformation import Transformation
 from ers_exact.solve.boltzmann import LogitCoordinates, check_temperature, logit_bound
 from ers_exact.solve.box_enclosure import BoxEnclosure
 from ers_exact.solve.config import OptimalSetConfig, SolverConfig
+from ers_exact.solve.equivalence import LogitTies, logit_ties
 from ers_exact.solve.fixed_points import FixedPointSet, solve_fixed_points
 from ers_exact.solve.krawczyk_batch import NONE, UNIQUE, krawczyk_batch
 from ers_exact.solve.newton import newton
 from ers_exact.solve.optimal_set_result import CertifiedFixedPoint, OptimalSetResult
+from ers_exact.solve.orbit_domain import OrbitDomain, orbit_domain
 from ers_exact.util.blas import blas_threads
 from ers_exact.util.budget import check_memory
 from ers_exact.util.progress import Progress
@@ -56,6 +60,7 @@ class _Roots:
     region_lo: list[np.ndarray] = field(default_factory=list)  # a box proven to hold only this root
     region_hi: list[np.ndarray] = field(default_factory=list)
     ambiguous: int = 0  # overlapping root boxes not proven to be one root
+    unmapped: int = 0  # images of roots under the relabellings that failed their certificate
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
@@ -168,6 +173,7 @@ def _certify_candidates(
     alpha: float,
     cfg: OptimalSetConfig,
     roots: _Roots,
+    by: str = "candidate",
 ) -> int:
     """Krawczyk boxes around the solver's points: the largest radius that proves a single fixed point (its
     box is then excluded from the search), and a small one for the enclosure of J; returns how many were
@@ -191,9 +197,7 @@ def _certify_candidates(
     khi = np.where((status == UNIQUE)[:, None], khi, np.array([region[k][1] for k in sel]))
     _, _, jlo, jhi = enc(klo, khi, alpha)
     for n, k in enumerate(sel):
-        _add_root(
-            coords, roots, klo[n], khi[n], (float(jlo[n]), float(jhi[n])), "candidate", alpha, region[k]
-        )
+        _add_root(coords, roots, klo[n], khi[n], (float(jlo[n]), float(jhi[n])), by, alpha, region[k])
     return len(sel)
 
 
@@ -203,13 +207,16 @@ def certified_optimal_set(
     config: OptimalSetConfig | None = None,
     solver: SolverConfig | None = None,
     candidates: FixedPointSet | None = None,
+    relabellings: Sequence[Transformation] = (),
 ) -> OptimalSetResult:
     """Every Boltzmann fixed point with J >= J*_alpha - eps, each certified, and a proof that the list is
     complete where the search finishes within its budget (see module docstring). ``candidates``: a
-    :class:`FixedPointSet` already computed at this alpha (else ``solve_fixed_points`` runs with ``solver``)."""
+    :class:`FixedPointSet` already computed at this alpha (else ``solve_fixed_points`` runs with ``solver``).
+    ``relabellings``: exact Dec-POMDP symmetries (Phi_MDP's action parts, e.g. ``decpomdp_group(game).policy_parts``);
+    the search then explores a fundamental domain of them (:mod:`~ers_exact.solve.orbit_domain`)."""
     cfg = config or OptimalSetConfig()
     with blas_threads(1):
-        return _run(tree, alpha, cfg, solver, candidates)
+        return _run(tree, alpha, cfg, solver, candidates, relabellings)
 
 
 def _run(
@@ -218,6 +225,7 @@ def _run(
     cfg: OptimalSetConfig,
     solver: SolverConfig | None,
     candidates: FixedPointSet | None,
+    relabellings: Sequence[Transformation] = (),
 ) -> OptimalSetResult:
     start = time.perf_counter()
     check_temperature(tree, alpha)
@@ -236,6 +244,13 @@ def _run(
     ys = np.array([p.y for p in found.points], dtype=float).reshape(len(found.points), D)
     n_cert = _certify_candidates(coords, enc, ys, alpha, cfg, roots) if D else len(ys)
     B = logit_bound(tree, alpha)
+    ties = logit_ties(tree) if cfg.tie_equivalent and D else LogitTies.none()
+    domain = orbit_domain(tree, relabellings) if cfg.orbit_domain and D else None
+
+    def contract(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        lo, hi = ties.contract(lo, hi, alpha)  # every fixed point has |y_p - y_q| <= slack
+        return domain.contract(lo, hi) if domain is not None else (lo, hi)  # ... and an image in Delta
+
     pruned = {"empty": 0, "value": 0, "krawczyk_none": 0, "root": 0}
     boxes, left_lo, left_hi = 0, np.zeros((0, D)), np.zeros((0, D))
     if D == 0:  # one policy: it is the only fixed point
@@ -251,7 +266,7 @@ def _run(
                 lo, hi = _pop(stack_lo, stack_hi, cfg.batch)
                 boxes += len(lo)
                 bar.update(len(lo))
-                lo, hi, best = _process(coords, enc, lo, hi, alpha, cfg, roots, best, pruned)
+                lo, hi, best = _process(coords, enc, lo, hi, alpha, cfg, roots, best, pruned, contract)
                 inside, face_k, face_cut = _face_cuts(lo, hi, roots)
                 pruned["root"] += int(inside.sum())
                 lo, hi = lo[~inside], hi[~inside]
@@ -262,7 +277,12 @@ def _run(
                     stack_hi.append(hi)
         if stack_lo:
             left_lo, left_hi = np.concatenate(stack_lo), np.concatenate(stack_hi)
-    return _result(tree, coords, alpha, cfg, roots, found, n_cert, boxes, left_lo, left_hi, pruned, B, start)
+        if domain is not None:
+            _map_roots(coords, enc, domain, alpha, cfg, roots)
+    reductions = _describe(ties, domain)
+    return _result(
+        tree, coords, alpha, cfg, roots, found, n_cert, boxes, left_lo, left_hi, pruned, B, start, reductions
+    )
 
 
 def _pop(stack_lo: list[np.ndarray], stack_hi: list[np.ndarray], n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -285,11 +305,18 @@ def _process(
     roots: _Roots,
     best: float,
     pruned: dict[str, int],
+    contract: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]],
 ) -> tuple[np.ndarray, np.ndarray, float]:
     """Contract, prune and test one batch of boxes; returns the boxes still undecided and the new L."""
+    lo, hi = contract(lo, hi)
+    empty = np.any(lo > hi, axis=1)
+    pruned["empty"] += int(empty.sum())
+    lo, hi = lo[~empty], hi[~empty]
     for _ in range(cfg.contract_rounds):
+        if not len(lo):
+            break
         mlo, mhi, _, jhi = enc(lo, hi, alpha)
-        nlo, nhi = np.maximum(lo, mlo), np.minimum(hi, mhi)
+        nlo, nhi = contract(np.maximum(lo, mlo), np.minimum(hi, mhi))
         empty = np.any(nlo > nhi, axis=1)
         low = ~empty & (jhi < best - cfg.eps)
         pruned["empty"] += int(empty.sum())
@@ -328,6 +355,32 @@ def _process(
     return lo, hi, best
 
 
+def _map_roots(
+    coords: LogitCoordinates,
+    enc: BoxEnclosure,
+    domain: OrbitDomain,
+    alpha: float,
+    cfg: OptimalSetConfig,
+    roots: _Roots,
+) -> None:
+    """List phi^{-1}(r) for every root r that may be optimal and every relabelling phi, each certified."""
+    best = max((j[0] for j in roots.J), default=-np.inf)
+    keep = [r for r in range(len(roots.lo)) if roots.J[r][1] >= best - cfg.eps]
+    y = np.array([0.5 * (roots.lo[r] + roots.hi[r]) for r in keep]).reshape(len(keep), coords.dim)
+    ys = domain.images(coords, y)
+    roots.unmapped += len(ys) - _certify_candidates(coords, enc, ys, alpha, cfg, roots, "orbit")
+
+
+def _describe(ties: LogitTies, domain: OrbitDomain | None) -> tuple[str, ...]:
+    out = [f"{len(ties)} logit coordinate(s) tied to equivalent last-stage histories"] if len(ties) else []
+    if domain is not None:
+        out.append(
+            f"fundamental domain of {len(domain.inverses)} relabelling(s): agent {domain.agent}'s first-action "
+            f"probabilities sorted on {list(domain.orbit)}; roots mapped back and certified"
+        )
+    return tuple(out)
+
+
 def _result(
     tree: HistoryTree,
     coords: LogitCoordinates,
@@ -342,6 +395,7 @@ def _result(
     pruned: dict[str, int],
     B: float,
     start: float,
+    reductions: tuple[str, ...] = (),
 ) -> OptimalSetResult:
     D = coords.dim
     best_lo = max((j[0] for j in roots.J), default=-np.inf)
@@ -384,7 +438,7 @@ def _result(
         volume = float(np.exp(np.log(width).sum(axis=1) - D * np.log(total)).sum())
     else:
         volume = 0.0
-    complete = n_left == 0 and roots.ambiguous == 0 and bool(points)
+    complete = n_left == 0 and roots.ambiguous == 0 and roots.unmapped == 0 and bool(points)
     region = f"|y_d| <= B/alpha = {B:.6g} for all {D} logit coordinates (every fixed point lies there)"
     if complete:
         note = (
@@ -394,6 +448,7 @@ def _result(
     else:
         why = [f"{n_left:,} box(es) left unexplored (volume share {volume:.3g})"] if n_left else []
         why += [f"{roots.ambiguous} overlapping root boxes not proven distinct"] if roots.ambiguous else []
+        why += [f"{roots.unmapped} image(s) of roots not certified"] if roots.unmapped else []
         why += ["no certified fixed point"] if not points else []
         note = f"NOT proven complete after {boxes:,} boxes: " + "; ".join(why)
     return OptimalSetResult(
@@ -415,4 +470,5 @@ def _result(
         seconds=time.perf_counter() - start,
         note=note,
         config=cfg,
+        reductions=reductions,
     )

@@ -67,6 +67,7 @@ class OptimalSetResult:
     seconds: float
     note: str
     config: OptimalSetConfig
+    reductions: tuple[str, ...] = ()  # proven reductions of the search (equivalence ties, symmetry domain)
     method: str = (
         "certified branch-and-bound over |y| <= B/alpha: probability-space enclosures of M and J, "
         "contraction Y <- Y n M(Y), value bound J < J* - eps, batched Krawczyk tests, bisection"
@@ -96,6 +97,7 @@ class OptimalSetResult:
             "candidates_certified": self.candidates_certified,
             "seconds": round(self.seconds, 4),
             "note": self.note,
+            "reductions": list(self.reductions),
             "method": self.method,
             "config": self.config.to_json(),
         }
