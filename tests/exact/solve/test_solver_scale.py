@@ -94,6 +94,8 @@ def test_a_library_call_budgets_what_the_solve_adds(dectiger3) -> None:
     assert resident_bytes() > budget
     cfg = SolverConfig(n_starts=4, continuation=False, certify=False, memory_budget_bytes=budget)
     assert cfg.memory_scope == "call"
+    with pytest.raises(ValueError, match="memory_scope"):
+        SolverConfig(memory_scope="thread")  # type: ignore[arg-type]
     assert solve_fixed_points(dectiger3, 0.5, cfg).points
     one = LogitCoordinates(dectiger3).derivatives.bytes_per_policy(True)  # fits, the rest of a step does not
     with pytest.raises(MemoryBudgetError, match=r"the solve needs at least .* added since the call"):

@@ -103,6 +103,10 @@ class SolverConfig:
     blas_threads: int | None = 1  # BLAS threads inside the solver (None: leave as configured)
     progress: bool | None = None  # progress bars on stderr (None: when it is a terminal)
 
+    def __post_init__(self) -> None:
+        if self.memory_scope not in ("process", "call"):
+            raise ValueError(f"SolverConfig.memory_scope = {self.memory_scope!r}: choose 'process' or 'call'")
+
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
 

@@ -248,8 +248,6 @@ def _budgeted_coordinates(tree: HistoryTree, cfg: SolverConfig) -> LogitCoordina
     (``"call"``): the budget less what is resident once the evaluator's index structures are built
     (interpreter, libraries, the tree). Refused at once (:class:`MemoryBudgetError`, before any
     iteration) when not even one policy's Newton or continuation step fits."""
-    if cfg.memory_scope not in ("process", "call"):
-        raise ValueError(f"SolverConfig.memory_scope = {cfg.memory_scope!r}: choose 'process' or 'call'")
     # "call": memory already resident when the solve starts (other work of the process) is not the solve's
     base = resident_bytes() if cfg.memory_scope == "call" else 0.0
     budget = cfg.memory_budget_bytes
