@@ -75,23 +75,42 @@ def record(out: Path, row: dict[str, Any]) -> None:
 
 
 def learning_run(
-    env: str, n: int, t: int, seconds: float, device: str, tiny: bool, **over: Any
+    env: str,
+    n: int,
+    t: int,
+    seconds: float,
+    device: str,
+    tiny: bool,
+    progress: Path | None = None,
+    from_start: bool = False,
+    **over: Any,
 ) -> dict[str, Any]:
-    """ers self-play for ``seconds`` of wall time after setup; the mean return of the last two updates
-    (``over``: config fields on top, e.g. ``vf_coef=1.0``)."""
+    """ers self-play for ``seconds`` of wall time after setup (``from_start``: counted from before the learner is
+    built, its setup and compilation included); the mean return of the last two updates. ``progress``: one JSON
+    line per update (seconds since the clock started, env-steps, training return), written as it runs, so a
+    killed run keeps its curve. ``over``: config fields on top, e.g. ``vf_coef=1.0``."""
     from ers_deep.train import Learner
 
     cfg = ers_config(env, n, t, 4, device, tiny, **over)
+    clock = time.perf_counter()
     learner = Learner(cfg)
     learner.train_step()
-    start, history = time.perf_counter(), []
+    setup_s = time.perf_counter() - clock
+    start, history = (clock if from_start else time.perf_counter()), []
+    fh = progress.open("w") if progress else None
     while time.perf_counter() - start < seconds:
         history.append(learner.train_step())
+        if fh:
+            line = {"elapsed_s": time.perf_counter() - start, "env_steps": learner.env_steps}
+            fh.write(json.dumps({**line, "return": history[-1]["return"][0]}) + "\n")
+            fh.flush()
     rets = [r for m in history[-2:] for r in m["return"] if not math.isnan(r)]
     return {
         "updates": len(history) + 1,
         "env_steps": learner.env_steps,
         "seconds": time.perf_counter() - start,
+        "setup_s": setup_s,
+        "clock": "from the learner's construction" if from_start else "after setup",
         "return_last": sum(rets) / max(1, len(rets)),
         "returns": [m["return"][0] for m in history],
     }
@@ -100,23 +119,40 @@ def learning_run(
 def learn(
     a: Any, out: Path, n: int, t: int, left: Any, anchors: Path, jax_env: dict[str, str], warm: float
 ) -> None:
-    """Hanabi self-play of each side for ``a.learn_s`` seconds of training (the anchor gets its compile time
-    ``warm`` on top, as its time limit counts from its start)."""
+    """Hanabi self-play of each side in ``a.learn_sides`` for ``a.learn_s`` seconds of training (the anchor gets
+    its compile time ``warm`` on top, as its time limit counts from its start; with ``a.learn_from_start`` both
+    clocks count setup and compilation, and the anchor gets no extra time)."""
     from ers_deep.bench.train import bench_anchor
 
-    runs = 2 + len([x for x in a.learn_variants.split(";") if x])
+    sides = a.learn_sides.split(",")
+    ers_runs = [{}, *[parse_over(x) for x in a.learn_variants.split(";") if x]] if "ers" in sides else []
+    warm = 0.0 if a.learn_from_start else warm
+    runs = len(ers_runs) + ("anchor" in sides)
     if a.learn_s <= 0 or left() < runs * a.learn_s + warm + 60:
         record(out, {"kind": "skipped", "env": "learning runs", "why": "budget"})
         return
-    for over in [{}, *[parse_over(x) for x in a.learn_variants.split(";") if x]]:
+    for i, over in enumerate(ers_runs):
         try:
-            r = learning_run("hanabi", n, t, a.learn_s, a.device, a.tiny, **over)
+            r = learning_run(
+                "hanabi",
+                n,
+                t,
+                a.learn_s,
+                a.device,
+                a.tiny,
+                out / f"learn-ers-{i}.jsonl",
+                a.learn_from_start,
+                **over,
+            )
         except Exception as e:
             r = {"error": f"{type(e).__name__}: {e}"[:500]}
         record(out, {"kind": "learn-ers", "env": "hanabi", "num_envs": n, "config": over, **r})
+    if "anchor" not in sides:
+        return
     script, args = anchor_args("hanabi", n, t, 4, a.tiny)
     cut = args.index("--total-steps")
     args = [*args[:cut], "--total-steps", "1e10", "--seconds", str(a.learn_s + warm), *args[cut + 2 :]]
+    args += ["--out", str(out / "learn-anchor.jsonl")]
     r = bench_anchor(anchors / script, args, env=jax_env, timeout=a.learn_s + warm + 120)
     record(out, {"kind": "learn-anchor", "env": "hanabi", "num_envs": n, **r})
 
@@ -151,6 +187,14 @@ def main() -> None:
         "--row-variants",
         default="",
         help="more ers measurements per row, ';'-separated config overrides, e.g. 'bf16_update=true'",
+    )
+    p.add_argument(
+        "--learn-sides", default="ers,anchor", help="the learning runs' sides: ers, anchor or both"
+    )
+    p.add_argument(
+        "--learn-from-start",
+        action="store_true",
+        help="each side's learning clock counts its setup and compilation (a --learn-s run from its start)",
     )
     p.add_argument("--rows", default="", help="only these row kinds, e.g. 'learn' or 'hanabi,overcooked-v2'")
     p.add_argument("--tiny", action="store_true", help="tiny sizes (a CPU try of the script)")
