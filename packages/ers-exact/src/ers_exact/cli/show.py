@@ -93,6 +93,16 @@ def show_symmetries(result: dict[str, Any]) -> None:
         f"{k}: {len(v)} orbit(s) of sizes {sorted(map(len, v), reverse=True)[:8]}" for k, v in orbits.items()
     )
     print(f"Phi_MDP orbits: {shown or 'none (trivial group)'}")
+    er = result["er"]
+    if er.get("orbits") is not None:
+        er_orbits = {k: v for k, v in er["orbits"].items() if v}
+        shown = "; ".join(f"{k}: {sorted(map(len, v), reverse=True)[:8]}" for k, v in er_orbits.items())
+        print(
+            f"Phi_ER ({er['method']}, {er['n_generators']} generators, {er['seconds']} s) orbit sizes: "
+            f"{shown or 'none on labels'}; on the pool: {sorted(map(len, er['orbits_on_pool']), reverse=True)[:8]}"
+        )
+    if er.get("claim"):
+        print(f"proven: {er['claim']}")
 
 
 def show_atlas(result: dict[str, Any]) -> None:

@@ -62,7 +62,9 @@ def _to_points(phi: Transformation) -> np.ndarray:
     return np.array(out, dtype=np.int64)
 
 
-def _from_points(img: Sequence[int], n_states: int, sizes: Sequence[tuple[int, int]]) -> Transformation:
+def _from_points(
+    img: Sequence[int] | np.ndarray, n_states: int, sizes: Sequence[tuple[int, int]]
+) -> Transformation:
     acts, obs, offset = [], [], 0
     for n_a, n_o in sizes:
         acts.append(tuple(int(v) - offset for v in img[offset : offset + n_a]))
@@ -146,7 +148,7 @@ class ERGroup:
         out, offset = {}, 0
         for i, (n_a, n_o) in enumerate(self.sizes):
             for name, size in ((f"actions_{i}", n_a), (f"observations_{i}", n_o)):
-                pts, seen = [], set()
+                pts, seen = [], set[int]()
                 for x in range(offset, offset + size):
                     if x not in seen:
                         orb = _orbit(x, gens)
@@ -157,10 +159,14 @@ class ERGroup:
                 offset += size
         return out
 
+    def order_text(self) -> str:
+        """``432! * 4 (~1.7e953)``: |S|! times the order on policies."""
+        return f"{self.n_states}! * {format_order(self.order_on_policies)} ({format_order(self.order())})"
+
     @property
     def claim(self) -> str:
         """What is proven, in words."""
-        n = format_order(self.order())
+        n = self.order_text()
         what = (
             "Phi_ER (the pool is all of Pi*_alpha, certified)"
             if self.pool_complete
@@ -170,7 +176,7 @@ class ERGroup:
         if self.complete:
             return (
                 f"{what} = S_|S| x H with H = {{phi admissible : phi(Pi') = Pi'}} = <{len(self.generators)} "
-                f"generators>, order exactly {n} ({self.order_on_policies:,} on policies)"
+                f"generators>, order exactly {n}"
             )
         return (
             f"{what} contains S_|S| x <{len(self.generators)} generators>, order >= {n}; completeness NOT "
@@ -190,7 +196,7 @@ class ERGroup:
             "complete": self.complete,
             "claim": self.claim,
             "order": order if order < 2**53 else str(order),
-            "order_text": f"{self.n_states}! * {format_order(self.order_on_policies)} ({format_order(order)})",
+            "order_text": self.order_text(),
             "order_on_policies": self.order_on_policies,
             "order_is_lower_bound": not self.complete,
             "stopped_at": self.stopped_at,
@@ -285,7 +291,7 @@ def er_group(
     with Progress(N, f"Phi_ER by generators ({N} base points, pool of {P})", enabled=progress) as bar:
         for k in reversed(range(N)):
             known = [g for level in gens_at[k:] for g in level]
-            orbit, excluded = _orbit(k, known), set()
+            orbit, excluded = _orbit(k, known), set[int]()
             try:
                 for gamma in range(k + 1, int(searcher.block[k][1])):
                     if gamma in orbit or gamma in excluded:

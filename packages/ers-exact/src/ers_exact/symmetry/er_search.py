@@ -78,7 +78,9 @@ def build_index(tree: HistoryTree) -> list[AgentIndex]:
         child[hist.parent[ks], hist.action[ks], hist.observation[ks]] = ks
         for t in range(1, len(hist.offsets) - 1):  # parents first
             lo, hi = hist.offsets[t], hist.offsets[t + 1]
-            det[lo:hi] = np.maximum(det[hist.parent[lo:hi]], np.maximum(hist.action[lo:hi], n_a + hist.observation[lo:hi]))
+            det[lo:hi] = np.maximum(
+                det[hist.parent[lo:hi]], np.maximum(hist.action[lo:hi], n_a + hist.observation[lo:hi])
+            )
         level = np.maximum(det[:, None], np.arange(n_a)[None, :])  # [K, |A|]
         hist_at, entries_at = [], []
         for j in range(n_a + n_o):
