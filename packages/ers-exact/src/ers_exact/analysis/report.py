@@ -68,7 +68,14 @@ def symmetry_report(
         if order >= 2**53:
             er_json["order"] = str(er_json["order"])
         if er.members:
-            er_json.update(summarise(er.members, include_states=False).to_json())
+            from ers_exact.symmetry.er_group import label_orbits
+
+            summary = summarise(er.members, include_states=False)
+            er_json.update(summary.to_json())
+            er_json["n_generators"] = len(summary.generators)
+            er_json["orbits"] = label_orbits(
+                summary.generators, tuple(zip(game.n_actions, game.n_observations))
+            )
         er_json["complete"] = True
         er_json["order_is_lower_bound"] = False
         er_json["claim"] = (

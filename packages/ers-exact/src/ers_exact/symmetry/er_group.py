@@ -43,12 +43,12 @@ from ers_exact.model.transformation import Transformation, apply_to_policy
 from ers_exact.model.values import expected_return
 from ers_exact.solve.boltzmann import boltzmann_residual
 from ers_exact.symmetry.candidates import stack_pool
-from ers_exact.symmetry.er_search import MATCH_TOL, SearchBudgetError, Searcher
+from ers_exact.symmetry.er_search import SearchBudgetError, Searcher, pool_orbits, pool_permutation
 from ers_exact.symmetry.mdp_group import format_order
 from ers_exact.util.errors import InputError
 from ers_exact.util.progress import Progress
 
-__all__ = ["ERGroup", "er_group"]
+__all__ = ["ERGroup", "ERGroupBudgetError", "er_group", "label_orbits"]
 
 
 def _to_points(phi: Transformation) -> np.ndarray:
@@ -81,6 +81,27 @@ def _orbit(point: int, gens: Sequence[np.ndarray]) -> frozenset[int]:
         seen.update(nxt)
         frontier = nxt
     return frozenset(seen)
+
+
+def label_orbits(
+    generators: Sequence[Transformation], sizes: Sequence[tuple[int, int]]
+) -> dict[str, list[list[int]]]:
+    """Non-trivial orbits of <generators> on each agent's actions and observations (``sizes``: (|A^i|,
+    |O^i|) per agent)."""
+    gens = [_to_points(g) for g in generators]
+    out, offset = {}, 0
+    for i, (n_a, n_o) in enumerate(sizes):
+        for name, size in ((f"actions_{i}", n_a), (f"observations_{i}", n_o)):
+            pts, seen = [], set[int]()
+            for x in range(offset, offset + size):
+                if x not in seen:
+                    orb = _orbit(x, gens)
+                    seen |= orb
+                    if len(orb) > 1:
+                        pts.append(sorted(v - offset for v in orb))
+            out[name] = pts
+            offset += size
+    return out
 
 
 @dataclass(frozen=True)
@@ -144,20 +165,7 @@ class ERGroup:
 
     def orbits(self) -> dict[str, list[list[int]]]:
         """Non-trivial orbits of H on each agent's actions and observations."""
-        gens = [_to_points(g) for g in self.generators]
-        out, offset = {}, 0
-        for i, (n_a, n_o) in enumerate(self.sizes):
-            for name, size in ((f"actions_{i}", n_a), (f"observations_{i}", n_o)):
-                pts, seen = [], set[int]()
-                for x in range(offset, offset + size):
-                    if x not in seen:
-                        orb = _orbit(x, gens)
-                        seen |= orb
-                        if len(orb) > 1:
-                            pts.append(sorted(v - offset for v in orb))
-                out[name] = pts
-                offset += size
-        return out
+        return label_orbits(self.generators, self.sizes)
 
     def order_text(self) -> str:
         """``432! * 4 (~1.7e953)``: |S|! times the order on policies."""
@@ -195,10 +203,11 @@ class ERGroup:
             "pool_complete": self.pool_complete,
             "complete": self.complete,
             "claim": self.claim,
-            "order": order if order < 2**53 else str(order),
+            "order": _big(order),
             "order_text": self.order_text(),
             "order_on_policies": self.order_on_policies,
             "order_is_lower_bound": not self.complete,
+            "generated_order": _big(self.generated_order()),  # sympy's Schreier-Sims, from the generators
             "stopped_at": self.stopped_at,
             "orbit_lengths": list(self.orbit_lengths),
             "n_generators": len(self.generators),
@@ -216,19 +225,13 @@ class ERGroup:
         }
 
 
+def _big(n: int) -> int | str:
+    """An integer for JSON: exact digits as a string beyond float precision (2^53)."""
+    return n if n < 2**53 else str(n)
+
+
 class ERGroupBudgetError(InputError, RuntimeError):
     """Listing the group's elements was asked beyond ``max_elements``."""
-
-
-def _pool_permutation(pols: Sequence[np.ndarray], images: Sequence[np.ndarray]) -> np.ndarray | None:
-    """sigma with images[p] = pool[sigma(p)] (within MATCH_TOL), or None."""
-    P = pols[0].shape[0]
-    flat = np.concatenate([p.reshape(P, -1) for p in pols], axis=1)
-    img = np.concatenate([m.reshape(P, -1) for m in images], axis=1)
-    dist = np.abs(img[:, None, :] - flat[None, :, :]).max(axis=2)
-    sigma = dist.argmin(axis=1)
-    ok = bool(np.all(dist[np.arange(P), sigma] <= MATCH_TOL)) and len(set(sigma.tolist())) == P
-    return sigma if ok else None
 
 
 def er_group(
@@ -324,7 +327,7 @@ def er_group(
         order_on_policies=math.prod(lengths),
         complete=stopped_at is None,
         stopped_at=stopped_at,
-        pool_orbits=_union_find(P, sigmas),
+        pool_orbits=pool_orbits(P, sigmas),
         nodes=searcher.nodes,
         rejected=searcher.rejected,
         seconds=time.perf_counter() - start,
@@ -356,7 +359,7 @@ def _distribute_seeds(
         img = _to_points(phi)
         if np.array_equal(img, np.arange(len(img))):
             continue
-        if _pool_permutation(pols, images(img)) is None:
+        if pool_permutation(pols, images(img)) is None:
             raise ValueError(f"seed {phi.to_json()} does not map the pool onto itself (close the pool first)")
         perms.append(img)
     if not perms:
@@ -373,28 +376,8 @@ def _distribute_seeds(
         moved = np.flatnonzero(img != np.arange(N))
         if len(moved):
             gens_at[int(moved[0])].append(img)
-            sigma = _pool_permutation(pols, images(img))
+            sigma = pool_permutation(pols, images(img))
             assert sigma is not None
             sigmas.append(sigma)
             count += 1
     return count
-
-
-def _union_find(P: int, sigmas: Sequence[np.ndarray]) -> tuple[tuple[int, ...], ...]:
-    parent = list(range(P))
-
-    def find(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for s in sigmas:
-        for p, q in enumerate(s):
-            a, b = find(p), find(int(q))
-            if a != b:
-                parent[max(a, b)] = min(a, b)
-    groups: dict[int, list[int]] = {}
-    for p in range(P):
-        groups.setdefault(find(p), []).append(p)
-    return tuple(tuple(g) for g in groups.values())

@@ -35,7 +35,7 @@ import numpy as np
 
 from ers_exact.model.histories import HistoryTree
 
-__all__ = ["AgentIndex", "SearchBudgetError", "Searcher", "build_index"]
+__all__ = ["AgentIndex", "SearchBudgetError", "Searcher", "build_index", "pool_orbits", "pool_permutation"]
 
 MATCH_TOL = 1e-7  # probabilities of pool points computed to ~1e-12 agree far within this
 
@@ -256,3 +256,38 @@ class Searcher:
 
         himg, R = prefix
         return rec(k, list(himg), R)
+
+
+def pool_permutation(pols: Sequence[np.ndarray], images: Sequence[np.ndarray]) -> np.ndarray | None:
+    """sigma with images[p] = pool[sigma(p)] (within MATCH_TOL), or None."""
+    P = pols[0].shape[0]
+    flat = np.concatenate([p.reshape(P, -1) for p in pols], axis=1)
+    img = np.concatenate([m.reshape(P, -1) for m in images], axis=1)
+    sigma = np.empty(P, dtype=np.int64)
+    for p in range(P):  # one row at a time: [P, D] in memory, not [P, P, D]
+        dist = np.abs(flat - img[p][None]).max(axis=1)
+        sigma[p] = int(dist.argmin())
+        if dist[sigma[p]] > MATCH_TOL:
+            return None
+    return sigma if len(set(sigma.tolist())) == P else None
+
+
+def pool_orbits(P: int, sigmas: Sequence[np.ndarray]) -> tuple[tuple[int, ...], ...]:
+    """Orbits of the pool under the permutations ``sigmas`` (union-find), singletons included."""
+    parent = list(range(P))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for s in sigmas:
+        for p, q in enumerate(s):
+            a, b = find(p), find(int(q))
+            if a != b:
+                parent[max(a, b)] = min(a, b)
+    groups: dict[int, list[int]] = {}
+    for p in range(P):
+        groups.setdefault(find(p), []).append(p)
+    return tuple(tuple(g) for g in groups.values())
