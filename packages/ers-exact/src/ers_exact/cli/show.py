@@ -86,7 +86,7 @@ def show_symmetries(result: dict[str, Any]) -> None:
         f"{result['mdp']['n_generators']} generators); "
         f"|Phi_ER| = {result['er']['order_text']} ({result['er']['order_on_policies']:,} on policies); "
         f"Phi_MDP <= Phi_ER: {result['mdp_subgroup_of_er']}; in Phi_ER not Phi_MDP (on policies): "
-        f"{result['er_not_mdp_on_policies']}"
+        f"{result['er_not_mdp_on_policies']:,}"
     )
     orbits = {k: v for k, v in result["mdp"]["orbits"].items() if v}
     shown = "; ".join(
