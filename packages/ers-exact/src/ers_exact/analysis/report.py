@@ -17,7 +17,10 @@ from ers_exact.symmetry.groups import is_subset, summarise
 from ers_exact.symmetry.mdp_group import decpomdp_group, format_order
 from ers_exact.symmetry.search import policy_part_order, psi_order
 
-__all__ = ["atlas", "symmetry_report"]
+__all__ = ["ER_MAX_SECONDS", "atlas", "symmetry_report"]
+
+#: Time budget of Phi_ER's generator search in a report; past it the order is reported as a lower bound.
+ER_MAX_SECONDS = 120.0
 
 
 def symmetry_report(
@@ -52,7 +55,7 @@ def symmetry_report(
 
         erg = er_group(
             tree, pool, alpha, fps.J_star, tol=tol, pool_complete=fps.complete, seeds=group.generators,
-            progress=cfg.progress,
+            max_seconds=ER_MAX_SECONDS, progress=cfg.progress,
         )  # fmt: skip
         er_json = {**erg.to_json(max_elements), "closed": True}
         mdp_in_er = all(erg.contains(m) for m in group.generators)

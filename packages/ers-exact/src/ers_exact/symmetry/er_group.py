@@ -43,7 +43,7 @@ from ers_exact.model.transformation import Transformation, apply_to_policy
 from ers_exact.model.values import expected_return
 from ers_exact.solve.boltzmann import boltzmann_residual
 from ers_exact.symmetry.candidates import stack_pool
-from ers_exact.symmetry.er_search import SearchBudgetError, Searcher, pool_orbits, pool_permutation
+from ers_exact.symmetry.er_search import MATCH_TOL, SearchBudgetError, Searcher, pool_orbits, pool_permutation
 from ers_exact.symmetry.mdp_group import format_order
 from ers_exact.util.errors import InputError
 from ers_exact.util.progress import Progress
@@ -181,6 +181,11 @@ class ERGroup:
             else "Phi_ER relative to the pool Pi' of optimal fixed points found (not certified to be all of "
             "Pi*_alpha; a phi mapping a pool point onto an unfound optimal point is not sought)"
         )
+        if self.rejected:
+            what += (
+                f" ({self.rejected} candidate(s) mapped the pool onto itself within {MATCH_TOL:g} but failed the "
+                f"exact ER test at tol {self.tol:g} and were left out)"
+            )
         if self.complete:
             return (
                 f"{what} = S_|S| x H with H = {{phi admissible : phi(Pi') = Pi'}} = <{len(self.generators)} "
