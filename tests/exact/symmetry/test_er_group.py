@@ -5,6 +5,7 @@ verdict on random elements; a Hypothesis property on random small games; and the
 
 from __future__ import annotations
 
+import json
 import math
 import time
 
@@ -156,3 +157,19 @@ def test_mars_by_generators(dpomdp_dir, horizon: int, alpha: float, order: int) 
     tree = enumerate_histories(load_game(dpomdp_dir / "Mars.dpomdp", horizon=horizon))
     rep = symmetry_report(tree, alpha, max_elements=0, er_method="generators")
     assert rep["er"]["complete"] and rep["er"]["order_on_policies"] == order and rep["mdp_subgroup_of_er"]
+
+
+def test_cli_er_method_generators(capsys) -> None:
+    from ers_exact.cli import main
+
+    assert (
+        main(["symmetries", "toy-coordination", "--alpha", "0.3", "--er-method", "generators", "--json"]) == 0
+    )
+    out = json.loads(capsys.readouterr().out)
+    assert out["er_method"] == "generators" and out["er"]["method"] == "generators"
+    assert out["er"]["order"] == 24 * 2 and out["er"]["complete"] and out["er"]["generated_order"] == 2
+    assert main(["symmetries", "toy-coordination", "--alpha", "0.3", "--er-method", "generators"]) == 0
+    text = capsys.readouterr().out
+    assert (
+        "proven: " in text and "order exactly 4! * 2" in text and "Phi_ER (generators, 1 generators" in text
+    )
