@@ -8,6 +8,9 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -20,17 +23,19 @@ from ers_exact.games.random import planted_game, random_small_game
 from ers_exact.model.histories import HistoryTree, enumerate_histories
 from ers_exact.model.transformation import Transformation, apply_to_policy
 from ers_exact.solve.fixed_points import SolverConfig, solve_fixed_points
-from ers_exact.symmetry.er import er_symmetries
+from ers_exact.symmetry.er import ERResult, er_symmetries
 from ers_exact.symmetry.er_group import ERGroupBudgetError, er_group
 from ers_exact.symmetry.mdp_group import decpomdp_group
 from ers_exact.util.errors import InputError
 
 
-def _flat(pi) -> np.ndarray:
+def _flat(pi: Sequence[np.ndarray]) -> np.ndarray:
     return np.concatenate([np.asarray(a).ravel() for a in pi])
 
 
-def closed_pool(tree: HistoryTree, alpha: float, n_starts: int = 16, seed: int = 0):
+def closed_pool(
+    tree: HistoryTree, alpha: float, n_starts: int = 16, seed: int = 0
+) -> tuple[list[Any], float, ERResult]:
     """The solver's optimal set, closed under the exhaustive scan's members until none maps a pool point
     outside the pool: there the exhaustive members are exactly {phi : phi(pool) = pool}."""
     fs = solve_fixed_points(tree, alpha, SolverConfig(n_starts=n_starts, seed=seed, certify=False))
@@ -50,7 +55,7 @@ def closed_pool(tree: HistoryTree, alpha: float, n_starts: int = 16, seed: int =
             return pool, fs.J_star, er
 
 
-def _key(phi: Transformation):
+def _key(phi: Transformation) -> tuple[Any, Any]:
     return (phi.actions, phi.observations)
 
 
@@ -92,13 +97,17 @@ FILES = [
 
 
 @pytest.mark.parametrize("name, horizon, alpha", BUILTIN, ids=[f"{n}-H{h}-{a}" for n, h, a in BUILTIN])
-def test_generators_equal_the_exhaustive_scan_on_builtin_games(name: str, horizon, alpha: float) -> None:
+def test_generators_equal_the_exhaustive_scan_on_builtin_games(
+    name: str, horizon: int | None, alpha: float
+) -> None:
     tree = enumerate_histories(get_game(name, **({"horizon": horizon} if horizon else {})))
     check_agreement(tree, alpha, np.random.default_rng(0))
 
 
 @pytest.mark.parametrize("stem, alpha", FILES, ids=[f"{s}-{a}" for s, a in FILES])
-def test_generators_equal_the_exhaustive_scan_on_standard_files(dpomdp_dir, stem: str, alpha: float) -> None:
+def test_generators_equal_the_exhaustive_scan_on_standard_files(
+    dpomdp_dir: Path, stem: str, alpha: float
+) -> None:
     tree = enumerate_histories(load_game(dpomdp_dir / f"{stem}.dpomdp", horizon=2))
     check_agreement(tree, alpha, np.random.default_rng(1))
 
@@ -134,7 +143,7 @@ def test_a_budget_gives_a_lower_bound_that_says_so() -> None:
         next(group.elements(0))
 
 
-def test_grid3x3corners_h2_group_too_large_to_list(dpomdp_dir) -> None:
+def test_grid3x3corners_h2_group_too_large_to_list(dpomdp_dir: Path) -> None:
     """Matching refused here (1,194,393,600 candidates onto one pool point); the group needs none listed."""
     tree = enumerate_histories(load_game(dpomdp_dir / "Grid3x3corners.dpomdp", horizon=2))
     start = time.perf_counter()
@@ -153,13 +162,13 @@ def test_grid3x3corners_h2_group_too_large_to_list(dpomdp_dir) -> None:
 @pytest.mark.parametrize(
     "horizon, alpha, order", [(1, 0.25, (math.factorial(5) * math.factorial(8)) ** 2), (2, 1.0, 9216)]
 )
-def test_mars_by_generators(dpomdp_dir, horizon: int, alpha: float, order: int) -> None:
+def test_mars_by_generators(dpomdp_dir: Path, horizon: int, alpha: float, order: int) -> None:
     tree = enumerate_histories(load_game(dpomdp_dir / "Mars.dpomdp", horizon=horizon))
     rep = symmetry_report(tree, alpha, max_elements=0, er_method="generators")
     assert rep["er"]["complete"] and rep["er"]["order_on_policies"] == order and rep["mdp_subgroup_of_er"]
 
 
-def test_cli_er_method_generators(capsys) -> None:
+def test_cli_er_method_generators(capsys: pytest.CaptureFixture[str]) -> None:
     from ers_exact.cli import main
 
     assert (
