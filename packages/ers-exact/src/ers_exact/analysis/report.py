@@ -12,12 +12,15 @@ import numpy as np
 from ers_exact.model.histories import HistoryTree
 from ers_exact.model.transformation import Transformation, apply_to_policy
 from ers_exact.solve.fixed_points import SolverConfig, solve_fixed_points
-from ers_exact.symmetry.er import er_symmetries
+from ers_exact.symmetry.er import MAX_EXHAUSTIVE, er_symmetries
 from ers_exact.symmetry.groups import is_subset, summarise
 from ers_exact.symmetry.mdp_group import decpomdp_group, format_order
 from ers_exact.symmetry.search import policy_part_order, psi_order
 
-__all__ = ["atlas", "symmetry_report"]
+__all__ = ["ER_MAX_SECONDS", "atlas", "symmetry_report"]
+
+#: Time budget of Phi_ER's generator search in a report; past it the order is reported as a lower bound.
+ER_MAX_SECONDS = 120.0
 
 
 def symmetry_report(
@@ -26,30 +29,67 @@ def symmetry_report(
     config: SolverConfig | None = None,
     max_elements: int = 10_000,
     tol: float = 1e-8,
+    er_method: str = "auto",
 ) -> dict[str, Any]:
     """Phi_MDP (by generators and order, listed only up to ``max_elements``), Phi_ER (against the solver's
-    whole optimal set) and how they relate."""
+    whole optimal set) and how they relate.
+
+    ``er_method``: 'exhaustive' (test every admissible candidate of Psi's policy part, then summarise the
+    members as a group), 'generators' (:func:`~ers_exact.symmetry.er_group.er_group`: by generators and
+    order, no listing) or 'auto' (exhaustive while Psi's policy part has at most
+    :data:`~ers_exact.symmetry.er.MAX_EXHAUSTIVE` elements)."""
     game = tree.game
     cfg = config or SolverConfig()
+    if er_method == "auto":
+        er_method = "exhaustive" if policy_part_order(game) <= MAX_EXHAUSTIVE else "generators"
+    if er_method not in ("exhaustive", "generators"):
+        raise ValueError(f"unknown er_method {er_method!r}: use 'exhaustive', 'generators' or 'auto'")
     group = decpomdp_group(game)
     mdp = list(group.policy_parts)  # what acts on policies: one element per distinct policy part
     fps = solve_fixed_points(tree, alpha, cfg)
     found = [p.policy for p in fps.optimal_points]
     pool = _close_under(tree, found, mdp)  # Phi_MDP maps Pi*_alpha onto itself (paper, appendix)
-    er = er_symmetries(
-        tree, pool, alpha, fps.J_star, tol=tol, pool_complete=fps.complete, progress=cfg.progress
-    )
-    er_json = er.to_json(game.n_states, max_elements)
-    er_json["order_text"] = (
-        f"{game.n_states}! * {len(er.members):,} ({format_order(er.order(game.n_states))})"
-    )
-    if er.order(game.n_states) >= 2**53:
-        er_json["order"] = str(er_json["order"])
-    if er.members:
-        er_json.update(summarise(er.members, include_states=False).to_json())
-    listed = list(group.elements(max_elements)) if group.order <= max_elements else []
     mdp_keys = {(m.actions, m.observations) for m in mdp}
-    extra = [m for m in er.members if (m.actions, m.observations) not in mdp_keys]
+    if er_method == "generators":
+        from ers_exact.symmetry.er_group import er_group
+
+        erg = er_group(
+            tree, pool, alpha, fps.J_star, tol=tol, pool_complete=fps.complete, seeds=group.generators,
+            max_seconds=ER_MAX_SECONDS, progress=cfg.progress,
+        )  # fmt: skip
+        er_json = {**erg.to_json(max_elements), "closed": True}
+        mdp_in_er = all(erg.contains(m) for m in group.generators)
+        n_extra = erg.order_on_policies - len(mdp)
+        extra = [g for g in erg.generators if (g.actions, g.observations) not in mdp_keys]
+    else:
+        er = er_symmetries(
+            tree, pool, alpha, fps.J_star, tol=tol, pool_complete=fps.complete, progress=cfg.progress
+        )
+        er_json = er.to_json(game.n_states, max_elements)
+        order = er.order(game.n_states)
+        er_json["order_text"] = f"{game.n_states}! * {len(er.members):,} ({format_order(order)})"
+        if order >= 2**53:
+            er_json["order"] = str(er_json["order"])
+        if er.members:
+            from ers_exact.symmetry.er_group import label_orbits
+
+            summary = summarise(er.members, include_states=False)
+            er_json.update(summary.to_json())
+            er_json["n_generators"] = len(summary.generators)
+            er_json["orbits"] = label_orbits(
+                summary.generators, tuple(zip(game.n_actions, game.n_observations))
+            )
+        er_json["complete"] = True
+        er_json["order_is_lower_bound"] = False
+        er_json["claim"] = (
+            f"Phi_ER relative to the pool Pi' (certified all of Pi*_alpha: {fps.complete}) = S_|S| x the "
+            f"{len(er.members):,} admissible policy parts phi with every phi(pi), pi in Pi', an optimal "
+            f"Boltzmann fixed point: all {er.n_candidates:,} candidates of Psi's policy part tested"
+        )
+        mdp_in_er = is_subset(mdp, er.members)
+        extra = [m for m in er.members if (m.actions, m.observations) not in mdp_keys]
+        n_extra = len(extra)
+    listed = list(group.elements(max_elements)) if group.order <= max_elements else []
     return {
         "game": game.name,
         "horizon": game.horizon,
@@ -60,7 +100,7 @@ def symmetry_report(
         "pool_size": len(pool),
         "pool_found_by_solver": len(found),
         "pool_added_by_mdp_images": len(pool) - len(found),
-        "er_method": er.method,
+        "er_method": er_method,
         "J_star": fps.J_star,
         "n_fixed_points": len(fps.points),
         "fixed_points_complete": fps.complete,
@@ -72,8 +112,8 @@ def symmetry_report(
             "max_elements": max_elements,
         },
         "er": er_json,
-        "mdp_subgroup_of_er": is_subset(mdp, er.members),
-        "er_not_mdp_on_policies": len(extra),
+        "mdp_subgroup_of_er": mdp_in_er,
+        "er_not_mdp_on_policies": n_extra,
         "er_not_mdp_examples": [m.to_json() for m in extra[:5]],
         "convention": "admissible transformations only (DESIGN.md); Phi_ER = S_|S| x policy part",
     }

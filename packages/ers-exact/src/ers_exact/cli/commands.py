@@ -247,7 +247,9 @@ def run_symmetries(o: SymmetriesOptions) -> dict[str, Any]:
     """Phi_MDP and Phi_ER at alpha (against the solver's whole optimal set), as groups."""
     from ers_exact.analysis.report import symmetry_report
 
-    report = symmetry_report(_tree(o), o.alpha, _solver(o), max_elements=o.max_elements)
+    report = symmetry_report(
+        _tree(o), o.alpha, _solver(o), max_elements=o.max_elements, er_method=o.er_method
+    )
     return {**report, "provenance": _provenance()}
 
 

@@ -55,6 +55,7 @@ __all__ = [
     "DEMO_ALPHA",
     "DEMO_MAX_POLICIES",
     "DEMO_STARTS",
+    "ER_METHODS",
     "PLOT_SUFFIXES",
     "RESULTS_DIR_ENV",
     "SWEEP_STARTS",
@@ -80,6 +81,9 @@ __all__ = [
     "alpha_grid",
     "default_demo_dir",
 ]
+
+#: how ``symmetries`` finds Phi_ER (:func:`ers_exact.analysis.report.symmetry_report`'s ``er_method``)
+ER_METHODS = ("auto", "exhaustive", "generators")
 
 #: Fresh random starts per alpha of a sweep or atlas (fewer than a single solve's: continuation warm-starts
 #: every alpha from the previous alpha's points).
@@ -351,6 +355,14 @@ class SymmetriesOptions(SolverOptions, GameOptions):
         check=at_least(0),
         help="list the elements of Phi_MDP (and Phi_ER's policy parts) only up to this many; orders, "
         "generators and orbits are reported at any size",
+    )
+    er_method: str = option(
+        "auto",
+        check=one_of(ER_METHODS),
+        metavar="METHOD",
+        help="how Phi_ER is found: 'exhaustive' (test every admissible action/observation permutation, "
+        "then list the members), 'generators' (a base-point subgroup search seeded by Phi_MDP: generators, "
+        "order and orbits, no listing) or 'auto' (exhaustive up to 300,000 candidates, else generators)",
     )
 
 

@@ -84,15 +84,27 @@ def show_symmetries(result: dict[str, Any]) -> None:
     print(
         f"|Phi_MDP| = {result['mdp']['order_text']} ({result['mdp']['order_on_policies']} on policies, "
         f"{result['mdp']['n_generators']} generators); "
-        f"|Phi_ER| = {result['er']['order_text']} ({result['er']['order_on_policies']} on policies); "
+        f"|Phi_ER| = {result['er']['order_text']} ({result['er']['order_on_policies']:,} on policies); "
         f"Phi_MDP <= Phi_ER: {result['mdp_subgroup_of_er']}; in Phi_ER not Phi_MDP (on policies): "
-        f"{result['er_not_mdp_on_policies']}"
+        f"{result['er_not_mdp_on_policies']:,}"
     )
     orbits = {k: v for k, v in result["mdp"]["orbits"].items() if v}
     shown = "; ".join(
         f"{k}: {len(v)} orbit(s) of sizes {sorted(map(len, v), reverse=True)[:8]}" for k, v in orbits.items()
     )
     print(f"Phi_MDP orbits: {shown or 'none (trivial group)'}")
+    er = result["er"]
+    if er.get("orbits") is not None:
+        er_orbits = {k: v for k, v in er["orbits"].items() if v}
+        shown = "; ".join(f"{k}: {sorted(map(len, v), reverse=True)[:8]}" for k, v in er_orbits.items())
+        took = f", {er['seconds']} s" if "seconds" in er else ""
+        pool = sorted(map(len, er["orbits_on_pool"]), reverse=True)[:8]
+        print(
+            f"Phi_ER ({er['method']}, {er.get('n_generators', 0)} generators{took}) orbit sizes: "
+            f"{shown or 'none on labels'}; on the pool: {pool}"
+        )
+    if er.get("claim"):
+        print(f"proven: {er['claim']}")
 
 
 def show_atlas(result: dict[str, Any]) -> None:

@@ -17,6 +17,9 @@ Two ways to generate the candidates, both followed by the same exact membership 
   permutation tables, and the full history map is checked last. When the pool is the whole of
   Pi*_alpha every member maps pi_0 into the pool, so both ways give the same members (a test checks it);
   with a pool that misses optimal points, ``matching`` finds the members whose image of pi_0 was found.
+
+Both list members. Where the members are too many to list (matching refuses past ``MAX_MATCHES``), Phi_ER
+is found by generators and order instead: :func:`ers_exact.symmetry.er_group.er_group`.
 """
 
 from __future__ import annotations
