@@ -146,15 +146,18 @@ def learn(
             )
         except Exception as e:
             r = {"error": f"{type(e).__name__}: {e}"[:500]}
-        record(out, {"kind": "learn-ers", "env": "hanabi", "num_envs": n, "config": over, **r})
+        record(
+            out,
+            {"kind": "learn-ers", "env": "hanabi", "num_envs": n, "seed": a.learn_seed, "config": over, **r},
+        )
     if "anchor" not in sides:
         return
     script, args = anchor_args("hanabi", n, t, 4, a.tiny)
     cut = args.index("--total-steps")
     args = [*args[:cut], "--total-steps", "1e10", "--seconds", str(a.learn_s + warm), *args[cut + 2 :]]
-    args += ["--out", str(out / "learn-anchor.jsonl")]
+    args += ["--out", str(out / "learn-anchor.jsonl"), "--seed", str(a.learn_seed)]
     r = bench_anchor(anchors / script, args, env=jax_env, timeout=a.learn_s + warm + 120)
-    record(out, {"kind": "learn-anchor", "env": "hanabi", "num_envs": n, **r})
+    record(out, {"kind": "learn-anchor", "env": "hanabi", "num_envs": n, "seed": a.learn_seed, **r})
 
 
 def parse_over(text: str) -> dict[str, Any]:
@@ -196,6 +199,7 @@ def main() -> None:
         action="store_true",
         help="each side's learning clock counts its setup and compilation (a --learn-s run from its start)",
     )
+    p.add_argument("--learn-seed", type=int, default=0, help="the learning runs' seed (both sides)")
     p.add_argument("--rows", default="", help="only these row kinds, e.g. 'learn' or 'hanabi,overcooked-v2'")
     p.add_argument("--tiny", action="store_true", help="tiny sizes (a CPU try of the script)")
     p.add_argument("--markdown", default=None, help="print the markdown table of this JSON file and exit")

@@ -12,10 +12,11 @@
 #   run(command="TABLE_S=0 TEST_S=200 bash scripts/train-gpu.sh", carry=[".whl", ".anchors"], timeout_s=220)
 # Measured on one H200 (2026-11-26): the table's first four rows took 290 s; compiling Hanabi's step for the
 # compile-graph test alone takes over 90 s (a 90 s TEST_S ended before its first result).
-# The issue's 5-minute learning comparison needs a session of its own (2 x 300 s + setup, ~12 min of a 15-min
-# budget): TEST_S=0 TABLE_S=590 LEARN_S=270 TABLE_ARGS="--rows learn" (one call, timeout_s=600); ers's loss is
-# now the official one (loss_mean=all); its loss before, beside it: TABLE_ARGS="--rows learn --learn-variants
-# 'loss_mean=acting'" (then shorter LEARN_S).
+# The issue's 5-minute learning comparison, as run on 2026-11-27 (two calls on one warm machine, ~11 min of device
+# time with the start; each side's clock counts its setup and compilation; curves in $OUT/learn-*.jsonl):
+#   TEST_S=0 TABLE_S=400 LEARN_S=300 TABLE_ARGS="--rows learn --learn-sides ers --learn-from-start" (timeout_s=420)
+#   TEST_S=0 TABLE_S=400 LEARN_S=300 TABLE_ARGS="--rows learn --learn-sides anchor --learn-from-start" (timeout_s=420)
+# ers's loss before the official one, beside it: --learn-variants 'loss_mean=acting' (another ers run).
 # The bfloat16 update beside the float32 one: TABLE_ARGS="--row-variants 'bf16_update=true'" (and a learning
 # variant 'bf16_update=true' to compare the curves; the issue asks for the curve before it becomes a default).
 # Budgets (seconds): TEST_S for the tests, TABLE_S for the table; TABLE_ARGS: more options of gpu_train_table.py

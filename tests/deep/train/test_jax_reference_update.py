@@ -94,7 +94,7 @@ def _anchor_inputs(ro: Any) -> tuple[Any, ...]:
     return ro.obs[0].float().numpy(), avail, act, logp
 
 
-@pytest.mark.parametrize("acting_rows", [True, False])
+@pytest.mark.parametrize("acting_rows", [True, pytest.param(False, marks=pytest.mark.slow)])
 def test_one_update_equals_the_jax_anchors_update(acting_rows: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     cfg = tiny_config(
         "hanabi", collect_mode="eager", update_mode="eager", seeds=(0,), acting_rows=acting_rows
