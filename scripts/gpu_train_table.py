@@ -27,6 +27,9 @@ ROWS = [  # (env, num_envs, num_steps, minibatches); "learn": the self-play runs
     ("hanabi", 8192, 128, 4),
 ]
 TINY = [("hanabi", 8, 4, 2), ("overcooked-v2", 4, 8, 2), ("learn", 8, 4, 2)]
+#: ers's Hanabi plausible-card features in every Hanabi row (``--hanabi-knowledge``): JaxMARL's V0 belief by
+#: default, the observation of the anchor's env (the rows before 2026-11-27 ran HLE's bits, "plausible")
+SETTINGS = {"hanabi_knowledge": "v0-belief"}
 
 
 def anchor_args(env: str, n: int, t: int, mb: int, tiny: bool) -> tuple[str, list[str]]:
@@ -61,7 +64,9 @@ def ers_config(env: str, n: int, t: int, mb: int, device: str, tiny: bool, **kw:
         )
         if env == "hanabi":
             over["hanabi_preset"] = "Hanabi-Very-Small"
-    return paper_config(env, total_env_steps=10**10, **over, **kw)
+    if env == "hanabi":  # the anchor's observation (JaxMARL's V0 belief), unless a variant says otherwise
+        over["hanabi_knowledge"] = SETTINGS["hanabi_knowledge"]
+    return paper_config(env, total_env_steps=10**10, **{**over, **kw})
 
 
 def record(out: Path, row: dict[str, Any]) -> None:
@@ -199,11 +204,17 @@ def main() -> None:
         action="store_true",
         help="each side's learning clock counts its setup and compilation (a --learn-s run from its start)",
     )
+    p.add_argument(
+        "--hanabi-knowledge",
+        default=SETTINGS["hanabi_knowledge"],
+        help="ers's Hanabi plausible-card features: v0-belief (the anchor's env) or plausible (HLE's bits)",
+    )
     p.add_argument("--learn-seed", type=int, default=0, help="the learning runs' seed (both sides)")
     p.add_argument("--rows", default="", help="only these row kinds, e.g. 'learn' or 'hanabi,overcooked-v2'")
     p.add_argument("--tiny", action="store_true", help="tiny sizes (a CPU try of the script)")
     p.add_argument("--markdown", default=None, help="print the markdown table of this JSON file and exit")
     a = p.parse_args()
+    SETTINGS["hanabi_knowledge"] = a.hanabi_knowledge
     if a.markdown:
         print(markdown(json.loads(Path(a.markdown).read_text())))
         return
@@ -223,7 +234,7 @@ def main() -> None:
     if a.device == "cpu":
         jax_env["JAX_PLATFORMS"] = "cpu"
     device_name = torch.cuda.get_device_name() if a.device == "cuda" else "cpu"
-    record(out, {"kind": "device", "device": device_name, "torch": torch.__version__})
+    record(out, {"kind": "device", "device": device_name, "torch": torch.__version__, **SETTINGS})
     left = lambda: a.budget_s - (time.perf_counter() - t0)  # noqa: E731
     compile_s: dict[str, float] = {}
     for env, n, t, mb in TINY if a.tiny else ROWS:

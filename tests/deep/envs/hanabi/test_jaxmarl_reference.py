@@ -208,13 +208,22 @@ def jaxmarl_rollout(cfg: HanabiConfig, decks: np.ndarray, moves: np.ndarray) -> 
 
 
 # ---- ers side --------------------------------------------------------------------------------------------------
-def ers_rollout(cfg: HanabiConfig, batch: int, seed: int) -> dict[str, np.ndarray]:
+def ers_rollout(
+    cfg: HanabiConfig, batch: int, seed: int, knowledge: str = "plausible"
+) -> dict[str, np.ndarray]:
     """``batch`` games of ers with random legal moves until every game ended. Per move t: ``moves`` [T, B],
     ``active`` [T, B] (the game was running before move t), ``obs`` [T, B, P, O] uint8, ``legal`` [T, B, P, M],
     ``cur``, ``reward``, ``done``, ``score``, ``count`` [T, B, K] copies not discarded or played; ``*0`` at the
     deal; ``decks`` [B, D]; ``ending`` [B] (0 out of lives, 1 perfect, 2 deck out)."""
+    dtype = torch.uint8 if knowledge == "plausible" else torch.float32
     env = HanabiEnv(
-        cfg, batch_size=batch, seed=seed, auto_reset=False, check_legal=False, obs_dtype=torch.uint8
+        cfg,
+        batch_size=batch,
+        seed=seed,
+        auto_reset=False,
+        check_legal=False,
+        obs_dtype=dtype,
+        knowledge=knowledge,  # type: ignore[arg-type]
     )
     gen = torch.Generator().manual_seed(seed + 1)
     out = env.reset()
@@ -448,3 +457,31 @@ def test_same_game_as_hle_but_v0_belief_many_games(name: str, games: int, batch:
     report = _check(name, games, batch, seed)
     if name == "very-small":
         assert report.endings["perfect"] > 0
+
+
+@pytest.mark.parametrize("name,games,batch,seed", DEFAULT, ids=[d[0] for d in DEFAULT])
+def test_v0_belief_option_gives_jaxmarls_observation(name: str, games: int, batch: int, seed: int) -> None:
+    """``HanabiEnv(knowledge="v0-belief")``: ers's observation equals JaxMARL's, every feature, at the deal and
+    after every move of every running game (the option of ``TrainConfig.hanabi_knowledge``)."""
+    cfg = CONFIGS[name]
+    ers = ers_rollout(cfg, batch, seed=seed + 7, knowledge="v0-belief")
+    jm = jaxmarl_rollout(cfg, ers["decks"], ers["moves"].astype(np.int32))
+    np.testing.assert_allclose(ers["obs0"], jm["obs0"], rtol=0, atol=BELIEF_ATOL)
+    active = ers["active"][..., None, None]
+    np.testing.assert_allclose(
+        np.where(active, ers["obs"], 0), np.where(active, jm["obs"], 0), rtol=0, atol=BELIEF_ATOL
+    )
+    assert (ers["obs"][ers["active"]] % 1 != 0).any()  # the belief is not bits
+
+
+def test_v0_belief_in_both_observation_paths() -> None:
+    """The compiled path's concatenation (``_observe_concat``) equals the eager in-place writes with the belief
+    too, on states mid-game; a non-floating ``obs_dtype`` is refused."""
+    env = HanabiEnv("Hanabi-Full", batch_size=64, seed=3, obs_dtype=torch.float32, knowledge="v0-belief")
+    gen = torch.Generator().manual_seed(4)
+    for _ in range(40):
+        legal = env.legal_mask()[torch.arange(64), env.state.cur]
+        env.step(torch.multinomial(legal.float(), 1, generator=gen)[:, 0])
+    assert torch.equal(env._observe_concat(env.state), env._observe_inplace(env.state))
+    with pytest.raises(ValueError, match="floating"):
+        HanabiEnv("Hanabi-Full", knowledge="v0-belief", obs_dtype=torch.uint8)

@@ -36,6 +36,7 @@ CollectorKind = Literal["fast", "native", "torchrl"]
 FastMode = Literal["auto", "eager", "compile", "graph", "compile-graph"]
 UpdateMode = Literal["auto", "eager", "compile", "graph", "compile-graph"]
 LossMean = Literal["all", "acting"]
+HanabiKnowledge = Literal["plausible", "v0-belief"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,6 +46,9 @@ class TrainConfig:
     # env
     env: str = "hanabi"  # "hanabi", "overcooked-v2", "tabular:NAME" or a .dpomdp path
     hanabi_preset: str = "Hanabi-Full"  # HLE preset (hanabi)
+    # Hanabi's plausible-card features: HLE's bits ("plausible") or JaxMARL's V0 belief ("v0-belief", the JAX
+    # anchor's env; ``ers_deep.envs.hanabi.HanabiEnv(knowledge=)``)
+    hanabi_knowledge: HanabiKnowledge = "plausible"
     layout: str = "grounded_coord_simple"  # Overcooked V2 layout
     paper_obs: bool = True  # Overcooked V2: the paper's 38 observation channels
     # collection
@@ -125,6 +129,10 @@ class TrainConfig:
         if self.update_mode not in ("auto", "eager", "compile", "graph", "compile-graph"):
             raise UsageError(
                 f"TrainConfig.update_mode = {self.update_mode!r}: choose auto, eager, compile, graph or compile-graph"
+            )
+        if self.hanabi_knowledge not in ("plausible", "v0-belief"):
+            raise UsageError(
+                f"TrainConfig.hanabi_knowledge = {self.hanabi_knowledge!r}: choose 'plausible' or 'v0-belief'"
             )
         if self.loss_mean not in ("all", "acting"):
             raise UsageError(f"TrainConfig.loss_mean = {self.loss_mean!r}: choose 'all' or 'acting'")
@@ -227,6 +235,7 @@ def make_env(config: TrainConfig, batch_size: int, seed: int, branch_free: bool 
             seed=seed,
             check_legal=False,
             branch_free=branch_free,
+            knowledge=config.hanabi_knowledge,
         )
     if config.env == "overcooked-v2":
         return OvercookedV2Env(

@@ -22,6 +22,7 @@ from torch import Tensor
 
 from ers_deep.envs.base import make_generator, reseed
 from ers_deep.envs.hanabi.config import HanabiConfig, resolve_config, step_tables
+from ers_deep.envs.hanabi.observe import HanabiObservation, Knowledge
 
 
 class IllegalMoveError(ValueError):
@@ -79,7 +80,7 @@ class HanabiState:
         return HanabiState(**{f.name: getattr(self, f.name).clone() for f in fields(self)})
 
 
-class HanabiEnv:
+class HanabiEnv(HanabiObservation):
     """A batch of B Hanabi games stepped together (follows ``ers_deep.envs.base.BatchedEnv``). Exactly one
     player acts at every step of every game (``one_actor_per_step``: the learner's update then runs the actor
     head on the acting entries only).
@@ -98,6 +99,12 @@ class HanabiEnv:
             step (no device sync, no data-dependent branch: ``step_state``), instead of indexing only the
             finished rows. None (default): branch-free everywhere but on CPU, where indexing is faster at
             large batches. The two draw different numbers from the generator (the same rules).
+        knowledge: the K "plausible card" features of each hand slot in the card-knowledge section.
+            ``"plausible"`` (default): HLE's canonical bits (1 where the slot may hold the card given the hints).
+            ``"v0-belief"``: JaxMARL's encoding (the env of the JAX anchor): the plausible bits times the copies
+            of each card not yet discarded or played, normalised to sum 1 over the slot (0 for an empty slot);
+            every other feature unchanged (``tests/deep/envs/hanabi/test_jaxmarl_reference.py``). Needs a
+            floating ``obs_dtype``.
     """
 
     one_actor_per_step = True
@@ -113,8 +120,14 @@ class HanabiEnv:
         obs_dtype: torch.dtype = torch.float32,
         players: int = 2,
         branch_free: bool | None = None,
+        knowledge: Knowledge = "plausible",
     ) -> None:
         self.config = cfg = resolve_config(config, players)
+        if knowledge not in ("plausible", "v0-belief"):
+            raise ValueError(f"knowledge must be 'plausible' or 'v0-belief', not {knowledge!r}")
+        if knowledge == "v0-belief" and not obs_dtype.is_floating_point:
+            raise ValueError(f"knowledge='v0-belief' needs a floating obs_dtype, not {obs_dtype}")
+        self.knowledge = knowledge
         self.batch_size = int(batch_size)
         self.device = torch.device(device)
         self.auto_reset, self.check_legal, self.obs_dtype = auto_reset, check_legal, obs_dtype
@@ -131,6 +144,7 @@ class HanabiEnv:
         self._arL = torch.arange(cfg.max_life_tokens, device=dev)
         self._layout = cfg.layout
         self.branch_free = self.device.type != "cpu" if branch_free is None else bool(branch_free)
+        self._copies = torch.bincount(self._t["full_deck"], minlength=cfg.num_cards)  # [K] copies per card id
         self.state = self._fresh_state(self.random_decks())
         self._legal_cur = torch.zeros(self.batch_size, self.num_moves, dtype=torch.bool, device=dev)  # [B, M]
         self.legal_mask()  # the env is ready to step right after construction (reset() is optional)
@@ -430,83 +444,3 @@ class HanabiEnv:
             ],
             1,
         )
-
-    def observe(self, state: HanabiState | None = None) -> Tensor:
-        """[B, P, O] HLE canonical observation vector of every player of ``state`` (default ``env.state``;
-        observer-relative seats). Eager: written section by section into a byte buffer (fastest on CPU);
-        under ``torch.compile``: one concatenation of boolean sections, which fuses into a single kernel (the
-        in-place writes compile into one pass over the buffer per section, 10x slower on CPU). The two are
-        equal (tested)."""
-        s = self.state if state is None else state
-        return self._observe_concat(s) if torch.compiler.is_compiling() else self._observe_inplace(s)
-
-    def _shared_bits(self, s: HanabiState) -> Tensor:
-        """[B, board + D] bool the sections every player sees alike: deck size, fireworks, information and life
-        tokens, discards."""
-        cfg, t = self.config, self._t
-        return torch.cat(
-            [
-                self._arDeck < (cfg.deck_size - s.deck_pos)[:, None],
-                ((s.fireworks - 1)[..., None] == self._arR).flatten(1),
-                self._arI < s.info[:, None],
-                self._arL < s.life[:, None],
-                s.discards[:, t["slot_card"]] > t["slot_copy"],
-            ],
-            1,
-        )
-
-    def _observe_inplace(self, s: HanabiState) -> Tensor:
-        cfg, t, lay = self.config, self._t, self._layout
-        B, P, H, K = self.batch_size, cfg.players, cfg.hand, cfg.num_cards
-        out = torch.zeros(
-            B, P, cfg.obs_size, dtype=torch.uint8, device=self.device
-        )  # built as bytes (2x faster)
-        rel = t["rel"]  # [P, P]
-        others = s.hand[:, rel[:, 1:]].reshape(B, P, -1)  # [B, P, (P-1)*H] cards of seats +1.. per observer
-        out[..., : lay.board - P].scatter_(
-            2, t["hand_base"] + others.clamp(max=K - 1), (others < K).to(out.dtype)
-        )
-        out[..., lay.board - P : lay.board] = (s.hand[:, :, -1] == K)[:, rel]  # [B, P, P] hand misses a card
-        shared = self._shared_bits(s)  # [B, board + D]
-        out[..., lay.board : lay.last_action] = shared[:, None, :]
-        mover = (s.last_player[:, None] - self._arP) % P  # [B, P] last mover relative to each observer
-        la = out[..., lay.last_action : lay.knowledge]
-        la.copy_(t["last_action"][s.last_move[:, None], mover])  # [B, P, LA] static bits of the last move
-        o_out = 2 * P + 4 + cfg.colors + cfg.ranks
-        la[..., o_out : o_out + H] = s.last_reveal[:, None, :]
-        o_card = o_out + 2 * H
-        la[..., o_card : o_card + K].scatter_(
-            2,
-            s.last_card.clamp(max=K - 1)[:, None, None].expand(B, P, 1),
-            (s.last_card < K)[:, None, None].expand(B, P, 1).to(out.dtype),
-        )
-        la[..., o_card + K :] = s.last_flags[:, None, :]
-        if cfg.observation_type != "minimal":
-            out[..., lay.knowledge :] = s.knowledge[:, rel].reshape(B, P, -1)  # [B, P, P*H*F]
-        return out if self.obs_dtype == torch.uint8 else out.to(self.obs_dtype)
-
-    def _observe_concat(self, s: HanabiState) -> Tensor:
-        cfg, t = self.config, self._t
-        B, P, H, K = self.batch_size, cfg.players, cfg.hand, cfg.num_cards
-        rel = t["rel"]  # [P, P] observer, relative seat -> absolute seat
-        others = s.hand[:, rel[:, 1:]].reshape(B, P, -1)  # [B, P, (P-1)*H] cards of seats +1.. per observer
-        shared = self._shared_bits(s)  # [B, board + D]
-        mover = (s.last_player[:, None] - self._arP) % P  # [B, P] last mover relative to each observer
-        static = t["last_action"][s.last_move[:, None], mover]  # [B, P, LA] static bits of the last move
-        o_out = 2 * P + 4 + cfg.colors + cfg.ranks
-        o_card = o_out + 2 * H
-        parts = [
-            (others[..., None] == self._arK).flatten(
-                2
-            ),  # hands: one-hot card per slot (K, "empty", never hits)
-            (s.hand[:, :, -1] == K)[:, rel],  # [B, P, P] hand misses a card
-            shared[:, None, :].expand(B, P, -1),
-            static[..., :o_out],
-            s.last_reveal[:, None, :].expand(B, P, H),  # slots the last hint revealed
-            static[..., o_out + H : o_card],
-            (s.last_card[:, None] == self._arK)[:, None, :].expand(B, P, K),  # card played/discarded
-            s.last_flags[:, None, :].expand(B, P, 2),
-        ]
-        if cfg.observation_type != "minimal":
-            parts.append(s.knowledge[:, rel].reshape(B, P, -1))  # [B, P, P*H*F]
-        return torch.cat([p.to(self.obs_dtype) for p in parts], -1)  # no bool output: slow to compile on CPU
