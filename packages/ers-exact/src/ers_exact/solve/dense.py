@@ -1,0 +1,188 @@
+"""The logit map M(y) and its exact Jacobian DM(y) of a SMALL two-agent game in sequence form: a handful of
+dense numpy products per evaluation, where :class:`~ers_exact.solve.derivatives.LogitDerivatives` (the
+reference, any number of agents, any size, interval boxes too) walks the joint history tree with ~100 small
+sparse operations.
+
+Sequence form (von Stengel 1996; Koller, Megiddo & von Stengel 1996). A sequence of agent i is s = (tau, a),
+a local history and an action there (index tau * A_i + a); its realization weight is
+rho_i(s) = prod pi_i along tau's own actions, times pi_i(a | tau), and rho_i^pre(tau) = rho_i(parent sequence
+of tau) (1 at the empty history). With o the other agent, the quantities of
+:mod:`ers_exact.solve.derivatives` are, per agent,
+
+    u_i = W_i rho_o                          immediate chance-weighted rewards  [S_i]
+    num_i = Desc_i u_i,   Desc_i = sum_m N_i^m,   N_i[s, s'] = gamma pi_i(s') [s' is a child sequence of s]
+    den_i = C_i rho_o^pre                    [K_i]
+    M_(i, tau, a) = (num_i(tau, a) - num_i(tau, r)) / den_i(tau) / alpha,     J = sum_a pi_1(a | root) num_1(root, a)
+
+where W_1[s_1, s_2] = R[n, (a_1, a_2)] and C_1[tau_1, tau_2] = c(n) sum over the joint nodes n = (tau_1, tau_2)
+(W_2, C_2 the transposes). N_i is nilpotent (N^H = 0), so Desc_i applies as H - 1 products. The Jacobian:
+
+* own block: d num_i(s) / d y_(i, sigma, c) = Rel_i[s, sigma] pi_i(c | sigma) (num_i(sigma, c) - V_i(sigma)),
+  Rel_i = gamma Desc_i E_i (E_i[s, sigma] = 1 where s is sigma's parent sequence), V_i(sigma) = sum_b pi num_i;
+* cross block: d rho_o(s) / d y_(o, sigma, c) = rho_o(s) T_o[s, (sigma, c)],
+  T_o = [(sigma, c) on the path of s] - [sigma on the path of s] pi_o(c | sigma), so
+  d num_i = Desc_i W_i (rho_o T_o) and d den_i = C_i (rho_o^pre T_o^pre) (T_o^pre: T_o of the parent sequence);
+
+and d M = ((d num(a) - d num(r)) - alpha M d den) / (den alpha). Products of probabilities are not rescaled
+(the reference carries p^{-i} in logs): a policy whose den falls below :data:`TINY` (or any non-finite
+value) is re-evaluated by the reference path, so the result never depends on underflow.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ers_exact.model.histories import HistoryTree
+
+__all__ = ["MAX_SEQUENCES", "NEG", "TINY", "DenseLogitMap", "dense_logit_map"]
+
+#: the dense path is built for two-agent games with at most this many sequences (|tau| x |A|) per agent
+MAX_SEQUENCES = 400
+#: a denominator below this (the probability of an agent's own observations, < 1e-250) goes to the reference
+TINY = 1e-250
+
+
+def dense_logit_map(tree: HistoryTree) -> DenseLogitMap | None:
+    """The dense evaluator of ``tree`` when it is a two-agent game small enough (else None: the reference)."""
+    game = tree.game
+    if game.n_agents != 2:
+        return None
+    if max(len(h) * a for h, a in zip(tree.local, game.n_actions)) > MAX_SEQUENCES:
+        return None
+    return DenseLogitMap(tree)
+
+
+#: the logit of an illegal (or padding) action: exp underflows to exactly 0, and 0 x NEG stays finite in products
+NEG = -1e30
+
+
+class DenseLogitMap:
+    """M, DM and J of a two-agent game from dense sequence-form arrays (module docstring), batched [P, ...].
+
+    Both agents are stacked: histories k of agent i become kg = offset_i + k (agent 1 first), sequences
+    kg * A + a with A the larger action count (padding actions are illegal), so that one product serves both
+    agents: W and C become the symmetric block matrices [[0, W_1], [W_2, 0]], Desc, E and the path matrices
+    block diagonal."""
+
+    def __init__(self, tree: HistoryTree) -> None:
+        game = tree.game
+        self.tree, self.gamma, self.H = tree, float(game.discount), len(tree.layers)
+        A = self.A = int(max(game.n_actions))
+        K = [len(h) for h in tree.local]
+        koff = np.array([0, K[0]])
+        Kt = self.K = K[0] + K[1]
+        S = self.S = Kt * A
+        base = np.full((Kt, A), NEG)
+        par = np.full(Kt, S)  # each history's parent sequence; S (a constant 1 appended to rho) at the roots
+        pos, seq_r, kglob = [], [], []
+        for i, hist in enumerate(tree.local):
+            kg = koff[i] + np.arange(K[i])
+            base[kg, : hist.legal.shape[1]] = np.where(hist.legal, 0.0, NEG)
+            nonroot = hist.parent >= 0
+            par[kg[nonroot]] = (koff[i] + hist.parent[nonroot]) * A + hist.action[nonroot]
+            ref = np.argmax(hist.legal, axis=1)
+            k, a = np.nonzero(hist.legal)
+            keep = a != ref[k]
+            k, a = k[keep], a[keep]
+            pos.append((koff[i] + k) * A + a)
+            seq_r.append((koff[i] + k) * A + ref[k])
+            kglob.append(koff[i] + k)
+        self.base = base.ravel()
+        self.pos = np.concatenate(pos)  # [D] sequence (kg, a) of each coordinate, = its place in z
+        self.seq_r = np.concatenate(seq_r)  # [D] sequence of the coordinate's reference action
+        self.kglob = np.concatenate(kglob)  # [D] stacked history of each coordinate
+        self.D = D = len(self.pos)
+        self.D1 = len(pos[0])
+        # path matrices: rows of a history's sequences = identity + the parent sequence's row (parents first)
+        anc, hpath = np.eye(S), np.zeros((S, Kt))
+        for kg in range(Kt):
+            rows = slice(kg * A, (kg + 1) * A)
+            hpath[rows, kg] = 1.0
+            if par[kg] < S:
+                anc[rows] += anc[par[kg]]
+                hpath[rows] += hpath[par[kg]]
+        self.anc_T = np.ascontiguousarray(anc.T)  # log rho = log pi @ anc_T
+        E = np.zeros((S, Kt))
+        E[par[par < S], np.flatnonzero(par < S)] = 1.0
+        self.gE = self.gamma * E  # [S, K]
+        self.B_T = np.ascontiguousarray((self.gE @ np.repeat(np.eye(Kt), A, axis=1)).T)  # [S, S] child sequences
+        self.act = anc[:, self.pos]  # [S, D] coordinate (sigma, c) on the path of s
+        self.hist = hpath[:, self.kglob]  # [S, D] coordinate's history on the path of s
+        Rg = np.zeros((D, S))
+        Rg[np.arange(D), self.pos] += 1.0
+        Rg[np.arange(D), self.seq_r] -= 1.0
+        self.Rg, self.Rg_T = Rg, np.ascontiguousarray(Rg.T)
+        W, C = np.zeros((S, S)), np.zeros((Kt, Kt))
+        ja = game.joint_actions  # [A_joint, 2]
+        for layer in tree.layers:
+            R = layer.weight @ game.expected_reward  # [N, A_joint]
+            k1, k2 = layer.local[:, 0] + koff[0], layer.local[:, 1] + koff[1]
+            rows = (k1[:, None] * A + ja[None, :, 0]).ravel()
+            cols = (k2[:, None] * A + ja[None, :, 1]).ravel()
+            np.add.at(W, (rows, cols), R.ravel())
+            np.add.at(C, (k1, k2), layer.probability)
+        self.W = W + W.T  # symmetric: u = rho @ W
+        gather = np.zeros((Kt, S + 1))
+        gather[np.arange(Kt), par] = 1.0
+        cpre = (C + C.T) @ gather  # den = [rho, 1] @ cpre.T
+        self.cpre_T = np.ascontiguousarray(cpre[:, :S].T)  # [S, K]
+        self.cpre_S = np.ascontiguousarray(cpre[:, :S])  # [K, S]
+        self.c_root = cpre[:, S].copy()  # [K]
+
+    def bytes_per_policy(self, jacobian: bool) -> int:
+        """Peak working bytes of one policy's evaluation (the arrays alive together, x 2)."""
+        S, D, K = self.S, self.D, self.K
+        floats = 8 * S
+        if jacobian:
+            floats += 6 * S * (1 + D + K) + D * (1 + D + K) + 6 * D * D
+        return 2 * 8 * floats
+
+    def evaluate(self, y: np.ndarray, alpha: float, jacobian: bool) -> tuple[Any, Any, Any, np.ndarray]:
+        """(M [P, D], DM [P, D, D] | None, J [P], ok [P]) for y [P, D]: rows where ``ok`` is False had a
+        denominator under :data:`TINY` or a non-finite value and must be taken from the reference."""
+        P, A, K, S, D = len(y), self.A, self.K, self.S, self.D
+        z = np.repeat(self.base[None], P, axis=0)
+        z[:, self.pos] = y
+        z = z.reshape(P, K, A)
+        zmax = z.max(axis=2, keepdims=True)
+        z -= zmax
+        e = np.exp(z)
+        ssum = e.sum(axis=2, keepdims=True)
+        pi = (e / ssum).reshape(P, S)
+        z -= np.log(ssum)
+        rho = np.exp(z.reshape(P, S) @ self.anc_T)  # [P, S] realization weights
+        u = rho @ self.W  # [P, S]
+        den = rho @ self.cpre_T + self.c_root  # [P, K]
+        d = den[:, self.kglob]  # [P, D]
+        if jacobian:
+            psel = pi[:, self.pos]
+            Y = rho[:, :, None] * (self.act - self.hist * psel[:, None, :])  # [P, S, D]
+            X = np.concatenate([u[:, :, None], self.W @ Y, np.broadcast_to(self.gE, (P, S, K))], axis=2)
+            acc = X
+            for _ in range(self.H - 1):
+                V = (pi[:, :, None] * acc).reshape(P, K, A, -1).sum(axis=2)  # [P, K, 1 + D + K]
+                acc = X + self.gE @ V
+            num = acc[:, :, 0]
+            RA = self.Rg @ acc  # [P, D, 1 + D + K]
+            gap0 = RA[:, :, 0] / d
+        else:
+            num = u
+            for _ in range(self.H - 1):
+                num = u + (pi * num) @ self.B_T
+            gap0 = (num @ self.Rg_T) / d
+        M = gap0 / alpha
+        J = (pi[:, :A] * num[:, :A]).sum(axis=1) / den[:, 0]
+        ok = np.isfinite(M).all(axis=1) & (den.min(axis=1) >= TINY)
+        if not jacobian:
+            return M, None, J, ok
+        V = (pi * num).reshape(P, K, A).sum(axis=2)  # [P, K]
+        own = psel * (num[:, self.pos] - V[:, self.kglob])  # [P, D]
+        dden = (self.cpre_S @ Y)[:, self.kglob]  # [P, D, D]
+        DM = RA[:, :, 1 : 1 + D] + RA[:, :, 1 + D :][:, :, self.kglob] * own[:, None, :]
+        DM -= gap0[:, :, None] * dden
+        DM /= (d * alpha)[:, :, None]
+        ok &= np.isfinite(DM).all(axis=(1, 2))
+        return M, DM, J, ok
