@@ -26,6 +26,7 @@ import numpy as np
 
 from ers_exact.model.histories import HistoryTree
 from ers_exact.model.values import Policy, check_policy, local_q_values
+from ers_exact.solve.dense import DenseLogitMap, dense_logit_map
 from ers_exact.solve.derivatives import (
     DEFAULT_MEMORY_BUDGET,
     LogitDerivatives,
@@ -113,6 +114,7 @@ class LogitCoordinates:
 
     tree: HistoryTree
     memory_budget: int = DEFAULT_MEMORY_BUDGET  # bytes of working memory per batched evaluation
+    dense: bool = True  # small two-agent games: M and DM from solve.dense (False: the reference alone)
 
     @cached_property
     def _index(self) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
@@ -122,6 +124,14 @@ class LogitCoordinates:
     def derivatives(self) -> LogitDerivatives:
         """The tree's exact evaluator of M and DM (built once per tree)."""
         return self.tree.derived("solve.derivatives", lambda: LogitDerivatives(self.tree))
+
+    @property
+    def dense_map(self) -> DenseLogitMap | None:
+        """The tree's dense evaluator (:mod:`ers_exact.solve.dense`) when ``dense`` and the game is small
+        enough, else None."""
+        if not self.dense:
+            return None
+        return self.tree.derived("solve.dense", lambda: dense_logit_map(self.tree))
 
     @property
     def dim(self) -> int:
@@ -182,7 +192,23 @@ class LogitCoordinates:
     def evaluate(self, y: np.ndarray, alpha: float, jacobian: bool = True) -> LogitEvaluation:
         """M(y) [P, D], the exact DM(y) [P, D, D] when ``jacobian``, and J(pi(y)) [P], in one pass."""
         _check_alpha(alpha)
-        return self.derivatives.evaluate(y, alpha, jacobian=jacobian, budget=self.memory_budget)
+        fast = self.dense_map
+        if fast is None:
+            return self.derivatives.evaluate(y, alpha, jacobian=jacobian, budget=self.memory_budget)
+        y = np.atleast_2d(np.asarray(y, dtype=np.float64))
+        step = max(1, self.memory_budget // fast.bytes_per_policy(jacobian))
+        parts = [fast.evaluate(y[lo : lo + step], alpha, jacobian) for lo in range(0, max(len(y), 1), step)]
+        values, jac, J, ok = parts[0]
+        if len(parts) > 1:
+            values, J, ok = (np.concatenate([p[n] for p in parts]) for n in (0, 2, 3))
+            jac = np.concatenate([p[1] for p in parts]) if jacobian else None
+        if not ok.all():  # an underflowing denominator or a non-finite value: those rows from the reference
+            bad = np.flatnonzero(~ok)
+            ref = self.derivatives.evaluate(y[bad], alpha, jacobian=jacobian, budget=self.memory_budget)
+            values[bad], J[bad] = ref.values, ref.J
+            if jacobian:
+                jac[bad] = ref.jacobian
+        return LogitEvaluation(values, jac if jacobian else None, J)
 
     def jacobian(self, y: np.ndarray, alpha: float) -> np.ndarray:
         """The exact DM(y).  # [P, D, D]"""

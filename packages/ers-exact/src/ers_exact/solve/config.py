@@ -43,10 +43,19 @@ class ContinuationConfig:
     max_branches: int = 24
     max_steps: int = 4000  # accepted predictor-corrector steps, all branches together
     initial_step: float = 0.02  # arclength, relative to (1 + lambda*) max(1, ||Gamma(0)||)
-    max_step: float = 0.25  # arclength cap, same unit
+    max_step: float = 0.25  # arclength cap, same unit, while the test functions watch for branch points
+    max_step_alone: float = 2.0  # ... on the principal branch alone (locate_branch_points=False)
     min_step: float = 1e-9
-    corrector_tol: float = 1e-7  # ||H||_inf / max(1, ||y||_inf) at an accepted point (crossings are polished)
+    corrector_tol: float = 1e-7  # ||H||_inf / max(1, ||y||_inf) at a point of the branch-point searches
+    path_tol: float = 1e-5  # Newton's last correction (or the next, predicted) / max(1, ||y||_inf) at a step
     corrector_steps: int = 8
+    max_dist: float = 0.5  # a step is refused when its first Newton correction exceeds this times the step
+    max_contraction: float = (
+        0.5  # ... or when a later correction is not this much shorter than the one before
+    )
+    target_dist: float = 0.1  # the next step is scaled so that its first correction is about this x the step
+    max_growth: float = 2.0  # ... growing by this factor at most
+    hermite: bool = True  # predict by the cubic through the last two points and tangents (False: Euler)
     max_turn: float = 0.5  # radians between successive tangents before the step is halved
     polish_tol: float = 1e-12  # ||y - lambda* Gamma(y)||_inf at a reported crossing
     branch_eps: float = 1e-2  # points this close (relative) to a known branch point are that point
@@ -59,6 +68,9 @@ class ContinuationConfig:
     singular_tol: float = 1e-6  # ... and is a branch point when the minimum is below this
     locate_branch_points: bool = (
         True  # False: the principal branch alone (as Gambit): no test functions, longer steps
+    )
+    stop_at_crossing: bool = (
+        False  # stop a branch at its first crossing of lambda* (Gambit's logit_solve_lambda)
     )
 
     def to_json(self) -> dict[str, Any]:

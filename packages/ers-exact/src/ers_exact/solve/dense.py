@@ -30,7 +30,6 @@ value) is re-evaluated by the reference path, so the result never depends on und
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -108,7 +107,9 @@ class DenseLogitMap:
         E = np.zeros((S, Kt))
         E[par[par < S], np.flatnonzero(par < S)] = 1.0
         self.gE = self.gamma * E  # [S, K]
-        self.B_T = np.ascontiguousarray((self.gE @ np.repeat(np.eye(Kt), A, axis=1)).T)  # [S, S] child sequences
+        self.B_T = np.ascontiguousarray(
+            (self.gE @ np.repeat(np.eye(Kt), A, axis=1)).T
+        )  # [S, S] child sequences
         self.act = anc[:, self.pos]  # [S, D] coordinate (sigma, c) on the path of s
         self.hist = hpath[:, self.kglob]  # [S, D] coordinate's history on the path of s
         Rg = np.zeros((D, S))

@@ -1,0 +1,261 @@
+"""The predictor-corrector machinery of :mod:`ers_exact.solve.continuation` on the curve
+
+    H(y, lambda) = y - lambda Gamma(y) = 0,      z = (y, lambda),      H_z = [I - lambda DGamma, -Gamma]
+
+(Allgower & Georg, *Numerical Continuation Methods*, ch. 2 and 6). A step from a curve point z with unit
+tangent t: Euler predictor z + h t, then Newton's corrector on {H = 0, t . (w - z - h t) = 0} with the exact
+Jacobian at every iterate (one evaluation of Gamma and DGamma per iterate, quadratic convergence), until the
+correction is below ``corrector_tol`` (relative). The augmented matrix A = [H_z; t^T] of the last iterate
+gives the new tangent (A t' = e_last, oriented along t) and the test functions of the branch-point search
+(sign of det A, smallest singular value). Step control as in Gambit's path tracer (Allgower & Georg's
+"steplength adaptation by asymptotic expansion"): a step is refused when its first correction is longer
+than ``max_dist`` times the step, when the corrector stops contracting, or when the tangent turns by more
+than ``max_turn``; otherwise the next step is scaled by sqrt(target / first correction), within
+[1/2, ``max_growth``].
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from ers_exact.solve.boltzmann import LogitCoordinates
+from ers_exact.solve.config import ContinuationConfig
+
+__all__ = ["Augmented", "Step", "Tracer"]
+
+
+class Augmented:
+    """The augmented matrix A = [H_z; t^T] of one curve point: solves with it, and (computed on first use)
+    the sign of det A and A^-1 (the chord corrector and the inverse iteration apply it several times)."""
+
+    def __init__(self, matrix: np.ndarray) -> None:
+        self.matrix = matrix
+
+    @cached_property
+    def det_sign(self) -> float:
+        return float(np.linalg.slogdet(self.matrix)[0])
+
+    @cached_property
+    def inverse(self) -> np.ndarray:
+        try:
+            return np.linalg.inv(self.matrix) if self.det_sign != 0 else np.linalg.pinv(self.matrix)
+        except np.linalg.LinAlgError:
+            return np.linalg.pinv(self.matrix)
+
+    def solve(self, rhs: np.ndarray) -> np.ndarray:
+        """A^-1 rhs (rhs [D + 1] or [D + 1, k]); least squares where A is singular."""
+        if "inverse" in self.__dict__:
+            return self.inverse @ rhs
+        try:
+            return np.linalg.solve(self.matrix, rhs)
+        except np.linalg.LinAlgError:
+            return self.inverse @ rhs
+
+
+@dataclass(frozen=True)
+class Step:
+    """An accepted predictor-corrector step: the new point, its tangent and augmented matrix."""
+
+    z: np.ndarray
+    t: np.ndarray
+    aug: Augmented
+    first: float  # length of the first correction, in units of the step
+    iterations: int
+
+
+class Tracer:
+    """Evaluation of H, its Jacobian and the step machinery for one coordinate system."""
+
+    def __init__(self, coords: LogitCoordinates, lam_star: float, cfg: ContinuationConfig) -> None:
+        self.coords, self.cfg, self.lam_star = coords, cfg, lam_star
+        self.D = coords.dim
+        self.scale = 1.0 + lam_star  # arclength unit; rescaled by the size of Gamma(0) in continuation()
+        self.evals = 0
+        self.eye = np.eye(self.D)
+
+    def gamma(self, y: np.ndarray, jacobian: bool) -> tuple[np.ndarray, np.ndarray | None]:
+        self.evals += 1
+        ev = self.coords.evaluate(y[None], 1.0, jacobian=jacobian)
+        return ev.values[0], (ev.jacobian[0] if ev.jacobian is not None else None)
+
+    def H(self, z: np.ndarray) -> np.ndarray:
+        g, _ = self.gamma(z[:-1], False)
+        return z[:-1] - z[-1] * g
+
+    def Hz(self, z: np.ndarray) -> np.ndarray:
+        """[I - lambda DGamma, -Gamma]  # [D, D + 1]"""
+        return self._h_and_hz(z)[1]
+
+    def _h_and_hz(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        g, dg = self.gamma(z[:-1], True)
+        assert dg is not None
+        return z[:-1] - z[-1] * g, np.hstack([self.eye - z[-1] * dg, -g[:, None]])
+
+    def tangent(self, hz: np.ndarray, row: np.ndarray) -> tuple[np.ndarray, Augmented]:
+        """Unit null vector of hz with row . t > 0, and the factored augmented matrix [hz; row]."""
+        aug = Augmented(np.vstack([hz, row[None]]))
+        e = np.zeros(len(row))
+        e[-1] = 1.0
+        t = aug.solve(e)  # A t = e_last
+        return t / np.linalg.norm(t), aug
+
+    @staticmethod
+    def det_sign(aug: Augmented) -> float:
+        return aug.det_sign
+
+    @staticmethod
+    def sigma_min(aug: Augmented, v: np.ndarray | None = None, iters: int = 6) -> tuple[float, np.ndarray]:
+        """Smallest singular value of the factored square matrix by inverse iteration on A^T A."""
+        inv = aug.inverse
+        n = len(inv)
+        x = np.ones(n) / np.sqrt(n) if v is None else v / np.linalg.norm(v)
+        s = 0.0
+        for _ in range(iters):
+            w = inv @ (inv.T @ x)
+            nw = float(np.linalg.norm(w))
+            if not np.isfinite(nw) or nw == 0.0:
+                return 0.0, x
+            s = 1.0 / np.sqrt(nw)
+            x = w / nw
+        return s, x
+
+    @staticmethod
+    def predict(
+        z: np.ndarray, t: np.ndarray, h: float, prev: tuple[np.ndarray, np.ndarray] | None
+    ) -> np.ndarray:
+        """The point at arclength ~h beyond z: Euler z + h t, or with the previous curve point and tangent the
+        cubic Hermite interpolant of both points extrapolated (its error is O(h^4) where Euler's is O(h^2))."""
+        if prev is None:
+            return z + h * t
+        z0, t0 = prev
+        s1 = float(np.linalg.norm(z - z0))
+        if s1 == 0.0:
+            return z + h * t
+        tau = 1.0 + h / s1
+        t2, t3 = tau * tau, tau * tau * tau
+        return (
+            (2 * t3 - 3 * t2 + 1) * z0
+            + (t3 - 2 * t2 + tau) * s1 * t0
+            + (3 * t2 - 2 * t3) * z
+            + (t3 - t2) * s1 * t
+        )
+
+    def land(
+        self, z: np.ndarray, t: np.ndarray, h: float, prev: tuple[np.ndarray, np.ndarray] | None
+    ) -> tuple[np.ndarray, float] | None:
+        """When the step of length h predicted from z crosses lambda*: Newton at lambda = lambda* (``polish``)
+        from the predicted point on lambda = lambda*, accepted when it converges within ``max_dist`` times
+        that step's length of the prediction. Returns (y, residual) of the crossing, or None (no crossing
+        predicted, or not accepted: the caller steps on as usual)."""
+        lam = self.lam_star
+        zp = self.predict(z, t, h, prev)
+        if (z[-1] - lam) * (zp[-1] - lam) > 0 or zp[-1] == z[-1]:
+            return None
+        lo, hi, f_lo, f_hi = 0.0, h, z[-1] - lam, zp[-1] - lam
+        for _ in range(8):  # regula falsi on the predictor's lambda (a cubic in the step)
+            mid = lo - f_lo * (hi - lo) / (f_hi - f_lo)
+            zm = self.predict(z, t, mid, prev)
+            f_mid = zm[-1] - lam
+            if abs(f_mid) <= 1e-12 * max(1.0, lam):
+                break
+            if f_mid * f_lo > 0:
+                lo, f_lo = mid, f_mid
+            else:
+                hi, f_hi = mid, f_mid
+        y, res = self.polish(zm[:-1], lam)
+        tol = 1e-9 * max(1.0, float(np.abs(y).max(initial=0.0)))
+        if not (res < tol and float(np.abs(y - zm[:-1]).max()) <= self.cfg.max_dist * max(mid, 1e-12)):
+            return None
+        return y, res
+
+    def step(
+        self, z: np.ndarray, t: np.ndarray, h: float, prev: tuple[np.ndarray, np.ndarray] | None = None
+    ) -> Step | None:
+        """One step of arclength ~h from the curve point z along its tangent t (module docstring), predicted
+        from z alone or with the previous point and tangent ``prev``; None when refused (the caller shortens
+        h)."""
+        cfg = self.cfg
+        zp = self.predict(z, t, h, prev)
+        w = zp
+        e = np.zeros(len(z))
+        e[-1] = 1.0
+        first, last = 0.0, np.inf
+        for k in range(cfg.corrector_steps):
+            res, hz = self._h_and_hz(w)
+            if not (np.all(np.isfinite(res)) and np.all(np.isfinite(hz))):
+                return None
+            aug = Augmented(np.vstack([hz, t[None]]))
+            sol = aug.solve(np.stack([np.append(res, t @ (w - zp)), e], axis=1))
+            delta = sol[:, 0]
+            size = float(np.abs(delta).max())
+            if k == 0:
+                first = size / h
+                if first > cfg.max_dist:
+                    return None
+            elif size > cfg.max_contraction * last:
+                return None
+            w = w - delta
+            # converged when this correction, or the next one Newton's quadratic rate predicts, is below tol
+            tol = cfg.path_tol * max(1.0, float(np.abs(w[:-1]).max(initial=0.0)))
+            ahead = size * size / last if k > 0 else size
+            last = size
+            if min(size, ahead) <= tol:
+                tn = sol[:, 1]
+                norm = float(np.linalg.norm(tn))
+                if not np.isfinite(norm) or norm == 0.0:
+                    return None
+                return Step(w, tn / norm, aug, first, k + 1)
+        return None
+
+    def next_step(self, h: float, step: Step) -> float:
+        """The step length after an accepted step (asymptotic expansion: the first correction grows like h^2)."""
+        cfg = self.cfg
+        growth = np.sqrt(cfg.target_dist / max(step.first, 1e-12))
+        cap = cfg.max_step if cfg.locate_branch_points else cfg.max_step_alone
+        return min(h * float(np.clip(growth, 0.5, cfg.max_growth)), cap * self.scale)
+
+    def correct(
+        self, zp: np.ndarray, row: np.ndarray, lu: Augmented, target: float = 0.0
+    ) -> tuple[np.ndarray | None, int]:
+        """Chord Newton on {H(z) = 0, row . (z - zp) = target} with the factored [H_z; row] (for the
+        branch-point searches, which move along an arc from one factored point)."""
+        z = zp.copy()
+        last = np.inf
+        for k in range(self.cfg.corrector_steps):
+            h = self.H(z)
+            if not np.all(np.isfinite(h)):
+                return None, k
+            res = float(np.abs(h).max())
+            if res < self.cfg.corrector_tol * max(1.0, float(np.abs(z[:-1]).max(initial=0.0))):
+                return z, k
+            delta = lu.inverse @ np.append(h, row @ (z - zp) - target)
+            step = float(np.abs(delta).max())
+            if k > 0 and step > 0.7 * last:
+                return None, k
+            last = step
+            z = z - delta
+        h = self.H(z)
+        ok = np.all(np.isfinite(h)) and np.abs(h).max() < self.cfg.corrector_tol * max(
+            1.0, np.abs(z[:-1]).max()
+        )
+        return (z if ok else None), self.cfg.corrector_steps
+
+    def polish(self, y: np.ndarray, lam: float) -> tuple[np.ndarray, float]:
+        """Newton on y - lam Gamma(y) = 0 at fixed lam; returns (y, ||.||_inf)."""
+        res = np.inf
+        for _ in range(20):
+            g, dg = self.gamma(y, True)
+            assert dg is not None
+            r = y - lam * g
+            res = float(np.abs(r).max())
+            if res < self.cfg.polish_tol * max(1.0, float(np.abs(y).max(initial=0.0))):
+                return y, res
+            try:
+                y = y - np.linalg.solve(self.eye - lam * dg, r)
+            except np.linalg.LinAlgError:
+                break
+        g, _ = self.gamma(y, False)
+        return y, float(np.abs(y - lam * g).max())
