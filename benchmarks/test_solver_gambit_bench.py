@@ -76,7 +76,7 @@ OURS = _LOAD + textwrap.dedent(
     from ers_exact.solve.continuation import continuation
     from ers_exact.solve.fixed_points import SolverConfig, solve_fixed_points
 
-    alone = ContinuationConfig(max_branches=1, locate_branch_points=False)
+    alone = ContinuationConfig(max_branches=1, locate_branch_points=False, stop_at_crossing=True)
     coords = LogitCoordinates(tree)
     branch, p_first, p_best = best_of(lambda: continuation(coords, alpha, alone, progress=False))
     J = coords.evaluate(branch.points[0][None], alpha, jacobian=False).J[0]

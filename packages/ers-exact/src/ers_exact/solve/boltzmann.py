@@ -19,6 +19,7 @@ and one backward pass, chunked under ``memory_budget`` bytes); central differenc
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -92,7 +93,7 @@ class TemperatureError(InputError, ValueError):
 
 
 def _check_alpha(alpha: float) -> None:
-    if not (np.isfinite(alpha) and alpha > 0):
+    if not (math.isfinite(alpha) and alpha > 0):
         raise TemperatureError(f"temperature alpha must be a positive number, got {alpha}")
 
 
@@ -125,13 +126,20 @@ class LogitCoordinates:
         """The tree's exact evaluator of M and DM (built once per tree)."""
         return self.tree.derived("solve.derivatives", lambda: LogitDerivatives(self.tree))
 
-    @property
+    @cached_property
     def dense_map(self) -> DenseLogitMap | None:
         """The tree's dense evaluator (:mod:`ers_exact.solve.dense`) when ``dense`` and the game is small
         enough, else None."""
         if not self.dense:
             return None
         return self.tree.derived("solve.dense", lambda: dense_logit_map(self.tree))
+
+    @cached_property
+    def _dense_chunk(self) -> dict[bool, int]:
+        """Policies per dense evaluation under ``memory_budget`` (without and with the Jacobian)."""
+        fast = self.dense_map
+        assert fast is not None
+        return {jac: max(1, self.memory_budget // fast.bytes_per_policy(jac)) for jac in (False, True)}
 
     @property
     def dim(self) -> int:
@@ -195,11 +203,13 @@ class LogitCoordinates:
         fast = self.dense_map
         if fast is None:
             return self.derivatives.evaluate(y, alpha, jacobian=jacobian, budget=self.memory_budget)
-        y = np.atleast_2d(np.asarray(y, dtype=np.float64))
-        step = max(1, self.memory_budget // fast.bytes_per_policy(jacobian))
-        parts = [fast.evaluate(y[lo : lo + step], alpha, jacobian) for lo in range(0, max(len(y), 1), step)]
-        values, jac, J, ok = parts[0]
-        if len(parts) > 1:
+        y = np.asarray(y, dtype=np.float64)
+        y = y[None] if y.ndim == 1 else y
+        step = self._dense_chunk[jacobian]
+        if len(y) <= step:
+            values, jac, J, ok = fast.evaluate(y, alpha, jacobian)
+        else:
+            parts = [fast.evaluate(y[lo : lo + step], alpha, jacobian) for lo in range(0, len(y), step)]
             values, J, ok = (np.concatenate([p[n] for p in parts]) for n in (0, 2, 3))
             jac = np.concatenate([p[1] for p in parts]) if jacobian else None
         if not ok.all():  # an underflowing denominator or a non-finite value: those rows from the reference

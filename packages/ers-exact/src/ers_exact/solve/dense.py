@@ -143,13 +143,15 @@ class DenseLogitMap:
 
     def evaluate(self, y: np.ndarray, alpha: float, jacobian: bool) -> tuple[Any, Any, Any, np.ndarray]:
         """(M [P, D], DM [P, D, D] | None, J [P], ok [P]) for y [P, D]: rows where ``ok`` is False had a
-        denominator under :data:`TINY` or a non-finite value and must be taken from the reference."""
+        denominator under :data:`TINY` or a non-finite value and must be taken from the reference.
+
+        The Jacobian's arrays are laid out [S, P, columns] (sequence first), so that every product with a
+        constant matrix is one 2-D product over the whole batch."""
         P, A, K, S, D = len(y), self.A, self.K, self.S, self.D
         z = np.repeat(self.base[None], P, axis=0)
         z[:, self.pos] = y
         z = z.reshape(P, K, A)
-        zmax = z.max(axis=2, keepdims=True)
-        z -= zmax
+        z -= z.max(axis=2, keepdims=True)
         e = np.exp(z)
         ssum = e.sum(axis=2, keepdims=True)
         pi = (e / ssum).reshape(P, S)
@@ -158,32 +160,37 @@ class DenseLogitMap:
         u = rho @ self.W  # [P, S]
         den = rho @ self.cpre_T + self.c_root  # [P, K]
         d = den[:, self.kglob]  # [P, D]
-        if jacobian:
-            psel = pi[:, self.pos]
-            Y = rho[:, :, None] * (self.act - self.hist * psel[:, None, :])  # [P, S, D]
-            X = np.concatenate([u[:, :, None], self.W @ Y, np.broadcast_to(self.gE, (P, S, K))], axis=2)
-            acc = X
-            for _ in range(self.H - 1):
-                V = (pi[:, :, None] * acc).reshape(P, K, A, -1).sum(axis=2)  # [P, K, 1 + D + K]
-                acc = X + self.gE @ V
-            num = acc[:, :, 0]
-            RA = self.Rg @ acc  # [P, D, 1 + D + K]
-            gap0 = RA[:, :, 0] / d
-        else:
+        if not jacobian:
             num = u
             for _ in range(self.H - 1):
                 num = u + (pi * num) @ self.B_T
             gap0 = (num @ self.Rg_T) / d
+            M = gap0 / alpha
+            J = (pi[:, :A] * num[:, :A]).sum(axis=1) / den[:, 0]
+            ok = np.isfinite(M.sum(axis=1)) & (den.min(axis=1) >= TINY)
+            return M, None, J, ok
+        C = 1 + D + K  # columns: num, d num / d y (cross), Rel (own)
+        psel = pi[:, self.pos]  # [P, D]
+        Y = rho.T[:, :, None] * (self.act[:, None, :] - self.hist[:, None, :] * psel[None])  # [S, P, D]
+        X = np.empty((S, P, C))
+        X[:, :, 0] = u.T
+        X[:, :, 1 : 1 + D] = (self.W @ Y.reshape(S, P * D)).reshape(S, P, D)
+        X[:, :, 1 + D :] = self.gE[:, None, :]
+        acc, piT = X, pi.T[:, :, None]
+        for _ in range(self.H - 1):
+            V = (piT * acc).reshape(K, A, P * C).sum(axis=1)  # [K, P C]
+            acc = X + (self.gE @ V).reshape(S, P, C)
+        num = acc[:, :, 0].T  # [P, S]
+        RA = (self.Rg @ acc.reshape(S, P * C)).reshape(D, P, C)
+        gap0 = RA[:, :, 0].T / d  # [P, D]
         M = gap0 / alpha
         J = (pi[:, :A] * num[:, :A]).sum(axis=1) / den[:, 0]
-        ok = np.isfinite(M).all(axis=1) & (den.min(axis=1) >= TINY)
-        if not jacobian:
-            return M, None, J, ok
-        V = (pi * num).reshape(P, K, A).sum(axis=2)  # [P, K]
-        own = psel * (num[:, self.pos] - V[:, self.kglob])  # [P, D]
-        dden = (self.cpre_S @ Y)[:, self.kglob]  # [P, D, D]
-        DM = RA[:, :, 1 : 1 + D] + RA[:, :, 1 + D :][:, :, self.kglob] * own[:, None, :]
-        DM -= gap0[:, :, None] * dden
-        DM /= (d * alpha)[:, :, None]
-        ok &= np.isfinite(DM).all(axis=(1, 2))
+        Vn = (pi * num).reshape(P, K, A).sum(axis=2)  # [P, K]
+        own = psel * (num[:, self.pos] - Vn[:, self.kglob])  # [P, D]
+        dden = (self.cpre_S @ Y.reshape(S, P * D)).reshape(K, P, D)[self.kglob]  # [D, P, D]
+        DM = RA[:, :, 1 : 1 + D] + RA[:, :, 1 + D :][:, :, self.kglob] * own[None]
+        DM -= gap0.T[:, :, None] * dden
+        DM /= (d.T * alpha)[:, :, None]
+        DM = DM.transpose(1, 0, 2)  # [P, D, D]
+        ok = np.isfinite(DM.sum(axis=(1, 2)) + M.sum(axis=1)) & (den.min(axis=1) >= TINY)
         return M, DM, J, ok
