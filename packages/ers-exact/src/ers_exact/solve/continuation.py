@@ -231,7 +231,7 @@ def _trace(
                 steps, crossings, end = steps + 1, crossings + 1, f"crossed lambda*={lam_star:.6g}"
                 break
         st = tr.step(z, t, h, prev if cfg.hermite else None)
-        if st is None or (float(t @ st.t) < np.cos(cfg.max_turn) and h > 10 * cfg.min_step * tr.scale):
+        if st is None:
             h *= 0.5
             if h < cfg.min_step * tr.scale:
                 end = f"step size underflow at lambda={z[-1]:.6g}"

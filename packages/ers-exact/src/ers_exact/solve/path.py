@@ -64,6 +64,7 @@ class Step:
     aug: Augmented
     first: float  # length of the first correction, in units of the step
     iterations: int
+    order: int  # the predictor's order of accuracy + 1 (2: Euler, 4: Hermite)
 
 
 class Tracer:
@@ -176,20 +177,33 @@ class Tracer:
     ) -> Step | None:
         """One step of arclength ~h from the curve point z along its tangent t (module docstring), predicted
         from z alone or with the previous point and tangent ``prev``; None when refused (the caller shortens
-        h)."""
-        cfg = self.cfg
+        h). The tangent's turn is checked on the first iterate already (a refused step costs one
+        evaluation)."""
+        cfg, D = self.cfg, self.D
         zp = self.predict(z, t, h, prev)
         w = zp
-        e = np.zeros(len(z))
-        e[-1] = 1.0
+        rhs = np.zeros((D + 1, 2))
+        rhs[D, 1] = 1.0
         first, last = 0.0, np.inf
+        cos_turn = np.cos(cfg.max_turn) if h > 10 * cfg.min_step * self.scale else -np.inf
         for k in range(cfg.corrector_steps):
-            res, hz = self._h_and_hz(w)
-            if not (np.all(np.isfinite(res)) and np.all(np.isfinite(hz))):
+            g, dg = self.gamma(w[:-1], True)
+            assert dg is not None
+            mat = np.empty((D + 1, D + 1))
+            np.multiply(dg, -w[-1], out=mat[:D, :D])
+            mat[:D, :D] += self.eye
+            mat[:D, D] = -g
+            mat[D] = t
+            rhs[:D, 0] = w[:-1] - w[-1] * g
+            rhs[D, 0] = t @ (w - zp)
+            if not np.isfinite(mat.sum() + rhs[:D, 0].sum()):
                 return None
-            aug = Augmented(np.vstack([hz, t[None]]))
-            sol = aug.solve(np.stack([np.append(res, t @ (w - zp)), e], axis=1))
-            delta = sol[:, 0]
+            aug = Augmented(mat)
+            sol = aug.solve(rhs)
+            delta, tn = sol[:, 0], sol[:, 1]
+            norm = float(np.linalg.norm(tn))
+            if not np.isfinite(norm) or norm == 0.0 or float(t @ tn) / norm < cos_turn:
+                return None
             size = float(np.abs(delta).max())
             if k == 0:
                 first = size / h
@@ -203,17 +217,14 @@ class Tracer:
             ahead = size * size / last if k > 0 else size
             last = size
             if min(size, ahead) <= tol:
-                tn = sol[:, 1]
-                norm = float(np.linalg.norm(tn))
-                if not np.isfinite(norm) or norm == 0.0:
-                    return None
-                return Step(w, tn / norm, aug, first, k + 1)
+                return Step(w, tn / norm, aug, first, k + 1, 2 if prev is None else 4)
         return None
 
     def next_step(self, h: float, step: Step) -> float:
-        """The step length after an accepted step (asymptotic expansion: the first correction grows like h^2)."""
+        """The step length after an accepted step (asymptotic expansion: the first correction grows like h^2
+        after an Euler prediction, h^4 after a Hermite one)."""
         cfg = self.cfg
-        growth = np.sqrt(cfg.target_dist / max(step.first, 1e-12))
+        growth = (cfg.target_dist / max(step.first, 1e-12)) ** (1.0 / step.order)
         cap = cfg.max_step if cfg.locate_branch_points else cfg.max_step_alone
         return min(h * float(np.clip(growth, 0.5, cfg.max_growth)), cap * self.scale)
 
