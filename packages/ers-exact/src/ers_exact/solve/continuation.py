@@ -133,7 +133,7 @@ def continuation(
             cfg,
         )
     z0 = np.zeros(D + 1)
-    hz0 = tr.Hz(z0)
+    hz0 = np.hstack([np.eye(D), -tr.gamma(z0[:-1], False)[0][:, None]])  # H_z at lambda = 0: [I, -Gamma(0)]
     # y grows like lambda * Gamma: measure arclength in units of the path's size, not of lambda alone
     tr.scale = (1.0 + lam_star) * max(1.0, float(np.linalg.norm(hz0[:, -1])))
     e = np.zeros(D + 1)

@@ -124,8 +124,15 @@ class Tracer:
         return s, x
 
     @staticmethod
+    def _hermite(tau: float) -> tuple[float, float, float, float]:
+        """The cubic Hermite basis (z0, s1 t0, z1, s1 t1) at tau = s / s1."""
+        t2 = tau * tau
+        t3 = t2 * tau
+        return 2 * t3 - 3 * t2 + 1, t3 - 2 * t2 + tau, 3 * t2 - 2 * t3, t3 - t2
+
+    @classmethod
     def predict(
-        z: np.ndarray, t: np.ndarray, h: float, prev: tuple[np.ndarray, np.ndarray] | None
+        cls, z: np.ndarray, t: np.ndarray, h: float, prev: tuple[np.ndarray, np.ndarray] | None
     ) -> np.ndarray:
         """The point at arclength ~h beyond z: Euler z + h t, or with the previous curve point and tangent the
         cubic Hermite interpolant of both points extrapolated (its error is O(h^4) where Euler's is O(h^2))."""
@@ -135,14 +142,8 @@ class Tracer:
         s1 = float(np.linalg.norm(z - z0))
         if s1 == 0.0:
             return z + h * t
-        tau = 1.0 + h / s1
-        t2, t3 = tau * tau, tau * tau * tau
-        return (
-            (2 * t3 - 3 * t2 + 1) * z0
-            + (t3 - 2 * t2 + tau) * s1 * t0
-            + (3 * t2 - 2 * t3) * z
-            + (t3 - t2) * s1 * t
-        )
+        a, b, c, d = cls._hermite(1.0 + h / s1)
+        return a * z0 + (b * s1) * t0 + c * z + (d * s1) * t
 
     def land(
         self, z: np.ndarray, t: np.ndarray, h: float, prev: tuple[np.ndarray, np.ndarray] | None
@@ -152,23 +153,33 @@ class Tracer:
         that step's length of the prediction. Returns (y, residual) of the crossing, or None (no crossing
         predicted, or not accepted: the caller steps on as usual)."""
         lam = self.lam_star
-        zp = self.predict(z, t, h, prev)
-        if (z[-1] - lam) * (zp[-1] - lam) > 0 or zp[-1] == z[-1]:
+        s1 = float(np.linalg.norm(z - prev[0])) if prev is not None else 0.0
+        coef = (prev[0][-1], prev[1][-1], z[-1], t[-1]) if prev is not None else (0.0, 0.0, z[-1], t[-1])
+
+        def lam_at(step: float) -> float:  # the predictor's lambda, a scalar cubic in the step
+            if s1 == 0.0:
+                return z[-1] + step * t[-1]
+            a, b, c, d = self._hermite(1.0 + step / s1)
+            return a * coef[0] + b * s1 * coef[1] + c * coef[2] + d * s1 * coef[3]
+
+        lo, hi, f_lo, f_hi = 0.0, h, z[-1] - lam, lam_at(h) - lam
+        if f_lo * f_hi > 0 or f_hi == f_lo:
             return None
-        lo, hi, f_lo, f_hi = 0.0, h, z[-1] - lam, zp[-1] - lam
-        for _ in range(8):  # regula falsi on the predictor's lambda (a cubic in the step)
-            mid = lo - f_lo * (hi - lo) / (f_hi - f_lo)
-            zm = self.predict(z, t, mid, prev)
-            f_mid = zm[-1] - lam
-            if abs(f_mid) <= 1e-12 * max(1.0, lam):
+        mid = lo
+        for _ in range(30):  # regula falsi (Illinois) on the scalar cubic
+            mid = (lo * f_hi - hi * f_lo) / (f_hi - f_lo)
+            f_mid = lam_at(mid) - lam
+            if abs(f_mid) <= 1e-13 * max(1.0, lam):
                 break
-            if f_mid * f_lo > 0:
-                lo, f_lo = mid, f_mid
+            if f_mid * f_hi < 0:
+                lo, f_lo = hi, f_hi
             else:
-                hi, f_hi = mid, f_mid
-        y, res = self.polish(zm[:-1], lam)
+                f_lo *= 0.5
+            hi, f_hi = mid, f_mid
+        y0 = self.predict(z, t, mid, prev)[:-1]
+        y, res = self.polish(y0, lam)
         tol = 1e-9 * max(1.0, float(np.abs(y).max(initial=0.0)))
-        if not (res < tol and float(np.abs(y - zm[:-1]).max()) <= self.cfg.max_dist * max(mid, 1e-12)):
+        if not (res < tol and float(np.abs(y - y0).max()) <= self.cfg.max_dist * max(mid, 1e-12)):
             return None
         return y, res
 
@@ -255,18 +266,26 @@ class Tracer:
         return (z if ok else None), self.cfg.corrector_steps
 
     def polish(self, y: np.ndarray, lam: float) -> tuple[np.ndarray, float]:
-        """Newton on y - lam Gamma(y) = 0 at fixed lam; returns (y, ||.||_inf)."""
-        res = np.inf
+        """Newton on y - lam Gamma(y) = 0 at fixed lam; returns (y, ||.||_inf). Once the steps are small
+        (quadratic convergence), the next point is checked by Gamma alone before its Jacobian is asked for."""
+        tol = self.cfg.polish_tol
+        g, dg = self.gamma(y, True)
+        res, last = np.inf, np.inf
         for _ in range(20):
-            g, dg = self.gamma(y, True)
-            assert dg is not None
             r = y - lam * g
             res = float(np.abs(r).max())
-            if res < self.cfg.polish_tol * max(1.0, float(np.abs(y).max(initial=0.0))):
+            if res < tol * max(1.0, float(np.abs(y).max(initial=0.0))):
                 return y, res
+            if dg is None:
+                g, dg = self.gamma(y, True)
             try:
-                y = y - np.linalg.solve(self.eye - lam * dg, r)
+                dy = np.linalg.solve(self.eye - lam * dg, r)
             except np.linalg.LinAlgError:
                 break
-        g, _ = self.gamma(y, False)
+            y = y - dy
+            size = float(np.abs(dy).max())
+            ahead = size * size / last if last < np.inf else size  # the next step, at Newton's quadratic rate
+            small = ahead <= tol * max(1.0, float(np.abs(y).max(initial=0.0)))
+            last = size
+            g, dg = self.gamma(y, not small)
         return y, float(np.abs(y - lam * g).max())
