@@ -132,6 +132,8 @@ class DenseLogitMap:
         self.cpre_T = np.ascontiguousarray(cpre[:, :S].T)  # [S, K]
         self.cpre_S = np.ascontiguousarray(cpre[:, :S])  # [K, S]
         self.c_root = cpre[:, S].copy()  # [K]
+        self.W_cpre = np.ascontiguousarray(np.hstack([self.W, self.cpre_T]))  # [S, S + K]
+        self.rel_k = (Rg @ self.gE)[:, None, self.kglob]  # [D, 1, D] Rg Rel at the coordinates' histories (H = 2)
 
     def bytes_per_policy(self, jacobian: bool) -> int:
         """Peak working bytes of one policy's evaluation (the arrays alive together, x 2)."""
@@ -157,8 +159,9 @@ class DenseLogitMap:
         pi = (e / ssum).reshape(P, S)
         z -= np.log(ssum)
         rho = np.exp(z.reshape(P, S) @ self.anc_T)  # [P, S] realization weights
-        u = rho @ self.W  # [P, S]
-        den = rho @ self.cpre_T + self.c_root  # [P, K]
+        both = rho @ self.W_cpre  # [P, S + K]: u = rho W, and den less its constant part
+        u = both[:, :S]
+        den = both[:, S:] + self.c_root  # [P, K]
         d = den[:, self.kglob]  # [P, D]
         if not jacobian:
             num = u
@@ -169,13 +172,15 @@ class DenseLogitMap:
             J = (pi[:, :A] * num[:, :A]).sum(axis=1) / den[:, 0]
             ok = np.isfinite(M.sum(axis=1)) & (den.min(axis=1) >= TINY)
             return M, None, J, ok
-        C = 1 + D + K  # columns: num, d num / d y (cross), Rel (own)
+        rel = self.H > 2  # Rel = gamma Desc E depends on pi only beyond two stages (else it is gamma E)
+        C = 1 + D + (K if rel else 0)  # columns: num, d num / d y (cross), Rel (own)
         psel = pi[:, self.pos]  # [P, D]
         Y = rho.T[:, :, None] * (self.act[:, None, :] - self.hist[:, None, :] * psel[None])  # [S, P, D]
         X = np.empty((S, P, C))
         X[:, :, 0] = u.T
         X[:, :, 1 : 1 + D] = (self.W @ Y.reshape(S, P * D)).reshape(S, P, D)
-        X[:, :, 1 + D :] = self.gE[:, None, :]
+        if rel:
+            X[:, :, 1 + D :] = self.gE[:, None, :]
         acc, piT = X, pi.T[:, :, None]
         for _ in range(self.H - 1):
             V = (piT * acc).reshape(K, A, P * C).sum(axis=1)  # [K, P C]
@@ -188,9 +193,11 @@ class DenseLogitMap:
         Vn = (pi * num).reshape(P, K, A).sum(axis=2)  # [P, K]
         own = psel * (num[:, self.pos] - Vn[:, self.kglob])  # [P, D]
         dden = (self.cpre_S @ Y.reshape(S, P * D)).reshape(K, P, D)[self.kglob]  # [D, P, D]
-        DM = RA[:, :, 1 : 1 + D] + RA[:, :, 1 + D :][:, :, self.kglob] * own[None]
+        rel_k = RA[:, :, 1 + D :][:, :, self.kglob] if rel else self.rel_k  # [D, P | 1, D]
+        DM = RA[:, :, 1 : 1 + D] + rel_k * own[None]
         DM -= gap0.T[:, :, None] * dden
         DM /= (d.T * alpha)[:, :, None]
         DM = DM.transpose(1, 0, 2)  # [P, D, D]
-        ok = np.isfinite(DM.sum(axis=(1, 2)) + M.sum(axis=1)) & (den.min(axis=1) >= TINY)
+        # finite y, M and den >= TINY leave every product finite: the Jacobian needs no check of its own
+        ok = np.isfinite(M.sum(axis=1)) & (den.min(axis=1) >= TINY)
         return M, DM, J, ok
