@@ -133,7 +133,9 @@ class DenseLogitMap:
         self.cpre_S = np.ascontiguousarray(cpre[:, :S])  # [K, S]
         self.c_root = cpre[:, S].copy()  # [K]
         self.W_cpre = np.ascontiguousarray(np.hstack([self.W, self.cpre_T]))  # [S, S + K]
-        self.rel_k = (Rg @ self.gE)[:, None, self.kglob]  # [D, 1, D] Rg Rel at the coordinates' histories (H = 2)
+        self.rel_k = (Rg @ self.gE)[
+            :, None, self.kglob
+        ]  # [D, 1, D] Rg Rel at the coordinates' histories (H = 2)
 
     def bytes_per_policy(self, jacobian: bool) -> int:
         """Peak working bytes of one policy's evaluation (the arrays alive together, x 2)."""
