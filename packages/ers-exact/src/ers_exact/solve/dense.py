@@ -30,6 +30,7 @@ value) is re-evaluated by the reference path, so the result never depends on und
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -54,6 +55,22 @@ def dense_logit_map(tree: HistoryTree) -> DenseLogitMap | None:
     return DenseLogitMap(tree)
 
 
+#: a Jacobian batch with more entries than this in Y = rho T [S, P, D] works on T's nonzero pattern only
+GROUPED_FROM = 50_000
+
+
+@dataclass(frozen=True)
+class _Group:
+    """Coordinates of one stage and the sequences below each (padded to L; ``hist`` is 1 on the real ones)."""
+
+    cols: np.ndarray  # [D_t] the coordinates
+    idx: np.ndarray  # [D_t, L] sequences s with the coordinate's history on their path
+    act: np.ndarray  # [D_t, L] 1 where the coordinate's action is on the path too
+    hist: np.ndarray  # [D_t, L]
+    W: np.ndarray  # [D_t, S, L] the columns of W at those sequences
+    C: np.ndarray  # [D_t, D, L] cpre's rows at the coordinates' histories, columns at those sequences
+
+
 #: the logit of an illegal (or padding) action: exp underflows to exactly 0, and 0 x NEG stays finite in products
 NEG = -1e30
 
@@ -76,7 +93,7 @@ class DenseLogitMap:
         S = self.S = Kt * A
         base = np.full((Kt, A), NEG)
         par = np.full(Kt, S)  # each history's parent sequence; S (a constant 1 appended to rho) at the roots
-        pos, seq_r, kglob = [], [], []
+        pos, seq_r, kglob, times = [], [], [], []
         for i, hist in enumerate(tree.local):
             kg = koff[i] + np.arange(K[i])
             base[kg, : hist.legal.shape[1]] = np.where(hist.legal, 0.0, NEG)
@@ -89,6 +106,7 @@ class DenseLogitMap:
             pos.append((koff[i] + k) * A + a)
             seq_r.append((koff[i] + k) * A + ref[k])
             kglob.append(koff[i] + k)
+            times.append(hist.time[k])
         self.base = base.ravel()
         self.pos = np.concatenate(pos)  # [D] sequence (kg, a) of each coordinate, = its place in z
         self.seq_r = np.concatenate(seq_r)  # [D] sequence of the coordinate's reference action
@@ -133,9 +151,26 @@ class DenseLogitMap:
         self.cpre_S = np.ascontiguousarray(cpre[:, :S])  # [K, S]
         self.c_root = cpre[:, S].copy()  # [K]
         self.W_cpre = np.ascontiguousarray(np.hstack([self.W, self.cpre_T]))  # [S, S + K]
-        self.rel_k = (Rg @ self.gE)[
-            :, None, self.kglob
-        ]  # [D, 1, D] Rg Rel at the coordinates' histories (H = 2)
+        self.groups = self._groups(np.concatenate(times))
+        # Rg Rel at the coordinates' histories, Rel = gamma E when H = 2  # [D, D, 1]
+        self.rel_k = (Rg @ self.gE)[:, self.kglob, None]
+
+    def _groups(self, times: np.ndarray) -> list[_Group]:
+        """Coordinates grouped by the stage of their history, each with the sequences below it (T's pattern)."""
+        out = []
+        for t in np.unique(times):
+            cols = np.flatnonzero(times == t)
+            below = [np.flatnonzero(self.hist[:, d]) for d in cols]
+            L = max(len(b) for b in below)
+            idx = np.zeros((len(cols), L), dtype=np.int64)
+            mask = np.zeros((len(cols), L))
+            for r, b in enumerate(below):
+                idx[r, : len(b)], mask[r, : len(b)] = b, 1.0
+            act = np.take_along_axis(self.act[:, cols].T, idx, axis=1) * mask
+            Wg = np.ascontiguousarray(self.W[:, idx].transpose(1, 0, 2))  # [D_t, S, L]
+            Cg = np.ascontiguousarray(self.cpre_S[self.kglob][:, idx].transpose(1, 0, 2))  # [D_t, D, L]
+            out.append(_Group(cols, idx, act, mask, Wg, Cg))
+        return out
 
     def bytes_per_policy(self, jacobian: bool) -> int:
         """Peak working bytes of one policy's evaluation (the arrays alive together, x 2)."""
@@ -149,8 +184,8 @@ class DenseLogitMap:
         """(M [P, D], DM [P, D, D] | None, J [P], ok [P]) for y [P, D]: rows where ``ok`` is False had a
         denominator under :data:`TINY` or a non-finite value and must be taken from the reference.
 
-        The Jacobian's arrays are laid out [S, P, columns] (sequence first), so that every product with a
-        constant matrix is one 2-D product over the whole batch."""
+        The Jacobian's arrays are laid out [S, columns, P] (sequence first, batch last), so that every product
+        with a constant matrix is one 2-D product over the whole batch and column blocks are contiguous."""
         P, A, K, S, D = len(y), self.A, self.K, self.S, self.D
         z = np.repeat(self.base[None], P, axis=0)
         z[:, self.pos] = y
@@ -177,29 +212,37 @@ class DenseLogitMap:
         rel = self.H > 2  # Rel = gamma Desc E depends on pi only beyond two stages (else it is gamma E)
         C = 1 + D + (K if rel else 0)  # columns: num, d num / d y (cross), Rel (own)
         psel = pi[:, self.pos]  # [P, D]
-        Y = rho.T[:, :, None] * (self.act[:, None, :] - self.hist[:, None, :] * psel[None])  # [S, P, D]
-        X = np.empty((S, P, C))
-        X[:, :, 0] = u.T
-        X[:, :, 1 : 1 + D] = (self.W @ Y.reshape(S, P * D)).reshape(S, P, D)
+        X = np.empty((S, C, P))
+        X[:, 0] = u.T
+        if P * S * D <= GROUPED_FROM:  # Y = rho T dense: fewest operations
+            Y = rho.T[:, None, :] * (self.act[:, :, None] - self.hist[:, :, None] * psel.T[None])  # [S, D, P]
+            X[:, 1 : 1 + D] = (self.W @ Y.reshape(S, D * P)).reshape(S, D, P)
+            dden = (self.cpre_S @ Y.reshape(S, D * P)).reshape(K, D, P)[self.kglob]  # [D, D, P]
+        else:  # T on its nonzero pattern only, coordinates grouped by stage: a batch's work in O(nnz(T))
+            dden = np.empty((D, D, P))
+            for g in self.groups:
+                Yt = (rho[:, g.idx] * (g.act - g.hist * psel[:, g.cols, None])).transpose(1, 2, 0)  # [D_t, L, P]
+                X[:, 1 + g.cols] = (g.W @ Yt).transpose(1, 0, 2)
+                dden[:, g.cols] = (g.C @ Yt).transpose(1, 0, 2)
         if rel:
-            X[:, :, 1 + D :] = self.gE[:, None, :]
-        acc, piT = X, pi.T[:, :, None]
+            X[:, 1 + D :] = self.gE[:, :, None]
+        acc, piT = X, pi.T[:, None, :]
         for _ in range(self.H - 1):
-            V = (piT * acc).reshape(K, A, P * C).sum(axis=1)  # [K, P C]
-            acc = X + (self.gE @ V).reshape(S, P, C)
-        num = acc[:, :, 0].T  # [P, S]
-        RA = (self.Rg @ acc.reshape(S, P * C)).reshape(D, P, C)
-        gap0 = RA[:, :, 0].T / d  # [P, D]
+            V = (piT * acc).reshape(K, A, C * P).sum(axis=1)  # [K, C P]
+            acc = X + (self.gE @ V).reshape(S, C, P)
+        num = acc[:, 0].T  # [P, S]
+        # the gaps' rows (a) - (r): one product for a single policy, a gather on a batch
+        RA = (self.Rg @ acc.reshape(S, C)).reshape(D, C, 1) if P == 1 else acc[self.pos] - acc[self.seq_r]
+        gap0 = RA[:, 0].T / d  # [P, D]
         M = gap0 / alpha
         J = (pi[:, :A] * num[:, :A]).sum(axis=1) / den[:, 0]
         Vn = (pi * num).reshape(P, K, A).sum(axis=2)  # [P, K]
         own = psel * (num[:, self.pos] - Vn[:, self.kglob])  # [P, D]
-        dden = (self.cpre_S @ Y.reshape(S, P * D)).reshape(K, P, D)[self.kglob]  # [D, P, D]
-        rel_k = RA[:, :, 1 + D :][:, :, self.kglob] if rel else self.rel_k  # [D, P | 1, D]
-        DM = RA[:, :, 1 : 1 + D] + rel_k * own[None]
-        DM -= gap0.T[:, :, None] * dden
-        DM /= (d.T * alpha)[:, :, None]
-        DM = DM.transpose(1, 0, 2)  # [P, D, D]
+        rel_k = RA[:, 1 + D :][:, self.kglob] if rel else self.rel_k  # [D, D, P | 1]
+        DM = RA[:, 1 : 1 + D] + rel_k * own.T[None]  # [D, D, P]
+        DM -= gap0.T[:, None, :] * dden
+        DM /= (d.T * alpha)[:, None, :]
+        DM = DM.transpose(2, 0, 1)  # [P, D, D]
         # finite y, M and den >= TINY leave every product finite: the Jacobian needs no check of its own
         ok = np.isfinite(M.sum(axis=1)) & (den.min(axis=1) >= TINY)
         return M, DM, J, ok
