@@ -88,24 +88,30 @@ class DenseLogitMap:
         self.tree, self.gamma, self.H = tree, float(game.discount), len(tree.layers)
         A = self.A = int(max(game.n_actions))
         K = [len(h) for h in tree.local]
-        koff = np.array([0, K[0]])
         Kt = self.K = K[0] + K[1]
+        # stacked histories in time-major order (stage, agent, history): a stage's sequences are contiguous
+        stage = np.concatenate([h.time for h in tree.local])
+        order = np.lexsort((np.arange(Kt), stage))
+        place = np.empty(Kt, dtype=np.int64)
+        place[order] = np.arange(Kt)
+        glob = (place[: K[0]], place[K[0] :])  # agent i's history k -> stacked index
+        self.stage_bounds = np.searchsorted(stage[order], np.arange(self.H + 1))  # stage t: [b_t, b_t+1)
         S = self.S = Kt * A
         base = np.full((Kt, A), NEG)
         par = np.full(Kt, S)  # each history's parent sequence; S (a constant 1 appended to rho) at the roots
         pos, seq_r, kglob, times = [], [], [], []
         for i, hist in enumerate(tree.local):
-            kg = koff[i] + np.arange(K[i])
+            kg = glob[i]
             base[kg, : hist.legal.shape[1]] = np.where(hist.legal, 0.0, NEG)
             nonroot = hist.parent >= 0
-            par[kg[nonroot]] = (koff[i] + hist.parent[nonroot]) * A + hist.action[nonroot]
+            par[kg[nonroot]] = kg[hist.parent[nonroot]] * A + hist.action[nonroot]
             ref = np.argmax(hist.legal, axis=1)
             k, a = np.nonzero(hist.legal)
             keep = a != ref[k]
             k, a = k[keep], a[keep]
-            pos.append((koff[i] + k) * A + a)
-            seq_r.append((koff[i] + k) * A + ref[k])
-            kglob.append(koff[i] + k)
+            pos.append(kg[k] * A + a)
+            seq_r.append(kg[k] * A + ref[k])
+            kglob.append(kg[k])
             times.append(hist.time[k])
         self.base = base.ravel()
         self.pos = np.concatenate(pos)  # [D] sequence (kg, a) of each coordinate, = its place in z
@@ -125,6 +131,11 @@ class DenseLogitMap:
         E = np.zeros((S, Kt))
         E[par[par < S], np.flatnonzero(par < S)] = 1.0
         self.gE = self.gamma * E  # [S, K]
+        b = self.stage_bounds
+        self.stage_blocks = [  # (sequences at t, sequences at t + 1, gamma E from histories at t + 1 to them)
+            (slice(b[t] * A, b[t + 1] * A), slice(b[t + 1] * A, b[t + 2] * A), self.gE[b[t] * A : b[t + 1] * A, b[t + 1] : b[t + 2]])
+            for t in range(self.H - 1)
+        ]
         self.B_T = np.ascontiguousarray(
             (self.gE @ np.repeat(np.eye(Kt), A, axis=1)).T
         )  # [S, S] child sequences
@@ -138,7 +149,7 @@ class DenseLogitMap:
         ja = game.joint_actions  # [A_joint, 2]
         for layer in tree.layers:
             R = layer.weight @ game.expected_reward  # [N, A_joint]
-            k1, k2 = layer.local[:, 0] + koff[0], layer.local[:, 1] + koff[1]
+            k1, k2 = glob[0][layer.local[:, 0]], glob[1][layer.local[:, 1]]
             rows = (k1[:, None] * A + ja[None, :, 0]).ravel()
             cols = (k2[:, None] * A + ja[None, :, 1]).ravel()
             np.add.at(W, (rows, cols), R.ravel())
@@ -226,10 +237,11 @@ class DenseLogitMap:
                 dden[:, g.cols] = (g.C @ Yt).transpose(1, 0, 2)
         if rel:
             X[:, 1 + D :] = self.gE[:, :, None]
-        acc, piT = X, pi.T[:, None, :]
-        for _ in range(self.H - 1):
-            V = (piT * acc).reshape(K, A, C * P).sum(axis=1)  # [K, C P]
-            acc = X + (self.gE @ V).reshape(S, C, P)
+        acc, piT = X, pi.T[:, None, :]  # acc = Desc X, one stage at a time from the last (in place)
+        for t in range(self.H - 2, -1, -1):
+            here, below, G = self.stage_blocks[t]
+            V = (piT[below] * acc[below]).reshape(-1, A, C * P).sum(axis=1)  # [K_t+1, C P]
+            acc[here] += (G @ V).reshape(-1, C, P)
         num = acc[:, 0].T  # [P, S]
         # the gaps' rows (a) - (r): one product for a single policy, a gather on a batch
         RA = (self.Rg @ acc.reshape(S, C)).reshape(D, C, 1) if P == 1 else acc[self.pos] - acc[self.seq_r]
