@@ -71,6 +71,11 @@ class _Group:
     C: np.ndarray  # [D_t, D, L] cpre's rows at the coordinates' histories, columns at those sequences
 
 
+def _fresh(name: str, shape: tuple[int, ...]) -> np.ndarray:
+    """A new working array (a single policy's are small)."""
+    return np.empty(shape)
+
+
 #: the logit of an illegal (or padding) action: exp underflows to exactly 0, and 0 x NEG stays finite in products
 NEG = -1e30
 
@@ -86,6 +91,7 @@ class DenseLogitMap:
     def __init__(self, tree: HistoryTree) -> None:
         game = tree.game
         self.tree, self.gamma, self.H = tree, float(game.discount), len(tree.layers)
+        self._buffers: dict[str, np.ndarray] = {}
         A = self.A = int(max(game.n_actions))
         K = [len(h) for h in tree.local]
         Kt = self.K = K[0] + K[1]
@@ -133,7 +139,11 @@ class DenseLogitMap:
         self.gE = self.gamma * E  # [S, K]
         b = self.stage_bounds
         self.stage_blocks = [  # (sequences at t, sequences at t + 1, gamma E from histories at t + 1 to them)
-            (slice(b[t] * A, b[t + 1] * A), slice(b[t + 1] * A, b[t + 2] * A), self.gE[b[t] * A : b[t + 1] * A, b[t + 1] : b[t + 2]])
+            (
+                slice(b[t] * A, b[t + 1] * A),
+                slice(b[t + 1] * A, b[t + 2] * A),
+                self.gE[b[t] * A : b[t + 1] * A, b[t + 1] : b[t + 2]],
+            )
             for t in range(self.H - 1)
         ]
         self.B_T = np.ascontiguousarray(
@@ -183,6 +193,15 @@ class DenseLogitMap:
             out.append(_Group(cols, idx, act, mask, Wg, Cg))
         return out
 
+    def _work(self, name: str, shape: tuple[int, ...]) -> np.ndarray:
+        """A working array of this shape, reused across calls (fresh pages cost more than the arithmetic on a
+        batch: measured 1.6x on GridSmall at 70 policies). Never returned to the caller."""
+        size = int(np.prod(shape))
+        buf = self._buffers.get(name)
+        if buf is None or buf.size < size:
+            buf = self._buffers[name] = np.empty(size)
+        return buf[:size].reshape(shape)
+
     def bytes_per_policy(self, jacobian: bool) -> int:
         """Peak working bytes of one policy's evaluation (the arrays alive together, x 2)."""
         S, D, K = self.S, self.D, self.K
@@ -223,16 +242,19 @@ class DenseLogitMap:
         rel = self.H > 2  # Rel = gamma Desc E depends on pi only beyond two stages (else it is gamma E)
         C = 1 + D + (K if rel else 0)  # columns: num, d num / d y (cross), Rel (own)
         psel = pi[:, self.pos]  # [P, D]
-        X = np.empty((S, C, P))
+        work = self._work if P > 1 else _fresh
+        X = work("X", (S, C, P))  # (every entry is written below)
         X[:, 0] = u.T
         if P * S * D <= GROUPED_FROM:  # Y = rho T dense: fewest operations
             Y = rho.T[:, None, :] * (self.act[:, :, None] - self.hist[:, :, None] * psel.T[None])  # [S, D, P]
             X[:, 1 : 1 + D] = (self.W @ Y.reshape(S, D * P)).reshape(S, D, P)
             dden = (self.cpre_S @ Y.reshape(S, D * P)).reshape(K, D, P)[self.kglob]  # [D, D, P]
         else:  # T on its nonzero pattern only, coordinates grouped by stage: a batch's work in O(nnz(T))
-            dden = np.empty((D, D, P))
+            dden = work("dden", (D, D, P))
             for g in self.groups:
-                Yt = (rho[:, g.idx] * (g.act - g.hist * psel[:, g.cols, None])).transpose(1, 2, 0)  # [D_t, L, P]
+                Yt = (rho[:, g.idx] * (g.act - g.hist * psel[:, g.cols, None])).transpose(
+                    1, 2, 0
+                )  # [D_t, L, P]
                 X[:, 1 + g.cols] = (g.W @ Yt).transpose(1, 0, 2)
                 dden[:, g.cols] = (g.C @ Yt).transpose(1, 0, 2)
         if rel:
@@ -243,16 +265,21 @@ class DenseLogitMap:
             V = (piT[below] * acc[below]).reshape(-1, A, C * P).sum(axis=1)  # [K_t+1, C P]
             acc[here] += (G @ V).reshape(-1, C, P)
         num = acc[:, 0].T  # [P, S]
-        # the gaps' rows (a) - (r): one product for a single policy, a gather on a batch
-        RA = (self.Rg @ acc.reshape(S, C)).reshape(D, C, 1) if P == 1 else acc[self.pos] - acc[self.seq_r]
+        # the gaps' rows (a) - (r): one product for a single policy, gathers on a batch
+        if P == 1:
+            RA = (self.Rg @ acc.reshape(S, C)).reshape(D, C, 1)
+        else:
+            RA = np.take(acc, self.pos, axis=0, out=self._work("RA", (D, C, P)))
+            RA -= np.take(acc, self.seq_r, axis=0, out=self._work("tmp", (D, C, P)))
         gap0 = RA[:, 0].T / d  # [P, D]
         M = gap0 / alpha
         J = (pi[:, :A] * num[:, :A]).sum(axis=1) / den[:, 0]
         Vn = (pi * num).reshape(P, K, A).sum(axis=2)  # [P, K]
         own = psel * (num[:, self.pos] - Vn[:, self.kglob])  # [P, D]
         rel_k = RA[:, 1 + D :][:, self.kglob] if rel else self.rel_k  # [D, D, P | 1]
-        DM = RA[:, 1 : 1 + D] + rel_k * own.T[None]  # [D, D, P]
-        DM -= gap0.T[:, None, :] * dden
+        tmp = np.multiply(rel_k, own.T[None], out=work("own", (D, D, P)))
+        DM = RA[:, 1 : 1 + D] + tmp  # [D, D, P] (the one large array returned: fresh)
+        DM -= np.multiply(dden, gap0.T[:, None, :], out=tmp)
         DM /= (d.T * alpha)[:, None, :]
         DM = DM.transpose(2, 0, 1)  # [P, D, D]
         # finite y, M and den >= TINY leave every product finite: the Jacobian needs no check of its own
