@@ -47,12 +47,11 @@ class ContinuationConfig:
     max_step_alone: float = 2.0  # ... on the principal branch alone (locate_branch_points=False)
     min_step: float = 1e-9
     corrector_tol: float = 1e-7  # ||H||_inf / max(1, ||y||_inf) at a point of the branch-point searches
-    path_tol: float = 1e-4  # Newton's last correction (or the next, predicted) / max(1, ||y||_inf) at a step
+    path_tol: float = 1e-4  # last correction (or the next, predicted) / max(1, ||y||_inf) at a step
     corrector_steps: int = 8
     max_dist: float = 0.5  # a step is refused when its first Newton correction exceeds this times the step
-    max_contraction: float = (
-        0.5  # ... or when a later correction is not this much shorter than the one before
-    )
+    max_contraction: float = 0.5  # ... or when a later correction is not this much shorter than the last
+    chord_rate: float = 0.25  # corrections reuse the step's last Jacobian while they shrink this fast
     target_dist: float = 0.1  # the next step is scaled so that its first correction is about this x the step
     max_growth: float = 4.0  # ... growing by this factor at most
     hermite: bool = True  # predict by the cubic through the last two points and tangents (False: Euler)

@@ -40,10 +40,12 @@ class Augmented:
 
     @cached_property
     def inverse(self) -> np.ndarray:
+        """A^-1, or the pseudo-inverse where A is singular."""
         try:
-            return np.linalg.inv(self.matrix) if self.det_sign != 0 else np.linalg.pinv(self.matrix)
+            inv = np.linalg.inv(self.matrix)
         except np.linalg.LinAlgError:
             return np.linalg.pinv(self.matrix)
+        return inv if np.isfinite(inv.sum()) else np.linalg.pinv(self.matrix)
 
     def solve(self, rhs: np.ndarray) -> np.ndarray:
         """A^-1 rhs (rhs [D + 1] or [D + 1, k]); least squares where A is singular."""
@@ -183,39 +185,59 @@ class Tracer:
             return None
         return y, res
 
+    def _augmented(self, w: np.ndarray, t: np.ndarray, zp: np.ndarray) -> tuple[Augmented, np.ndarray] | None:
+        """[H_z(w); t] and the solutions of it x = (H(w), t . (w - zp)) and x = e_last (the correction and the
+        tangent), from one evaluation of Gamma and DGamma at w; None where anything is not finite."""
+        D = self.D
+        g, dg = self.gamma(w[:-1], True)
+        assert dg is not None
+        mat = np.empty((D + 1, D + 1))
+        np.multiply(dg, -w[-1], out=mat[:D, :D])
+        mat[:D, :D] += self.eye
+        mat[:D, D] = -g
+        mat[D] = t
+        rhs = np.zeros((D + 1, 2))
+        rhs[:D, 0] = w[:-1] - w[-1] * g
+        rhs[D, 0] = t @ (w - zp)
+        rhs[D, 1] = 1.0
+        if not np.isfinite(mat.sum() + rhs[:D, 0].sum()):
+            return None
+        aug = Augmented(mat)
+        return aug, aug.inverse @ rhs  # (the chord corrections apply the same inverse)
+
     def step(
         self, z: np.ndarray, t: np.ndarray, h: float, prev: tuple[np.ndarray, np.ndarray] | None = None
     ) -> Step | None:
         """One step of arclength ~h from the curve point z along its tangent t (module docstring), predicted
         from z alone or with the previous point and tangent ``prev``; None when refused (the caller shortens
-        h). The tangent's turn is checked on the first iterate already (a refused step costs one
-        evaluation)."""
+        h). The Jacobian is evaluated at the predicted point and its augmented matrix serves the later
+        corrections (a chord corrector, as Gambit's) while they contract by ``chord_rate`` or better; a slower
+        one gets a fresh Jacobian (Newton). The last augmented matrix gives the new tangent; the tangent's turn
+        is checked on the first one already (a refused step costs one evaluation)."""
         cfg, D = self.cfg, self.D
         zp = self.predict(z, t, h, prev)
-        w = zp
-        rhs = np.zeros((D + 1, 2))
-        rhs[D, 1] = 1.0
-        first, last = 0.0, np.inf
         cos_turn = np.cos(cfg.max_turn) if h > 10 * cfg.min_step * self.scale else -np.inf
-        for k in range(cfg.corrector_steps):
-            g, dg = self.gamma(w[:-1], True)
-            assert dg is not None
-            mat = np.empty((D + 1, D + 1))
-            np.multiply(dg, -w[-1], out=mat[:D, :D])
-            mat[:D, :D] += self.eye
-            mat[:D, D] = -g
-            mat[D] = t
-            rhs[:D, 0] = w[:-1] - w[-1] * g
-            rhs[D, 0] = t @ (w - zp)
-            if not np.isfinite(mat.sum() + rhs[:D, 0].sum()):
-                return None
-            aug = Augmented(mat)
-            sol = aug.solve(rhs)
-            delta, tn = sol[:, 0], sol[:, 1]
-            norm = float(np.linalg.norm(tn))
-            if not np.isfinite(norm) or norm == 0.0 or float(t @ tn) / norm < cos_turn:
-                return None
-            size = float(np.abs(delta).max())
+        w, size, last, first = zp, 0.0, np.inf, 0.0
+        aug: Augmented | None = None
+        tn, norm = t, 1.0
+        res = np.empty(D + 1)
+        for k in range(cfg.corrector_steps + 1):
+            if aug is None or size > cfg.chord_rate * last:
+                got = self._augmented(w, t, zp)
+                if got is None:
+                    return None
+                aug, sol = got
+                delta, tn = sol[:, 0], sol[:, 1]
+                norm = float(np.linalg.norm(tn))
+                if not np.isfinite(norm) or norm == 0.0 or float(t @ tn) / norm < cos_turn:
+                    return None
+            else:
+                res[:D] = self.H(w)
+                res[D] = t @ (w - zp)
+                if not np.all(np.isfinite(res)):
+                    return None
+                delta = aug.inverse @ res
+            last, size = size if k else np.inf, float(np.abs(delta).max())
             if k == 0:
                 first = size / h
                 if first > cfg.max_dist:
@@ -223,11 +245,9 @@ class Tracer:
             elif size > cfg.max_contraction * last:
                 return None
             w = w - delta
-            # converged when this correction, or the next one Newton's quadratic rate predicts, is below tol
+            # converged when this correction, or the next one at the rate seen so far, is below tol
             tol = cfg.path_tol * max(1.0, float(np.abs(w[:-1]).max(initial=0.0)))
-            ahead = size * size / last if k > 0 else size
-            last = size
-            if min(size, ahead) <= tol:
+            if (size * size / last if last < np.inf else size) <= tol:
                 return Step(w, tn / norm, aug, first, k + 1, 2 if prev is None else 4)
         return None
 
@@ -237,7 +257,7 @@ class Tracer:
         cfg = self.cfg
         growth = (cfg.target_dist / max(step.first, 1e-12)) ** (1.0 / step.order)
         cap = cfg.max_step if cfg.locate_branch_points else cfg.max_step_alone
-        return min(h * float(np.clip(growth, 0.5, cfg.max_growth)), cap * self.scale)
+        return min(h * min(max(growth, 0.5), cfg.max_growth), cap * self.scale)
 
     def correct(
         self, zp: np.ndarray, row: np.ndarray, lu: Augmented, target: float = 0.0
