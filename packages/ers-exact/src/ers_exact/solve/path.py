@@ -16,6 +16,7 @@ than ``max_turn``; otherwise the next step is scaled by sqrt(target / first corr
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -78,9 +79,16 @@ class Tracer:
         self.scale = 1.0 + lam_star  # arclength unit; rescaled by the size of Gamma(0) in continuation()
         self.evals = 0
         self.eye = np.eye(self.D)
+        self.dense = coords.dense_map
 
     def gamma(self, y: np.ndarray, jacobian: bool) -> tuple[np.ndarray, np.ndarray | None]:
+        """Gamma(y) = M(y) at alpha = 1, and DGamma(y) when ``jacobian`` (the dense evaluator directly where
+        the game has one; a policy it declines goes through ``LogitCoordinates.evaluate``)."""
         self.evals += 1
+        if self.dense is not None:
+            m, dm, _, ok = self.dense.evaluate(y[None], 1.0, jacobian)
+            if ok[0]:
+                return m[0], (dm[0] if jacobian else None)
         ev = self.coords.evaluate(y[None], 1.0, jacobian=jacobian)
         return ev.values[0], (ev.jacobian[0] if ev.jacobian is not None else None)
 
@@ -141,7 +149,8 @@ class Tracer:
         if prev is None:
             return z + h * t
         z0, t0 = prev
-        s1 = float(np.linalg.norm(z - z0))
+        dz = z - z0
+        s1 = math.sqrt(float(dz @ dz))
         if s1 == 0.0:
             return z + h * t
         a, b, c, d = cls._hermite(1.0 + h / s1)
@@ -155,7 +164,7 @@ class Tracer:
         that step's length of the prediction. Returns (y, residual) of the crossing, or None (no crossing
         predicted, or not accepted: the caller steps on as usual)."""
         lam = self.lam_star
-        s1 = float(np.linalg.norm(z - prev[0])) if prev is not None else 0.0
+        s1 = math.sqrt(float((z - prev[0]) @ (z - prev[0]))) if prev is not None else 0.0
         coef = (prev[0][-1], prev[1][-1], z[-1], t[-1]) if prev is not None else (0.0, 0.0, z[-1], t[-1])
 
         def lam_at(step: float) -> float:  # the predictor's lambda, a scalar cubic in the step
@@ -228,7 +237,7 @@ class Tracer:
                     return None
                 aug, sol = got
                 delta, tn = sol[:, 0], sol[:, 1]
-                norm = float(np.linalg.norm(tn))
+                norm = math.sqrt(float(tn @ tn))
                 if not np.isfinite(norm) or norm == 0.0 or float(t @ tn) / norm < cos_turn:
                     return None
             else:
