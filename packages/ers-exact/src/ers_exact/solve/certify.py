@@ -233,7 +233,9 @@ def _enclose(
 ) -> tuple[np.ndarray, np.ndarray]:
     """The Interval enclosure of M over [lo, hi]: :mod:`~ers_exact.solve.interval_map` or the scalar code."""
     if coords.dim >= VECTORISED_FROM:
-        return interval_map(coords.tree, structure(coords)).gaps(lo, hi, alpha)
+        fast = interval_map(coords.tree, structure(coords))
+        if fast.exact:
+            return fast.gaps(lo, hi, alpha)
     return _bounds(interval_logit_map(coords, [Interval(l, h) for l, h in zip(lo, hi)], alpha))
 
 

@@ -231,6 +231,10 @@ class DenseLogitMap:
 
         The Jacobian's arrays are laid out [S, columns, P] (sequence first, batch last), so that every product
         with a constant matrix is one 2-D product over the whole batch and column blocks are contiguous."""
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+            return self._evaluate(y, alpha, jacobian)
+
+    def _evaluate(self, y: np.ndarray, alpha: float, jacobian: bool) -> tuple[Any, Any, Any, np.ndarray]:
         P, A, K, S, D = len(y), self.A, self.K, self.S, self.D
         z = self.base[None].copy() if P == 1 else np.repeat(self.base[None], P, axis=0)
         z[:, self.pos] = y
