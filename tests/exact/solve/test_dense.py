@@ -196,3 +196,25 @@ def test_principal_branch_stopped_at_its_crossing_is_gambits_qre(
 
     qre = gambit_qre_policy(tree, alpha)
     assert max(float(np.abs(a[0] - b).max()) for a, b in zip(pol, qre)) < 1e-6
+
+
+@pytest.mark.parametrize(
+    "name, horizon", [("dectiger", 2), ("three-lever", None), ("toy-coordination", None)]
+)
+def test_damped_iteration_on_stacked_arrays_equals_reference(name: str, horizon) -> None:
+    """The multistart's damped iteration on the dense map's stacked log-policies: the reference's iterates bit
+    for bit (same operations on the legal entries; illegal and padding ones stay at exp(NEG) = 0)."""
+    from ers_exact.solve import damped
+    from ers_exact.solve.boltzmann import logit_bound
+    from ers_exact.solve.config import SolverConfig
+    from ers_exact.util.progress import Progress
+
+    tree = enumerate_histories(get_game(name, **({"horizon": horizon} if horizon else {})))
+    coords = LogitCoordinates(tree)
+    y = np.random.default_rng(5).normal(0.0, 3.0, size=(40, coords.dim))
+    cfg, bound = SolverConfig(progress=False), logit_bound(tree, 0.25)
+    with Progress(1, "", enabled=False) as bar:
+        fast = damped._dense(coords, y.copy(), 0.25, cfg, bound, bar)
+        ref = damped._reference(coords, y.copy(), 0.25, cfg, bound, bar)
+    for a, b in zip(fast, ref):
+        np.testing.assert_array_equal(a, b)

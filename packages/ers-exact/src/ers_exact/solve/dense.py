@@ -128,12 +128,12 @@ class DenseLogitMap:
         self.D1 = len(pos[0])
         # path matrices: rows of a history's sequences = identity + the parent sequence's row (parents first)
         anc, hpath = np.eye(S), np.zeros((S, Kt))
-        for kg in range(Kt):
-            rows = slice(kg * A, (kg + 1) * A)
-            hpath[rows, kg] = 1.0
-            if par[kg] < S:
-                anc[rows] += anc[par[kg]]
-                hpath[rows] += hpath[par[kg]]
+        for h in range(Kt):
+            rows = slice(h * A, (h + 1) * A)
+            hpath[rows, h] = 1.0
+            if par[h] < S:
+                anc[rows] += anc[par[h]]
+                hpath[rows] += hpath[par[h]]
         self.anc_T = np.ascontiguousarray(anc.T)  # log rho = log pi @ anc_T
         E = np.zeros((S, Kt))
         E[par[par < S], np.flatnonzero(par < S)] = 1.0
@@ -224,6 +224,16 @@ class DenseLogitMap:
         if jacobian:
             floats += 6 * S * (1 + D + K) + D * (1 + D + K) + 6 * D * D
         return 2 * 8 * floats
+
+    def log_policy(self, y: np.ndarray) -> np.ndarray:
+        """log pi(y) on the stacked sequences (log-sum-exp; NEG-scale on illegal and padding actions).  # [P, S]"""
+        P, A, K = len(y), self.A, self.K
+        z = np.repeat(self.base[None], P, axis=0)
+        z[:, self.pos] = y
+        z = z.reshape(P, K, A)
+        z -= z.max(axis=2, keepdims=True)
+        z -= np.log(np.exp(z).sum(axis=2, keepdims=True))
+        return z.reshape(P, K * A)
 
     def evaluate(self, y: np.ndarray, alpha: float, jacobian: bool) -> tuple[Any, Any, Any, np.ndarray]:
         """(M [P, D], DM [P, D, D] | None, J [P], ok [P]) for y [P, D]: rows where ``ok`` is False had a

@@ -306,7 +306,8 @@ class Tracer:
             if res < tol * max(1.0, float(np.abs(y).max(initial=0.0))):
                 return y, res
             if dg is None:
-                g, dg = self.gamma(y, True)
+                g, dg = self.gamma(y, True)  # (the same Gamma: r stands)
+            assert dg is not None
             try:
                 dy = np.linalg.solve(self.eye - lam * dg, r)
             except np.linalg.LinAlgError:
