@@ -54,7 +54,7 @@ class ContinuationConfig:
     chord_rate: float = 0.25  # corrections reuse the step's last Jacobian while they shrink this fast
     target_dist: float = 0.1  # the next step is scaled so that its first correction is about this x the step
     max_growth: float = 4.0  # ... growing by this factor at most
-    hermite: bool = True  # predict by the cubic through the last two points and tangents (False: Euler)
+    hermite: bool = False  # predict by the cubic through the last two points and tangents (False: Euler)
     max_turn: float = 0.5  # radians between successive tangents before the step is halved
     polish_tol: float = 1e-12  # ||y - lambda* Gamma(y)||_inf at a reported crossing
     branch_eps: float = 1e-2  # points this close (relative) to a known branch point are that point

@@ -194,9 +194,10 @@ class Tracer:
             return None
         return y, res
 
-    def _augmented(self, w: np.ndarray, t: np.ndarray, zp: np.ndarray) -> tuple[Augmented, np.ndarray] | None:
+    def _augmented(self, w: np.ndarray, t: np.ndarray, zp: np.ndarray) -> tuple[Augmented, np.ndarray]:
         """[H_z(w); t] and the solutions of it x = (H(w), t . (w - zp)) and x = e_last (the correction and the
-        tangent), from one evaluation of Gamma and DGamma at w; None where anything is not finite."""
+        tangent), from one evaluation of Gamma and DGamma at w (anything not finite comes out as a non-finite
+        tangent, which the caller refuses)."""
         D = self.D
         g, dg = self.gamma(w[:-1], True)
         assert dg is not None
@@ -207,10 +208,7 @@ class Tracer:
         mat[D] = t
         rhs = np.zeros((D + 1, 2))
         rhs[:D, 0] = w[:-1] - w[-1] * g
-        rhs[D, 0] = t @ (w - zp)
-        rhs[D, 1] = 1.0
-        if not np.isfinite(mat.sum() + rhs[:D, 0].sum()):
-            return None
+        rhs[D] = (t @ (w - zp), 1.0)
         aug = Augmented(mat)
         return aug, aug.inverse @ rhs  # (the chord corrections apply the same inverse)
 
@@ -225,20 +223,17 @@ class Tracer:
         is checked on the first one already (a refused step costs one evaluation)."""
         cfg, D = self.cfg, self.D
         zp = self.predict(z, t, h, prev)
-        cos_turn = np.cos(cfg.max_turn) if h > 10 * cfg.min_step * self.scale else -np.inf
+        cos_turn = math.cos(cfg.max_turn) if h > 10 * cfg.min_step * self.scale else -math.inf
         w, size, last, first = zp, 0.0, np.inf, 0.0
         aug: Augmented | None = None
         tn, norm = t, 1.0
         res = np.empty(D + 1)
         for k in range(cfg.corrector_steps + 1):
             if aug is None or size > cfg.chord_rate * last:
-                got = self._augmented(w, t, zp)
-                if got is None:
-                    return None
-                aug, sol = got
+                aug, sol = self._augmented(w, t, zp)
                 delta, tn = sol[:, 0], sol[:, 1]
                 norm = math.sqrt(float(tn @ tn))
-                if not np.isfinite(norm) or norm == 0.0 or float(t @ tn) / norm < cos_turn:
+                if not (norm > 0.0 and math.isfinite(norm)) or float(t @ tn) / norm < cos_turn:
                     return None
             else:
                 res[:D] = self.H(w)
