@@ -68,9 +68,8 @@ class ContinuationConfig:
     locate_branch_points: bool = (
         True  # False: the principal branch alone (as Gambit): no test functions, longer steps
     )
-    stop_at_crossing: bool = (
-        False  # stop a branch at its first crossing of lambda* (Gambit's logit_solve_lambda)
-    )
+    stop_at_crossing: bool = False  # stop a branch at its first crossing of lambda* (as logit_solve_lambda)
+    blas_threads: int | None = 1  # BLAS threads inside the trace (None: leave as configured; util/blas.py)
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)

@@ -43,6 +43,7 @@ from ers_exact.solve.boltzmann import LogitCoordinates
 from ers_exact.solve.branch_points import Seed, locate_min, locate_sign, near_known, switch
 from ers_exact.solve.config import ContinuationConfig
 from ers_exact.solve.path import Tracer
+from ers_exact.util.blas import blas_threads
 from ers_exact.util.progress import Progress
 
 __all__ = ["Branch", "ContinuationConfig", "ContinuationResult", "continuation"]
@@ -111,6 +112,13 @@ def continuation(
 ) -> ContinuationResult:
     """Trace the fixed-point branches from lambda = 0 to lambda* = 1 / alpha (see module docstring)."""
     cfg = config or ContinuationConfig()
+    with blas_threads(cfg.blas_threads):
+        return _continuation(coords, alpha, cfg, progress)
+
+
+def _continuation(
+    coords: LogitCoordinates, alpha: float, cfg: ContinuationConfig, progress: bool | None
+) -> ContinuationResult:
     start = time.perf_counter()
     lam_star = 1.0 / alpha
     lam_stop = cfg.overshoot * lam_star + 0.05
