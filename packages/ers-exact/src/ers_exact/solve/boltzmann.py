@@ -141,7 +141,7 @@ class LogitCoordinates:
         assert fast is not None
         return {jac: max(1, self.memory_budget // fast.bytes_per_policy(jac)) for jac in (False, True)}
 
-    @property
+    @cached_property
     def dim(self) -> int:
         """D = sum_i sum_tau (|A^i(tau)| - 1)."""
         return int(sum(len(k) for k, _, _ in self._index))
