@@ -58,7 +58,9 @@ def test_dense_equals_reference_on_builtin_games(name: str) -> None:
     assert coords.dense_map is not None
     rng = np.random.default_rng(0)
     for scale, alpha in ((0.5, 1.0), (3.0, 0.25), (40.0, 0.05)):
-        assert_same_evaluation(tree, rng.normal(0.0, scale, size=(5, coords.dim)), alpha)
+        y = rng.normal(0.0, scale, size=(5, coords.dim))
+        assert_same_evaluation(tree, y, alpha)
+        assert_same_evaluation(tree, y[:1], alpha)
 
 
 @pytest.mark.parametrize(
@@ -109,8 +111,9 @@ def test_dense_equals_reference_on_random_games(spec, seed: int, alpha: float) -
     tree = enumerate_histories(spec.build())
     coords = LogitCoordinates(tree)
     assume(coords.dim > 0)
-    rng = np.random.default_rng(seed)
-    assert_same_evaluation(tree, rng.normal(0.0, 2.0, size=(3, coords.dim)), alpha)
+    y = np.random.default_rng(seed).normal(0.0, 2.0, size=(3, coords.dim))
+    assert_same_evaluation(tree, y, alpha)  # a batch
+    assert_same_evaluation(tree, y[:1], alpha)  # one policy (its own code path at H = 2)
 
 
 def assert_same_enclosure(tree: HistoryTree, lo: np.ndarray, hi: np.ndarray, alpha: float) -> None:

@@ -176,6 +176,8 @@ class DenseLogitMap:
         self.groups = self._groups(np.concatenate(times))
         # Rg Rel at the coordinates' histories, Rel = gamma E when H = 2  # [D, D, 1]
         self.rel_k = (Rg @ self.gE)[:, self.kglob, None]
+        self.WCk = np.ascontiguousarray(np.vstack([self.W, self.cpre_S[self.kglob]]))  # [S + D, S] (_one)
+        self.c_k = self.c_root[self.kglob]  # [D]
 
     def _groups(self, times: np.ndarray) -> list[_Group]:
         """Coordinates grouped by the stage of their history, each with the sequences below it (T's pattern)."""
@@ -242,7 +244,46 @@ class DenseLogitMap:
         The Jacobian's arrays are laid out [S, columns, P] (sequence first, batch last), so that every product
         with a constant matrix is one 2-D product over the whole batch and column blocks are contiguous."""
         with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+            if jacobian and len(y) == 1 and self.H == 2:
+                return self._one(y[0], alpha)
             return self._evaluate(y, alpha, jacobian)
+
+    def _one(self, y: np.ndarray, alpha: float) -> tuple[Any, Any, Any, np.ndarray]:
+        """M, DM, J of one policy of a two-stage game, the same formulas in fewer operations: u, the cross
+        block W Y, den at the coordinates' histories and their derivatives in one product [W; C_k] [rho, Y]
+        (C_k: cpre's rows at the coordinates' histories), Desc = I + N as one stage (a path tracer asks for
+        this evaluation at every step)."""
+        A, K, S, D = self.A, self.K, self.S, self.D
+        flat = self.base.copy()
+        flat[self.pos] = y
+        z = flat.reshape(K, A)
+        z -= z.max(axis=1, keepdims=True)
+        e = np.exp(z)
+        ssum = e.sum(axis=1, keepdims=True)
+        pi = (e / ssum).ravel()
+        z -= np.log(ssum)
+        rho = np.exp(z.ravel() @ self.anc_T)  # [S]
+        psel = pi[self.pos]
+        Z = np.empty((S, 1 + D))
+        Z[:, 0] = rho
+        np.multiply(self.hist, psel, out=Z[:, 1:])
+        np.subtract(self.act, Z[:, 1:], out=Z[:, 1:])
+        Z[:, 1:] *= rho[:, None]  # Y = rho T
+        R = self.WCk @ Z  # [S + D, 1 + D]: X = [u, W Y] and [den_k - c, d den_k]
+        X, d, dden = R[:S], R[S:, 0] + self.c_k, R[S:, 1:]
+        here, below, G = self.stage_blocks[0]
+        X[here] += G @ (pi[below, None] * X[below]).reshape(-1, A, 1 + D).sum(axis=1)  # Desc X
+        RA = self.Rg @ X  # [D, 1 + D]
+        gap0 = RA[:, 0] / d
+        num = X[:, 0]
+        own = psel * (num[self.pos] - (pi * num).reshape(K, A).sum(axis=1)[self.kglob])
+        DM = RA[:, 1:] + self.rel_k[:, :, 0] * own
+        DM -= gap0[:, None] * dden
+        DM /= (d * alpha)[:, None]
+        M = gap0 / alpha
+        J = float(pi[:A] @ num[:A]) / float(self.c_root[0])  # den at agent 1's root is its constant part
+        ok = math.isfinite(float(M.sum())) and float(d.min()) >= TINY
+        return M[None], DM[None], np.array([J]), np.array([ok])
 
     def _evaluate(self, y: np.ndarray, alpha: float, jacobian: bool) -> tuple[Any, Any, Any, np.ndarray]:
         P, A, K, S, D = len(y), self.A, self.K, self.S, self.D
