@@ -32,8 +32,10 @@ class Augmented:
     """The augmented matrix A = [H_z; t^T] of one curve point: solves with it, and (computed on first use)
     the sign of det A and A^-1 (the chord corrector and the inverse iteration apply it several times)."""
 
-    def __init__(self, matrix: np.ndarray) -> None:
+    def __init__(self, matrix: np.ndarray, inverse: np.ndarray | None = None) -> None:
         self.matrix = matrix
+        if inverse is not None:
+            self.__dict__["inverse"] = inverse  # (the cached_property's slot)
 
     @cached_property
     def det_sign(self) -> float:
@@ -209,8 +211,14 @@ class Tracer:
         rhs = np.zeros((D + 1, 2))
         rhs[:D, 0] = w[:-1] - w[-1] * g
         rhs[D] = (t @ (w - zp), 1.0)
-        aug = Augmented(mat)
-        return aug, aug.inverse @ rhs  # (the chord corrections apply the same inverse)
+        try:
+            inv = np.linalg.inv(mat)
+        except np.linalg.LinAlgError:  # singular: least squares (NaN where even that fails: refused)
+            try:
+                inv = np.linalg.pinv(mat)
+            except np.linalg.LinAlgError:
+                inv = np.full_like(mat, np.nan)
+        return Augmented(mat, inv), inv @ rhs  # (the chord corrections apply the same inverse)
 
     def step(
         self, z: np.ndarray, t: np.ndarray, h: float, prev: tuple[np.ndarray, np.ndarray] | None = None
@@ -228,6 +236,7 @@ class Tracer:
         aug: Augmented | None = None
         tn, norm = t, 1.0
         res = np.empty(D + 1)
+        tol = cfg.path_tol * max(1.0, float(np.abs(zp[:-1]).max(initial=0.0)))  # (the corrections are small)
         for k in range(cfg.corrector_steps + 1):
             if aug is None or size > cfg.chord_rate * last:
                 aug, sol = self._augmented(w, t, zp)
@@ -238,10 +247,10 @@ class Tracer:
             else:
                 res[:D] = self.H(w)
                 res[D] = t @ (w - zp)
-                if not np.all(np.isfinite(res)):
-                    return None
                 delta = aug.inverse @ res
             last, size = size if k else np.inf, float(np.abs(delta).max())
+            if not math.isfinite(size):
+                return None
             if k == 0:
                 first = size / h
                 if first > cfg.max_dist:
@@ -250,7 +259,6 @@ class Tracer:
                 return None
             w = w - delta
             # converged when this correction, or the next one at the rate seen so far, is below tol
-            tol = cfg.path_tol * max(1.0, float(np.abs(w[:-1]).max(initial=0.0)))
             if (size * size / last if last < np.inf else size) <= tol:
                 return Step(w, tn / norm, aug, first, k + 1, 2 if prev is None else 4)
         return None
