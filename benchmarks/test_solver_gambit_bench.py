@@ -4,13 +4,15 @@ Rows: dectiger H=2, broadcastChannel H=2 and 3, recycling H=2, GridSmall H=2, ea
 undiscounted (``discount=1``: with gamma < 1 Gambit's action values are gamma^t Q^i, so its logit QRE is
 another game's, see ``tests/exact/gambit_oracle.py``). Each side runs in a process of its own
 (``tests.own_process.run_json``) and is timed inside it around the call that does the work, best of three
-calls on the same game (the first call is reported too):
+calls on the same game (the first call is reported too), in wall-clock and in CPU seconds of the process
+(``time.process_time``: the machine is shared, and CPU time moves less with the other users' load):
 
 * Gambit: ``pygambit.qre.logit_solve_lambda(game, lam=1/alpha)`` on the ``.efg`` that
   ``ers_exact.io.gambit`` writes (read beforehand): the principal branch traced from lambda = 0;
-* ers, principal branch alone: ``continuation`` from lambda = 0 with one branch and no test functions for
-  branch points (``ContinuationConfig(max_branches=1, locate_branch_points=False)``), the point Gambit
-  returns (its first crossing of lambda*);
+* ers, principal branch alone: ``continuation`` from lambda = 0 with one branch, no test functions for
+  branch points, stopped at its first crossing of lambda* (``ContinuationConfig(max_branches=1,
+  locate_branch_points=False, stop_at_crossing=True)``), the point Gambit returns (logit_solve_lambda also
+  stops there);
 * ers, whole search: ``solve_fixed_points`` with the default configuration (64 starts, continuation with
   branch switching, certificates, the certified-search attempt), what ``ers-exact solve`` runs.
 
@@ -47,12 +49,13 @@ spec, horizon, alpha = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
 tree = enumerate_histories(load_game(spec, horizon=horizon, discount=1.0))
 
 def best_of(call, rounds=3):
-    times, out = [], None
+    times, cpu, out = [], [], None
     for _ in range(rounds):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         out = call()
         times.append(time.perf_counter() - start)
-    return out, times[0], min(times)
+        cpu.append(time.process_time() - start_cpu)
+    return out, times[0], min(times), min(cpu)
 """
 
 GAMBIT = _LOAD + textwrap.dedent(
@@ -62,10 +65,10 @@ GAMBIT = _LOAD + textwrap.dedent(
     from ers_exact.io.gambit import export_efg
 
     game = gbt.read_efg(io.StringIO(export_efg(tree).text))
-    qres, first, best = best_of(lambda: gbt.qre.logit_solve_lambda(game, lam=1.0 / alpha))
+    qres, first, best, cpu = best_of(lambda: gbt.qre.logit_solve_lambda(game, lam=1.0 / alpha))
     qre = qres[0]
     payoff = float(qre.profile.payoffs[list(game.players)[0]])
-    print(json.dumps({"first": first, "seconds": best, "lam": float(qre.lam), "J": payoff}))
+    print(json.dumps({"first": first, "seconds": best, "cpu": cpu, "lam": float(qre.lam), "J": payoff}))
     """
 )
 
@@ -76,15 +79,15 @@ OURS = _LOAD + textwrap.dedent(
     from ers_exact.solve.continuation import continuation
     from ers_exact.solve.fixed_points import SolverConfig, solve_fixed_points
 
-    alone = ContinuationConfig(max_branches=1, locate_branch_points=False)
+    alone = ContinuationConfig(max_branches=1, locate_branch_points=False, stop_at_crossing=True)
     coords = LogitCoordinates(tree)
-    branch, p_first, p_best = best_of(lambda: continuation(coords, alpha, alone, progress=False))
+    branch, p_first, p_best, p_cpu = best_of(lambda: continuation(coords, alpha, alone, progress=False))
     J = coords.evaluate(branch.points[0][None], alpha, jacobian=False).J[0]
-    fs, w_first, w_best = best_of(lambda: solve_fixed_points(tree, alpha, SolverConfig(progress=False)))
+    fs, w_first, w_best, w_cpu = best_of(lambda: solve_fixed_points(tree, alpha, SolverConfig(progress=False)))
     print(json.dumps({
-        "principal_first": p_first, "principal": p_best, "principal_steps": branch.steps, "principal_J": float(J),
-        "whole_first": w_first, "whole": w_best, "points": len(fs.points), "J": [p.J for p in fs.points],
-        "complete": fs.complete, "D": coords.dim,
+        "principal_first": p_first, "principal": p_best, "principal_cpu": p_cpu, "principal_steps": branch.steps,
+        "principal_J": float(J), "whole_first": w_first, "whole": w_best, "whole_cpu": w_cpu,
+        "points": len(fs.points), "J": [p.J for p in fs.points], "complete": fs.complete, "D": coords.dim,
     }))
     """
 )
@@ -104,13 +107,16 @@ def test_solver_against_gambit(benchmark, request, game: str, horizon: int, alph
         alpha=alpha,
         coordinates=ours["D"],
         gambit_seconds=gambit["seconds"],
+        gambit_cpu_seconds=gambit["cpu"],
         gambit_first_seconds=gambit["first"],
         principal_seconds=ours["principal"],
+        principal_cpu_seconds=ours["principal_cpu"],
         principal_first_seconds=ours["principal_first"],
         principal_steps=ours["principal_steps"],
         principal_over_gambit=ours["principal"] / gambit["seconds"],
         principal_target_met=ours["principal"] <= gambit["seconds"],
         whole_seconds=ours["whole"],
+        whole_cpu_seconds=ours["whole_cpu"],
         whole_first_seconds=ours["whole_first"],
         whole_target_seconds=WHOLE_TARGET_SECONDS,
         whole_target_met=ours["whole"] < WHOLE_TARGET_SECONDS,
@@ -123,7 +129,8 @@ def test_solver_against_gambit(benchmark, request, game: str, horizon: int, alph
         f"{'met' if ours['principal'] <= gambit['seconds'] else 'missed'}); whole search "
         f"{ours['whole'] * 1e3:.0f} ms, {ours['points']} points (target {WHOLE_TARGET_SECONDS} s: "
         f"{'met' if ours['whole'] < WHOLE_TARGET_SECONDS else 'missed'}); first calls "
-        f"{gambit['first'] * 1e3:.1f} / {ours['principal_first'] * 1e3:.1f} / {ours['whole_first'] * 1e3:.0f} ms"
+        f"{gambit['first'] * 1e3:.1f} / {ours['principal_first'] * 1e3:.1f} / {ours['whole_first'] * 1e3:.0f} ms; "
+        f"CPU {gambit['cpu'] * 1e3:.1f} / {ours['principal_cpu'] * 1e3:.1f} / {ours['whole_cpu'] * 1e3:.0f} ms"
     )
     assert gambit["lam"] == pytest.approx(1.0 / alpha)
     assert ours["principal_J"] == pytest.approx(gambit["J"], abs=1e-6)

@@ -19,6 +19,7 @@ and one backward pass, chunked under ``memory_budget`` bytes); central differenc
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -26,6 +27,7 @@ import numpy as np
 
 from ers_exact.model.histories import HistoryTree
 from ers_exact.model.values import Policy, check_policy, local_q_values
+from ers_exact.solve.dense import DenseLogitMap, dense_logit_map
 from ers_exact.solve.derivatives import (
     DEFAULT_MEMORY_BUDGET,
     LogitDerivatives,
@@ -91,7 +93,7 @@ class TemperatureError(InputError, ValueError):
 
 
 def _check_alpha(alpha: float) -> None:
-    if not (np.isfinite(alpha) and alpha > 0):
+    if not (math.isfinite(alpha) and alpha > 0):
         raise TemperatureError(f"temperature alpha must be a positive number, got {alpha}")
 
 
@@ -113,6 +115,7 @@ class LogitCoordinates:
 
     tree: HistoryTree
     memory_budget: int = DEFAULT_MEMORY_BUDGET  # bytes of working memory per batched evaluation
+    dense: bool = True  # small two-agent games: M and DM from solve.dense (False: the reference alone)
 
     @cached_property
     def _index(self) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
@@ -123,7 +126,22 @@ class LogitCoordinates:
         """The tree's exact evaluator of M and DM (built once per tree)."""
         return self.tree.derived("solve.derivatives", lambda: LogitDerivatives(self.tree))
 
-    @property
+    @cached_property
+    def dense_map(self) -> DenseLogitMap | None:
+        """The tree's dense evaluator (:mod:`ers_exact.solve.dense`) when ``dense`` and the game is small
+        enough, else None."""
+        if not self.dense:
+            return None
+        return self.tree.derived("solve.dense", lambda: dense_logit_map(self.tree))
+
+    @cached_property
+    def _dense_chunk(self) -> dict[bool, int]:
+        """Policies per dense evaluation under ``memory_budget`` (without and with the Jacobian)."""
+        fast = self.dense_map
+        assert fast is not None
+        return {jac: max(1, self.memory_budget // fast.bytes_per_policy(jac)) for jac in (False, True)}
+
+    @cached_property
     def dim(self) -> int:
         """D = sum_i sum_tau (|A^i(tau)| - 1)."""
         return int(sum(len(k) for k, _, _ in self._index))
@@ -182,7 +200,25 @@ class LogitCoordinates:
     def evaluate(self, y: np.ndarray, alpha: float, jacobian: bool = True) -> LogitEvaluation:
         """M(y) [P, D], the exact DM(y) [P, D, D] when ``jacobian``, and J(pi(y)) [P], in one pass."""
         _check_alpha(alpha)
-        return self.derivatives.evaluate(y, alpha, jacobian=jacobian, budget=self.memory_budget)
+        fast = self.dense_map
+        if fast is None:
+            return self.derivatives.evaluate(y, alpha, jacobian=jacobian, budget=self.memory_budget)
+        y = np.asarray(y, dtype=np.float64)
+        y = y[None] if y.ndim == 1 else y
+        step = self._dense_chunk[jacobian]
+        if len(y) <= step:
+            values, jac, J, ok = fast.evaluate(y, alpha, jacobian)
+        else:
+            parts = [fast.evaluate(y[lo : lo + step], alpha, jacobian) for lo in range(0, len(y), step)]
+            values, J, ok = (np.concatenate([p[n] for p in parts]) for n in (0, 2, 3))
+            jac = np.concatenate([p[1] for p in parts]) if jacobian else None
+        if not ok.all():  # an underflowing denominator or a non-finite value: those rows from the reference
+            bad = np.flatnonzero(~ok)
+            ref = self.derivatives.evaluate(y[bad], alpha, jacobian=jacobian, budget=self.memory_budget)
+            values[bad], J[bad] = ref.values, ref.J
+            if jacobian:
+                jac[bad] = ref.jacobian
+        return LogitEvaluation(values, jac if jacobian else None, J)
 
     def jacobian(self, y: np.ndarray, alpha: float) -> np.ndarray:
         """The exact DM(y).  # [P, D, D]"""

@@ -42,11 +42,19 @@ class ContinuationConfig:
     overshoot: float = 1.1  # trace each branch until lambda > overshoot * lambda* (+ 0.05)
     max_branches: int = 24
     max_steps: int = 4000  # accepted predictor-corrector steps, all branches together
-    initial_step: float = 0.02  # arclength, relative to (1 + lambda*) max(1, ||Gamma(0)||)
-    max_step: float = 0.25  # arclength cap, same unit
+    initial_step: float = 0.05  # arclength, relative to (1 + lambda*) max(1, ||Gamma(0)||)
+    max_step: float = 0.25  # arclength cap, same unit, while the test functions watch for branch points
+    max_step_alone: float = 2.0  # ... on the principal branch alone (locate_branch_points=False)
     min_step: float = 1e-9
-    corrector_tol: float = 1e-7  # ||H||_inf / max(1, ||y||_inf) at an accepted point (crossings are polished)
+    corrector_tol: float = 1e-7  # ||H||_inf / max(1, ||y||_inf) at a point of the branch-point searches
+    path_tol: float = 1e-4  # last correction (or the next, predicted) / max(1, ||y||_inf) at a step
     corrector_steps: int = 8
+    max_dist: float = 0.5  # a step is refused when its first Newton correction exceeds this times the step
+    max_contraction: float = 0.5  # ... or when a later correction is not this much shorter than the last
+    chord_rate: float = 0.25  # corrections reuse the step's last Jacobian while they shrink this fast
+    target_dist: float = 0.1  # the next step is scaled so that its first correction is about this x the step
+    max_growth: float = 4.0  # ... growing by this factor at most
+    hermite: bool = False  # predict by the cubic through the last two points and tangents (False: Euler)
     max_turn: float = 0.5  # radians between successive tangents before the step is halved
     polish_tol: float = 1e-12  # ||y - lambda* Gamma(y)||_inf at a reported crossing
     branch_eps: float = 1e-2  # points this close (relative) to a known branch point are that point
@@ -60,6 +68,8 @@ class ContinuationConfig:
     locate_branch_points: bool = (
         True  # False: the principal branch alone (as Gambit): no test functions, longer steps
     )
+    stop_at_crossing: bool = False  # stop a branch at its first crossing of lambda* (as logit_solve_lambda)
+    blas_threads: int | None = 1  # BLAS threads inside the trace (None: leave as configured; util/blas.py)
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)

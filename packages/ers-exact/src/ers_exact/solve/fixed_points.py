@@ -35,6 +35,7 @@ from ers_exact.solve.boltzmann import LogitCoordinates, check_temperature, logit
 from ers_exact.solve.certify import certify_points, enumerate_all
 from ers_exact.solve.config import SolverConfig
 from ers_exact.solve.continuation import ContinuationResult, continuation
+from ers_exact.solve.damped import damped
 from ers_exact.solve.derivatives import MemoryBudgetError
 from ers_exact.solve.newton import dedup, flat_policies, newton, policy_bytes
 from ers_exact.util.blas import blas_threads
@@ -174,33 +175,6 @@ def _optimum_start(coords: LogitCoordinates, cfg: SolverConfig) -> np.ndarray:
     return coords.from_policy(tuple((0.95 * p + 0.05 * u)[None] for p, u in zip(best.policy, legal)))
 
 
-def _damped(
-    coords: LogitCoordinates, y: np.ndarray, alpha: float, cfg: SolverConfig, bound: float, bar: Progress
-) -> tuple[np.ndarray, np.ndarray]:
-    """pi <- (1 - eta) pi + eta F(pi) in probability space, batched, each start until it moves by less than
-    ``damped_tol``; computed on log pi (log-sum-exp), so probabilities that underflow at a small alpha keep
-    their logits. Returns the logits after ``damped_short`` steps (Newton's starts towards any fixed
-    point) and at the end (near the stable points the damped iteration is attracted to), clipped."""
-    logs = coords.to_log_policy(y)
-    short = np.clip(coords.from_log_policy(logs), -bound, bound)
-    active = np.arange(len(y))
-    keep, move = np.log1p(-cfg.damping), np.log(cfg.damping)
-    for step in range(cfg.damped_steps):
-        if active.size == 0:
-            break
-        cur = tuple(lp[active] for lp in logs)
-        y_cur = np.clip(coords.from_log_policy(cur), -bound, bound)
-        image = coords.to_log_policy(coords.logit_map(y_cur, alpha))
-        diff = np.max([np.abs(np.exp(f) - np.exp(c)).max(axis=(1, 2)) for f, c in zip(image, cur)], axis=0)
-        for lp, c, f in zip(logs, cur, image):
-            lp[active] = np.logaddexp(keep + c, move + f)
-        active = active[diff >= cfg.damped_tol]
-        if step + 1 == cfg.damped_short:
-            short = np.clip(coords.from_log_policy(logs), -bound, bound)
-        bar.update()
-    return short, np.clip(coords.from_log_policy(logs), -bound, bound)
-
-
 def _cluster(coords: LogitCoordinates, y: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
     """Greedy clusters of points whose policies differ by less than ``tol`` (max abs): representative indices
     and each point's cluster."""
@@ -322,7 +296,7 @@ def _solve(
     y0 = _starts(coords, cfg, warm_starts)
     desc = f"multistart {tree.game.name} alpha={alpha:g} ({len(y0)} starts)"
     with Progress(cfg.damped_steps + cfg.newton_steps, desc, enabled=cfg.progress) as bar:
-        short, long = _damped(coords, np.clip(y0, -bound, bound), alpha, cfg, bound, bar)
+        short, long = damped(coords, np.clip(y0, -bound, bound), alpha, cfg, bound, bar)
         runs = np.concatenate([short, long])
         reps, label = _cluster(coords, runs, cfg.cluster_tol)  # runs that already coincide: one Newton run
         y_rep, res_rep = newton(coords, runs[reps], alpha, cfg.newton_settings, bound, bar)

@@ -31,11 +31,23 @@ _GETTERS = (
 )
 
 
+_SCANNED: list[tuple[int, tuple[tuple[object, object], ...]]] = []  # (len(sys.modules) at the scan, found)
+
+
 def _libraries() -> tuple[tuple[object, object], ...]:
     """(setter, getter) of every OpenBLAS loaded in this process now (Linux: read from /proc/self/maps;
-    numpy's is loaded here, scipy's only once something imported scipy: its import is not forced)."""
+    numpy's is loaded here, scipy's only once something imported scipy: its import is not forced). A library
+    is loaded by an import, so the scan (~0.2 ms) is kept until the number of imported modules changes."""
     if not sys.platform.startswith("linux"):
         return ()
+    if _SCANNED and _SCANNED[0][0] == len(sys.modules):
+        return _SCANNED[0][1]
+    found = _scan()
+    _SCANNED[:] = [(len(sys.modules), found)]
+    return found
+
+
+def _scan() -> tuple[tuple[object, object], ...]:
     try:
         import numpy  # noqa: F401  (loads numpy's BLAS)
 
