@@ -4,13 +4,12 @@ JaxMARL's V0 belief (``HanabiEnv(knowledge=)``)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import torch
 from torch import Tensor
 
-if TYPE_CHECKING:
-    from ers_deep.envs.hanabi.env import HanabiState
+from ers_deep.envs.hanabi.state import HanabiState
 
 #: the plausible-card features of the observation: HLE's bits or JaxMARL's V0 belief (``HanabiEnv(knowledge=)``)
 Knowledge = Literal["plausible", "v0-belief"]
