@@ -153,6 +153,9 @@ class OptimalSetConfig:
     orbit_domain: bool = (
         True  # explore a fundamental domain of the relabellings passed (solve/orbit_domain.py)
     )
+    newton_boxes: int = 8  # per batch, Newton from the centres of this many boxes of highest J bound (0: off)
+    newton_steps: int = 30  # Newton iterations of that incumbent search
+    newton_share: float = 0.1  # ... which takes at most this share of the search's time
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)

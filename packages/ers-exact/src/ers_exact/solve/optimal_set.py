@@ -40,7 +40,13 @@ from ers_exact.solve.fixed_points import FixedPointSet, solve_fixed_points
 from ers_exact.solve.krawczyk_batch import NONE, UNIQUE, krawczyk_batch
 from ers_exact.solve.optimal_set_boxes import face_cuts, pop, score, split
 from ers_exact.solve.optimal_set_result import CertifiedFixedPoint, OptimalSetResult, build_result
-from ers_exact.solve.optimal_set_roots import Roots, add_root, certify_candidates, map_roots
+from ers_exact.solve.optimal_set_roots import (
+    Roots,
+    add_root,
+    certify_candidates,
+    map_roots,
+    newton_from_boxes,
+)
 from ers_exact.solve.orbit_domain import OrbitDomain, orbit_domain
 from ers_exact.util.blas import blas_threads
 from ers_exact.util.budget import check_memory
@@ -109,12 +115,18 @@ def _run(
         best = max((j[0] for j in roots.J), default=-np.inf)
         stack_lo, stack_hi = [np.full((1, D), -B)], [np.full((1, D), B)]
         deadline = start + cfg.max_seconds
+        spent = 0.0  # seconds in the incumbent search (newton_from_boxes)
         with Progress(cfg.max_boxes, f"optimal set {tree.game.name} alpha={alpha:g}", cfg.progress) as bar:
             while stack_lo and boxes < cfg.max_boxes and time.perf_counter() < deadline:
                 lo, hi = pop(stack_lo, stack_hi, cfg.batch)
                 boxes += len(lo)
                 bar.update(len(lo))
-                lo, hi, best = _process(coords, enc, lo, hi, alpha, cfg, roots, best, pruned, contract)
+                lo, hi, jhi, best = _process(coords, enc, lo, hi, alpha, cfg, roots, best, pruned, contract)
+                if cfg.newton_boxes and len(lo) and spent <= cfg.newton_share * (time.perf_counter() - start):
+                    t0 = time.perf_counter()
+                    if newton_from_boxes(coords, enc, lo, hi, jhi, alpha, cfg, roots, B):
+                        best = max([best, *(j[0] for j in roots.J)])
+                    spent += time.perf_counter() - t0
                 inside, face_k, face_cut = face_cuts(lo, hi, roots)
                 pruned["root"] += int(inside.sum())
                 lo, hi = lo[~inside], hi[~inside]
@@ -144,26 +156,31 @@ def _process(
     best: float,
     pruned: dict[str, int],
     contract: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]],
-) -> tuple[np.ndarray, np.ndarray, float]:
-    """Contract, prune and test one batch of boxes; returns the boxes still undecided and the new L."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """Contract, prune and test one batch of boxes; returns the boxes still undecided, an upper bound of J
+    over each, and the new L."""
     lo, hi = contract(lo, hi)
     empty = np.any(lo > hi, axis=1)
     pruned["empty"] += int(empty.sum())
     lo, hi = lo[~empty], hi[~empty]
+    bound = np.full(len(lo), np.inf)
+    alive = np.ones(len(lo), dtype=bool)
+    active = alive.copy()  # boxes that shrank by more than 5% in the last round (M depends on Y only)
     for _ in range(cfg.contract_rounds):
-        if not len(lo):
+        idx = np.flatnonzero(active)
+        if not idx.size:
             break
-        mlo, mhi, _, jhi = enc(lo, hi, alpha)
-        nlo, nhi = contract(np.maximum(lo, mlo), np.minimum(hi, mhi))
+        mlo, mhi, _, jhi = enc(lo[idx], hi[idx], alpha)
+        nlo, nhi = contract(np.maximum(lo[idx], mlo), np.minimum(hi[idx], mhi))
         empty = np.any(nlo > nhi, axis=1)
         low = ~empty & (jhi < best - cfg.eps)
         pruned["empty"] += int(empty.sum())
         pruned["value"] += int(low.sum())
-        keep = ~(empty | low)
-        shrink = np.sum(nhi - nlo, axis=1) / np.maximum(np.sum(hi - lo, axis=1), 1e-300)
-        lo, hi = nlo[keep], nhi[keep]
-        if not len(lo) or np.all(shrink[keep] > 0.95):
-            break
+        shrink = np.sum(nhi - nlo, axis=1) / np.maximum(np.sum(hi[idx] - lo[idx], axis=1), 1e-300)
+        lo[idx], hi[idx], bound[idx] = nlo, nhi, np.minimum(bound[idx], jhi)
+        alive[idx[empty | low]] = False
+        active[idx] = ~(empty | low) & (shrink <= 0.95)
+    lo, hi, bound = lo[alive], hi[alive], bound[alive]
     small = np.all(hi - lo < cfg.krawczyk_width, axis=1)
     idx = np.flatnonzero(small)
     if idx.size:
@@ -189,8 +206,9 @@ def _process(
         hi[idx[und]] = np.minimum(hi[idx[und]], khi[und])
         empty = np.any(lo > hi, axis=1)
         pruned["empty"] += int(np.sum(empty & ~done))
-        lo, hi = lo[~(done | empty)], hi[~(done | empty)]
-    return lo, hi, best
+        left = ~(done | empty)
+        lo, hi, bound = lo[left], hi[left], bound[left]
+    return lo, hi, bound, best
 
 
 def _describe(ties: LogitTies, domain: OrbitDomain | None) -> tuple[str, ...]:
