@@ -153,6 +153,7 @@ class OptimalSetConfig:
     orbit_domain: bool = (
         True  # explore a fundamental domain of the relabellings passed (solve/orbit_domain.py)
     )
+    local_domain: bool = True  # sort each last-stage component by its relabellings (solve/local_symmetry.py)
     newton_boxes: int = 8  # per batch, Newton from the centres of this many boxes of highest J bound (0: off)
     newton_steps: int = 30  # Newton iterations of that incumbent search
     newton_share: float = 0.1  # ... which takes at most this share of the search's time

@@ -38,6 +38,7 @@ from ers_exact.solve.config import OptimalSetConfig, SolverConfig
 from ers_exact.solve.equivalence import LogitTies, logit_ties
 from ers_exact.solve.fixed_points import FixedPointSet, solve_fixed_points
 from ers_exact.solve.krawczyk_batch import NONE, UNIQUE, krawczyk_batch
+from ers_exact.solve.local_symmetry import LocalDomain, local_domain
 from ers_exact.solve.optimal_set_boxes import face_cuts, pop, score, split
 from ers_exact.solve.optimal_set_result import CertifiedFixedPoint, OptimalSetResult, build_result
 from ers_exact.solve.optimal_set_roots import (
@@ -100,10 +101,12 @@ def _run(
     B = logit_bound(tree, alpha)
     ties = logit_ties(tree) if cfg.tie_equivalent and D else LogitTies.none()
     domain = orbit_domain(tree, relabellings) if cfg.orbit_domain and D else None
+    local = local_domain(tree) if cfg.local_domain and D else None
 
     def contract(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         lo, hi = ties.contract(lo, hi, alpha)  # every fixed point has |y_p - y_q| <= slack
-        return domain.contract(lo, hi) if domain is not None else (lo, hi)  # ... and an image in Delta
+        lo, hi = domain.contract(lo, hi) if domain is not None else (lo, hi)  # ... and an image in Delta
+        return local.contract(lo, hi) if local is not None else (lo, hi)  # ... sorted at the last stage
 
     pruned = {"empty": 0, "value": 0, "krawczyk_none": 0, "root": 0}
     boxes, left_lo, left_hi = 0, np.zeros((0, D)), np.zeros((0, D))
@@ -137,9 +140,9 @@ def _run(
                     stack_hi.append(hi)
         if stack_lo:
             left_lo, left_hi = np.concatenate(stack_lo), np.concatenate(stack_hi)
-        if domain is not None:
-            map_roots(coords, enc, domain, alpha, cfg, roots)
-    reductions = _describe(ties, domain)
+        if domain is not None or local is not None:
+            map_roots(coords, enc, domain, alpha, cfg, roots, local)
+    reductions = _describe(ties, domain, local)
     return build_result(
         tree, coords, alpha, cfg, roots, found, n_cert, boxes, left_lo, left_hi, pruned, B, start, reductions
     )
@@ -211,11 +214,16 @@ def _process(
     return lo, hi, bound, best
 
 
-def _describe(ties: LogitTies, domain: OrbitDomain | None) -> tuple[str, ...]:
+def _describe(ties: LogitTies, domain: OrbitDomain | None, local: LocalDomain | None) -> tuple[str, ...]:
     out = [f"{len(ties)} logit coordinate(s) tied to equivalent last-stage histories"] if len(ties) else []
     if domain is not None:
         out.append(
             f"fundamental domain of {len(domain.inverses)} relabelling(s): agent {domain.agent}'s first-action "
             f"probabilities sorted on {list(domain.orbit)}; roots mapped back and certified"
+        )
+    if local is not None:
+        out.append(
+            f"last-stage relabellings on {len(local)} component(s) of histories: each sorted at one history; "
+            "optimal roots' orbits listed and certified"
         )
     return tuple(out)

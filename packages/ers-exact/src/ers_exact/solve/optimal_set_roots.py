@@ -13,6 +13,7 @@ from ers_exact.solve.boltzmann import LogitCoordinates
 from ers_exact.solve.box_enclosure import BoxEnclosure
 from ers_exact.solve.config import NewtonSettings, OptimalSetConfig
 from ers_exact.solve.krawczyk_batch import UNIQUE, krawczyk_batch
+from ers_exact.solve.local_symmetry import LocalDomain
 from ers_exact.solve.newton import newton
 from ers_exact.solve.orbit_domain import OrbitDomain
 
@@ -105,16 +106,29 @@ def certify_candidates(
 def map_roots(
     coords: LogitCoordinates,
     enc: BoxEnclosure,
-    domain: OrbitDomain,
+    domain: OrbitDomain | None,
     alpha: float,
     cfg: OptimalSetConfig,
     roots: Roots,
+    local: LocalDomain | None = None,
 ) -> None:
-    """List phi^{-1}(r) for every root r that may be optimal and every relabelling phi, each certified."""
+    """List the images of every root r that may be optimal: phi^{-1}(r) for every relabelling phi, and with
+    last-stage relabellings (``local``) the whole orbit under both (breadth-first closure); each image is
+    certified before it is listed, and one that fails its certificate, or an orbit larger than
+    :data:`~ers_exact.solve.local_symmetry.MAX_IMAGES`, counts as unmapped."""
     best = max((j[0] for j in roots.J), default=-np.inf)
     keep = [r for r in range(len(roots.lo)) if roots.J[r][1] >= best - cfg.eps]
     y = np.array([0.5 * (roots.lo[r] + roots.hi[r]) for r in keep]).reshape(len(keep), coords.dim)
-    ys = domain.images(coords, y)
+    if local is None:
+        ys = domain.images(coords, y) if domain is not None else y[:0]
+    else:
+        more = (lambda f: domain.images(coords, f)) if domain is not None else None
+        parts = []
+        for yk in y:
+            orbit, closed = local.orbit(coords, yk, more)
+            roots.unmapped += 0 if closed else 1
+            parts.append(orbit[1:])
+        ys = np.concatenate(parts) if parts else y[:0]
     roots.unmapped += len(ys) - certify_candidates(coords, enc, ys, alpha, cfg, roots, "orbit")
 
 

@@ -30,7 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ers_exact.model.histories import HistoryTree
-from ers_exact.solve.greedy import expect_bounds, greedy_max
+from ers_exact.solve.greedy import expect_upper, greedy_max
 
 __all__ = ["MAX_VERTEX_ACTIONS", "HeldAgentBound", "polytope_vertices"]
 
@@ -133,7 +133,7 @@ class HeldAgentBound:
                 shape = [P, N, 1] + [1] * len(others)
                 shape[3 + k] = na[j]
                 bnds.append((node_bounds[j][0].reshape(shape), node_bounds[j][1].reshape(shape)))
-            _, gv = expect_bounds(x, x, bnds, [3 + k for k in range(len(others))])
+            gv = expect_upper(x, bnds, [3 + k for k in range(len(others))])
             gv = np.where(np.isnan(gv), np.inf, gv).reshape(P, N, V)
             to_key, to_parent = self.groups[t][i]
             with np.errstate(invalid="ignore"):
