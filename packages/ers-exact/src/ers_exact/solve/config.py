@@ -135,8 +135,9 @@ class OptimalSetConfig:
     eps: float = 1e-6  # the set proven complete: all fixed points with J >= J* - eps
     max_boxes: int = 400_000  # boxes examined at most (the search then stops and reports what is left)
     max_seconds: float = 600.0  # wall-clock limit of the branch-and-bound (then stops likewise)
-    batch: int = 64  # boxes evaluated together (numpy over the batch)
+    batch: int = 128  # boxes evaluated together (numpy over the batch)
     contract_rounds: int = 6  # rounds of Y <- Y n M(Y) per box before the Krawczyk test
+    exact_rounds: int = 1  # ... of which the first this many solve the two-agent stage games exactly
     contract_min: int = 8  # ... after the first, only while this many boxes of the batch still shrink
     krawczyk_width: float = 64.0  # the Krawczyk test runs on boxes whose logit widths are all below this
     certify_radii: tuple[float, ...] = (

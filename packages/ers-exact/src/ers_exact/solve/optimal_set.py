@@ -120,7 +120,7 @@ def _run(
         best = max((j[0] for j in roots.J), default=-np.inf)
         stack_lo, stack_hi = [np.full((1, D), -B)], [np.full((1, D), B)]
         deadline = start + cfg.max_seconds
-        spent = 0.0  # seconds in the incumbent search (newton_from_boxes)
+        spent, misses, batches = 0.0, 0, 0  # the incumbent search (newton_from_boxes): seconds, failures
         gate = KrawczykGate()
         with Progress(cfg.max_boxes, f"optimal set {tree.game.name} alpha={alpha:g}", cfg.progress) as bar:
             while stack_lo and boxes < cfg.max_boxes and time.perf_counter() < deadline:
@@ -130,10 +130,18 @@ def _run(
                 lo, hi, jhi, best = _process(
                     coords, enc, lo, hi, alpha, cfg, roots, best, pruned, contract, gate
                 )
-                if cfg.newton_boxes and len(lo) and spent <= cfg.newton_share * (time.perf_counter() - start):
+                batches += 1
+                if (
+                    cfg.newton_boxes
+                    and len(lo)
+                    and batches % 2 ** min(misses, 6) == 0  # back off while it finds nothing better
+                    and spent <= cfg.newton_share * (time.perf_counter() - start)
+                ):
                     t0 = time.perf_counter()
+                    before = best
                     if newton_from_boxes(coords, enc, lo, hi, jhi, alpha, cfg, roots, B):
                         best = max([best, *(j[0] for j in roots.J)])
+                    misses = 0 if best > before else misses + 1
                     spent += time.perf_counter() - t0
                 inside, face_k, face_cut = face_cuts(lo, hi, roots)
                 pruned["root"] += int(inside.sum())
@@ -203,7 +211,7 @@ def _process(
         idx = np.flatnonzero(active)
         if not idx.size or (rnd and idx.size < cfg.contract_min):  # a few: their children contract on
             break
-        mlo, mhi, _, jhi = enc(lo[idx], hi[idx], alpha)
+        mlo, mhi, _, jhi = enc(lo[idx], hi[idx], alpha, rnd < cfg.exact_rounds)
         nlo, nhi = contract(np.maximum(lo[idx], mlo), np.minimum(hi[idx], mhi))
         empty = np.any(nlo > nhi, axis=1)
         low = ~empty & (jhi < best - cfg.eps)

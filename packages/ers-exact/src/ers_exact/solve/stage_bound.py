@@ -105,7 +105,7 @@ class HeldAgentBound:
             self.position.append(pos)
 
     def __call__(
-        self, t: int, ghi: np.ndarray, node_bounds: list[Bounds], pol: list[Bounds]
+        self, t: int, ghi: np.ndarray, node_bounds: list[Bounds], pol: list[Bounds], exact_games: bool = True
     ) -> np.ndarray | None:
         """Upper bound of U(m, a) for every parent node m and joint action a of layer t (flattened [P, N_{t-1} A];
         [P, 1] at t = 0: the root's value), from the upper values ``ghi`` [P, N_t, *A] of layer t and the
@@ -140,7 +140,7 @@ class HeldAgentBound:
                 per_key = _sum_up(to_key, gv.transpose(1, 0, 2).reshape(N, P * V))  # [Keys, P V]
                 top = per_key.reshape(-1, P, V).max(axis=2)  # [Keys, P]
                 bound = _sum_up(to_parent, top).T  # [P, M]
-            if i in self.position[t]:
+            if exact_games and i in self.position[t]:
                 exact = self._enumerate(t, i, x, node_bounds[others[0]])
                 if exact is not None:
                     bound = np.minimum(bound, exact)
