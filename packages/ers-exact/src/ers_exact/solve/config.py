@@ -156,6 +156,7 @@ class OptimalSetConfig:
         True  # explore a fundamental domain of the relabellings passed (solve/orbit_domain.py)
     )
     reach_power: float = 0.5  # bisection score: probability ranges x (reach probability) ** this
+    closed_blocks: bool = True  # solve closed blocks of last-stage logits first (solve/closed_blocks.py)
     local_domain: bool = True  # sort each last-stage component by its relabellings (solve/local_symmetry.py)
     newton_boxes: int = 8  # per batch, Newton from the centres of this many boxes of highest J bound (0: off)
     newton_steps: int = 30  # Newton iterations of that incumbent search

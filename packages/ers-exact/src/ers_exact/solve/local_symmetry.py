@@ -39,7 +39,7 @@ from ers_exact.model.histories import HistoryTree
 from ers_exact.solve.boltzmann import LogitCoordinates
 from ers_exact.solve.derivatives import coordinate_index
 
-__all__ = ["MAX_IMAGES", "LocalDomain", "contract_chain", "local_domain"]
+__all__ = ["MAX_IMAGES", "LocalDomain", "components", "contract_chain", "local_domain"]
 
 #: images of one root listed at most (a larger orbit leaves the list incomplete: ``unmapped``)
 MAX_IMAGES = 20_000
@@ -158,7 +158,7 @@ def _invariant_perms(tree: HistoryTree) -> list[tuple[tuple[int, ...], ...]]:
     return out
 
 
-def _components(tree: HistoryTree) -> list[tuple[np.ndarray, ...]]:
+def components(tree: HistoryTree) -> list[tuple[np.ndarray, ...]]:
     """Connected components of the last stage's local histories (joined where a joint node holds both)."""
     t = len(tree.layers) - 1
     loc = tree.layers[t].local  # [N, n] global local-history index of each agent at each node
@@ -196,7 +196,7 @@ def local_domain(tree: HistoryTree) -> LocalDomain | None:
     coords = LogitCoordinates(tree)
     index = coordinate_index(tree)
     comps = []
-    for hists in _components(tree):
+    for hists in components(tree):
         ok = [
             p
             for p in perms

@@ -36,6 +36,7 @@ from ers_exact.model.histories import HistoryTree
 from ers_exact.model.transformation import Transformation
 from ers_exact.solve.boltzmann import LogitCoordinates, check_temperature, logit_bound
 from ers_exact.solve.box_enclosure import BoxEnclosure
+from ers_exact.solve.closed_blocks import ClosedBlocks, closed_blocks
 from ers_exact.solve.config import OptimalSetConfig, SolverConfig
 from ers_exact.solve.equivalence import LogitTies, logit_ties
 from ers_exact.solve.fixed_points import FixedPointSet, solve_fixed_points
@@ -104,11 +105,13 @@ def _run(
     ties = logit_ties(tree) if cfg.tie_equivalent and D else LogitTies.none()
     domain = orbit_domain(tree, relabellings) if cfg.orbit_domain and D else None
     local = local_domain(tree) if cfg.local_domain and D else None
+    blocks = closed_blocks(coords, enc, alpha, B) if cfg.closed_blocks and D else None
 
     def contract(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         lo, hi = ties.contract(lo, hi, alpha)  # every fixed point has |y_p - y_q| <= slack
         lo, hi = domain.contract(lo, hi) if domain is not None else (lo, hi)  # ... and an image in Delta
-        return local.contract(lo, hi) if local is not None else (lo, hi)  # ... sorted at the last stage
+        lo, hi = local.contract(lo, hi) if local is not None else (lo, hi)  # ... sorted at the last stage
+        return blocks.contract(lo, hi) if blocks is not None else (lo, hi)  # ... a closed block's root
 
     pruned = {"empty": 0, "value": 0, "krawczyk_none": 0, "root": 0}
     boxes, left_lo, left_hi = 0, np.zeros((0, D)), np.zeros((0, D))
@@ -155,7 +158,7 @@ def _run(
             left_lo, left_hi = np.concatenate(stack_lo), np.concatenate(stack_hi)
         if domain is not None or local is not None:
             map_roots(coords, enc, domain, alpha, cfg, roots, local)
-    reductions = _describe(ties, domain, local)
+    reductions = _describe(ties, domain, local, blocks)
     return build_result(
         tree, coords, alpha, cfg, roots, found, n_cert, boxes, left_lo, left_hi, pruned, B, start, reductions
     )
@@ -260,7 +263,9 @@ def _process(
     return lo, hi, bound, best
 
 
-def _describe(ties: LogitTies, domain: OrbitDomain | None, local: LocalDomain | None) -> tuple[str, ...]:
+def _describe(
+    ties: LogitTies, domain: OrbitDomain | None, local: LocalDomain | None, blocks: ClosedBlocks | None
+) -> tuple[str, ...]:
     out = [f"{len(ties)} logit coordinate(s) tied to equivalent last-stage histories"] if len(ties) else []
     if domain is not None:
         out.append(
@@ -271,5 +276,10 @@ def _describe(ties: LogitTies, domain: OrbitDomain | None, local: LocalDomain | 
         out.append(
             f"last-stage relabellings on {len(local)} component(s) of histories: each sorted at one history; "
             "optimal roots' orbits listed and certified"
+        )
+    if blocks is not None:
+        out.append(
+            f"{len(blocks)} closed block(s) of last-stage logits solved on their own ({blocks.n_roots} root "
+            "boxes); every box contracted to them"
         )
     return tuple(out)
