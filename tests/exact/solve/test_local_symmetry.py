@@ -1,7 +1,9 @@
-"""Last-stage relabellings (:mod:`ers_exact.solve.local_symmetry`): every relabelling found commutes with the
+"""Last-stage relabellings (:mod:`ers_exact.solve.local_symmetry`) and closed blocks
+(:mod:`ers_exact.solve.closed_blocks`): every relabelling found commutes with the
 Boltzmann map and keeps J (sampled), an inexact game loses exactly the relabellings it breaks, and the
 certified optimal set is the same with the reduction on and off (two-lever, random games with a planted
-last-stage symmetry)."""
+last-stage symmetry); a closed block's logits depend on it alone, its root boxes hold exactly the roots a dense
+grid + Newton search finds, and the certified set is the same with the blocks on and off."""
 
 from __future__ import annotations
 
@@ -16,7 +18,9 @@ from hypothesis import strategies as st
 from ers_exact.games import get_game
 from ers_exact.model.game import Game
 from ers_exact.model.histories import HistoryTree, enumerate_histories
-from ers_exact.solve.boltzmann import LogitCoordinates
+from ers_exact.solve.boltzmann import LogitCoordinates, logit_bound
+from ers_exact.solve.box_enclosure import BoxEnclosure
+from ers_exact.solve.closed_blocks import closed_blocks, closed_components
 from ers_exact.solve.config import OptimalSetConfig, SolverConfig
 from ers_exact.solve.local_symmetry import LocalDomain, local_domain
 from ers_exact.solve.optimal_set import certified_optimal_set
@@ -149,3 +153,65 @@ def test_planted_games_same_optimal_set(seed: int, alpha: float) -> None:
     game = _planted(seed, (2, 2), 1)
     assume(local_domain(enumerate_histories(game)) is not None)
     assume(_same_sets(game, alpha))
+
+
+def test_closed_block_logits_do_not_depend_on_the_rest() -> None:
+    """three-lever's closed blocks: M_S(y) is unchanged (to rounding) when every logit outside S is redrawn."""
+    tree = enumerate_histories(get_game("three-lever"))
+    coords = LogitCoordinates(tree)
+    blocks = closed_components(tree)
+    assert len(blocks) == 9 and all(len(b) == 4 for b in blocks)
+    rng = np.random.default_rng(0)
+    y = rng.normal(size=(16, coords.dim)) * 3
+    for b in blocks:
+        z = rng.normal(size=y.shape) * 3
+        z[:, b] = y[:, b]
+        assert np.allclose(coords.logit_map(y, 0.4)[:, b], coords.logit_map(z, 0.4)[:, b], rtol=0, atol=1e-12)
+    assert closed_components(enumerate_histories(get_game("dectiger"))) == []
+
+
+def test_closed_block_roots_match_a_dense_grid_newton_search() -> None:
+    """Each block's root boxes hold every fixed point of y_S = M_S(y_S) that Newton reaches from a dense grid
+    (the other logits pinned), one root per box and one box per root: the 7 logit equilibria of the 3 x 3
+    coordination subgame at alpha 0.25 (uniform, three two-lever mixtures, three conventions)."""
+    tree = enumerate_histories(get_game("three-lever"))
+    coords = LogitCoordinates(tree)
+    alpha = 0.25
+    B = logit_bound(tree, alpha)
+    found = closed_blocks(coords, BoxEnclosure(coords), alpha, B)
+    assert found is not None and len(found) == 9
+    block = found.blocks[0]
+    s = block.coords
+    axis = np.linspace(-B, B, 7)
+    grid = np.array(np.meshgrid(*[axis] * len(s))).reshape(len(s), -1).T
+    y = np.zeros((len(grid), coords.dim))
+    y[:, s] = grid
+    for _ in range(60):  # Newton on the block alone (M_S does not depend on the rest)
+        ev = coords.evaluate(y, alpha, jacobian=True)
+        assert ev.jacobian is not None
+        g = (y - ev.values)[:, s]
+        jac = np.eye(len(s))[None] - ev.jacobian[:, s][:, :, s]
+        step = np.linalg.solve(jac, g[:, :, None])[:, :, 0]
+        y[:, s] -= np.clip(step, -2, 2)
+    res = np.abs(y - coords.logit_map(y, alpha))[:, s].max(axis=1)
+    roots = y[res < 1e-10][:, s]
+    distinct = roots[np.unique(np.round(roots, 6), axis=0, return_index=True)[1]]
+    assert len(distinct) == 7 == len(block.roots_lo)
+    for r in distinct:
+        inside = np.all((block.roots_lo <= r + 1e-9) & (r - 1e-9 <= block.roots_hi), axis=1)
+        assert inside.sum() == 1
+
+
+def test_closed_blocks_change_nothing_in_the_certified_set() -> None:
+    """two-lever at alpha 0.25 (4 closed blocks): the same optimal points with and without them."""
+    tree = enumerate_histories(get_game("two-lever"))
+    on = certified_optimal_set(tree, 0.25, FAST, solver=SOLVER)
+    off = certified_optimal_set(
+        tree, 0.25, dataclasses.replace(FAST, closed_blocks=False, local_domain=False), solver=SOLVER
+    )
+    assert on.complete and off.complete and len(on.optimal_points) == len(off.optimal_points) == 4
+    for p in off.optimal_points:
+        assert (
+            sum(np.all(q.box_lo <= p.y + 1e-7) and np.all(p.y - 1e-7 <= q.box_hi) for q in on.optimal_points)
+            == 1
+        )
