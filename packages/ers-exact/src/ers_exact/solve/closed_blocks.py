@@ -29,6 +29,7 @@ from ers_exact.solve.box_enclosure import BoxEnclosure
 from ers_exact.solve.derivatives import coordinate_index
 from ers_exact.solve.krawczyk_batch import UNIQUE, krawczyk_batch
 from ers_exact.solve.local_symmetry import components
+from ers_exact.solve.optimal_set_boxes import logit_mean
 
 __all__ = ["ClosedBlock", "ClosedBlocks", "closed_blocks", "closed_components"]
 
@@ -126,7 +127,7 @@ def _enumerate(
     its budget ran out). The blocks' boxes share the batches: each row is one block's box, the other logits 0."""
     D = coords.dim
     stack = [(b, np.full(len(s), -bound), np.full(len(s), bound)) for b, s in enumerate(blocks)]
-    found: list[tuple[list[np.ndarray], list[np.ndarray]]] = [([], []) for _ in blocks]
+    found: list[list[tuple[np.ndarray, ...]]] = [[] for _ in blocks]
     count = np.zeros(len(blocks), dtype=np.int64)
     failed = np.zeros(len(blocks), dtype=bool)
     while stack:
@@ -140,8 +141,9 @@ def _enumerate(
         for r, (b, a, z) in enumerate(take):
             lo[r, blocks[b]], hi[r, blocks[b]], mask[r, blocks[b]] = a, z, True
         alive = np.ones(len(take), dtype=bool)
-        for _ in range(8):  # contraction y_S in M_S(Y), only on the block's own logits
-            idx = np.flatnonzero(alive)
+        active = alive.copy()
+        for _ in range(8):  # contraction y_S in M_S(Y), only on the block's own logits, while they shrink
+            idx = np.flatnonzero(active)
             if not idx.size:
                 break
             mlo, mhi, _, _ = enc(lo[idx], hi[idx], alpha, False, False)
@@ -151,8 +153,7 @@ def _enumerate(
             shrink = np.sum(nhi - nlo, axis=1) / np.maximum(np.sum(hi[idx] - lo[idx], axis=1), 1e-300)
             lo[idx], hi[idx] = nlo, nhi
             alive[idx[empty]] = False
-            if np.all(shrink[~empty] > 0.95):
-                break
+            active[idx] = ~empty & (shrink <= 0.95)
         for b in np.unique(which[alive]):
             rows = np.flatnonzero(alive & (which == b))
             s = blocks[b]
@@ -166,16 +167,41 @@ def _enumerate(
                 n = np.flatnonzero(narrow)
                 status[n], klo[n], khi[n] = krawczyk_batch(coords, klo[n], khi[n], alpha, subset=s)
             for k in np.flatnonzero(status == UNIQUE):
-                found[b][0].append(klo[k, s])
-                found[b][1].append(khi[k, s])
+                _add(found[b], klo[k, s], khi[k, s], lo[rows[k], s] - pad[k, s], hi[rows[k], s] + pad[k, s])
             for k in np.flatnonzero(status == 0):  # undecided (NONE: no fixed point; UNIQUE: recorded)
                 a = np.maximum(lo[rows[k], s], klo[k, s])  # K(Y) holds every fixed point of Y
                 z = np.minimum(hi[rows[k], s], khi[k, s])
                 if np.any(a > z):
                     continue
                 d = int(np.argmax(z - a))
-                cut = 0.5 * (a[d] + z[d])
+                cut = _cut(a[d], z[d])
                 left_hi, right_lo = z.copy(), a.copy()
                 left_hi[d], right_lo[d] = cut, cut
                 stack += [(int(b), a, left_hi), (int(b), right_lo, z)]
-    return [(blocks[b], ([], []) if failed[b] else found[b]) for b in range(len(blocks))]
+    return [
+        (blocks[b], ([], []) if failed[b] else ([f[0] for f in found[b]], [f[1] for f in found[b]]))
+        for b in range(len(blocks))
+    ]
+
+
+def _add(
+    found: list[tuple[np.ndarray, ...]], klo: np.ndarray, khi: np.ndarray, ylo: np.ndarray, yhi: np.ndarray
+) -> None:
+    """Record the root in K = [klo, khi], proven the only one in Y = [ylo, yhi] (K inside Y). A root already
+    recorded whose Y holds this K, or whose K lies in this Y, is the same root (each Y holds one): keep the
+    intersection of the two K's."""
+    for n, (a, b, c, d) in enumerate(found):
+        if (np.all(c <= klo) and np.all(khi <= d)) or (np.all(ylo <= a) and np.all(b <= yhi)):
+            found[n] = (np.maximum(a, klo), np.minimum(b, khi), c, d)
+            return
+    found.append((klo, khi, ylo, yhi))
+
+
+def _cut(a: float, b: float) -> float:
+    """Where to bisect [a, b]: the midpoint, or on a wide interval (>= 8 logits) where the probability mass
+    sigma halves (as the main search does)."""
+    if b - a < 8:
+        return 0.5 * (a + b)
+    lo, hi = np.array([a]), np.array([b])
+    cut = float(-logit_mean(-hi, -lo)[0] if a + b >= 0 else logit_mean(lo, hi)[0])
+    return min(max(cut, a + 1e-3 * (b - a)), b - 1e-3 * (b - a)) if np.isfinite(cut) else 0.5 * (a + b)

@@ -10,13 +10,21 @@ Method (per batch of boxes, numpy over the batch):
    certified by a Krawczyk test on a small box around it, and the best certified lower bound of J over
    those boxes is L <= J*_alpha;
 2. contraction: Y <- Y n M(Y) (every fixed point in Y is in M(Y)), M enclosed in probability space
-   (:class:`~ers_exact.solve.box_enclosure.BoxEnclosure`); an empty box holds no fixed point;
+   (:class:`~ers_exact.solve.box_enclosure.BoxEnclosure`; rounds after the first only on the boxes that still
+   shrink); an empty box holds no fixed point. Proven reductions contract it further: ties of equivalent
+   last-stage histories (:mod:`~ers_exact.solve.equivalence`), a fundamental domain of the given relabellings
+   (:mod:`~ers_exact.solve.orbit_domain`) and of last-stage relabellings per component of histories
+   (:mod:`~ers_exact.solve.local_symmetry`), and the root boxes of closed blocks of last-stage logits, each
+   enumerated once on its own (:mod:`~ers_exact.solve.closed_blocks`);
 3. value bound: a box whose upper bound of J is below L - eps holds no fixed point of the optimal set;
 4. Krawczyk (:func:`~ers_exact.solve.krawczyk_batch.krawczyk_batch`) on the (epsilon-inflated) box: K(Y) in
    int(Y) proves exactly one fixed point there (a root, with its J enclosed over K(Y); L rises), K(Y) n Y
    empty proves none;
 5. otherwise bisect (the coordinate whose action probabilities vary most, cut where the probability mass
-   halves).
+   halves);
+6. incumbent: Newton from the centres of the boxes with the highest J bound
+   (:func:`~ers_exact.solve.optimal_set_roots.newton_from_boxes`), each root certified before it raises L (the
+   candidates may miss the optimum: three-lever at alpha 0.25).
 
 When no box is left the list is complete: every fixed point with J >= J* - eps is one of the roots, each in
 a box proven to hold exactly it (roots whose boxes overlap are merged only after a Krawczyk test on their
