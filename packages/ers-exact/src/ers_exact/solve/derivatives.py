@@ -459,8 +459,12 @@ class LogitDerivatives:
                 tot = IArray(np.maximum(tot.lo, terms.lo.max(axis=1, keepdims=True)), tot.hi)
                 lse = log(tot) + shift
                 lp = z - lse
+                lp = IArray(lp.lo, np.minimum(lp.hi, 0.0))  # a log-probability is <= 0
                 p = lp.exp()
-                p = IArray(np.where(legal[:, :, None], p.lo, 0.0), np.where(legal[:, :, None], p.hi, 0.0))
+                p = IArray(
+                    np.where(legal[:, :, None], p.lo, 0.0),
+                    np.where(legal[:, :, None], np.minimum(p.hi, 1.0), 0.0),  # a probability is <= 1
+                )
             else:
                 zf = np.repeat(base, P, axis=2)
                 zf[k, a] = yT[offset : offset + len(k)]

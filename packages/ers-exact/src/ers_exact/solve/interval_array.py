@@ -109,7 +109,7 @@ class IArray:
 
     def __mul__(self, other: Operand) -> IArray:
         o = IArray.lift(other)
-        with np.errstate(invalid="ignore"):
+        with np.errstate(invalid="ignore", over="ignore"):  # an overflow to +-inf is an outward bound
             p = np.stack(np.broadcast_arrays(self.lo * o.lo, self.lo * o.hi, self.hi * o.lo, self.hi * o.hi))
         p = np.where(np.isnan(p), 0.0, p)  # 0 * inf only arises from exact zeros (probabilities of 0)
         return IArray(_dn(p.min(axis=0)), _up(p.max(axis=0)))
