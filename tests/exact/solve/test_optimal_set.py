@@ -22,6 +22,7 @@ from ers_exact.solve.boltzmann import LogitCoordinates, logit_bound
 from ers_exact.solve.box_enclosure import BoxEnclosure, greedy_max, weighted_mean_max
 from ers_exact.solve.config import NewtonSettings, OptimalSetConfig, SolverConfig
 from ers_exact.solve.fixed_points import solve_fixed_points
+from ers_exact.solve.interval_array import IArray
 from ers_exact.solve.newton import dedup, newton
 from ers_exact.solve.optimal_set import certified_optimal_set
 from tests.exact.strategies import random_game
@@ -291,3 +292,43 @@ def test_budget_stop_reports_what_is_left() -> None:
     assert not result.complete
     assert result.boxes_left > 0 and 0 < result.volume_left <= 1
     assert "NOT proven complete" in result.note
+
+
+def test_search_finds_the_optimum_the_candidates_miss() -> None:
+    """three-lever at alpha 0.25: the optimum plays uniformly at every history off its path (an unstable
+    point, J* = 1.8992923499) and multistart misses it; the branch-and-bound's Newton from its most promising
+    boxes finds it, certified, with its 9 images (3 first levers x 3 second-round conventions)."""
+    tree = enumerate_histories(get_game("three-lever"))
+    found = solve_fixed_points(tree, 0.25, SOLVER)
+    assert found.J_star < 1.8990
+    cfg = dataclasses.replace(FAST, max_boxes=2000)
+    result = certified_optimal_set(tree, 0.25, cfg, candidates=found)
+    assert abs(result.J_star_lo - 1.8992923499095) < 1e-9
+    assert "search" in {p.found_by for p in result.optimal_points}
+    assert all(p.J_lo <= p.J <= p.J_hi and abs(p.J - result.J_star_lo) < 1e-8 for p in result.optimal_points)
+
+
+def test_interval_jacobian_holds_on_a_wide_box_of_large_logits() -> None:
+    """Regression (found by the planted-twin test, seed 708): the log-sum-exp of a wide box of logits ~46 had a
+    sum whose rounding margin reached below 0; its log was NaN and the NaN upper bounds were dropped by later
+    min / max, so DM's enclosure missed the true values (14 against an upper bound of 6e-15) and a Krawczyk
+    contraction lost an optimal fixed point. The sum now keeps its largest term as lower bound and log maps a
+    lower end <= 0 to -inf."""
+    game, _ = _twin_game(np.random.default_rng(708), 3)
+    coords = LogitCoordinates(enumerate_histories(game))
+    lo = np.array([10.015052, 10.489388, -11.391902, 31.395044])
+    hi = np.array([34.795157, 46.648364, 35.412203, 35.54114])
+    m, dm = coords.derivatives.enclose(lo, hi, 0.05, jacobian=True)
+    assert dm is not None
+    pts = lo + np.random.default_rng(0).random((500, 4)) * (hi - lo)
+    ev = coords.evaluate(np.concatenate([pts, [[30.0, 30.0, 0.0, 35.0]]]), 0.05, jacobian=True)
+    assert ev.jacobian is not None
+    assert np.all(ev.jacobian >= dm.lo.transpose(2, 0, 1) - 1e-12)
+    assert np.all(ev.jacobian <= dm.hi.transpose(2, 0, 1) + 1e-12)
+    assert np.all((ev.values + 1e-12 >= m.lo.T) & (ev.values - 1e-12 <= m.hi.T))
+    _check_twin(708, 3, 0.05)  # complete or not, never without the twin (asserted inside)
+
+
+def test_interval_log_of_a_nonpositive_lower_end_is_minus_inf() -> None:
+    x = IArray(np.array([-1e-17, 0.0, 2.0]), np.array([1.0, 1.0, 3.0])).log()
+    assert np.all(np.isneginf(x.lo[:2])) and not np.any(np.isnan(x.hi)) and x.lo[2] <= np.log(2.0)

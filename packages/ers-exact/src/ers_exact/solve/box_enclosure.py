@@ -207,9 +207,11 @@ class BoxEnclosure:
         return wlo, whi
 
     def __call__(
-        self, lo: np.ndarray, hi: np.ndarray, alpha: float
+        self, lo: np.ndarray, hi: np.ndarray, alpha: float, exact: bool = True, held: bool = True
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Enclosures of M(Y) ([P, D] lo and hi) and of J(pi(Y)) ([P] lo and hi) for boxes [lo, hi] [P, D]."""
+        """Enclosures of M(Y) ([P, D] lo and hi) and of J(pi(Y)) ([P] lo and hi) for boxes [lo, hi] [P, D];
+        ``exact=False`` skips the exact two-agent stage games, ``held=False`` the whole decentralised stage
+        bound (looser, cheaper; still sound; the last stage's M does not use it)."""
         tree, n, na = self.tree, self.n, self.na
         P = lo.shape[0]
         pol = self.policy_bounds(lo, hi)
@@ -246,7 +248,7 @@ class BoxEnclosure:
             Glo[t], Ghi[t] = glo, ghi
             vlo, vhi = expect_bounds(glo, ghi, bnds, [2 + j for j in range(n)])
             v_next = (vlo.reshape(P, N), vhi.reshape(P, N))
-            held_next = self.held(t, ghi, bnds, pol)
+            held_next = self.held(t, ghi, bnds, pol, exact) if held else None
         assert v_next is not None
         Jlo, Jhi = v_next[0][:, 0], v_next[1][:, 0]
         if held_next is not None:

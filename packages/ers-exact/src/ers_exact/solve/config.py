@@ -145,8 +145,10 @@ class OptimalSetConfig:
     eps: float = 1e-6  # the set proven complete: all fixed points with J >= J* - eps
     max_boxes: int = 400_000  # boxes examined at most (the search then stops and reports what is left)
     max_seconds: float = 600.0  # wall-clock limit of the branch-and-bound (then stops likewise)
-    batch: int = 64  # boxes evaluated together (numpy over the batch)
+    batch: int = 128  # boxes evaluated together (numpy over the batch)
     contract_rounds: int = 6  # rounds of Y <- Y n M(Y) per box before the Krawczyk test
+    exact_rounds: int = 1  # ... of which the first this many solve the two-agent stage games exactly
+    contract_min: int = 8  # ... after the first, only while this many boxes of the batch still shrink
     krawczyk_width: float = 64.0  # the Krawczyk test runs on boxes whose logit widths are all below this
     certify_radii: tuple[float, ...] = (
         1e-7,
@@ -163,6 +165,12 @@ class OptimalSetConfig:
     orbit_domain: bool = (
         True  # explore a fundamental domain of the relabellings passed (solve/orbit_domain.py)
     )
+    reach_power: float = 0.5  # bisection score: probability ranges x (reach probability) ** this
+    closed_blocks: bool = True  # solve closed blocks of last-stage logits first (solve/closed_blocks.py)
+    local_domain: bool = True  # sort each last-stage component by its relabellings (solve/local_symmetry.py)
+    newton_boxes: int = 8  # per batch, Newton from the centres of this many boxes of highest J bound (0: off)
+    newton_steps: int = 30  # Newton iterations of that incumbent search
+    newton_share: float = 0.1  # ... which takes at most this share of the search's time
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)

@@ -454,10 +454,17 @@ class LogitDerivatives:
                 zhi[k, a] = yT.hi[offset : offset + len(k)]
                 z = IArray(zlo, zhi)
                 shift = zhi.max(axis=1, keepdims=True)
-                lse = log((z - shift).exp().sum(axis=1, keepdims=True)) + shift
+                terms = (z - shift).exp()
+                tot = terms.sum(axis=1, keepdims=True)  # >= its largest term (all >= 0), kept above 0
+                tot = IArray(np.maximum(tot.lo, terms.lo.max(axis=1, keepdims=True)), tot.hi)
+                lse = log(tot) + shift
                 lp = z - lse
+                lp = IArray(lp.lo, np.minimum(lp.hi, 0.0))  # a log-probability is <= 0
                 p = lp.exp()
-                p = IArray(np.where(legal[:, :, None], p.lo, 0.0), np.where(legal[:, :, None], p.hi, 0.0))
+                p = IArray(
+                    np.where(legal[:, :, None], p.lo, 0.0),
+                    np.where(legal[:, :, None], np.minimum(p.hi, 1.0), 0.0),  # a probability is <= 1
+                )
             else:
                 zf = np.repeat(base, P, axis=2)
                 zf[k, a] = yT[offset : offset + len(k)]

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["expect_bounds", "greedy_max"]
+__all__ = ["expect_bounds", "expect_upper", "greedy_max"]
 
 _EPS = np.finfo(float).eps
 _TINY = np.finfo(float).tiny
+#: up to this many actions the greedy order comes from pairwise comparisons (faster than argsort there)
+_PAIRWISE = 4
 
 
 def _up(x: np.ndarray) -> np.ndarray:
@@ -26,13 +28,21 @@ def greedy_max(v: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     c = np.where(hi > 0, v, np.inf).min(axis=-1, keepdims=True)  # actions with p = 0 do not count
     c = np.where(np.isfinite(c), c, 0.0)
     w = np.where(hi > 0, np.maximum(_up(v - c), 0.0), 0.0)  # >= 0: extra mass can only add
-    order = np.argsort(-w, axis=-1)
-    ws = np.take_along_axis(w, order, axis=-1)
-    ls = np.take_along_axis(lo, order, axis=-1)
-    cap = np.maximum(np.take_along_axis(hi, order, axis=-1) - ls, 0.0)
+    if A <= _PAIRWISE:  # the greedy order by pairwise comparison (w descending, ties by index): no sort
+        ws, ls, cap = w, lo, np.maximum(hi - lo, 0.0)
+        before = np.zeros(v.shape)
+        later = np.arange(A)
+        for b in range(A):
+            wb = w[..., b : b + 1]
+            before += np.where((wb > w) | ((wb == w) & (b < later)), cap[..., b : b + 1], 0.0)
+    else:
+        order = np.argsort(-w, axis=-1)
+        ws = np.take_along_axis(w, order, axis=-1)
+        ls = np.take_along_axis(lo, order, axis=-1)
+        cap = np.maximum(np.take_along_axis(hi, order, axis=-1) - ls, 0.0)
+        before = np.cumsum(cap, axis=-1) - cap
     lsum = ls.sum(axis=-1)
     mass = np.maximum(1.0 - lsum + (A + 2) * _EPS * (1.0 + lsum), 0.0)
-    before = np.cumsum(cap, axis=-1) - cap
     alloc = np.clip(mass[..., None] - before, 0.0, cap)
     with np.errstate(invalid="ignore"):
         terms = ls * ws + alloc * ws
@@ -53,3 +63,11 @@ def expect_bounds(
         vhi = np.expand_dims(greedy_max(vh, ll, uu), ax)  # the contracted axis kept, of size 1
         vlo = np.expand_dims(-greedy_max(-vl, ll, uu), ax)
     return vlo, vhi
+
+
+def expect_upper(vhi: np.ndarray, bounds: list[tuple[np.ndarray, np.ndarray]], axes: list[int]) -> np.ndarray:
+    """The upper half of :func:`expect_bounds` alone (the same greedy steps on ``vhi``)."""
+    for (l, u), ax in sorted(zip(bounds, axes), key=lambda x: -x[1]):
+        vh = np.moveaxis(vhi, ax, -1)
+        vhi = np.expand_dims(greedy_max(vh, np.moveaxis(l, ax, -1), np.moveaxis(u, ax, -1)), ax)
+    return vhi

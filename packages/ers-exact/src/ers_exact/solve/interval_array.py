@@ -109,7 +109,7 @@ class IArray:
 
     def __mul__(self, other: Operand) -> IArray:
         o = IArray.lift(other)
-        with np.errstate(invalid="ignore"):
+        with np.errstate(invalid="ignore", over="ignore"):  # an overflow to +-inf is an outward bound
             p = np.stack(np.broadcast_arrays(self.lo * o.lo, self.lo * o.hi, self.hi * o.lo, self.hi * o.hi))
         p = np.where(np.isnan(p), 0.0, p)  # 0 * inf only arises from exact zeros (probabilities of 0)
         return IArray(_dn(p.min(axis=0)), _up(p.max(axis=0)))
@@ -144,9 +144,13 @@ class IArray:
         return IArray(np.maximum(_dn(lo), 0.0), _up(hi))
 
     def log(self) -> IArray:
+        """log over the interval; a lower end <= 0 (e.g. a sum of positive terms whose rounding margin reaches
+        below 0) gives -inf there, never NaN (a NaN end would later be dropped by min / max unnoticed)."""
         with np.errstate(divide="ignore", invalid="ignore"):
-            lo, hi = np.log(self.lo), np.log(self.hi)
-        return IArray(_dn(lo - LIBM_ULPS * _EPS * np.abs(lo)), _up(hi + LIBM_ULPS * _EPS * np.abs(hi)))
+            lo = np.where(self.lo > 0, np.log(np.maximum(self.lo, _TINY)), -np.inf)
+            hi = np.where(self.hi > 0, np.log(np.maximum(self.hi, _TINY)), -np.inf)
+            hi = np.where(np.isnan(self.hi), np.nan, hi)
+            return IArray(_dn(lo - LIBM_ULPS * _EPS * np.abs(lo)), _up(hi + LIBM_ULPS * _EPS * np.abs(hi)))
 
     def contains(self, x: np.ndarray) -> np.ndarray:
         return (self.lo <= x) & (x <= self.hi)

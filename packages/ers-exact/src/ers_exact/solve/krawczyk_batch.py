@@ -60,10 +60,19 @@ def logit_map_enclosure(
 
 
 def krawczyk_batch(
-    coords: LogitCoordinates, lo: np.ndarray, hi: np.ndarray, alpha: float
+    coords: LogitCoordinates,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    alpha: float,
+    subset: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One Krawczyk test per box [lo, hi] ([P, D]): status [P] (UNKNOWN, UNIQUE or NONE) and K(Y) [P, D]."""
-    P, D = lo.shape
+    """One Krawczyk test per box [lo, hi] ([P, D]): status [P] (UNKNOWN, UNIQUE or NONE) and K(Y) [P, D].
+
+    ``subset``: test only the subsystem y_S = M_S(y) on those coordinates (S x S block of the Jacobian, the
+    other coordinates as given, usually points); valid as a statement about y_S alone where M_S does not
+    depend on the other coordinates (:mod:`~ers_exact.solve.closed_blocks`); K(Y) is returned on S, the
+    other columns as given."""
+    P = lo.shape[0]
     status = np.full(P, UNKNOWN)
     if P == 0:
         return status, lo.copy(), hi.copy()
@@ -73,6 +82,28 @@ def krawczyk_batch(
     assert dm is not None
     jlo, jhi = dm.lo.transpose(2, 0, 1), dm.hi.transpose(2, 0, 1)  # [P, D, D]
     mlo, mhi = mc.lo.T, mc.hi.T
+    if subset is not None:
+        s = np.asarray(subset)
+        jlo, jhi = jlo[:, s][:, :, s], jhi[:, s][:, :, s]
+        st, klo_s, khi_s = _krawczyk_core(lo[:, s], hi[:, s], c[:, s], jlo, jhi, mlo[:, s], mhi[:, s])
+        klo, khi = lo.copy(), hi.copy()
+        klo[:, s], khi[:, s] = klo_s, khi_s
+        return st, klo, khi
+    return _krawczyk_core(lo, hi, c, jlo, jhi, mlo, mhi)
+
+
+def _krawczyk_core(
+    lo: np.ndarray,
+    hi: np.ndarray,
+    c: np.ndarray,
+    jlo: np.ndarray,
+    jhi: np.ndarray,
+    mlo: np.ndarray,
+    mhi: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The test from the enclosures of DM(Y) [P, D, D] and M(c) [P, D] (module docstring)."""
+    P, D = lo.shape
+    status = np.full(P, UNKNOWN)
     finite = (
         np.isfinite(jlo).all(axis=(1, 2))
         & np.isfinite(jhi).all(axis=(1, 2))

@@ -4,14 +4,21 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ers_exact.solve.config import OptimalSetConfig
+from ers_exact.model.histories import HistoryTree
+from ers_exact.solve.boltzmann import LogitCoordinates, logit_bound
+from ers_exact.solve.config import OptimalSetConfig, SolverConfig
+from ers_exact.solve.fixed_points import FixedPointSet
+from ers_exact.solve.newton import newton
+from ers_exact.solve.optimal_set_boxes import sigmoid
+from ers_exact.solve.optimal_set_roots import Roots
 
-__all__ = ["CertifiedFixedPoint", "OptimalSetResult"]
+__all__ = ["CertifiedFixedPoint", "OptimalSetResult", "build_result"]
 
 
 @dataclass(frozen=True)
@@ -101,3 +108,96 @@ class OptimalSetResult:
             "method": self.method,
             "config": self.config.to_json(),
         }
+
+
+def build_result(
+    tree: HistoryTree,
+    coords: LogitCoordinates,
+    alpha: float,
+    cfg: OptimalSetConfig,
+    roots: Roots,
+    found: FixedPointSet,
+    n_cert: int,
+    boxes: int,
+    left_lo: np.ndarray,
+    left_hi: np.ndarray,
+    pruned: dict[str, int],
+    B: float,
+    start: float,
+    reductions: tuple[str, ...] = (),
+) -> OptimalSetResult:
+    D = coords.dim
+    best_lo = max((j[0] for j in roots.J), default=-np.inf)
+    best_hi = max((j[1] for j in roots.J), default=-np.inf)
+    keep = [r for r in range(len(roots.lo)) if roots.J[r][1] >= best_lo - cfg.eps]
+    points = []
+    if keep:
+        mid = np.array([0.5 * (roots.lo[r] + roots.hi[r]) for r in keep]).reshape(len(keep), D)
+        y, _ = (
+            newton(coords, mid, alpha, SolverConfig().newton_settings, logit_bound(tree, alpha))
+            if D
+            else (mid, None)
+        )
+        for k, r in enumerate(keep):
+            if D and not (np.all(y[k] >= roots.lo[r]) and np.all(y[k] <= roots.hi[r])):
+                y[k] = mid[k]
+        ev = coords.evaluate(y, alpha, jacobian=False)
+        res = coords.residual(y, alpha, image=ev.values) if D else np.zeros(len(keep))
+        pols = coords.to_policy(y)
+        for k, r in enumerate(keep):
+            points.append(
+                CertifiedFixedPoint(
+                    policy=tuple(p[k : k + 1] for p in pols),
+                    y=y[k],
+                    box_lo=roots.lo[r],
+                    box_hi=roots.hi[r],
+                    J=float(ev.J[k]),
+                    J_lo=roots.J[r][0],
+                    J_hi=roots.J[r][1],
+                    residual=float(res[k]),
+                    optimal=bool(roots.J[r][1] >= best_lo - cfg.eps),
+                    found_by=roots.by[r],
+                )
+            )
+    points.sort(key=lambda p: -p.J)
+    n_left = len(left_lo)
+    if n_left:
+        width = np.clip(sigmoid(left_hi) - sigmoid(left_lo), 1e-300, 1.0)
+        total = np.clip(sigmoid(np.array(B)) - sigmoid(np.array(-B)), 1e-300, 1.0)
+        volume = float(np.exp(np.log(width).sum(axis=1) - D * np.log(total)).sum())
+    else:
+        volume = 0.0
+    complete = n_left == 0 and roots.ambiguous == 0 and roots.unmapped == 0 and bool(points)
+    region = f"|y_d| <= B/alpha = {B:.6g} for all {D} logit coordinates (every fixed point lies there)"
+    if complete:
+        note = (
+            f"certified complete: every fixed point with J >= J* - {cfg.eps:g} is listed "
+            f"({len(points)} point(s), {boxes:,} boxes)"
+        )
+    else:
+        why = [f"{n_left:,} box(es) left unexplored (volume share {volume:.3g})"] if n_left else []
+        why += [f"{roots.ambiguous} overlapping root boxes not proven distinct"] if roots.ambiguous else []
+        why += [f"{roots.unmapped} image(s) of roots not certified"] if roots.unmapped else []
+        why += ["no certified fixed point"] if not points else []
+        note = f"NOT proven complete after {boxes:,} boxes: " + "; ".join(why)
+    return OptimalSetResult(
+        game=tree.game.name,
+        horizon=tree.game.horizon,
+        alpha=float(alpha),
+        eps=cfg.eps,
+        points=tuple(points),
+        J_star_lo=float(best_lo),
+        J_star_hi=float(best_hi) if complete else float("inf"),
+        complete=complete,
+        region=region,
+        boxes=boxes,
+        boxes_left=n_left,
+        volume_left=volume,
+        pruned=pruned,
+        candidates=len(found.points),
+        candidates_certified=n_cert,
+        seconds=time.perf_counter() - start,
+        note=note,
+        config=cfg,
+        reductions=reductions,
+    )

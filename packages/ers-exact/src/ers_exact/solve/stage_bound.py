@@ -30,7 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ers_exact.model.histories import HistoryTree
-from ers_exact.solve.greedy import expect_bounds, greedy_max
+from ers_exact.solve.greedy import expect_upper, greedy_max
 
 __all__ = ["MAX_VERTEX_ACTIONS", "HeldAgentBound", "polytope_vertices"]
 
@@ -105,7 +105,7 @@ class HeldAgentBound:
             self.position.append(pos)
 
     def __call__(
-        self, t: int, ghi: np.ndarray, node_bounds: list[Bounds], pol: list[Bounds]
+        self, t: int, ghi: np.ndarray, node_bounds: list[Bounds], pol: list[Bounds], exact_games: bool = True
     ) -> np.ndarray | None:
         """Upper bound of U(m, a) for every parent node m and joint action a of layer t (flattened [P, N_{t-1} A];
         [P, 1] at t = 0: the root's value), from the upper values ``ghi`` [P, N_t, *A] of layer t and the
@@ -133,14 +133,14 @@ class HeldAgentBound:
                 shape = [P, N, 1] + [1] * len(others)
                 shape[3 + k] = na[j]
                 bnds.append((node_bounds[j][0].reshape(shape), node_bounds[j][1].reshape(shape)))
-            _, gv = expect_bounds(x, x, bnds, [3 + k for k in range(len(others))])
+            gv = expect_upper(x, bnds, [3 + k for k in range(len(others))])
             gv = np.where(np.isnan(gv), np.inf, gv).reshape(P, N, V)
             to_key, to_parent = self.groups[t][i]
             with np.errstate(invalid="ignore"):
                 per_key = _sum_up(to_key, gv.transpose(1, 0, 2).reshape(N, P * V))  # [Keys, P V]
                 top = per_key.reshape(-1, P, V).max(axis=2)  # [Keys, P]
                 bound = _sum_up(to_parent, top).T  # [P, M]
-            if i in self.position[t]:
+            if exact_games and i in self.position[t]:
                 exact = self._enumerate(t, i, x, node_bounds[others[0]])
                 if exact is not None:
                     bound = np.minimum(bound, exact)
