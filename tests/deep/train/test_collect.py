@@ -37,6 +37,15 @@ def test_compiled_collection_equals_torchrl_collector(env: str) -> None:
     assert_rollouts_equal(fast, rollouts(cfg.replace(collector="torchrl"), calls=2))
 
 
+def test_compiled_collection_with_the_v0_belief_equals_torchrl_collector() -> None:
+    """Hanabi with JaxMARL's knowledge encoding (``hanabi_knowledge="v0-belief"``): the compiled step's
+    concatenated observation (belief included) gives the reference's rollouts, and the belief is in them."""
+    cfg = tiny_config("hanabi", collect_mode="compile", hanabi_knowledge="v0-belief")
+    fast = rollouts(cfg.replace(collector="fast"), calls=2)
+    assert_rollouts_equal(fast, rollouts(cfg.replace(collector="torchrl"), calls=2))
+    assert bool((fast[0][0].obs % 1 != 0).any())
+
+
 @pytest.mark.parametrize("env", ["hanabi", "overcooked-v2"])
 def test_emulated_graph_collection_equals_torchrl_collector(
     env: str, monkeypatch: pytest.MonkeyPatch

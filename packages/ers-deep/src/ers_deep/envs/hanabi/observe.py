@@ -84,7 +84,7 @@ class HanabiObservation:
             (s.last_card < K)[:, None, None].expand(B, P, 1).to(out.dtype),
         )
         la[..., o_card + K :] = s.last_flags[:, None, :]
-        if cfg.observation_type != "minimal":
+        if cfg.observation_type != "minimal" and self.knowledge == "plausible":
             out[..., lay.knowledge :] = s.knowledge[:, rel].reshape(B, P, -1)  # [B, P, P*H*F]
         if self.knowledge == "v0-belief" and cfg.observation_type != "minimal":
             out = out.to(self.obs_dtype)
@@ -126,10 +126,11 @@ class HanabiObservation:
         discarded or played (``knowledge="v0-belief"``)."""
         cfg = self.config
         B, P, K = self.batch_size, cfg.players, cfg.num_cards
-        know = s.knowledge[:, self._t["rel"]].to(self.obs_dtype)  # [B, P, P, H, F] observer-relative seats
+        know = s.knowledge.to(self.obs_dtype)  # [B, P, H, F] absolute seats: each hand's belief once
         played = (s.fireworks[:, :, None] > self._arR).flatten(1)  # [B, C*R]: card c*R + r is on the board
         count = (self._copies - s.discards - played.long()).to(self.obs_dtype)  # [B, K]
-        weight = know[..., :K] * count[:, None, None, None, :]
+        weight = know[..., :K] * count[:, None, None, :]
         total = weight.sum(-1, keepdim=True)
         belief = weight / torch.where(total > 0, total, torch.ones_like(total))
-        return torch.cat([belief, know[..., K:]], -1).reshape(B, P, -1)
+        know = torch.cat([belief, know[..., K:]], -1)[:, self._t["rel"]]  # [B, P, P, H, F] observer-relative
+        return know.reshape(B, P, -1)
