@@ -37,6 +37,7 @@ if [ "$TEST_S" -gt 0 ]; then
     "tests/deep/train/test_gpu.py::test_gae_on_cuda_equals_the_cpu_loop" \
     "tests/deep/train/test_gpu.py::test_captured_collection_equals_the_eager_loop[overcooked-v2-compile-graph]" \
     "tests/deep/train/test_gpu.py::test_captured_collection_equals_the_eager_loop[hanabi-compile-graph]" \
+    "tests/deep/train/test_gpu.py::test_captured_collection_with_the_v0_belief_equals_the_eager_loop" \
     "tests/deep/accel/test_gpu.py::test_captured_step_equals_eager_step[hanabi-kw0-compile-graph]" \
     ${MORE_TESTS:-} > "$OUT/gpu-tests.txt" 2>&1
   echo "gpu tests: exit $? (details in $OUT/gpu-tests.txt)"; tail -25 "$OUT/gpu-tests.txt"

@@ -24,6 +24,15 @@ def test_captured_collection_equals_the_eager_loop(env: str, mode: str) -> None:
     assert_rollouts_equal(fast, ref, float_tol=1e-5)  # a graph may pick other cuBLAS kernels
 
 
+def test_captured_collection_with_the_v0_belief_equals_the_eager_loop() -> None:
+    """Hanabi with JaxMARL's knowledge encoding (the learning comparison's observation) under compile-graph."""
+    cfg = tiny_config("hanabi", device="cuda", num_envs=64, num_steps=64, hanabi_knowledge="v0-belief")
+    fast = rollouts(cfg.replace(collector="fast", collect_mode="compile-graph"), calls=3)
+    ref = rollouts(cfg.replace(collector="native", collect_mode="compile-graph"), calls=3)
+    assert_rollouts_equal(fast, ref, float_tol=1e-5)
+    assert bool((fast[0][0].obs % 1 != 0).any())
+
+
 @pytest.mark.parametrize("mode", ["compile", "graph", "compile-graph"])
 @pytest.mark.parametrize("env", ["hanabi", "overcooked-v2"])
 def test_update_modes_equal_the_eager_update(env: str, mode: str) -> None:
