@@ -38,6 +38,8 @@ import numpy as np
 from ers_exact.model.histories import HistoryTree
 from ers_exact.solve.boltzmann import LogitCoordinates
 from ers_exact.solve.derivatives import coordinate_index
+from ers_exact.solve.orbit_domain import contract_chain, permutation_orbits
+from ers_exact.util.partition import class_roots
 
 __all__ = ["MAX_IMAGES", "LocalDomain", "components", "contract_chain", "local_domain"]
 
@@ -45,28 +47,6 @@ __all__ = ["MAX_IMAGES", "LocalDomain", "components", "contract_chain", "local_d
 MAX_IMAGES = 20_000
 #: joint permutations tried at most (prod_j |A_j|!)
 MAX_JOINT_PERMUTATIONS = 5040
-
-
-def contract_chain(lo: np.ndarray, hi: np.ndarray, chain: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Intersect boxes [P, D] with the hull of y_{chain[0]} >= y_{chain[1]} >= ... (-1: the reference logit 0);
-    an empty box gets lo = inf."""
-    P = len(lo)
-    zero = np.zeros(P)
-    clo = [lo[:, c] if c >= 0 else zero for c in chain]
-    chi = [hi[:, c] if c >= 0 else zero for c in chain]
-    for j in range(1, len(chi)):
-        chi[j] = np.minimum(chi[j], chi[j - 1])
-    for j in range(len(clo) - 2, -1, -1):
-        clo[j] = np.maximum(clo[j], clo[j + 1])
-    lo, hi = lo.copy(), hi.copy()
-    bad = np.zeros(P, dtype=bool)
-    for c, a, b in zip(chain, clo, chi):
-        if c >= 0:
-            lo[:, c], hi[:, c] = a, b
-        else:  # the reference logit is 0: a box whose chain excludes 0 there is empty
-            bad |= (a > 0) | (b < 0)
-    lo[bad] = np.inf
-    return lo, hi
 
 
 @dataclass(frozen=True)
@@ -164,24 +144,12 @@ def components(tree: HistoryTree) -> list[tuple[np.ndarray, ...]]:
     loc = tree.layers[t].local  # [N, n] global local-history index of each agent at each node
     n = loc.shape[1]
     offsets = [0, *np.cumsum([len(h) for h in tree.local])]
-    parent = list(range(offsets[-1]))
-
-    def find(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for row in loc:
-        root = find(offsets[0] + int(row[0]))
-        for j in range(1, n):
-            other = find(offsets[j] + int(row[j]))
-            if other != root:
-                parent[other] = root
+    pairs = ((offsets[0] + int(row[0]), offsets[j] + int(row[j])) for row in loc for j in range(1, n))
+    root = class_roots(offsets[-1], pairs)
     groups: dict[int, list[list[int]]] = {}
     for j in range(n):
         for h in np.unique(loc[:, j]):
-            groups.setdefault(find(offsets[j] + int(h)), [[] for _ in range(n)])[j].append(int(h))
+            groups.setdefault(root[offsets[j] + int(h)], [[] for _ in range(n)])[j].append(int(h))
     return [tuple(np.array(g, dtype=np.int64) for g in per) for per in groups.values()]
 
 
@@ -224,7 +192,7 @@ def _chain(
         if not len(hist) or not perms:
             continue
         own = {p[j] for p in perms} | {tuple(range(len(perms[0][j])))}
-        for orbit in _orbits(own, len(perms[0][j])):
+        for orbit in permutation_orbits(own, len(perms[0][j])):
             full = set(itertools.permutations(orbit))
             if len(orbit) < 2 or len({tuple(p[a] for a in orbit) for p in own} & full) < len(full):
                 continue
@@ -238,22 +206,3 @@ def _chain(
             if best is None or len(chain) > len(best):
                 best = chain
     return best
-
-
-def _orbits(perms: set[tuple[int, ...]], n: int) -> list[tuple[int, ...]]:
-    """Orbits of a set of permutations of range(n), each sorted."""
-    seen: set[int] = set()
-    out = []
-    for a in range(n):
-        if a in seen:
-            continue
-        orbit, todo = {a}, [a]
-        while todo:
-            x = todo.pop()
-            for p in perms:
-                if p[x] not in orbit:
-                    orbit.add(p[x])
-                    todo.append(p[x])
-        seen |= orbit
-        out.append(tuple(sorted(orbit)))
-    return out

@@ -28,7 +28,7 @@ from ers_exact.model.transformation import Transformation, apply_to_policy, is_a
 from ers_exact.solve.boltzmann import LogitCoordinates
 from ers_exact.solve.derivatives import coordinate_index
 
-__all__ = ["OrbitDomain", "is_exact_symmetry", "orbit_domain"]
+__all__ = ["OrbitDomain", "contract_chain", "is_exact_symmetry", "orbit_domain", "permutation_orbits"]
 
 #: relabellings accepted at most (each root is mapped through every one)
 MAX_RELABELLINGS = 5040
@@ -65,23 +65,7 @@ class OrbitDomain:
 
     def contract(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Intersect boxes [P, D] with Delta's hull: hi_{j+1} <= hi_j and lo_j >= lo_{j+1} along the chain."""
-        P = len(lo)
-        zero = np.zeros(P)
-        clo = [lo[:, c] if c >= 0 else zero for c in self.chain]
-        chi = [hi[:, c] if c >= 0 else zero for c in self.chain]
-        for j in range(1, len(chi)):
-            chi[j] = np.minimum(chi[j], chi[j - 1])
-        for j in range(len(clo) - 2, -1, -1):
-            clo[j] = np.maximum(clo[j], clo[j + 1])
-        lo, hi = lo.copy(), hi.copy()
-        bad = np.zeros(P, dtype=bool)
-        for c, a, b in zip(self.chain, clo, chi):
-            if c >= 0:
-                lo[:, c], hi[:, c] = a, b
-            else:  # the reference logit is 0: a box whose chain excludes 0 there is empty
-                bad |= (a > 0) | (b < 0)
-        lo[bad] = np.inf
-        return lo, hi
+        return contract_chain(lo, hi, self.chain)
 
     def images(self, coords: LogitCoordinates, y: np.ndarray) -> np.ndarray:
         """phi^{-1}(y) for every root y [R, D] and every given phi, identity images dropped.  # [R * G', D]"""
@@ -104,7 +88,7 @@ def orbit_domain(tree: HistoryTree, relabellings: Sequence[Transformation]) -> O
     for i, (ks, acts, _) in enumerate(coordinate_index(tree)):
         perms = {tuple(phi.actions[i]) for phi in relabellings}
         legal = tree.local[i].legal[0]
-        for orbit in _orbits(perms, len(legal)):
+        for orbit in permutation_orbits(perms, len(legal)):
             if len(orbit) < 2 or not all(legal[a] for a in orbit):
                 continue
             restricted = {tuple(p[a] for a in orbit) for p in perms}
@@ -119,7 +103,7 @@ def orbit_domain(tree: HistoryTree, relabellings: Sequence[Transformation]) -> O
     return best
 
 
-def _orbits(perms: set[tuple[int, ...]], n: int) -> list[tuple[int, ...]]:
+def permutation_orbits(perms: set[tuple[int, ...]], n: int) -> list[tuple[int, ...]]:
     """Orbits of a set of permutations of range(n), each sorted."""
     seen: set[int] = set()
     out = []
@@ -136,3 +120,25 @@ def _orbits(perms: set[tuple[int, ...]], n: int) -> list[tuple[int, ...]]:
         seen |= orbit
         out.append(tuple(sorted(orbit)))
     return out
+
+
+def contract_chain(lo: np.ndarray, hi: np.ndarray, chain: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Intersect boxes [P, D] with the hull of y_{chain[0]} >= y_{chain[1]} >= ... (-1: the reference logit 0);
+    an empty box gets lo = inf."""
+    P = len(lo)
+    zero = np.zeros(P)
+    clo = [lo[:, c] if c >= 0 else zero for c in chain]
+    chi = [hi[:, c] if c >= 0 else zero for c in chain]
+    for j in range(1, len(chi)):
+        chi[j] = np.minimum(chi[j], chi[j - 1])
+    for j in range(len(clo) - 2, -1, -1):
+        clo[j] = np.maximum(clo[j], clo[j + 1])
+    lo, hi = lo.copy(), hi.copy()
+    bad = np.zeros(P, dtype=bool)
+    for c, a, b in zip(chain, clo, chi):
+        if c >= 0:
+            lo[:, c], hi[:, c] = a, b
+        else:  # the reference logit is 0: a box whose chain excludes 0 there is empty
+            bad |= (a > 0) | (b < 0)
+    lo[bad] = np.inf
+    return lo, hi

@@ -37,6 +37,7 @@ from ers_exact.model.transformation import Transformation, history_map
 from ers_exact.model.values import expected_return
 from ers_exact.solve.boltzmann import boltzmann_residual
 from ers_exact.symmetry.candidates import CandidateSpace, stack_pool
+from ers_exact.symmetry.er_search import pool_orbits
 from ers_exact.symmetry.search import permutation_table, policy_part_order
 from ers_exact.util.errors import InputError
 from ers_exact.util.progress import Progress
@@ -294,28 +295,14 @@ def _matching(
 def _orbits(
     pols: list[np.ndarray], images: list[list[np.ndarray]], tol: float = 1e-6
 ) -> tuple[tuple[tuple[int, ...], ...], int]:
-    """Union-find of pool points mapped onto each other by the members; count images outside the pool."""
+    """Orbits of the pool under the members (``pool_orbits``); count images outside the pool."""
     P = pols[0].shape[0]
     flat = np.concatenate([p.reshape(P, -1) for p in pols], axis=1)
-    parent = list(range(P))
-
-    def find(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    outside = 0
+    sigmas = []
     for img in images:
         img_flat = np.concatenate([m.reshape(P, -1) for m in img], axis=1)
         dist = np.abs(img_flat[:, None, :] - flat[None, :, :]).max(axis=2)  # [P, P]
-        for p in range(P):
-            q = int(np.argmin(dist[p]))
-            if dist[p, q] < tol:
-                parent[find(p)] = find(q)
-            else:
-                outside += 1
-    groups: dict[int, list[int]] = {}
-    for p in range(P):
-        groups.setdefault(find(p), []).append(p)
-    return tuple(tuple(g) for g in groups.values()), outside
+        nearest = dist.argmin(axis=1)
+        sigmas.append(np.where(dist[np.arange(P), nearest] < tol, nearest, -1))
+    outside = sum(int((s < 0).sum()) for s in sigmas)
+    return pool_orbits(P, sigmas), outside

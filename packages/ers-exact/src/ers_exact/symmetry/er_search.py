@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ers_exact.model.histories import HistoryTree
+from ers_exact.util.partition import classes
 
 __all__ = ["AgentIndex", "SearchBudgetError", "Searcher", "build_index", "pool_orbits", "pool_permutation"]
 
@@ -273,21 +274,7 @@ def pool_permutation(pols: Sequence[np.ndarray], images: Sequence[np.ndarray]) -
 
 
 def pool_orbits(P: int, sigmas: Sequence[np.ndarray]) -> tuple[tuple[int, ...], ...]:
-    """Orbits of the pool under the permutations ``sigmas`` (union-find), singletons included."""
-    parent = list(range(P))
-
-    def find(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for s in sigmas:
-        for p, q in enumerate(s):
-            a, b = find(p), find(int(q))
-            if a != b:
-                parent[max(a, b)] = min(a, b)
-    groups: dict[int, list[int]] = {}
-    for p in range(P):
-        groups.setdefault(find(p), []).append(p)
-    return tuple(tuple(g) for g in groups.values())
+    """Orbits of the pool under the maps ``sigmas`` (union-find), singletons included; an entry q < 0 maps its
+    point outside the pool and joins nothing."""
+    pairs = ((p, int(q)) for s in sigmas for p, q in enumerate(s) if q >= 0)
+    return tuple(tuple(g) for g in classes(P, pairs))

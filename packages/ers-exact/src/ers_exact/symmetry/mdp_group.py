@@ -28,6 +28,7 @@ import numpy as np
 from ers_exact.model.game import Game
 from ers_exact.model.transformation import Transformation, is_decpomdp_symmetry
 from ers_exact.symmetry.search import ATOL, SymmetryBudgetError, coset_representatives, twin_classes
+from ers_exact.util.partition import classes
 
 __all__ = ["MdpGroup", "decpomdp_group", "format_order"]
 
@@ -135,24 +136,8 @@ class MdpGroup:
 def _components(perms: list[tuple[int, ...]]) -> list[list[int]]:
     if not perms:
         return []
-    n = len(perms[0])
-    parent = list(range(n))
-
-    def find(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for p in perms:
-        for a, b in enumerate(p):
-            ra, rb = find(a), find(b)
-            if ra != rb:
-                parent[max(ra, rb)] = min(ra, rb)
-    groups: dict[int, list[int]] = {}
-    for x in range(n):
-        groups.setdefault(find(x), []).append(x)
-    return [g for g in groups.values() if len(g) > 1]
+    pairs = ((a, b) for p in perms for a, b in enumerate(p))
+    return [g for g in classes(len(perms[0]), pairs) if len(g) > 1]
 
 
 def decpomdp_group(game: Game) -> MdpGroup:
