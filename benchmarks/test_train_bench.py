@@ -6,7 +6,8 @@ one torch thread, at issue 21's CPU settings: Hanabi-Full (the official 512-wide
 Each case measures, in the same process, the learner (``collector="fast"``, auto modes) and the A/B baseline,
 the learner before the fast path (``ers_deep.bench.train.BASELINE``: the native loop re-observing every step,
 the eager update). ``test_hanabi_vs_jax_anchor`` runs the PureJaxRL-style anchor
-(``../shared/anchors/ippo_hanabi_jax.py``) on CPU JAX with one thread in its own process at the same setting.
+(``../shared/anchors/ippo_hanabi_jax.py``) on CPU JAX in its own process at the same setting, pinned to one CPU
+(XLA's CPU runtime keeps ~1.65 of two cores busy whatever ``XLA_FLAGS`` say; both sides report ``cores_used``).
 An env-step is one joint step of one game."""
 
 from __future__ import annotations
@@ -65,9 +66,16 @@ def test_hanabi_vs_jax_anchor(benchmark, one_thread) -> None:  # type: ignore[no
     }
     steps = cfg.num_envs * cfg.num_steps
     args = ["--preset", "full", "--num-envs", "256", "--num-steps", "128", "--chunk", "1"]
-    anchor = bench_anchor(ANCHOR, [*args, "--total-steps", str(4 * steps), "--eval-games", "16"], env=env)
+    cpu = min(os.sched_getaffinity(0))
+    anchor = bench_anchor(
+        ANCHOR, [*args, "--total-steps", str(4 * steps), "--eval-games", "16"], env=env, cpus={cpu}
+    )
     ers = benchmark.pedantic(lambda: bench_learner(cfg, updates=2, warmup=1), rounds=1, iterations=1)
-    info = {"ers_env_steps_per_s": ers["env_steps_per_s"], "anchor": anchor}
+    info = {
+        "ers_env_steps_per_s": ers["env_steps_per_s"],
+        "ers_cores_used": ers["cores_used"],
+        "anchor": anchor,
+    }
     if "env_steps_per_s" in anchor:
         info["ratio_vs_anchor"] = ers["env_steps_per_s"] / anchor["env_steps_per_s"]
     benchmark.extra_info.update(info)

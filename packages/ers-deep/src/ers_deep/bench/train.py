@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import resource
 import subprocess
 import sys
 import time
@@ -42,11 +44,11 @@ def bench_learner(config: TrainConfig, updates: int = 2, warmup: int = 1) -> dic
         m = learner.train_step()
     _sync(config.device)
     setup = time.perf_counter() - t0
-    t1 = time.perf_counter()
+    t1, c1 = time.perf_counter(), time.process_time()
     for _ in range(updates):
         m = learner.train_step()
     _sync(config.device)
-    seconds = time.perf_counter() - t1
+    seconds, cpu = time.perf_counter() - t1, time.process_time() - c1
     steps = updates * config.steps_per_update * len(config.seeds)
     phases: dict[str, float] = {}
     learner.train_step(timings=phases)  # one more, its phases timed apart
@@ -63,6 +65,7 @@ def bench_learner(config: TrainConfig, updates: int = 2, warmup: int = 1) -> dic
         "seconds": seconds,
         "setup_s": setup,
         "env_steps_per_s": steps / seconds,
+        "cores_used": cpu / seconds,
         "phase_s": phases,
         "return": m.get("return"),
     }
@@ -76,14 +79,28 @@ def bench_pair(config: TrainConfig, updates: int = 2, warmup: int = 1) -> dict[s
 
 
 def bench_anchor(
-    script: Path, args: list[str], env: dict[str, str] | None = None, timeout: float = 600
+    script: Path,
+    args: list[str],
+    env: dict[str, str] | None = None,
+    timeout: float = 600,
+    cpus: set[int] | None = None,
 ) -> dict[str, Any]:
     """Run a JAX anchor learner (``python script *args``) in its own process; its JSON lines, the last
-    env-steps/s it reported (``env_steps_per_s``) and its wall seconds. Errors are reported, not raised."""
-    t0 = time.perf_counter()
+    env-steps/s it reported (``env_steps_per_s``), its wall seconds and the cores it kept busy on average
+    (``cores_used``: its CPU seconds over its wall seconds). ``cpus`` pins the process to those CPUs before it
+    starts: XLA's CPU runtime runs its own threads whatever ``XLA_FLAGS`` say (measured here: 1.65 cores of
+    two with ``intra_op_parallelism_threads=1``), so a one-thread comparison must pin it. Errors are
+    reported, not raised."""
+    if cpus is not None and not cpus <= os.sched_getaffinity(0):
+        raise ValueError(f"cpus {sorted(cpus)} are not all available to this process")
+    cmd = [sys.executable, str(script), *args]
+    if cpus is not None:  # pinned in the child before the script runs (no preexec_fn beside torch's threads)
+        pin = f"import os, runpy, sys; os.sched_setaffinity(0, {sorted(cpus)}); sys.argv = sys.argv[1:]; "
+        cmd = [sys.executable, "-c", pin + "runpy.run_path(sys.argv[0], run_name='__main__')", *cmd[1:]]
+    t0, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     try:
         proc = subprocess.run(
-            [sys.executable, str(script), *args],
+            cmd,
             check=False,
             capture_output=True,
             text=True,
@@ -92,12 +109,17 @@ def bench_anchor(
         )
     except subprocess.TimeoutExpired:
         return {"error": f"timed out after {timeout} s", "wall_s": time.perf_counter() - t0}
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall = time.perf_counter() - t0
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     lines = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
     rates = [  # a final summary's rate after compilation, else the last finite rate reported
         x.get("env_steps_per_s_after_compile", x.get("env_steps_per_s")) for x in lines if isinstance(x, dict)
     ]
     rates = [r for r in rates if isinstance(r, (int, float)) and not math.isnan(r) and r > 0]
-    out: dict[str, Any] = {"wall_s": time.perf_counter() - t0, "lines": lines[-3:]}
+    out: dict[str, Any] = {"wall_s": wall, "cores_used": cpu / wall, "lines": lines[-3:]}
+    if cpus is not None:
+        out["cpus"] = sorted(cpus)
     if proc.returncode != 0 or not rates:
         out["error"] = (
             f"exit {proc.returncode}: {proc.stderr.strip().splitlines()[-1:] or ['no rate reported']}"
