@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable
 from contextlib import nullcontext
 from functools import partial
 
@@ -20,6 +19,11 @@ from ers_deep.nets.actor_critic import RecurrentCNN
 from ers_deep.nets.layers import SGRUCell
 from ers_deep.nets.recurrent import gru_bounded, gru_segments, gru_steps, split_segments
 
+from .gru_cases import cell as _cell
+from .gru_cases import grads as _grads
+from .gru_cases import inputs as _inputs
+from .gru_cases import pattern as _pattern
+
 torch.set_num_threads(1)
 
 DEVICES = [
@@ -29,45 +33,11 @@ DEVICES = [
         marks=[pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")],
     ),
 ]
-IN, H = 6, 5
 
 
 def _fp32(device: str) -> contextlib.AbstractContextManager[None]:
     """cuDNN's GRU runs in TF32 by default (torch.backends.cudnn.allow_tf32): ~1e-3 from the loop's fp32."""
     return torch.backends.cudnn.flags(enabled=True, allow_tf32=False) if device == "cuda" else nullcontext()
-
-
-def _cell(S: int, device: str = "cpu", n_in: int = IN, hidden: int = H) -> SGRUCell:
-    cell = SGRUCell(n_in, hidden, [torch.Generator().manual_seed(10 + s) for s in range(S)])
-    with torch.no_grad():  # non-zero biases, so that bias_ih and bias_hh are both checked
-        g = torch.Generator().manual_seed(99)
-        for b in (cell.inp.bias, cell.rec.bias):
-            assert b is not None
-            b.copy_(torch.randn(b.shape, generator=g))
-    return cell.to(device)
-
-
-def _inputs(first: torch.Tensor, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
-    S, T, N = first.shape
-    g = torch.Generator().manual_seed(seed)
-    x = torch.randn(S, T, N, IN, generator=g).to(first.device).requires_grad_()
-    h0 = torch.randn(S, N, H, generator=g).to(first.device).requires_grad_()
-    return x, h0
-
-
-def _grads(
-    fn: Callable[..., tuple[torch.Tensor, torch.Tensor]],
-    cell: SGRUCell,
-    x: torch.Tensor,
-    first: torch.Tensor,
-    h0: torch.Tensor,
-) -> tuple[torch.Tensor, torch.Tensor, list[torch.Tensor]]:
-    """(states, last state, gradients of a scalar loss w.r.t. the cell's parameters, x and h0)."""
-    ys, h = fn(cell, x, first, h0)
-    w = torch.linspace(-1, 1, ys.numel(), device=ys.device).view_as(ys)
-    loss = (w * ys).sum() + (ys**2).sum() + 0.5 * h.sum()
-    grads = torch.autograd.grad(loss, [*cell.parameters(), x, h0])
-    return ys.detach(), h.detach(), list(grads)
 
 
 def _check(cell: SGRUCell, first: torch.Tensor, packed: bool | None, seed: int = 0) -> None:
@@ -78,24 +48,6 @@ def _check(cell: SGRUCell, first: torch.Tensor, packed: bool | None, seed: int =
     assert torch.allclose(ys2, ys, atol=1e-5, rtol=0) and torch.allclose(h2, h, atol=1e-5, rtol=0)
     for a, b in zip(g, g2, strict=True):
         assert torch.allclose(b, a, rtol=1e-4, atol=1e-5 * a.abs().max().item())
-
-
-def _pattern(name: str, S: int, T: int, N: int) -> torch.Tensor:
-    first = torch.zeros(S, T, N, dtype=torch.bool)
-    if name == "all":
-        first[:] = True
-    elif name == "at t=0":
-        first[:, 0] = True
-    elif name == "mixed":  # actor 0 none, actor 1 at t=0, actor 2 one in the middle, actor 3 at the end
-        first[:, 0, 1] = True
-        first[:, T // 2, 2] = True
-        first[:, T - 1, 3] = True
-        first[-1, 1::2, 0] = True  # and the last seed's actor 0 every other step
-    elif name == "long+short":  # actor 0 one long segment, the others one per step: auto packs
-        first[:, :, 1:] = True
-    elif name == "random":
-        first = torch.rand(S, T, N, generator=torch.Generator().manual_seed(3)) < 0.3
-    return first
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -35,6 +35,7 @@ from typing import Any, Literal, cast
 import torch
 from torch import Tensor, nn
 
+from ers_deep.nets.gru_scan import gru_scan
 from ers_deep.nets.layers import SConv2d, SGRUCell, SLayerNorm, SLinear
 from ers_deep.nets.recurrent import gru_bounded, gru_segments, gru_steps
 from ers_deep.nets.state import NetState
@@ -138,10 +139,12 @@ class FeedForward(ActorCritic):
 
 class RecurrentCNN(ActorCritic):
     """The official Overcooked V2 net (``"cnn-gru"``); observations [.., V, V, C] (channels last).
-    Sequences (T > 1) run the GRU through the fused kernel unless ``fused_gru`` is False: over the segments
-    between resets (``nets.recurrent.gru_segments``, two host syncs), or, where the caller bounds the resets
-    per sequence (``max_resets``, set by the captured update: ``train.update.bounded_resets``), over a static
-    number of segments (``gru_bounded``, sync-free); single steps always run the cell."""
+    Sequences (T > 1) run the GRU through a fused path unless ``fused_gru`` is False: where the caller bounds
+    the resets per sequence (``max_resets``, set by the captured update: ``train.update.bounded_resets``), the
+    fused kernel over a static number of segments (``gru_bounded``, sync-free); else on a CPU as one autograd
+    function (``nets.gru_scan``: 3x torch's native GRU over segments for the paper's 8-actor minibatches); else
+    the fused (cuDNN) kernel over the segments between resets (``gru_segments``, two host syncs). Single steps
+    always run the cell."""
 
     fused_gru: bool = True
     max_resets: int | None = None
@@ -175,7 +178,7 @@ class RecurrentCNN(ActorCritic):
         assert hidden is not None, "the CNN + GRU net needs its GRU state (initial_state)"
         x = obs.reshape(S, T * N, *self.obs_shape).float()  # [S, M, V, V, C] channels last
         for conv in self.convs[: self.n_pointwise]:  # 1x1 convs as matmuls (1.7x conv2d's speed on CPU)
-            x = torch.relu(cast(SConv2d, conv).pointwise(x))
+            x = cast(SConv2d, conv).pointwise(x, relu=True)
         x = x.permute(0, 1, 4, 2, 3)  # [S, M, C, V, V]
         for conv in self.convs[self.n_pointwise :]:
             x = torch.relu(conv(x))
@@ -184,6 +187,8 @@ class RecurrentCNN(ActorCritic):
         # T = 1 (collection, compiled / captured graphs): the cell; sequences (the update): the fused kernel
         if T > 1 and self.fused_gru and self.max_resets is not None:
             y, h = gru_bounded(self.gru, x, first, hidden, self.max_resets)
+        elif T > 1 and self.fused_gru and x.device.type == "cpu":
+            y, h = gru_scan(self.gru, x, first, hidden)
         else:
             run_gru = gru_segments if T > 1 and self.fused_gru else gru_steps
             y, h = run_gru(self.gru, x, first, hidden)

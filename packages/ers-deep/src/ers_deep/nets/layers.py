@@ -73,14 +73,18 @@ class SConv2d(nn.Module):
             ]
         )
 
-    def pointwise(self, x: Tensor) -> Tensor:
+    def pointwise(self, x: Tensor, relu: bool = False) -> Tensor:
         """A 1x1 convolution on channels-last input: x [S, ..., in] -> [S, ..., out], one bmm (equal to
-        ``forward`` on the permuted input up to float rounding)."""
+        ``forward`` on the permuted input up to float rounding). ``relu``: followed by a ReLU, in place on the
+        product (no second activation-sized tensor; in place on the base, not on the view, which would make
+        autograd copy the gradient)."""
         if self.kernel != 1:
             raise ValueError(f"pointwise needs a 1x1 convolution, this one is {self.kernel}x{self.kernel}")
         S = x.shape[0]
         w = self.weight.view(S, self.n_out, -1)  # [S, out, in]
         y = torch.baddbmm(self.bias.view(S, 1, -1), x.reshape(S, -1, x.shape[-1]), w.transpose(1, 2))
+        if relu:
+            y = y.relu_()
         return y.view(*x.shape[:-1], self.n_out)
 
 
