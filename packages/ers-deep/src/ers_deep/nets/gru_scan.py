@@ -44,7 +44,7 @@ class _GRUScan(torch.autograd.Function):
     (strided operands make a tiny op 2-3x slower)."""
 
     @staticmethod
-    def forward(  # type: ignore[override]
+    def forward(
         ctx: Any,
         x: Tensor,
         keep: Tensor,
@@ -93,7 +93,7 @@ class _GRUScan(torch.autograd.Function):
 
     @staticmethod
     @once_differentiable
-    def backward(ctx: Any, dys: Tensor) -> tuple[Tensor | None, ...]:  # type: ignore[override]
+    def backward(ctx: Any, dys: Tensor) -> tuple[Tensor | None, ...]:
         x, keep, w_ih, w_hh, hp, rz, gh_n, n = ctx.saved_tensors
         T, S, N, H = hp.shape
         r, z = rz[..., :H], rz[..., H:]
