@@ -13,7 +13,7 @@ import torch
 
 from ers_deep.nets import NetConfig, NetState, build_net
 from ers_deep.nets.actor_critic import RecurrentCNN
-from ers_deep.nets.layers import SConv2d, channels_last_grad
+from ers_deep.nets.layers import SConv2d
 from ers_deep.nets.pointwise import pointwise_stack
 
 torch.set_num_threads(1)
@@ -76,15 +76,6 @@ def test_chunked_stack_refuses_bad_input() -> None:
         pointwise_stack(torch.zeros(1, 4, 3), [c.pointwise_params() for c in convs], chunk=0)
 
 
-def test_channels_last_grad_is_the_identity_with_a_channels_last_gradient() -> None:
-    x = torch.randn(2, 3, 4, 5, 5, requires_grad=True)
-    y = channels_last_grad(x)
-    assert torch.equal(y, x)
-    w = torch.randn(2, 3, 4, 5, 5)
-    (grad,) = torch.autograd.grad((y * w).sum(), [x])
-    assert torch.equal(grad, w) and grad[0].is_contiguous(memory_format=torch.channels_last)
-
-
 def test_overcooked_net_takes_the_chunked_stack_with_gradients(monkeypatch: pytest.MonkeyPatch) -> None:
     """With gradients on, on the CPU, the net's 1x1 layers go through ``pointwise_stack``; outputs and
     gradients equal the no-gradient path's outputs and the plain layers' gradients."""
@@ -116,3 +107,24 @@ def _reference_params(x: torch.Tensor, params: list[tuple[torch.Tensor, torch.Te
     for w, b in params:
         x = torch.relu(torch.baddbmm(b, x, w))
     return x
+
+
+@pytest.mark.parametrize("S", [1, 2])
+@pytest.mark.parametrize("channels_last", [True, False])
+def test_dense_on_channels_last_activations_equals_the_official_flatten(S: int, channels_last: bool) -> None:
+    """The Overcooked net's dense layer reads its input in (V, V, C) order with permuted weight rows: the same
+    values and gradients as the official (C, V, V) flatten, whatever the activations' layout."""
+    net = build_net(NetConfig(kind="cnn-gru", hidden=16, conv=8), list(range(S)), (5, 5, 4), 6)
+    assert isinstance(net, RecurrentCNN)
+    x = torch.randn(S, 7, 5, 5, 32, generator=torch.Generator().manual_seed(3))  # [S, M, V, V, C]
+    x = x.permute(0, 1, 4, 2, 3) if channels_last else x.permute(0, 1, 4, 2, 3).contiguous()
+    x.requires_grad_()
+    w = torch.randn(S, 7, 16)
+    y = net._dense_channels_last(x)
+    ref = net.dense(x.flatten(2))
+    assert torch.allclose(y, ref, atol=1e-5)
+    wanted = [x, net.dense.weight, net.dense.bias]
+    g = torch.autograd.grad((y * w).sum(), wanted)
+    g_ref = torch.autograd.grad((ref * w).sum(), wanted)
+    for a, b in zip(g_ref, g, strict=True):
+        assert torch.allclose(b, a, rtol=1e-5, atol=1e-5)

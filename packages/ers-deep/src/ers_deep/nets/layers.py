@@ -10,7 +10,6 @@ single-seed run with seed s starts.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -49,26 +48,6 @@ class SLinear(nn.Module):
         return y + self.bias if self.bias is not None else y
 
 
-class _ChannelsLastGrad(torch.autograd.Function):
-    """Identity forward; the gradient of x [S, M, C, H, W] comes back channels last (C fastest)."""
-
-    @staticmethod
-    def forward(ctx: Any, x: Tensor) -> Tensor:
-        return x.view_as(x)
-
-    @staticmethod
-    def backward(ctx: Any, grad: Tensor) -> Tensor:
-        return grad.permute(0, 1, 3, 4, 2).contiguous().permute(0, 1, 4, 2, 3)
-
-
-def channels_last_grad(x: Tensor) -> Tensor:
-    """x unchanged, its gradient made channels last: where channels-last activations meet a (C, H, W)-ordered
-    flatten, the gradient would arrive in the other layout, and every ReLU and convolution backward below would
-    mix layouts (measured ~3x slower for the ReLU's)."""
-    out: Tensor = _ChannelsLastGrad.apply(x)
-    return out
-
-
 class SConv2d(nn.Module):
     """A k x k 'SAME' convolution per seed; x [S, M, C, H, W] -> [S, M, out, H, W]. One ``conv2d`` per seed: on
     CPU that is faster than one grouped convolution (whose backward pass is slow) or im2col + bmm."""
@@ -86,8 +65,12 @@ class SConv2d(nn.Module):
     def forward(self, x: Tensor, relu: bool = False) -> Tensor:
         """[S, M, in, H, W] -> [S, M, out, H, W]; ``relu``: followed by a ReLU, in place on each product."""
         o = self.n_out
+        # one seed: squeeze, not x[0], whose backward would fill a zero tensor and copy the gradient into it
+        xs = [x.squeeze(0)] if x.shape[0] == 1 else list(x)
         ys = [
-            F.conv2d(x[s], self.weight[s * o : (s + 1) * o], self.bias[s * o : (s + 1) * o], padding=self.pad)
+            F.conv2d(
+                xs[s], self.weight[s * o : (s + 1) * o], self.bias[s * o : (s + 1) * o], padding=self.pad
+            )
             for s in range(x.shape[0])
         ]
         if relu:

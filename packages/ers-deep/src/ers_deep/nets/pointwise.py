@@ -5,9 +5,12 @@ Its three leading layers (38 -> 128 -> 128 -> 8 channels) run on every cell of e
 in the paper's minibatch of 8 actors x 256 steps, so each activation is a 26 MB tensor and the eager layers
 pass over it several times (bias broadcast, product, ReLU; in the backward pass the ReLU mask, the bias sum,
 two products), each pass from main memory. Here each chunk of ``chunk`` rows goes through all layers while
-it is in cache, in the forward pass (product into the saved activation, ReLU in place) and in the backward
-pass (mask, bias and weight gradients accumulated per chunk, the input gradient of the next layer down).
-The same products and sums as the layers one by one (float rounding of the chunked sums aside, ~1e-6).
+it is in cache. The hidden activations are never stored whole: the forward pass keeps the input and the last
+output only, and the backward pass recomputes each chunk's hidden activations (a third more products) before
+its ReLU masks, bias and weight gradients (accumulated per chunk) and the input gradients down the stack. The
+two 26 MB activations it does not write (and fault in, page by page, in every minibatch) cost more than the
+products it repeats. The same products and sums as the layers one by one (float rounding of the chunked sums
+aside, ~1e-6).
 """
 
 from __future__ import annotations
@@ -29,38 +32,53 @@ class _PointwiseStack(torch.autograd.Function):
     def forward(ctx: Any, x: Tensor, chunk: int, *params: Tensor) -> Tensor:
         S, M, _ = x.shape
         ws, bs = params[0::2], params[1::2]
-        outs = [x.new_empty(S, M, w.shape[-1]) for w in ws]
+        out = x.new_empty(S, M, ws[-1].shape[-1])
+        hidden = [x.new_empty(S, min(chunk, M), w.shape[-1]) for w in ws[:-1]]  # reused by every chunk
         for lo in range(0, M, chunk):
-            h = x[:, lo : lo + chunk]
-            for w, b, out in zip(ws, bs, outs, strict=True):
-                h = torch.baddbmm(b, h, w, out=out[:, lo : lo + chunk]).relu_()
-        ctx.save_for_backward(x, *ws, *outs)
+            _chunk_forward(x[:, lo : lo + chunk], ws, bs, hidden, out[:, lo : lo + chunk])
+        ctx.save_for_backward(x, out, *ws, *bs)
         ctx.chunk = chunk
-        return outs[-1]
+        return out
 
     @staticmethod
     @once_differentiable
     def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
-        x, *rest = ctx.saved_tensors
-        L = len(rest) // 2
-        ws, outs = rest[:L], rest[L:]
+        x, out, *params = ctx.saved_tensors
+        L = len(params) // 2
+        ws, bs = params[:L], params[L:]
         S, M, _ = x.shape
         dws = [x.new_zeros(w.shape) for w in ws]
-        dbs = [x.new_zeros(S, 1, w.shape[-1]) for w in ws]
+        dbs = [x.new_zeros(b.shape) for b in bs]
         dx = torch.empty_like(x) if ctx.needs_input_grad[0] else None
+        hidden = [x.new_empty(S, min(ctx.chunk, M), w.shape[-1]) for w in ws[:-1]]
         for lo in range(0, M, ctx.chunk):
             rows = slice(lo, lo + ctx.chunk)
+            hs = _chunk_forward(x[:, rows], ws, bs, hidden, None)  # recomputed in cache, never stored whole
+            acts = [x[:, rows], *hs, out[:, rows]]  # acts[i]: the input of layer i; acts[i + 1]: its output
             g = grad[:, rows]
             for i in range(L - 1, -1, -1):
-                g = torch.ops.aten.threshold_backward(g, outs[i][:, rows], 0)  # through the ReLU
-                below = outs[i - 1][:, rows] if i else x[:, rows]
-                dws[i].baddbmm_(below.transpose(1, 2), g)
+                g = torch.ops.aten.threshold_backward(g, acts[i + 1], 0)  # through the ReLU
+                dws[i].baddbmm_(acts[i].transpose(1, 2), g)
                 dbs[i].add_(g.sum(1, keepdim=True))
                 if i:
                     g = torch.bmm(g, ws[i].transpose(1, 2))
                 elif dx is not None:
                     torch.bmm(g, ws[0].transpose(1, 2), out=dx[:, rows])
         return (dx, None, *(t for pair in zip(dws, dbs, strict=True) for t in pair))
+
+
+def _chunk_forward(
+    x: Tensor, ws: tuple[Tensor, ...], bs: tuple[Tensor, ...], hidden: list[Tensor], out: Tensor | None
+) -> list[Tensor]:
+    """One chunk through every layer: the hidden activations written into ``hidden`` (chunk-sized buffers),
+    the last layer into ``out`` (skipped when None: the backward pass recomputes only the hidden ones)."""
+    n, h, hs = x.shape[1], x, []
+    for w, b, buf in zip(ws[:-1], bs[:-1], hidden, strict=True):
+        h = torch.baddbmm(b, h, w, out=buf[:, :n]).relu_()
+        hs.append(h)
+    if out is not None:
+        torch.baddbmm(bs[-1], h, ws[-1], out=out).relu_()
+    return hs
 
 
 @torch.compiler.disable  # a Python loop over chunks: eager between the compiled parts of a compiled update
