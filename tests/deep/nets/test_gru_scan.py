@@ -5,8 +5,6 @@ backward passes ``torch.autograd.gradcheck`` in float64; the Overcooked net runs
 
 from __future__ import annotations
 
-import time
-
 import pytest
 import torch
 from hypothesis import given, settings
@@ -16,7 +14,7 @@ from ers_deep.nets import NetConfig, NetState, build_net
 from ers_deep.nets.actor_critic import RecurrentCNN
 from ers_deep.nets.gru_scan import gru_scan
 from ers_deep.nets.layers import SGRUCell
-from ers_deep.nets.recurrent import gru_segments, gru_steps
+from ers_deep.nets.recurrent import gru_steps
 
 from .gru_cases import cell as _cell
 from .gru_cases import grads as _grads
@@ -102,27 +100,3 @@ def test_overcooked_net_runs_the_scan_on_the_cpu(monkeypatch: pytest.MonkeyPatch
     assert torch.allclose(h1, h2, atol=1e-6)
     for a, b in zip(g2, g1, strict=True):
         assert torch.allclose(b, a, rtol=1e-5, atol=1e-6 * a.abs().max().item())
-
-
-def test_timing_scan_vs_native_gru() -> None:
-    """A print, not an assertion: forward + backward of the paper's Overcooked minibatch (8 actors x 256
-    steps, H = 128, one seed, a reset per actor), one CPU thread; ``pytest -s`` shows it."""
-    S, T, N = 1, 256, 8
-    cell = _cell(S, n_in=128, hidden=128)
-    x = torch.randn(S, T, N, 128, requires_grad=True)
-    h0 = torch.zeros(S, N, 128)
-    first = torch.zeros(S, T, N, dtype=torch.bool)
-    first[0, torch.arange(N) * 29 + 20, torch.arange(N)] = True
-    times = {}
-    for name, fn in [("native GRU over segments", gru_segments), ("scan", gru_scan)]:
-        best = float("inf")
-        for _ in range(3):
-            t0 = time.perf_counter()
-            ys, h = fn(cell, x, first, h0)
-            (ys.square().sum() + h.sum()).backward()
-            best = min(best, time.perf_counter() - t0)
-        times[name] = best
-    print(
-        f"\nGRU fwd+bwd S={S} T={T} N={N} H=128: "
-        + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in times.items())
-    )

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from ers_deep.nets import NetConfig, NetState, build_net
 from ers_deep.nets.actor_critic import RecurrentCNN
+from ers_deep.nets.gru_scan import gru_scan
 from ers_deep.nets.layers import SGRUCell
 from ers_deep.nets.recurrent import gru_bounded, gru_segments, gru_steps, split_segments
 
@@ -184,7 +185,7 @@ def test_timing_loop_vs_fused() -> None:
     h0 = torch.zeros(S, N, 128)
     first = torch.rand(S, T, N, generator=torch.Generator().manual_seed(0)) < 1 / 400  # ~episode length
     times = {}
-    for name, fn in [("loop", gru_steps), ("fused", gru_segments)]:
+    for name, fn in [("loop", gru_steps), ("fused", gru_segments), ("scan (the CPU update's)", gru_scan)]:
         best = float("inf")
         for _ in range(3):
             t0 = time.perf_counter()
