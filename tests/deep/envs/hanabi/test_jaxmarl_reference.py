@@ -72,7 +72,7 @@ jax = pytest.importorskip("jax")
 pytest.importorskip("jaxmarl")
 jnp = jax.numpy
 
-from jaxmarl.environments.hanabi.hanabi import HanabiEnv as JaxMarlHanabi  # noqa: E402
+from ers_deep.bench.hanabi import jaxmarl_hanabi  # noqa: E402
 
 CONFIGS = {
     "full": HanabiConfig.preset("Hanabi-Full"),
@@ -129,15 +129,7 @@ def plausible_mask(cfg: HanabiConfig) -> np.ndarray:
 # ---- JaxMARL side ----------------------------------------------------------------------------------------------
 @cache
 def jaxmarl_env(cfg: HanabiConfig) -> Any:
-    return JaxMarlHanabi(
-        num_agents=cfg.players,
-        num_colors=cfg.colors,
-        num_ranks=cfg.ranks,
-        hand_size=cfg.hand,
-        max_info_tokens=cfg.max_information_tokens,
-        max_life_tokens=cfg.max_life_tokens,
-        num_cards_of_rank=cfg.copies,
-    )
+    return jaxmarl_hanabi(cfg)
 
 
 def max_game_moves(cfg: HanabiConfig) -> int:

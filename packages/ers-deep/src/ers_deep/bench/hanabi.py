@@ -115,6 +115,24 @@ def bench_hle(
     return {"env_steps_per_s": batch * steps / seconds, "seconds": seconds, "batch": batch, "steps": steps}
 
 
+def jaxmarl_hanabi(cfg: HanabiConfig) -> Any:
+    """JaxMARL's Hanabi env (``jaxmarl.make("hanabi", ...)``) for the game of ``cfg``: players, colours, ranks,
+    hand size, tokens and copies per rank (what the benchmark times and the differential test compares)."""
+    jaxmarl_available()  # the first import of jaxmarl, with its banner kept off stdout
+    import jaxmarl
+
+    return jaxmarl.make(
+        "hanabi",
+        num_agents=cfg.players,
+        num_colors=cfg.colors,
+        num_ranks=cfg.ranks,
+        hand_size=cfg.hand,
+        max_info_tokens=cfg.max_information_tokens,
+        max_life_tokens=cfg.max_life_tokens,
+        num_cards_of_rank=cfg.copies,
+    )
+
+
 def bench_jaxmarl(
     config: HanabiConfig | str | dict[str, Any] | None = None,
     batch: int = 1024,
@@ -125,27 +143,17 @@ def bench_jaxmarl(
     """Env-steps/s of JaxMARL's hanabi (vmapped, jitted ``env.step`` with its auto-reset, random legal actions,
     ``lax.scan`` over ``scan_length`` steps per call as in PureJaxRL); compile time is excluded. Observations and
     rewards feed a checksum so that XLA cannot skip computing them."""
-    jaxmarl_available()  # the first import of jaxmarl, with its banner kept off stdout
+    cfg = HanabiConfig(**config) if isinstance(config, dict) else resolve_config(config)
+    env = jaxmarl_hanabi(cfg)  # imports jaxmarl first, its banner kept off stdout
     import jax
     import jax.numpy as jnp
-    import jaxmarl
 
-    cfg = HanabiConfig(**config) if isinstance(config, dict) else resolve_config(config)
-    env = jaxmarl.make(
-        "hanabi",
-        num_agents=cfg.players,
-        num_colors=cfg.colors,
-        num_ranks=cfg.ranks,
-        hand_size=cfg.hand,
-        max_info_tokens=cfg.max_information_tokens,
-        max_life_tokens=cfg.max_life_tokens,
-    )
     agents = env.agents
 
     def one_step(carry: Any, _: Any) -> tuple[Any, None]:
         state, key, checksum = carry
         key, k_act, k_step = jax.random.split(key, 3)
-        legal = jax.vmap(env.get_legal_moves)(state)  # type: ignore[attr-defined]
+        legal = jax.vmap(env.get_legal_moves)(state)
         act_keys = jax.random.split(k_act, len(agents))
         actions = {
             a: jax.random.categorical(k, jnp.where(legal[a], 0.0, -jnp.inf)) for a, k in zip(agents, act_keys)
