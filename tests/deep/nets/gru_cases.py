@@ -12,13 +12,13 @@ IN, H = 6, 5
 
 
 def cell(S: int, device: str = "cpu", n_in: int = IN, hidden: int = H) -> SGRUCell:
-    cell = SGRUCell(n_in, hidden, [torch.Generator().manual_seed(10 + s) for s in range(S)])
+    c = SGRUCell(n_in, hidden, [torch.Generator().manual_seed(10 + s) for s in range(S)])
     with torch.no_grad():  # non-zero biases, so that bias_ih and bias_hh are both checked
         g = torch.Generator().manual_seed(99)
-        for b in (cell.inp.bias, cell.rec.bias):
+        for b in (c.inp.bias, c.rec.bias):
             assert b is not None
             b.copy_(torch.randn(b.shape, generator=g))
-    return cell.to(device)
+    return c.to(device)
 
 
 def inputs(first: torch.Tensor, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:

@@ -68,10 +68,8 @@ class SConv2d(nn.Module):
         # one seed: squeeze, not x[0], whose backward would fill a zero tensor and copy the gradient into it
         xs = [x.squeeze(0)] if x.shape[0] == 1 else list(x)
         ys = [
-            F.conv2d(
-                xs[s], self.weight[s * o : (s + 1) * o], self.bias[s * o : (s + 1) * o], padding=self.pad
-            )
-            for s in range(x.shape[0])
+            F.conv2d(xi, self.weight[s * o : (s + 1) * o], self.bias[s * o : (s + 1) * o], padding=self.pad)
+            for s, xi in enumerate(xs)
         ]
         if relu:
             ys = [y.relu_() for y in ys]

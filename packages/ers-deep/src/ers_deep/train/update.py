@@ -121,7 +121,7 @@ class PPOUpdate:
             and all(g.get("capturable", False) for g in optimizer.param_groups)
         )
         self.mode = resolve_update_mode(mode, recurrent, samples, device, capturable)
-        if not self.mode.endswith("graph"):  # gru_segments: 1.0-1.15x gru_bounded's speed on CPU
+        if not self.mode.endswith("graph"):  # unbounded: gru_scan on a CPU, gru_segments on CUDA (no capture)
             self.max_resets = None
         self.loss_fn: Callable[..., tuple[Tensor, dict[str, Tensor]]] = self._loss
         self.clip_fn: Callable[[], Tensor] = self._clip
