@@ -211,6 +211,12 @@ def main() -> None:
     )
     p.add_argument("--learn-seed", type=int, default=0, help="the learning runs' seed (both sides)")
     p.add_argument("--rows", default="", help="only these row kinds, e.g. 'learn' or 'hanabi,overcooked-v2'")
+    p.add_argument(
+        "--profile",
+        type=int,
+        default=0,
+        help="per ers row, the N most expensive kernels/operators of one more update (torch.profiler; 0: none)",
+    )
     p.add_argument("--tiny", action="store_true", help="tiny sizes (a CPU try of the script)")
     p.add_argument("--markdown", default=None, help="print the markdown table of this JSON file and exit")
     a = p.parse_args()
@@ -250,7 +256,7 @@ def main() -> None:
         for mode, over in [(m, o) for m in a.update_modes.split(",") for o in variants]:
             cfg = ers_config(env, n, t, mb, a.device, a.tiny, **{"update_mode": mode, **over})
             try:
-                r = bench_learner(cfg, updates=2 if env == "hanabi" else 1, warmup=1)
+                r = bench_learner(cfg, updates=2 if env == "hanabi" else 1, warmup=1, profile_top=a.profile)
             except Exception as e:  # a row that fails is reported, the table goes on
                 r = {"error": f"{type(e).__name__}: {e}"[:500]}
             record(
@@ -300,6 +306,15 @@ def markdown(rows: list[dict[str, Any]]) -> str:
         lines.append(
             f"| {r['env']}, {r['num_envs']} x {r.get('num_steps')} ({r.get('minibatches')}) | {side} | {shown} | {setup} | {ratio} | {phases} |"
         )
+    for r in rows:
+        if r.get("kind") == "ers" and r.get("profile"):
+            top = "; ".join(
+                f"{x['name'][:60]} {max(x['self_device_ms'], x['self_cpu_ms']):.1f} ms x{x['calls']}"
+                for x in r["profile"][:8]
+            )
+            lines.append(
+                f"\nprofile of one update, {r['env']} {r['num_envs']} {r.get('config') or ''}: {top}"
+            )
     for r in rows:
         if r.get("kind", "").startswith("learn"):
             if r["kind"] == "learn-ers":

@@ -19,6 +19,8 @@
 # ers's loss before the official one, beside it: --learn-variants 'loss_mean=acting' (another ers run).
 # The bfloat16 update beside the float32 one: TABLE_ARGS="--row-variants 'bf16_update=true'" (and a learning
 # variant 'bf16_update=true' to compare the curves; the issue asks for the curve before it becomes a default).
+# Where an ers update's time goes: TABLE_ARGS="--rows hanabi,overcooked-v2 --profile 25" (per ers row one more
+# update under torch.profiler; its 25 costliest kernels in the JSON row, the first 8 under the markdown table).
 # Budgets (seconds): TEST_S for the tests, TABLE_S for the table; TABLE_ARGS: more options of gpu_train_table.py
 # (a CPU try: TABLE_ARGS="--device cpu --tiny --learn-s 5" TEST_S=0 bash scripts/train-gpu.sh).
 set -uo pipefail

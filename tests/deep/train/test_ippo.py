@@ -162,3 +162,19 @@ def test_train_step_times_its_phases_on_request() -> None:
     assert out["update"] == learner.update == 1
     learner.train_step()
     assert learner.update == 2 and list(timings) == ["collect", "gae", "update"]
+
+
+def test_profile_update_ranks_the_update_s_operators() -> None:
+    """``profile_update`` (``bench_learner(profile_top=...)``) runs one more update under the profiler and
+    returns its most expensive operators, costliest first, no more than asked; ``top`` < 1 is refused."""
+    from ers_deep.bench.train import profile_update
+
+    learner = Learner(paper_config("tabular:dectiger", seeds=(0,), num_envs=4, num_steps=3))
+    learner.train_step()
+    rows = profile_update(learner, top=5)
+    assert learner.update == 2 and len(rows) == 5
+    cost = [r["self_cpu_ms"] for r in rows]
+    assert cost == sorted(cost, reverse=True) and cost[0] > 0
+    assert all(r["name"] and r["calls"] >= 1 for r in rows)
+    with pytest.raises(ValueError, match="top must be"):
+        profile_update(learner, top=0)

@@ -2,7 +2,8 @@
 
 ``bench_learner(config, updates)`` builds a ``Learner``, runs ``warmup`` updates (compilation, graph capture:
 reported as ``setup_s``), then times ``updates`` more, synchronising the device around the timed span, and one
-more with its phases apart (``phase_s``). The
+more with its phases apart (``phase_s``), and on request (``profile_top``) one more under ``torch.profiler``: the
+operators and kernels that took the most time (``profile_update``). The
 A/B baseline is the same config with ``collector="native", update_mode="eager"`` (the learner before the fast
 path), measured in the same process by ``bench_pair``. ``bench_anchor`` runs a JAX reference learner of
 ``../shared/anchors`` in a process of its own and reads its JSON lines.
@@ -34,9 +35,12 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def bench_learner(config: TrainConfig, updates: int = 2, warmup: int = 1) -> dict[str, Any]:
+def bench_learner(
+    config: TrainConfig, updates: int = 2, warmup: int = 1, profile_top: int = 0
+) -> dict[str, Any]:
     """Env-steps/s (all seeds) of ``updates`` timed updates after ``warmup`` ones, the setup seconds (build +
-    warm-up), the modes that ran and the last update's mean return."""
+    warm-up), the modes that ran and the last update's mean return; ``profile_top`` > 0: also the
+    ``profile_top`` most expensive operators of one more update (``profile_update``)."""
     t0 = time.perf_counter()
     learner = Learner(config)
     m: dict[str, Any] = {}
@@ -53,6 +57,7 @@ def bench_learner(config: TrainConfig, updates: int = 2, warmup: int = 1) -> dic
     phases: dict[str, float] = {}
     learner.train_step(timings=phases)  # one more, its phases timed apart
     fast = learner.fast
+    profiled = {"profile": profile_update(learner, profile_top)} if profile_top > 0 else {}
     return {
         "env": config.env,
         "num_envs": config.num_envs,
@@ -68,7 +73,34 @@ def bench_learner(config: TrainConfig, updates: int = 2, warmup: int = 1) -> dic
         "cores_used": cpu / seconds,
         "phase_s": phases,
         "return": m.get("return"),
+        **profiled,
     }
+
+
+def profile_update(learner: Learner, top: int = 25) -> list[dict[str, Any]]:
+    """One more update of ``learner`` under ``torch.profiler``; its ``top`` entries by self time on the device
+    (CUDA: kernels, including those a captured graph replays where CUPTI reports them; else the CPU),
+    each with its name, calls and self milliseconds on the CPU and the device, most expensive first."""
+    from torch.profiler import ProfilerActivity, profile
+
+    if top < 1:
+        raise ValueError(f"profile_update: top must be >= 1, got {top}")
+    cuda = learner.env.device.type == "cuda"
+    activities = [ProfilerActivity.CPU, *([ProfilerActivity.CUDA] if cuda else [])]
+    with profile(activities=activities) as prof:
+        learner.train_step()
+        _sync(str(learner.env.device))
+    rows = [
+        {
+            "name": e.key,
+            "calls": e.count,
+            "self_cpu_ms": e.self_cpu_time_total / 1e3,
+            "self_device_ms": e.self_device_time_total / 1e3,
+        }
+        for e in prof.key_averages()
+    ]
+    rows.sort(key=lambda r: r["self_device_ms" if cuda else "self_cpu_ms"], reverse=True)
+    return rows[:top]
 
 
 def bench_pair(config: TrainConfig, updates: int = 2, warmup: int = 1) -> dict[str, Any]:
