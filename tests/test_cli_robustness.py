@@ -475,10 +475,11 @@ def test_the_op_time_estimate_is_near_the_adam_phase(monkeypatch: pytest.MonkeyP
     from ers_exact.games import GAMES
     from ers_exact.model.histories import enumerate_histories
     from ers_exact.zsc import other_play as op
+    from ers_exact.zsc.op_objective import symmetry_maps
 
     tree = enumerate_histories(GAMES["three-lever"]())
     config = op.OPConfig(seeds=2, restarts=4, steps=60, exhaustive=0, row_search=0)
-    maps = op._maps(tree, op.symmetry_set(tree, "mdp"))
+    maps = symmetry_maps(tree, op.symmetry_set(tree, "mdp"))
     seen: list[float] = []
     monkeypatch.setattr(op, "check_time", lambda what, seconds, lower: seen.append(seconds))
     op._check_budget(tree, maps, True, config)

@@ -1,5 +1,6 @@
 """The symmetry layer: Psi (all transformations of a game) and its subgroups. Phi_MDP, the Dec-POMDP
-symmetries, by exhaustive or pruned search (``search``) or as automorphisms of a coloured graph
+symmetries, by exhaustive or pruned search (``search``; the pruning invariants, signatures and colour
+refinement, in ``refinement``) or as automorphisms of a coloured graph
 (``graph``, networkx); Phi_ER, the expected-return symmetries w.r.t. a pool of Boltzmann fixed points
 (``er``), tested over the admissible candidate transformations of a pool (``candidates``), or found by
 generators and order without listing (``er_group``, a base-point subgroup search in ``er_search``); and group

@@ -27,7 +27,8 @@ import numpy as np
 
 from ers_exact.model.game import Game
 from ers_exact.model.transformation import Transformation, is_decpomdp_symmetry
-from ers_exact.symmetry.search import ATOL, SymmetryBudgetError, coset_representatives, twin_classes
+from ers_exact.symmetry.refinement import ATOL
+from ers_exact.symmetry.search import SymmetryBudgetError, coset_representatives, twin_classes
 from ers_exact.util.partition import classes
 
 __all__ = ["MdpGroup", "decpomdp_group", "format_order"]

@@ -9,7 +9,8 @@ Two searches for Phi_MDP that must agree (tests check it):
   legal sets on the survivors) -- for Psi up to ~10^6-10^7 candidates;
 * ``pruned``: for each joint action permutation, state permutations by backtracking over signature-
   compatible images (checking T and R on the assigned block), then observation permutations vectorised.
-The graph-automorphism method lives in :mod:`ers_exact.symmetry.graph`.
+The invariants that prune it (signatures, colour refinement, candidate sets; :data:`ATOL`) live in
+:mod:`ers_exact.symmetry.refinement`, the graph-automorphism method in :mod:`ers_exact.symmetry.graph`.
 
 ER membership (DESIGN.md): phi is in Phi_ER w.r.t. a pool when for every pi in the pool phi(pi) is a
 Boltzmann fixed point (residual <= tol) and J(phi(pi)) = J* (within tol). A transformation acts on
@@ -21,12 +22,22 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterator
-from typing import Any
 
 import numpy as np
 
 from ers_exact.model.game import Game
 from ers_exact.model.transformation import Transformation, is_decpomdp_symmetry
+from ers_exact.symmetry.refinement import (
+    ATOL,
+    colour_candidates,
+    entries_equal,
+    joint_colours,
+    permutations_within,
+    refine_colours,
+    signature_candidates,
+    state_colours_under,
+    value_classes,
+)
 from ers_exact.util.errors import InputError
 
 __all__ = [
@@ -44,11 +55,6 @@ __all__ = [
 _CHUNK = 2_000_000
 #: Phi_MDP listings above this many elements are refused (see :func:`decpomdp_symmetries`).
 DEFAULT_MAX_ELEMENTS = 100_000
-ATOL = 1e-12  # entries are equal when they differ by at most this (averaged games are not bit-exact)
-
-
-def _same(x: np.ndarray, y: np.ndarray, axis: tuple[int, ...]) -> np.ndarray:
-    return np.all(np.abs(x - y) <= ATOL, axis=axis)
 
 
 def psi_order(game: Game) -> int:
@@ -93,13 +99,13 @@ def _legal_ok(game: Game, act_combo: np.ndarray, obs_combo: np.ndarray) -> np.nd
 def _state_action_pairs(game: Game, states: np.ndarray, joint_a: np.ndarray) -> Iterator[tuple[int, int]]:
     """(state perm, action combo) pairs with T, R and b_0 invariant, vectorised over all pairs."""
     T, R = game.transition, game.reward
-    good_s = np.flatnonzero(_same(game.initial_belief[states], game.initial_belief[None], axis=(1,)))
+    good_s = np.flatnonzero(entries_equal(game.initial_belief[states], game.initial_belief[None], axis=(1,)))
     S, A = game.n_states, game.n_joint_actions
     chunk = max(1, _CHUNK // max(1, S * A * S * len(joint_a)))
     for lo in range(0, len(good_s), chunk):
         ps = states[good_s[lo : lo + chunk]]  # [c, S]
         idx = (ps[:, None, :, None, None], joint_a[None, :, None, :, None], ps[:, None, None, None, :])
-        ok = _same(T[idx], T, axis=(2, 3, 4)) & _same(R[idx], R, axis=(2, 3, 4))  # [c, M_a]
+        ok = entries_equal(T[idx], T, axis=(2, 3, 4)) & entries_equal(R[idx], R, axis=(2, 3, 4))  # [c, M_a]
         for c, m in zip(*np.nonzero(ok)):
             yield int(good_s[lo + c]), int(m)
 
@@ -108,7 +114,7 @@ def _observation_combos(game: Game, ps: np.ndarray, pa_joint: np.ndarray, joint_
     """Indices of the observation combos with U invariant for a fixed state and joint action map."""
     U = game.observation
     image = U[pa_joint[None, :, None, None], ps[None, None, :, None], joint_o[:, None, None, :]]
-    return np.flatnonzero(_same(image, U[None], axis=(1, 2, 3)))
+    return np.flatnonzero(entries_equal(image, U[None], axis=(1, 2, 3)))
 
 
 def _exhaustive(game: Game) -> list[Transformation]:
@@ -131,166 +137,6 @@ def _build(game: Game, ps: np.ndarray, act: np.ndarray, obs: np.ndarray) -> Tran
     )
 
 
-def _signatures(game: Game) -> list[np.ndarray]:
-    """Invariants of a state under any symmetry: b_0 and the sorted T and R entries of its row and column."""
-    T, R = game.transition, game.reward
-    return [
-        np.concatenate(
-            [
-                [game.initial_belief[s]],
-                np.sort(T[s].ravel()),
-                np.sort(R[s].ravel()),
-                np.sort(T[:, :, s].ravel()),
-                np.sort(R[:, :, s].ravel()),
-            ]
-        )
-        for s in range(game.n_states)
-    ]
-
-
-def _candidates(sig: np.ndarray) -> list[np.ndarray]:
-    """For each row of ``sig`` [n, m], the rows equal to it within ATOL (the possible images)."""
-    return [np.flatnonzero(_same(sig, sig[k][None], axis=(1,))) for k in range(len(sig))]
-
-
-def _value_classes(values: np.ndarray) -> np.ndarray:
-    """Integer class of every entry; entries within ATOL of a neighbour in sorted order share a class."""
-    flat = values.ravel()
-    order = np.argsort(flat, kind="stable")
-    ids = np.empty(len(flat), dtype=np.int64)
-    ids[order] = np.concatenate([[0], np.cumsum(np.diff(flat[order]) > ATOL)]) if len(flat) else []
-    return ids.reshape(values.shape)
-
-
-_M1, _M2 = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9)
-
-
-def _mix(*parts: Any) -> np.ndarray:
-    """A 64-bit hash of aligned integer arrays (order matters); sums of hashes encode multisets."""
-    with np.errstate(over="ignore"):
-        h = np.zeros(np.broadcast(*parts).shape, dtype=np.uint64) + np.uint64(0x51ED270B27FD8A73)
-        for x in parts:
-            h = (h ^ np.asarray(x).astype(np.uint64)) * _M1
-            h = (h ^ (h >> np.uint64(31))) * _M2
-            h ^= h >> np.uint64(29)
-    return h
-
-
-def _relabel(h: np.ndarray) -> np.ndarray:
-    return np.unique(h, return_inverse=True)[1].astype(np.int64).reshape(h.shape)
-
-
-def _refine(game: Game, rounds: int = 50) -> tuple[np.ndarray, list[np.ndarray], list[np.ndarray]]:
-    """Colour refinement (1-WL) of states, local actions and local observations over T, R, U, b_0 and the
-    legal sets: two elements with different colours are never mapped onto each other by a symmetry, so
-    colour classes are candidate sets. Multisets are hashed as sums of 64-bit hashes."""
-    n = game.n_agents
-    Tc, Rc, Uc = (_value_classes(x) for x in (game.transition, game.reward, game.observation))
-    ja, jo = game.joint_actions, game.joint_observations
-    Tpos = game.transition != 0
-    state = _value_classes(game.initial_belief)
-    # legal sets: an action keeps its flag at t = 0 and how many observations allow it; an observation keeps
-    # how many actions it allows
-    masks = [game.legal_mask(i).astype(np.int64) for i in range(n)]
-    acts = [_relabel(_mix(m[0], m[1:].sum(axis=0))) for m in masks]
-    obs = [_relabel(_mix(m[1:].sum(axis=1))) for m in masks]
-    count = -1
-    for _ in range(rounds):
-        ja_h = _mix(*[acts[i][ja[:, i]] for i in range(n)])  # [A]
-        jo_h = _mix(*[obs[i][jo[:, i]] for i in range(n)])  # [O]
-        # (s, a, s') facts; zero-T entries still carry R (R must be invariant everywhere)
-        tr = _mix(Tc, Rc, ja_h[None, :, None], Tpos)
-        out_h = (_mix(tr, state[None, None, :])).sum(axis=(1, 2))
-        in_h = (_mix(tr, state[:, None, None], np.uint64(7))).sum(axis=(0, 1))
-        uo = _mix(Uc, ja_h[:, None, None], jo_h[None, None, :])  # [A, S', O]
-        u_state = uo.sum(axis=(0, 2))
-        fact = _mix(tr, state[:, None, None], state[None, None, :])  # [S, A, S']
-        new_state = _relabel(_mix(state, out_h, in_h, u_state))
-        u_fact = _mix(uo, state[None, :, None])
-        new_acts, new_obs = [], []
-        per_a = _mix(fact.sum(axis=(0, 2)), u_fact.sum(axis=(1, 2)))  # [A]
-        per_o = u_fact.sum(axis=(0, 1))  # [O]
-        for i in range(n):
-            h = np.zeros(game.n_actions[i], dtype=np.uint64)
-            with np.errstate(over="ignore"):
-                np.add.at(h, ja[:, i], per_a)
-            new_acts.append(_relabel(_mix(acts[i], h)))
-            g = np.zeros(game.n_observations[i], dtype=np.uint64)
-            with np.errstate(over="ignore"):
-                np.add.at(g, jo[:, i], per_o)
-            new_obs.append(_relabel(_mix(obs[i], g)))
-        state, acts, obs = new_state, new_acts, new_obs
-        total = (
-            len(np.unique(state)) + sum(len(np.unique(a)) for a in acts) + sum(len(np.unique(o)) for o in obs)
-        )
-        if total == count:
-            break
-        count = total
-    return state, acts, obs
-
-
-def _state_colours_under(
-    game: Game,
-    pa: np.ndarray,
-    jo_h: np.ndarray,
-    classes: tuple[np.ndarray, np.ndarray, np.ndarray],
-    rounds: int = 50,
-) -> tuple[np.ndarray, np.ndarray] | None:
-    """Colour refinement of the states of the game (copy A) and of the game with its joint actions renamed
-    by ``pa`` (copy B, T_B[s, a, s'] = T[s, pa(a), s']), with joint action *indices* as labels: a state map
-    with T, R and U invariant under ``pa`` sends each state of A to a state of B with the same colour.
-    Returns (colours of A, colours of B), or None when the colour histograms differ (no such map)."""
-    Tc, Rc, Uc = classes  # value classes of T, R, U
-    a_idx = np.arange(game.n_joint_actions)
-    copies = [(Tc, Rc, Uc), (Tc[:, pa, :], Rc[:, pa, :], Uc[pa])]
-    b0 = _value_classes(game.initial_belief)
-    cols = [b0, b0]
-    facts = [_mix(tc, rc, a_idx[None, :, None]) for tc, rc, _ in copies]  # [S, A, S'] per copy
-    u_hash = [_mix(uc, a_idx[:, None, None], jo_h[None, None, :]).sum(axis=(0, 2)) for _, _, uc in copies]
-    count = -1
-    for _ in range(rounds):
-        hashes = []
-        for tr, u_h, col in zip(facts, u_hash, cols):
-            out_h = _mix(tr, col[None, None, :]).sum(axis=(1, 2))
-            in_h = _mix(tr, col[:, None, None], np.uint64(7)).sum(axis=(0, 1))
-            hashes.append(_mix(col, out_h, in_h, u_h))
-        both = _relabel(np.concatenate(hashes))
-        S = game.n_states
-        cols = [both[:S], both[S:]]
-        if not np.array_equal(
-            np.bincount(cols[0], minlength=both.max() + 1), np.bincount(cols[1], minlength=both.max() + 1)
-        ):
-            return None
-        total = len(np.unique(both))
-        if total == count:
-            break
-        count = total
-    return cols[0], cols[1]
-
-
-def _classes_as_candidates(colour: np.ndarray) -> list[np.ndarray]:
-    return [np.flatnonzero(colour == c) for c in colour]
-
-
-def _perms_within(cands: list[np.ndarray]) -> Iterator[np.ndarray]:
-    """Every permutation p of range(n) with p[k] in cands[k] (backtracking)."""
-    n = len(cands)
-    perm = np.full(n, -1, dtype=np.int64)
-    used = np.zeros(n, dtype=bool)
-
-    def rec(k: int) -> Iterator[np.ndarray]:
-        if k == n:
-            yield perm.copy()
-            return
-        for c in cands[k]:
-            if not used[c]:
-                perm[k], used[c] = c, True
-                yield from rec(k + 1)
-                used[c], perm[k] = False, -1
-
-    yield from rec(0)
-
-
 def _action_combos(
     game: Game, colours: list[np.ndarray]
 ) -> Iterator[tuple[tuple[np.ndarray, ...], np.ndarray]]:
@@ -306,11 +152,11 @@ def _action_combos(
         ],
         axis=1,
     )
-    per_agent = [list(_perms_within(_classes_as_candidates(c))) for c in colours]
+    per_agent = [list(permutations_within(colour_candidates(c))) for c in colours]
     strides = [int(np.prod(game.n_actions[i + 1 :])) for i in range(game.n_agents)]
     for combo in itertools.product(*per_agent):
         joint = sum(combo[i][ja[:, i]] * strides[i] for i in range(game.n_agents))
-        if _same(joint_sig[joint], joint_sig, axis=(0, 1)):
+        if entries_equal(joint_sig[joint], joint_sig, axis=(0, 1)):
             yield combo, joint
 
 
@@ -330,7 +176,7 @@ def _state_perms(
         col_a, col_b = colours
         cands = [np.flatnonzero(col_b == col_a[k]) for k in range(S)]
     else:
-        cands = _candidates(np.stack(_signatures(game)))
+        cands = signature_candidates(game)
     perm = np.full(S, -1, dtype=np.int64)
     used = np.zeros(S, dtype=bool)
     Tp, Rp = T[:, pa, :], R[:, pa, :]  # Tp[x, a, y] = T[x, pa(a), y]
@@ -339,10 +185,10 @@ def _state_perms(
         img = perm[: k + 1]
         t = perm[k]
         return bool(
-            _same(Tp[t][:, img], T[k][:, : k + 1], axis=(0, 1))
-            and _same(Tp[img, :, t], T[: k + 1, :, k], axis=(0, 1))
-            and _same(Rp[t][:, img], R[k][:, : k + 1], axis=(0, 1))
-            and _same(Rp[img, :, t], R[: k + 1, :, k], axis=(0, 1))
+            entries_equal(Tp[t][:, img], T[k][:, : k + 1], axis=(0, 1))
+            and entries_equal(Tp[img, :, t], T[: k + 1, :, k], axis=(0, 1))
+            and entries_equal(Rp[t][:, img], R[k][:, : k + 1], axis=(0, 1))
+            and entries_equal(Rp[img, :, t], R[: k + 1, :, k], axis=(0, 1))
         )
 
     def rec(k: int) -> Iterator[np.ndarray]:
@@ -369,7 +215,9 @@ def _observation_perms(
     U = game.observation
     O = game.n_joint_observations
     image = U[pa_joint][:, ps]  # image[a, s', o'] = U[pa(a), ps(s'), o']
-    ok = _same(image.reshape(-1, O).T[None, :, :], U.reshape(-1, O).T[:, None, :], axis=(2,))  # [o, o']
+    ok = entries_equal(
+        image.reshape(-1, O).T[None, :, :], U.reshape(-1, O).T[:, None, :], axis=(2,)
+    )  # [o, o']
     jo = game.joint_observations
     per_agent = []
     for i, k in enumerate(game.n_observations):
@@ -380,7 +228,7 @@ def _observation_perms(
                 allowed[o, o2] = bool(rows[:, jo[:, i] == o2].any(axis=1).all())
         if colours is not None:
             allowed &= colours[i][:, None] == colours[i][None, :]
-        per_agent.append(list(_perms_within([np.flatnonzero(r) for r in allowed])))
+        per_agent.append(list(permutations_within([np.flatnonzero(r) for r in allowed])))
     strides = [int(np.prod(game.n_observations[i + 1 :])) for i in range(game.n_agents)]
     for combo in itertools.product(*per_agent):
         joint = sum(combo[i][jo[:, i]] * strides[i] for i in range(game.n_agents))
@@ -390,16 +238,15 @@ def _observation_perms(
 
 def _pruned(game: Game, prev_twin: np.ndarray | None = None) -> list[Transformation]:
     out = []
-    _, act_cols, obs_cols = _refine(game)
-    classes = (_value_classes(game.transition), _value_classes(game.reward), _value_classes(game.observation))
-    jo = game.joint_observations
-    jo_h = _mix(*[obs_cols[i][jo[:, i]] for i in range(game.n_agents)])
+    _, act_cols, obs_cols = refine_colours(game)
+    classes = (value_classes(game.transition), value_classes(game.reward), value_classes(game.observation))
+    jo_h = joint_colours(obs_cols, game.joint_observations)
     for acts, joint_a in _action_combos(game, act_cols):
-        colours = _state_colours_under(game, joint_a, jo_h, classes)
+        colours = state_colours_under(game, joint_a, jo_h, classes)
         if colours is None:
             continue
         for ps in _state_perms(game, joint_a, colours, prev_twin):
-            if not _same(game.initial_belief[ps], game.initial_belief, axis=(0,)):
+            if not entries_equal(game.initial_belief[ps], game.initial_belief, axis=(0,)):
                 continue
             for obs in _observation_perms(game, ps, joint_a, obs_cols):
                 if _legal_perms_ok(game, acts, obs):
@@ -435,7 +282,7 @@ def twin_classes(game: Game) -> list[np.ndarray]:
     """Classes (size >= 2) of interchangeable states: s and x are twins when the transposition (s x), with
     every action and observation fixed, is a Dec-POMDP symmetry. Twins multiply |Phi_MDP| by prod k_c!."""
     T, R, U, b0 = game.transition, game.reward, game.observation, game.initial_belief
-    state_col, _, _ = _refine(game)
+    state_col, _, _ = refine_colours(game)
     out = []
     for c in np.unique(state_col):
         members = [int(v) for v in np.flatnonzero(state_col == c)]
@@ -448,11 +295,11 @@ def twin_classes(game: Game) -> list[np.ndarray]:
                 p[s_], p[x] = x, s_
                 if (
                     abs(b0[s_] - b0[x]) <= ATOL
-                    and _same(T[x][:, p], T[s_], axis=(0, 1))
-                    and _same(T[p][:, :, x], T[:, :, s_], axis=(0, 1))
-                    and _same(R[x][:, p], R[s_], axis=(0, 1))
-                    and _same(R[p][:, :, x], R[:, :, s_], axis=(0, 1))
-                    and _same(U[:, x], U[:, s_], axis=(0, 1))
+                    and entries_equal(T[x][:, p], T[s_], axis=(0, 1))
+                    and entries_equal(T[p][:, :, x], T[:, :, s_], axis=(0, 1))
+                    and entries_equal(R[x][:, p], R[s_], axis=(0, 1))
+                    and entries_equal(R[p][:, :, x], R[:, :, s_], axis=(0, 1))
+                    and entries_equal(U[:, x], U[:, s_], axis=(0, 1))
                 ):
                     parent[_find(parent, x)] = _find(parent, s_)
         groups: dict[int, list[int]] = {}

@@ -1,7 +1,8 @@
 """The zero-shot-coordination layer, computed exactly on tabular games: pools Pi' of self-play policies
 (``pools``: IQL runs as softmax(Q / alpha), or points of Pi*_alpha); tabular IQL (``iql``); learning ER
 symmetries from a pool with the paper's Algorithms 1-3 (``discovery``); other-play training against
-OP^Phi (``other_play``); and the paper's population pipeline, Table 1's SP / XP / XP(*) columns with and
+OP^Phi (``other_play``; exact OP values and gradients in ``op_objective``, the search over deterministic
+policies in ``op_search``); and the paper's population pipeline, Table 1's SP / XP / XP(*) columns with and
 without symmetrising by Phi_MDP and the learned Phi_ER (``pipeline``); rounding a learned phi_O to the nearest
 exact transformation and scoring transformations exactly (``rounding``). The configurations live in
 ``config`` (light: the command line reads their defaults without loading the layer). It writes the shared
