@@ -1,6 +1,7 @@
 """The io layer: file formats. The MADP toolbox ``.dpomdp`` reader and writer (``dpomdp``, grammar in
-``dpomdp_parse``) and the Gambit ``.efg`` export of a game's history tree (``gambit``; information sets =
-possible local histories, lambda = 1 / alpha at that boundary). It imports ``model`` and ``util``.
+``dpomdp_parse`` over the lines and tokens of ``dpomdp_lexer``) and the Gambit ``.efg`` export of a game's
+history tree (``gambit``; information sets = possible local histories, lambda = 1 / alpha at that
+boundary). It imports ``model`` and ``util``.
 """
 
 from __future__ import annotations

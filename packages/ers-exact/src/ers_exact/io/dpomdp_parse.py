@@ -22,53 +22,31 @@ sum over the named s', jo of T(s'|s, ja) U(jo|ja, s') r; MADP itself refuses tha
 implemented"), so this is the natural extension. Only the single token ``*`` counts as "any observation":
 per-agent wildcards such as ``* *`` name every joint observation explicitly and so *add* (as in MADP).
 ``values: cost`` negates every reward. T and O entries default to 0.
+
+The lines, tokens and name declarations come from :class:`~ers_exact.io.dpomdp_lexer.DpomdpLexer`, which the
+parser here extends with the preamble, name and index resolution, and the T/O/R entries.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
-from typing import Any
-
 import numpy as np
 
+from ers_exact.io.dpomdp_lexer import (
+    ENTRY_RE,
+    IDENT_RE,
+    MAX_MODEL_BYTES,
+    PREAMBLE,
+    PREAMBLE_RE,
+    RESERVED,
+    UINT_RE,
+    DpomdpError,
+    DpomdpLexer,
+    Index,
+    check_model_size,
+)
 from ers_exact.model.game import Game, GameError, make_game
 
 __all__ = ["IDENT_RE", "MAX_MODEL_BYTES", "PREAMBLE", "RESERVED", "DpomdpError", "parse_dpomdp"]
-
-IDENT_RE = re.compile(r"[A-Za-z][A-Za-z0-9_\-]*\Z")
-_NUMBER_RE = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\Z")
-_UINT_RE = re.compile(r"\d+\Z")
-PREAMBLE = ("agents", "discount", "values", "states", "start", "actions", "observations")
-#: Words that cannot serve as names (keywords of the format).
-RESERVED = frozenset(PREAMBLE) | {
-    "T",
-    "O",
-    "R",
-    "uniform",
-    "identity",
-    "reward",
-    "cost",
-    "include",
-    "exclude",
-}
-_PREAMBLE_RE = re.compile(rf"({'|'.join(PREAMBLE)})(?:\s+(include|exclude))?\s*:(.*)\Z")
-_ENTRY_RE = re.compile(r"([TOR])\s*:(.*)\Z")
-
-Index = int | np.ndarray  # one index, or an array of indices (a wildcard or partial wildcard)
-
-#: A file whose declared sizes need more memory than this for the model arrays (float64 T[s, a, s'],
-#: R[s, a, s'], U[a, s', o]) is refused before anything is allocated.
-MAX_MODEL_BYTES = 2 * 10**9
-
-
-class DpomdpError(GameError):
-    """Malformed ``.dpomdp`` input (or a game the format cannot express); the message names the line."""
-
-    def __init__(self, reason: str, line: int | None = None, source: str | None = None) -> None:
-        self.reason, self.line, self.source = reason, line, source
-        parts = [p for p in (source, None if line is None else f"line {line}") if p]
-        super().__init__(": ".join([*parts, reason]))
 
 
 def parse_dpomdp(text: str, horizon: int = 2, name: str = "dpomdp", source: str | None = None) -> Game:
@@ -107,98 +85,13 @@ def parse_dpomdp(text: str, horizon: int = 2, name: str = "dpomdp", source: str 
         raise GameError(f"{source}: {e}") from e
 
 
-def _bytes(n: float) -> str:
-    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n:.0f} B"
-
-
-def _check_model_size(S: int, A: int, O: int, line: int) -> None:
-    """Refuse sizes whose T, R and U arrays (float64) would exceed :data:`MAX_MODEL_BYTES`."""
-    t_bytes = 8.0 * S * A * S
-    total = 2 * t_bytes + 8.0 * A * S * O  # T and R[s, a, s'] are both S x A x S
-    if total > MAX_MODEL_BYTES:
-        raise DpomdpError(
-            f"declares {S} states x {A} joint actions x {O} joint observations: T alone needs "
-            f"{_bytes(t_bytes)}, the model {_bytes(total)} (> budget MAX_MODEL_BYTES = "
-            f"{_bytes(MAX_MODEL_BYTES)})",
-            line,
-        )
-
-
-class _Parser:
+class _Parser(DpomdpLexer):
     """Line-oriented recursive-descent parser; arrays are filled in place as entries are read."""
 
     def __init__(self, text: str) -> None:
-        self.lines = text.splitlines()
-        self.pos = 0
+        super().__init__(text)
         self.cache: dict[str, dict[str, Index]] = {"action": {}, "observation": {}, "state": {}}
         self.names: dict[str, tuple[tuple[str, ...], ...]] = {}
-        head: list[str] = []
-        for raw in self.lines:
-            stripped = raw.strip()
-            if stripped and not stripped.startswith("#"):
-                break
-            if stripped:
-                head.append(stripped[1:].strip())
-        self.description = "\n".join(head).strip()
-
-    # ----- lines and tokens -----
-    def next_line(self) -> tuple[int, str] | None:
-        """The next non-blank line with comments removed, and its 1-based number (None at end of file)."""
-        lines = self.lines
-        while self.pos < len(lines):
-            line = lines[self.pos]
-            self.pos += 1
-            if "#" in line:
-                line = line.split("#", 1)[0]
-            line = line.strip()
-            if line:
-                return self.pos, line
-        return None
-
-    def data_line(self, header: int, what: str) -> tuple[int, str]:
-        item = self.next_line()
-        if item is None:
-            raise DpomdpError(f"expected {what} on the next line, got end of file", header)
-        ln, line = item
-        if _ENTRY_RE.match(line) or _PREAMBLE_RE.match(line):
-            raise DpomdpError(f"expected {what}, got {line!r}", ln)
-        return item
-
-    @staticmethod
-    def number(tok: str, ln: int, what: str = "a number") -> float:
-        if _NUMBER_RE.match(tok):
-            return float(tok)
-        raise DpomdpError(f"expected {what}, got {tok!r}", ln)
-
-    def prob(self, tok: str, ln: int) -> float:
-        x = self.number(tok, ln, "a probability")
-        if not 0.0 <= x <= 1.0:
-            raise DpomdpError(f"probability {tok} is outside [0, 1]", ln)
-        return x
-
-    def row(self, n: int, what: str, header: int, probs: bool, keywords: Sequence[str] = ()) -> Any:
-        """One data line: ``n`` numbers, or one of ``keywords`` (returned as the string)."""
-        ln, line = self.data_line(header, f"{what} ({n} numbers)")
-        if line in keywords:
-            return line
-        toks = line.split()
-        if len(toks) != n:
-            raise DpomdpError(f"expected {n} numbers ({what}), got {len(toks)}: {line[:60]!r}", ln)
-        conv = self.prob if probs else self.number
-        return np.array([conv(t, ln) for t in toks], dtype=np.float64)
-
-    def matrix(
-        self, rows: int, cols: int, what: str, header: int, probs: bool, keywords: Sequence[str] = ()
-    ) -> Any:
-        """``rows`` data lines of ``cols`` numbers (an array), or one of ``keywords`` (a string)."""
-        first = self.row(cols, f"row 1 of {what}", header, probs, keywords)
-        if isinstance(first, str):
-            return first
-        rest = [self.row(cols, f"row {r + 1} of {what}", header, probs) for r in range(1, rows)]
-        return np.stack([first, *rest])
 
     # ----- preamble -----
     def preamble(self) -> None:
@@ -207,7 +100,7 @@ class _Parser:
             if item is None:
                 raise DpomdpError(f"missing preamble entry '{key}:' (end of file)", len(self.lines))
             ln, line = item
-            m = _PREAMBLE_RE.match(line)
+            m = PREAMBLE_RE.match(line)
             order = ", ".join(PREAMBLE)
             if m is None:
                 raise DpomdpError(
@@ -230,7 +123,7 @@ class _Parser:
 
     def _pre_agents(self, rest: str, mod: str | None, ln: int) -> None:
         toks = rest.split()
-        if len(toks) == 1 and _UINT_RE.match(toks[0]):
+        if len(toks) == 1 and UINT_RE.match(toks[0]):
             self.n = int(toks[0])
         elif toks and all(IDENT_RE.match(t) for t in toks):
             self.n = len(toks)
@@ -246,27 +139,6 @@ class _Parser:
         if rest not in ("reward", "cost"):
             raise DpomdpError(f"expected 'reward' or 'cost', got {rest!r}", ln)
         self.cost = rest == "cost"
-
-    def names_decl(self, rest: str, what: str, ln: int) -> tuple[str, ...]:
-        """A count (names '0', '1', ...) or a list of distinct identifiers."""
-        toks = rest.split()
-        if len(toks) == 1 and _UINT_RE.match(toks[0]):
-            if int(toks[0]) < 1:
-                raise DpomdpError(f"the number of {what} must be >= 1, got {toks[0]}", ln)
-            return tuple(str(i) for i in range(int(toks[0])))
-        if not toks:
-            raise DpomdpError(f"expected a count or a list of {what}", ln)
-        for t in toks:
-            if not IDENT_RE.match(t) or t in RESERVED:
-                raise DpomdpError(
-                    f"invalid {what[:-1]} name {t!r} (a name is a letter followed by letters, "
-                    "digits, '_' or '-', and not a keyword)",
-                    ln,
-                )
-        if len(set(toks)) != len(toks):
-            dup = next(t for t in toks if toks.count(t) > 1)
-            raise DpomdpError(f"{what[:-1]} name {dup!r} is declared twice", ln)
-        return tuple(toks)
 
     def _pre_states(self, rest: str, mod: str | None, ln: int) -> None:
         self.states = self.names_decl(rest, "states", ln)
@@ -285,7 +157,7 @@ class _Parser:
                 raise DpomdpError("'start exclude:' excludes every state", ln)
             self.b0 = np.zeros(S)
             self.b0[keep] = 1.0 / len(keep)
-        elif rest == "uniform" or (not rest and self._peek() == "uniform"):
+        elif rest == "uniform" or (not rest and self.peek() == "uniform"):
             if not rest:
                 self.next_line()
             self.b0 = np.full(S, 1.0 / S)
@@ -299,12 +171,6 @@ class _Parser:
             self.b0[self.state_index(rest, ln)] = 1.0
         else:
             self.b0 = self.row(S, "start distribution over the states", ln, probs=True)
-
-    def _peek(self) -> str | None:
-        pos = self.pos
-        item = self.next_line()
-        self.pos = pos
-        return None if item is None else item[1]
 
     def _agent_lines(self, rest: str, kind: str, ln: int) -> None:
         plural = f"{kind}s"
@@ -327,7 +193,7 @@ class _Parser:
         self.sizes = {k: tuple(len(d) for d in self.names[k]) for k in ("action", "observation")}
         self.A = int(np.prod(self.sizes["action"]))
         self.O = int(np.prod(self.sizes["observation"]))
-        _check_model_size(self.S, self.A, self.O, ln)
+        check_model_size(self.S, self.A, self.O, ln)
         self.T = np.zeros((self.S, self.A, self.S))
         self.U = np.zeros((self.A, self.S, self.O))
         self.R = np.zeros((self.S, self.A))
@@ -346,7 +212,7 @@ class _Parser:
             return hit
         if tok == "*":
             res: Index = np.arange(self.S)
-        elif _UINT_RE.match(tok):
+        elif UINT_RE.match(tok):
             res = int(tok)
             if res >= self.S:
                 raise DpomdpError(f"state index {res} is out of range (there are {self.S} states)", ln)
@@ -369,7 +235,7 @@ class _Parser:
             raise DpomdpError(f"missing joint {kind}", ln)
         if len(parts) == 1 and parts[0] == "*":
             res: Index = np.arange(total)
-        elif len(parts) == 1 and _UINT_RE.match(parts[0]):
+        elif len(parts) == 1 and UINT_RE.match(parts[0]):
             res = int(parts[0])
             if res >= total:
                 raise DpomdpError(f"joint {kind} index {res} is out of range ({total} joint {kind}s)", ln)
@@ -384,7 +250,7 @@ class _Parser:
             for i, t in enumerate(parts):
                 if t == "*":
                     per.append(np.arange(sizes[i]))
-                elif _UINT_RE.match(t):
+                elif UINT_RE.match(t):
                     if int(t) >= sizes[i]:
                         raise DpomdpError(
                             f"{kind} index {t} of agent {i} is out of range (agent {i} has "
@@ -408,9 +274,9 @@ class _Parser:
     def body(self) -> None:
         while (item := self.next_line()) is not None:
             ln, line = item
-            m = _ENTRY_RE.match(line)
+            m = ENTRY_RE.match(line)
             if m is None:
-                p = _PREAMBLE_RE.match(line)
+                p = PREAMBLE_RE.match(line)
                 if p is not None:
                     raise DpomdpError(f"preamble entry '{p.group(1)}:' repeated or after T/O/R entries", ln)
                 raise DpomdpError(f"expected a 'T:', 'O:' or 'R:' entry, got {line[:60]!r}", ln)

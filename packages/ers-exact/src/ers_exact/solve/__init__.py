@@ -1,13 +1,14 @@
 """The solve layer: the Boltzmann map F(pi) = softmax(Q_pi / alpha) in logit coordinates y = M(y)
-(``boltzmann``); M and its exact Jacobian from one forward and one backward pass, also over interval
-boxes (``derivatives``, ``interval_array``); batched Newton (``newton``); every Boltzmann fixed point
-pi = F(pi) that multistart and continuation find, and the self-play-optimal set Pi*_alpha
-(``fixed_points``); Pi*_alpha proven complete by a certified branch-and-bound (``optimal_set``, over
-probability-space box enclosures ``box_enclosure`` and batched Krawczyk tests ``krawczyk_batch``); branches traced in the temperature from lambda = 0 with branch switching at
-bifurcations (``continuation``); outward-rounded interval arithmetic (``interval``) and the Krawczyk
-certificates and certified complete search built on it (``certify``); and a grid of temperatures alpha
-(``sweep``). ``config`` holds the solver's settings (light: the command line reads them without loading
-numpy or scipy); every name here is imported on first use. It imports ``model`` and ``util``.
+(``boltzmann``); M and its exact Jacobian from one forward and one backward pass, also over interval boxes
+(``derivatives`` on its per-tree index ``logit_structure``, ``interval_array``); batched Newton
+(``newton``); every Boltzmann fixed point pi = F(pi) that multistart and continuation find, and the
+self-play-optimal set Pi*_alpha (``fixed_points``); Pi*_alpha proven complete by a certified
+branch-and-bound (``optimal_set``, over probability-space box enclosures ``box_enclosure`` and batched
+Krawczyk tests ``krawczyk_batch``); branches traced in the temperature from lambda = 0 with branch
+switching at bifurcations (``continuation``); outward-rounded interval arithmetic (``interval``) and the
+Krawczyk certificates and certified complete search built on it (``certify``); and a grid of temperatures
+alpha (``sweep``). ``config`` holds the solver's settings (light: the command line reads them without
+loading numpy or scipy); every name here is imported on first use. It imports ``model`` and ``util``.
 """
 
 from __future__ import annotations
