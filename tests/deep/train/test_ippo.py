@@ -178,3 +178,18 @@ def test_profile_update_ranks_the_update_s_operators() -> None:
     assert all(r["name"] and r["calls"] >= 1 for r in rows)
     with pytest.raises(ValueError, match="top must be"):
         profile_update(learner, top=0)
+
+
+def test_bench_learner_keeps_its_row_when_profiling_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``bench_learner(profile_top=...)`` profiles after measuring: a profiler that fails leaves the row's
+    figures and says why (a device table must not lose a row to the profiler)."""
+    from ers_deep.bench import train as bench
+
+    def broken(learner: Learner, top: int) -> list[dict[str, object]]:
+        raise RuntimeError("CUPTI unavailable")
+
+    monkeypatch.setattr(bench, "profile_update", broken)
+    cfg = paper_config("tabular:dectiger", seeds=(0,), num_envs=4, num_steps=3)
+    row = bench.bench_learner(cfg, updates=1, warmup=1, profile_top=3)
+    assert row["env_steps_per_s"] > 0 and "profile" not in row
+    assert row["profile_error"] == "RuntimeError: CUPTI unavailable"

@@ -57,7 +57,12 @@ def bench_learner(
     phases: dict[str, float] = {}
     learner.train_step(timings=phases)  # one more, its phases timed apart
     fast = learner.fast
-    profiled = {"profile": profile_update(learner, profile_top)} if profile_top > 0 else {}
+    profiled: dict[str, Any] = {}
+    if profile_top > 0:  # after the measurement: a profiler failure loses the profile, not the row
+        try:
+            profiled["profile"] = profile_update(learner, profile_top)
+        except Exception as e:
+            profiled["profile_error"] = f"{type(e).__name__}: {e}"[:300]
     return {
         "env": config.env,
         "num_envs": config.num_envs,
