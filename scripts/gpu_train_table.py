@@ -309,11 +309,12 @@ def markdown(rows: list[dict[str, Any]]) -> str:
     for r in rows:
         if r.get("kind") == "ers" and r.get("profile"):
             top = "; ".join(
-                f"{x['name'][:60]} {max(x['self_device_ms'], x['self_cpu_ms']):.1f} ms x{x['calls']}"
+                f"{x['name'][:60]} {x['self_device_ms'] or x['self_cpu_ms']:.1f} ms x{x['calls']}"
                 for x in r["profile"][:8]
             )
             lines.append(
-                f"\nprofile of one update, {r['env']} {r['num_envs']} {r.get('config') or ''}: {top}"
+                f"\nprofile of one update (self ms on the device, on the CPU where none), {r['env']} {r['num_envs']}"
+                f" {r.get('config') or ''}: {top}"
             )
     for r in rows:
         if r.get("kind", "").startswith("learn"):
