@@ -135,7 +135,7 @@ def test_crash_mid_write_leaves_the_previous_checkpoint(
     assert [p.name for p in tmp_path.iterdir()] == ["c.safetensors"]  # no temporary file left
 
 
-@pytest.mark.slow  # ~12 s; tests/test_cli_robustness.py resumes past a damaged checkpoint in ~2 s
+@pytest.mark.slow  # ~12 s; tests/test_cli_inputs.py resumes past a damaged checkpoint in ~2 s
 def test_resume_falls_back_past_a_damaged_checkpoint(tmp_path: Path) -> None:
     run = tmp_path / "run"
     proc = _start(run, 0.0)

@@ -3,9 +3,10 @@ spec (``game``); its possible local histories tau^i_t and joint history tree, en
 arrays (``histories``); exact values J(pi), Q^i_pi(tau^i, a^i) and dJ/dpi of tabular joint policies
 (``values``); transformations phi = (phi_S, phi_A^i, phi_O^i) acting on games, histories and policies
 (``transformation``); the objectives XP, OP^Phi and the symmetriser S(pi) (``objectives``); and the exact
-self-play optimum J* over deterministic joint policies (``optimal``: exhaustive reference and GMAA*, with
-the upper bounds of ``bounds`` and the search of ``gmaa``); its default budgets and budget errors in
-``config`` (light, for the command line). It imports only ``util``; every name here is imported on first use.
+self-play optimum J* over deterministic joint policies (``optimal``: the exhaustive reference of
+``exhaustive`` and GMAA*, with the upper bounds of ``bounds`` and the search of ``gmaa``; the result type in
+``optimal_result``); its default budgets and budget errors in ``config`` (light, for the command line). It
+imports only ``util``; every name here is imported on first use.
 """
 
 from __future__ import annotations

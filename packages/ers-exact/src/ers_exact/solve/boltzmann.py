@@ -84,7 +84,7 @@ def logit_bound(tree: HistoryTree, alpha: float) -> float:
 #: the largest logit bound B / alpha the solver accepts (y, M(y), DM(y) and their intervals stay finite)
 #: the largest logit scale (reward spread x horizon / alpha) the solver takes: a logit of size L carries an absolute
 #: float64 rounding of ~L * 1e-16, which reaches the residual tests' tolerances near 1e10 (measured: random
-#: 2-agent games gave fixed points up to 6e9 and none from 6e10 on; tests/test_cli_robustness.py)
+#: 2-agent games gave fixed points up to 6e9 and none from 6e10 on; tests/test_cli_finite_results.py)
 LOGIT_LIMIT = 1e9
 
 
