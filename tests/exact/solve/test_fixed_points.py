@@ -63,6 +63,24 @@ def test_every_found_point_satisfies_its_own_equation(name: str) -> None:
         assert fs.J_star + 1e-12 >= p.J
 
 
+@pytest.mark.parametrize("horizon", [1, 2, 3])
+def test_a_game_without_choices_has_its_one_policy_as_the_fixed_point(horizon: int) -> None:
+    """No agent has a second action (no logit coordinates, D = 0; found by Hypothesis in the extreme-alpha
+    test, where the two-stage fast path took the minimum of no denominators): the one policy is the one fixed
+    point, and its J is the closed form sum_t gamma^t R(s, a) of a one-state, one-action game."""
+    import dataclasses
+
+    from tests.exact.strategies import GameSpec
+
+    game = GameSpec(2, 1, (1, 1), (2, 1), horizon, 0.9, 0.5, "grid", True, 0).build()
+    game = dataclasses.replace(game, reward=np.full_like(game.reward, 2.0))
+    result = solve_fixed_points(enumerate_histories(game), 1.0, SolverConfig(n_starts=3, progress=False))
+    assert len(result.points) == 1
+    closed_form = 2.0 * sum(0.9**t for t in range(horizon))
+    assert abs(result.points[0].J - closed_form) <= 1e-12 * closed_form
+    assert result.points[0].residual == 0.0
+
+
 def test_logit_coordinates_round_trip_and_map(toy) -> None:
     coords = LogitCoordinates(toy)
     rng = np.random.default_rng(0)

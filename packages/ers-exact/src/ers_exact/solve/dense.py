@@ -282,7 +282,7 @@ class DenseLogitMap:
         DM /= (d * alpha)[:, None]
         M = gap0 / alpha
         J = float(pi[:A] @ num[:A]) / float(self.c_root[0])  # den at agent 1's root is its constant part
-        ok = math.isfinite(float(M.sum())) and float(d.min()) >= TINY
+        ok = math.isfinite(float(M.sum())) and float(d.min(initial=np.inf)) >= TINY  # D = 0: no denominators
         return M[None], DM[None], np.array([J]), np.array([ok])
 
     def _evaluate(self, y: np.ndarray, alpha: float, jacobian: bool) -> tuple[Any, Any, Any, np.ndarray]:
