@@ -204,6 +204,27 @@ def _continuation(
     )
 
 
+def _dip(sig: tuple[float, float, float], z: tuple[np.ndarray, ...], ratio: float) -> bool:
+    """Whether sigma_min [H_z; t] sampled at three successive curve points z (values ``sig``) dips enough
+    for a golden-section search between the outer two: the middle value is below ``ratio`` times both
+    neighbours, or the steeper side, extended as a line, reaches zero within the longer step. The second
+    catches a zero |s - s_b| sampled by long steps (a straight branch, e.g. the uniform policy of a
+    symmetric game, grows its steps to the cap; a kernel of even dimension changes no determinant sign),
+    which the ratio alone misses when s_b lies mid-step; a smooth minimum is left alone unless its
+    linear extrapolation reaches zero (the search then finds sigma_min above ``singular_tol`` and
+    reports nothing)."""
+    s_pp, s_p, s_n = sig
+    if not s_p < min(s_pp, s_n):
+        return False
+    if s_p < ratio * min(s_pp, s_n):
+        return True
+    d1, d2 = float(np.linalg.norm(z[1] - z[0])), float(np.linalg.norm(z[2] - z[1]))
+    if d1 <= 0.0 or d2 <= 0.0:
+        return False
+    slope = max((s_pp - s_p) / d1, (s_n - s_p) / d2)
+    return s_p <= slope * max(d1, d2)
+
+
 def _trace(
     tr: Tracer,
     seed: Seed,
@@ -267,9 +288,12 @@ def _trace(
                 bif = locate_sign(tr, z, t, lu, h, sign, cfg)
             elif len(hist_sig) >= 2:
                 s_prev, z_prev, _ = hist_sig[-1]
-                s_pp = hist_sig[-2][0]
-                if s_prev < cfg.singular_ratio * min(s_pp, sig_n) and z_prev[-1] < lam_stop:
-                    bif = locate_min(tr, hist_sig[-2][1], hist_sig[-2][2], zn, cfg)
+                s_pp, z_pp, t_pp = hist_sig[-2]
+                if (
+                    _dip((s_pp, s_prev, sig_n), (z_pp, z_prev, zn), cfg.singular_ratio)
+                    and z_prev[-1] < lam_stop
+                ):
+                    bif = locate_min(tr, z_pp, t_pp, zn, cfg)
             if bif is not None and not near_known(bif["z"], known_bif, cfg.branch_eps):
                 known_bif.append(bif["z"])
                 found.append(bif)
