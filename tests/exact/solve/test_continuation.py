@@ -126,8 +126,13 @@ def test_gambit_principal_branch_is_our_branch_zero(name: str, horizon, alpha: f
     cont = continuation(coords, alpha)
     # a branch point at lambda* itself (handshake at alpha 0.5: lambda = 2) counts as "first": it is located to
     # solver precision on either side of lambda*, and Gambit's point there is accurate only to the square root
-    # of its tolerance (the curve is singular)
-    if any(b["branch"] == 0 and b["lambda"] < (1 + 1e-6) / alpha for b in cont.bifurcations):
+    # of its tolerance (the curve is singular). Only a kernel of odd dimension turns the orientation (the sign of
+    # det [H_z; t]) that Gambit's tracer keeps, and so can turn it onto an arm; across an even one (three-lever's
+    # 20-dimensional kernel at lambda = 3) it goes straight on along the principal branch, and is compared
+    if any(
+        b["branch"] == 0 and b["lambda"] < (1 + 1e-6) / alpha and b["kernel_dim"] % 2 == 1
+        for b in cont.bifurcations
+    ):
         pytest.skip("the principal branch bifurcates first (or at lambda*): Gambit then picks one arm")
     first = cont.points[cont.point_branch.index(0)]
     qre = gambit_qre_policy(tree, alpha)
