@@ -57,3 +57,48 @@ def test_options_resolve_to_the_paper_config() -> None:
     cfg = TrainSPOptions(env="overcooked-v2", out="x", seeds="2,4", hidden=64).config()
     assert cfg.seeds == (2, 4) and cfg.net.kind == "cnn-gru" and cfg.net.hidden == 64 and cfg.num_envs == 256
     assert parse_seeds("0-4") == (0, 1, 2, 3, 4)
+
+
+def test_options_resolve_the_hanabi_observation_and_modes() -> None:
+    cfg = TrainSPOptions(env="hanabi", out="x", knowledge="v0-belief", update_mode="eager").config()
+    assert cfg.hanabi_knowledge == "v0-belief" and cfg.update_mode == "eager" and cfg.collect_mode == "auto"
+    unset = TrainSPOptions(env="hanabi", out="x").config()  # unset options: the paper config's own values
+    assert (unset.hanabi_knowledge, unset.hanabi_preset, unset.device) == ("plausible", "Hanabi-Full", "cpu")
+
+
+@pytest.mark.parametrize(
+    "flag",
+    [
+        ["--preset", "Hanabi-Small"],
+        ["--knowledge", "v0-belief"],
+        ["--layout", "cramped_room_v2"],
+        ["--advantage", "gae"],
+        ["--collector", "native"],
+        ["--collect-mode", "eager"],
+        ["--update-mode", "eager"],
+        ["--device", "cpu"],
+    ],
+)
+def test_resume_refuses_every_option_it_would_ignore(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: list[str]
+) -> None:
+    """A resumed run keeps the config it started with: an option that would change it is refused by name
+    (these were silently ignored before), before the folder is read."""
+    assert main(["train-sp", "--resume", str(tmp_path), *flag]) == 2
+    err = capsys.readouterr().err
+    assert flag[0] in err and "cannot change it" in err
+
+
+def test_no_help_text_repeats_its_default() -> None:
+    """Every option's default is shown once, by the options machinery (``default_text``/``default_value``),
+    never also inside its help text (``--help`` printed "(default: the paper's) (default: None)")."""
+    import dataclasses
+
+    from ers_deep.cli import COMMANDS as DEEP
+    from ers_exact.cli import COMMANDS as EXACT
+
+    classes = [c.options for c in (*DEEP, *EXACT)]
+    assert len(classes) > 20
+    for cls in classes:
+        for f in dataclasses.fields(cls):
+            assert "default" not in f.metadata.get("help", "").lower(), f"{cls.__name__}.{f.name}"

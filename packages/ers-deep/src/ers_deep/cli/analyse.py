@@ -92,7 +92,9 @@ class ActionMatrixOptions(Options):
         default_text="POOL/analysis or TABLE1/analysis",
     )
     force: bool = force_option()
-    threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=thread_count)
+    threads: int | None = option(
+        None, help="torch CPU threads", check=thread_count, default_text="torch's choice"
+    )
 
     def check(self) -> None:
         if self.pool is None and self.table1 is None:
@@ -196,7 +198,9 @@ class OPPreservationOptions(Options):
         None, help="folder of the results", check=output_folder, default_text="POOL/analysis"
     )
     force: bool = force_option()
-    threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=thread_count)
+    threads: int | None = option(
+        None, help="torch CPU threads", check=thread_count, default_text="torch's choice"
+    )
 
 
 def run_op_preservation(opts: OPPreservationOptions) -> dict[str, Any]:
@@ -252,7 +256,9 @@ class XPDistributionOptions(Options):
         None, help="folder of the results", check=output_folder, default_text="TABLE1/analysis, else required"
     )
     force: bool = force_option()
-    threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=thread_count)
+    threads: int | None = option(
+        None, help="torch CPU threads", check=thread_count, default_text="torch's choice"
+    )
 
     def check(self) -> None:
         if self.populations is None and self.table1 is None:

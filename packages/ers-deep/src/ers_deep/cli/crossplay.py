@@ -25,19 +25,26 @@ class CrossplayOptions(Options):
 
     pool_a: str = option(help="a pool folder (ers-deep train-sp --out)", positional=True, metavar="POOL_A")
     pool_b: str | None = option(
-        None, help="a second pool (default: POOL_A against itself)", positional=True, metavar="POOL_B"
+        None,
+        help="a second pool",
+        positional=True,
+        metavar="POOL_B",
+        default_text="POOL_A against itself",
     )
     games: int = option(1000, help="games per pair and seat order", check=at_least(1))
     greedy: bool = option(False, help="play the argmax action instead of sampling")
     seed: int = option(0, help="seed of the games", check=at_least(0))
     out: str | None = option(
         None,
-        help="folder for xp.json, xp.png and report.json (default: POOL_A/crossplay)",
+        help="folder for xp.json, xp.png and report.json",
         check=output_folder,
+        default_text="POOL_A/crossplay",
     )
     force: bool = force_option()
     no_mdp: bool = option(False, help="skip the matrix symmetrised over the env's Dec-POMDP symmetries")
-    threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=thread_count)
+    threads: int | None = option(
+        None, help="torch CPU threads", check=thread_count, default_text="torch's choice"
+    )
 
 
 def run_crossplay(opts: CrossplayOptions) -> dict[str, Any]:

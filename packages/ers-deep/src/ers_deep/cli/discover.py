@@ -157,7 +157,9 @@ class DiscoverOptions(Options):
         help="replace the discovery run in --out (its folder is removed first; without it such a folder is "
         "refused)",
     )
-    threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=thread_count)
+    threads: int | None = option(
+        None, help="torch CPU threads", check=thread_count, default_text="torch's choice"
+    )
 
     def check(self) -> None:
         if self.top > self.candidates:

@@ -57,7 +57,9 @@ class EnvBenchOptions(Options):
     against: str = option(
         "", help="comma-separated references: hle, jaxmarl (Hanabi); jaxmarl (Overcooked V2)"
     )
-    threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=thread_count)
+    threads: int | None = option(
+        None, help="torch CPU threads", check=thread_count, default_text="torch's choice"
+    )
     no_check: bool = option(
         False, help="Hanabi: skip the per-step legality check (eager mode; no device sync)"
     )

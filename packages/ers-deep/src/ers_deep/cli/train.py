@@ -30,6 +30,8 @@ from ers_exact.util.options import (
 
 __all__ = ["TrainSPOptions", "replace_pool", "resume_folder", "run_train_sp", "show_train_sp"]
 
+PAPERS = "the paper's"
+
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class TrainSPOptions(Options):
@@ -56,58 +58,81 @@ class TrainSPOptions(Options):
         "refused)",
     )
     alpha: float | None = option(
-        None, help="temperature = entropy coefficient (default: the env's paper value)", check=non_negative
+        None,
+        help="temperature = entropy coefficient",
+        check=non_negative,
+        default_text="the env's paper value",
     )
-    total_steps: int | None = option(
-        None, help="env steps per seed (default: the paper's)", check=at_least(1)
-    )
-    num_envs: int | None = option(None, help="games per seed (default: the paper's)", check=at_least(1))
+    total_steps: int | None = option(None, help="env steps per seed", check=at_least(1), default_text=PAPERS)
+    num_envs: int | None = option(None, help="games per seed", check=at_least(1), default_text=PAPERS)
     num_steps: int | None = option(
-        None, help="steps per game per update (default: the paper's)", check=at_least(1)
+        None, help="steps per game per update", check=at_least(1), default_text=PAPERS
     )
     minibatches: int | None = option(
-        None, help="minibatches per epoch (default: the paper's)", check=at_least(1)
+        None, help="minibatches per epoch", check=at_least(1), default_text=PAPERS
     )
-    lr: float | None = option(None, help="Adam learning rate (default: the paper's)", check=positive)
+    lr: float | None = option(None, help="Adam learning rate", check=positive, default_text=PAPERS)
     hidden: int | None = option(
-        None, help="network width (default: the paper's: 512 Hanabi, 128 Overcooked)", check=at_least(1)
+        None,
+        help="network width",
+        check=at_least(1),
+        default_text="the paper's: 512 Hanabi, 128 Overcooked",
     )
     conv: int | None = option(
-        None, help="Overcooked V2: width of the wide 1x1 convolutions (default 128)", check=at_least(1)
+        None, help="Overcooked V2: width of the wide 1x1 convolutions", check=at_least(1), default_value=128
     )
     shaped_horizon: int | None = option(
         None,
-        help="Overcooked V2: env steps over which the shaped reward anneals "
-        "1 -> 0 (0: never; default: the paper's 1.5e7)",
+        help="Overcooked V2: env steps over which the shaped reward anneals 1 -> 0 (0: never)",
         check=at_least(0),
+        default_text="the paper's 1.5e7",
     )
-    preset: str = option("Hanabi-Full", help="Hanabi: HLE preset", check=one_of(PRESET_NAMES))
-    layout: str = option(
-        "grounded_coord_simple", help="Overcooked V2 layout", check=one_of(sorted(LAYOUT_STRINGS))
+    preset: str | None = option(
+        None, help="Hanabi: HLE preset", check=one_of(PRESET_NAMES), default_value="Hanabi-Full"
     )
-    advantage: Literal["gae", "exact"] = option(
-        "gae", help="tabular: exact = all-actions gradient with ers-exact's advantages"
+    knowledge: Literal["plausible", "v0-belief"] | None = option(
+        None,
+        help="Hanabi: the plausible-card features of the observation: HLE's bits (plausible) or JaxMARL's V0 "
+        "belief, the plausible bits times the copies not yet discarded or played, normalised per slot "
+        "(v0-belief: the JAX anchor's observation)",
+        default_value="plausible",
     )
-    collector: Literal["fast", "native", "torchrl"] = option(
-        "fast",
+    layout: str | None = option(
+        None,
+        help="Overcooked V2 layout",
+        check=one_of(sorted(LAYOUT_STRINGS)),
+        default_value="grounded_coord_simple",
+    )
+    advantage: Literal["gae", "exact"] | None = option(
+        None, help="tabular: exact = all-actions gradient with ers-exact's advantages", default_value="gae"
+    )
+    collector: Literal["fast", "native", "torchrl"] | None = option(
+        None,
         help="fast: env + policy through ers_deep.accel (compiled / CUDA-graph-captured); torchrl: torchrl's "
         "Collector over the same env, native: the per-step loop (both references give the same data)",
+        default_value="fast",
     )
-    collect_mode: Literal["auto", "eager", "compile", "graph", "compile-graph"] = option(
-        "auto",
+    collect_mode: Literal["auto", "eager", "compile", "graph", "compile-graph"] | None = option(
+        None,
         help="the fast collection's mode (auto: compile-graph on CUDA, compile at small CPU batches, else eager)",
+        default_value="auto",
     )
-    update_mode: Literal["auto", "eager", "compile", "graph", "compile-graph"] = option(
-        "auto",
+    update_mode: Literal["auto", "eager", "compile", "graph", "compile-graph"] | None = option(
+        None,
         help="the PPO update: eager, compile (loss and clipping), graph / compile-graph (the minibatch step "
         "captured as a CUDA graph; auto: captured on CUDA, see README)",
+        default_value="auto",
     )
     eval_games: int = option(1000, help="self-play games per policy for the pool's scores", check=at_least(1))
     max_updates: int | None = option(
         None, help="stop after this many updates (continue later with --resume)", check=at_least(1)
     )
-    device: str = option("cpu", help="torch device: cpu, cuda or cuda:N", check=device_check)
-    threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=thread_count)
+    device: str | None = option(
+        None, help="torch device: cpu, cuda or cuda:N", check=device_check, default_value="cpu"
+    )
+    threads: int | None = option(
+        None, help="torch CPU threads", check=thread_count, default_text="torch's choice"
+    )
     ray: str | None = option(
         None,
         help="train each seed as a separate job on this Ray cluster (local: a local Ray instance; "
@@ -142,17 +167,16 @@ class TrainSPOptions(Options):
         from ers_deep.train.config import paper_config
 
         assert self.env is not None
-        over: dict[str, Any] = {
-            "seeds": parse_seeds(self.seeds or "0-4"),
-            "device": self.device,
-            "hanabi_preset": self.preset,
-            "layout": self.layout,
-            "advantage": self.advantage,
-            "collector": self.collector,
-            "collect_mode": self.collect_mode,
-            "update_mode": self.update_mode,
-        }
+        over: dict[str, Any] = {"seeds": parse_seeds(self.seeds or "0-4")}
         for field, key in (
+            ("device", "device"),
+            ("preset", "hanabi_preset"),
+            ("knowledge", "hanabi_knowledge"),
+            ("layout", "layout"),
+            ("advantage", "advantage"),
+            ("collector", "collector"),
+            ("collect_mode", "collect_mode"),
+            ("update_mode", "update_mode"),
             ("alpha", "alpha"),
             ("total_steps", "total_env_steps"),
             ("num_envs", "num_envs"),
@@ -172,7 +196,8 @@ class TrainSPOptions(Options):
         return paper_config(self.env, **over)
 
 
-#: options that define a run (its config and folder): --resume keeps the run's own, so it refuses them
+#: options that define a run (its config and folder): --resume keeps the run's own, so it refuses them (only
+#: --eval-games, --threads and --max-updates apply to a resumed run)
 _RUN_FIELDS = (
     "env",
     "seeds",
@@ -186,6 +211,14 @@ _RUN_FIELDS = (
     "hidden",
     "conv",
     "shaped_horizon",
+    "preset",
+    "knowledge",
+    "layout",
+    "advantage",
+    "collector",
+    "collect_mode",
+    "update_mode",
+    "device",
 )
 
 

@@ -69,15 +69,17 @@ class Table1Options(Options):
         check=at_least(1),
         default_text="the paper's, at most 2 x --num-envs",
     )
-    lr: float | None = option(None, help="IPPO learning rate (default: the paper's)", check=positive)
+    lr: float | None = option(None, help="IPPO learning rate", check=positive, default_text="the paper's")
     discovery_lr: float = option(1e-3, help="learning rate of the symmetry networks", check=positive)
     alpha: float | None = option(
-        None, help="IPPO entropy coefficient = temperature (default: the paper's)", check=non_negative
+        None, help="IPPO entropy coefficient = temperature", check=non_negative, default_text="the paper's"
     )
     games: int = option(500, help="cross-play games per pair and seat order", check=at_least(1))
     seed: int = option(0, help="seed of the whole experiment", check=at_least(0))
     device: str = option("cpu", help="torch device: cpu, cuda or cuda:N", check=device_check)
-    threads: int | None = option(None, help="torch CPU threads (default: torch's choice)", check=thread_count)
+    threads: int | None = option(
+        None, help="torch CPU threads", check=thread_count, default_text="torch's choice"
+    )
     force: bool = option(
         False,
         help="replace a run with another config in --out (without it such a folder is refused; the same "

@@ -190,17 +190,21 @@ def option(
     check: Check | None = None,
     metavar: str | None = None,
     default_text: str | None = None,
+    default_value: Any = None,
 ) -> Any:
     """A documented, validated field of an :class:`Options` class (no default: the option is required).
 
     ``default_text`` is what ``--help`` and the README show as the default when the value itself says little
-    (``None`` meaning "the game's own", a folder resolved at run time)."""
+    (``None`` meaning "the game's own", a folder resolved at run time). ``default_value``: the value an unset
+    option (default ``None``) stands for, shown as its default (a command that must know whether the option
+    was given, e.g. to refuse it beside ``--resume``, keeps ``None`` as the field's default)."""
     meta = {
         "help": help,
         "positional": positional,
         "check": check,
         "metavar": metavar,
         "default_text": default_text,
+        "default_value": default_value,
     }
     return dataclasses.field(default=default, metadata=meta)
 
@@ -210,6 +214,8 @@ def default_text(f: dataclasses.Field[Any]) -> str | None:
     if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
         return None
     shown = f.metadata.get("default_text")
+    if shown is None and f.metadata.get("default_value") is not None:
+        shown = str(f.metadata["default_value"])
     return shown if shown is not None else str(f.default)
 
 
