@@ -10,12 +10,13 @@ import pytest
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 DEEP_README = README.parent / "packages" / "ers-deep" / "README.md"
+EXACT_README = README.parent / "packages" / "ers-exact" / "README.md"
 
 
 def _python_blocks() -> list[str]:
     return [
         b
-        for path in (README, DEEP_README)
+        for path in (README, DEEP_README, EXACT_README)
         for b in re.findall(r"```python\n(.*?)```", path.read_text(), flags=re.S)
     ]
 
@@ -32,6 +33,10 @@ def test_readme_python_block_runs(index: int) -> None:
     if "self_play_optimum(tree).value" in code:  # the block states J* of Dec-Tiger H=3 in a comment
         value = eval("self_play_optimum(tree).value", namespace)
         assert value == pytest.approx(5.1908125, abs=1e-6)
+    if "symmetry_report(tree, alpha=0.25)" in code:  # ers-exact's README: the toy game's groups (the paper)
+        report: dict = namespace["report"]  # type: ignore[assignment]
+        assert (report["mdp"]["order"], report["er"]["order_on_policies"]) == (1, 2)
+        assert report["fixed_points_complete"] is True
 
 
 def test_readme_lists_every_option_of_every_command() -> None:
