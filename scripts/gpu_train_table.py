@@ -165,6 +165,21 @@ def learn(
     record(out, {"kind": "learn-anchor", "env": "hanabi", "num_envs": n, "seed": a.learn_seed, **r})
 
 
+def row_variants(text: str, env: str) -> list[dict[str, Any]]:
+    """The ers measurements of a row of ``env``: the default config, then each ';'-separated variant of
+    ``--row-variants`` (config overrides, :func:`parse_over`) that applies to it: an unprefixed variant to every
+    row, ``"ENV:overrides"`` only to rows of ENV (e.g. ``overcooked-v2:cudnn_benchmark=true``)."""
+    out: list[dict[str, Any]] = [{}]
+    for item in (x.strip() for x in text.split(";") if x.strip()):
+        scope, sep, rest = item.partition(":")
+        if sep and "=" not in scope:
+            if scope == env:
+                out.append(parse_over(rest))
+        else:
+            out.append(parse_over(item))
+    return out
+
+
 def parse_over(text: str) -> dict[str, Any]:
     """``"vf_coef=1.0,normalize_advantage=false"`` -> config fields (values read as JSON, else strings)."""
     out: dict[str, Any] = {}
@@ -194,7 +209,8 @@ def main() -> None:
     p.add_argument(
         "--row-variants",
         default="",
-        help="more ers measurements per row, ';'-separated config overrides, e.g. 'bf16_update=true'",
+        help="more ers measurements per row, ';'-separated config overrides, e.g. 'bf16_update=true'; "
+        "'ENV:overrides' only in rows of ENV, e.g. 'overcooked-v2:cudnn_benchmark=true'",
     )
     p.add_argument(
         "--learn-sides", default="ers,anchor", help="the learning runs' sides: ers, anchor or both"
@@ -252,7 +268,7 @@ def main() -> None:
         if left() < 60:
             record(out, {"kind": "skipped", "env": env, "num_envs": n, "why": "budget"})
             continue
-        variants = [{}, *[parse_over(x) for x in a.row_variants.split(";") if x]]
+        variants = row_variants(a.row_variants, env)
         for mode, over in [(m, o) for m in a.update_modes.split(",") for o in variants]:
             cfg = ers_config(env, n, t, mb, a.device, a.tiny, **{"update_mode": mode, **over})
             try:

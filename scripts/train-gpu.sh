@@ -21,8 +21,10 @@
 # variant 'bf16_update=true' to compare the curves; the issue asks for the curve before it becomes a default).
 # Where an ers update's time goes: TABLE_ARGS="--rows hanabi,overcooked-v2 --profile 25" (per ers row one more
 # update under torch.profiler; its 25 costliest kernels in the JSON row, the first 8 under the markdown table).
-# The throughput follow-up (2x / 3x rows; bf16's curve was the same as float32's on CPU Hanabi-Small, 2026-11-27):
-#   TEST_S=0 TABLE_S=480 TABLE_ARGS="--rows hanabi,overcooked-v2 --row-variants 'bf16_update=true' --profile 25" (timeout_s=500)
+# The throughput follow-up (2x / 3x rows; bf16's curve was the same as float32's on CPU Hanabi-Small, 2026-11-27),
+# as two calls (each variant compiles its own update; an unscoped variant applies to every row, ENV:... to ENV's):
+#   TEST_S=0 TABLE_S=420 TABLE_ARGS="--rows hanabi --row-variants 'bf16_update=true;overcooked-v2:cudnn_benchmark=true' --profile 25" (timeout_s=440)
+#   TEST_S=0 TABLE_S=420 TABLE_ARGS="--rows overcooked-v2 --row-variants 'bf16_update=true;overcooked-v2:cudnn_benchmark=true' --profile 25" (timeout_s=440)
 # Budgets (seconds): TEST_S for the tests, TABLE_S for the table; TABLE_ARGS: more options of gpu_train_table.py
 # (a CPU try: TABLE_ARGS="--device cpu --tiny --learn-s 5" TEST_S=0 bash scripts/train-gpu.sh).
 set -uo pipefail

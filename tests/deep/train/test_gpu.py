@@ -53,3 +53,17 @@ def test_gae_on_cuda_equals_the_cpu_loop() -> None:
     adv, target = gae(reward, value, last, done, 0.99, 0.95)
     cuda = gae(reward.cuda(), value.cuda(), last.cuda(), done.cuda(), 0.99, 0.95)
     assert torch.allclose(cuda[0].cpu(), adv, atol=1e-4) and torch.allclose(cuda[1].cpu(), target, atol=1e-4)
+
+
+@pytest.mark.parametrize("bench", [True, False])
+def test_the_learner_sets_cudnn_benchmark_from_its_config(bench: bool) -> None:
+    """``TrainConfig.cudnn_benchmark`` (a process-wide switch, like ``tf32``) and one update with it."""
+    from ers_deep.train import Learner
+
+    before = torch.backends.cudnn.benchmark
+    try:
+        learner = Learner(tiny_config("overcooked-v2", device="cuda", cudnn_benchmark=bench))
+        assert torch.backends.cudnn.benchmark is bench
+        assert all(torch.isfinite(torch.tensor(learner.train_step()["value_loss"])))
+    finally:
+        torch.backends.cudnn.benchmark = before

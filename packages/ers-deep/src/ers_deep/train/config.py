@@ -61,6 +61,9 @@ class TrainConfig:
     )
     update_mode: UpdateMode = "auto"  # the PPO minibatch step: eager, compiled, captured (train.update)
     tf32: bool = True  # CUDA: float32 matmuls and convolutions in TF32 (as JAX's default GPU precision)
+    # CUDA: cuDNN times its algorithms for each new convolution shape and keeps the fastest
+    # (torch.backends.cudnn.benchmark; off: its heuristic pick). Not yet measured on a GPU, so off by default.
+    cudnn_benchmark: bool = False
     bf16_update: bool = False  # the PPO loss's forward under bfloat16 autocast (float32 weights and Adam)
     acting_rows: bool = True  # Hanabi: minibatches of whole games, the actor head on acting entries only
     # PPO

@@ -159,8 +159,9 @@ class Learner:
         self.P, self.S, self.B = self.env.num_agents, S, B
         self.N = B * self.P  # actors per seed
         dev = self.env.device
-        if dev.type == "cuda":  # a process-wide switch: the last learner built sets it
+        if dev.type == "cuda":  # process-wide switches: the last learner built sets them
             torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = cfg.tf32
+            torch.backends.cudnn.benchmark = cfg.cudnn_benchmark
         # ``net``: any ActorCritic over S = len(seeds) stacks (discovery and other-play pass composite nets)
         self.net: ActorCritic = (
             net

@@ -1,0 +1,42 @@
+"""``scripts/gpu_train_table.py``'s row variants (the device script is run by hand on a GPU; its parsing here)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from ers_deep.train import TrainConfig
+
+SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "gpu_train_table.py"
+
+
+def _script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("gpu_train_table", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_row_variants_apply_unscoped_to_every_row_and_scoped_to_their_env() -> None:
+    rows = _script().row_variants
+    text = "bf16_update=true; overcooked-v2:cudnn_benchmark=true,vf_coef=1.0;hanabi:acting_rows=false"
+    assert rows(text, "hanabi") == [{}, {"bf16_update": True}, {"acting_rows": False}]
+    assert rows(text, "overcooked-v2") == [
+        {},
+        {"bf16_update": True},
+        {"cudnn_benchmark": True, "vf_coef": 1.0},
+    ]
+    assert rows("", "hanabi") == [{}]
+
+
+@pytest.mark.parametrize("env", ["hanabi", "overcooked-v2"])
+def test_every_variant_of_the_planned_device_run_is_a_config_field(env: str) -> None:
+    """The variants named in scripts/train-gpu.sh's plan build a TrainConfig (a typo would cost device time)."""
+    plan = "bf16_update=true;overcooked-v2:cudnn_benchmark=true"
+    assert plan in (SCRIPT.parent / "train-gpu.sh").read_text()
+    for over in _script().row_variants(plan, env):
+        assert TrainConfig(env=env, **over).to_json()["env"] == env
