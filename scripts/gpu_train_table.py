@@ -11,6 +11,7 @@ Hanabi-Full self-play run of each side. Rows run most-needed first; every result
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -66,7 +67,9 @@ def ers_config(env: str, n: int, t: int, mb: int, device: str, tiny: bool, **kw:
             over["hanabi_preset"] = "Hanabi-Very-Small"
     if env == "hanabi":  # the anchor's observation (JaxMARL's V0 belief), unless a variant says otherwise
         over["hanabi_knowledge"] = SETTINGS["hanabi_knowledge"]
-    return paper_config(env, total_env_steps=10**10, **{**over, **kw})
+    net_over = {k.removeprefix("net."): kw.pop(k) for k in [k for k in kw if k.startswith("net.")]}
+    cfg = paper_config(env, total_env_steps=10**10, **{**over, **kw})
+    return cfg.replace(net=dataclasses.replace(cfg.net, **net_over)) if net_over else cfg
 
 
 def record(out: Path, row: dict[str, Any]) -> None:
@@ -210,7 +213,8 @@ def main() -> None:
         "--row-variants",
         default="",
         help="more ers measurements per row, ';'-separated config overrides, e.g. 'bf16_update=true'; "
-        "'ENV:overrides' only in rows of ENV, e.g. 'overcooked-v2:cudnn_benchmark=true'",
+        "'ENV:overrides' only in rows of ENV, e.g. 'overcooked-v2:cudnn_benchmark=true'; net.FIELD for the "
+        "NetConfig, e.g. 'overcooked-v2:net.spatial=\"matmul\"'",
     )
     p.add_argument(
         "--learn-sides", default="ers,anchor", help="the learning runs' sides: ers, anchor or both"

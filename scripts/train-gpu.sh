@@ -23,8 +23,8 @@
 # update under torch.profiler; its 25 costliest kernels in the JSON row, the first 8 under the markdown table).
 # The throughput follow-up (2x / 3x rows; bf16's curve was the same as float32's on CPU Hanabi-Small, 2026-11-27),
 # as two calls (each variant compiles its own update; an unscoped variant applies to every row, ENV:... to ENV's):
-#   TEST_S=0 TABLE_S=420 TABLE_ARGS="--rows hanabi --row-variants 'bf16_update=true;overcooked-v2:cudnn_benchmark=true' --profile 25" (timeout_s=440)
-#   TEST_S=0 TABLE_S=420 TABLE_ARGS="--rows overcooked-v2 --row-variants 'bf16_update=true;overcooked-v2:cudnn_benchmark=true' --profile 25" (timeout_s=440)
+#   TEST_S=0 TABLE_S=420 TABLE_ARGS="--rows hanabi --row-variants 'bf16_update=true;overcooked-v2:cudnn_benchmark=true;overcooked-v2:net.spatial=matmul' --profile 25" (timeout_s=440)
+#   TEST_S=0 TABLE_S=420 TABLE_ARGS="--rows overcooked-v2 --row-variants 'bf16_update=true;overcooked-v2:cudnn_benchmark=true;overcooked-v2:net.spatial=matmul' --profile 25" (timeout_s=440)
 # Budgets (seconds): TEST_S for the tests, TABLE_S for the table; TABLE_ARGS: more options of gpu_train_table.py
 # (a CPU try: TABLE_ARGS="--device cpu --tiny --learn-s 5" TEST_S=0 bash scripts/train-gpu.sh).
 set -uo pipefail
@@ -45,6 +45,7 @@ if [ "$TEST_S" -gt 0 ]; then
     "tests/deep/train/test_gpu.py::test_captured_collection_equals_the_eager_loop[hanabi-compile-graph]" \
     "tests/deep/train/test_gpu.py::test_captured_collection_with_the_v0_belief_equals_the_eager_loop" \
     "tests/deep/accel/test_gpu.py::test_captured_step_equals_eager_step[hanabi-kw0-compile-graph]" \
+    "tests/deep/train/test_gpu.py::test_captured_updates_with_the_grid_matrix_convolutions_equal_the_eager_update[graph]" \
     ${MORE_TESTS:-} > "$OUT/gpu-tests.txt" 2>&1
   echo "gpu tests: exit $? (details in $OUT/gpu-tests.txt)"; tail -25 "$OUT/gpu-tests.txt"
 fi

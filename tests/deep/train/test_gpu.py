@@ -44,6 +44,18 @@ def test_update_modes_equal_the_eager_update(env: str, mode: str) -> None:
     assert diff < 1e-5, diff
 
 
+@pytest.mark.parametrize("mode", ["graph", "compile-graph"])
+def test_captured_updates_with_the_grid_matrix_convolutions_equal_the_eager_update(mode: str) -> None:
+    """``NetConfig.spatial="matmul"`` (its index buffers on the device before capture) on Overcooked V2."""
+    import dataclasses
+
+    cfg = tiny_config("overcooked-v2", device="cuda", tf32=False, collect_mode="eager")
+    cfg = cfg.replace(net=dataclasses.replace(cfg.net, spatial="matmul"))
+    with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
+        diff = mode_vs_eager_params(cfg, mode, updates=3, staggered=True)
+    assert diff < 1e-5, diff
+
+
 def test_gae_on_cuda_equals_the_cpu_loop() -> None:
     """On CUDA ``ppo.gae`` takes the closed form (``gae_weights``); the CPU takes the loop."""
     g = torch.Generator().manual_seed(0)

@@ -36,7 +36,16 @@ def test_row_variants_apply_unscoped_to_every_row_and_scoped_to_their_env() -> N
 @pytest.mark.parametrize("env", ["hanabi", "overcooked-v2"])
 def test_every_variant_of_the_planned_device_run_is_a_config_field(env: str) -> None:
     """The variants named in scripts/train-gpu.sh's plan build a TrainConfig (a typo would cost device time)."""
-    plan = "bf16_update=true;overcooked-v2:cudnn_benchmark=true"
+    plan = "bf16_update=true;overcooked-v2:cudnn_benchmark=true;overcooked-v2:net.spatial=matmul"
     assert plan in (SCRIPT.parent / "train-gpu.sh").read_text()
-    for over in _script().row_variants(plan, env):
-        assert TrainConfig(env=env, **over).to_json()["env"] == env
+    script = _script()
+    configs = [script.ers_config(env, 8, 4, 2, "cpu", True, **o) for o in script.row_variants(plan, env)]
+    assert all(isinstance(c, TrainConfig) and c.env == env for c in configs)
+    if env == "overcooked-v2":
+        assert [(c.cudnn_benchmark, c.net.spatial) for c in configs] == [
+            (False, "conv"),
+            (False, "conv"),
+            (True, "conv"),
+            (False, "matmul"),
+        ]
+        assert configs[1].bf16_update and not configs[0].bf16_update

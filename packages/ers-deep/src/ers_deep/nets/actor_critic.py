@@ -19,7 +19,9 @@ Variants (``NetConfig.kind``):
   Dense(512) ReLU (orthogonal 2) -> Dense(A) (0.01); critic Dense(512) ReLU (2) -> Dense(1) (1.0).
 * ``"cnn-gru"``: the official Overcooked V2 net: 1x1 convs 128, 128, 8, 3x3 'SAME' convs 16, 32, 32 (ReLU,
   orthogonal sqrt 2), flatten, Dense(128) ReLU, LayerNorm, GRU(128), actor Dense(128) ReLU -> Dense(A)
-  (0.01), critic Dense(128) ReLU -> Dense(1) (1.0).
+  (0.01), critic Dense(128) ReLU -> Dense(1) (1.0). ``NetConfig.spatial``: the 3x3 convolutions as
+  ``F.conv2d`` (``"conv"``) or each as one matrix product over the whole grid (``"matmul"``,
+  ``ers_deep.nets.spatial``); the same parameters either way.
 * ``"tabular"``: logits and value are tables over the env's one-hot observation (bias-free linear maps;
   logits start random (orthogonal, gain ``tabular_init``; 0: the uniform policy, which is itself a fixed
   point of symmetric games), value zero): exactly the tabular softmax policy of ers-exact.
@@ -39,9 +41,11 @@ from ers_deep.nets.gru_scan import gru_scan
 from ers_deep.nets.layers import SConv2d, SGRUCell, SLayerNorm, SLinear
 from ers_deep.nets.pointwise import pointwise_stack
 from ers_deep.nets.recurrent import gru_bounded, gru_segments, gru_steps
+from ers_deep.nets.spatial import spatial_index, spatial_matrix
 from ers_deep.nets.state import NetState
 
 NetKind = Literal["mlp", "cnn-gru", "tabular"]
+Spatial = Literal["conv", "matmul"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,6 +59,11 @@ class NetConfig:
     conv: int = (
         128  # cnn-gru: width of the two wide 1x1 convolutions (the official 128; smaller for CPU runs)
     )
+    spatial: Spatial = "conv"  # cnn-gru: the 3x3 convolutions as F.conv2d or as matrix products (nets.spatial)
+
+    def __post_init__(self) -> None:
+        if self.spatial not in ("conv", "matmul"):
+            raise ValueError(f"NetConfig.spatial = {self.spatial!r}: choose 'conv' or 'matmul'")
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -157,6 +166,7 @@ class RecurrentCNN(ActorCritic):
         num_actions: int,
         hidden: int = 128,
         conv: int = 128,
+        spatial: Spatial = "conv",
     ) -> None:
         super().__init__(seeds, obs_shape, num_actions)
         g = self.generators()
@@ -164,6 +174,12 @@ class RecurrentCNN(ActorCritic):
         widths = [(C, conv, 1), (conv, conv, 1), (conv, 8, 1), (8, 16, 3), (16, 32, 3), (32, 32, 3)]
         self.convs = nn.ModuleList(SConv2d(i, o, k, g) for i, o, k in widths)
         self.n_pointwise = 3  # the leading 1x1 convolutions, run as matmuls on channels-last input
+        self.spatial = spatial
+        if spatial == "matmul":  # where each 3x3 weight entry sits in its grid matrix (not in checkpoints)
+            for i, (n_in, n_out, k) in enumerate(widths[self.n_pointwise :]):
+                flat, entry = spatial_index(n_in, n_out, k, (V1, V2))
+                self.register_buffer(f"spatial_flat_{i}", flat, persistent=False)
+                self.register_buffer(f"spatial_entry_{i}", entry, persistent=False)
         self.dense = SLinear(32 * V1 * V2, hidden, g)
         self.norm = SLayerNorm(hidden, len(self.seeds))
         self.gru = SGRUCell(hidden, hidden, g)
@@ -185,11 +201,15 @@ class RecurrentCNN(ActorCritic):
         else:  # 1x1 convs as matmuls (1.7x conv2d's speed on CPU)
             for conv in pointwise:
                 x = conv.pointwise(x, relu=True)
-        x = x.permute(0, 1, 4, 2, 3)  # [S, M, C, V, V]
-        *spatial, last = [cast(SConv2d, c) for c in self.convs[self.n_pointwise :]]
-        for conv3 in spatial:  # the permuted input is channels last, so are these convolutions
-            x = conv3(x, relu=True)
-        x = self.norm(torch.relu(self._dense_channels_last(last(x, relu=True))))  # [S, T*N, hidden]
+        if self.spatial == "matmul":
+            x = self._spatial_matmul(x)
+        else:
+            x = x.permute(0, 1, 4, 2, 3)  # [S, M, C, V, V]
+            *spatial, last = [cast(SConv2d, c) for c in self.convs[self.n_pointwise :]]
+            for conv3 in spatial:  # the permuted input is channels last, so are these convolutions
+                x = conv3(x, relu=True)
+            x = last(x, relu=True)
+        x = self.norm(torch.relu(self._dense_channels_last(x)))  # [S, T*N, hidden]
         x = x.view(S, T, N, -1)
         # T = 1 (collection, compiled / captured graphs): the cell; sequences (the update): the fused kernel
         if T > 1 and self.fused_gru and self.max_resets is not None:
@@ -203,6 +223,17 @@ class RecurrentCNN(ActorCritic):
         logits = self.actor_out(torch.relu(self.actor_hidden(y)))
         value = self.critic_out(torch.relu(self.critic_hidden(y)))
         return logits.view(S, T, N, -1), value.view(S, T, N), NetState(gru=h)
+
+    def _spatial_matmul(self, x: Tensor) -> Tensor:
+        """The 3x3 convolutions (each + ReLU) on channels-last x [S, M, V1, V2, C] as grid matrix products
+        (``nets.spatial``); [S, M, C_out, V1, V2] with channels-last memory, as the convolutions return it."""
+        S, M, V1, V2, _ = x.shape
+        y = x.reshape(S, M, -1)
+        for i, conv3 in enumerate(cast(SConv2d, c) for c in self.convs[self.n_pointwise :]):
+            index = (getattr(self, f"spatial_flat_{i}"), getattr(self, f"spatial_entry_{i}"))
+            k, b = spatial_matrix(conv3.weight, conv3.bias, S, (V1, V2), index)
+            y = torch.baddbmm(b, y, k).relu_()
+        return y.view(S, M, V1, V2, -1).permute(0, 1, 4, 2, 3)
 
     def _dense_channels_last(self, x: Tensor) -> Tensor:
         """The dense layer on x [S, M, C, V, V] flattened in (V, V, C) order, with the weight's rows (stored in
@@ -252,5 +283,7 @@ def build_net(
     if config.kind == "tabular":
         return TabularActorCritic(seeds, obs_shape, num_actions, init=config.tabular_init)
     if config.kind == "cnn-gru":
-        return RecurrentCNN(seeds, obs_shape, num_actions, hidden=config.hidden, conv=config.conv)
+        return RecurrentCNN(
+            seeds, obs_shape, num_actions, hidden=config.hidden, conv=config.conv, spatial=config.spatial
+        )
     return FeedForward(seeds, obs_shape, num_actions, hidden=config.hidden)
