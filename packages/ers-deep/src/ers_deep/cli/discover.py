@@ -201,7 +201,7 @@ class DiscoverOptions(Options):
 
     def config(self, env: str) -> Any:
         """The ``DeepDiscoveryConfig`` for a pool of ``env`` (tabular pools start from ``TABULAR_SETTINGS``)."""
-        from ers_deep.discovery.run import TABULAR_SETTINGS, DeepDiscoveryConfig
+        from ers_deep.discovery.config import TABULAR_SETTINGS, DeepDiscoveryConfig
 
         over: dict[str, Any] = dict(TABULAR_SETTINGS) if env not in DEEP_ENVS else {}
         for field, key in (
