@@ -304,7 +304,7 @@ def run_train_sp(opts: TrainSPOptions) -> dict[str, Any]:
 def show_train_sp(res: dict[str, Any]) -> None:
     t = res["training"]
     print(
-        f"pool of {len(res['policies'])} seeds on {res['env']} (alpha {res['alpha']}): {t['updates']} updates, "
+        f"pool of {len(res['policies'])} seed{'s' if len(res['policies']) != 1 else ''} on {res['env']} (alpha {res['alpha']}): {t['updates']} updates, "
         f"{t['env_steps']:,} env steps per seed, {t['env_steps_per_s']:,.0f} env-steps/s"
     )
     for p in res["policies"]:

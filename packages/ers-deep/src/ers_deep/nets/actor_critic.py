@@ -59,7 +59,9 @@ class NetConfig:
     conv: int = (
         128  # cnn-gru: width of the two wide 1x1 convolutions (the official 128; smaller for CPU runs)
     )
-    spatial: Spatial = "conv"  # cnn-gru: the 3x3 convolutions as F.conv2d or as matrix products (nets.spatial)
+    spatial: Spatial = (
+        "conv"  # cnn-gru: the 3x3 convolutions as F.conv2d or as matrix products (nets.spatial)
+    )
 
     def __post_init__(self) -> None:
         if self.spatial not in ("conv", "matmul"):
