@@ -91,3 +91,13 @@ def test_the_learner_trains_the_same_either_way() -> None:
     matmul = trained_params(cfg.replace(net=dataclasses.replace(cfg.net, spatial="matmul")), 2, True)
     diff = max(float((p - q).abs().max()) for p, q in zip(conv, matmul, strict=True))
     assert diff < 1e-5, diff
+
+
+@pytest.mark.slow  # minutes of compilation on the 2-core machine
+def test_the_compiled_update_with_grid_matmuls_equals_the_eager_one() -> None:
+    from tests.deep.train.twins import mode_vs_eager_params, tiny_config
+
+    cfg = tiny_config("overcooked-v2", collect_mode="eager")
+    cfg = cfg.replace(net=dataclasses.replace(cfg.net, spatial="matmul"))
+    diff = mode_vs_eager_params(cfg, "compile", updates=2, staggered=True)
+    assert diff < 1e-6, diff
