@@ -301,11 +301,35 @@ def test_search_finds_the_optimum_the_candidates_miss() -> None:
     tree = enumerate_histories(get_game("three-lever"))
     found = solve_fixed_points(tree, 0.25, SOLVER)
     assert found.J_star < 1.8990
-    cfg = dataclasses.replace(FAST, max_boxes=2000)
+    # bounded by boxes, not by time: under 20 s the closed blocks alone could use the budget on a loaded
+    # machine, and the search then never ran (it hung in the listing of images before that had a deadline)
+    cfg = dataclasses.replace(FAST, max_boxes=2000, max_seconds=3600.0)
     result = certified_optimal_set(tree, 0.25, cfg, candidates=found)
     assert abs(result.J_star_lo - 1.8992923499095) < 1e-9
     assert "search" in {p.found_by for p in result.optimal_points}
     assert all(p.J_lo <= p.J <= p.J_hi and abs(p.J - result.J_star_lo) < 1e-8 for p in result.optimal_points)
+
+
+def test_listing_images_and_closed_blocks_stop_at_their_deadline() -> None:
+    """Regression: the listing of the roots' images had no time limit (on a loaded machine, three-lever at
+    alpha 0.25 with --max-seconds 20 listed 19,682 images of one root, ~25 ms of certificate each), and the
+    closed blocks ran past max_seconds. Past the deadline every image left counts as unmapped (the set is then
+    not proven complete) and unfinished blocks are left to the search."""
+    from ers_exact.solve.closed_blocks import closed_blocks, closed_components
+    from ers_exact.solve.local_symmetry import local_domain
+    from ers_exact.solve.optimal_set_roots import Roots, certify_candidates, map_roots
+
+    tree = enumerate_histories(get_game("three-lever"))
+    coords, alpha = LogitCoordinates(tree), 0.25
+    enc, roots = BoxEnclosure(coords), Roots()
+    found = solve_fixed_points(tree, alpha, SOLVER)
+    ys = np.array([p.y for p in found.points])
+    assert certify_candidates(coords, enc, ys, alpha, FAST, roots) == len(ys)
+    before = len(roots.lo)
+    map_roots(coords, enc, None, alpha, FAST, roots, local_domain(tree), deadline=0.0)
+    assert len(roots.lo) == before and roots.unmapped >= 1  # nothing certified, the cut orbit reported
+    assert closed_components(tree)  # three-lever has closed blocks: None below is the deadline's doing
+    assert closed_blocks(coords, enc, alpha, logit_bound(tree, alpha), deadline=0.0) is None
 
 
 def test_interval_jacobian_holds_on_a_wide_box_of_large_logits() -> None:

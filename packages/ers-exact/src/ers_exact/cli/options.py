@@ -197,7 +197,9 @@ class OptimalSetOptions(SolverOptions, GameOptions):
     max_seconds: float = option(
         _OPTIMAL_SET.max_seconds,
         check=positive,
-        help="stop the branch-and-bound after this many seconds and report what is left unexplored",
+        help="stop the search (closed blocks, branch-and-bound) after this many seconds and report what is left "
+        "unexplored; listing the images of the optimal points afterwards stops after as long again (images left "
+        "uncertified are reported: not proven complete)",
     )
     with_policy: bool = option(False, help="include every certified point's policy in the JSON")
 

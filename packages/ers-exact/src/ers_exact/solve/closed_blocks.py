@@ -19,6 +19,7 @@ agents the whole past), two-lever."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -112,25 +113,40 @@ def closed_components(tree: HistoryTree) -> list[np.ndarray]:
 
 
 def closed_blocks(
-    coords: LogitCoordinates, enc: BoxEnclosure, alpha: float, bound: float
+    coords: LogitCoordinates,
+    enc: BoxEnclosure,
+    alpha: float,
+    bound: float,
+    deadline: float | None = None,
 ) -> ClosedBlocks | None:
-    """Every closed block's fixed points, enumerated (module docstring); None when no block finished."""
-    found = _enumerate(coords, enc, closed_components(coords.tree), alpha, bound)
+    """Every closed block's fixed points, enumerated (module docstring); None when no block finished. At
+    ``deadline`` (a ``time.perf_counter()`` value) the enumeration stops: blocks not finished by then are left
+    to the search, as those whose box budget ran out."""
+    found = _enumerate(coords, enc, closed_components(coords.tree), alpha, bound, deadline)
     out = [ClosedBlock(b, np.array(lo), np.array(hi)) for b, (lo, hi) in found if lo]
     return ClosedBlocks(tuple(out)) if out else None
 
 
 def _enumerate(
-    coords: LogitCoordinates, enc: BoxEnclosure, blocks: list[np.ndarray], alpha: float, bound: float
+    coords: LogitCoordinates,
+    enc: BoxEnclosure,
+    blocks: list[np.ndarray],
+    alpha: float,
+    bound: float,
+    deadline: float | None = None,
 ) -> list[tuple[np.ndarray, tuple[list[np.ndarray], list[np.ndarray]]]]:
     """Per block, root boxes covering every fixed point of y_S = M_S(y_S) in |y_S| <= bound (empty lists where
-    its budget ran out). The blocks' boxes share the batches: each row is one block's box, the other logits 0."""
+    its budget or the time ran out). The blocks' boxes share the batches: each row is one block's box, the other
+    logits 0."""
     D = coords.dim
     stack = [(b, np.full(len(s), -bound), np.full(len(s), bound)) for b, s in enumerate(blocks)]
     found: list[list[tuple[np.ndarray, ...]]] = [[] for _ in blocks]
     count = np.zeros(len(blocks), dtype=np.int64)
     failed = np.zeros(len(blocks), dtype=bool)
     while stack:
+        if deadline is not None and time.perf_counter() > deadline:  # unfinished blocks: left to the search
+            failed[[x[0] for x in stack]] = True
+            break
         take, stack = stack[-128:], stack[:-128]
         take = [x for x in take if not failed[x[0]]]
         which = np.array([x[0] for x in take], dtype=np.int64)

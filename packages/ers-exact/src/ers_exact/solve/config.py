@@ -144,7 +144,9 @@ class OptimalSetConfig:
 
     eps: float = 1e-6  # the set proven complete: all fixed points with J >= J* - eps
     max_boxes: int = 400_000  # boxes examined at most (the search then stops and reports what is left)
-    max_seconds: float = 600.0  # wall-clock limit of the branch-and-bound (then stops likewise)
+    # wall-clock limit of the search (closed blocks, then the branch-and-bound; it then stops likewise); listing
+    # the images of the optimal roots afterwards stops after as long again (what is left: unmapped)
+    max_seconds: float = 600.0
     batch: int = 128  # boxes evaluated together (numpy over the batch)
     contract_rounds: int = 6  # rounds of Y <- Y n M(Y) per box before the Krawczyk test
     exact_rounds: int = 1  # ... of which the first this many solve the two-agent stage games exactly

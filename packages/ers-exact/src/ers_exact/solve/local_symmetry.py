@@ -30,6 +30,7 @@ at once: 9 components), two-lever likewise; none on dectiger, recycling, broadca
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -89,14 +90,18 @@ class LocalDomain:
         y: np.ndarray,
         more: Callable[[np.ndarray], np.ndarray] | None = None,
         limit: int = MAX_IMAGES,
+        deadline: float | None = None,
     ) -> tuple[np.ndarray, bool]:
         """The orbit of one point y [D] under the components' groups and the extra generators ``more``
         (images of a batch [R, D]), closed by breadth-first search; (points [K, D] with y first, whether it
-        closed within ``limit``). Points within 1e-9 (max abs of the policies) are one."""
+        closed within ``limit`` points and before ``deadline``, a ``time.perf_counter()`` value). Points within
+        1e-9 (max abs of the policies) are one."""
         seen = [y]
         keys = {_key(coords, y[None])[0]}
         frontier = y[None]
         while len(frontier):
+            if deadline is not None and time.perf_counter() > deadline:
+                return np.array(seen), False
             imgs = [self.apply(coords, frontier, c, p) for c in self.components for p in c.perms]
             if more is not None:
                 imgs.append(more(frontier))

@@ -113,7 +113,8 @@ def _run(
     ties = logit_ties(tree) if cfg.tie_equivalent and D else LogitTies.none()
     domain = orbit_domain(tree, relabellings) if cfg.orbit_domain and D else None
     local = local_domain(tree) if cfg.local_domain and D else None
-    blocks = closed_blocks(coords, enc, alpha, B) if cfg.closed_blocks and D else None
+    deadline = start + cfg.max_seconds  # the search: closed blocks, then the branch-and-bound
+    blocks = closed_blocks(coords, enc, alpha, B, deadline) if cfg.closed_blocks and D else None
 
     def contract(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         lo, hi = ties.contract(lo, hi, alpha)  # every fixed point has |y_p - y_q| <= slack
@@ -130,7 +131,6 @@ def _run(
     else:
         best = max((j[0] for j in roots.J), default=-np.inf)
         stack_lo, stack_hi = [np.full((1, D), -B)], [np.full((1, D), B)]
-        deadline = start + cfg.max_seconds
         spent, misses, batches = 0.0, 0, 0  # the incumbent search (newton_from_boxes): seconds, failures
         gate = KrawczykGate()
         with Progress(cfg.max_boxes, f"optimal set {tree.game.name} alpha={alpha:g}", cfg.progress) as bar:
@@ -164,8 +164,8 @@ def _run(
                     stack_hi.append(hi)
         if stack_lo:
             left_lo, left_hi = np.concatenate(stack_lo), np.concatenate(stack_hi)
-        if domain is not None or local is not None:
-            map_roots(coords, enc, domain, alpha, cfg, roots, local)
+        if domain is not None or local is not None:  # the listing of images: max_seconds again at most
+            map_roots(coords, enc, domain, alpha, cfg, roots, local, time.perf_counter() + cfg.max_seconds)
     reductions = _describe(ties, domain, local, blocks)
     return build_result(
         tree, coords, alpha, cfg, roots, found, n_cert, boxes, left_lo, left_hi, pruned, B, start, reductions

@@ -5,6 +5,7 @@ search's most promising boxes)."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -17,7 +18,10 @@ from ers_exact.solve.local_symmetry import LocalDomain
 from ers_exact.solve.newton import newton
 from ers_exact.solve.orbit_domain import OrbitDomain
 
-__all__ = ["Roots", "add_root", "certify_candidates", "map_roots", "newton_from_boxes"]
+__all__ = ["MAP_CHUNK", "Roots", "add_root", "certify_candidates", "map_roots", "newton_from_boxes"]
+
+#: images of roots certified per batch by :func:`map_roots` (its deadline is checked between batches)
+MAP_CHUNK = 256
 
 
 @dataclass
@@ -31,7 +35,7 @@ class Roots:
     region_lo: list[np.ndarray] = field(default_factory=list)  # a box proven to hold only this root
     region_hi: list[np.ndarray] = field(default_factory=list)
     ambiguous: int = 0  # overlapping root boxes not proven to be one root
-    unmapped: int = 0  # images of roots under the relabellings that failed their certificate
+    unmapped: int = 0  # images of roots under the relabellings not certified (failed, or out of time)
 
 
 def add_root(
@@ -111,11 +115,14 @@ def map_roots(
     cfg: OptimalSetConfig,
     roots: Roots,
     local: LocalDomain | None = None,
+    deadline: float | None = None,
 ) -> None:
     """List the images of every root r that may be optimal: phi^{-1}(r) for every relabelling phi, and with
     last-stage relabellings (``local``) the whole orbit under both (breadth-first closure); each image is
     certified before it is listed, and one that fails its certificate, or an orbit larger than
-    :data:`~ers_exact.solve.local_symmetry.MAX_IMAGES`, counts as unmapped."""
+    :data:`~ers_exact.solve.local_symmetry.MAX_IMAGES`, counts as unmapped. At ``deadline`` (a
+    ``time.perf_counter()`` value) the orbits and the certificates stop; what is left counts as unmapped
+    (an orbit cut short as one). Certificates run :data:`MAP_CHUNK` images at a time."""
     best = max((j[0] for j in roots.J), default=-np.inf)
     keep = [r for r in range(len(roots.lo)) if roots.J[r][1] >= best - cfg.eps]
     y = np.array([0.5 * (roots.lo[r] + roots.hi[r]) for r in keep]).reshape(len(keep), coords.dim)
@@ -125,11 +132,16 @@ def map_roots(
         more = (lambda f: domain.images(coords, f)) if domain is not None else None
         parts = []
         for yk in y:
-            orbit, closed = local.orbit(coords, yk, more)
+            orbit, closed = local.orbit(coords, yk, more, deadline=deadline)
             roots.unmapped += 0 if closed else 1
             parts.append(orbit[1:])
         ys = np.concatenate(parts) if parts else y[:0]
-    roots.unmapped += len(ys) - certify_candidates(coords, enc, ys, alpha, cfg, roots, "orbit")
+    certified = 0
+    for k in range(0, len(ys), MAP_CHUNK):
+        if deadline is not None and time.perf_counter() > deadline:
+            break
+        certified += certify_candidates(coords, enc, ys[k : k + MAP_CHUNK], alpha, cfg, roots, "orbit")
+    roots.unmapped += len(ys) - certified
 
 
 def newton_from_boxes(
