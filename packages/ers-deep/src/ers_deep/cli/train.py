@@ -168,26 +168,9 @@ class TrainSPOptions(Options):
 
         assert self.env is not None
         over: dict[str, Any] = {"seeds": parse_seeds(self.seeds or "0-4")}
-        for field, key in (
-            ("device", "device"),
-            ("preset", "hanabi_preset"),
-            ("knowledge", "hanabi_knowledge"),
-            ("layout", "layout"),
-            ("advantage", "advantage"),
-            ("collector", "collector"),
-            ("collect_mode", "collect_mode"),
-            ("update_mode", "update_mode"),
-            ("alpha", "alpha"),
-            ("total_steps", "total_env_steps"),
-            ("num_envs", "num_envs"),
-            ("num_steps", "num_steps"),
-            ("minibatches", "minibatches"),
-            ("lr", "lr"),
-        ):
+        for field, key in _CONFIG_FIELDS.items():
             if getattr(self, field) is not None:
                 over[key] = getattr(self, field)
-        if self.shaped_horizon is not None:
-            over["shaped_reward_horizon"] = self.shaped_horizon
         base = paper_config(self.env)
         if self.hidden is not None or self.conv is not None:
             over["net"] = NetConfig(
@@ -196,30 +179,28 @@ class TrainSPOptions(Options):
         return paper_config(self.env, **over)
 
 
+#: the options that set a ``TrainConfig`` field of the same value (option -> field); unset (None): the paper's
+_CONFIG_FIELDS = {
+    "device": "device",
+    "preset": "hanabi_preset",
+    "knowledge": "hanabi_knowledge",
+    "layout": "layout",
+    "advantage": "advantage",
+    "collector": "collector",
+    "collect_mode": "collect_mode",
+    "update_mode": "update_mode",
+    "alpha": "alpha",
+    "total_steps": "total_env_steps",
+    "num_envs": "num_envs",
+    "num_steps": "num_steps",
+    "minibatches": "minibatches",
+    "lr": "lr",
+    "shaped_horizon": "shaped_reward_horizon",
+}
+
 #: options that define a run (its config and folder): --resume keeps the run's own, so it refuses them (only
 #: --eval-games, --threads and --max-updates apply to a resumed run)
-_RUN_FIELDS = (
-    "env",
-    "seeds",
-    "out",
-    "alpha",
-    "total_steps",
-    "num_envs",
-    "num_steps",
-    "minibatches",
-    "lr",
-    "hidden",
-    "conv",
-    "shaped_horizon",
-    "preset",
-    "knowledge",
-    "layout",
-    "advantage",
-    "collector",
-    "collect_mode",
-    "update_mode",
-    "device",
-)
+_RUN_FIELDS = ("env", "seeds", "out", "hidden", "conv", *_CONFIG_FIELDS)
 
 
 def check_resume_updates(folder: Path, max_updates: int | None) -> None:
@@ -302,9 +283,9 @@ def run_train_sp(opts: TrainSPOptions) -> dict[str, Any]:
 
 
 def show_train_sp(res: dict[str, Any]) -> None:
-    t = res["training"]
+    t, n = res["training"], len(res["policies"])
     print(
-        f"pool of {len(res['policies'])} seed{'s' if len(res['policies']) != 1 else ''} on {res['env']} (alpha {res['alpha']}): {t['updates']} updates, "
+        f"pool of {n} seed{'s' if n != 1 else ''} on {res['env']} (alpha {res['alpha']}): {t['updates']} updates, "
         f"{t['env_steps']:,} env steps per seed, {t['env_steps_per_s']:,.0f} env-steps/s"
     )
     for p in res["policies"]:
