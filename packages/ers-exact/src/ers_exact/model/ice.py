@@ -42,6 +42,7 @@ from ers_exact.model.bayes_game import BayesGame, LazyChildren, best_rule, best_
 from ers_exact.model.belief_dag import BeliefDag, belief_dag, dag_heuristic
 from ers_exact.model.game import Game
 from ers_exact.model.gmaa import search_stats
+from ers_exact.model.ice_clustering import cluster_types
 from ers_exact.util.budget import format_bytes, memory_budget, resident_bytes
 
 __all__ = ["IceOutcome", "ice_search"]
@@ -183,7 +184,7 @@ class _Search:
             jt[:, i] = inv.reshape(-1)
             codes.append(uniq)
         legal_row = [1 + c % game.n_observations[i] for i, c in enumerate(codes)]
-        jt, bid, w, maps, legal_row = _cluster(jt, bid, w, legal_row, self.cluster)
+        jt, bid, w, maps, legal_row = cluster_types(jt, bid, w, legal_row, self.cluster)
         kid = _Node(t + 1, g, f, jt, bid, w)
         kid.legal_row, kid.prev_acts, kid.parent = legal_row, actions, node
         kid.step = []
@@ -193,57 +194,6 @@ class _Search:
             step[c // n_o, c % n_o] = maps[i]
             kid.step.append(step)
         return kid
-
-
-def _cluster(
-    jt: np.ndarray, bid: np.ndarray, w: np.ndarray, legal_row: list[np.ndarray], cluster: bool
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[np.ndarray], list[np.ndarray]]:
-    """Merge probabilistically equivalent types of each agent in turn until nothing merges (module
-    docstring). Returns the joint types, belief indices, weights, per agent the class of each input type,
-    and the legal row of each class."""
-    n = jt.shape[1]
-    maps = [np.arange(len(r)) for r in legal_row]
-    changed = cluster
-    while changed:
-        changed = False
-        for i in range(n):
-            cls = _equivalent_types(jt, bid, w, i, legal_row[i])
-            k = int(cls.max()) + 1
-            if k == len(legal_row[i]):
-                continue
-            changed = n > 1
-            first = np.unique(cls, return_index=True)[1]
-            legal_row[i] = legal_row[i][first]
-            maps[i] = cls[maps[i]]
-            jt = jt.copy()
-            jt[:, i] = cls[jt[:, i]]
-            jt, head, inv = np.unique(jt, axis=0, return_index=True, return_inverse=True)
-            w = np.bincount(inv.reshape(-1), weights=w, minlength=len(jt))
-            bid = bid[head]
-    return jt, bid, w, maps, legal_row
-
-
-def _equivalent_types(
-    jt: np.ndarray, bid: np.ndarray, w: np.ndarray, agent: int, legal_row: np.ndarray
-) -> np.ndarray:
-    """The class of each type of ``agent``: equal legal row and equal conditional distribution over
-    (the others' joint type, belief index), probabilities rounded to 12 decimals.  # [K]"""
-    K = len(legal_row)
-    x = jt[:, agent]
-    y = np.zeros(len(jt), dtype=np.int64)
-    for j in range(jt.shape[1]):
-        if j != agent:
-            y = y * (int(jt[:, j].max()) + 1) + jt[:, j]
-    px = np.bincount(x, weights=w, minlength=K)
-    cond = np.round(w / px[x], 12) + 0.0
-    order = np.lexsort((y, x))
-    rec = np.stack([y.astype(np.float64), bid.astype(np.float64), cond], axis=1)[order]
-    blocks = np.split(rec, np.cumsum(np.bincount(x, minlength=K))[:-1])
-    index: dict[tuple[int, bytes], int] = {}
-    cls = np.empty(K, dtype=np.int64)
-    for k, blk in enumerate(blocks):
-        cls[k] = index.setdefault((int(legal_row[k]), blk.tobytes()), len(index))
-    return cls
 
 
 def _policy_trees(game: Game, leaf: _Node, last: list[np.ndarray]) -> tuple[tuple[np.ndarray, ...], ...]:

@@ -2,7 +2,7 @@
 (``boltzmann``); M and its exact Jacobian from one forward and one backward pass, also over interval boxes
 (``derivatives`` on its per-tree index ``logit_structure``, ``interval_array``); batched Newton
 (``newton``); every Boltzmann fixed point pi = F(pi) that multistart and continuation find, and the
-self-play-optimal set Pi*_alpha (``fixed_points``); Pi*_alpha proven complete by a certified
+self-play-optimal set Pi*_alpha (``fixed_points``, its results in ``fixed_point_result``); Pi*_alpha proven complete by a certified
 branch-and-bound (``optimal_set``, over probability-space box enclosures ``box_enclosure`` and batched
 Krawczyk tests ``krawczyk_batch``); branches traced in the temperature from lambda = 0 with branch
 switching at bifurcations (``continuation``); outward-rounded interval arithmetic (``interval``) and the
@@ -34,7 +34,8 @@ if TYPE_CHECKING:  # the names, for mypy and IDEs; at run time each is imported 
     )
     from ers_exact.solve.continuation import Branch, ContinuationResult, continuation
     from ers_exact.solve.derivatives import LogitDerivatives, MemoryBudgetError
-    from ers_exact.solve.fixed_points import FixedPoint, FixedPointSet, solve_fixed_points
+    from ers_exact.solve.fixed_point_result import FixedPoint, FixedPointSet
+    from ers_exact.solve.fixed_points import solve_fixed_points
     from ers_exact.solve.optimal_set import certified_optimal_set
     from ers_exact.solve.optimal_set_result import CertifiedFixedPoint, OptimalSetResult
     from ers_exact.solve.sweep import SweepResult, sweep
@@ -81,8 +82,8 @@ if not TYPE_CHECKING:  # hidden from mypy, so that a name missing above is an er
             "DEFAULT_MEMORY_BUDGET": "config",
             "LogitDerivatives": "derivatives",
             "MemoryBudgetError": "derivatives",
-            "FixedPoint": "fixed_points",
-            "FixedPointSet": "fixed_points",
+            "FixedPoint": "fixed_point_result",
+            "FixedPointSet": "fixed_point_result",
             "SolverConfig": "config",
             "OptimalSetConfig": "config",
             "CertifiedFixedPoint": "optimal_set_result",

@@ -24,8 +24,7 @@ proved that no other fixed point exists; otherwise the number of fixed points is
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -34,9 +33,10 @@ from ers_exact.model.optimal import PolicyBudgetError, self_play_optimum
 from ers_exact.solve.boltzmann import LogitCoordinates, check_temperature, logit_bound
 from ers_exact.solve.certify import certify_points, enumerate_all
 from ers_exact.solve.config import SolverConfig
-from ers_exact.solve.continuation import ContinuationResult, continuation
+from ers_exact.solve.continuation import continuation
 from ers_exact.solve.damped import damped
 from ers_exact.solve.derivatives import MemoryBudgetError
+from ers_exact.solve.fixed_point_result import FixedPoint, FixedPointSet
 from ers_exact.solve.newton import dedup, flat_policies, newton, policy_bytes
 from ers_exact.util.blas import blas_threads
 from ers_exact.util.budget import check_memory, format_bytes, resident_bytes
@@ -48,95 +48,6 @@ __all__ = ["FixedPoint", "FixedPointSet", "SolverConfig", "solve_fixed_points"]
 #: memory of one start of the multistart search per logit coordinate: y, its damped and Newton copies, the
 #: residuals and the policies of the de-duplication (measured: 3-6x the [P, D] array of starts)
 START_BYTES_PER_COORDINATE = 8 * 12
-
-
-@dataclass(frozen=True)
-class FixedPoint:
-    """One Boltzmann fixed point pi = F(pi)."""
-
-    policy: tuple[np.ndarray, ...] = field(repr=False)
-    y: np.ndarray = field(repr=False)
-    J: float
-    residual: float  # max |F(pi) - pi|
-    spectral_radius: float  # of DM at the point
-    stable: bool
-    certified: bool | None  # None: not attempted
-    optimal: bool
-    basin: int  # multistart Newton runs (two per start) that converged here
-    method: str = "multistart"  # who found it: "multistart", "continuation", ... joined by "+"
-    branch: int | None = None  # continuation branch it lies on (ContinuationResult.branches), if any
-
-    def to_json(self, with_policy: bool = False) -> dict[str, Any]:
-        out = {
-            "J": self.J,
-            "residual": self.residual,
-            "spectral_radius": self.spectral_radius,
-            "stable": self.stable,
-            "certified": self.certified,
-            "optimal": self.optimal,
-            "basin": self.basin,
-            "method": self.method,
-            "branch": self.branch,
-            "root_policy": [p[0].tolist() for p in self.policy],
-        }
-        if with_policy:
-            out["policy"] = [p.tolist() for p in self.policy]
-        return out
-
-
-#: what ``FixedPointSet.complete`` is about (also in its JSON, beside ``complete``)
-COMPLETE_SCOPE = "all Boltzmann fixed points (Pi^alpha); Pi*_alpha (J >= J* - eps) is proven complete by `ers-exact optimal-set`"
-
-
-@dataclass(frozen=True)
-class FixedPointSet:
-    """The fixed points found at one alpha, and how they were found."""
-
-    game: str
-    horizon: int
-    alpha: float
-    points: tuple[FixedPoint, ...]
-    config: SolverConfig
-    n_starts: int
-    converged_starts: int
-    complete: bool  # every fixed point of Pi^alpha is listed (proven); not about Pi*_alpha, see optimal_set
-    completeness: str  # how completeness was (or was not) established
-    seconds: float
-    method: str = (
-        "multistart damped iteration + batched Newton (exact Jacobian) in logit coordinates; "
-        "continuation from lambda = 0 with branch switching; Krawczyk certificates"
-    )
-    continuation: ContinuationResult | None = None
-
-    @property
-    def J_star(self) -> float:
-        return max(p.J for p in self.points) if self.points else float("nan")
-
-    @property
-    def optimal_points(self) -> tuple[FixedPoint, ...]:
-        """Pi*_alpha as found: the points whose J is within optimal_tol of the best."""
-        return tuple(p for p in self.points if p.optimal)
-
-    def to_json(self, with_policy: bool = False) -> dict[str, Any]:
-        return {
-            "game": self.game,
-            "horizon": self.horizon,
-            "alpha": self.alpha,
-            "J_star": self.J_star,
-            "n_fixed_points": len(self.points),
-            "n_optimal": len(self.optimal_points),
-            "fixed_points": [p.to_json(with_policy) for p in self.points],
-            "n_starts": self.n_starts,
-            "converged_starts": self.converged_starts,
-            "complete": self.complete,
-            "complete_scope": COMPLETE_SCOPE,
-            "n_fixed_points_is": "exact" if self.complete else "lower bound",
-            "completeness": self.completeness,
-            "seconds": round(self.seconds, 4),
-            "method": self.method,
-            "continuation": self.continuation.to_json() if self.continuation is not None else None,
-            "config": self.config.to_json(),
-        }
 
 
 def _starts(coords: LogitCoordinates, cfg: SolverConfig, warm: np.ndarray | None) -> np.ndarray:

@@ -13,7 +13,7 @@ import numpy as np
 from ers_exact.model.histories import HistoryTree
 from ers_exact.solve.boltzmann import LogitCoordinates, logit_bound
 from ers_exact.solve.config import OptimalSetConfig, SolverConfig
-from ers_exact.solve.fixed_points import FixedPointSet
+from ers_exact.solve.fixed_point_result import FixedPointSet
 from ers_exact.solve.newton import newton
 from ers_exact.solve.optimal_set_boxes import sigmoid
 from ers_exact.solve.optimal_set_roots import Roots

@@ -14,40 +14,15 @@ the legal mask of a finished game is still computed by the rules (for the next p
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import torch
 from torch import Tensor
 
 from ers_deep.envs.base import make_generator, reseed
 from ers_deep.envs.hanabi.config import HanabiConfig, resolve_config, step_tables
 from ers_deep.envs.hanabi.observe import HanabiObservation, Knowledge
-from ers_deep.envs.hanabi.state import HanabiState
+from ers_deep.envs.hanabi.state import HanabiState, HanabiStep, HanabiTransition, IllegalMoveError
 
-
-class IllegalMoveError(ValueError):
-    """A move that is not legal for the current player of its game (HLE would abort the process)."""
-
-
-class HanabiStep(NamedTuple):
-    """What ``reset``/``step`` return. After an auto-reset, obs/legal/cur_player describe the new game while
-    reward/done/score describe the move that ended the old one."""
-
-    obs: Tensor  # [B, P, O] canonical observation of every player (float32 unless configured)
-    legal: Tensor  # [B, P, M] bool legal moves; only the current player's row can be True
-    cur_player: Tensor  # [B] long seat to move
-    reward: Tensor  # [B] float32 score change caused by the move
-    done: Tensor  # [B] bool the move ended the game
-    score: Tensor  # [B] long score after the move (the final score where done)
-
-
-class HanabiTransition(NamedTuple):
-    """What the pure ``transition`` returns: the next state (never reset) and the move's outputs."""
-
-    state: HanabiState  # the next state (a new object)
-    reward: Tensor  # [B] float32 score change caused by the move
-    done: Tensor  # [B] bool the move ended the game
-    score: Tensor  # [B] long score after the move
+__all__ = ["HanabiEnv", "HanabiState", "HanabiStep", "HanabiTransition", "IllegalMoveError"]
 
 
 class HanabiEnv(HanabiObservation):

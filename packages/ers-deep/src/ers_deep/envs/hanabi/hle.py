@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ers_deep.envs.hanabi.config import HanabiConfig, resolve_config
-from ers_deep.envs.hanabi.env import IllegalMoveError
+from ers_deep.envs.hanabi.state import IllegalMoveError
 
 CHANCE_PLAYER = -1
 _DEAL = 5  # HanabiMove::kDeal

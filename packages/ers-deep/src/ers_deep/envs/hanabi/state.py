@@ -1,8 +1,10 @@
-"""The state of a batch of Hanabi games (``HanabiEnv.state``): one tensor per field, leading dim B."""
+"""The state of a batch of Hanabi games (``HanabiEnv.state``): one tensor per field, leading dim B; what
+``HanabiEnv.reset``/``step`` and the pure ``transition`` return; the error an illegal move raises."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import NamedTuple
 
 from torch import Tensor
 
@@ -35,3 +37,28 @@ class HanabiState:
     def clone(self) -> HanabiState:
         """A deep copy (every tensor cloned)."""
         return HanabiState(**{f.name: getattr(self, f.name).clone() for f in fields(self)})
+
+
+class IllegalMoveError(ValueError):
+    """A move that is not legal for the current player of its game (HLE would abort the process)."""
+
+
+class HanabiStep(NamedTuple):
+    """What ``reset``/``step`` return. After an auto-reset, obs/legal/cur_player describe the new game while
+    reward/done/score describe the move that ended the old one."""
+
+    obs: Tensor  # [B, P, O] canonical observation of every player (float32 unless configured)
+    legal: Tensor  # [B, P, M] bool legal moves; only the current player's row can be True
+    cur_player: Tensor  # [B] long seat to move
+    reward: Tensor  # [B] float32 score change caused by the move
+    done: Tensor  # [B] bool the move ended the game
+    score: Tensor  # [B] long score after the move (the final score where done)
+
+
+class HanabiTransition(NamedTuple):
+    """What the pure ``transition`` returns: the next state (never reset) and the move's outputs."""
+
+    state: HanabiState  # the next state (a new object)
+    reward: Tensor  # [B] float32 score change caused by the move
+    done: Tensor  # [B] bool the move ended the game
+    score: Tensor  # [B] long score after the move

@@ -19,7 +19,8 @@ from torch import Tensor
 from torchrl.data import Binary, Categorical, TensorSpec, Unbounded
 
 from ers_deep.envs.hanabi.config import HanabiConfig
-from ers_deep.envs.hanabi.env import HanabiEnv, HanabiStep
+from ers_deep.envs.hanabi.env import HanabiEnv
+from ers_deep.envs.hanabi.state import HanabiStep
 from ers_deep.envs.torchrl_base import GROUP, BatchedTorchRLEnv
 
 

@@ -1,0 +1,104 @@
+"""The results of :func:`ers_exact.solve.fixed_points.solve_fixed_points`: one Boltzmann fixed point pi = F(pi)
+(``FixedPoint``) and the set found at one temperature alpha with how it was found (``FixedPointSet``,
+Pi^alpha as found and its self-play-optimal part Pi*_alpha)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ers_exact.solve.config import SolverConfig
+from ers_exact.solve.continuation import ContinuationResult
+
+__all__ = ["COMPLETE_SCOPE", "FixedPoint", "FixedPointSet"]
+
+
+@dataclass(frozen=True)
+class FixedPoint:
+    """One Boltzmann fixed point pi = F(pi)."""
+
+    policy: tuple[np.ndarray, ...] = field(repr=False)
+    y: np.ndarray = field(repr=False)
+    J: float
+    residual: float  # max |F(pi) - pi|
+    spectral_radius: float  # of DM at the point
+    stable: bool
+    certified: bool | None  # None: not attempted
+    optimal: bool
+    basin: int  # multistart Newton runs (two per start) that converged here
+    method: str = "multistart"  # who found it: "multistart", "continuation", ... joined by "+"
+    branch: int | None = None  # continuation branch it lies on (ContinuationResult.branches), if any
+
+    def to_json(self, with_policy: bool = False) -> dict[str, Any]:
+        out = {
+            "J": self.J,
+            "residual": self.residual,
+            "spectral_radius": self.spectral_radius,
+            "stable": self.stable,
+            "certified": self.certified,
+            "optimal": self.optimal,
+            "basin": self.basin,
+            "method": self.method,
+            "branch": self.branch,
+            "root_policy": [p[0].tolist() for p in self.policy],
+        }
+        if with_policy:
+            out["policy"] = [p.tolist() for p in self.policy]
+        return out
+
+
+#: what ``FixedPointSet.complete`` is about (also in its JSON, beside ``complete``)
+COMPLETE_SCOPE = "all Boltzmann fixed points (Pi^alpha); Pi*_alpha (J >= J* - eps) is proven complete by `ers-exact optimal-set`"
+
+
+@dataclass(frozen=True)
+class FixedPointSet:
+    """The fixed points found at one alpha, and how they were found."""
+
+    game: str
+    horizon: int
+    alpha: float
+    points: tuple[FixedPoint, ...]
+    config: SolverConfig
+    n_starts: int
+    converged_starts: int
+    complete: bool  # every fixed point of Pi^alpha is listed (proven); not about Pi*_alpha, see optimal_set
+    completeness: str  # how completeness was (or was not) established
+    seconds: float
+    method: str = (
+        "multistart damped iteration + batched Newton (exact Jacobian) in logit coordinates; "
+        "continuation from lambda = 0 with branch switching; Krawczyk certificates"
+    )
+    continuation: ContinuationResult | None = None
+
+    @property
+    def J_star(self) -> float:
+        return max(p.J for p in self.points) if self.points else float("nan")
+
+    @property
+    def optimal_points(self) -> tuple[FixedPoint, ...]:
+        """Pi*_alpha as found: the points whose J is within optimal_tol of the best."""
+        return tuple(p for p in self.points if p.optimal)
+
+    def to_json(self, with_policy: bool = False) -> dict[str, Any]:
+        return {
+            "game": self.game,
+            "horizon": self.horizon,
+            "alpha": self.alpha,
+            "J_star": self.J_star,
+            "n_fixed_points": len(self.points),
+            "n_optimal": len(self.optimal_points),
+            "fixed_points": [p.to_json(with_policy) for p in self.points],
+            "n_starts": self.n_starts,
+            "converged_starts": self.converged_starts,
+            "complete": self.complete,
+            "complete_scope": COMPLETE_SCOPE,
+            "n_fixed_points_is": "exact" if self.complete else "lower bound",
+            "completeness": self.completeness,
+            "seconds": round(self.seconds, 4),
+            "method": self.method,
+            "continuation": self.continuation.to_json() if self.continuation is not None else None,
+            "config": self.config.to_json(),
+        }
