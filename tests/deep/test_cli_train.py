@@ -102,3 +102,27 @@ def test_no_help_text_repeats_its_default() -> None:
     for cls in classes:
         for f in dataclasses.fields(cls):
             assert "default" not in f.metadata.get("help", "").lower(), f"{cls.__name__}.{f.name}"
+
+
+def test_help_shows_no_empty_default() -> None:
+    """An option whose default means "not given" (None, "", a flag that is off) shows no default in ``--help``
+    (it printed "(default: None)" for required-unless-resume options and "(default: False)" for flags), and
+    the README's table says ``unset`` / ``none`` / ``off`` for it; a real default is still shown."""
+    import argparse
+
+    from ers_deep.cli import COMMANDS as DEEP
+    from ers_exact.cli import COMMANDS as EXACT
+    from ers_exact.util.options import add_options, options_markdown
+
+    for command in (*DEEP, *EXACT):
+        parser = argparse.ArgumentParser(prog="x", formatter_class=lambda prog: argparse.HelpFormatter(prog, width=400))
+        add_options(parser, command.options)
+        text = parser.format_help()
+        for empty in ("(default: None)", "(default: False)", "(default: )"):
+            assert empty not in text, f"{command.name}: {empty}"
+        table = options_markdown(command.options)
+        assert "| `None` |" not in table and "| `False` |" not in table and "| `` |" not in table
+    parser = argparse.ArgumentParser(prog="x")
+    train = next(c for c in DEEP if c.name == "train-sp")
+    add_options(parser, train.options)
+    assert "(default: 0-4)" in " ".join(parser.format_help().split())

@@ -288,6 +288,14 @@ def _cli_type(tp: Any) -> Callable[[str], Any]:
     return str
 
 
+def _unset(f: dataclasses.Field[Any]) -> bool:
+    """An optional option whose default is "not given" (``None`` or ``""`` standing for nothing, or a flag that
+    is off): its help shows no default, the README's table ``unset``, ``none`` or ``off``."""
+    if f.metadata.get("default_text") is not None or f.metadata.get("default_value") is not None:
+        return False
+    return f.default is None or f.default is False or f.default == ""
+
+
 def add_options(parser: argparse.ArgumentParser, cls: type[Options]) -> None:
     """Add one argparse argument per field of ``cls`` (help shows the default)."""
     hints = typing.get_type_hints(cls)
@@ -296,7 +304,7 @@ def add_options(parser: argparse.ArgumentParser, cls: type[Options]) -> None:
         shown = default_text(f)
         required = shown is None
         help_ = f.metadata.get("help", "").replace("%", "%%")
-        if shown is not None:
+        if shown is not None and not _unset(f):
             help_ += f" (default: {shown.replace('%', '%%')})"
         kw: dict[str, Any] = {"help": help_}
         if f.metadata.get("metavar"):
@@ -340,6 +348,8 @@ def options_markdown(cls: type[Options]) -> str:
         name = _label(f) if f.metadata.get("positional") else f"`{flag_name(f.name)}`"
         if shown is None:
             default = "required"
+        elif _unset(f):
+            default = {False: "off", "": "none"}.get(f.default, "unset")
         else:  # a value in code style; a description (``default_text``) as prose
             default = shown if f.metadata.get("default_text") is not None else f"`{shown}`"
         help_ = f.metadata.get("help", "").replace("|", "\\|")
