@@ -115,7 +115,9 @@ def test_help_shows_no_empty_default() -> None:
     from ers_exact.util.options import add_options, options_markdown
 
     for command in (*DEEP, *EXACT):
-        parser = argparse.ArgumentParser(prog="x", formatter_class=lambda prog: argparse.HelpFormatter(prog, width=400))
+        parser = argparse.ArgumentParser(
+            prog="x", formatter_class=lambda prog: argparse.HelpFormatter(prog, width=400)
+        )
         add_options(parser, command.options)
         text = parser.format_help()
         for empty in ("(default: None)", "(default: False)", "(default: )"):
