@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ers_deep.analysis import curves, learning_curve, time_to_fraction
+from ers_deep.analysis import curves, learning_curve, pool_curve, pool_run_dirs, time_to_fraction
+from ers_deep.analysis.curves import seed_mean
 from ers_deep.train.config import paper_config
 from ers_deep.train.run import train
 
@@ -37,3 +38,45 @@ def test_learning_curve_png(run_dir: Path, tmp_path: Path) -> None:
 )
 def test_tensorboard_scalars(run_dir: Path) -> None:
     assert any((run_dir / "tensorboard").iterdir())
+
+
+def _metrics(folder: Path, rows: list[tuple[int, int, int, float]]) -> None:
+    """A metrics.csv of (update, env_steps, seed, return) rows (the other columns zero, 1 s per update)."""
+    folder.mkdir(parents=True)
+    head = "update,env_steps,seed,return,shaped_return,entropy,seconds"
+    lines = [head] + [f"{u},{n},{s},{r},0.0,0.5,1.0" for u, n, s, r in rows]
+    (folder / "metrics.csv").write_text("\n".join(lines) + "\n")
+
+
+def test_the_mean_over_seeds_is_taken_at_equal_env_steps(tmp_path: Path) -> None:
+    """An update where one seed finished no episode (NaN return) is left out of the mean, not averaged with
+    the other seed's next update (the curve's mean was positional)."""
+    nan = float("nan")
+    rows = [
+        (1, 10, 0, 1.0),
+        (1, 10, 1, 3.0),
+        (2, 20, 0, nan),
+        (2, 20, 1, 5.0),
+        (3, 30, 0, 2.0),
+        (3, 30, 1, 7.0),
+    ]
+    _metrics(tmp_path / "run", rows)
+    steps, mean = seed_mean(curves(tmp_path / "run"))
+    assert steps == [10, 30] and mean == [2.0, 4.5]
+    t = time_to_fraction(tmp_path / "run", 0.9, smooth=1)
+    assert t["best"] == 4.5 and t["env_steps"] == 30 and t["seconds"] == 3.0 and t["total_seconds"] == 3.0
+
+
+def test_pool_curve_reads_a_ray_pool_and_shows_an_update_without_episodes(tmp_path: Path) -> None:
+    """A Ray pool keeps one run per seed (runs/seed-N); every seed is drawn; a column without any finished
+    episode is a labelled empty panel, not an error."""
+    nan = float("nan")
+    _metrics(tmp_path / "ray" / "runs" / "seed-0", [(1, 10, 0, 1.0), (2, 20, 0, 2.0)])
+    _metrics(tmp_path / "ray" / "runs" / "seed-3", [(1, 10, 3, 2.0), (2, 20, 3, 4.0)])
+    assert [p.name for p in pool_run_dirs(tmp_path / "ray")] == ["seed-0", "seed-3"]
+    assert sorted(curves(pool_run_dirs(tmp_path / "ray"))) == [0, 3]
+    path = pool_curve(tmp_path / "ray")
+    assert path == tmp_path / "ray" / "learning-curve.png" and path.stat().st_size > 2000
+    _metrics(tmp_path / "empty" / "run", [(1, 10, 0, nan)])
+    assert pool_curve(tmp_path / "empty") is not None
+    assert pool_curve(tmp_path / "nothing") is None

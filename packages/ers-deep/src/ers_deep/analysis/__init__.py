@@ -1,6 +1,7 @@
 """Analyses of trained policies and runs, each a function that returns JSON-ready numbers plus a figure:
 
-* ``curves``: learning curves from a run directory, time to a fraction of the best score;
+* ``curves``: learning curves from a run directory or a pool (``pool_curve``), time to a fraction of the best
+  score;
 * ``action_matrix``: conditional action matrices P(a_t^i | a_{t-1}^j) over self-play (appendix
   "Interpretability");
 * ``op_preservation``: E[OP^Phi(pi)] against E_phi[OP^Phi(phi(pi))] for a learned set Phi ("Preserves OP
@@ -9,7 +10,7 @@
 """
 
 from ers_deep.analysis.action_matrix import action_labels, action_matrix, matrix_figure, record_actions
-from ers_deep.analysis.curves import curves, learning_curve, time_to_fraction
+from ers_deep.analysis.curves import curves, learning_curve, pool_curve, pool_run_dirs, time_to_fraction
 from ers_deep.analysis.op_preservation import (
     deep_op_preservation,
     discovery_folder,
@@ -45,6 +46,8 @@ __all__ = [
     "op_preservation",
     "pairwise_scores",
     "parse_populations",
+    "pool_curve",
+    "pool_run_dirs",
     "population_matrix",
     "population_summary",
     "preservation_figure",

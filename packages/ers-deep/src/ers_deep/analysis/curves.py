@@ -6,28 +6,55 @@ from __future__ import annotations
 import math
 import os
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 
 from ers_deep.train.run import read_metrics
 from ers_exact.util.output import save_figure
 
-__all__ = ["curves", "learning_curve", "time_to_fraction"]
+__all__ = ["curves", "learning_curve", "pool_curve", "pool_run_dirs", "time_to_fraction"]
 
 
-def curves(
-    run_dir: str | os.PathLike[str], column: str = "return"
-) -> dict[int, list[tuple[int, float, float]]]:
-    """Per seed: (env steps per seed, value of ``column``, wall-clock seconds since the start) per update;
-    updates where the value is NaN (no episode ended) are left out."""
+RunDirs = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
+
+
+def curves(run_dir: RunDirs, column: str = "return") -> dict[int, list[tuple[int, float, float]]]:
+    """Per seed: (env steps per seed, value of ``column``, wall-clock seconds since the start of its run) per
+    update; updates where the value is NaN (no episode ended) are left out. ``run_dir``: one run directory or
+    several (a Ray pool's ``runs/seed-N``, one seed each)."""
+    dirs = [run_dir] if isinstance(run_dir, (str, os.PathLike)) else list(run_dir)
     out: dict[int, list[tuple[int, float, float]]] = defaultdict(list)
-    clock: dict[int, float] = {}
-    for row in read_metrics(run_dir):
-        u = int(row["update"])
-        clock.setdefault(u, clock.get(u - 1, 0.0) + float(row["seconds"]))
-        value = float(row[column])
-        if not math.isnan(value):
-            out[int(row["seed"])].append((int(row["env_steps"]), value, clock[u]))
+    for d in dirs:
+        clock: dict[int, float] = {}
+        for row in read_metrics(d):
+            u = int(row["update"])
+            clock.setdefault(u, clock.get(u - 1, 0.0) + float(row["seconds"]))
+            value = float(row[column])
+            if not math.isnan(value):
+                out[int(row["seed"])].append((int(row["env_steps"]), value, clock[u]))
     return dict(out)
+
+
+def pool_run_dirs(pool: str | os.PathLike[str]) -> list[Path]:
+    """The run directories of a pool folder: ``run/`` (seeds in one process) or ``runs/seed-N/`` (Ray)."""
+    pool = Path(pool)
+    if (pool / "run" / "metrics.csv").exists():
+        return [pool / "run"]
+    return sorted(p for p in (pool / "runs").glob("seed-*") if (p / "metrics.csv").exists())
+
+
+def pool_curve(
+    pool: str | os.PathLike[str], path: str | os.PathLike[str] | None = None, title: str = ""
+) -> Path | None:
+    """The learning curves of a trained pool (``train-sp`` / ``train-op`` write it as
+    ``learning-curve.png`` beside pool.json): training return, the shaped return where the env has one,
+    and the policy entropy, against env steps per seed. None when the pool has no metrics."""
+    dirs = pool_run_dirs(pool)
+    if not dirs:
+        return None
+    shaped = any(float(r.get("shaped_return") or 0.0) != 0.0 for d in dirs for r in read_metrics(d))
+    columns = ("return", "shaped_return", "entropy") if shaped else ("return", "entropy")
+    return learning_curve(dirs, path or Path(pool) / "learning-curve.png", columns, title)
 
 
 def _smooth(values: list[float], k: int) -> list[float]:
@@ -37,29 +64,41 @@ def _smooth(values: list[float], k: int) -> list[float]:
     ]
 
 
+def seed_mean(per_seed: dict[int, list[tuple[int, float, float]]]) -> tuple[list[int], list[float]]:
+    """The mean over seeds of a ``curves`` column at every env step where every seed has a value (an update
+    where some seed finished no episode is left out rather than averaged over fewer seeds)."""
+    by_step: dict[int, list[float]] = defaultdict(list)
+    for pts in per_seed.values():
+        for step, value, _ in pts:
+            by_step[step].append(value)
+    steps = sorted(k for k, v in by_step.items() if len(v) == len(per_seed))
+    return steps, [sum(by_step[k]) / len(per_seed) for k in steps]
+
+
 def time_to_fraction(
     run_dir: str | os.PathLike[str], fraction: float = 0.9, column: str = "return", smooth: int = 10
 ) -> dict[str, float]:
     """The best smoothed mean-over-seeds value of ``column`` and the first wall-clock time (s) and env step at
     which the smoothed mean reached ``fraction`` of it."""
     per_seed = curves(run_dir, column)
-    n = min(len(v) for v in per_seed.values())
-    mean = [sum(per_seed[s][i][1] for s in per_seed) / len(per_seed) for i in range(n)]
+    steps, mean = seed_mean(per_seed)
+    if not steps:
+        raise ValueError(f"time_to_fraction: no update of {run_dir} has a {column} for every seed")
     sm = _smooth(mean, smooth)
     best = max(sm)
     first = next(i for i, v in enumerate(sm) if v >= fraction * best)
-    any_seed = next(iter(per_seed.values()))
+    clock = {step: t for pts in per_seed.values() for step, _, t in pts}  # seeds in one run share the clock
     return {
         "best": best,
         "fraction": fraction,
-        "seconds": any_seed[first][2],
-        "env_steps": any_seed[first][0],
-        "total_seconds": any_seed[n - 1][2],
+        "seconds": clock[steps[first]],
+        "env_steps": steps[first],
+        "total_seconds": max(clock.values()),
     }
 
 
 def learning_curve(
-    run_dir: str | os.PathLike[str],
+    run_dir: RunDirs,
     path: str | os.PathLike[str],
     columns: tuple[str, ...] = ("return",),
     title: str = "",
@@ -74,27 +113,29 @@ def learning_curve(
     fig, axes = plt.subplots(1, len(columns), figsize=(4.2 * len(columns), 3.0), dpi=100, squeeze=False)
     for ax, column in zip(axes[0], columns):
         per_seed = curves(run_dir, column)
+        ax.set_xlabel("env steps per seed")
+        ax.set_ylabel(column.replace("_", " "))
+        ax.grid(alpha=0.3)
+        if not per_seed:  # no episode ended yet
+            ax.text(0.5, 0.5, "no finished episode", ha="center", va="center", transform=ax.transAxes)
+            continue
+        few = max(len(v) for v in per_seed.values()) < 20  # markers, so that a single update shows
         for seed, pts in sorted(per_seed.items()):
             ax.plot(
                 [p[0] for p in pts],
                 _smooth([p[1] for p in pts], smooth),
                 lw=0.8,
                 alpha=0.6,
+                marker="o" if few else None,
+                ms=2,
                 label=f"seed {seed}",
             )
-        n = min(len(v) for v in per_seed.values())
-        mean = [sum(per_seed[s][i][1] for s in per_seed) / len(per_seed) for i in range(n)]
+        steps, mean = seed_mean(per_seed)
         ax.plot(
-            [p[0] for p in next(iter(per_seed.values()))[:n]],
-            _smooth(mean, smooth),
-            lw=2.0,
-            color="k",
-            label="mean",
+            steps, _smooth(mean, smooth), lw=2.0, color="k", marker="o" if few else None, ms=3, label="mean"
         )
-        ax.set_xlabel("env steps per seed")
-        ax.set_ylabel(column.replace("_", " "))
-        ax.grid(alpha=0.3)
-    axes[0][0].legend(fontsize=6)
+    if axes[0][0].has_data():
+        axes[0][0].legend(fontsize=6)
     if title:
         fig.suptitle(title, fontsize=9)
     fig.tight_layout()

@@ -12,6 +12,7 @@ from ers_deep.cli.train import (
     replace_pool,
     resume_folder,
     show_train_sp,
+    with_learning_curve,
 )
 from ers_exact.util.options import UsageError, option
 
@@ -51,7 +52,12 @@ class TrainOPOptions(TrainSPOptions):
 
 
 def run_train_op(opts: TrainOPOptions) -> dict[str, Any]:
-    """Train (or continue) an other-play pool; the pool summary (pool.json)."""
+    """Train (or continue) an other-play pool; the pool summary (pool.json) and its learning-curve figure."""
+    folder = resume_folder(opts.resume) if opts.resume is not None else Path(str(opts.out))
+    return with_learning_curve(_train_op(opts), folder)
+
+
+def _train_op(opts: TrainOPOptions) -> dict[str, Any]:
     from ers_deep.other_play import train_op_pool, train_op_pool_ray
 
     runs: dict[str, Any] = {
@@ -77,7 +83,7 @@ def run_train_op(opts: TrainOPOptions) -> dict[str, Any]:
 
 
 def show_train_op(res: dict[str, Any]) -> None:
-    show_train_sp(res)
+    show_train_sp({k: v for k, v in res.items() if k != "figure"})
     op = res["other_play"]
     print(
         f"other-play over {len(op['symmetries'])} symmetries ({op['source']}): {', '.join(op['symmetries'])}"
@@ -85,3 +91,5 @@ def show_train_op(res: dict[str, Any]) -> None:
     for p in res["policies"]:
         e = p["other_play"]
         print(f"  seed {p['seed']:>3}  other-play E J(phi_1(pi), phi_2(pi)) {e['mean']:8.3f} ± {e['se']:.3f}")
+    if "figure" in res:
+        print(f"  learning curves: {res['figure']}")

@@ -242,13 +242,32 @@ def resume_folder(text: str) -> Path:
     return pool.parent if pool.name == "run" and (pool / "config.json").exists() else pool
 
 
+def with_learning_curve(res: dict[str, Any], pool: Path) -> dict[str, Any]:
+    """Write the pool's learning curves as ``learning-curve.png`` beside pool.json (``analysis.pool_curve``)
+    and name it in the summary (``figure``); without matplotlib (the ``plot`` extra) the summary as it is."""
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib") is None:
+        return res
+    from ers_deep.analysis.curves import pool_curve
+
+    path = pool_curve(pool, title=f"{res['env']}, alpha {res['alpha']}: training")
+    return res if path is None else {**res, "figure": str(path)}
+
+
 def run_train_sp(opts: TrainSPOptions) -> dict[str, Any]:
-    """Train (or continue) a pool; the pool summary (pool.json)."""
+    """Train (or continue) a pool; the pool summary (pool.json) and its learning-curve figure."""
+    if opts.resume is not None:
+        check_resume_updates(resume_folder(opts.resume), opts.max_updates)
+        return with_learning_curve(_train_sp(opts), resume_folder(opts.resume))
+    return with_learning_curve(_train_sp(opts), Path(str(opts.out)))
+
+
+def _train_sp(opts: TrainSPOptions) -> dict[str, Any]:
     from ers_deep.pools import train_pool
     from ers_deep.train.config import paper_config
 
     if opts.resume is not None:
-        check_resume_updates(resume_folder(opts.resume), opts.max_updates)
         return train_pool(
             paper_config("hanabi"),
             resume_folder(opts.resume),
@@ -297,3 +316,5 @@ def show_train_sp(res: dict[str, Any]) -> None:
             if "fixed_point" in e:
                 line += f"  fixed point J {e['fixed_point']['J']:.6f}"
         print(line)
+    if "figure" in res:
+        print(f"  learning curves: {res['figure']}")
