@@ -86,7 +86,8 @@ def show_train_op(res: dict[str, Any]) -> None:
     show_train_sp({k: v for k, v in res.items() if k != "figure"})
     op = res["other_play"]
     print(
-        f"other-play over {len(op['symmetries'])} symmetries ({op['source']}): {', '.join(op['symmetries'])}"
+        f"other-play over {len(op['symmetries'])} {'symmetry' if len(op['symmetries']) == 1 else 'symmetries'} "
+        f"({op['source']}): {', '.join(op['symmetries'])}"
     )
     for p in res["policies"]:
         e = p["other_play"]
