@@ -43,10 +43,8 @@ def test_train_sp_then_resume_then_crossplay(tmp_path: Path, capsys: pytest.Capt
     assert part["training"]["updates"] == 5 and not part["training"]["finished"]
     res = _json(capsys, ["train-sp", "--resume", str(pool), "--eval-games", "300", "--json"])
     assert res["training"]["updates"] == 12 and res["training"]["finished"]
-    assert (
-        res["figure"] == str(pool / "learning-curve.png")
-        and (pool / "learning-curve.png").stat().st_size > 2000
-    )
+    assert res["figure"] == "learning-curve.png" and (pool / "learning-curve.png").stat().st_size > 2000
+    assert json.loads((pool / "pool.json").read_text()) == res  # the figure is named in pool.json too
     for p in res["policies"]:
         assert set(p["exact"]) >= {"J", "residual", "fixed_point"} and p["self_play"]["games"] == 300
     xp = _json(capsys, ["crossplay", str(pool), "--games", "100", "--json"])

@@ -93,4 +93,4 @@ def show_train_op(res: dict[str, Any]) -> None:
         e = p["other_play"]
         print(f"  seed {p['seed']:>3}  other-play E J(phi_1(pi), phi_2(pi)) {e['mean']:8.3f} ± {e['se']:.3f}")
     if "figure" in res:
-        print(f"  learning curves: {res['figure']}")
+        print(f"  learning curves: {res['figure']} (in the pool folder)")

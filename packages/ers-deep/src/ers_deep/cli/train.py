@@ -244,15 +244,22 @@ def resume_folder(text: str) -> Path:
 
 def with_learning_curve(res: dict[str, Any], pool: Path) -> dict[str, Any]:
     """Write the pool's learning curves as ``learning-curve.png`` beside pool.json (``analysis.pool_curve``)
-    and name it in the summary (``figure``); without matplotlib (the ``plot`` extra) the summary as it is."""
+    and name it (relative to the pool, like the policy files) in pool.json and the summary (``figure``);
+    without matplotlib (the ``plot`` extra) both stay as they are."""
     import importlib.util
+    import json
 
     if importlib.util.find_spec("matplotlib") is None:
         return res
     from ers_deep.analysis.curves import pool_curve
+    from ers_deep.train.checkpoint import atomic_write_bytes
 
     path = pool_curve(pool, title=f"{res['env']}, alpha {res['alpha']}: training")
-    return res if path is None else {**res, "figure": str(path)}
+    if path is None:
+        return res
+    res = {**res, "figure": str(path.relative_to(pool))}
+    atomic_write_bytes(pool / "pool.json", json.dumps(res, indent=2, sort_keys=True).encode())
+    return res
 
 
 def run_train_sp(opts: TrainSPOptions) -> dict[str, Any]:
@@ -317,4 +324,4 @@ def show_train_sp(res: dict[str, Any]) -> None:
                 line += f"  fixed point J {e['fixed_point']['J']:.6f}"
         print(line)
     if "figure" in res:
-        print(f"  learning curves: {res['figure']}")
+        print(f"  learning curves: {res['figure']} (in the pool folder)")
