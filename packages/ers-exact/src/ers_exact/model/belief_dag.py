@@ -29,6 +29,7 @@ import numpy as np
 
 from ers_exact.model.bounds import HEURISTICS, rule_table
 from ers_exact.model.game import Game
+from ers_exact.model.row_index import RowIndex
 from ers_exact.util.budget import BudgetError, format_bytes
 
 __all__ = ["BeliefDag", "belief_dag", "dag_heuristic"]
@@ -72,8 +73,13 @@ def belief_dag(game: Game, budget_bytes: float = float("inf")) -> BeliefDag:
     import scipy.sparse as sp  # lazy: importing ICE's modules never loads scipy
 
     trans = sp.csr_matrix(game.transition.reshape(S, A * S))  # [S, A S']
-    obs = game.observation.transpose(0, 1, 2)  # [A, S', O]
+    obs = game.observation  # [A, S', O]
+    obs_by_o = np.ascontiguousarray(obs.transpose(0, 2, 1))  # [A, O, S']
     R = game.expected_reward  # [S, A]
+    small = (
+        A * S * O * A <= _CHUNK_FLOATS
+    )  # P(o | s', a) R(s', .) for all (a, s', o) fits in a chunk's memory
+    obs_reward = (obs[:, :, :, None] * R[None, :, None, :]).reshape(A, S, O * A) if small else None
     scale = max(1.0, float(np.max(np.abs(R))))
     layer = game.initial_belief[None].copy()
     beliefs, probs, children, rewards = [], [], [], []
@@ -91,40 +97,31 @@ def belief_dag(game: Game, budget_bytes: float = float("inf")) -> BeliefDag:
             )
         prob = np.zeros((n, A, O))
         child = np.full((n, A, O), -1, dtype=np.int64)
-        index: dict[bytes, int] = {}
-        rows: list[np.ndarray] = []
-        chunk = max(1, _CHUNK_FLOATS // (A * S * max(O, A)))
+        width = A if last else S
+        index = RowIndex(width, (lambda v: _key(v / scale)) if last else _key)
+        chunk = max(1, _CHUNK_FLOATS // (A * (S + 2 * O * width)))
         for lo in range(0, n, chunk):
             hi = min(n, lo + chunk)
             bt = np.asarray((trans.T @ layer[lo:hi].T).T).reshape(hi - lo, A, S)  # [C, A, S']
-            w = bt[:, :, :, None] * obs[None]  # [C, A, S', O] = P(s', o | b, a)
-            p = w.sum(axis=2)  # [C, A, O]
+            p = np.matmul(bt.transpose(1, 0, 2), obs).transpose(1, 0, 2)  # P(o | b, a)  [C, A, O]
             prob[lo:hi] = p
-            if last:
-                nxt = np.einsum("caso,sb->caob", w, R)  # unnormalised R(b^{a,o}, .) P(o | b, a)
+            c, a, o = np.nonzero(p > 0)  # the live (b, a, o): one child each
+            if last and obs_reward is not None:  # sum_s' P(s', o | b, a) R(s', .): one product per a
+                w = np.matmul(bt.transpose(1, 0, 2), obs_reward).reshape(A, hi - lo, O, A)[a, c, o]
             else:
-                nxt = w.transpose(0, 1, 3, 2)  # [C, A, O, S']
-            live = np.argwhere(p > 0)
-            vec = nxt[live[:, 0], live[:, 1], live[:, 2]] / p[live[:, 0], live[:, 1], live[:, 2], None]
-            keys = _key(vec / scale) if last else _key(vec)
-            ids = np.empty(len(live), dtype=np.int64)
-            for k, row in enumerate(keys):
-                key = row.tobytes()
-                got = index.get(key)
-                if got is None:
-                    got = index[key] = len(rows)
-                    rows.append(vec[k])
-                ids[k] = got
-            child[live[:, 0] + lo, live[:, 1], live[:, 2]] = ids
-            if used + len(rows) * (vec.shape[1] * 8 * 2 + 100) > budget_bytes:
+                w = bt[c, a] * obs_by_o[a, o]  # P(s', o | b, a)  [L, S']
+                w = w @ R if last else w
+            vec = w / p[c, a, o, None]  # b^{a,o}, or its reward row R(b^{a,o}, .)
+            child[c + lo, a, o] = index.add(vec)  # equal rows (to 12 decimals) merged
+            if used + index.n * (width * 8 * 2 + 100) > budget_bytes:
                 raise BudgetError(
-                    f"{game.name} H={H}: stage {t + 1} has more than {len(rows):,} distinct joint "
+                    f"{game.name} H={H}: stage {t + 1} has more than {index.n:,} distinct joint "
                     f"{'reward rows' if last else 'beliefs'}, over the memory budget of "
                     f"{format_bytes(budget_bytes)}"
                 )
         probs.append(prob)
         children.append(child)
-        layer = np.array(rows).reshape(len(rows), -1)
+        layer = index.rows.copy()
         used += layer.nbytes
     if H == 1:
         rewards.append(layer @ R)
@@ -212,8 +209,9 @@ def _bg_max(game: Game, pay: np.ndarray) -> np.ndarray:
     out = np.empty(C)
     chunk = max(1, _CHUNK_FLOATS // max(1, n_rules * O * A_last))
     for lo in range(0, C, chunk):
+        # -inf entries (illegal joint actions) can only be picked with an illegal action of agent n-1 (the
+        # rules pick legal actions): their sums are -inf and masked below anyway, so no clean-up is needed
         g = pay[lo : lo + chunk][:, np.arange(O)[None, :, None], cols]  # [c, R, O, A_last]
-        g = np.where(np.isneginf(g), 0.0, g)
         summed = g.reshape(len(g), n_rules, O // O_last, O_last, A_last).sum(axis=2)
         summed = np.where(legal_last[None, None], summed, -np.inf)
         out[lo : lo + chunk] = summed.max(axis=3).sum(axis=2).max(axis=1)
