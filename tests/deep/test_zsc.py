@@ -52,6 +52,17 @@ def test_table1_rows_and_files(table1: tuple[Path, ZSCReport]) -> None:
         assert len(m["mean"]) == TINY.agents
 
 
+def test_table1_command_draws_every_pools_learning_curves(table1: tuple[Path, ZSCReport]) -> None:
+    """``ers-deep table1`` draws learning-curve.png in each pool it trained (``cli.zsc.pool_curves``)."""
+    from ers_deep.cli.zsc import pool_curves
+
+    out, _ = table1
+    drawn = pool_curves(out)
+    pools = ["sp", "op-mdp", *(f"agent-{a}/op-er" for a in range(TINY.agents))]
+    assert sorted(drawn) == sorted(f"{p}/learning-curve.png" for p in pools)
+    assert all((out / f).stat().st_size > 2000 for f in drawn)
+
+
 def test_table1_resumes_from_disk(table1: tuple[Path, ZSCReport]) -> None:
     """A second run on the same folder trains nothing (every pool and discovery is loaded) and reports the
     same self-play column (evaluation games are seeded)."""

@@ -4,6 +4,7 @@ table (Table 2) at any scale; a killed run continues with the same command (ever
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -115,12 +116,31 @@ def run_table1_cmd(opts: Table1Options) -> dict[str, Any]:
         "markdown": report.to_markdown(),
         "discoveries": [r.to_json() for r in results],
         "out": opts.out,
+        "learning_curves": pool_curves(Path(opts.out)),
     }
+
+
+def pool_curves(out: Path) -> list[str]:
+    """``learning-curve.png`` in every pool folder below ``out`` (``analysis.pool_curve``; none without
+    matplotlib, the ``plot`` extra); their paths relative to ``out``."""
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib") is None:
+        return []
+    from ers_deep.analysis.curves import pool_curve
+
+    drawn = [
+        pool_curve(f.parent, title=f"{f.parent.relative_to(out)}: training")
+        for f in sorted(out.glob("**/pool.json"))
+    ]
+    return [str(p.relative_to(out)) for p in drawn if p is not None]
 
 
 def show_table1(res: dict[str, Any]) -> None:
     print(res["markdown"])
     print(f"files: {res['out']}/table1.json, table1.md, xp-*.png")
+    if res["learning_curves"]:
+        print(f"learning curves: {', '.join(res['learning_curves'])}")
 
 
 def run_table2_cmd(opts: Table2Options) -> dict[str, Any]:
