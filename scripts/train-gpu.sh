@@ -25,6 +25,9 @@
 # as two calls (each variant compiles its own update; an unscoped variant applies to every row, ENV:... to ENV's):
 #   TEST_S=0 TABLE_S=420 TABLE_ARGS="--rows hanabi --row-variants 'bf16_update=true;overcooked-v2:cudnn_benchmark=true;overcooked-v2:net.spatial=matmul' --profile 25" (timeout_s=440)
 #   TEST_S=0 TABLE_S=420 TABLE_ARGS="--rows overcooked-v2 --row-variants 'bf16_update=true;overcooked-v2:cudnn_benchmark=true;overcooked-v2:net.spatial=matmul' --profile 25" (timeout_s=440)
+# Order for the next device sessions (2026-11-27): the throughput follow-up above first (its two calls fill one
+# session's 15 minutes); make the winning variant the CUDA default only where its curve is unchanged; then the
+# 5-minute learning comparison (the two calls above) with those defaults, in the session after.
 # Budgets (seconds): TEST_S for the tests, TABLE_S for the table; TABLE_ARGS: more options of gpu_train_table.py
 # (a CPU try: TABLE_ARGS="--device cpu --tiny --learn-s 5" TEST_S=0 bash scripts/train-gpu.sh).
 set -uo pipefail
