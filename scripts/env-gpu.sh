@@ -26,5 +26,6 @@ timeout "$TEST_S" $PY -m pytest -q -m gpu -o addopts="" -p no:cacheprovider \
 echo "gpu tests: exit $? (details in $OUT/gpu-tests.txt)"; tail -15 "$OUT/gpu-tests.txt"
 fi
 [ "$PART" = tests ] && exit 0
-timeout "$TABLE_S" $PY scripts/gpu_env_table.py --out "$OUT" --budget-s $((TABLE_S - 60)) ${TABLE_ARGS:-} 2>&1 | tee "$OUT/table.log"
+eval "TABLE_ARGV=(${TABLE_ARGS:-})"  # split like a command line: quoted values lose their quotes
+timeout "$TABLE_S" $PY scripts/gpu_env_table.py --out "$OUT" --budget-s $((TABLE_S - 60)) "${TABLE_ARGV[@]}" 2>&1 | tee "$OUT/table.log"
 $PY scripts/gpu_env_table.py --markdown "$OUT/gpu-env-table.json" > "$OUT/gpu-env-table.md" 2>/dev/null || true

@@ -195,7 +195,8 @@ def parse_over(text: str) -> dict[str, Any]:
     return out
 
 
-def main() -> None:
+def parser() -> argparse.ArgumentParser:
+    """The command line of this script (``main``; the tests parse train-gpu.sh's plans with it)."""
     p = argparse.ArgumentParser()
     p.add_argument("--out", default="results/train-gpu")
     p.add_argument("--device", default="cuda")
@@ -239,7 +240,11 @@ def main() -> None:
     )
     p.add_argument("--tiny", action="store_true", help="tiny sizes (a CPU try of the script)")
     p.add_argument("--markdown", default=None, help="print the markdown table of this JSON file and exit")
-    a = p.parse_args()
+    return p
+
+
+def main() -> None:
+    a = parser().parse_args()
     SETTINGS["hanabi_knowledge"] = a.hanabi_knowledge
     if a.markdown:
         print(markdown(json.loads(Path(a.markdown).read_text())))

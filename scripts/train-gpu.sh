@@ -53,5 +53,8 @@ if [ "$TEST_S" -gt 0 ]; then
   echo "gpu tests: exit $? (details in $OUT/gpu-tests.txt)"; tail -25 "$OUT/gpu-tests.txt"
 fi
 [ "$TABLE_S" -gt 0 ] || exit 0
-timeout "$TABLE_S" $PY scripts/gpu_train_table.py --out "$OUT" --budget-s $((TABLE_S - 15)) --learn-s ${LEARN_S:-45} ${TABLE_ARGS:-} 2>&1 | tee "$OUT/table.log"
+# TABLE_ARGS is split like a command line (eval), so quoted values such as --row-variants 'a=1;b=2' arrive
+# without their quotes (a plain ${TABLE_ARGS} kept them: the variant key became "'bf16_update")
+eval "TABLE_ARGV=(${TABLE_ARGS:-})"
+timeout "$TABLE_S" $PY scripts/gpu_train_table.py --out "$OUT" --budget-s $((TABLE_S - 15)) --learn-s ${LEARN_S:-45} "${TABLE_ARGV[@]}" 2>&1 | tee "$OUT/table.log"
 $PY scripts/gpu_train_table.py --markdown "$OUT/gpu-train-table.json" > "$OUT/gpu-train-table.md" 2>/dev/null || true

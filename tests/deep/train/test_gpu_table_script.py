@@ -49,3 +49,27 @@ def test_every_variant_of_the_planned_device_run_is_a_config_field(env: str) -> 
             (False, "matmul"),
         ]
         assert configs[1].bf16_update and not configs[0].bf16_update
+
+
+def test_every_table_args_of_the_device_plan_reaches_the_script_as_its_own_arguments() -> None:
+    """Each TABLE_ARGS="..." written in train-gpu.sh, split the way the script splits it (its own ``eval`` line,
+    run by bash), parses with gpu_train_table.py's command line, no argument keeps a quote, and every row
+    variant builds a TrainConfig. (A plain ${TABLE_ARGS} kept the quotes of --row-variants '...': the variant
+    key became "'bf16_update" and the row failed; the CPU try found it, a device run would have lost its time.)"""
+    import re
+    import subprocess
+
+    text = (SCRIPT.parent / "train-gpu.sh").read_text()
+    split = next(line for line in text.splitlines() if line.startswith('eval "TABLE_ARGV='))
+    plans = re.findall(r'TABLE_ARGS="([^"]*)"', text)
+    assert len(plans) >= 4 and any("--row-variants '" in p for p in plans)
+    script = _script()
+    for plan in plans:
+        shell = f'{split}\nprintf "%s\\0" "${{TABLE_ARGV[@]}}"'
+        out = subprocess.run(["bash", "-c", shell], env={"TABLE_ARGS": plan}, capture_output=True, check=True)
+        argv = [a.decode() for a in out.stdout.split(b"\0")[:-1]]
+        assert not any("'" in a or '"' in a for a in argv), (plan, argv)
+        args = script.parser().parse_args(argv)
+        for env in ("hanabi", "overcooked-v2"):
+            for over in script.row_variants(args.row_variants, env):
+                assert isinstance(script.ers_config(env, 8, 4, 2, "cpu", True, **over), TrainConfig)
