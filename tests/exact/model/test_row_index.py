@@ -72,3 +72,12 @@ def test_row_hash_separates_rows_that_differ_in_one_bit_or_place() -> None:
     rows = np.array([[0.5, 0.25], [0.25, 0.5], [0.5, 0.25 + 2**-40], [0.0, 0.0], [-0.0 + 0.0, 0.0]])
     h = row_hash(rows)
     assert len(set(h[:4].tolist())) == 4 and h[3] == h[4]
+
+
+def test_wide_rows_are_numbered_too() -> None:
+    """Rows wider than any fixed table of multipliers (beliefs over thousands of states)."""
+    rng = np.random.default_rng(1)
+    pool = rng.random((3, 5000))
+    rows = pool[[0, 1, 0, 2, 1]]
+    index = RowIndex(5000, _key)
+    assert index.add(rows).tolist() == [0, 1, 0, 2, 1] and index.n == 3

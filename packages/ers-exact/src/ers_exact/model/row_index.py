@@ -12,22 +12,27 @@ whatever the hash does (``tests/exact/model/test_row_index.py`` forces collision
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import numpy as np
 
 __all__ = ["RowIndex", "row_hash"]
 
-_MULTIPLIERS = np.random.default_rng(0x5EED).integers(1, 2**63, size=4096, dtype=np.uint64) | np.uint64(1)
+
+@functools.lru_cache(maxsize=8)
+def _multipliers(width: int) -> np.ndarray:
+    """``width`` odd 64-bit multipliers, the same for the same width (a fixed seed).  # [W] uint64"""
+    return np.random.default_rng(0x5EED).integers(1, 2**63, size=width, dtype=np.uint64) | np.uint64(1)
 
 
 def row_hash(keys: np.ndarray) -> np.ndarray:
-    """A 64-bit hash of each row of ``keys`` (float64 [L, W], W <= 4096): the bit patterns mixed
-    (x ^ x >> 29) and summed with odd random multipliers, modulo 2^64.  # [L] int64"""
+    """A 64-bit hash of each row of ``keys`` (float64 [L, W]): the bit patterns mixed (x ^ x >> 29) and
+    summed with odd random multipliers, modulo 2^64.  # [L] int64"""
     bits = np.ascontiguousarray(keys, dtype=np.float64).view(np.uint64)
     mixed = bits ^ (bits >> np.uint64(29))
     with np.errstate(over="ignore"):
-        return (mixed * _MULTIPLIERS[: keys.shape[1]]).sum(axis=1, dtype=np.uint64).view(np.int64)
+        return (mixed * _multipliers(keys.shape[1])).sum(axis=1, dtype=np.uint64).view(np.int64)
 
 
 class RowIndex:
