@@ -130,3 +130,34 @@ def test_help_shows_no_empty_default() -> None:
     train = next(c for c in DEEP if c.name == "train-sp")
     add_options(parser, train.options)
     assert "(default: 0-4)" in " ".join(parser.format_help().split())
+
+
+def test_a_figure_that_cannot_be_drawn_does_not_fail_the_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pool is trained and saved; a failing learning-curve figure is one line on stderr, exit 0."""
+    import importlib
+
+    curves = importlib.import_module("ers_deep.analysis.curves")  # the package's `curves` is a function
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("no display")
+
+    monkeypatch.setattr(curves, "pool_curve", broken)
+    pool = tmp_path / "toy"
+    argv = ["train-sp", "--env", "tabular:toy-coordination", "--seeds", "0", "--out", str(pool)]
+    argv += [
+        "--num-envs",
+        "16",
+        "--total-steps",
+        str(16 * 2 * 2),
+        "--eval-games",
+        "20",
+        "--threads",
+        "1",
+        "--json",
+    ]
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert "figure" not in json.loads(out) and (pool / "pool.json").exists()
+    assert "learning curves not drawn: RuntimeError: no display" in err

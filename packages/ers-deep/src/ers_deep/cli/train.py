@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import sys
 from pathlib import Path
 from typing import Any, Literal
 
@@ -254,7 +255,11 @@ def with_learning_curve(res: dict[str, Any], pool: Path) -> dict[str, Any]:
     from ers_deep.analysis.curves import pool_curve
     from ers_deep.train.checkpoint import atomic_write_bytes
 
-    path = pool_curve(pool, title=f"{res['env']}, alpha {res['alpha']}: training")
+    try:  # a figure that cannot be drawn must not fail the run that trained the pool
+        path = pool_curve(pool, title=f"{res['env']}, alpha {res['alpha']}: training")
+    except Exception as e:
+        print(f"learning curves not drawn: {type(e).__name__}: {e}", file=sys.stderr)
+        return res
     if path is None:
         return res
     res = {**res, "figure": str(path.relative_to(pool))}
