@@ -12,27 +12,37 @@ from pathlib import Path
 from ers_deep.train.run import read_metrics
 from ers_exact.util.output import save_figure
 
-__all__ = ["curves", "learning_curve", "pool_curve", "pool_run_dirs", "time_to_fraction"]
+__all__ = ["column_curves", "curves", "learning_curve", "pool_curve", "pool_run_dirs", "time_to_fraction"]
 
 
 RunDirs = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 
 
-def curves(run_dir: RunDirs, column: str = "return") -> dict[int, list[tuple[int, float, float]]]:
-    """Per seed: (env steps per seed, value of ``column``, wall-clock seconds since the start of its run) per
-    update; updates where the value is NaN (no episode ended) are left out. ``run_dir``: one run directory or
-    several (a Ray pool's ``runs/seed-N``, one seed each)."""
+Curve = list[tuple[int, float, float]]
+
+
+def column_curves(run_dir: RunDirs, columns: Sequence[str]) -> dict[str, dict[int, Curve]]:
+    """``curves`` of several columns from one read of each metrics file; a column a file lacks counts as
+    NaN (left out)."""
     dirs = [run_dir] if isinstance(run_dir, (str, os.PathLike)) else list(run_dir)
-    out: dict[int, list[tuple[int, float, float]]] = defaultdict(list)
+    out: dict[str, dict[int, Curve]] = {c: defaultdict(list) for c in columns}
     for d in dirs:
         clock: dict[int, float] = {}
         for row in read_metrics(d):
             u = int(row["update"])
             clock.setdefault(u, clock.get(u - 1, 0.0) + float(row["seconds"]))
-            value = float(row[column])
-            if not math.isnan(value):
-                out[int(row["seed"])].append((int(row["env_steps"]), value, clock[u]))
-    return dict(out)
+            for c in columns:
+                value = float(row.get(c) or "nan")
+                if not math.isnan(value):
+                    out[c][int(row["seed"])].append((int(row["env_steps"]), value, clock[u]))
+    return {c: dict(v) for c, v in out.items()}
+
+
+def curves(run_dir: RunDirs, column: str = "return") -> dict[int, Curve]:
+    """Per seed: (env steps per seed, value of ``column``, wall-clock seconds since the start of its run) per
+    update; updates where the value is NaN (no episode ended) are left out. ``run_dir``: one run directory or
+    several (a Ray pool's ``runs/seed-N``, one seed each)."""
+    return column_curves(run_dir, (column,))[column]
 
 
 def pool_run_dirs(pool: str | os.PathLike[str]) -> list[Path]:
@@ -52,9 +62,11 @@ def pool_curve(
     dirs = pool_run_dirs(pool)
     if not dirs:
         return None
-    shaped = any(float(r.get("shaped_return") or 0.0) != 0.0 for d in dirs for r in read_metrics(d))
-    columns = ("return", "shaped_return", "entropy") if shaped else ("return", "entropy")
-    return learning_curve(dirs, path or Path(pool) / "learning-curve.png", columns, title)
+    per_column = column_curves(dirs, ("return", "shaped_return", "entropy"))
+    shaped = [v for pts in per_column["shaped_return"].values() for _, v, _ in pts]
+    if shaped and not any(shaped):  # recorded, and 0 throughout: an env without a shaped reward
+        del per_column["shaped_return"]
+    return _draw(per_column, path or Path(pool) / "learning-curve.png", title)
 
 
 def _smooth(values: list[float], k: int) -> list[float]:
@@ -64,7 +76,7 @@ def _smooth(values: list[float], k: int) -> list[float]:
     ]
 
 
-def seed_mean(per_seed: dict[int, list[tuple[int, float, float]]]) -> tuple[list[int], list[float]]:
+def seed_mean(per_seed: dict[int, Curve]) -> tuple[list[int], list[float]]:
     """The mean over seeds of a ``curves`` column at every env step where every seed has a value (an update
     where some seed finished no episode is left out rather than averaged over fewer seeds)."""
     by_step: dict[int, list[float]] = defaultdict(list)
@@ -105,14 +117,20 @@ def learning_curve(
     smooth: int = 10,
 ) -> Path:
     """A small PNG: per column, every seed's smoothed curve (thin) and their mean (thick) against env steps."""
+    return _draw(column_curves(run_dir, columns), path, title, smooth)
+
+
+def _draw(
+    per_column: dict[str, dict[int, Curve]], path: str | os.PathLike[str], title: str, smooth: int = 10
+) -> Path:
+    """``learning_curve``'s figure of curves already read, one panel per column."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(columns), figsize=(4.2 * len(columns), 3.0), dpi=100, squeeze=False)
-    for ax, column in zip(axes[0], columns):
-        per_seed = curves(run_dir, column)
+    fig, axes = plt.subplots(1, len(per_column), figsize=(4.2 * len(per_column), 3.0), dpi=100, squeeze=False)
+    for ax, (column, per_seed) in zip(axes[0], per_column.items()):
         ax.set_xlabel("env steps per seed")
         ax.set_ylabel(column.replace("_", " "))
         ax.grid(alpha=0.3)

@@ -1,7 +1,10 @@
-"""Checks and parsers shared by the ers-deep commands (devices, envs, seed lists, Hanabi presets)."""
+"""Checks and parsers shared by the ers-deep commands (devices, envs, seed lists, Hanabi presets), and the
+learning-curve figure the commands that train draw in each pool."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -11,6 +14,7 @@ from ers_deep.envs.hanabi.config import PRESET_ALIASES, PRESETS
 __all__ = [
     "PRESET_NAMES",
     "device_check",
+    "draw_pool_curve",
     "env_check",
     "parse_seeds",
     "require_two_seat_env",
@@ -136,3 +140,20 @@ def check_games_memory(flag: str, games: int, config: Any, stored_steps: int = 0
 
     per = bytes_per_game(config, stored_steps)
     check_memory(f"{flag}: {games:,} games of {config.env}", games * per, f"lower {flag}")
+
+
+def draw_pool_curve(pool: Path, title: str) -> Path | None:
+    """``learning-curve.png`` in the pool folder ``pool`` (``analysis.pool_curve``); None without matplotlib (the
+    ``plot`` extra), without metrics, or when drawing fails: a figure must not fail the run that trained the
+    pool, so a failure is one line on stderr."""
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib") is None:
+        return None
+    from ers_deep.analysis.curves import pool_curve
+
+    try:
+        return pool_curve(pool, title=title)
+    except Exception as e:
+        print(f"learning curves not drawn: {type(e).__name__}: {e}", file=sys.stderr)
+        return None

@@ -11,7 +11,8 @@ from ers_deep.cli.train import (
     check_resume_updates,
     replace_pool,
     resume_folder,
-    show_train_sp,
+    show_figure,
+    show_pool,
     with_learning_curve,
 )
 from ers_exact.util.options import UsageError, option
@@ -83,7 +84,7 @@ def _train_op(opts: TrainOPOptions) -> dict[str, Any]:
 
 
 def show_train_op(res: dict[str, Any]) -> None:
-    show_train_sp({k: v for k, v in res.items() if k != "figure"})
+    show_pool(res)
     op = res["other_play"]
     print(
         f"other-play over {len(op['symmetries'])} {'symmetry' if len(op['symmetries']) == 1 else 'symmetries'} "
@@ -92,5 +93,4 @@ def show_train_op(res: dict[str, Any]) -> None:
     for p in res["policies"]:
         e = p["other_play"]
         print(f"  seed {p['seed']:>3}  other-play E J(phi_1(pi), phi_2(pi)) {e['mean']:8.3f} ± {e['se']:.3f}")
-    if "figure" in res:
-        print(f"  learning curves: {res['figure']} (in the pool folder)")
+    show_figure(res)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import sys
 from pathlib import Path
 from typing import Any, Literal
 
@@ -11,6 +10,7 @@ from ers_deep.cli.common import (
     PRESET_NAMES,
     check_games_memory,
     device_check,
+    draw_pool_curve,
     env_check,
     parse_seeds,
     seeds_check,
@@ -244,22 +244,13 @@ def resume_folder(text: str) -> Path:
 
 
 def with_learning_curve(res: dict[str, Any], pool: Path) -> dict[str, Any]:
-    """Write the pool's learning curves as ``learning-curve.png`` beside pool.json (``analysis.pool_curve``)
-    and name it (relative to the pool, like the policy files) in pool.json and the summary (``figure``);
-    without matplotlib (the ``plot`` extra) both stay as they are."""
-    import importlib.util
+    """Draw the pool's learning curves (``draw_pool_curve``) and name the figure (relative to the pool, like
+    the policy files) in pool.json and the summary (``figure``); where none is drawn both stay as they are."""
     import json
 
-    if importlib.util.find_spec("matplotlib") is None:
-        return res
-    from ers_deep.analysis.curves import pool_curve
     from ers_deep.train.checkpoint import atomic_write_bytes
 
-    try:  # a figure that cannot be drawn must not fail the run that trained the pool
-        path = pool_curve(pool, title=f"{res['env']}, alpha {res['alpha']}: training")
-    except Exception as e:
-        print(f"learning curves not drawn: {type(e).__name__}: {e}", file=sys.stderr)
-        return res
+    path = draw_pool_curve(pool, f"{res['env']}, alpha {res['alpha']}: training")
     if path is None:
         return res
     res = {**res, "figure": str(path.relative_to(pool))}
@@ -269,10 +260,10 @@ def with_learning_curve(res: dict[str, Any], pool: Path) -> dict[str, Any]:
 
 def run_train_sp(opts: TrainSPOptions) -> dict[str, Any]:
     """Train (or continue) a pool; the pool summary (pool.json) and its learning-curve figure."""
+    folder = resume_folder(opts.resume) if opts.resume is not None else Path(str(opts.out))
     if opts.resume is not None:
-        check_resume_updates(resume_folder(opts.resume), opts.max_updates)
-        return with_learning_curve(_train_sp(opts), resume_folder(opts.resume))
-    return with_learning_curve(_train_sp(opts), Path(str(opts.out)))
+        check_resume_updates(folder, opts.max_updates)
+    return with_learning_curve(_train_sp(opts), folder)
 
 
 def _train_sp(opts: TrainSPOptions) -> dict[str, Any]:
@@ -314,6 +305,18 @@ def _train_sp(opts: TrainSPOptions) -> dict[str, Any]:
 
 
 def show_train_sp(res: dict[str, Any]) -> None:
+    show_pool(res)
+    show_figure(res)
+
+
+def show_figure(res: dict[str, Any]) -> None:
+    """The summary's last line: where the learning curves are (``with_learning_curve``), if drawn."""
+    if "figure" in res:
+        print(f"  learning curves: {res['figure']} (in the pool folder)")
+
+
+def show_pool(res: dict[str, Any]) -> None:
+    """A pool summary: size, env, training, and each seed's self-play score (exact values on tabular games)."""
     t, n = res["training"], len(res["policies"])
     print(
         f"pool of {n} seed{'s' if n != 1 else ''} on {res['env']} (alpha {res['alpha']}): {t['updates']} updates, "
@@ -328,5 +331,3 @@ def show_train_sp(res: dict[str, Any]) -> None:
             if "fixed_point" in e:
                 line += f"  fixed point J {e['fixed_point']['J']:.6f}"
         print(line)
-    if "figure" in res:
-        print(f"  learning curves: {res['figure']} (in the pool folder)")

@@ -4,13 +4,12 @@ table (Table 2) at any scale; a killed run continues with the same command (ever
 from __future__ import annotations
 
 import dataclasses
-import sys
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from ers_deep.cli.common import PRESET_NAMES, device_check, env_check, require_two_seat_env
+from ers_deep.cli.common import PRESET_NAMES, device_check, draw_pool_curve, env_check, require_two_seat_env
 from ers_exact.util.options import (
     Options,
     at_least,
@@ -122,22 +121,10 @@ def run_table1_cmd(opts: Table1Options) -> dict[str, Any]:
 
 
 def pool_curves(out: Path) -> list[str]:
-    """``learning-curve.png`` in every pool folder below ``out`` (``analysis.pool_curve``; none without
-    matplotlib, the ``plot`` extra); their paths relative to ``out``."""
-    import importlib.util
-
-    if importlib.util.find_spec("matplotlib") is None:
-        return []
-    from ers_deep.analysis.curves import pool_curve
-
-    try:  # a figure that cannot be drawn must not fail the table
-        drawn = [
-            pool_curve(f.parent, title=f"{f.parent.relative_to(out)}: training")
-            for f in sorted(out.glob("**/pool.json"))
-        ]
-    except Exception as e:
-        print(f"learning curves not drawn: {type(e).__name__}: {e}", file=sys.stderr)
-        return []
+    """``learning-curve.png`` in every pool folder below ``out`` (``draw_pool_curve``); their paths relative to
+    ``out``."""
+    folders = [f.parent for f in sorted(out.glob("**/pool.json"))]
+    drawn = [draw_pool_curve(p, f"{p.relative_to(out)}: training") for p in folders]
     return [str(p.relative_to(out)) for p in drawn if p is not None]
 
 

@@ -76,9 +76,8 @@ def belief_dag(game: Game, budget_bytes: float = float("inf")) -> BeliefDag:
     obs = game.observation  # [A, S', O]
     obs_by_o = np.ascontiguousarray(obs.transpose(0, 2, 1))  # [A, O, S']
     R = game.expected_reward  # [S, A]
-    small = (
-        A * S * O * A <= _CHUNK_FLOATS
-    )  # P(o | s', a) R(s', .) for all (a, s', o) fits in a chunk's memory
+    # P(o | s', a) R(s', .) for every (a, s', o) at once, where it fits in a chunk's memory
+    small = A * S * O * A <= _CHUNK_FLOATS
     obs_reward = (obs[:, :, :, None] * R[None, :, None, :]).reshape(A, S, O * A) if small else None
     scale = max(1.0, float(np.max(np.abs(R))))
     layer = game.initial_belief[None].copy()
