@@ -10,10 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from ers_exact.games import get_game, load_game
-from ers_exact.model.bayes_game import BayesGame, best_rule, best_rule_bnb
 from ers_exact.model.belief_dag import belief_dag, dag_heuristic
 from ers_exact.model.bounds import HEURISTICS, upper_bound_q
 from ers_exact.model.histories import enumerate_histories
@@ -26,7 +24,7 @@ from tests.exact.strategies import GameSpec, game_specs
 
 HALF_UNIT = 5e-7 + 1e-12  # published values carry 6 decimals
 
-# (file, horizon, published optimum, undiscounted): masplan.org "Optimal values for Finite-Horizon Dec-POMDPs"
+# (file, horizon, published optimum[, its decimals when not 6], undiscounted): masplan.org "Optimal values for Finite-Horizon Dec-POMDPs"
 # (Oliehoek, Spaan, Amato & Whiteson 2013 for the H = 5/6 entries), as quoted in notes/exact-solver-anchors.md.
 FAST = [
     ("dectiger.dpomdp", 2, -4.0),
@@ -54,16 +52,34 @@ FAST = [
     ("fireFighting_2_3_3.dpomdp", 4, -6.578834),
     ("Mars.dpomdp", 2, 5.8),
     ("Mars.dpomdp", 3, 9.38),
+    ("Grid3x3corners.dpomdp", 2, 0.0),
+    ("Grid3x3corners.dpomdp", 3, 0.1332),
+    ("Grid3x3corners.dpomdp", 4, 0.433, 3),  # published with 3 decimals
+    ("Grid3x3corners.dpomdp", 5, 0.896, 3),
+    ("oneDoor_2_7_0.20_0.00_0_2.dpomdp", 2, 0.0),
+    ("oneDoor_2_7_0.20_0.00_0_2.dpomdp", 3, -0.000395),
+    ("oneDoor_2_7_0.20_0.00_0_2.dpomdp", 4, -0.001682),
+    ("broadcastChannel.dpomdp", 10, 9.29, 2),
 ]
-SLOW = [  # 2.5-5 s each here
+SLOW = [  # 1-20 s each here
     ("GridSmall.dpomdp", 5, 2.970496),
     ("boxPushingUAI07.dpomdp", 4, 98.593613),
     ("fireFighting_2_3_3.dpomdp", 5, -7.069874),
     ("Mars.dpomdp", 4, 10.1808),
+    ("Grid3x3corners.dpomdp", 6, 1.49, 2),
+    ("GridSmall.dpomdp", 6, 3.717168),
+    ("fireFighting_2_3_3.dpomdp", 6, -7.175591),
 ]
-CASES = [pytest.param(*c, id=f"{c[0].split('.')[0]}-H{c[1]}") for c in FAST] + [
-    pytest.param(*c, id=f"{c[0].split('.')[0]}-H{c[1]}", marks=pytest.mark.slow) for c in SLOW
-]
+
+
+def _case(c: tuple, slow: bool = False) -> object:
+    fname, horizon, published, *decimals = c
+    tol = 0.5 * 10.0 ** -(decimals[0] if decimals else 6) + 1e-12
+    marks = [pytest.mark.slow] if slow else []
+    return pytest.param(fname, horizon, published, tol, id=f"{fname.split('.')[0]}-H{horizon}", marks=marks)
+
+
+CASES = [_case(c) for c in FAST] + [_case(c, slow=True) for c in SLOW]
 SETTINGS = settings(
     max_examples=40,
     deadline=None,
@@ -73,15 +89,27 @@ SETTINGS = settings(
 )
 
 
-@pytest.mark.parametrize("fname, horizon, published", CASES)
-def test_published_optima(dpomdp_dir: Path, fname: str, horizon: int, published: float) -> None:
+@pytest.mark.parametrize("fname, horizon, published, tol", CASES)
+def test_published_optima(dpomdp_dir: Path, fname: str, horizon: int, published: float, tol: float) -> None:
     game = load_game(dpomdp_dir / fname, horizon=horizon, discount=1.0)
     out = ice_search(game)
     assert out.optimal and out.stopped is None
-    assert out.value == pytest.approx(published, abs=HALF_UNIT)
+    assert out.value == pytest.approx(published, abs=tol)
     assert out.root_bound >= out.value - 1e-9
     assert out.policy_trees is not None
     assert evaluate_policy_trees(game, out.policy_trees) == pytest.approx(out.value, abs=1e-9)
+
+
+@pytest.mark.slow
+def test_dectiger_h7_reaches_the_published_value(dpomdp_dir: Path) -> None:
+    """Dec-Tiger H = 7: 9.9935 on masplan.org, from FB-HSVI (Dibangoye, Amato, Buffet & Charpillet 2013), an
+    epsilon-optimal method. In 20 s ICE finds a policy worth at least that (9.993568 here, re-evaluated
+    forward), with an upper bound; proving J* takes far longer."""
+    game = load_game(dpomdp_dir / "dectiger.dpomdp", horizon=7, discount=1.0)
+    out = ice_search(game, max_seconds=20.0)
+    assert out.policy_trees is not None
+    assert evaluate_policy_trees(game, out.policy_trees) == pytest.approx(out.value, abs=1e-9)
+    assert 9.9935 <= out.value <= out.upper_bound
 
 
 def test_policy_trees_agree_with_the_history_tree(dpomdp_dir: Path) -> None:
@@ -147,45 +175,16 @@ def test_clustering_is_lossless_and_shrinks_the_games(dpomdp_dir: Path) -> None:
     assert max(clustered.max_types) < max(plain.max_types)  # 6 clusters vs 9 histories at t = 3 (H=4)
 
 
-@given(st.integers(0, 2**32 - 1), st.integers(1, 7), st.integers(1, 5), st.integers(1, 3), st.integers(1, 3))
-@SETTINGS
-def test_branch_and_bound_solves_bayesian_games_exactly(
-    seed: int, k_e: int, k_r: int, a_e: int, a_r: int
-) -> None:
-    """The last-stage solver against enumerating every rule, with random legal sets and zero-weight rows."""
-    rng = np.random.default_rng(seed)
-    m = k_e * k_r
-    inv = [np.repeat(np.arange(k_e), k_r), np.tile(np.arange(k_r), k_e)]
-    keep = rng.random(m) < 0.8
-    keep[0] = True
-    inv = [x[keep] for x in inv]
-    present = [np.unique(x) for x in inv]
-    inv = [np.searchsorted(p, x) for p, x in zip(present, inv)]
-    options = []
-    for p, a in zip(present, (a_e, a_r)):
-        opts = []
-        for _ in p:
-            legal = np.flatnonzero(rng.random(a) < 0.7)
-            opts.append(legal if len(legal) else np.array([rng.integers(a)]))
-        options.append(opts)
-    bg = BayesGame(inv, options, (a_e, a_r))
-    q = rng.normal(size=(len(inv[0]), a_e * a_r))
-    value, _ = best_rule(bg, q, 10**7)
-    got, acts = best_rule_bnb(bg, q)
-    assert got == pytest.approx(value, abs=1e-9)
-    assert acts is not None
-    assert float(q[np.arange(len(q)), bg.joint_action(acts)].sum()) == pytest.approx(value, abs=1e-9)
-    assert best_rule_bnb(bg, q, threshold=value + 1e-6) == (-np.inf, None)
-
-
 def test_budgets_stop_with_bounds_or_refuse(dpomdp_dir: Path) -> None:
     game = load_game(dpomdp_dir / "dectiger.dpomdp", horizon=6, discount=1.0)
-    tight = ice_search(game, budget_bytes=20e6)  # the stage-4 expansions need ~70 MB
-    assert not tight.optimal and tight.stopped is not None and "memory budget" in tight.stopped
-    assert tight.peak_tracked_bytes <= 20e6
-    assert tight.value <= 10.381625 + HALF_UNIT <= tight.upper_bound + 2 * HALF_UNIT
-    if tight.policy_trees is not None:
-        assert evaluate_policy_trees(game, tight.policy_trees) == pytest.approx(tight.value, abs=1e-9)
+    for sort_rules in (0, 10**9):  # best-first expansions (peak < 1 MB here), or every rule sorted (~70 MB)
+        budget = 0.6 * ice_search(game, sort_rules=sort_rules).peak_tracked_bytes
+        tight = ice_search(game, budget_bytes=budget, sort_rules=sort_rules)
+        assert not tight.optimal and tight.stopped is not None and "memory budget" in tight.stopped
+        assert tight.peak_tracked_bytes <= budget
+        assert tight.value <= 10.381625 + HALF_UNIT <= tight.upper_bound + 2 * HALF_UNIT
+        if tight.policy_trees is not None:
+            assert evaluate_policy_trees(game, tight.policy_trees) == pytest.approx(tight.value, abs=1e-9)
     quick = ice_search(game, max_seconds=1e-9)
     assert not quick.optimal and quick.stopped == "time limit reached"
     assert quick.upper_bound >= 10.381625

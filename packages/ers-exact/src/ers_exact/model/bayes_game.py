@@ -18,7 +18,7 @@ import heapq
 import itertools
 import math
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -31,8 +31,9 @@ __all__ = [
     "BayesGame",
     "LazyChildren",
     "PolicyBudgetError",
+    "RuleSource",
+    "SortedRules",
     "best_rule",
-    "best_rule_bnb",
     "children_values",
     "rule_slice",
 ]
@@ -153,6 +154,52 @@ class BayesGame:
         return np.where(self.legal_r[None], s, -np.inf)
 
 
+class SortedRules:
+    """Every rule c of the enumerated agents with F(c) = sum_k max_b S[c, k, b], sorted once: the source of
+    :class:`LazyChildren` for games whose rules can all be enumerated (``peek``, ``resolve``, ``pop``)."""
+
+    def __init__(self, S: np.ndarray) -> None:  # [n_e, K_r, A_r]
+        self.S = S
+        F = S.max(axis=2).sum(axis=1)
+        self.rules = np.argsort(-F, kind="stable")
+        self.best = F[self.rules]
+        self.ptr = 0
+        self.evaluated = len(F)  # rules whose F was computed
+
+    @property
+    def nbytes(self) -> int:
+        return self.S.nbytes + self.rules.nbytes + self.best.nbytes
+
+    def peek(self) -> float:
+        """F of the next rule (-inf when none is left)."""
+        return float(self.best[self.ptr]) if self.ptr < len(self.best) else -np.inf
+
+    def resolve(self) -> None:
+        """Nothing to do: :meth:`peek` is exact."""
+
+    def pop(self) -> tuple[float, int, np.ndarray]:
+        """(F, rule index, S[c]) of the next rule.  # [K_r, A_r]"""
+        c = int(self.rules[self.ptr])
+        self.ptr += 1
+        return float(self.best[self.ptr - 1]), c, self.S[c]
+
+
+class RuleSource(Protocol):
+    """The enumerated agents' rules in decreasing F, one at a time (:class:`SortedRules`,
+    :class:`~ers_exact.model.bayes_bnb.BestFirstRules`)."""
+
+    evaluated: int  # rules whose F was computed so far
+
+    @property
+    def nbytes(self) -> int: ...
+
+    def peek(self) -> float: ...
+
+    def resolve(self) -> None: ...
+
+    def pop(self) -> tuple[float, int, np.ndarray]: ...
+
+
 class LazyChildren:
     """The children of an expanded partial policy, generated one at a time in decreasing priority without
     evaluating all n_e * n_r of them (incremental expansion).
@@ -160,16 +207,13 @@ class LazyChildren:
     For rule c of the enumerated agents, the priority of (c, responder rule) is g + scale * sum_k
     S[c, k, b_k]: separable over the responder's classes k. So the children of c come in decreasing order
     from a heap over rank vectors (r_k: the r_k-th best action of class k), each vector generated once from
-    the vector with its last nonzero rank lowered; the best child of every c is in a sorted array."""
+    the vector with its last nonzero rank lowered; the best child of every c (rank vector 0) comes from the
+    ``source``, which yields the rules c in decreasing F(c) = sum_k max_b S[c, k, b]."""
 
-    def __init__(self, bg: BayesGame, S: np.ndarray, g: float, scale: float) -> None:  # S [n_e, K_r, A_r]
-        self.bg, self.g, self.scale = bg, g, scale
-        self.order = np.argsort(-S, axis=2, kind="stable").astype(np.int16)  # [n_e, K_r, A_r]
-        self.vals = np.take_along_axis(S, self.order.astype(np.int64), axis=2)  # descending, -inf last
-        best = g + scale * self.vals[:, :, 0].sum(axis=1)
-        self.rules = np.argsort(-best, kind="stable")
-        self.best = best[self.rules]
-        self.ptr = 0
+    def __init__(self, bg: BayesGame, source: RuleSource, g: float, scale: float) -> None:
+        self.bg, self.source, self.g, self.scale = bg, source, g, scale
+        self.rows: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # c -> (order [K_r, A_r], sorted S[c])
+        self.row_bytes = 0
         self.heap: list[tuple[float, int, int, tuple[int, ...], int]] = []
         self.counter = itertools.count()
         opts = bg.options[bg.responder]
@@ -180,33 +224,39 @@ class LazyChildren:
 
     @property
     def nbytes(self) -> int:
-        return (
-            self.order.nbytes + self.vals.nbytes + self.rules.nbytes + self.best.nbytes + 120 * len(self.heap)
-        )
+        return self.source.nbytes + self.row_bytes + 120 * len(self.heap)
+
+    def _source_priority(self) -> float:
+        top = self.source.peek()
+        return self.g + self.scale * top if top > -np.inf else -np.inf
 
     def peek(self) -> float:
-        """The priority of the next child (-inf when none is left)."""
-        a = self.best[self.ptr] if self.ptr < len(self.best) else -np.inf
+        """An upper bound on the priority of the next child, exact for :class:`SortedRules` (-inf when none
+        is left)."""
         b = -self.heap[0][0] if self.heap else -np.inf
-        return float(max(a, b))
+        return float(max(self._source_priority(), b))
 
     def pop(self) -> tuple[float, int]:
         """(priority, rule index c * n_r + c_r) of the next child."""
-        a = self.best[self.ptr] if self.ptr < len(self.best) else -np.inf
+        self.source.resolve()
+        a = self._source_priority()
         if self.heap and -self.heap[0][0] > a:
             neg_f, _, c, ranks, last = heapq.heappop(self.heap)
             f = -neg_f
         else:
-            c, ranks, last, f = int(self.rules[self.ptr]), (0,) * self.vals.shape[1], 0, float(a)
-            self.ptr += 1
-        vals = self.vals[c]
+            F, c, s = self.source.pop()
+            order = np.argsort(-s, axis=1, kind="stable")
+            self.rows[c] = (order.astype(np.int16), np.take_along_axis(s, order, axis=1))
+            self.row_bytes += 100 + s.size * 10
+            ranks, last, f = (0,) * s.shape[0], 0, self.g + self.scale * F
+        order_c, vals = self.rows[c]
         for j in range(last, len(ranks)):
             nxt = ranks[j] + 1
             if nxt < vals.shape[1] and np.isfinite(vals[j, nxt]):
                 new = (*ranks[:j], nxt, *ranks[j + 1 :])
                 value = self.g + self.scale * float(vals[np.arange(len(new)), new].sum())
                 heapq.heappush(self.heap, (-value, next(self.counter), c, new, j))
-        acts = self.order[c][np.arange(len(ranks)), ranks].astype(np.int64)
+        acts = order_c[np.arange(len(ranks)), ranks].astype(np.int64)
         c_r = int((self.position[np.arange(len(ranks)), acts] * self.radix).sum())
         return f, c * self.bg.n_r + c_r
 
@@ -261,81 +311,3 @@ def best_rule(game: BayesGame, q: np.ndarray, max_children: int) -> tuple[float,
         opts = game.options[game.responder][k]
         c_r = c_r * len(opts) + int(np.flatnonzero(opts == best_resp[k])[0])
     return best, game.decode(best_c * game.n_r + c_r)
-
-
-_LEAF_RULES = 2048  # the last classes of the enumerated agent are enumerated in blocks of at most this many
-
-
-def best_rule_bnb(
-    game: BayesGame, q: np.ndarray, threshold: float = -np.inf
-) -> tuple[float, list[np.ndarray] | None]:
-    """The solution of a two-agent Bayesian game (``max`` of :func:`best_rule`) by depth-first branch and
-    bound over the enumerated agent's classes, returning (-inf, None) when no rule is worth more than
-    ``threshold``. The bound of a partial rule (classes theta_1..theta_j assigned) is
-    sum_k max_b (A[k, b] + U_j[k, b]): A the assigned classes' payoff per (responder class k, action b),
-    U_j the sum over the unassigned ones of their best action's payoff per (k, b) -- each (k, b) relaxed
-    alone, so never below any completion's value. The last classes are enumerated in vectorised blocks."""
-    if len(game.enumerated) != 1:
-        raise ValueError("best_rule_bnb solves two-agent games; use best_rule")
-    e, r = game.enumerated[0], game.responder
-    m, K_r, A_r = q.shape[0], game.legal_r.shape[0], game.legal_r.shape[1]
-    K_e, A_e = len(game.options[e]), q.shape[1] // A_r
-    qn = q.reshape(m, A_e, A_r) if e < r else q.reshape(m, A_r, A_e).transpose(0, 2, 1)
-    qn = np.where(np.isfinite(qn), qn, 0.0)
-    import scipy.sparse as sp
-
-    pair = sp.csr_matrix((np.ones(m), (game.inv[e] * K_r + game.inv[r], np.arange(m))), shape=(K_e * K_r, m))
-    Z = (pair @ qn.reshape(m, -1)).reshape(K_e, K_r, A_e, A_r).transpose(0, 2, 1, 3)  # [K_e, A_e, K_r, A_r]
-    mask = np.where(game.legal_r, 0.0, -np.inf)  # [K_r, A_r]
-    parts = [Z[theta, opts] for theta, opts in enumerate(game.options[e])]  # [|opts|, K_r, A_r]
-    spread = [float(np.ptp(p.sum(axis=(1, 2)))) for p in parts]
-    order = list(np.argsort(spread)[::-1])  # most consequential classes first
-    leaf: list[int] = []
-    size = 1
-    while order and size * len(parts[order[-1]]) <= _LEAF_RULES:
-        size *= len(parts[order[-1]])
-        leaf.insert(0, order.pop())
-    low = np.zeros((1, K_r, A_r))
-    for theta in leaf:  # rows: leaf choices, the first leaf class fastest
-        low = (parts[theta][:, None] + low[None]).reshape(-1, K_r, A_r)
-    low_rows = rule_slice([np.arange(len(parts[theta])) for theta in leaf], 0, len(low))
-    best_of = [p.max(axis=0) for p in parts]
-    suffix = [np.zeros((K_r, A_r))]
-    for theta in reversed(order):
-        suffix.insert(0, suffix[0] + best_of[theta])
-    leaf_best = sum((best_of[theta] for theta in leaf), np.zeros((K_r, A_r)))
-    best, best_choice = threshold, None
-    choice = [0] * len(order)
-
-    def search(j: int, acc: np.ndarray) -> None:
-        nonlocal best, best_choice
-        if j == len(order):
-            vals = (low + acc[None] + mask[None]).max(axis=2).sum(axis=1)
-            k = int(np.argmax(vals))
-            if vals[k] > best:
-                best, best_choice = float(vals[k]), (list(choice), k)
-            return
-        rest = suffix[j + 1] + leaf_best + mask
-        cand = acc[None] + parts[order[j]]  # [|opts|, K_r, A_r]
-        bounds = (cand + rest[None]).max(axis=2).sum(axis=1)
-        for d in np.argsort(-bounds, kind="stable"):
-            if bounds[d] <= best:
-                break
-            choice[j] = int(d)
-            search(j + 1, cand[d])
-
-    search(0, np.zeros((K_r, A_r)))
-    if best_choice is None:
-        return -np.inf, None
-    picks, k = best_choice
-    acts_e = np.empty(K_e, dtype=np.int64)
-    for j, theta in enumerate(order):
-        acts_e[theta] = game.options[e][theta][picks[j]]
-    for j, theta in enumerate(leaf):
-        acts_e[theta] = game.options[e][theta][low_rows[k, j]]
-    resp = sum(
-        (parts_theta_row for parts_theta_row in (Z[theta, acts_e[theta]] for theta in range(K_e))), mask
-    )
-    out: list[np.ndarray] = [None, None]  # type: ignore[list-item]
-    out[e], out[r] = acts_e, np.argmax(resp, axis=1).astype(np.int64)
-    return best, out

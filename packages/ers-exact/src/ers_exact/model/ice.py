@@ -38,7 +38,8 @@ from typing import Any
 
 import numpy as np
 
-from ers_exact.model.bayes_game import BayesGame, LazyChildren, best_rule, best_rule_bnb
+from ers_exact.model.bayes_bnb import BestFirstRules, best_rule_bnb
+from ers_exact.model.bayes_game import BayesGame, LazyChildren, RuleSource, SortedRules, best_rule
 from ers_exact.model.belief_dag import BeliefDag, belief_dag, dag_heuristic
 from ers_exact.model.game import Game
 from ers_exact.model.gmaa import search_stats
@@ -48,6 +49,7 @@ from ers_exact.util.budget import format_bytes, memory_budget, resident_bytes
 __all__ = ["IceOutcome", "ice_search"]
 
 DEFAULT_MAX_CHILDREN = 5_000_000
+DEFAULT_SORT_RULES = 0  # two-agent expansions with more enumerated rules are generated best first
 _BYTES_PER_ENTRY = (
     40  # per (enumerated rule, responder class, action): payoff, sorted payoff and order, temporaries
 )
@@ -124,6 +126,7 @@ class _Search:
         self.game, self.dag, self.q = game, dag, q
         self.cluster: bool = cfg["cluster"]
         self.max_children: int = cfg["max_children"]
+        self.sort_rules: int = cfg["sort_rules"]
         self.budget: float = cfg["budget_bytes"]
         self.deadline: float = cfg["deadline"]
         self.fixed = dag.nbytes + sum(a.nbytes for a in q)
@@ -161,6 +164,23 @@ class _Search:
         for i, opts in enumerate(options):
             self.max_types[i] = max(self.max_types[i], len(opts))
         return BayesGame([node.jt[:, i] for i in range(self.game.n_agents)], options, self.game.n_actions)
+
+    def rule_source(self, node: _Node, bg: BayesGame) -> RuleSource:
+        """The enumerated agents' rules of ``node``'s game best first: all sorted at once when there are at
+        most ``sort_rules`` (or more than two agents, up to ``max_children``), else by best-first branch and
+        bound (two agents; memory follows the rules generated)."""
+        if len(bg.enumerated) == 1 and bg.n_e > self.sort_rules:
+            return BestFirstRules(bg, self.payoffs(node))
+        if bg.n_e > self.max_children:
+            raise _Stop(
+                f"an expansion needs {bg.n_e:,} rules of agents {bg.enumerated} ({bg.sizes()}); "
+                f"max_children is {self.max_children:,}"
+            )
+        entries = bg.n_e * bg.legal_r.size
+        self.charge(entries * _BYTES_PER_ENTRY, f"expanding a stage-{node.t} policy ({bg.sizes()})")
+        S = np.concatenate([c for _, c in bg.payoff_chunks(self.payoffs(node))])
+        self.tracked -= entries * _BYTES_PER_ENTRY
+        return SortedRules(S)
 
     def payoffs(self, node: _Node) -> np.ndarray:
         return node.w[:, None] * self.q[node.t][node.bid]  # [m, A]
@@ -231,6 +251,7 @@ def ice_search(
     heuristic: str = "Q_BG",
     *,
     max_children: int = DEFAULT_MAX_CHILDREN,
+    sort_rules: int = DEFAULT_SORT_RULES,
     budget_bytes: float | None = None,
     max_seconds: float = float("inf"),
     tol: float = 1e-12,
@@ -248,6 +269,7 @@ def ice_search(
     cfg = {
         "cluster": cluster,
         "max_children": max_children,
+        "sort_rules": sort_rules,
         "budget_bytes": budget,
         "deadline": start + max_seconds,
     }
@@ -298,27 +320,17 @@ def ice_search(
                 s.tracked -= node.nbytes
                 node.jt = node.bid = node.w = None  # type: ignore[assignment]
                 continue
-            if node.kids is None:  # expand: every enumerated rule's payoffs, children generated lazily
+            if node.kids is None:  # expand: the rules' priorities, children generated lazily
                 bg = s.bayes_game(node)
-                entries = bg.n_e * bg.legal_r.size
-                if bg.n_e > max_children:
-                    raise _Stop(
-                        f"an expansion needs {bg.n_e:,} rules of agents {bg.enumerated} ({bg.sizes()}); "
-                        f"max_children is {max_children:,}"
-                    )
-                s.charge(entries * _BYTES_PER_ENTRY, f"expanding a stage-{node.t} policy ({bg.sizes()})")
-                S = np.concatenate([c for _, c in bg.payoff_chunks(s.payoffs(node))])
-                s.tracked -= entries * _BYTES_PER_ENTRY
-                before = node.nbytes
-                node.bg, node.kids = bg, LazyChildren(bg, S, node.g, gamma**node.t)
-                del S
-                s.charge(node.nbytes - before, "the children's priorities")
-                counts["evaluated"] += bg.n_e
+                node.bg, node.kids = bg, LazyChildren(bg, s.rule_source(node, bg), node.g, gamma**node.t)
+                s.charge(node.kids.nbytes, "the children's priorities")
+                counts["evaluated"] += node.kids.source.evaluated
                 counts["expanded"] += 1
             else:  # generate the next-best child
                 assert node.kids is not None
-                before = node.kids.nbytes
+                before, evaluated = node.kids.nbytes, node.kids.source.evaluated
                 f, index = node.kids.pop()
+                counts["evaluated"] += node.kids.source.evaluated - evaluated
                 kid = s.child(node, index, f)
                 s.charge(kid.nbytes + node.kids.nbytes - before, "a new partial policy")
                 counts["generated"] += 1
