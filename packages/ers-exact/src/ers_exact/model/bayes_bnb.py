@@ -87,42 +87,56 @@ class TwoAgentSplit:
         m, K_r, A_r = q.shape[0], game.legal_r.shape[0], game.legal_r.shape[1]
         K_e, A_e = len(game.options[e]), q.shape[1] // A_r
         qn = q.reshape(m, A_e, A_r) if e < r else q.reshape(m, A_r, A_e).transpose(0, 2, 1)
-        qn = np.where(np.isfinite(qn), qn, 0.0)
-        import scipy.sparse as sp
-
-        pair = sp.csr_matrix(
-            (np.ones(m), (game.inv[e] * K_r + game.inv[r], np.arange(m))), shape=(K_e * K_r, m)
-        )
-        Z = (
-            (pair @ qn.reshape(m, -1)).reshape(K_e, K_r, A_e, A_r).transpose(0, 2, 3, 1)
+        flat = np.zeros((K_e * K_r, A_e * A_r))  # payoffs summed per (theta, k)
+        np.add.at(flat, game.inv[e] * K_r + game.inv[r], np.where(np.isfinite(qn), qn, 0.0).reshape(m, -1))
+        Z = np.ascontiguousarray(
+            flat.reshape(K_e, K_r, A_e, A_r).transpose(0, 2, 3, 1)
         )  # [K_e, A_e, A_r, K_r]
-        parts = [np.ascontiguousarray(Z[theta, opts]) for theta, opts in enumerate(game.options[e])]
-        spread = [float(np.ptp(p.sum(axis=(1, 2)))) for p in parts]
-        order = [int(x) for x in np.argsort(spread, kind="stable")[::-1]]  # most consequential first
+        parts = [Z[theta, opts] for theta, opts in enumerate(game.options[e])]  # [|opts|, A_r, K_r]
+        totals = Z.sum(axis=(2, 3))  # [K_e, A_e]
+        spread = [float(np.ptp(totals[theta, opts])) for theta, opts in enumerate(game.options[e])]
+        self.game, self.Z, self.parts, self.spread = game, Z, parts, spread
+        self.leaf_rules, self.group_rules = leaf_rules, group_rules
+        self.mask = np.where(game.legal_r.T, 0.0, -np.inf)  # [A_r, K_r]
+        relaxed = sum((p.max(axis=0) for p in parts), self.mask)
+        self.top = float(relaxed.max(axis=0).sum())  # the bound before any choice
+        self.zero = np.zeros((A_r, K_r))
+        self._groups: list[ClassGroup] | None = None
+
+    @property
+    def groups(self) -> list[ClassGroup]:
+        """The class groups, built on first use (a game whose ``top`` is below the threshold needs none)."""
+        if self._groups is None:
+            self._groups = self._build_groups()
+        return self._groups
+
+    @property
+    def nbytes(self) -> int:
+        return self.Z.nbytes + sum(g.nbytes for g in self._groups or [])
+
+    def _build_groups(self) -> list[ClassGroup]:
+        parts = self.parts
+        order = [int(x) for x in np.argsort(self.spread, kind="stable")[::-1]]  # most consequential first
         leaf: list[int] = []
-        while order and math.prod(len(parts[t]) for t in [order[-1], *leaf]) <= leaf_rules:
+        while order and math.prod(len(parts[t]) for t in [order[-1], *leaf]) <= self.leaf_rules:
             leaf.insert(0, order.pop())
         chunks: list[list[int]] = []
         for theta in order:
-            if chunks and math.prod(len(parts[t]) for t in [*chunks[-1], theta]) <= group_rules:
+            if chunks and math.prod(len(parts[t]) for t in [*chunks[-1], theta]) <= self.group_rules:
                 chunks[-1].append(theta)
             else:
                 chunks.append([theta])
-        self.game, self.Z = game, Z
-        self.mask = np.where(game.legal_r.T, 0.0, -np.inf)  # [A_r, K_r]
         rest = self.mask
-        self.groups: list[ClassGroup] = []
+        groups: list[ClassGroup] = []
         for classes in reversed([*chunks, leaf]):
             choices = math.prod(len(parts[t]) for t in classes)
             rows = rule_slice([np.arange(len(parts[t])) for t in classes], 0, choices)
-            summed = np.zeros((choices, A_r, K_r))
+            summed = np.zeros((choices, *self.mask.shape))
             for j, theta in enumerate(classes):
                 summed += parts[theta][rows[:, j]]
-            self.groups.insert(0, ClassGroup(classes, rows, summed, rest, leaf=not self.groups))
-            rest = rest + sum((parts[t].max(axis=0) for t in classes), np.zeros((A_r, K_r)))
-        self.top = float(rest.max(axis=0).sum())  # the bound before any choice
-        self.zero = np.zeros((A_r, K_r))
-        self.nbytes = Z.nbytes + sum(g.nbytes for g in self.groups)
+            groups.insert(0, ClassGroup(classes, rows, summed, rest, leaf=not groups))
+            rest = rest + sum((parts[t].max(axis=0) for t in classes), np.zeros(self.mask.shape))
+        return groups
 
     def actions(self, picks: list[int] | tuple[int, ...]) -> np.ndarray:
         """The enumerated agent's action per class for one joint choice per group."""
@@ -158,6 +172,8 @@ def best_rule_bnb(
     depth-first branch and bound over the enumerated agent's classes, returning (-inf, None) when no rule is
     worth more than ``threshold``."""
     split = TwoAgentSplit(game, q, leaf_rules, group_rules)
+    if split.top <= threshold:
+        return -np.inf, None
     groups, last = split.groups, len(split.groups) - 1
     best, best_choice = threshold, None
     choice = [0] * len(groups)

@@ -9,8 +9,10 @@ P(theta) (unnormalised: the probability of the joint history set it stands for) 
 stored as the index of b_theta in the :class:`~ers_exact.model.belief_dag.BeliefDag` of distinct beliefs.
 
 * Priority f(phi_t o delta) = g(phi_t) + gamma^t sum_theta P(theta) Q_t(b_theta, delta(theta)), with Q_t the
-  DAG's admissible heuristic (Q_BG by default), for every joint decision rule delta at once; children are
-  generated one at a time in decreasing f (incremental expansion).
+  DAG's admissible heuristic (Q_BG by default); children are generated one at a time in decreasing f
+  (incremental expansion): the enumerated agent's rules best first by branch and bound
+  (:class:`~ers_exact.model.bayes_bnb.BestFirstRules`, two agents; all sorted at once with more agents or
+  up to ``sort_rules``), the responder's combined by a k-best over its separable sum.
 * Extending phi_t by delta: the types of agent i at t+1 are pairs (type at t, o^i); a joint type (theta, o)
   has weight P(theta) P(o | b_theta, delta(theta)) and belief b_theta^{delta(theta), o} (the DAG's child).
 * Incremental clustering: two types of agent i are merged when they have the same legal actions and the same
@@ -260,7 +262,9 @@ def ice_search(
     """J* and an optimal deterministic joint policy by GMAA*-ICE with incremental clustering (module
     docstring), or the best bounds found when a budget stops it. ``budget_bytes`` defaults to
     :func:`~ers_exact.util.budget.memory_budget`; the DAG's refusal raises
-    :class:`~ers_exact.util.budget.BudgetError`."""
+    :class:`~ers_exact.util.budget.BudgetError`. ``sort_rules``: two-agent expansions with at most this many
+    rules of the enumerated agent sort them all at once (the default 0: every one is generated best first);
+    ``max_children`` bounds the sorted ones."""
     start = time.perf_counter()
     budget = memory_budget() if budget_bytes is None else float(budget_bytes)
     dag = belief_dag(game, budget)
