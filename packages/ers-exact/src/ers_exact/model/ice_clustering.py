@@ -5,9 +5,11 @@ Spaan 2009; JAIR 46, 2013, Thm. 1)."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-__all__ = ["cluster_types", "equivalent_types"]
+__all__ = ["cluster_types", "equivalent_types", "joint_type_codes"]
 
 
 def cluster_types(
@@ -32,10 +34,27 @@ def cluster_types(
             maps[i] = cls[maps[i]]
             jt = jt.copy()
             jt[:, i] = cls[jt[:, i]]
-            jt, head, inv = np.unique(jt, axis=0, return_index=True, return_inverse=True)
+            codes = joint_type_codes(jt)
+            if codes is None:
+                jt, head, inv = np.unique(jt, axis=0, return_index=True, return_inverse=True)
+            else:  # the same distinct rows in the same (lexicographic) order, ~10x faster
+                _, head, inv = np.unique(codes, return_index=True, return_inverse=True)
+                jt = jt[head]
             w = np.bincount(inv.reshape(-1), weights=w, minlength=len(jt))
             bid = bid[head]
     return jt, bid, w, maps, legal_row
+
+
+def joint_type_codes(jt: np.ndarray) -> np.ndarray | None:
+    """One integer per joint type row, ordered as the rows lexicographically (first column most significant);
+    None when the codes would not fit in 63 bits.  # [m]"""
+    radix = [int(jt[:, j].max()) + 1 for j in range(jt.shape[1])]
+    if math.prod(radix) >= 2**62:
+        return None
+    code = np.zeros(len(jt), dtype=np.int64)
+    for j, base in enumerate(radix):
+        code = code * base + jt[:, j]
+    return code
 
 
 def equivalent_types(
