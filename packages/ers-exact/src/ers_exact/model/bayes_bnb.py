@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from ers_exact.model.bayes_game import BayesGame, rule_slice
+from ers_exact.model.bayes_game import BayesGame
 
 __all__ = ["BestFirstRules", "ClassGroup", "TwoAgentSplit", "best_rule_bnb"]
 
@@ -46,29 +46,40 @@ def _scratch(shape: tuple[int, ...]) -> np.ndarray:
 
 
 class ClassGroup:
-    """Classes of the enumerated agent assigned together: ``rows[c, j]`` the option index of ``classes[j]``
-    in joint choice c; ``parts[c]`` its summed payoff  # [C, A_r, K_r] (responder action before class: the
-    maximum over b runs over contiguous rows); ``with_rest`` = parts + the relaxation of every class after
-    the group + the mask  # [C, A_r, K_r]. The leaf keeps only ``with_rest`` (parts + mask: exact values)."""
+    """Classes of the enumerated agent assigned together. Joint choice c picks option ``choice(c)[j]`` of
+    ``classes[j]`` (mixed radix, the first class fastest); ``parts[c]`` is its summed payoff  # [C, A_r, K_r]
+    (responder action before class: the maximum over b runs over contiguous rows); ``with_rest`` = parts + the
+    relaxation of every class after the group + the mask  # [C, A_r, K_r]. The leaf keeps only ``with_rest``
+    (parts + mask: exact values)."""
 
-    def __init__(
-        self, classes: list[int], rows: np.ndarray, parts: np.ndarray, rest: np.ndarray, leaf: bool
-    ) -> None:
-        self.classes, self.rows = classes, rows
-        self.with_rest = parts + rest[None]
-        self.parts = None if leaf else parts
+    def __init__(self, classes: list[int], options: list[np.ndarray], rest: np.ndarray, leaf: bool) -> None:
+        self.classes, self.sizes = classes, [len(o) for o in options]
+        summed = np.zeros((1, *rest.shape))
+        for part in options:  # [|options|, A_r, K_r]; each new class varies slowest
+            summed = (part[:, None] + summed[None]).reshape(-1, *rest.shape)
+        self.with_rest = summed + rest[None]
+        self.parts = None if leaf else summed
+        C, A_r, K_r = summed.shape
+        self._total, self._best = _scratch((C, A_r, K_r)), _scratch((C, K_r))
 
     @property
     def nbytes(self) -> int:
-        return self.rows.nbytes + self.with_rest.nbytes * (1 if self.parts is None else 2)
+        return self.with_rest.nbytes * (1 if self.parts is None else 2)
+
+    def choice(self, c: int) -> list[int]:
+        """The option index of each class in joint choice c."""
+        out = []
+        for size in self.sizes:
+            c, d = divmod(c, size)
+            out.append(d)
+        return out
 
     def bounds(self, acc: np.ndarray) -> np.ndarray:
         """sum_k max_b (acc + with_rest[c]) for every joint choice c.  # [C]"""
-        C, A_r, K_r = self.with_rest.shape
-        total = np.add(self.with_rest, acc[None], out=_scratch((C, A_r, K_r)))
-        best = _scratch((C, K_r))
+        total, best = self._total, self._best
+        np.add(self.with_rest, acc[None], out=total)
         np.copyto(best, total[:, 0])
-        for b in range(1, A_r):
+        for b in range(1, total.shape[1]):
             np.maximum(best, total[:, b], out=best)
         return best.sum(axis=1)
 
@@ -129,12 +140,7 @@ class TwoAgentSplit:
         rest = self.mask
         groups: list[ClassGroup] = []
         for classes in reversed([*chunks, leaf]):
-            choices = math.prod(len(parts[t]) for t in classes)
-            rows = rule_slice([np.arange(len(parts[t])) for t in classes], 0, choices)
-            summed = np.zeros((choices, *self.mask.shape))
-            for j, theta in enumerate(classes):
-                summed += parts[theta][rows[:, j]]
-            groups.insert(0, ClassGroup(classes, rows, summed, rest, leaf=not groups))
+            groups.insert(0, ClassGroup(classes, [parts[t] for t in classes], rest, leaf=not groups))
             rest = rest + sum((parts[t].max(axis=0) for t in classes), np.zeros(self.mask.shape))
         return groups
 
@@ -143,8 +149,8 @@ class TwoAgentSplit:
         opts = self.game.options[self.game.enumerated[0]]
         acts = np.empty(len(opts), dtype=np.int64)
         for group, c in zip(self.groups, picks):
-            for j, theta in enumerate(group.classes):
-                acts[theta] = opts[theta][group.rows[c, j]]
+            for theta, d in zip(group.classes, group.choice(c)):
+                acts[theta] = opts[theta][d]
         return acts
 
     def rule_index(self, acts: np.ndarray) -> int:
