@@ -8,12 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ers_exact.model import ice_clustering
-from ers_exact.model.ice_clustering import (
-    cluster_types,
-    equivalent_types,
-    equivalent_types_loop,
-    joint_type_codes,
-)
+from ers_exact.model.ice_clustering import cluster_types, joint_type_codes
 
 
 @given(st.integers(0, 2**32 - 1), st.integers(1, 3), st.integers(1, 40))
@@ -43,35 +38,3 @@ def testjoint_type_codes_refuse_what_would_overflow() -> None:
     rows = np.array([[1, 0], [0, 2], [1, 1]])
     codes = joint_type_codes(rows)
     assert codes is not None and list(np.argsort(codes)) == [1, 0, 2]  # [0, 2] < [1, 0] < [1, 1]
-
-
-@given(st.integers(0, 2**32 - 1), st.integers(2, 3), st.integers(1, 12), st.integers(0, 2))
-@settings(max_examples=80, deadline=None, derandomize=True, database=None)
-def test_padded_equivalence_equals_the_dictionary_reference(seed: int, n: int, m: int, agent: int) -> None:
-    """Types with equal legal rows and equal conditional records in one class, numbered by first type, as the
-    loop over types does. Each type copies one of three prototype blocks (some scaled: the same conditional
-    distribution), so classes merge; the last type has no rows."""
-    rng = np.random.default_rng(seed)
-    agent = agent % n
-    protos = []
-    for _ in range(3):
-        others = np.unique(rng.integers(0, 4, size=(rng.integers(1, m + 1), n - 1)), axis=0)
-        protos.append(
-            (others, rng.integers(0, 2, size=len(others)), rng.choice([0.5, 1.0], size=len(others)))
-        )
-    K = int(rng.integers(1, 7)) + 1
-    jt_rows, bids, ws, picked = [], [], [], []
-    for k in range(K - 1):
-        picked.append(int(rng.integers(0, 3)))
-        others, b, w = protos[picked[-1]]
-        jt_rows.append(np.insert(others, agent, k, axis=1))
-        bids.append(b)
-        ws.append(w * rng.choice([1.0, 2.0]))
-    jt, bid, w = np.concatenate(jt_rows), np.concatenate(bids), np.concatenate(ws)
-    legal = rng.integers(0, 2, size=K)
-    got = equivalent_types(jt, bid, w, agent, legal)
-    np.testing.assert_array_equal(got, equivalent_types_loop(jt, bid, w, agent, legal))
-    for k1 in range(K - 1):  # copies of one prototype with equal legal rows are one class
-        for k2 in range(K - 1):
-            if picked[k1] == picked[k2] and legal[k1] == legal[k2]:
-                assert got[k1] == got[k2]

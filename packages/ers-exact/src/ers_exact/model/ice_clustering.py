@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-__all__ = ["cluster_types", "equivalent_types", "equivalent_types_loop", "joint_type_codes"]
+__all__ = ["cluster_types", "equivalent_types", "joint_type_codes"]
 
 
 def cluster_types(
@@ -57,11 +57,12 @@ def joint_type_codes(jt: np.ndarray) -> np.ndarray | None:
     return code
 
 
-def _records(
-    jt: np.ndarray, bid: np.ndarray, w: np.ndarray, agent: int, K: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Each row's (others' joint type, belief index, P(row | type)) sorted by (type, others' joint type),
-    with the sorted types and the row count of each type.  # [m, 3], [m], [K]"""
+def equivalent_types(
+    jt: np.ndarray, bid: np.ndarray, w: np.ndarray, agent: int, legal_row: np.ndarray
+) -> np.ndarray:
+    """The class of each type of ``agent``: equal legal row and equal conditional distribution over
+    (the others' joint type, belief index), probabilities rounded to 12 decimals.  # [K]"""
+    K = len(legal_row)
     x = jt[:, agent]
     y = np.zeros(len(jt), dtype=np.int64)
     for j in range(jt.shape[1]):
@@ -71,41 +72,7 @@ def _records(
     cond = np.round(w / px[x], 12) + 0.0
     order = np.lexsort((y, x))
     rec = np.stack([y.astype(np.float64), bid.astype(np.float64), cond], axis=1)[order]
-    return rec, x[order], np.bincount(x, minlength=K)
-
-
-def equivalent_types(
-    jt: np.ndarray, bid: np.ndarray, w: np.ndarray, agent: int, legal_row: np.ndarray
-) -> np.ndarray:
-    """The class of each type of ``agent``: equal legal row and equal conditional distribution over
-    (the others' joint type, belief index), probabilities rounded to 12 decimals; classes numbered in order of
-    their first type. Each type's records padded into one row of a matrix, merged by one ``np.unique``;
-    :func:`equivalent_types_loop` (the reference) where the padding would exceed ~4x the rows.  # [K]"""
-    K = len(legal_row)
-    rec, xs, counts = _records(jt, bid, w, agent, K)
-    L = int(counts.max()) if K else 0
-    padded_size = K * L
-    if padded_size > 4 * len(rec) + 4096:
-        return equivalent_types_loop(jt, bid, w, agent, legal_row)
-    pos = np.arange(len(rec)) - (np.cumsum(counts) - counts)[xs]
-    padded = np.full((K, L, 3), -1.0)  # -1: no record (indices and probabilities are >= 0)
-    padded[xs, pos] = rec
-    key = np.concatenate(
-        [legal_row[:, None], counts[:, None], padded.reshape(K, -1)], axis=1, dtype=np.float64
-    )
-    _, first, inv = np.unique(key, axis=0, return_index=True, return_inverse=True)
-    rank = np.empty(len(first), dtype=np.int64)
-    rank[np.argsort(first)] = np.arange(len(first))
-    return rank[inv.reshape(-1)]
-
-
-def equivalent_types_loop(
-    jt: np.ndarray, bid: np.ndarray, w: np.ndarray, agent: int, legal_row: np.ndarray
-) -> np.ndarray:
-    """:func:`equivalent_types` by a dictionary of each type's record bytes.  # [K]"""
-    K = len(legal_row)
-    rec, _, counts = _records(jt, bid, w, agent, K)
-    blocks = np.split(rec, np.cumsum(counts)[:-1])
+    blocks = np.split(rec, np.cumsum(np.bincount(x, minlength=K))[:-1])
     index: dict[tuple[int, bytes], int] = {}
     cls = np.empty(K, dtype=np.int64)
     for k, blk in enumerate(blocks):
