@@ -6,10 +6,11 @@ plays a and r plays b; a rule of e (a_theta for every theta) is worth, with the 
 
     F(a) = sum_k max_b ( sum_theta Z[theta, a_theta, k, b] + mask[k, b] ),      mask = -inf at illegal b.
 
-A partial rule (the classes of ``order[:j]`` assigned, their payoffs summed in ``acc``) is bounded by relaxing
-each (k, b) alone: sum_k max_b (acc + U_j + mask), U_j the sum over unassigned classes of their best option's
-payoff per (k, b). The bound is never below any completion's F. The last classes (``leaf``) are enumerated in
-vectorised blocks of at most ``leaf_rules`` rules.
+A partial rule (some classes assigned, their payoffs summed in ``acc``) is bounded by relaxing each (k, b)
+alone: sum_k max_b (acc + U + mask), U the sum over unassigned classes of their best option's payoff per
+(k, b). The bound is never below any completion's F, and never rises as classes are assigned. Classes are
+assigned in :class:`ClassGroup` s (the most consequential first, up to ``group_rules`` joint choices each,
+bounded as one vector); the last group, the leaf (up to ``leaf_rules`` joint choices), is valued exactly.
 
 * :func:`best_rule_bnb`: depth-first branch and bound, the exact solution of a last-stage game.
 * :class:`BestFirstRules`: e's rules one at a time in decreasing F (k-best by best-first search: a rule is
