@@ -23,7 +23,8 @@ GAMES = st.tuples(
 
 
 def random_game(seed: int, k_e: int, k_r: int, a_e: int, a_r: int) -> tuple[BayesGame, np.ndarray]:
-    """A two-agent game with random legal sets, missing joint types and some zero-weight rows."""
+    """A two-agent game with random legal sets, missing joint types, some zero-weight rows and, for odd seeds,
+    -inf at illegal joint actions."""
     rng = np.random.default_rng(seed)
     m = k_e * k_r
     inv = [np.repeat(np.arange(k_e), k_r), np.tile(np.arange(k_r), k_e)]
@@ -41,6 +42,11 @@ def random_game(seed: int, k_e: int, k_r: int, a_e: int, a_r: int) -> tuple[Baye
         options.append(opts)
     bg = BayesGame(inv, options, (a_e, a_r))
     q = rng.normal(size=(len(inv[0]), a_e * a_r)) * (rng.random(len(inv[0])) < 0.9)[:, None]
+    if seed % 2:  # -inf at illegal joint actions, as GMAA*-ICE's payoff tables have them
+        for row in range(len(q)):
+            legal0 = np.isin(np.arange(a_e), options[0][inv[0][row]])
+            legal1 = np.isin(np.arange(a_r), options[1][inv[1][row]])
+            q[row, ~(legal0[:, None] & legal1[None, :]).reshape(-1)] = -np.inf
     return bg, q
 
 
