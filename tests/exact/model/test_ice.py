@@ -112,6 +112,23 @@ def test_dectiger_h7_reaches_the_published_value(dpomdp_dir: Path) -> None:
     assert 9.9935 <= out.value <= out.upper_bound
 
 
+@pytest.mark.slow
+def test_the_dive_gives_a_stopped_search_its_policy(dpomdp_dir: Path) -> None:
+    """Grid3x3corners H = 6 (published 1.49) with 20 MB over its belief graph and heuristic: best first from
+    the start, the budget stops the search before any complete policy; diving to one first finds the optimal
+    one (1.492987), and its early lower bound prunes the rest (it proves it here within the budget)."""
+    game = load_game(dpomdp_dir / "Grid3x3corners.dpomdp", horizon=6, discount=1.0)
+    dag = belief_dag(game, 6e9)
+    q, _ = dag_heuristic(dag, "Q_BG")
+    budget = dag.nbytes + sum(a.nbytes for a in q) + 20e6
+    plain = ice_search(game, dive=False, budget_bytes=budget)
+    assert plain.stopped is not None and plain.value == -np.inf and plain.policy_trees is None
+    dived = ice_search(game, dive=True, budget_bytes=budget)
+    assert dived.value == pytest.approx(1.49, abs=0.005 + 1e-12) and dived.value <= dived.upper_bound
+    assert dived.policy_trees is not None
+    assert evaluate_policy_trees(game, dived.policy_trees) == pytest.approx(dived.value, abs=1e-9)
+
+
 def test_policy_trees_agree_with_the_history_tree(dpomdp_dir: Path) -> None:
     """The forward evaluation of policy trees against J on the enumerated tree (GridSmall H=3)."""
     game = load_game(dpomdp_dir / "GridSmall.dpomdp", horizon=3, discount=1.0)
@@ -152,14 +169,15 @@ def test_belief_dag_heuristic_equals_the_tree_heuristic(
 @given(game_specs())
 @SETTINGS
 def test_ice_equals_the_tree_search_on_random_games(spec: GameSpec) -> None:
-    """Random games (1-3 agents, legal-action masks included): ice, with and without clustering, against
-    GMAA* on the history tree; the policy's forward value equals the reported one."""
+    """Random games (1-3 agents, legal-action masks included): ice, with and without clustering, with and
+    without the dive, every rule sorted or generated best first, against GMAA* on the history tree; the
+    policy's forward value equals the reported one."""
     game = spec.build()
     tree = enumerate_histories(game)
     reference = optimal_for_game(game, "gmaa").value
-    for cluster in (True, False):
-        out = ice_search(game, cluster=cluster)
-        assert out.optimal and out.value == pytest.approx(reference, abs=1e-9), cluster
+    for cluster, dive, sort_rules in ((True, True, 0), (False, False, 10**9), (True, False, 10**9)):
+        out = ice_search(game, cluster=cluster, dive=dive, sort_rules=sort_rules)
+        assert out.optimal and out.value == pytest.approx(reference, abs=1e-9), (cluster, dive, sort_rules)
         assert out.policy_trees is not None
         assert evaluate_policy_trees(game, out.policy_trees) == pytest.approx(reference, abs=1e-9)
         assert expected_return(tree, policy_trees_to_local(tree, out.policy_trees)) == pytest.approx(

@@ -254,6 +254,7 @@ def ice_search(
     *,
     max_children: int = DEFAULT_MAX_CHILDREN,
     sort_rules: int = DEFAULT_SORT_RULES,
+    dive: bool = True,
     budget_bytes: float | None = None,
     max_seconds: float = float("inf"),
     tol: float = 1e-12,
@@ -264,7 +265,9 @@ def ice_search(
     :func:`~ers_exact.util.budget.memory_budget`; the DAG's refusal raises
     :class:`~ers_exact.util.budget.BudgetError`. ``sort_rules``: two-agent expansions with at most this many
     rules of the enumerated agent sort them all at once (the default 0: every one is generated best first);
-    ``max_children`` bounds the sorted ones."""
+    ``max_children`` bounds the sorted ones. ``dive``: before the best-first order, follow each partial
+    policy's best child from the root down to one complete policy, so a search stopped by a budget reports
+    a policy and a lower bound (the search stays exact: every node it passes stays open)."""
     start = time.perf_counter()
     budget = memory_budget() if budget_bytes is None else float(budget_bytes)
     dag = belief_dag(game, budget)
@@ -295,17 +298,24 @@ def ice_search(
     top = root.f  # priority of the node being worked on (an upper bound on what is left)
     try:
         s.charge(root.nbytes, "the root")
+        forced: _Node | None = None
+        if dive:  # follow the best child down to a complete policy first: a lower bound from the start
+            forced = heapq.heappop(open_list)[3]
         for it in itertools.count():
-            if not open_list:
-                break
             if it % _RSS_EVERY == 0:
                 s.check_process()
-            key, _, _, node = open_list[0]
-            if -key <= lower + slack:
-                break
-            top = -key
-            heapq.heappop(open_list)
+            if forced is not None:
+                node, forced = forced, None
+            else:
+                if not open_list:
+                    break
+                key, _, _, node = open_list[0]
+                if -key <= lower + slack:
+                    break
+                top = -key
+                heapq.heappop(open_list)
             if node.t == H - 1:
+                dive = False
                 bg = s.bayes_game(node)
                 scale = gamma**node.t
                 if len(bg.enumerated) == 1:
@@ -330,6 +340,9 @@ def ice_search(
                 s.charge(node.kids.nbytes, "the children's priorities")
                 counts["evaluated"] += node.kids.source.evaluated
                 counts["expanded"] += 1
+                if dive:  # its best child next, then the parent goes back with its next priority
+                    forced = node
+                    continue
             else:  # generate the next-best child
                 assert node.kids is not None
                 before, evaluated = node.kids.nbytes, node.kids.source.evaluated
@@ -338,7 +351,10 @@ def ice_search(
                 kid = s.child(node, index, f)
                 s.charge(kid.nbytes + node.kids.nbytes - before, "a new partial policy")
                 counts["generated"] += 1
-                heapq.heappush(open_list, (-kid.f, -kid.t, next(counter), kid))
+                if dive:
+                    forced = kid
+                else:
+                    heapq.heappush(open_list, (-kid.f, -kid.t, next(counter), kid))
             assert node.kids is not None
             nxt = node.kids.peek()
             if nxt > lower + slack:
