@@ -95,15 +95,9 @@ class TwoAgentSplit:
     ) -> None:
         if len(game.enumerated) != 1:
             raise ValueError("branch and bound solves two-agent Bayesian games; use best_rule")
-        e, r = game.enumerated[0], game.responder
-        m, K_r, A_r = q.shape[0], game.legal_r.shape[0], game.legal_r.shape[1]
-        K_e, A_e = len(game.options[e]), q.shape[1] // A_r
-        qn = q.reshape(m, A_e, A_r) if e < r else q.reshape(m, A_r, A_e).transpose(0, 2, 1)
-        flat = np.zeros((K_e * K_r, A_e * A_r))  # payoffs summed per (theta, k)
-        np.add.at(flat, game.inv[e] * K_r + game.inv[r], np.where(np.isfinite(qn), qn, 0.0).reshape(m, -1))
-        Z = np.ascontiguousarray(
-            flat.reshape(K_e, K_r, A_e, A_r).transpose(0, 2, 3, 1)
-        )  # [K_e, A_e, A_r, K_r]
+        e = game.enumerated[0]
+        K_r, A_r = game.legal_r.shape
+        Z = np.ascontiguousarray(game.pair_payoffs(q).transpose(0, 2, 3, 1))  # [K_e, A_e, A_r, K_r]
         parts = [Z[theta, opts] for theta, opts in enumerate(game.options[e])]  # [|opts|, A_r, K_r]
         totals = Z.sum(axis=(2, 3))  # [K_e, A_e]
         spread = [float(np.ptp(totals[theta, opts])) for theta, opts in enumerate(game.options[e])]
@@ -145,21 +139,25 @@ class TwoAgentSplit:
             rest = rest + sum((parts[t].max(axis=0) for t in classes), np.zeros(self.mask.shape))
         return groups
 
+    def option_indices(self, picks: list[int] | tuple[int, ...]) -> list[int]:
+        """The option index of every class of the enumerated agent for one joint choice per group."""
+        out = [0] * len(self.parts)
+        for group, c in zip(self.groups, picks):
+            for theta, d in zip(group.classes, group.choice(c)):
+                out[theta] = d
+        return out
+
     def actions(self, picks: list[int] | tuple[int, ...]) -> np.ndarray:
         """The enumerated agent's action per class for one joint choice per group."""
         opts = self.game.options[self.game.enumerated[0]]
-        acts = np.empty(len(opts), dtype=np.int64)
-        for group, c in zip(self.groups, picks):
-            for theta, d in zip(group.classes, group.choice(c)):
-                acts[theta] = opts[theta][d]
-        return acts
+        return np.array([opts[t][d] for t, d in enumerate(self.option_indices(picks))], dtype=np.int64)
 
-    def rule_index(self, acts: np.ndarray) -> int:
+    def rule_index(self, picks: list[int] | tuple[int, ...]) -> int:
         """c_e of :meth:`BayesGame.decode` (mixed radix over e's classes, the first fastest)."""
         c, radix = 0, 1
-        for theta, opts in enumerate(self.game.options[self.game.enumerated[0]]):
-            c += int(np.flatnonzero(opts == acts[theta])[0]) * radix
-            radix *= len(opts)
+        for d, part in zip(self.option_indices(picks), self.parts):
+            c += d * radix
+            radix *= len(part)
         return c
 
     def responses(self, acts: np.ndarray) -> np.ndarray:
@@ -285,6 +283,5 @@ class BestFirstRules:
         else:
             del self.blocks[bid]
             self.array_bytes -= acc.nbytes + vals.nbytes + ranked.nbytes
-        acts = self.split.actions((*picks, row))
         payoff = acc + self.split.groups[-1].with_rest[row]  # the leaf's rest is the mask
-        return -neg, self.split.rule_index(acts), payoff.T
+        return -neg, self.split.rule_index((*picks, row)), payoff.T

@@ -112,15 +112,8 @@ class BayesGame:
                 yield lo, self._gathered_payoffs(q, proj, lo, hi)
             return
         e = self.enumerated[0]
-        K_e, A_e = len(self.options[e]), q.shape[1] // A_r
-        qn = q.reshape(m, A_e, A_r) if e < r else q.reshape(m, A_r, A_e).transpose(0, 2, 1)
-        qn = np.where(np.isfinite(qn), qn, 0.0)  # -inf only at illegal actions, never chosen
-        import scipy.sparse as sp
-
-        pair = sp.csr_matrix(
-            (np.ones(m), (self.inv[e] * K_r + self.inv[r], np.arange(m))), shape=(K_e * K_r, m)
-        )
-        Z = (pair @ qn.reshape(m, -1)).reshape(K_e, K_r, A_e, A_r).transpose(0, 2, 1, 3)
+        K_e = len(self.options[e])
+        Z = self.pair_payoffs(q).transpose(0, 2, 1, 3)  # [K_e, A_e, K_r, A_r]
         parts = [Z[theta, opts] for theta, opts in enumerate(self.options[e])]  # [|opts|, K_r, A_r]
         low = np.zeros((1, K_r, A_r))
         p = 0
@@ -136,6 +129,18 @@ class BayesGame:
                 rest, d = divmod(rest, len(x))
                 offset += x[d]
             yield h * low.shape[0], low + offset[None]
+
+    def pair_payoffs(self, q: np.ndarray) -> np.ndarray:
+        """Two agents: Z[theta, k, a, b], the payoff table q [m, A] summed over the rows of the enumerated
+        agent's class theta and the responder's class k, at its action a and the responder's b; -inf entries
+        (illegal joint actions, never chosen) count as 0.  # [K_e, K_r, A_e, A_r]"""
+        e, r = self.enumerated[0], self.responder
+        m, K_r, A_r = q.shape[0], self.legal_r.shape[0], self.legal_r.shape[1]
+        K_e, A_e = len(self.options[e]), q.shape[1] // A_r
+        qn = q.reshape(m, A_e, A_r) if e < r else q.reshape(m, A_r, A_e).transpose(0, 2, 1)
+        flat = np.zeros((K_e * K_r, A_e * A_r))
+        np.add.at(flat, self.inv[e] * K_r + self.inv[r], np.where(np.isfinite(qn), qn, 0.0).reshape(m, -1))
+        return flat.reshape(K_e, K_r, A_e, A_r)
 
     def _gathered_payoffs(self, q: np.ndarray, proj: sp.csr_matrix, lo: int, hi: int) -> np.ndarray:
         r = self.responder

@@ -37,7 +37,7 @@ def cluster_types(
             codes = joint_type_codes(jt)
             if codes is None:
                 jt, head, inv = np.unique(jt, axis=0, return_index=True, return_inverse=True)
-            else:  # the same distinct rows in the same (lexicographic) order, ~10x faster
+            else:  # the same distinct rows in the same (lexicographic) order, on one int64 per row
                 _, head, inv = np.unique(codes, return_index=True, return_inverse=True)
                 jt = jt[head]
             w = np.bincount(inv.reshape(-1), weights=w, minlength=len(jt))
@@ -64,10 +64,10 @@ def equivalent_types(
     (the others' joint type, belief index), probabilities rounded to 12 decimals.  # [K]"""
     K = len(legal_row)
     x = jt[:, agent]
-    y = np.zeros(len(jt), dtype=np.int64)
-    for j in range(jt.shape[1]):
-        if j != agent:
-            y = y * (int(jt[:, j].max()) + 1) + jt[:, j]
+    others = np.delete(jt, agent, axis=1)
+    y = joint_type_codes(others) if others.shape[1] else np.zeros(len(jt), dtype=np.int64)
+    if y is None or (len(y) and int(y.max()) >= 2**53):  # records hold y as float64: keep it exact
+        y = np.unique(others, axis=0, return_inverse=True)[1].reshape(-1)
     px = np.bincount(x, weights=w, minlength=K)
     cond = np.round(w / px[x], 12) + 0.0
     order = np.lexsort((y, x))
