@@ -18,7 +18,13 @@ from ers_exact.solve.boltzmann import LogitCoordinates
 from ers_exact.solve.certify import structure
 from ers_exact.solve.config import ContinuationConfig
 from ers_exact.solve.continuation import continuation
-from ers_exact.solve.dense import GROUPED_FROM, dense_logit_map
+from ers_exact.solve.dense import (
+    GROUPED_FROM,
+    MAX_DENSE_BYTES,
+    DenseLogitMap,
+    dense_logit_map,
+    dense_structure_bytes,
+)
 from ers_exact.solve.interval import Interval
 from ers_exact.solve.interval_map import interval_map
 from ers_exact.solve.interval_scalar import interval_logit_map
@@ -30,6 +36,8 @@ DPOMDP = [
     ("broadcastChannel.dpomdp", 2, 1.0),
     ("broadcastChannel.dpomdp", 3, 1.0),
     ("recycling.dpomdp", 2, 0.9),
+    ("recycling.dpomdp", 4, 0.9),  # 468 sequences per agent: beyond the former 400-sequence limit
+    ("GridSmall.dpomdp", 3, 1.0),  # 455
     ("GridSmall.dpomdp", 2, 1.0),
     ("2generals.dpomdp", 2, 1.0),
     ("prisoners.dpomdp", 2, 1.0),
@@ -96,8 +104,29 @@ def test_dense_declines_underflow_to_the_reference() -> None:
 
 def test_dense_map_only_for_two_agents_of_bounded_size(dpomdp_dir) -> None:
     assert dense_logit_map(enumerate_histories(get_game("three-lever"))) is not None
-    assert dense_logit_map(_dpomdp(dpomdp_dir, "dectiger.dpomdp", 5, 1.0)) is None  # 3 x 1365 sequences
+    big = _dpomdp(dpomdp_dir, "dectiger.dpomdp", 5, 1.0)  # 3 x 1365 sequences per agent: ~12 GB of arrays
+    assert dense_structure_bytes(big) > MAX_DENSE_BYTES and dense_logit_map(big) is None
     assert LogitCoordinates(enumerate_histories(get_game("dectiger")), dense=False).dense_map is None
+
+
+def _held_bytes(m: DenseLogitMap) -> int:
+    arrays = [v for v in vars(m).values() if isinstance(v, np.ndarray)]
+    arrays += [g for blocks in m.stage_blocks for g in blocks if isinstance(g, np.ndarray)]
+    arrays += [v for v in vars(m.own).values() if isinstance(v, np.ndarray)]
+    return sum(a.nbytes for a in arrays) + sum(side.nbytes for side in m.sides)
+
+
+@pytest.mark.parametrize(
+    "name, horizon",
+    [("dectiger.dpomdp", 2), ("dectiger.dpomdp", 3), ("recycling.dpomdp", 3), ("GridSmall.dpomdp", 3)],
+)
+def test_dense_structure_estimate_bounds_the_arrays_held(dpomdp_dir, name: str, horizon: int) -> None:
+    """The estimate that decides whether a game gets the dense path (and that the solver's memory budget
+    counts) is at least what the built map holds, and not far above it."""
+    tree = _dpomdp(dpomdp_dir, name, horizon, 1.0)
+    held, estimate = _held_bytes(DenseLogitMap(tree)), dense_structure_bytes(tree)
+    assert estimate is not None
+    assert held <= estimate <= 1.3 * held + 100_000
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -31,50 +31,65 @@ value) is re-evaluated by the reference path, so the result never depends on und
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ers_exact.model.histories import HistoryTree
+from ers_exact.solve.dense_blocks import GROUPED_FROM, agent_blocks, dense_jacobian, own_pairs
 
-__all__ = ["MAX_SEQUENCES", "NEG", "TINY", "DenseLogitMap", "dense_logit_map"]
+__all__ = [
+    "GROUPED_FROM",
+    "MAX_DENSE_BYTES",
+    "NEG",
+    "TINY",
+    "DenseLogitMap",
+    "dense_logit_map",
+    "dense_structure_bytes",
+]
 
-#: the dense path is built for two-agent games with at most this many sequences (|tau| x |A|) per agent
-MAX_SEQUENCES = 400
+#: the dense path is built for two-agent games whose arrays (:func:`dense_structure_bytes`) take at most this
+MAX_DENSE_BYTES = 400 * 2**20
 #: a denominator below this (the probability of an agent's own observations, < 1e-250) goes to the reference
 TINY = 1e-250
 
 
 def dense_logit_map(tree: HistoryTree) -> DenseLogitMap | None:
     """The dense evaluator of ``tree`` when it is a two-agent game small enough (else None: the reference)."""
-    game = tree.game
-    if game.n_agents != 2:
-        return None
-    if max(len(h) * a for h, a in zip(tree.local, game.n_actions)) > MAX_SEQUENCES:
+    size = dense_structure_bytes(tree)
+    if size is None or size > MAX_DENSE_BYTES:
         return None
     return DenseLogitMap(tree)
 
 
-#: a Jacobian batch with more entries than this in Y = rho T [S, P, D] works on T's nonzero pattern only
-GROUPED_FROM = 50_000
-
-
-@dataclass(frozen=True)
-class _Group:
-    """Coordinates of one stage and the sequences below each (padded to L; ``hist`` is 1 on the real ones)."""
-
-    cols: np.ndarray  # [D_t] the coordinates
-    idx: np.ndarray  # [D_t, L] sequences s with the coordinate's history on their path
-    act: np.ndarray  # [D_t, L] 1 where the coordinate's action is on the path too
-    hist: np.ndarray  # [D_t, L]
-    W: np.ndarray  # [D_t, S, L] the columns of W at those sequences
-    C: np.ndarray  # [D_t, D, L] cpre's rows at the coordinates' histories, columns at those sequences
-
-
-def _fresh(name: str, shape: tuple[int, ...]) -> np.ndarray:
-    """A new working array (a single policy's are small)."""
-    return np.empty(shape)
+def dense_structure_bytes(tree: HistoryTree) -> int | None:
+    """Estimated bytes of the arrays a :class:`DenseLogitMap` of ``tree`` holds (None: not a two-agent game):
+    the [S, S] matrices of both agents' S stacked sequences, and per agent the Jacobian's cross-block groups
+    (the other agent's coordinates of a stage against the sequences below each)."""
+    game = tree.game
+    if game.n_agents != 2:
+        return None
+    A, H = int(max(game.n_actions)), len(tree.layers)
+    K = [len(h) for h in tree.local]
+    S, Kt = A * sum(K), sum(K)
+    Dk = [int((h.legal.sum(axis=1) - 1).sum()) for h in tree.local]
+    D = sum(Dk)
+    floats = 4 * S * S + S * (S + Kt) + 3 * S * Kt + 2 * D * S  # anc, B, W, W_cpre, gE, cpre, Rg
+    if H == 2:
+        floats += 3 * S * D + D * D + D * S  # act, hist, rel_k, [W; C_k]
+    for i, o in ((0, 1), (1, 0)):
+        hist = tree.local[o]
+        desc = np.ones(K[o], dtype=np.int64)  # histories in each subtree (itself included)
+        for t in range(H - 1, 0, -1):
+            at = np.flatnonzero(hist.time == t)
+            np.add.at(desc, hist.parent[at], desc[at])
+        coords = hist.legal.sum(axis=1) - 1
+        for t in range(H):
+            at = hist.time == t
+            L = A * int(desc[at].max(initial=0))
+            floats += int(coords[at].sum()) * L * (A * K[i] + Dk[i] + 3)  # W, C columns; idx, act, hist
+        floats += A * K[i] * A * K[o] + Dk[i] * A * K[o] + 2 * A * K[o] * Dk[o]  # W_i, C_i, act, hist
+    return 8 * floats
 
 
 #: the logit of an illegal (or padding) action: exp underflows to exactly 0, and 0 x NEG stays finite in products
@@ -150,8 +165,6 @@ class DenseLogitMap:
         self.B_T = np.ascontiguousarray(
             (self.gE @ np.repeat(np.eye(Kt), A, axis=1)).T
         )  # [S, S] child sequences
-        self.act = anc[:, self.pos]  # [S, D] coordinate (sigma, c) on the path of s
-        self.hist = hpath[:, self.kglob]  # [S, D] coordinate's history on the path of s
         Rg = np.zeros((D, S))
         Rg[np.arange(D), self.pos] += 1.0
         Rg[np.arange(D), self.seq_r] -= 1.0
@@ -169,32 +182,19 @@ class DenseLogitMap:
         gather = np.zeros((Kt, S + 1))
         gather[np.arange(Kt), par] = 1.0
         cpre = (C + C.T) @ gather  # den = [rho, 1] @ cpre.T
-        self.cpre_T = np.ascontiguousarray(cpre[:, :S].T)  # [S, K]
         self.cpre_S = np.ascontiguousarray(cpre[:, :S])  # [K, S]
         self.c_root = cpre[:, S].copy()  # [K]
-        self.W_cpre = np.ascontiguousarray(np.hstack([self.W, self.cpre_T]))  # [S, S + K]
-        self.groups = self._groups(np.concatenate(times))
-        # Rg Rel at the coordinates' histories, Rel = gamma E when H = 2  # [D, D, 1]
-        self.rel_k = (Rg @ self.gE)[:, self.kglob, None]
-        self.WCk = np.ascontiguousarray(np.vstack([self.W, self.cpre_S[self.kglob]]))  # [S + D, S] (_one)
-        self.c_k = self.c_root[self.kglob]  # [D]
-
-    def _groups(self, times: np.ndarray) -> list[_Group]:
-        """Coordinates grouped by the stage of their history, each with the sequences below it (T's pattern)."""
-        out = []
-        for t in np.unique(times):
-            cols = np.flatnonzero(times == t)
-            below = [np.flatnonzero(self.hist[:, d]) for d in cols]
-            L = max(len(b) for b in below)
-            idx = np.zeros((len(cols), L), dtype=np.int64)
-            mask = np.zeros((len(cols), L))
-            for r, b in enumerate(below):
-                idx[r, : len(b)], mask[r, : len(b)] = b, 1.0
-            act = np.take_along_axis(self.act[:, cols].T, idx, axis=1) * mask
-            Wg = np.ascontiguousarray(self.W[:, idx].transpose(1, 0, 2))  # [D_t, S, L]
-            Cg = np.ascontiguousarray(self.cpre_S[self.kglob][:, idx].transpose(1, 0, 2))  # [D_t, D, L]
-            out.append(_Group(cols, idx, act, mask, Wg, Cg))
-        return out
+        self.W_cpre = np.ascontiguousarray(np.hstack([self.W, cpre[:, :S].T]))  # [S, S + K]
+        stage_of = np.empty(Kt, dtype=np.int64)
+        stage_of[place] = stage
+        self.sides = agent_blocks(self, list(glob), stage_of, anc, hpath)  # the Jacobian's cross blocks
+        self.own = own_pairs(self, par)  # and its own blocks' entries
+        if self.H == 2:  # one policy of a two-stage game (_one): stacked arrays, Rel = gamma E
+            self.act = anc[:, self.pos]  # [S, D] coordinate (sigma, c) on the path of s
+            self.hist = hpath[:, self.kglob]  # [S, D] coordinate's history on the path of s
+            self.rel_k = (Rg @ self.gE)[:, self.kglob]  # [D, D]
+            self.WCk = np.ascontiguousarray(np.vstack([self.W, self.cpre_S[self.kglob]]))  # [S + D, S]
+            self.c_k = self.c_root[self.kglob]  # [D]
 
     def _J(self, pi: np.ndarray, num: np.ndarray, den: np.ndarray) -> np.ndarray:
         """J = sum_a pi_1(a | root) num_1(root, a) / den_1(root) (agent 1's root is stacked history 0).  # [P]"""
@@ -210,7 +210,7 @@ class DenseLogitMap:
             return np.array([math.isfinite(float(M.sum())) and float(den.min()) >= TINY])
         return np.isfinite(M.sum(axis=1)) & (den.min(axis=1) >= TINY)
 
-    def _work(self, name: str, shape: tuple[int, ...]) -> np.ndarray:
+    def work(self, name: str, shape: tuple[int, ...]) -> np.ndarray:
         """A working array of this shape, reused across calls (fresh pages cost more than the arithmetic on a
         batch: measured 1.6x on GridSmall at 70 policies). Never returned to the caller."""
         size = int(np.prod(shape))
@@ -221,10 +221,10 @@ class DenseLogitMap:
 
     def bytes_per_policy(self, jacobian: bool) -> int:
         """Peak working bytes of one policy's evaluation (the arrays alive together, x 2)."""
-        S, D, K = self.S, self.D, self.K
+        S, D = self.S, self.D
         floats = 8 * S
-        if jacobian:
-            floats += 6 * S * (1 + D + K) + D * (1 + D + K) + 6 * D * D
+        if jacobian:  # a side's X, Y and d den, its block and temporaries; DM; the own block's entries
+            floats += 3 * S * D + 4 * D * D + 4 * self.own.row.size
         return 2 * 8 * floats
 
     def log_policy(self, y: np.ndarray) -> np.ndarray:
@@ -277,7 +277,7 @@ class DenseLogitMap:
         gap0 = RA[:, 0] / d
         num = X[:, 0]
         own = psel * (num[self.pos] - (pi * num).reshape(K, A).sum(axis=1)[self.kglob])
-        DM = RA[:, 1:] + self.rel_k[:, :, 0] * own
+        DM = RA[:, 1:] + self.rel_k * own
         DM -= gap0[:, None] * dden
         DM /= (d * alpha)[:, None]
         M = gap0 / alpha
@@ -286,7 +286,7 @@ class DenseLogitMap:
         return M[None], DM[None], np.array([J]), np.array([ok])
 
     def _evaluate(self, y: np.ndarray, alpha: float, jacobian: bool) -> tuple[Any, Any, Any, np.ndarray]:
-        P, A, K, S, D = len(y), self.A, self.K, self.S, self.D
+        P, A, K, S = len(y), self.A, self.K, self.S
         z = self.base[None].copy() if P == 1 else np.repeat(self.base[None], P, axis=0)
         z[:, self.pos] = y
         z = z.reshape(P, K, A)
@@ -295,61 +295,20 @@ class DenseLogitMap:
         ssum = e.sum(axis=2, keepdims=True)
         pi = (e / ssum).reshape(P, S)
         z -= np.log(ssum)
-        rho = np.exp(z.reshape(P, S) @ self.anc_T)  # [P, S] realization weights
+        log_rho = z.reshape(P, S) @ self.anc_T  # [P, S] log realization weights
+        rho = np.exp(log_rho)
         both = rho @ self.W_cpre  # [P, S + K]: u = rho W, and den less its constant part
         u = both[:, :S]
         den = both[:, S:] + self.c_root  # [P, K]
         d = den[:, self.kglob]  # [P, D]
-        if not jacobian:
-            num = u
-            for _ in range(self.H - 1):
-                num = u + (pi * num) @ self.B_T
-            gap0 = (num @ self.Rg_T) / d
-            M = gap0 / alpha
-            return M, None, self._J(pi, num, den), self._ok(M, den)
-        rel = self.H > 2  # Rel = gamma Desc E depends on pi only beyond two stages (else it is gamma E)
-        C = 1 + D + (K if rel else 0)  # columns: num, d num / d y (cross), Rel (own)
-        psel = pi[:, self.pos]  # [P, D]
-        work = self._work if P > 1 else _fresh
-        X = work("X", (S, C, P))  # (every entry is written below)
-        X[:, 0] = u.T
-        if P * S * D <= GROUPED_FROM:  # Y = rho T dense: fewest operations
-            Y = rho.T[:, None, :] * (self.act[:, :, None] - self.hist[:, :, None] * psel.T[None])  # [S, D, P]
-            X[:, 1 : 1 + D] = (self.W @ Y.reshape(S, D * P)).reshape(S, D, P)
-            dden = (self.cpre_S @ Y.reshape(S, D * P)).reshape(K, D, P)[self.kglob]  # [D, D, P]
-        else:  # T on its nonzero pattern only, coordinates grouped by stage: a batch's work in O(nnz(T))
-            dden = work("dden", (D, D, P))
-            for g in self.groups:
-                Yt = (rho[:, g.idx] * (g.act - g.hist * psel[:, g.cols, None])).transpose(
-                    1, 2, 0
-                )  # [D_t, L, P]
-                X[:, 1 + g.cols] = (g.W @ Yt).transpose(1, 0, 2)
-                dden[:, g.cols] = (g.C @ Yt).transpose(1, 0, 2)
-        if rel:
-            X[:, 1 + D :] = self.gE[:, :, None]
-        acc, piT = X, pi.T[:, None, :]  # acc = Desc X, one stage at a time from the last (in place)
-        for t in range(self.H - 2, -1, -1):
-            here, below, G = self.stage_blocks[t]
-            V = (piT[below] * acc[below]).reshape(-1, A, C * P).sum(axis=1)  # [K_t+1, C P]
-            acc[here] += (G @ V).reshape(-1, C, P)
-        num = acc[:, 0].T  # [P, S]
-        # the gaps' rows (a) - (r): one product for a single policy, gathers on a batch
-        if P == 1:
-            RA = (self.Rg @ acc.reshape(S, C)).reshape(D, C, 1)
-        else:
-            RA = np.take(acc, self.pos, axis=0, out=self._work("RA", (D, C, P)))
-            RA -= np.take(acc, self.seq_r, axis=0, out=self._work("tmp", (D, C, P)))
-        gap0 = RA[:, 0].T / d  # [P, D]
+        num = u
+        for _ in range(self.H - 1):
+            num = u + (pi * num) @ self.B_T
+        gap0 = (num @ self.Rg_T) / d
         M = gap0 / alpha
-        J = self._J(pi, num, den)
-        Vn = (pi * num).reshape(P, K, A).sum(axis=2)  # [P, K]
-        own = psel * (num[:, self.pos] - Vn[:, self.kglob])  # [P, D]
-        rel_k = RA[:, 1 + D :][:, self.kglob] if rel else self.rel_k  # [D, D, P | 1]
-        tmp = np.multiply(rel_k, own.T[None], out=work("own", (D, D, P)))
-        DM = RA[:, 1 : 1 + D] + tmp  # [D, D, P] (the one large array returned: fresh)
-        DM -= np.multiply(dden, gap0.T[:, None, :], out=tmp)
-        DM /= (d.T * alpha)[:, None, :]
-        DM = DM.transpose(2, 0, 1)  # [P, D, D]
+        J, ok = self._J(pi, num, den), self._ok(M, den)
+        if not jacobian:
+            return M, None, J, ok
         # finite y, M and den >= TINY leave every product finite: the Jacobian needs no check of its own
-        ok = self._ok(M, den)
-        return M, DM, J, ok
+        DM = dense_jacobian(self, pi, log_rho, rho, num, gap0, d, alpha)  # [D, D, P]
+        return M, DM.transpose(2, 0, 1), J, ok

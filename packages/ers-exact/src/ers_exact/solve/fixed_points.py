@@ -35,6 +35,7 @@ from ers_exact.solve.certify import certify_points, enumerate_all
 from ers_exact.solve.config import SolverConfig
 from ers_exact.solve.continuation import continuation
 from ers_exact.solve.damped import damped
+from ers_exact.solve.dense import MAX_DENSE_BYTES, dense_structure_bytes
 from ers_exact.solve.derivatives import MemoryBudgetError
 from ers_exact.solve.fixed_point_result import FixedPoint, FixedPointSet
 from ers_exact.solve.newton import dedup, flat_policies, newton, policy_bytes
@@ -132,7 +133,8 @@ def _budgeted_coordinates(tree: HistoryTree, cfg: SolverConfig) -> LogitCoordina
     in the whole process (``memory_scope="process"``, the CLI) or above what was resident at the call
     (``"call"``): the budget less what is resident once the evaluator's index structures are built
     (interpreter, libraries, the tree). Refused at once (:class:`MemoryBudgetError`, before any
-    iteration) when not even one policy's Newton or continuation step fits."""
+    iteration) when not even one policy's Newton or continuation step fits. The dense evaluator of a small
+    two-agent game (:mod:`ers_exact.solve.dense`) is used where its arrays fit beside the reference's."""
     # "call": memory already resident when the solve starts (other work of the process) is not the solve's
     base = resident_bytes() if cfg.memory_scope == "call" else 0.0
     budget = cfg.memory_budget_bytes
@@ -143,11 +145,18 @@ def _budgeted_coordinates(tree: HistoryTree, cfg: SolverConfig) -> LogitCoordina
     resident = resident_bytes() - base
     if resident + structures + per > budget:
         _refuse(tree, coords, cfg, resident, structures, per)
+    # the dense evaluator (two agents, small enough) only where its arrays fit beside the reference's
+    size = dense_structure_bytes(tree)
+    dense = (
+        size is not None and size <= MAX_DENSE_BYTES and resident + structures + 1.5 * size + per <= budget
+    )
     der.prepare()
+    if dense:
+        coords.dense_map  # noqa: B018  (built now, so that the memory measured next holds it)
     resident = resident_bytes() - base + der.structure_bytes() // 2  # parts built on first use (interval)
     if resident + per > budget:
         _refuse(tree, coords, cfg, resident, 0, per)
-    return LogitCoordinates(tree, memory_budget=int(budget - resident))
+    return LogitCoordinates(tree, memory_budget=int(budget - resident), dense=dense)
 
 
 def _refuse(
