@@ -10,14 +10,15 @@ lowest-index convention of a symmetric game.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ers_exact.model.histories import HistoryTree
 from ers_exact.solve.boltzmann import softmax_policy
 
-__all__ = ["IQLConfig", "child_table", "iql_pool", "same_local_trees", "train_iql"]
+__all__ = ["IQLConfig", "child_table", "iql_pool", "same_local_trees", "train_iql", "train_iql_batch"]
 
 
 @dataclass(frozen=True)
@@ -56,53 +57,104 @@ def same_local_trees(tree: HistoryTree) -> bool:
     )
 
 
-def _sample(rng: np.random.Generator, probs: np.ndarray) -> np.ndarray:
-    """One categorical draw per row of ``probs`` [R, K]."""
-    return (
-        (rng.random((probs.shape[0], 1)) > np.cumsum(probs, axis=1)).sum(axis=1).clip(max=probs.shape[1] - 1)
-    )
+#: uniform draws held at once per training (episodes are drawn in chunks of about this many floats)
+_CHUNK_FLOATS = 2_000_000
+
+
+def _draw(u: np.ndarray, cum: np.ndarray) -> np.ndarray:
+    """One categorical draw per row: the first index whose cumulative probability reaches ``u``, as
+    ``(u > cum).sum()`` clipped to the last index (rows of ``cum`` [R, K], u [R])."""
+    return np.minimum((u[:, None] > cum).sum(axis=1), cum.shape[1] - 1)
+
+
+def _layout(tree: HistoryTree, R: int) -> tuple[int, list[list[tuple[int, int, int]]], list[tuple[int, int]]]:
+    """Where each draw of an episode sits in its uniform block, in the order the generator produced them
+    for the reference loop (s_0; per step and agent: tie noise [R, A_i], explore [R], random legal [R];
+    then s' and o): (floats per episode, per step per agent (noise, explore, legal) offsets, per step (s', o))."""
+    game, off = tree.game, R
+    agents, chance = [], []
+    for _ in range(game.horizon):
+        step = []
+        for i in range(game.n_agents):
+            A = game.n_actions[i]
+            step.append((off, off + R * A, off + R * A + R))
+            off += R * A + 2 * R
+        agents.append(step)
+        chance.append((off, off + R))
+        off += 2 * R
+    return off, agents, chance
 
 
 def train_iql(tree: HistoryTree, config: IQLConfig = IQLConfig()) -> tuple[np.ndarray, ...]:
     """Q-tables per agent, [runs, K_i, |A^i|] (the same array for agents sharing Q-values)."""
-    game, R = tree.game, config.runs
-    rng = np.random.default_rng(config.seed)
-    n = game.n_agents
-    shared = config.shared and n > 1 and same_local_trees(tree)
-    tables = [np.zeros((R,) + (len(h), game.n_actions[h.agent])) for h in tree.local]
+    return train_iql_batch(tree, [config])[0]
+
+
+def train_iql_batch(tree: HistoryTree, configs: Sequence[IQLConfig]) -> list[tuple[np.ndarray, ...]]:
+    """Several IQL trainings that differ only in their seed, advanced together as one batch of runs: each
+    result equals ``train_iql(tree, config)`` bit for bit (each training draws its own generator's uniforms
+    in the same order, a chunk of episodes at a time, so the Python loop runs once per step, not once per
+    step and training)."""
+    if not configs:
+        return []
+    first = configs[0]
+    if any(replace(c, seed=first.seed) != first for c in configs):
+        raise ValueError("train_iql_batch: the configs may differ only in their seed")
+    game, R, B, n = tree.game, first.runs, len(configs), tree.game.n_agents
+    rngs = [np.random.default_rng(c.seed) for c in configs]
+    shared = first.shared and n > 1 and same_local_trees(tree)
+    tables = [np.zeros((B * R, len(h), game.n_actions[h.agent])) for h in tree.local]
     if shared:
         tables = [tables[0]] * n
     children = [child_table(tree, i) for i in range(n)]
-    runs = np.arange(R)
-    for _ in range(config.episodes):
-        s = _sample(rng, np.broadcast_to(game.initial_belief, (R, game.n_states)))
-        hist = [np.zeros(R, dtype=np.int64) for _ in range(n)]
-        for t in range(game.horizon):
-            acts = []
-            for i in range(n):
-                legal = tree.local[i].legal[hist[i]]
-                q = np.where(legal, tables[i][runs, hist[i]], -np.inf) + 1e-9 * rng.random(legal.shape)
-                explore = rng.random(R) < config.epsilon
-                random_legal = _sample(rng, legal / legal.sum(axis=1, keepdims=True))
-                acts.append(np.where(explore, random_legal, np.argmax(q, axis=1)))
-            a = np.ravel_multi_index(tuple(acts), game.n_actions)
-            s_next = _sample(rng, game.transition[s, a])
-            o = _sample(rng, game.observation[a, s_next])
-            r = game.reward[s, a, s_next]
-            for i in range(n):
-                target = r.copy()
-                if t + 1 < game.horizon:
-                    nxt = children[i][hist[i], acts[i], game.joint_observations[o, i]]
-                    target += game.discount * np.where(
-                        tree.local[i].legal[nxt], tables[i][runs, nxt], -np.inf
-                    ).max(axis=1)
-                    hist_next = nxt
-                td = target - tables[i][runs, hist[i], acts[i]]
-                np.add.at(tables[i], (runs, hist[i], acts[i]), config.learning_rate * td)
-                if t + 1 < game.horizon:
-                    hist[i] = hist_next
-            s = s_next
-    return tuple(tables)
+    legal = [h.legal for h in tree.local]
+    cum_legal = [np.cumsum(lg / lg.sum(axis=1, keepdims=True), axis=1) for lg in legal]
+    cum_b0 = np.cumsum(game.initial_belief)[None]
+    cum_T, cum_U = np.cumsum(game.transition, axis=2), np.cumsum(game.observation, axis=2)
+    per, agent_at, chance_at = _layout(tree, R)
+    chunk = max(1, _CHUNK_FLOATS // (per * B))
+    rows = np.arange(B * R)
+    eps, lr = first.epsilon, first.learning_rate
+    for lo in range(0, first.episodes, chunk):
+        E = min(chunk, first.episodes - lo)
+        block = np.stack([rng.random(E * per).reshape(E, per) for rng in rngs])  # [B, E, per]
+        for e in range(E):
+            u = block[:, e]  # [B, per]
+
+            def take(at: int, width: int | None = None, u: np.ndarray = u) -> np.ndarray:
+                """The draws at ``at``: [B R] (one per run), or [B R, width]."""
+                part = u[:, at : at + R * (width or 1)]
+                return part.reshape(B * R) if width is None else part.reshape(B * R, width)
+
+            s = _draw(take(0), cum_b0)
+            hist = [np.zeros(B * R, dtype=np.int64) for _ in range(n)]
+            for t in range(game.horizon):
+                acts = []
+                for i in range(n):
+                    (o_noise, o_explore, o_legal), A = agent_at[t][i], game.n_actions[i]
+                    lg = legal[i][hist[i]]
+                    q = np.where(lg, tables[i][rows, hist[i]], -np.inf) + 1e-9 * take(o_noise, A)
+                    random_legal = _draw(take(o_legal), cum_legal[i][hist[i]])
+                    acts.append(np.where(take(o_explore) < eps, random_legal, np.argmax(q, axis=1)))
+                a = np.ravel_multi_index(tuple(acts), game.n_actions)
+                s_next = _draw(take(chance_at[t][0]), cum_T[s, a])
+                o = _draw(take(chance_at[t][1]), cum_U[a, s_next])
+                r = game.reward[s, a, s_next]
+                last = t + 1 == game.horizon
+                for i in range(n):  # in agent order: a shared table's update is seen by the next agent
+                    target = r.copy()
+                    if not last:
+                        nxt = children[i][hist[i], acts[i], game.joint_observations[o, i]]
+                        target += game.discount * np.where(legal[i][nxt], tables[i][rows, nxt], -np.inf).max(
+                            axis=1
+                        )
+                    tables[i][rows, hist[i], acts[i]] += lr * (target - tables[i][rows, hist[i], acts[i]])
+                    if not last:
+                        hist[i] = nxt
+                s = s_next
+    if B == 1:
+        return [tuple(tables)]
+    return [tuple(tb[b * R : (b + 1) * R] for tb in tables) for b in range(B)]
 
 
 def iql_pool(

@@ -32,7 +32,7 @@ from ers_exact.util.progress import Progress
 from ers_exact.zsc.config import DiscoveryConfig, OPConfig, ZSCConfig
 from ers_exact.zsc.discovery import discover
 from ers_exact.zsc.other_play import train_other_play
-from ers_exact.zsc.pools import UNSEEN_POOL_SEED_OFFSET, build_pool
+from ers_exact.zsc.pools import UNSEEN_POOL_SEED_OFFSET, build_pools
 
 __all__ = ["AGENT_SEED_STRIDE", "ZSCConfig", "run_zsc"]
 
@@ -94,11 +94,13 @@ def run_zsc(
     mdp = decpomdp_symmetries(tree.game)
     op_cfg = OPConfig(seeds=config.m, steps=config.op_steps)
     sp_deployed, mdp_deployed, er_deployed, learned, discoveries = [], [], [], [], []
+    seeds = [config.seed * AGENT_SEED_STRIDE + agent for agent in range(config.agents)]
+    # every agent's training and unseen pool at once (IQL: one batch of runs, each as if trained alone)
+    pools = build_pools(tree, config.pool_config, seeds + [s + UNSEEN_POOL_SEED_OFFSET for s in seeds])
     with Progress(config.agents, f"zsc {tree.game.name}", enabled=progress) as bar:
-        for agent in range(config.agents):
-            seed = config.seed * AGENT_SEED_STRIDE + agent
-            pool, sp_policy = build_pool(tree, config.pool_config, seed)
-            unseen, _ = build_pool(tree, config.pool_config, seed + UNSEEN_POOL_SEED_OFFSET)
+        for agent, seed in enumerate(seeds):
+            pool, sp_policy = pools[agent]
+            unseen, _ = pools[config.agents + agent]
             disc_cfg = DiscoveryConfig(algorithm=config.algorithm, top=config.l, seed=seed)
             result = discover(tree, pool, disc_cfg, unseen_pool=unseen)
             discoveries.append(result)

@@ -6,6 +6,9 @@ the policy its agent deploys for self-play (SP) in the zero-shot-coordination pi
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import replace
+
 import numpy as np
 
 from ers_exact.model.histories import HistoryTree
@@ -13,9 +16,9 @@ from ers_exact.model.values import expected_return
 from ers_exact.solve.boltzmann import softmax_policy
 from ers_exact.solve.fixed_points import SolverConfig, solve_fixed_points
 from ers_exact.zsc.config import POOL_SOURCES, UNSEEN_POOL_SEED_OFFSET, PoolConfig
-from ers_exact.zsc.iql import IQLConfig, train_iql
+from ers_exact.zsc.iql import IQLConfig, train_iql_batch
 
-__all__ = ["POOL_SOURCES", "UNSEEN_POOL_SEED_OFFSET", "PoolConfig", "build_pool"]
+__all__ = ["POOL_SOURCES", "UNSEEN_POOL_SEED_OFFSET", "PoolConfig", "build_pool", "build_pools"]
 
 
 def build_pool(
@@ -26,33 +29,47 @@ def build_pool(
     ``"iql"``: k IQL runs as softmax(Q / alpha); the SP deployment is the best-J greedy policy (ties
     split evenly). ``"exact"``: k distinct points of Pi*_alpha sampled from a multistart solve; the SP
     deployment is the first of them. Raises ``ValueError`` for another ``config.source``."""
+    return build_pools(tree, config, [seed])[0]
+
+
+def build_pools(
+    tree: HistoryTree, config: PoolConfig, seeds: Sequence[int]
+) -> list[tuple[list[tuple[np.ndarray, ...]], tuple[np.ndarray, ...]]]:
+    """:func:`build_pool` for each seed; the IQL pools train together as one batch of runs
+    (:func:`~ers_exact.zsc.iql.train_iql_batch`: each the same as alone)."""
     cfg = config
     if cfg.source == "iql":
-        tables = train_iql(
-            tree,
-            IQLConfig(
-                runs=cfg.k,
-                episodes=cfg.episodes,
-                epsilon=cfg.epsilon,
-                learning_rate=cfg.learning_rate,
-                seed=seed,
-            ),
+        base = IQLConfig(
+            runs=cfg.k, episodes=cfg.episodes, epsilon=cfg.epsilon, learning_rate=cfg.learning_rate
         )
-        boltz = softmax_policy(tree, tables, cfg.alpha)
-        pool = [tuple(p[r] for p in boltz) for r in range(cfg.k)]
-        greedy = softmax_policy(tree, tables, 1e-9)  # ties split evenly
-        J = np.asarray(expected_return(tree, greedy))
-        best = int(np.argmax(J))
-        return pool, tuple(p[best] for p in greedy)
+        trained = train_iql_batch(tree, [replace(base, seed=s) for s in seeds])
+        return [_iql_pool(tree, tables, cfg) for tables in trained]
     if cfg.source == "exact":
-        fs = solve_fixed_points(
-            tree,
-            cfg.alpha,
-            SolverConfig(n_starts=max(16, 2 * cfg.k), seed=seed, complete_search=False, certify=False),
-        )
-        optimal = list(fs.optimal_points)
-        rng = np.random.default_rng(seed)
-        picks = rng.choice(len(optimal), size=min(cfg.k, len(optimal)), replace=False)
-        pool = [optimal[int(p)].policy for p in picks]
-        return pool, pool[0]
+        return [_exact_pool(tree, cfg, s) for s in seeds]
     raise ValueError(f"unknown pool {cfg.source!r}: 'iql' or 'exact'")
+
+
+def _iql_pool(
+    tree: HistoryTree, tables: tuple[np.ndarray, ...], cfg: PoolConfig
+) -> tuple[list[tuple[np.ndarray, ...]], tuple[np.ndarray, ...]]:
+    boltz = softmax_policy(tree, tables, cfg.alpha)
+    pool = [tuple(p[r] for p in boltz) for r in range(cfg.k)]
+    greedy = softmax_policy(tree, tables, 1e-9)  # ties split evenly
+    J = np.asarray(expected_return(tree, greedy))
+    best = int(np.argmax(J))
+    return pool, tuple(p[best] for p in greedy)
+
+
+def _exact_pool(
+    tree: HistoryTree, cfg: PoolConfig, seed: int
+) -> tuple[list[tuple[np.ndarray, ...]], tuple[np.ndarray, ...]]:
+    fs = solve_fixed_points(
+        tree,
+        cfg.alpha,
+        SolverConfig(n_starts=max(16, 2 * cfg.k), seed=seed, complete_search=False, certify=False),
+    )
+    optimal = list(fs.optimal_points)
+    rng = np.random.default_rng(seed)
+    picks = rng.choice(len(optimal), size=min(cfg.k, len(optimal)), replace=False)
+    pool = [optimal[int(p)].policy for p in picks]
+    return pool, pool[0]
