@@ -332,13 +332,12 @@ def run_discover(o: DiscoverOptions) -> dict[str, Any]:
     """One agent's discovery (Algorithm 1, 2 or 3) with Table 2's group metrics on an unseen pool."""
     from ers_exact.zsc.config import UNSEEN_POOL_SEED_OFFSET, DiscoveryConfig, PoolConfig
     from ers_exact.zsc.discovery import discover
-    from ers_exact.zsc.pools import build_pool
+    from ers_exact.zsc.pools import build_pools
 
     cfg = PoolConfig(source=o.pool, alpha=o.alpha, k=o.k, episodes=o.episodes)
     discovery = DiscoveryConfig(algorithm=o.algorithm, search=o.search, top=o.top, seed=o.seed)
     tree = _tree(o)
-    train, _ = build_pool(tree, cfg, o.seed)
-    unseen, _ = build_pool(tree, cfg, o.seed + UNSEEN_POOL_SEED_OFFSET)
+    (train, _), (unseen, _) = build_pools(tree, cfg, [o.seed, o.seed + UNSEEN_POOL_SEED_OFFSET])
     result = discover(tree, train, discovery, unseen_pool=unseen)
     return {**result.to_json(), "pool": o.pool, "alpha": o.alpha, "provenance": _provenance()}
 
