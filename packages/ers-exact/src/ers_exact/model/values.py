@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ers_exact.model.histories import HistoryTree
+from ers_exact.model.sequence_form import sequence_form
 from ers_exact.util.errors import InputError
 
 __all__ = [
@@ -239,8 +240,15 @@ def _run(
     return _Pass(act=act, path=path, gain=gain), batched, br
 
 
-def expected_return(tree: HistoryTree, policy: Policy) -> np.ndarray | float:
-    """J(pi) = E_pi[sum_t gamma^t r_{t+1}]; a float, or [P] for a batch."""
+def expected_return(tree: HistoryTree, policy: Policy, sequence: bool = True) -> np.ndarray | float:
+    """J(pi) = E_pi[sum_t gamma^t r_{t+1}]; a float, or [P] for a batch. Two-agent games go through the
+    sequence form (:mod:`ers_exact.model.sequence_form`, one sparse product) unless ``sequence`` is False
+    (the pass over the joint history tree, the reference)."""
+    form = sequence_form(tree) if sequence else None
+    if form is not None:
+        pols, batched = check_policy(tree, policy)
+        J = form.value(pols)
+        return J if batched else float(J[0])
     res, batched, _ = _run(tree, policy)
     root = (_joint_probs(tree, res.act[0]) * res.gain[0]).sum(axis=2)[:, 0]
     return root if batched else float(root[0])
@@ -312,13 +320,19 @@ def local_history_reach(tree: HistoryTree, policy: Policy) -> tuple[np.ndarray, 
     return tuple(out)
 
 
-def return_gradient(tree: HistoryTree, policy: Policy) -> tuple[np.ndarray, ...]:
+def return_gradient(tree: HistoryTree, policy: Policy, sequence: bool = True) -> tuple[np.ndarray, ...]:
     """dJ / d pi^i(a | tau^i), every entry treated as a free variable (J is multilinear in them):
 
         dJ / d pi^i(a | tau_t) = gamma^t * rho^i(tau_t) * sum_{n in tau_t} p^{-i}(n) sum_{a^{-i}} pi^{-i} G_t[n, (a, a^{-i})],
 
     where rho^i is agent i's own probability of its past actions along tau. Per agent [K_i, A_i] (or
-    [P, K_i, A_i]); illegal actions get 0. Checked against finite differences in the tests."""
+    [P, K_i, A_i]); illegal actions get 0. Checked against finite differences in the tests. Two-agent
+    games go through the sequence form unless ``sequence`` is False (as :func:`expected_return`)."""
+    form = sequence_form(tree) if sequence else None
+    if form is not None:
+        pols, batched = check_policy(tree, policy)
+        grads = form.gradient(pols)
+        return grads if batched else tuple(g[0] for g in grads)
     res, batched, _ = _run(tree, policy)
     pols, _ = check_policy(tree, policy)
     out = []

@@ -33,6 +33,30 @@ from ers_exact.zsc.config import ALGORITHMS, SEARCHES, DiscoveryConfig
 
 StackedPolicy = tuple[np.ndarray, ...]  # a pool stacked per agent: arrays [P, K_i, |A^i|]
 
+#: scores within this (relative to their size) are ties, broken by candidate order: exact returns of
+#: symmetric candidates differ only by rounding, which must not decide which of them is kept
+TIE = 1e-9
+
+
+def _first_best(values: np.ndarray) -> int:
+    """The first index whose value is within :data:`TIE` of the maximum (argmax with ties by order)."""
+    top = float(values.max())
+    return int(np.flatnonzero(values >= top - TIE * max(1.0, abs(top)))[0])
+
+
+def _ranking(scores: Sequence[float]) -> list[int]:
+    """Indices by decreasing score, runs of scores within :data:`TIE` of their run's best in index order."""
+    values = np.asarray(scores, dtype=float)
+    order = [int(k) for k in np.argsort(-values, kind="stable")]
+    out: list[int] = []
+    while order:
+        top = values[order[0]]
+        run = [k for k in order if values[k] >= top - TIE * max(1.0, abs(top))]
+        out += sorted(run)
+        order = [k for k in order if k not in run]
+    return out
+
+
 __all__ = [
     "ALGORITHMS",
     "SEARCHES",
@@ -114,7 +138,7 @@ def _sp_max(
             score = float(space.mean_return(combos[k : k + 1], pool)[0])
         else:
             assert table is not None
-            k = members[int(np.argmax(table[members]))]
+            k = members[_first_best(table[members])]
             score = float(table[k])
         picks.append(int(k))
         scores.append(score)
@@ -161,7 +185,7 @@ def _xp_max(
         images = space.apply(combos, stack_pool([pool_list[j]]))
         mine = tuple(np.broadcast_to(p, (len(combos),) + p.shape) for p in pool_list[i])
         xp = np.asarray(cross_play(tree, mine, images))
-        k = int(np.argmax(xp))
+        k = _first_best(xp)
         best[k] = max(best.get(k, -np.inf), float(xp[k]))
     return list(best), list(best.values())
 
@@ -190,7 +214,7 @@ def discover(
         picks, scores = _sp_max(space, combos, stacked, config, known)
     else:
         raise ValueError(f"unknown algorithm {config.algorithm!r}: sp-max, sp-max-reg or xp-max")
-    order = np.argsort(scores, kind="stable")[::-1][: config.top]
+    order = _ranking(scores)[: config.top]
     chosen = [space.transformation(combos[picks[k]]) for k in order]
     metrics = group_metrics(tree, chosen, unseen_pool or pool, seed=config.seed)
     return DiscoveryResult(

@@ -1,0 +1,136 @@
+"""J(pi) and dJ / d pi of a two-agent game in sequence form (von Stengel 1996; Koller, Megiddo & von Stengel
+1996): one sparse matrix product per batch instead of a forward and a backward pass over the joint history
+tree (:mod:`ers_exact.model.values` keeps that pass as the reference and for any number of agents).
+
+A sequence of agent i is s = (tau, a), index tau * |A^i| + a; its realization weight rho_i(s) is the product
+of agent i's own probabilities along tau times pi^i(a | tau), and rho_i^pre(tau) the weight of tau's parent
+sequence (1 at the empty history). J is bilinear in the realization weights,
+
+    J(pi) = rho_1^T W rho_2,   W[s_1, s_2] = sum_t gamma^t sum_{n = (tau_1, tau_2) at t} R_t[n, (a_1, a_2)],
+
+with R_t[n, a] = sum_s w_n(s) E[r | s, a] the chance-weighted expected reward at joint node n. Every entry
+of pi treated as a free variable (J is multilinear in them),
+
+    dJ / d pi^1(a | tau) = rho_1^pre(tau) num_1(tau, a),   num_1 = Desc_1 (W rho_2),
+
+where Desc_1 sums a sequence's value with its descendants' weighted by agent 1's probabilities strictly
+below it: num(tau, a) = u(tau, a) + sum_o sum_b pi^1(b | tau a o) num(tau a o, b), one sparse product per
+stage (and the same for agent 2 with W^T rho_1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ers_exact.model.histories import HistoryTree
+from ers_exact.util.sparse import SparseMatrix
+
+__all__ = ["SequenceForm", "sequence_form"]
+
+
+@dataclass(frozen=True, eq=False)
+class _Agent:
+    """One agent's sequences: where each history's parent sequence is, and the stages."""
+
+    A: int  # |A^i|
+    offsets: np.ndarray  # [H + 1] histories of stage t: [offsets[t], offsets[t+1])
+    parent_seq: np.ndarray  # [K] the parent sequence of each history (0 at the root, never read there)
+    legal: np.ndarray  # [K, A]
+    to_parent: list[SparseMatrix]  # per t >= 1: [A K_{t-1}, K_t], 1 where a history follows a sequence
+
+
+class SequenceForm:
+    """W of a two-agent game and the per-agent sequence structure (build once per tree:
+    :func:`sequence_form`)."""
+
+    def __init__(self, tree: HistoryTree) -> None:
+        game = tree.game
+        if game.n_agents != 2:
+            raise ValueError(f"the sequence form here is for two agents, {game.name} has {game.n_agents}")
+        self.agents = [self._agent(tree, i) for i in range(2)]
+        A1, A2 = game.n_actions
+        ja = game.joint_actions
+        rows, cols, data = [], [], []
+        for t, layer in enumerate(tree.layers):
+            R = (layer.weight @ game.expected_reward) * game.discount**t  # [N, A_joint]
+            rows.append((layer.local[:, 0, None] * A1 + ja[None, :, 0]).ravel())
+            cols.append((layer.local[:, 1, None] * A2 + ja[None, :, 1]).ravel())
+            data.append(R.ravel())
+        shape = (len(tree.local[0]) * A1, len(tree.local[1]) * A2)
+        r, c, d = np.concatenate(rows), np.concatenate(cols), np.concatenate(data)
+        self.W = SparseMatrix(d, r, c, shape)  # duplicates summed
+        self.W_T = SparseMatrix(d, c, r, shape[::-1])
+
+    @staticmethod
+    def _agent(tree: HistoryTree, i: int) -> _Agent:
+        hist, A = tree.local[i], tree.game.n_actions[i]
+        offsets = hist.offsets
+        parent_seq = np.where(hist.parent >= 0, hist.parent * A + hist.action, 0)
+        to_parent = []
+        for t in range(1, len(offsets) - 1):
+            lo, hi, plo = offsets[t], offsets[t + 1], offsets[t - 1]
+            n_seq = (offsets[t] - plo) * A
+            ones = np.ones(hi - lo)
+            to_parent.append(
+                SparseMatrix(ones, parent_seq[lo:hi] - plo * A, np.arange(hi - lo), (n_seq, hi - lo))
+            )
+        return _Agent(A, offsets, parent_seq, hist.legal, to_parent)
+
+    @staticmethod
+    def _realization(ag: _Agent, pol: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """rho^pre [K, P] and rho [K, A, P] of a batch pol [P, K, A] (sequence-major layout)."""
+        P, K = pol.shape[0], pol.shape[1]
+        piT = np.ascontiguousarray(pol.transpose(1, 2, 0))  # [K, A, P]
+        pre = np.ones((K, P))
+        rho = np.empty_like(piT)
+        for t in range(len(ag.offsets) - 1):
+            lo, hi = ag.offsets[t], ag.offsets[t + 1]
+            if t > 0:
+                pre[lo:hi] = rho.reshape(-1, P)[ag.parent_seq[lo:hi]]
+            rho[lo:hi] = pre[lo:hi, None, :] * piT[lo:hi]
+        return pre, rho
+
+    def value(self, pols: tuple[np.ndarray, ...]) -> np.ndarray:
+        """J of a batch (per agent [P, K_i, A_i]).  # [P]"""
+        _, r1 = self._realization(self.agents[0], pols[0])
+        _, r2 = self._realization(self.agents[1], pols[1])
+        P = pols[0].shape[0]
+        u1 = self.W.dot(r2.reshape(-1, P), finite=True)  # [S_1, P]
+        return np.einsum("sp,sp->p", r1.reshape(-1, P), u1)
+
+    def gradient(self, pols: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
+        """dJ / d pi^i(a | tau) of a batch, every entry a free variable; 0 at illegal actions.  # per agent
+        [P, K_i, A_i]"""
+        P = pols[0].shape[0]
+        pre1, r1 = self._realization(self.agents[0], pols[0])
+        pre2, r2 = self._realization(self.agents[1], pols[1])
+        out = []
+        for ag, pol, pre, u in (
+            (self.agents[0], pols[0], pre1, self.W.dot(r2.reshape(-1, P), finite=True)),
+            (self.agents[1], pols[1], pre2, self.W_T.dot(r1.reshape(-1, P), finite=True)),
+        ):
+            num = self._descendants(ag, pol, u.reshape(len(ag.legal), ag.A, P))
+            grad = pre[:, None, :] * num  # [K, A, P]
+            out.append(np.where(ag.legal[None], grad.transpose(2, 0, 1), 0.0))
+        return tuple(out)
+
+    @staticmethod
+    def _descendants(ag: _Agent, pol: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """num = Desc u: each sequence's value plus its descendants', weighted by the agent's probabilities
+        strictly below it; stage by stage from the last, in place.  # [K, A, P]"""
+        P = u.shape[2]
+        piT = pol.transpose(1, 2, 0)  # [K, A, P]
+        for t in range(len(ag.offsets) - 2, 0, -1):
+            lo, hi, plo = ag.offsets[t], ag.offsets[t + 1], ag.offsets[t - 1]
+            v = (piT[lo:hi] * u[lo:hi]).sum(axis=1)  # [K_t, P] a history's value
+            u[plo:lo] += ag.to_parent[t - 1].dot(v, finite=True).reshape(lo - plo, ag.A, P)
+        return u
+
+
+def sequence_form(tree: HistoryTree) -> SequenceForm | None:
+    """The tree's sequence form when it is a two-agent game (built once per tree), else None."""
+    if tree.game.n_agents != 2:
+        return None
+    return tree.derived("values.sequence_form", lambda: SequenceForm(tree))

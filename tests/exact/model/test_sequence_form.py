@@ -1,0 +1,57 @@
+"""J and dJ/dpi in sequence form (model/sequence_form.py) against the pass over the joint history tree
+(model/values.py with ``sequence=False``) on random two-agent games (discount, illegal actions, sparse and
+deterministic policies, batches) and the built-in games; games with one or three agents keep the tree pass.
+The tree pass itself is checked against the plain recursion in test_values_reference.py and by finite
+differences in test_return_gradient.py."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from ers_exact.games import GAMES, get_game
+from ers_exact.model.histories import enumerate_histories
+from ers_exact.model.sequence_form import SequenceForm, sequence_form
+from ers_exact.model.values import expected_return, return_gradient
+
+from ..strategies import POLICY_KINDS, GameSpec, game_specs, random_game, random_policy
+
+
+def _assert_same(tree, pols) -> None:
+    want_J = np.asarray(expected_return(tree, pols, sequence=False))
+    got_J = np.asarray(expected_return(tree, pols))
+    scale = max(1.0, float(np.abs(want_J).max()))
+    np.testing.assert_allclose(got_J, want_J, rtol=0, atol=1e-12 * scale)
+    for got, want in zip(return_gradient(tree, pols), return_gradient(tree, pols, sequence=False)):
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-12 * max(1.0, float(np.abs(want).max())))
+
+
+def _batch(tree, seed: int) -> tuple[np.ndarray, ...]:
+    rng = np.random.default_rng(seed)
+    pols = [random_policy(rng, tree, POLICY_KINDS[b % len(POLICY_KINDS)]) for b in range(len(POLICY_KINDS))]
+    return tuple(np.stack([p[i] for p in pols]) for i in range(tree.game.n_agents))
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(spec=game_specs(max_agents=2))
+def test_sequence_form_equals_the_tree_pass_on_random_games(spec: GameSpec) -> None:
+    tree = enumerate_histories(spec.build())
+    pols = _batch(tree, spec.seed)
+    _assert_same(tree, pols)
+    _assert_same(tree, tuple(p[0] for p in pols))  # one policy: a float and unbatched gradients
+    assert (sequence_form(tree) is not None) == (spec.n_agents == 2)
+
+
+@pytest.mark.parametrize("name", sorted(GAMES))
+def test_sequence_form_equals_the_tree_pass_on_builtin_games(name: str) -> None:
+    tree = enumerate_histories(get_game(name))
+    _assert_same(tree, _batch(tree, 0))
+
+
+def test_sequence_form_is_only_for_two_agents() -> None:
+    tree = enumerate_histories(random_game(np.random.default_rng(0), n_agents=3))
+    assert sequence_form(tree) is None
+    with pytest.raises(ValueError, match="two agents"):
+        SequenceForm(tree)
