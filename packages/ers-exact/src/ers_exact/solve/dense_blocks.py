@@ -21,18 +21,46 @@ Then DM = (d num(a) - d num(r) - alpha M d den) / (den alpha) as before.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from ers_exact.solve.dense import DenseLogitMap
-
-__all__ = ["GROUPED_FROM", "AgentBlocks", "OwnPairs", "agent_blocks", "dense_jacobian", "own_pairs"]
+__all__ = [
+    "GROUPED_FROM",
+    "AgentBlocks",
+    "DenseArrays",
+    "OwnPairs",
+    "agent_blocks",
+    "dense_jacobian",
+    "own_pairs",
+]
 
 #: a Jacobian batch with more entries than this in the stacked Y = rho T [S, P, D] works on T's nonzero
 #: pattern only
 GROUPED_FROM = 50_000
+
+
+class DenseArrays(Protocol):
+    """What the block Jacobian reads of :class:`ers_exact.solve.dense.DenseLogitMap` (stacked sequences
+    s = kg * A + a of both agents, coordinates agent 1's first)."""
+
+    A: int  # the larger action count
+    S: int  # stacked sequences
+    K: int  # stacked histories
+    D: int  # coordinates
+    D1: int  # agent 1's coordinates
+    H: int  # horizon
+    gamma: float
+    pos: np.ndarray  # [D] each coordinate's sequence (tau, a)
+    seq_r: np.ndarray  # [D] its reference sequence (tau, r(tau))
+    kglob: np.ndarray  # [D] its stacked history
+    gE: np.ndarray  # [S, K] gamma where a history follows a sequence
+    W: np.ndarray  # [S, S] stacked (symmetric) reward matrix
+    cpre_S: np.ndarray  # [K, S] chance weights of the other agent's parent sequences
+    sides: list[AgentBlocks]
+    own: OwnPairs
+
+    def work(self, name: str, shape: tuple[int, ...]) -> np.ndarray: ...
 
 
 @dataclass(frozen=True)
@@ -89,7 +117,7 @@ class OwnPairs:
 
 
 def agent_blocks(
-    m: DenseLogitMap,
+    m: DenseArrays,
     hist_of: list[np.ndarray],
     stage_of: np.ndarray,
     anc: np.ndarray,
@@ -165,7 +193,7 @@ def _groups(
     return out
 
 
-def own_pairs(m: DenseLogitMap, parent_seq: np.ndarray) -> OwnPairs:
+def own_pairs(m: DenseArrays, parent_seq: np.ndarray) -> OwnPairs:
     """Every (coordinate, coordinate of a history strictly below it) of one agent, walking up each
     coordinate's history path (``parent_seq``: each stacked history's parent sequence, S at a root)."""
     A, S, gamma = m.A, m.S, m.gamma
@@ -197,7 +225,7 @@ def own_pairs(m: DenseLogitMap, parent_seq: np.ndarray) -> OwnPairs:
 
 
 def dense_jacobian(
-    m: DenseLogitMap,
+    m: DenseArrays,
     pi: np.ndarray,
     log_rho: np.ndarray,
     rho: np.ndarray,
@@ -237,7 +265,7 @@ def dense_jacobian(
 
 
 def _cross(
-    m: DenseLogitMap, side: AgentBlocks, rho: np.ndarray, psel: np.ndarray, P: int
+    m: DenseArrays, side: AgentBlocks, rho: np.ndarray, psel: np.ndarray, P: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """W_i (rho_o T_o) [S_i, D_o, P] and C_i (rho_o T_o) [D_i, D_o, P] (before Desc_i)."""
     rho_o, psel_o = rho[:, side.other_rows], psel[:, side.other]
