@@ -1,4 +1,4 @@
-"""J and dJ/dpi of a batch of 64 policies on two-agent games: the sequence form (model/sequence_form.py, one
+"""J, dJ/dpi and the local Q^i of a batch of 64 policies on two-agent games: the sequence form (model/sequence_form.py, one
 sparse product) against the pass over the joint history tree (model/values.py, ``sequence=False``), measured
 in the same run. Ratio = tree seconds / sequence-form seconds; both must agree to 1e-12 of the values' size."""
 
@@ -11,10 +11,12 @@ import pytest
 
 from ers_exact.games import get_game
 from ers_exact.model.histories import enumerate_histories
-from ers_exact.model.values import expected_return, return_gradient
+from ers_exact.model.values import expected_return, local_q_values, return_gradient
 
 CASES = [
-    (g, h, what) for g, h in (("three-lever", 0), ("dectiger", 3), ("dectiger", 4)) for what in ("J", "dJ")
+    (g, h, what)
+    for g, h in (("three-lever", 0), ("dectiger", 3), ("dectiger", 4))
+    for what in ("J", "dJ", "Q")
 ]
 
 
@@ -31,7 +33,7 @@ def _policies(tree, P: int = 64) -> tuple[np.ndarray, ...]:
 def test_sequence_form_vs_tree_pass(benchmark, name: str, horizon: int, what: str) -> None:
     tree = enumerate_histories(get_game(name, horizon=horizon) if horizon else get_game(name))
     pols = _policies(tree)
-    fn = expected_return if what == "J" else return_gradient
+    fn = {"J": expected_return, "dJ": return_gradient, "Q": local_q_values}[what]
     want = fn(tree, pols, sequence=False)
     best = float("inf")
     for _ in range(3):
@@ -39,10 +41,9 @@ def test_sequence_form_vs_tree_pass(benchmark, name: str, horizon: int, what: st
         fn(tree, pols, sequence=False)
         best = min(best, time.perf_counter() - t0)
     got = benchmark(fn, tree, pols)
-    for a, b in zip(np.atleast_1d(got) if what == "J" else got, np.atleast_1d(want) if what == "J" else want):
-        np.testing.assert_allclose(
-            a, b, rtol=0, atol=1e-12 * max(1.0, float(np.abs(want if what == "J" else b).max()))
-        )
+    for a, b in zip(*((np.asarray(x)[None],) if what == "J" else x for x in (got, want))):
+        scale = max(1.0, float(np.nanmax(np.abs(b))))
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-12 * scale, equal_nan=True)
     seq = benchmark.stats.stats.min
     benchmark.extra_info.update(
         game=name,

@@ -1,4 +1,4 @@
-"""J and dJ/dpi in sequence form (model/sequence_form.py) against the pass over the joint history tree
+"""J, dJ/dpi and the local Q^i in sequence form (model/sequence_form.py) against the pass over the joint history tree
 (model/values.py with ``sequence=False``) on random two-agent games (discount, illegal actions, sparse and
 deterministic policies, batches) and the built-in games; games with one or three agents keep the tree pass.
 The tree pass itself is checked against the plain recursion in test_values_reference.py and by finite
@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from ers_exact.games import GAMES, get_game
 from ers_exact.model.histories import enumerate_histories
 from ers_exact.model.sequence_form import SequenceForm, sequence_form
-from ers_exact.model.values import expected_return, return_gradient
+from ers_exact.model.values import expected_return, local_q_values, return_gradient
 
 from ..strategies import POLICY_KINDS, GameSpec, game_specs, random_game, random_policy
 
@@ -26,6 +26,11 @@ def _assert_same(tree, pols) -> None:
     for got, want in zip(return_gradient(tree, pols), return_gradient(tree, pols, sequence=False)):
         assert got.shape == want.shape
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-12 * max(1.0, float(np.abs(want).max())))
+    for got, want in zip(local_q_values(tree, pols), local_q_values(tree, pols, sequence=False)):
+        assert got.shape == want.shape
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))  # undefined at the same entries
+        scale = max(1.0, float(np.nanmax(np.abs(want), initial=0.0)))
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-12 * scale, equal_nan=True)
 
 
 def _batch(tree, seed: int) -> tuple[np.ndarray, ...]:

@@ -62,6 +62,15 @@ class SequenceForm:
         r, c, d = np.concatenate(rows), np.concatenate(cols), np.concatenate(data)
         self.W = SparseMatrix(d, r, c, shape)  # duplicates summed
         self.W_T = SparseMatrix(d, c, r, shape[::-1])
+        k1 = np.concatenate([layer.local[:, 0] for layer in tree.layers])
+        k2 = np.concatenate([layer.local[:, 1] for layer in tree.layers])
+        prob = np.concatenate([layer.probability for layer in tree.layers])
+        K1, K2 = len(tree.local[0]), len(tree.local[1])
+        self.C = SparseMatrix(prob, k1, k2, (K1, K2))  # chance probability of each joint node (tau_1, tau_2)
+        self.C_T = SparseMatrix(prob, k2, k1, (K2, K1))
+        self.discount_at = [
+            game.discount ** h.time.astype(np.float64) for h in tree.local
+        ]  # gamma^t per history
 
     @staticmethod
     def _agent(tree: HistoryTree, i: int) -> _Agent:
@@ -114,6 +123,30 @@ class SequenceForm:
             num = self._descendants(ag, pol, u.reshape(len(ag.legal), ag.A, P))
             grad = pre[:, None, :] * num  # [K, A, P]
             out.append(np.where(ag.legal[None], grad.transpose(2, 0, 1), 0.0))
+        return tuple(out)
+
+    def local_q(self, pols: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
+        """Q^i(tau, a) = num_i(tau, a) / (gamma^t den_i(tau)), den_i = C_i rho_other^pre (the chance-weighted
+        probability of the other agent's actions into tau's joint nodes); NaN where den_i is 0 and at illegal
+        actions, as :func:`ers_exact.model.values.local_q_values`.  # per agent [P, K_i, A_i]"""
+        P = pols[0].shape[0]
+        pre1, r1 = self._realization(self.agents[0], pols[0])
+        pre2, r2 = self._realization(self.agents[1], pols[1])
+        out = []
+        for i, (u, den) in enumerate(
+            (
+                (self.W.dot(r2.reshape(-1, P), finite=True), self.C.dot(pre2, finite=True)),
+                (self.W_T.dot(r1.reshape(-1, P), finite=True), self.C_T.dot(pre1, finite=True)),
+            )
+        ):
+            ag = self.agents[i]
+            num = self._descendants(ag, pols[i], u.reshape(len(ag.legal), ag.A, P))
+            scale = self.discount_at[i][:, None] * den  # [K, P]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                q = num / scale[:, None, :]
+            q[np.broadcast_to((den <= 0)[:, None, :], q.shape)] = np.nan
+            q[~ag.legal] = np.nan
+            out.append(q.transpose(2, 0, 1))
         return tuple(out)
 
     @staticmethod

@@ -279,8 +279,14 @@ def joint_action_values(tree: HistoryTree, policy: Policy) -> list[np.ndarray]:
     return out if batched else [q[0] for q in out]
 
 
-def local_q_values(tree: HistoryTree, policy: Policy) -> tuple[np.ndarray, ...]:
-    """Q^i_pi(tau^i, a^i) for every agent: [K_i, |A^i|] (or [P, K_i, |A^i|]); NaN where undefined."""
+def local_q_values(tree: HistoryTree, policy: Policy, sequence: bool = True) -> tuple[np.ndarray, ...]:
+    """Q^i_pi(tau^i, a^i) for every agent: [K_i, |A^i|] (or [P, K_i, |A^i|]); NaN where undefined. Two-agent
+    games go through the sequence form unless ``sequence`` is False (as :func:`expected_return`)."""
+    form = sequence_form(tree) if sequence else None
+    if form is not None:
+        pols, batched = check_policy(tree, policy)
+        qs = form.local_q(pols)
+        return qs if batched else tuple(q[0] for q in qs)
     res, batched, _ = _run(tree, policy)
     out = []
     for i in range(tree.game.n_agents):
