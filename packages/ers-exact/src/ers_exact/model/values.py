@@ -254,6 +254,16 @@ def expected_return(tree: HistoryTree, policy: Policy, sequence: bool = True) ->
     return root if batched else float(root[0])
 
 
+def _per_agent(tree: HistoryTree, policy: Policy, quantity: str) -> tuple[np.ndarray, ...]:
+    """A per-agent quantity of the sequence form (``"local_q"`` or ``"gradient"``) of a checked policy,
+    unbatched for one policy."""
+    form = sequence_form(tree)
+    assert form is not None
+    pols, batched = check_policy(tree, policy)
+    out = form.local_q(pols) if quantity == "local_q" else form.gradient(pols)
+    return out if batched else tuple(x[0] for x in out)
+
+
 def multilinear_return(tree: HistoryTree, policy: Policy) -> np.ndarray | float:
     """J as the multilinear polynomial in the policy entries that :func:`return_gradient` differentiates,
     evaluated on any arrays of the policy's shape (rows need not be on the simplex; nothing is checked).
@@ -282,11 +292,8 @@ def joint_action_values(tree: HistoryTree, policy: Policy) -> list[np.ndarray]:
 def local_q_values(tree: HistoryTree, policy: Policy, sequence: bool = True) -> tuple[np.ndarray, ...]:
     """Q^i_pi(tau^i, a^i) for every agent: [K_i, |A^i|] (or [P, K_i, |A^i|]); NaN where undefined. Two-agent
     games go through the sequence form unless ``sequence`` is False (as :func:`expected_return`)."""
-    form = sequence_form(tree) if sequence else None
-    if form is not None:
-        pols, batched = check_policy(tree, policy)
-        qs = form.local_q(pols)
-        return qs if batched else tuple(q[0] for q in qs)
+    if sequence and sequence_form(tree) is not None:
+        return _per_agent(tree, policy, "local_q")
     res, batched, _ = _run(tree, policy)
     out = []
     for i in range(tree.game.n_agents):
@@ -334,11 +341,8 @@ def return_gradient(tree: HistoryTree, policy: Policy, sequence: bool = True) ->
     where rho^i is agent i's own probability of its past actions along tau. Per agent [K_i, A_i] (or
     [P, K_i, A_i]); illegal actions get 0. Checked against finite differences in the tests. Two-agent
     games go through the sequence form unless ``sequence`` is False (as :func:`expected_return`)."""
-    form = sequence_form(tree) if sequence else None
-    if form is not None:
-        pols, batched = check_policy(tree, policy)
-        grads = form.gradient(pols)
-        return grads if batched else tuple(g[0] for g in grads)
+    if sequence and sequence_form(tree) is not None:
+        return _per_agent(tree, policy, "gradient")
     res, batched, _ = _run(tree, policy)
     pols, _ = check_policy(tree, policy)
     out = []
