@@ -60,3 +60,12 @@ def test_sequence_form_is_only_for_two_agents() -> None:
     assert sequence_form(tree) is None
     with pytest.raises(ValueError, match="two agents"):
         SequenceForm(tree)
+
+
+def test_trees_too_large_for_w_keep_the_tree_pass(monkeypatch) -> None:
+    from ers_exact.model import sequence_form as module
+
+    tree = enumerate_histories(get_game("dectiger", horizon=3))
+    monkeypatch.setattr(module, "MAX_ENTRIES", tree.n_joint_nodes * 9 - 1)
+    assert sequence_form(tree) is None
+    _assert_same(tree, _batch(tree, 1))  # both sides through the tree pass, still equal

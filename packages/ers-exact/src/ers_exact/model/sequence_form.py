@@ -27,7 +27,7 @@ import numpy as np
 from ers_exact.model.histories import HistoryTree
 from ers_exact.util.sparse import SparseMatrix
 
-__all__ = ["SequenceForm", "sequence_form"]
+__all__ = ["MAX_ENTRIES", "SequenceForm", "sequence_form"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -162,8 +162,14 @@ class SequenceForm:
         return u
 
 
+#: W's entries (joint nodes x joint actions) above which the tree pass is kept: building W sorts its
+#: coordinates, a few times the memory of the tree pass's own [N, A] arrays for one policy
+MAX_ENTRIES = 20_000_000
+
+
 def sequence_form(tree: HistoryTree) -> SequenceForm | None:
-    """The tree's sequence form when it is a two-agent game (built once per tree), else None."""
-    if tree.game.n_agents != 2:
+    """The tree's sequence form when it is a two-agent game of at most :data:`MAX_ENTRIES` entries of W
+    (built once per tree), else None."""
+    if tree.game.n_agents != 2 or tree.n_joint_nodes * len(tree.game.joint_actions) > MAX_ENTRIES:
         return None
     return tree.derived("values.sequence_form", lambda: SequenceForm(tree))
