@@ -17,6 +17,7 @@ import numpy as np
 
 from ers_exact.model.histories import HistoryTree
 from ers_exact.solve.boltzmann import softmax_policy
+from ers_exact.util.progress import Progress
 
 __all__ = ["IQLConfig", "child_table", "iql_pool", "same_local_trees", "train_iql", "train_iql_batch"]
 
@@ -90,11 +91,13 @@ def train_iql(tree: HistoryTree, config: IQLConfig = IQLConfig()) -> tuple[np.nd
     return train_iql_batch(tree, [config])[0]
 
 
-def train_iql_batch(tree: HistoryTree, configs: Sequence[IQLConfig]) -> list[tuple[np.ndarray, ...]]:
+def train_iql_batch(
+    tree: HistoryTree, configs: Sequence[IQLConfig], progress: bool | None = None
+) -> list[tuple[np.ndarray, ...]]:
     """Several IQL trainings that differ only in their seed, advanced together as one batch of runs: each
     result equals ``train_iql(tree, config)`` bit for bit (each training draws its own generator's uniforms
     in the same order, a chunk of episodes at a time, so the Python loop runs once per step, not once per
-    step and training)."""
+    step and training). ``progress``: a bar over episodes (None: when stderr is a terminal)."""
     if not configs:
         return []
     first = configs[0]
@@ -115,43 +118,45 @@ def train_iql_batch(tree: HistoryTree, configs: Sequence[IQLConfig]) -> list[tup
     chunk = max(1, _CHUNK_FLOATS // (per * B))
     rows = np.arange(B * R)
     eps, lr = first.epsilon, first.learning_rate
-    for lo in range(0, first.episodes, chunk):
-        E = min(chunk, first.episodes - lo)
-        block = np.stack([rng.random(E * per).reshape(E, per) for rng in rngs])  # [B, E, per]
-        for e in range(E):
-            u = block[:, e]  # [B, per]
+    with Progress(first.episodes, f"IQL {game.name}: {B} x {R} runs", enabled=progress) as bar:
+        for lo in range(0, first.episodes, chunk):
+            E = min(chunk, first.episodes - lo)
+            block = np.stack([rng.random(E * per).reshape(E, per) for rng in rngs])  # [B, E, per]
+            for e in range(E):
+                u = block[:, e]  # [B, per]
 
-            def take(at: int, width: int | None = None, u: np.ndarray = u) -> np.ndarray:
-                """The draws at ``at``: [B R] (one per run), or [B R, width]."""
-                part = u[:, at : at + R * (width or 1)]
-                return part.reshape(B * R) if width is None else part.reshape(B * R, width)
+                def take(at: int, width: int | None = None, u: np.ndarray = u) -> np.ndarray:
+                    """The draws at ``at``: [B R] (one per run), or [B R, width]."""
+                    part = u[:, at : at + R * (width or 1)]
+                    return part.reshape(B * R) if width is None else part.reshape(B * R, width)
 
-            s = _draw(take(0), cum_b0)
-            hist = [np.zeros(B * R, dtype=np.int64) for _ in range(n)]
-            for t in range(game.horizon):
-                acts = []
-                for i in range(n):
-                    (o_noise, o_explore, o_legal), A = agent_at[t][i], game.n_actions[i]
-                    lg = legal[i][hist[i]]
-                    q = np.where(lg, tables[i][rows, hist[i]], -np.inf) + 1e-9 * take(o_noise, A)
-                    random_legal = _draw(take(o_legal), cum_legal[i][hist[i]])
-                    acts.append(np.where(take(o_explore) < eps, random_legal, np.argmax(q, axis=1)))
-                a = np.ravel_multi_index(tuple(acts), game.n_actions)
-                s_next = _draw(take(chance_at[t][0]), cum_T[s, a])
-                o = _draw(take(chance_at[t][1]), cum_U[a, s_next])
-                r = game.reward[s, a, s_next]
-                last = t + 1 == game.horizon
-                for i in range(n):  # in agent order: a shared table's update is seen by the next agent
-                    target = r.copy()
-                    if not last:
-                        nxt = children[i][hist[i], acts[i], game.joint_observations[o, i]]
-                        target += game.discount * np.where(legal[i][nxt], tables[i][rows, nxt], -np.inf).max(
-                            axis=1
-                        )
-                    tables[i][rows, hist[i], acts[i]] += lr * (target - tables[i][rows, hist[i], acts[i]])
-                    if not last:
-                        hist[i] = nxt
-                s = s_next
+                s = _draw(take(0), cum_b0)
+                hist = [np.zeros(B * R, dtype=np.int64) for _ in range(n)]
+                for t in range(game.horizon):
+                    acts = []
+                    for i in range(n):
+                        (o_noise, o_explore, o_legal), A = agent_at[t][i], game.n_actions[i]
+                        lg = legal[i][hist[i]]
+                        q = np.where(lg, tables[i][rows, hist[i]], -np.inf) + 1e-9 * take(o_noise, A)
+                        random_legal = _draw(take(o_legal), cum_legal[i][hist[i]])
+                        acts.append(np.where(take(o_explore) < eps, random_legal, np.argmax(q, axis=1)))
+                    a = np.ravel_multi_index(tuple(acts), game.n_actions)
+                    s_next = _draw(take(chance_at[t][0]), cum_T[s, a])
+                    o = _draw(take(chance_at[t][1]), cum_U[a, s_next])
+                    r = game.reward[s, a, s_next]
+                    last = t + 1 == game.horizon
+                    for i in range(n):  # in agent order: a shared table's update is seen by the next agent
+                        target = r.copy()
+                        if not last:
+                            nxt = children[i][hist[i], acts[i], game.joint_observations[o, i]]
+                            target += game.discount * np.where(
+                                legal[i][nxt], tables[i][rows, nxt], -np.inf
+                            ).max(axis=1)
+                        tables[i][rows, hist[i], acts[i]] += lr * (target - tables[i][rows, hist[i], acts[i]])
+                        if not last:
+                            hist[i] = nxt
+                    s = s_next
+            bar.update(E)
     if B == 1:
         return [tuple(tables)]
     return [tuple(tb[b * R : (b + 1) * R] for tb in tables) for b in range(B)]

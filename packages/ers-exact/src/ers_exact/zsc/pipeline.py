@@ -96,7 +96,8 @@ def run_zsc(
     sp_deployed, mdp_deployed, er_deployed, learned, discoveries = [], [], [], [], []
     seeds = [config.seed * AGENT_SEED_STRIDE + agent for agent in range(config.agents)]
     # every agent's training and unseen pool at once (IQL: one batch of runs, each as if trained alone)
-    pools = build_pools(tree, config.pool_config, seeds + [s + UNSEEN_POOL_SEED_OFFSET for s in seeds])
+    unseen_seeds = [s + UNSEEN_POOL_SEED_OFFSET for s in seeds]
+    pools = build_pools(tree, config.pool_config, seeds + unseen_seeds, progress=progress)
     with Progress(config.agents, f"zsc {tree.game.name}", enabled=progress) as bar:
         for agent, seed in enumerate(seeds):
             pool, sp_policy = pools[agent]

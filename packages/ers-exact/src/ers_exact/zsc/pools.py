@@ -33,16 +33,16 @@ def build_pool(
 
 
 def build_pools(
-    tree: HistoryTree, config: PoolConfig, seeds: Sequence[int]
+    tree: HistoryTree, config: PoolConfig, seeds: Sequence[int], progress: bool | None = False
 ) -> list[tuple[list[tuple[np.ndarray, ...]], tuple[np.ndarray, ...]]]:
     """:func:`build_pool` for each seed; the IQL pools train together as one batch of runs
-    (:func:`~ers_exact.zsc.iql.train_iql_batch`: each the same as alone)."""
+    (:func:`~ers_exact.zsc.iql.train_iql_batch`: each the same as alone; ``progress``: its bar)."""
     cfg = config
     if cfg.source == "iql":
         base = IQLConfig(
             runs=cfg.k, episodes=cfg.episodes, epsilon=cfg.epsilon, learning_rate=cfg.learning_rate
         )
-        trained = train_iql_batch(tree, [replace(base, seed=s) for s in seeds])
+        trained = train_iql_batch(tree, [replace(base, seed=s) for s in seeds], progress=progress)
         return [_iql_pool(tree, tables, cfg) for tables in trained]
     if cfg.source == "exact":
         return [_exact_pool(tree, cfg, s) for s in seeds]
