@@ -109,57 +109,70 @@ def train_iql_batch(
     tables = [np.zeros((B * R, len(h), game.n_actions[h.agent])) for h in tree.local]
     if shared:
         tables = [tables[0]] * n
-    children = [child_table(tree, i) for i in range(n)]
-    legal = [h.legal for h in tree.local]
-    cum_legal = [np.cumsum(lg / lg.sum(axis=1, keepdims=True), axis=1) for lg in legal]
-    cum_b0 = np.cumsum(game.initial_belief)[None]
-    cum_T, cum_U = np.cumsum(game.transition, axis=2), np.cumsum(game.observation, axis=2)
-    per, agent_at, chance_at = _layout(tree, R)
-    chunk = max(1, _CHUNK_FLOATS // (per * B))
-    rows = np.arange(B * R)
-    eps, lr = first.epsilon, first.learning_rate
+    run = _Batch(tree, first, B)
+    chunk = max(1, _CHUNK_FLOATS // (run.per * B))
     with Progress(first.episodes, f"IQL {game.name}: {B} x {R} runs", enabled=progress) as bar:
         for lo in range(0, first.episodes, chunk):
             E = min(chunk, first.episodes - lo)
-            block = np.stack([rng.random(E * per).reshape(E, per) for rng in rngs])  # [B, E, per]
+            block = np.stack([rng.random(E * run.per).reshape(E, run.per) for rng in rngs])  # [B, E, per]
             for e in range(E):
-                u = block[:, e]  # [B, per]
-
-                def take(at: int, width: int | None = None, u: np.ndarray = u) -> np.ndarray:
-                    """The draws at ``at``: [B R] (one per run), or [B R, width]."""
-                    part = u[:, at : at + R * (width or 1)]
-                    return part.reshape(B * R) if width is None else part.reshape(B * R, width)
-
-                s = _draw(take(0), cum_b0)
-                hist = [np.zeros(B * R, dtype=np.int64) for _ in range(n)]
-                for t in range(game.horizon):
-                    acts = []
-                    for i in range(n):
-                        (o_noise, o_explore, o_legal), A = agent_at[t][i], game.n_actions[i]
-                        lg = legal[i][hist[i]]
-                        q = np.where(lg, tables[i][rows, hist[i]], -np.inf) + 1e-9 * take(o_noise, A)
-                        random_legal = _draw(take(o_legal), cum_legal[i][hist[i]])
-                        acts.append(np.where(take(o_explore) < eps, random_legal, np.argmax(q, axis=1)))
-                    a = np.ravel_multi_index(tuple(acts), game.n_actions)
-                    s_next = _draw(take(chance_at[t][0]), cum_T[s, a])
-                    o = _draw(take(chance_at[t][1]), cum_U[a, s_next])
-                    r = game.reward[s, a, s_next]
-                    last = t + 1 == game.horizon
-                    for i in range(n):  # in agent order: a shared table's update is seen by the next agent
-                        target = r.copy()
-                        if not last:
-                            nxt = children[i][hist[i], acts[i], game.joint_observations[o, i]]
-                            target += game.discount * np.where(
-                                legal[i][nxt], tables[i][rows, nxt], -np.inf
-                            ).max(axis=1)
-                        tables[i][rows, hist[i], acts[i]] += lr * (target - tables[i][rows, hist[i], acts[i]])
-                        if not last:
-                            hist[i] = nxt
-                    s = s_next
+                run.episode(block[:, e], tables)
             bar.update(E)
     if B == 1:
         return [tuple(tables)]
     return [tuple(tb[b * R : (b + 1) * R] for tb in tables) for b in range(B)]
+
+
+class _Batch:
+    """The fixed arrays of a batch of B trainings of R runs each, and one episode of all of them."""
+
+    def __init__(self, tree: HistoryTree, config: IQLConfig, B: int) -> None:
+        game = self.game = tree.game
+        self.B, self.R, self.n = B, config.runs, game.n_agents
+        self.eps, self.lr = config.epsilon, config.learning_rate
+        self.children = [child_table(tree, i) for i in range(self.n)]
+        self.legal = [h.legal for h in tree.local]
+        self.cum_legal = [np.cumsum(lg / lg.sum(axis=1, keepdims=True), axis=1) for lg in self.legal]
+        self.cum_b0 = np.cumsum(game.initial_belief)[None]
+        self.cum_T, self.cum_U = np.cumsum(game.transition, axis=2), np.cumsum(game.observation, axis=2)
+        self.per, self.agent_at, self.chance_at = _layout(tree, self.R)
+        self.rows = np.arange(B * self.R)
+
+    def _take(self, u: np.ndarray, at: int, width: int | None = None) -> np.ndarray:
+        """The draws at ``at`` of an episode's uniforms u [B, per]: [B R] (one per run), or [B R, width]."""
+        part = u[:, at : at + self.R * (width or 1)]
+        return part.reshape(-1) if width is None else part.reshape(-1, width)
+
+    def episode(self, u: np.ndarray, tables: list[np.ndarray]) -> None:
+        """One episode of every run from its uniforms u [B, per], Q-tables updated in place."""
+        game, rows, n, legal = self.game, self.rows, self.n, self.legal
+        s = _draw(self._take(u, 0), self.cum_b0)
+        hist = [np.zeros(len(rows), dtype=np.int64) for _ in range(n)]
+        for t in range(game.horizon):
+            acts = []
+            for i in range(n):
+                (o_noise, o_explore, o_legal), A = self.agent_at[t][i], game.n_actions[i]
+                noise = 1e-9 * self._take(u, o_noise, A)
+                q = np.where(legal[i][hist[i]], tables[i][rows, hist[i]], -np.inf) + noise
+                random_legal = _draw(self._take(u, o_legal), self.cum_legal[i][hist[i]])
+                greedy = np.argmax(q, axis=1)
+                acts.append(np.where(self._take(u, o_explore) < self.eps, random_legal, greedy))
+            a = np.ravel_multi_index(tuple(acts), game.n_actions)
+            s_next = _draw(self._take(u, self.chance_at[t][0]), self.cum_T[s, a])
+            o = _draw(self._take(u, self.chance_at[t][1]), self.cum_U[a, s_next])
+            r = game.reward[s, a, s_next]
+            last = t + 1 == game.horizon
+            for i in range(n):  # in agent order: a shared table's update is seen by the next agent
+                target = r.copy()
+                if not last:
+                    nxt = self.children[i][hist[i], acts[i], game.joint_observations[o, i]]
+                    best = np.where(legal[i][nxt], tables[i][rows, nxt], -np.inf).max(axis=1)
+                    target += game.discount * best
+                cell = (rows, hist[i], acts[i])
+                tables[i][cell] += self.lr * (target - tables[i][cell])
+                if not last:
+                    hist[i] = nxt
+            s = s_next
 
 
 def iql_pool(
