@@ -19,6 +19,7 @@ import numpy as np
 
 from ers_exact.model.histories import HistoryTree
 from ers_exact.model.objectives import seat_assignments
+from ers_exact.model.sequence_form import sequence_form
 from ers_exact.model.transformation import InadmissibleError, Transformation, history_map
 from ers_exact.model.values import Policy, check_policy, expected_return, local_history_reach, return_gradient
 from ers_exact.symmetry.search import decpomdp_symmetries
@@ -98,6 +99,19 @@ def _profiles(tree: HistoryTree, pols: tuple[np.ndarray, ...], maps: SymmetryMap
     )
 
 
+def _profile_values(tree: HistoryTree, profiles: tuple[np.ndarray, ...]) -> np.ndarray:
+    """J of the joint profiles built here (valid by construction: the sequence form without the checks of
+    :func:`~ers_exact.model.values.expected_return`, whose numbers they are).  # [B]"""
+    form = sequence_form(tree)
+    return form.value(profiles) if form is not None else np.asarray(expected_return(tree, profiles))
+
+
+def _profile_gradients(tree: HistoryTree, profiles: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
+    """dJ/dpi of the joint profiles built here (as :func:`_profile_values`).  # per agent [B, K_i, A_i]"""
+    form = sequence_form(tree)
+    return form.gradient(profiles) if form is not None else return_gradient(tree, profiles)
+
+
 def policies_per_batch(tree: HistoryTree, maps: SymmetryMaps) -> int:
     """Policies per chunk of an exact OP evaluation: each makes |Phi| x (seat assignments) joint policies,
     and a chunk has at most _BATCH_POLICIES of those (at least one policy)."""
@@ -113,9 +127,7 @@ def batch_op_values(tree: HistoryTree, pols: tuple[np.ndarray, ...], maps: Symme
     for lo in range(0, B, chunk):
         part = tuple(p[lo : lo + chunk] for p in pols)
         out[lo : lo + chunk] = (
-            np.asarray(expected_return(tree, _profiles(tree, part, maps)))
-            .reshape(-1, len(part[0]))
-            .mean(axis=0)
+            _profile_values(tree, _profiles(tree, part, maps)).reshape(-1, len(part[0])).mean(axis=0)
         )
     return out
 
@@ -135,7 +147,7 @@ def batch_op_gradient(
     pi fills reads its own entry, the seat phi(pi) fills reads the image's entry [hmap(k), act(a)]."""
     n, seats = tree.game.n_agents, seat_assignments(tree.game.n_agents)
     F, M, B = len(maps), len(seats), pols[0].shape[0]
-    grads = return_gradient(tree, _profiles(tree, pols, maps))
+    grads = _profile_gradients(tree, _profiles(tree, pols, maps))
     out = []
     for i in range(n):
         g = grads[i].reshape(F, M, B, *pols[i].shape[1:])
