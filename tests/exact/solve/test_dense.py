@@ -111,7 +111,6 @@ def test_dense_map_only_for_two_agents_of_bounded_size(dpomdp_dir) -> None:
 
 def _held_bytes(m: DenseLogitMap) -> int:
     arrays = [v for v in vars(m).values() if isinstance(v, np.ndarray)]
-    arrays += [g for blocks in m.stage_blocks for g in blocks if isinstance(g, np.ndarray)]
     arrays += [v for v in vars(m.own).values() if isinstance(v, np.ndarray)]
     return sum(a.nbytes for a in arrays) + sum(side.nbytes for side in m.sides)
 

@@ -112,42 +112,41 @@ class SequenceForm:
     def gradient(self, pols: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
         """dJ / d pi^i(a | tau) of a batch, every entry a free variable; 0 at illegal actions.  # per agent
         [P, K_i, A_i]"""
-        P = pols[0].shape[0]
-        pre1, r1 = self._realization(self.agents[0], pols[0])
-        pre2, r2 = self._realization(self.agents[1], pols[1])
-        out = []
-        for ag, pol, pre, u in (
-            (self.agents[0], pols[0], pre1, self.W.dot(r2.reshape(-1, P), finite=True)),
-            (self.agents[1], pols[1], pre2, self.W_T.dot(r1.reshape(-1, P), finite=True)),
-        ):
-            num = self._descendants(ag, pol, u.reshape(len(ag.legal), ag.A, P))
-            grad = pre[:, None, :] * num  # [K, A, P]
-            out.append(np.where(ag.legal[None], grad.transpose(2, 0, 1), 0.0))
-        return tuple(out)
+        return tuple(
+            np.where(ag.legal[None], (pre[:, None, :] * num).transpose(2, 0, 1), 0.0)
+            for ag, pre, num, _ in self._numerators(pols)
+        )
 
     def local_q(self, pols: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
         """Q^i(tau, a) = num_i(tau, a) / (gamma^t den_i(tau)), den_i = C_i rho_other^pre (the chance-weighted
         probability of the other agent's actions into tau's joint nodes); NaN where den_i is 0 and at illegal
         actions, as :func:`ers_exact.model.values.local_q_values`.  # per agent [P, K_i, A_i]"""
-        P = pols[0].shape[0]
-        pre1, r1 = self._realization(self.agents[0], pols[0])
-        pre2, r2 = self._realization(self.agents[1], pols[1])
         out = []
-        for i, (u, den) in enumerate(
-            (
-                (self.W.dot(r2.reshape(-1, P), finite=True), self.C.dot(pre2, finite=True)),
-                (self.W_T.dot(r1.reshape(-1, P), finite=True), self.C_T.dot(pre1, finite=True)),
-            )
-        ):
-            ag = self.agents[i]
-            num = self._descendants(ag, pols[i], u.reshape(len(ag.legal), ag.A, P))
-            scale = self.discount_at[i][:, None] * den  # [K, P]
+        for i, (ag, _, num, other_pre) in enumerate(self._numerators(pols)):
+            den = (self.C, self.C_T)[i].dot(other_pre, finite=True)  # [K, P]
+            scale = self.discount_at[i][:, None] * den
             with np.errstate(invalid="ignore", divide="ignore"):
                 q = num / scale[:, None, :]
             q[np.broadcast_to((den <= 0)[:, None, :], q.shape)] = np.nan
             q[~ag.legal] = np.nan
             out.append(q.transpose(2, 0, 1))
         return tuple(out)
+
+    def _numerators(
+        self, pols: tuple[np.ndarray, ...]
+    ) -> list[tuple[_Agent, np.ndarray, np.ndarray, np.ndarray]]:
+        """Per agent i: (its sequences, rho_i^pre [K, P], num_i = Desc_i W_i rho_other [K, A, P], the other's
+        rho^pre [K_o, P])."""
+        P = pols[0].shape[0]
+        pre1, r1 = self._realization(self.agents[0], pols[0])
+        pre2, r2 = self._realization(self.agents[1], pols[1])
+        out = []
+        for ag, pol, pre, u, other_pre in (
+            (self.agents[0], pols[0], pre1, self.W.dot(r2.reshape(-1, P), finite=True), pre2),
+            (self.agents[1], pols[1], pre2, self.W_T.dot(r1.reshape(-1, P), finite=True), pre1),
+        ):
+            out.append((ag, pre, self._descendants(ag, pol, u.reshape(len(ag.legal), ag.A, P)), other_pre))
+        return out
 
     @staticmethod
     def _descendants(ag: _Agent, pol: np.ndarray, u: np.ndarray) -> np.ndarray:

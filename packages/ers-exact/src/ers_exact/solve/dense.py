@@ -74,9 +74,9 @@ def dense_structure_bytes(tree: HistoryTree) -> int | None:
     S, Kt = A * sum(K), sum(K)
     Dk = [int((h.legal.sum(axis=1) - 1).sum()) for h in tree.local]
     D = sum(Dk)
-    floats = 4 * S * S + S * (S + Kt) + 3 * S * Kt + 2 * D * S  # anc, B, W, W_cpre, gE, cpre, Rg
+    floats = 4 * S * S + S * (S + Kt) + 3 * S * Kt + D * S  # anc, B, W, W_cpre, gE, cpre, Rg_T
     if H == 2:
-        floats += 3 * S * D + D * D + D * S  # act, hist, rel_k, [W; C_k]
+        floats += 4 * S * D + D * D + D * S  # act, hist, Rg, rel_k, [W; C_k]
     for i, o in ((0, 1), (1, 0)):
         hist = tree.local[o]
         desc = np.ones(K[o], dtype=np.int64)  # histories in each subtree (itself included)
@@ -121,7 +121,7 @@ class DenseLogitMap:
         S = self.S = Kt * A
         base = np.full((Kt, A), NEG)
         par = np.full(Kt, S)  # each history's parent sequence; S (a constant 1 appended to rho) at the roots
-        pos, seq_r, kglob, times = [], [], [], []
+        pos, seq_r, kglob = [], [], []
         for i, hist in enumerate(tree.local):
             kg = glob[i]
             base[kg, : hist.legal.shape[1]] = np.where(hist.legal, 0.0, NEG)
@@ -134,7 +134,6 @@ class DenseLogitMap:
             pos.append(kg[k] * A + a)
             seq_r.append(kg[k] * A + ref[k])
             kglob.append(kg[k])
-            times.append(hist.time[k])
         self.base = base.ravel()
         self.pos = np.concatenate(pos)  # [D] sequence (kg, a) of each coordinate, = its place in z
         self.seq_r = np.concatenate(seq_r)  # [D] sequence of the coordinate's reference action
@@ -153,22 +152,13 @@ class DenseLogitMap:
         E = np.zeros((S, Kt))
         E[par[par < S], np.flatnonzero(par < S)] = 1.0
         self.gE = self.gamma * E  # [S, K]
-        b = self.stage_bounds
-        self.stage_blocks = [  # (sequences at t, sequences at t + 1, gamma E from histories at t + 1 to them)
-            (
-                slice(b[t] * A, b[t + 1] * A),
-                slice(b[t + 1] * A, b[t + 2] * A),
-                self.gE[b[t] * A : b[t + 1] * A, b[t + 1] : b[t + 2]],
-            )
-            for t in range(self.H - 1)
-        ]
         self.B_T = np.ascontiguousarray(
             (self.gE @ np.repeat(np.eye(Kt), A, axis=1)).T
         )  # [S, S] child sequences
         Rg = np.zeros((D, S))
         Rg[np.arange(D), self.pos] += 1.0
         Rg[np.arange(D), self.seq_r] -= 1.0
-        self.Rg, self.Rg_T = Rg, np.ascontiguousarray(Rg.T)
+        self.Rg_T = np.ascontiguousarray(Rg.T)  # [S, D] the gaps' rows (a) - (r)
         W, C = np.zeros((S, S)), np.zeros((Kt, Kt))
         ja = game.joint_actions  # [A_joint, 2]
         for layer in tree.layers:
@@ -190,6 +180,9 @@ class DenseLogitMap:
         self.sides = agent_blocks(self, list(glob), stage_of, anc, hpath)  # the Jacobian's cross blocks
         self.own = own_pairs(self, par)  # and its own blocks' entries
         if self.H == 2:  # one policy of a two-stage game (_one): stacked arrays, Rel = gamma E
+            b = self.stage_bounds  # (sequences at 0, sequences at 1, gamma E from histories at 1 to them)
+            self.stage0 = (slice(0, b[1] * A), slice(b[1] * A, b[2] * A), self.gE[: b[1] * A, b[1] : b[2]])
+            self.Rg = Rg  # [D, S]
             self.act = anc[:, self.pos]  # [S, D] coordinate (sigma, c) on the path of s
             self.hist = hpath[:, self.kglob]  # [S, D] coordinate's history on the path of s
             self.rel_k = (Rg @ self.gE)[:, self.kglob]  # [D, D]
@@ -271,7 +264,7 @@ class DenseLogitMap:
         Z[:, 1:] *= rho[:, None]  # Y = rho T
         R = self.WCk @ Z  # [S + D, 1 + D]: X = [u, W Y] and [den_k - c, d den_k]
         X, d, dden = R[:S], R[S:, 0] + self.c_k, R[S:, 1:]
-        here, below, G = self.stage_blocks[0]
+        here, below, G = self.stage0
         X[here] += G @ (pi[below, None] * X[below]).reshape(-1, A, 1 + D).sum(axis=1)  # Desc X
         RA = self.Rg @ X  # [D, 1 + D]
         gap0 = RA[:, 0] / d

@@ -35,7 +35,7 @@ from ers_exact.solve.certify import certify_points, enumerate_all
 from ers_exact.solve.config import SolverConfig
 from ers_exact.solve.continuation import continuation
 from ers_exact.solve.damped import damped
-from ers_exact.solve.dense import MAX_DENSE_BYTES, dense_structure_bytes
+from ers_exact.solve.dense import dense_structure_bytes
 from ers_exact.solve.derivatives import MemoryBudgetError
 from ers_exact.solve.fixed_point_result import FixedPoint, FixedPointSet
 from ers_exact.solve.newton import dedup, flat_policies, newton, policy_bytes
@@ -145,11 +145,9 @@ def _budgeted_coordinates(tree: HistoryTree, cfg: SolverConfig) -> LogitCoordina
     resident = resident_bytes() - base
     if resident + structures + per > budget:
         _refuse(tree, coords, cfg, resident, structures, per)
-    # the dense evaluator (two agents, small enough) only where its arrays fit beside the reference's
+    # the dense evaluator (two agents, small enough: dense_logit_map decides) only where its arrays fit
     size = dense_structure_bytes(tree)
-    dense = (
-        size is not None and size <= MAX_DENSE_BYTES and resident + structures + 1.5 * size + per <= budget
-    )
+    dense = size is not None and resident + structures + 1.5 * size + per <= budget
     der.prepare()
     if dense:
         coords.dense_map  # noqa: B018  (built now, so that the memory measured next holds it)
