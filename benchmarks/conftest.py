@@ -2,7 +2,8 @@
 CPU thread (``one_thread``)."""
 
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -22,3 +23,18 @@ def one_thread() -> Iterator[None]:
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+def _best_of(fn: Callable[[], object], rounds: int = 3) -> float:
+    best = float("inf")
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+@pytest.fixture
+def best_of() -> Callable[..., float]:
+    """``best_of(fn, rounds=3)``: the least wall time of ``rounds`` calls (a reference timed beside the benchmark)."""
+    return _best_of

@@ -6,8 +6,6 @@ to 1e-12 relative to the size of the values."""
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 
@@ -18,19 +16,10 @@ from ers_exact.solve.boltzmann import LogitCoordinates
 CASES = [(3, 64, False), (3, 16, True), (4, 64, False), (4, 16, True), (4, 1, True)]
 
 
-def _best_of(fn, rounds: int) -> float:
-    best = float("inf")
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
 @pytest.mark.parametrize(
     "horizon, batch, jacobian", CASES, ids=[f"H{h}-P{p}-{'DM' if j else 'M'}" for h, p, j in CASES]
 )
-def test_dense_logit_map_vs_reference(benchmark, horizon: int, batch: int, jacobian: bool) -> None:
+def test_dense_logit_map_vs_reference(benchmark, best_of, horizon: int, batch: int, jacobian: bool) -> None:
     tree = enumerate_histories(get_game("dectiger", horizon=horizon))
     budget = 4 * 2**30
     dense = LogitCoordinates(tree, memory_budget=budget)
@@ -38,7 +27,7 @@ def test_dense_logit_map_vs_reference(benchmark, horizon: int, batch: int, jacob
     assert dense.dense_map is not None
     y = np.random.default_rng(0).normal(0.0, 2.0, size=(batch, dense.dim))
     want = reference.evaluate(y, 0.5, jacobian=jacobian)  # also builds the reference's index structures
-    reference_s = _best_of(lambda: reference.derivatives.evaluate(y + 1e-9, 0.5, jacobian=jacobian), 3)
+    reference_s = best_of(lambda: reference.derivatives.evaluate(y + 1e-9, 0.5, jacobian=jacobian), 3)
     got = benchmark(dense.evaluate, y, 0.5, jacobian)
     for a, b in ((got.values, want.values), (got.J, want.J), (got.jacobian, want.jacobian)):
         if b is not None:

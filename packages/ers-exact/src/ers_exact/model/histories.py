@@ -118,6 +118,14 @@ class HistoryTree:
             self._derived[key] = build()
         return self._derived[key]
 
+    def has_derived(self, key: str) -> bool:
+        """Whether :meth:`derived` holds an entry ``key`` (built and not forgotten)."""
+        return key in self._derived
+
+    def forget(self, key: str) -> None:
+        """Drop the memoised entry ``key`` of :meth:`derived` (to free its memory; rebuilt on the next call)."""
+        self._derived.pop(key, None)
+
     @property
     def n_histories(self) -> tuple[int, ...]:
         """|local histories| of each agent (the row count of its policy array)."""

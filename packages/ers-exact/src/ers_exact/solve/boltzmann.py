@@ -134,6 +134,12 @@ class LogitCoordinates:
             return None
         return self.tree.derived("solve.dense", lambda: dense_logit_map(self.tree))
 
+    def release_dense(self) -> None:
+        """Drop the dense evaluator here and from the tree (its memory is freed; it is rebuilt on next use)."""
+        self.__dict__.pop("dense_map", None)
+        self.__dict__.pop("_dense_chunk", None)
+        self.tree.forget("solve.dense")
+
     @cached_property
     def _dense_chunk(self) -> dict[bool, int]:
         """Policies per dense evaluation under ``memory_budget`` (without and with the Jacobian)."""

@@ -31,6 +31,7 @@ from ers_exact.solve.boltzmann import LogitCoordinates
 from ers_exact.solve.greedy import expect_bounds, greedy_max
 from ers_exact.solve.interval_array import IArray, spmm
 from ers_exact.solve.stage_bound import HeldAgentBound
+from ers_exact.util.ulp import next_down, next_up
 
 __all__ = ["BoxEnclosure", "greedy_max", "weighted_mean_max"]
 
@@ -38,12 +39,10 @@ _EPS = np.finfo(float).eps
 _TINY = np.finfo(float).tiny
 
 
-def _dn(x: np.ndarray) -> np.ndarray:
-    return np.nextafter(x, -np.inf)
+_dn = next_down  # np.nextafter(x, -inf), the same bits, faster
 
 
-def _up(x: np.ndarray) -> np.ndarray:
-    return np.nextafter(x, np.inf)
+_up = next_up  # np.nextafter(x, +inf), the same bits, faster
 
 
 def weighted_mean_max(x: np.ndarray, wlo: np.ndarray, whi: np.ndarray, mask: np.ndarray) -> np.ndarray:

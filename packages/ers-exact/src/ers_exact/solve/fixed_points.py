@@ -31,7 +31,7 @@ import numpy as np
 from ers_exact.model.histories import HistoryTree
 from ers_exact.model.optimal import PolicyBudgetError, self_play_optimum
 from ers_exact.solve.boltzmann import LogitCoordinates, check_temperature, logit_bound
-from ers_exact.solve.certify import certify_points, enumerate_all
+from ers_exact.solve.certify import certificate_bytes, certify_points, enumerate_all
 from ers_exact.solve.config import SolverConfig
 from ers_exact.solve.continuation import continuation
 from ers_exact.solve.damped import damped
@@ -49,6 +49,8 @@ __all__ = ["FixedPoint", "FixedPointSet", "SolverConfig", "solve_fixed_points"]
 #: memory of one start of the multistart search per logit coordinate: y, its damped and Newton copies, the
 #: residuals and the policies of the de-duplication (measured: 3-6x the [P, D] array of starts)
 START_BYTES_PER_COORDINATE = 8 * 12
+#: the dense evaluator's build peaks at this multiple of its estimate (measured: Dec-Tiger H=4, 1.2x)
+DENSE_BUILD_PEAK = 1.25
 
 
 def _starts(coords: LogitCoordinates, cfg: SolverConfig, warm: np.ndarray | None) -> np.ndarray:
@@ -128,15 +130,16 @@ def _merge(
     return True
 
 
-def _budgeted_coordinates(tree: HistoryTree, cfg: SolverConfig) -> LogitCoordinates:
+def _budgeted_coordinates(tree: HistoryTree, cfg: SolverConfig, base: float) -> LogitCoordinates:
     """The logit coordinates whose batched work is chunked under what ``memory_budget_bytes`` leaves for it
     in the whole process (``memory_scope="process"``, the CLI) or above what was resident at the call
-    (``"call"``): the budget less what is resident once the evaluator's index structures are built
+    (``"call"``, ``base``): the budget less what is resident once the evaluator's index structures are built
     (interpreter, libraries, the tree). Refused at once (:class:`MemoryBudgetError`, before any
-    iteration) when not even one policy's Newton or continuation step fits. The dense evaluator of a small
-    two-agent game (:mod:`ers_exact.solve.dense`) is used where its arrays fit beside the reference's."""
-    # "call": memory already resident when the solve starts (other work of the process) is not the solve's
-    base = resident_bytes() if cfg.memory_scope == "call" else 0.0
+    iteration) when not even one policy's Newton or continuation step fits beside the index structures and
+    their interval parts. The dense evaluator of a small two-agent game (:mod:`ers_exact.solve.dense`) is
+    used where its arrays fit beside the reference's; the interval parts are built only by the certificates,
+    which run after the search and release the dense evaluator first where both would not fit
+    (:func:`_certificate_coordinates`)."""
     budget = cfg.memory_budget_bytes
     coords = LogitCoordinates(tree, memory_budget=budget)
     der = coords.derivatives
@@ -147,14 +150,33 @@ def _budgeted_coordinates(tree: HistoryTree, cfg: SolverConfig) -> LogitCoordina
         _refuse(tree, coords, cfg, resident, structures, per)
     # the dense evaluator (two agents, small enough: dense_logit_map decides) only where its arrays fit
     size = dense_structure_bytes(tree)
-    dense = size is not None and resident + structures + 1.5 * size + per <= budget
+    search = structures - (der.interval_bytes() if structures else 0)  # the search builds no interval parts
+    dense = size is not None and resident + search + DENSE_BUILD_PEAK * size + per <= budget
     der.prepare()
     if dense:
         coords.dense_map  # noqa: B018  (built now, so that the memory measured next holds it)
-    resident = resident_bytes() - base + der.structure_bytes() // 2  # parts built on first use (interval)
+    resident = resident_bytes() - base
+    if not dense:  # no evaluator to release before the certificates: their parts count from the start
+        resident += der.interval_bytes()
     if resident + per > budget:
         _refuse(tree, coords, cfg, resident, 0, per)
     return LogitCoordinates(tree, memory_budget=int(budget - resident), dense=dense)
+
+
+def _certificate_coordinates(coords: LogitCoordinates, cfg: SolverConfig, base: float) -> LogitCoordinates:
+    """The coordinates the certificates run on (reference evaluator on interval arrays, never the dense one),
+    with the budget that is left for their boxes once the interval parts of the index structures are built
+    (:meth:`~ers_exact.solve.logit_structure.LogitStructure.interval_bytes`); the tree's dense evaluator is
+    released first where it and one box's test (:func:`~ers_exact.solve.certify.certificate_bytes`) would not
+    fit together (it is rebuilt if a later solve of the tree needs it)."""
+    der, budget = coords.derivatives, cfg.memory_budget_bytes
+    parts = 0 if der.interval_built else der.interval_bytes()
+    if coords.dense_map is not None and (
+        resident_bytes() - base + parts + certificate_bytes(coords) > budget
+    ):
+        coords.release_dense()
+    left = budget - (resident_bytes() - base) - parts
+    return LogitCoordinates(coords.tree, memory_budget=max(1, int(left)), dense=False)
 
 
 def _refuse(
@@ -195,7 +217,9 @@ def _solve(
 ) -> FixedPointSet:
     start = time.perf_counter()
     check_temperature(tree, alpha)
-    coords = _budgeted_coordinates(tree, cfg)
+    # "call": memory already resident when the solve starts (other work of the process) is not the solve's
+    base = resident_bytes() if cfg.memory_scope == "call" else 0.0
+    coords = _budgeted_coordinates(tree, cfg, base)
     bound = logit_bound(tree, alpha)
     n_runs = cfg.n_starts + 2 + (0 if warm_starts is None else len(warm_starts))
     batch = min(
@@ -253,7 +277,7 @@ def _solve(
             )
     if not complete:
         completeness += completeness_hint
-    points = _describe(coords, found, alpha, cfg)
+    points = _describe(coords, found, alpha, cfg, base)
     return FixedPointSet(
         game=tree.game.name,
         horizon=tree.game.horizon,
@@ -270,7 +294,7 @@ def _solve(
 
 
 def _describe(
-    coords: LogitCoordinates, found: list[_Found], alpha: float, cfg: SolverConfig
+    coords: LogitCoordinates, found: list[_Found], alpha: float, cfg: SolverConfig, base: float
 ) -> tuple[FixedPoint, ...]:
     if not found:
         return ()
@@ -294,7 +318,7 @@ def _describe(
             del ev
             bar.update(len(ys[part]))
         if certify:
-            certified = list(certify_points(coords, ys, alpha))
+            certified = list(certify_points(_certificate_coordinates(coords, cfg, base), ys, alpha))
             bar.update(n)
     j_star = J.max()
     points = []

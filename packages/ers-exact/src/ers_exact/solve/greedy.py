@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ers_exact.util.ulp import next_up
+
 __all__ = ["expect_bounds", "expect_upper", "greedy_max"]
 
 _EPS = np.finfo(float).eps
@@ -15,8 +17,7 @@ _TINY = np.finfo(float).tiny
 _PAIRWISE = 4
 
 
-def _up(x: np.ndarray) -> np.ndarray:
-    return np.nextafter(x, np.inf)
+_up = next_up  # np.nextafter(x, +inf), the same bits, faster
 
 
 def greedy_max(v: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:

@@ -22,6 +22,7 @@ import numpy as np
 
 from ers_exact.model.histories import HistoryTree
 from ers_exact.solve.derivatives import coordinate_index
+from ers_exact.util.ulp import next_down, next_up
 
 __all__ = ["IntervalMap", "interval_map"]
 
@@ -30,12 +31,10 @@ _EXP_MAX = 709.0
 Pair = tuple[np.ndarray, np.ndarray]
 
 
-def _dn(x: np.ndarray) -> np.ndarray:
-    return np.nextafter(x, -_INF)
+_dn = next_down  # np.nextafter(x, -inf), the same bits, faster
 
 
-def _up(x: np.ndarray) -> np.ndarray:
-    return np.nextafter(x, _INF)
+_up = next_up  # np.nextafter(x, +inf), the same bits, faster
 
 
 def _add(a: Pair, b: Pair) -> Pair:

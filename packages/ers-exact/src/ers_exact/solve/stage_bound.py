@@ -31,6 +31,7 @@ import scipy.sparse as sp
 
 from ers_exact.model.histories import HistoryTree
 from ers_exact.solve.greedy import expect_upper, greedy_max
+from ers_exact.util.ulp import next_up
 
 __all__ = ["MAX_VERTEX_ACTIONS", "HeldAgentBound", "polytope_vertices"]
 
@@ -41,8 +42,7 @@ _EPS = np.finfo(float).eps
 Bounds = tuple[np.ndarray, np.ndarray]
 
 
-def _up(x: np.ndarray) -> np.ndarray:
-    return np.nextafter(x, np.inf)
+_up = next_up  # np.nextafter(x, +inf), the same bits, faster
 
 
 def polytope_vertices(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:

@@ -29,6 +29,11 @@ DENSE_ENTRIES = 4096
 SCIPY_PRODUCT = 200_000
 
 
+def _index_dtype(*sizes: int) -> type[np.signedinteger[Any]]:
+    """int32 row and column indices where every size fits (half the bytes of int64; scipy keeps them)."""
+    return np.int32 if max(sizes, default=0) < 2**31 else np.int64
+
+
 class SparseMatrix:
     """An immutable sparse matrix [rows, cols] with ``@`` on numpy arrays (see the module docstring)."""
 
@@ -47,15 +52,32 @@ class SparseMatrix:
         first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if len(key) else np.zeros(0, np.int64)
         self.shape = (n_rows, n_cols)
         self.data = np.add.reduceat(data[order], first) if len(key) else np.zeros(0)
-        self.rows = key[first] // max(n_cols, 1)
-        self.cols = key[first] % max(n_cols, 1)
+        idx = _index_dtype(n_rows, n_cols, len(first))
+        self.rows = (key[first] // max(n_cols, 1)).astype(idx)
+        self.cols = (key[first] % max(n_cols, 1)).astype(idx)
+        self._finish(dense)
+
+    @classmethod
+    def _sorted(
+        cls, data: np.ndarray, rows: np.ndarray, cols: np.ndarray, like: SparseMatrix, same_rows: bool
+    ) -> SparseMatrix:
+        """A matrix of ``like``'s shape from entries already sorted by (row, column) and unique; with
+        ``same_rows`` (the same pattern as ``like``) its row index is shared too."""
+        out = cls.__new__(cls)
+        out.shape, out.data, out.rows, out.cols = like.shape, data, rows, cols
+        out._finish(None, (like._row_ids, like._starts) if same_rows else None)
+        return out
+
+    def _finish(self, dense: bool | None, row_index: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         self.nnz = len(self.data)
         # rows that hold an entry, and where each one's entries start (entries are sorted by row, then column)
-        self._row_ids, self._starts = (
-            np.unique(self.rows, return_index=True) if self.nnz else (np.zeros(0, np.int64),) * 2
-        )
+        if row_index is None:
+            empty = np.zeros(0, self.rows.dtype)
+            ids, starts = np.unique(self.rows, return_index=True) if self.nnz else (empty, empty)
+            row_index = ids, starts.astype(self.rows.dtype)
+        self._row_ids, self._starts = row_index
         self._ones = bool(np.all(self.data == 1.0))
-        size = n_rows * n_cols
+        size = self.shape[0] * self.shape[1]
         if dense is None:
             dense = size <= max(DENSE_ENTRIES, 16 * self.nnz)
         self._dense = self.toarray() if dense else None
@@ -76,7 +98,9 @@ class SparseMatrix:
         return int(np.diff(np.r_[self._starts, self.nnz]).max(initial=0))
 
     def _part(self, keep: np.ndarray, values: np.ndarray) -> SparseMatrix:
-        return SparseMatrix(values[keep], self.rows[keep], self.cols[keep], self.shape)
+        if keep.all():  # the same pattern (e.g. |M|): its index arrays are shared, not copied
+            return SparseMatrix._sorted(values, self.rows, self.cols, self, same_rows=True)
+        return SparseMatrix._sorted(values[keep], self.rows[keep], self.cols[keep], self, same_rows=False)
 
     @cached_property
     def positive(self) -> SparseMatrix:
@@ -92,6 +116,11 @@ class SparseMatrix:
     def absolute(self) -> SparseMatrix:
         """|M|."""
         return self._part(self.data != 0, np.abs(self.data))
+
+    @property
+    def parts_built(self) -> bool:
+        """Whether ``positive``, ``negative`` and ``absolute`` are built (they hold memory then)."""
+        return all(name in self.__dict__ for name in ("positive", "negative", "absolute"))
 
     def __matmul__(self, x: np.ndarray) -> np.ndarray:
         """M @ x for x [cols] or [cols, P]."""
@@ -121,8 +150,8 @@ class SparseMatrix:
         """The same matrix as a ``scipy.sparse.csr_matrix`` (entries in the same order)."""
         import scipy.sparse as sp  # lazy: see the module docstring
 
-        indptr = np.searchsorted(self.rows, np.arange(self.shape[0] + 1))
-        return sp.csr_matrix((self.data, self.cols, indptr), shape=self.shape)
+        indptr = np.searchsorted(self.rows, np.arange(self.shape[0] + 1)).astype(self.cols.dtype)
+        return sp.csr_matrix((self.data, self.cols, indptr), shape=self.shape)  # shares data and cols
 
     def __repr__(self) -> str:
         return f"SparseMatrix(shape={self.shape}, nnz={self.nnz})"
