@@ -15,7 +15,7 @@ from ers_exact.io.dpomdp import read_dpomdp
 from ers_exact.model.histories import HistoryTree, enumerate_histories
 from ers_exact.solve import boltzmann, fixed_points
 from ers_exact.solve.boltzmann import LogitCoordinates
-from ers_exact.solve.dense import dense_logit_map, dense_structure_bytes
+from ers_exact.solve.dense import MAX_DENSE_BYTES, dense_logit_map, dense_structure_bytes
 from ers_exact.solve.derivatives import LogitDerivatives
 from ers_exact.solve.fixed_points import DENSE_BUILD_PEAK, SolverConfig, solve_fixed_points
 from ers_exact.solve.newton import policy_bytes
@@ -110,9 +110,33 @@ def test_certificates_release_the_dense_evaluator_where_both_do_not_fit(monkeypa
     budget = int(search + DENSE_BUILD_PEAK * dense_structure_bytes(tree) + policy_bytes(coords)) + 1
     monkeypatch.setattr(fixed_points, "resident_bytes", _fake_resident(tree))
     built = []
-    monkeypatch.setattr(boltzmann, "dense_logit_map", lambda t: built.append(t) or dense_logit_map(t))
+    monkeypatch.setattr(
+        boltzmann, "dense_logit_map", lambda t, cap: built.append(t) or dense_logit_map(t, cap)
+    )
     tight = solve_fixed_points(tree, 1.0, replace(cfg, memory_budget_bytes=budget))
     assert len(built) == 1 and not tree.has_derived("solve.dense")  # built for the search, then released
     assert tight.points and all(p.certified for p in tight.points)
     assert [p.J for p in tight.points] == pytest.approx([p.J for p in wide.points], abs=1e-9)
     assert [p.certified for p in tight.points] == [p.certified for p in wide.points]
+
+
+def test_the_solve_takes_a_dense_evaluator_past_the_default_limit_where_its_budget_holds_it(
+    monkeypatch,
+) -> None:
+    """Coordinates made outside a solve stop at ``MAX_DENSE_BYTES`` (no budget to check it against); the solve
+    counts the dense arrays in its budget and takes them past that limit (Mars H=3: 564 MB)."""
+    tree = enumerate_histories(get_game("dectiger", horizon=3))
+    huge = MAX_DENSE_BYTES + 1  # what the estimate says; the real map is small
+    for module in (boltzmann, fixed_points):
+        monkeypatch.setattr(module, "dense_structure_bytes", lambda t: huge)
+    assert LogitCoordinates(tree).dense_map is None
+    built = []
+    monkeypatch.setattr(
+        boltzmann, "dense_logit_map", lambda t, cap: built.append(cap) or dense_logit_map(t, 2 * huge)
+    )
+    cfg = SolverConfig(n_starts=4, continuation=False, certify=False, progress=False)
+    points = solve_fixed_points(tree, 1.0, replace(cfg, memory_budget_bytes=8 * huge)).points
+    assert built == [huge] and points
+    built.clear()
+    solve_fixed_points(tree, 1.0, replace(cfg, memory_budget_bytes=huge // 2, memory_scope="call"))
+    assert built == []  # a budget that cannot hold it: the reference alone

@@ -27,7 +27,7 @@ import numpy as np
 
 from ers_exact.model.histories import HistoryTree
 from ers_exact.model.values import Policy, check_policy, local_q_values
-from ers_exact.solve.dense import DenseLogitMap, dense_logit_map
+from ers_exact.solve.dense import MAX_DENSE_BYTES, DenseLogitMap, dense_logit_map, dense_structure_bytes
 from ers_exact.solve.derivatives import (
     DEFAULT_MEMORY_BUDGET,
     LogitDerivatives,
@@ -116,6 +116,7 @@ class LogitCoordinates:
     tree: HistoryTree
     memory_budget: int = DEFAULT_MEMORY_BUDGET  # bytes of working memory per batched evaluation
     dense: bool = True  # small two-agent games: M and DM from solve.dense (False: the reference alone)
+    max_dense_bytes: int = MAX_DENSE_BYTES  # the largest dense evaluator used (solve raises it to its budget)
 
     @cached_property
     def _index(self) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
@@ -128,11 +129,13 @@ class LogitCoordinates:
 
     @cached_property
     def dense_map(self) -> DenseLogitMap | None:
-        """The tree's dense evaluator (:mod:`ers_exact.solve.dense`) when ``dense`` and the game is small
-        enough, else None."""
-        if not self.dense:
-            return None
-        return self.tree.derived("solve.dense", lambda: dense_logit_map(self.tree))
+        """The tree's dense evaluator (:mod:`ers_exact.solve.dense`) when ``dense`` and the game is a two-agent
+        one whose dense arrays take at most ``max_dense_bytes``, else None."""
+        if not self.dense or (dense_structure_bytes(self.tree) or 0) > self.max_dense_bytes:
+            return (
+                None  # (a map that a larger limit built stays in the tree for the coordinates that allow it)
+            )
+        return self.tree.derived("solve.dense", lambda: dense_logit_map(self.tree, self.max_dense_bytes))
 
     def release_dense(self) -> None:
         """Drop the dense evaluator here and from the tree (its memory is freed; it is rebuilt on next use)."""

@@ -54,10 +54,11 @@ MAX_DENSE_BYTES = 400 * 2**20
 TINY = 1e-250
 
 
-def dense_logit_map(tree: HistoryTree) -> DenseLogitMap | None:
-    """The dense evaluator of ``tree`` when it is a two-agent game small enough (else None: the reference)."""
+def dense_logit_map(tree: HistoryTree, max_bytes: int = MAX_DENSE_BYTES) -> DenseLogitMap | None:
+    """The dense evaluator of ``tree`` when it is a two-agent game whose arrays (:func:`dense_structure_bytes`)
+    take at most ``max_bytes`` (else None: the reference)."""
     size = dense_structure_bytes(tree)
-    if size is None or size > MAX_DENSE_BYTES:
+    if size is None or size > max_bytes:
         return None
     return DenseLogitMap(tree)
 

@@ -35,7 +35,7 @@ from ers_exact.solve.certify import certificate_bytes, certify_points, enumerate
 from ers_exact.solve.config import SolverConfig
 from ers_exact.solve.continuation import continuation
 from ers_exact.solve.damped import damped
-from ers_exact.solve.dense import dense_structure_bytes
+from ers_exact.solve.dense import MAX_DENSE_BYTES, dense_structure_bytes
 from ers_exact.solve.derivatives import MemoryBudgetError
 from ers_exact.solve.fixed_point_result import FixedPoint, FixedPointSet
 from ers_exact.solve.newton import dedup, flat_policies, newton, policy_bytes
@@ -148,19 +148,22 @@ def _budgeted_coordinates(tree: HistoryTree, cfg: SolverConfig, base: float) -> 
     resident = resident_bytes() - base
     if resident + structures + per > budget:
         _refuse(tree, coords, cfg, resident, structures, per)
-    # the dense evaluator (two agents, small enough: dense_logit_map decides) only where its arrays fit
+    # the dense evaluator (two-agent games) wherever its arrays fit the budget beside the reference's
     size = dense_structure_bytes(tree)
     search = structures - (der.interval_bytes() if structures else 0)  # the search builds no interval parts
     dense = size is not None and resident + search + DENSE_BUILD_PEAK * size + per <= budget
     der.prepare()
+    largest = max(size or 0, MAX_DENSE_BYTES)  # past the default limit where the budget holds it
     if dense:
-        coords.dense_map  # noqa: B018  (built now, so that the memory measured next holds it)
+        _ = LogitCoordinates(
+            tree, max_dense_bytes=largest
+        ).dense_map  # built now: the memory measured next holds it
     resident = resident_bytes() - base
     if not dense:  # no evaluator to release before the certificates: their parts count from the start
         resident += der.interval_bytes()
     if resident + per > budget:
         _refuse(tree, coords, cfg, resident, 0, per)
-    return LogitCoordinates(tree, memory_budget=int(budget - resident), dense=dense)
+    return LogitCoordinates(tree, memory_budget=int(budget - resident), dense=dense, max_dense_bytes=largest)
 
 
 def _certificate_coordinates(coords: LogitCoordinates, cfg: SolverConfig, base: float) -> LogitCoordinates:
