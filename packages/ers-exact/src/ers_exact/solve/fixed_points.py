@@ -154,10 +154,8 @@ def _budgeted_coordinates(tree: HistoryTree, cfg: SolverConfig, base: float) -> 
     dense = size is not None and resident + search + DENSE_BUILD_PEAK * size + per <= budget
     der.prepare()
     largest = max(size or 0, MAX_DENSE_BYTES)  # past the default limit where the budget holds it
-    if dense:
-        _ = LogitCoordinates(
-            tree, max_dense_bytes=largest
-        ).dense_map  # built now: the memory measured next holds it
+    if dense:  # built now, so that the memory measured next holds it
+        LogitCoordinates(tree, max_dense_bytes=largest).dense_map  # noqa: B018
     resident = resident_bytes() - base
     if not dense:  # no evaluator to release before the certificates: their parts count from the start
         resident += der.interval_bytes()
