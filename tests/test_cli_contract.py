@@ -167,7 +167,7 @@ EXACT_CASES = [
     ("history-budget", ["solve", "dectiger", "--alpha", "1", "--max-nodes", "10"], {}, "max_nodes = 10"),
     (  # the whole process (what is resident, the index structures, one Newton step) over --memory-budget
         "solve-memory-budget",
-        ["solve", "dectiger", "--horizon", "3", "--alpha", "1", "--memory-budget", "0.02"],
+        ["solve", "dectiger", "--horizon", "3", "--alpha", "1", "--memory-budget", "0.01"],
         {},
         "--memory-budget",
     ),

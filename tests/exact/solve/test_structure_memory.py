@@ -98,7 +98,7 @@ def _fake_resident(tree: HistoryTree):
 
 
 def test_certificates_release_the_dense_evaluator_where_both_do_not_fit(monkeypatch) -> None:
-    cfg = SolverConfig(n_starts=6, continuation=False, progress=False, memory_scope="process")
+    cfg = SolverConfig(n_starts=6, continuation=False, progress=False)  # budgets what the solve adds
     roomy = enumerate_histories(get_game("dectiger", horizon=3))
     wide = solve_fixed_points(roomy, 1.0, cfg)
     assert roomy.has_derived("solve.dense")  # kept where there is room
