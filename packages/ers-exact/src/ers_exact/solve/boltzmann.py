@@ -131,10 +131,9 @@ class LogitCoordinates:
     def dense_map(self) -> DenseLogitMap | None:
         """The tree's dense evaluator (:mod:`ers_exact.solve.dense`) when ``dense`` and the game is a two-agent
         one whose dense arrays take at most ``max_dense_bytes``, else None."""
+        # a map that a larger limit built stays in the tree, for the coordinates that allow it
         if not self.dense or (dense_structure_bytes(self.tree) or 0) > self.max_dense_bytes:
-            return (
-                None  # (a map that a larger limit built stays in the tree for the coordinates that allow it)
-            )
+            return None
         return self.tree.derived("solve.dense", lambda: dense_logit_map(self.tree, self.max_dense_bytes))
 
     def release_dense(self) -> None:

@@ -266,7 +266,7 @@ class LogitStructure:
         (:meth:`interval_bytes`), from the exact count of the scatter matrices' entries E and rows R
         (:meth:`scatter_sizes`): per entry 8 bytes of value and two int32 indices, per nonempty row its place in
         the row index; the flat node index and path matrices per node and layer. Bounds the arrays held
-        (Dec-Tiger H=4: 359 MB for 282 MB held; a test keeps it within 1.5x)."""
+        (Dec-Tiger H=4: 359 MB for 268 MB held; a test keeps it within 1.5x)."""
         entries, rows, cells = self.scatter_sizes()
         held = 16 * entries + 8 * min(rows, entries) + 8 * cells + 64 * len(self.node_local) * self.H * self.n
         return held + self.interval_bytes()
