@@ -16,7 +16,7 @@ from ers_exact.cli.options import SolveOptions
 from ers_exact.games import GAMES, get_game
 from ers_exact.model.histories import enumerate_histories
 from ers_exact.solve.boltzmann import LogitCoordinates, boltzmann_map, boltzmann_residual
-from ers_exact.solve.certify import certify_point, krawczyk
+from ers_exact.solve.certify import certify_point, certify_points, krawczyk
 from ers_exact.solve.fixed_points import SolverConfig, solve_fixed_points
 
 
@@ -101,6 +101,18 @@ def test_krawczyk_rejects_boxes_without_fixed_points(toy) -> None:
     far = y + 3.0
     status, _, _ = krawczyk(coords, far - 1e-3, far + 1e-3, 0.3)
     assert status == "none"
+
+
+@pytest.mark.parametrize("method", ["vectorised", "scalar", "auto"])
+def test_certify_points_reports_each_certified_point_once(toy, method: str) -> None:
+    """The progress callback of the certificates: the counts it is told add up to the points certified (the
+    boxes shifted off a fixed point are certified by no radius and never counted)."""
+    coords = LogitCoordinates(toy)
+    ys = np.array([p.y for p in solve_fixed_points(toy, 0.3, SolverConfig(complete_search=False)).points])
+    told: list[int] = []
+    got = certify_points(coords, np.vstack([ys, ys + 0.5]), 0.3, method=method, on_certified=told.append)
+    assert got == [True] * len(ys) + [False] * len(ys)
+    assert sum(told) == len(ys) and all(k >= 0 for k in told)
 
 
 def test_solve_cli_json_fields(capsys) -> None:

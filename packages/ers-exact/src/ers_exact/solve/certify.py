@@ -171,9 +171,11 @@ def certify_points(
     alpha: float,
     radii: tuple[float, ...] = (1e-8, 1e-6, 1e-4),
     method: str = "auto",
+    on_certified: Callable[[int], None] | None = None,
 ) -> list[bool]:
     """:func:`certify_point` for each row of ``ys`` [P, D]; the vectorised tests of all the points still
-    undecided at one radius share one batched interval evaluation (the same boxes, the same answers)."""
+    undecided at one radius share one batched interval evaluation (the same boxes, the same answers).
+    ``on_certified(k)`` is told after each batch how many more points it certified (a progress bar)."""
     ys = np.asarray(ys, float).reshape(len(ys), coords.dim)
     methods = {
         "auto": ["vectorised"] + (["scalar"] if coords.dim <= 64 else []),
@@ -189,9 +191,11 @@ def certify_points(
             rad = r * np.maximum(1.0, np.abs(ys[todo]))
             lo, hi = ys[todo] - rad, ys[todo] + rad
             if m == "vectorised":
-                status = _vectorised_tests(coords, lo, hi, alpha)
+                status = _vectorised_tests(coords, lo, hi, alpha, on_certified)
             else:
                 status = [krawczyk(coords, lo[p], hi[p], alpha, method=m)[0] for p in range(len(todo))]
+                if on_certified is not None:
+                    on_certified(status.count("unique"))
             for k, st in zip(todo, status):
                 done[k] = st == "unique"
     return done
@@ -207,7 +211,13 @@ def certificate_bytes(coords: LogitCoordinates) -> int:
     return CERTIFICATE_EVALUATIONS * coords.derivatives.bytes_per_policy(True)
 
 
-def _vectorised_tests(coords: LogitCoordinates, lo: np.ndarray, hi: np.ndarray, alpha: float) -> list[str]:
+def _vectorised_tests(
+    coords: LogitCoordinates,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    alpha: float,
+    on_certified: Callable[[int], None] | None = None,
+) -> list[str]:
     """The vectorised Krawczyk test of each box [lo[p], hi[p]], in batches under the memory budget
     (:func:`certificate_bytes` per box)."""
     if lo.shape[1] == 0:  # no free coordinate (one action everywhere): the one policy is the one fixed point
@@ -218,7 +228,10 @@ def _vectorised_tests(coords: LogitCoordinates, lo: np.ndarray, hi: np.ndarray, 
         blo, bhi = lo[s : s + step], hi[s : s + step]
         c = 0.5 * (blo + bhi)
         enc = _enclosures_vectorised(coords, blo.T, bhi.T, c.T, alpha)
-        out += [_krawczyk_test(blo[p], bhi[p], c[p], *(e[..., p] for e in enc))[0] for p in range(len(blo))]
+        batch = [_krawczyk_test(blo[p], bhi[p], c[p], *(e[..., p] for e in enc))[0] for p in range(len(blo))]
+        if on_certified is not None:
+            on_certified(batch.count("unique"))
+        out += batch
     return out
 
 

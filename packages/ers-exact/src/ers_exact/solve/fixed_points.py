@@ -319,8 +319,12 @@ def _describe(
             del ev
             bar.update(len(ys[part]))
         if certify:
-            certified = list(certify_points(_certificate_coordinates(coords, cfg, base), ys, alpha))
-            bar.update(n)
+            certified = list(
+                certify_points(
+                    _certificate_coordinates(coords, cfg, base), ys, alpha, on_certified=bar.update
+                )
+            )
+            bar.update(n - sum(bool(c) for c in certified))  # the points no radius certified
     j_star = J.max()
     points = []
     order = {"multistart": 0, "continuation": 1, "certified search": 2}
