@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ers_exact.model.histories import HistoryTree
-from ers_exact.model.sequence_form import sequence_form
+from ers_exact.model.sequence_form import SequenceForm, sequence_form
 from ers_exact.util.errors import InputError
 
 __all__ = [
@@ -254,11 +254,11 @@ def expected_return(tree: HistoryTree, policy: Policy, sequence: bool = True) ->
     return root if batched else float(root[0])
 
 
-def _per_agent(tree: HistoryTree, policy: Policy, quantity: str) -> tuple[np.ndarray, ...]:
+def _per_agent(
+    form: SequenceForm, tree: HistoryTree, policy: Policy, quantity: str
+) -> tuple[np.ndarray, ...]:
     """A per-agent quantity of the sequence form (``"local_q"`` or ``"gradient"``) of a checked policy,
     unbatched for one policy."""
-    form = sequence_form(tree)
-    assert form is not None
     pols, batched = check_policy(tree, policy)
     out = form.local_q(pols) if quantity == "local_q" else form.gradient(pols)
     return out if batched else tuple(x[0] for x in out)
@@ -292,8 +292,9 @@ def joint_action_values(tree: HistoryTree, policy: Policy) -> list[np.ndarray]:
 def local_q_values(tree: HistoryTree, policy: Policy, sequence: bool = True) -> tuple[np.ndarray, ...]:
     """Q^i_pi(tau^i, a^i) for every agent: [K_i, |A^i|] (or [P, K_i, |A^i|]); NaN where undefined. Two-agent
     games go through the sequence form unless ``sequence`` is False (as :func:`expected_return`)."""
-    if sequence and sequence_form(tree) is not None:
-        return _per_agent(tree, policy, "local_q")
+    form = sequence_form(tree) if sequence else None
+    if form is not None:
+        return _per_agent(form, tree, policy, "local_q")
     res, batched, _ = _run(tree, policy)
     out = []
     for i in range(tree.game.n_agents):
@@ -341,8 +342,9 @@ def return_gradient(tree: HistoryTree, policy: Policy, sequence: bool = True) ->
     where rho^i is agent i's own probability of its past actions along tau. Per agent [K_i, A_i] (or
     [P, K_i, A_i]); illegal actions get 0. Checked against finite differences in the tests. Two-agent
     games go through the sequence form unless ``sequence`` is False (as :func:`expected_return`)."""
-    if sequence and sequence_form(tree) is not None:
-        return _per_agent(tree, policy, "gradient")
+    form = sequence_form(tree) if sequence else None
+    if form is not None:
+        return _per_agent(form, tree, policy, "gradient")
     res, batched, _ = _run(tree, policy)
     pols, _ = check_policy(tree, policy)
     out = []
