@@ -13,6 +13,7 @@ from ers_exact.model.objectives import cross_play, other_play, seat_assignments,
 from ers_exact.model.transformation import (
     InadmissibleError,
     Transformation,
+    apply_to_log_policy,
     apply_to_policy,
     is_admissible,
     is_decpomdp_symmetry,
@@ -108,6 +109,18 @@ def test_transformation_algebra(lever3) -> None:
             np.testing.assert_array_equal(a, b)
 
 
+def test_log_policy_relabelling_is_the_relabelled_log_policy(lever3) -> None:
+    """apply_to_log_policy permutes log pi exactly as apply_to_policy permutes pi (bit for bit), and stays finite
+    where pi underflows."""
+    pol = random_policy(lever3, np.random.default_rng(4))
+    for phi in lever_relabelings(3):
+        got = apply_to_log_policy(lever3, phi, [np.log(p)[None] for p in pol])
+        for a, b in zip(got, apply_to_policy(lever3, phi, pol)):
+            np.testing.assert_array_equal(a[0], np.log(b))
+        cold = apply_to_log_policy(lever3, phi, [3000.0 * np.log(p)[None] for p in pol])
+        assert all(np.isfinite(c).all() for c in cold)  # exp(3000 log p) underflows to 0
+
+
 def test_toy_game_action_swap_needs_observation_swap() -> None:
     game = get_game("toy-coordination")
     tree = enumerate_histories(game)
@@ -119,6 +132,8 @@ def test_toy_game_action_swap_needs_observation_swap() -> None:
     assert not is_admissible(tree, paper_phi)
     with pytest.raises(InadmissibleError):
         apply_to_policy(tree, paper_phi, uniform_policy(tree))
+    with pytest.raises(InadmissibleError):
+        apply_to_log_policy(tree, paper_phi, [np.log(p)[None] for p in uniform_policy(tree)])
     # its admissible twin also swaps the observations x and m
     x, m = obs_names.index("x"), obs_names.index("m")
     twin_obs = list(identity_obs)

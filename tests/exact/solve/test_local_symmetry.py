@@ -59,6 +59,21 @@ def test_three_lever_components() -> None:
     _check_commutes(tree, dom, 0)
 
 
+def test_relabellings_are_linear_in_the_logits_at_low_temperature() -> None:
+    """apply(c y) = c apply(y) (each image logit is a difference of logits), also at logits of 1e3 where the
+    probabilities underflow (the relabelling runs in log space)."""
+    tree = enumerate_histories(get_game("three-lever"))
+    dom = local_domain(tree)
+    assert dom is not None
+    coords = LogitCoordinates(tree)
+    y = np.random.default_rng(3).normal(size=(4, coords.dim)) * 3.0
+    for comp in dom.components[:3]:
+        for perm in comp.perms:
+            big = dom.apply(coords, 400.0 * y, comp, perm)
+            assert np.isfinite(big).all()
+            np.testing.assert_allclose(big, 400.0 * dom.apply(coords, y, comp, perm), rtol=1e-12, atol=1e-10)
+
+
 def test_inexact_reward_keeps_only_the_relabellings_it_allows() -> None:
     """A reward changed by 1e-13 at (lever 1, lever 1) breaks every relabelling that moves lever 1: only the
     swap of levers 0 and 2 is left (compared bit for bit, not to a tolerance)."""

@@ -123,6 +123,31 @@ def test_three_lever_domain_holds_an_image_of_every_policy() -> None:
     assert np.array_equal(inside, (first[:, 0] >= first[:, 1]) & (first[:, 1] >= first[:, 2]))
 
 
+def test_images_are_linear_in_the_logits_at_low_temperature() -> None:
+    """A relabelling permutes actions, so each image logit is a difference of logits: images(c y) = c images(y).
+    At logits of 1e3 (alpha <= 0.1) the probabilities underflow; the images are taken in log space and stay
+    exact (through probabilities they were -inf, and dectiger's optimal set at alpha 0.05 was not proven)."""
+    game = get_game("three-lever")
+    tree = enumerate_histories(game)
+    domain = orbit_domain(tree, decpomdp_group(game).policy_parts)
+    assert domain is not None
+    coords = LogitCoordinates(tree)
+    y = np.random.default_rng(2).normal(size=(6, coords.dim)) * 3.0
+    big = domain.images(coords, 400.0 * y)
+    assert np.isfinite(big).all()
+    np.testing.assert_allclose(big, 400.0 * domain.images(coords, y), rtol=1e-12, atol=1e-10)
+
+
+def test_dectiger_at_low_temperature_is_proven_complete() -> None:
+    """alpha 0.05: the optimum's logits reach -825; its mirror image is certified and the set proven complete."""
+    game = get_game("dectiger")
+    result = certified_optimal_set(
+        enumerate_histories(game), 0.05, FAST, relabellings=decpomdp_group(game).policy_parts
+    )
+    assert result.complete, result.note
+    assert len(result.optimal_points) == 1 and pytest.approx(-4.0, abs=1e-9) == result.optimal_points[0].J
+
+
 def test_inexact_symmetry_is_refused() -> None:
     """A reward changed by 1e-13 breaks the lever relabellings; a non-symmetry is refused as well."""
     game = get_game("three-lever")

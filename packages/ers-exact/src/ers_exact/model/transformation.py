@@ -11,7 +11,7 @@ onto legal actions. Inadmissible ones raise :class:`InadmissibleError`; :func:`i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -25,6 +25,7 @@ from ers_exact.util.errors import InputError
 __all__ = [
     "InadmissibleError",
     "Transformation",
+    "apply_to_log_policy",
     "apply_to_policy",
     "history_map",
     "is_admissible",
@@ -205,6 +206,27 @@ def is_admissible(tree: HistoryTree, phi: Transformation) -> bool:
 def apply_to_policy(tree: HistoryTree, phi: Transformation, policy: Policy) -> tuple[np.ndarray, ...]:
     """phi(pi)^i(phi(a) | phi(tau)) = pi^i(a | tau) for every agent (batched policies allowed)."""
     pols, batched = check_policy(tree, policy)
+    out = _relabel(tree, phi, pols, lambda p: p > 0)
+    return tuple(out) if batched else tuple(p[0] for p in out)
+
+
+def apply_to_log_policy(
+    tree: HistoryTree, phi: Transformation, log_policy: Sequence[np.ndarray]
+) -> tuple[np.ndarray, ...]:
+    """log phi(pi) from log pi, per agent [P, K_i, A_i] (-inf on illegal actions): the relabelling of
+    :func:`apply_to_policy` on log-probabilities, so that it stays exact where pi underflows (at low
+    temperature the logits of a fixed point reach 1e3 and exp of them is 0)."""
+    return tuple(_relabel(tree, phi, [np.asarray(lp, float) for lp in log_policy], np.isfinite))
+
+
+def _relabel(
+    tree: HistoryTree,
+    phi: Transformation,
+    pols: Sequence[np.ndarray],
+    present: Callable[[np.ndarray], np.ndarray],
+) -> list[np.ndarray]:
+    """Each agent's [P, K_i, A_i] array moved to (phi(tau), phi(a)); ``present`` marks the entries of legal
+    actions (p > 0, or a finite log p)."""
     out = []
     for i, pol in enumerate(pols):
         hmap = history_map(tree, phi, i)
@@ -215,7 +237,7 @@ def apply_to_policy(tree: HistoryTree, phi: Transformation, policy: Policy) -> t
             )
         new = np.empty_like(pol)
         new[:, hmap[:, None], np.asarray(phi.actions[i])[None, :]] = pol
-        if np.any((new > 0) & ~tree.local[i].legal[None]):
+        if np.any(present(new) & ~tree.local[i].legal[None]):
             raise InadmissibleError(f"phi maps a legal action of agent {i} to an illegal one")
         out.append(new)
-    return tuple(out) if batched else tuple(p[0] for p in out)
+    return out

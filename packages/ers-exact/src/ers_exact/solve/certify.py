@@ -14,7 +14,7 @@ dimension (coordinates left wide after contracting Y <- Y n M(Y)) is at most ``m
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,11 +26,14 @@ from ers_exact.solve.interval_map import interval_map
 from ers_exact.solve.interval_scalar import interval_logit_map, structure
 
 __all__ = [
+    "BoxVerdict",
     "SearchResult",
     "certificate_bytes",
+    "certified_boxes",
     "certify_point",
     "certify_points",
     "enumerate_all",
+    "inflate",
     "interval_logit_map",
     "krawczyk",
 ]
@@ -151,14 +154,29 @@ def _krawczyk_test(
     return "unknown", klo, khi
 
 
+#: the relative radii of the boxes tried around a computed point, in this order: 1e-8 decides almost every point;
+#: 1e-10 the low-temperature ones (alpha <= 0.1: logits of 1e3-5e3 whose Jacobian varies too fast over a 1e-8
+#: box), then wider ones for points Newton left less accurate
+RADII: tuple[float, ...] = (1e-8, 1e-10, 1e-6, 1e-4)
+
+#: a Krawczyk test's verdict on boxes [P, D]: proven to hold exactly one zero [P], undecided [P], K(Y) [P, D]
+BoxVerdict = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+#: epsilon-inflation rounds after each radius (Rump's verification: the next box is the last one grown to hold
+#: its Krawczyk image with a 25% margin, at most 100x its first radius)
+INFLATIONS = 2
+
+
 def certify_point(
     coords: LogitCoordinates,
     y: np.ndarray,
     alpha: float,
-    radii: tuple[float, ...] = (1e-8, 1e-6, 1e-4),
+    radii: tuple[float, ...] = RADII,
     method: str = "auto",
 ) -> bool:
-    """True when some box y +- r (r in ``radii``) provably holds exactly one fixed point.
+    """True when some box around y provably holds exactly one fixed point: y +- r max(1, |y|) for r in
+    ``radii``, each followed by epsilon-inflation (:func:`inflate`).
 
     ``method`` 'auto' runs the vectorised Krawczyk test first and the scalar one (up to 64 coordinates)
     where the first cannot decide."""
@@ -169,9 +187,10 @@ def certify_points(
     coords: LogitCoordinates,
     ys: np.ndarray,
     alpha: float,
-    radii: tuple[float, ...] = (1e-8, 1e-6, 1e-4),
+    radii: tuple[float, ...] = RADII,
     method: str = "auto",
     on_certified: Callable[[int], None] | None = None,
+    inflations: int = INFLATIONS,
 ) -> list[bool]:
     """:func:`certify_point` for each row of ``ys`` [P, D]; the vectorised tests of all the points still
     undecided at one radius share one batched interval evaluation (the same boxes, the same answers).
@@ -182,23 +201,85 @@ def certify_points(
         "scalar": ["scalar"],
         "vectorised": ["vectorised"],
     }[method]
-    done = [False] * len(ys)
+    done = np.zeros(len(ys), dtype=bool)
     for m in methods:
-        for r in radii:
-            todo = [k for k in range(len(ys)) if not done[k]]
-            if not todo:
-                return done
-            rad = r * np.maximum(1.0, np.abs(ys[todo]))
-            lo, hi = ys[todo] - rad, ys[todo] + rad
-            if m == "vectorised":
-                status = _vectorised_tests(coords, lo, hi, alpha, on_certified)
-            else:
-                status = [krawczyk(coords, lo[p], hi[p], alpha, method=m)[0] for p in range(len(todo))]
-                if on_certified is not None:
-                    on_certified(status.count("unique"))
-            for k, st in zip(todo, status):
-                done[k] = st == "unique"
-    return done
+        todo = np.flatnonzero(~done)
+        if not todo.size:
+            break
+
+        def test(lo: np.ndarray, hi: np.ndarray, m: str = m) -> BoxVerdict:
+            status, klo, khi = _tests(coords, lo, hi, alpha, m, on_certified)
+            return status == "unique", status == "unknown", klo, khi
+
+        found, _, _ = certified_boxes(test, ys[todo], radii, inflations)
+        done[todo[found]] = True
+    return done.tolist()
+
+
+def certified_boxes(
+    test: Callable[[np.ndarray, np.ndarray], BoxVerdict],
+    ys: np.ndarray,
+    radii: Sequence[float] = RADII,
+    inflations: int = INFLATIONS,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For each row of ``ys`` [P, D] the first box that ``test`` proves to hold exactly one fixed point:
+    y +- r max(1, |y|) for r in ``radii``, each followed by up to ``inflations`` rounds of epsilon-inflation
+    (:func:`inflate`) while the test stays undecided with a finite K(Y) other than Y. Returns (found [P], lo,
+    hi [P, D]; lo = hi = y where none was found)."""
+    ys = np.asarray(ys, float)
+    found, blo, bhi = np.zeros(len(ys), dtype=bool), ys.copy(), ys.copy()
+    for r in radii:
+        todo = np.flatnonzero(~found)
+        first = r * np.maximum(1.0, np.abs(ys[todo]))
+        lo, hi = ys[todo] - first, ys[todo] + first
+        for rnd in range(inflations + 1):
+            if not todo.size:
+                return found, blo, bhi
+            unique, unknown, klo, khi = test(lo, hi)
+            found[todo[unique]] = True
+            blo[todo[unique]], bhi[todo[unique]] = lo[unique], hi[unique]
+            moved = (klo != lo).any(axis=1) | (khi != hi).any(axis=1)  # K(Y) = Y: no enclosure
+            grow = unknown & moved & np.isfinite(klo).all(axis=1) & np.isfinite(khi).all(axis=1)
+            if rnd == inflations or not grow.any():
+                break
+            todo, first = todo[grow], first[grow]
+            lo, hi = inflate(lo[grow], hi[grow], klo[grow], khi[grow], first)
+    return found, blo, bhi
+
+
+def inflate(
+    lo: np.ndarray, hi: np.ndarray, klo: np.ndarray, khi: np.ndarray, first: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The next box of epsilon-inflation around the same centre c: per coordinate the larger of its radius and
+    1.25 |K(Y) - c|, at most 100x ``first`` (the radius it started from); it holds Y. Where K(Y) left Y because the
+    rounding of g(c) is wider than Y (small logits beside large ones at low temperature) this finds the radius
+    that holds it; where the Jacobian's enclosure is too wide the growth stops at the cap and the test fails,
+    never falsely: Krawczyk's theorem holds for every box."""
+    c = 0.5 * (lo + hi)
+    half = np.maximum(hi - c, 1.25 * np.maximum(khi - c, c - klo))
+    half = np.minimum(half, 100.0 * first)
+    return np.minimum(lo, c - half), np.maximum(hi, c + half)  # holds Y whatever the rounding of c +- half
+
+
+def _tests(
+    coords: LogitCoordinates,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    alpha: float,
+    method: str,
+    on_certified: Callable[[int], None] | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The Krawczyk test of each box [lo[p], hi[p]] by ``method``: statuses [P] and K(Y) [P, D]."""
+    if method == "vectorised":
+        out = _vectorised_tests(coords, lo, hi, alpha, on_certified)
+    else:
+        out = [krawczyk(coords, lo[p], hi[p], alpha, method=method) for p in range(len(lo))]
+        if on_certified is not None:
+            on_certified(sum(o[0] == "unique" for o in out))
+    status = np.array([o[0] for o in out], dtype=object)
+    klo = np.array([o[1] for o in out], dtype=float).reshape(lo.shape)
+    khi = np.array([o[2] for o in out], dtype=float).reshape(lo.shape)
+    return status, klo, khi
 
 
 #: working memory of one box's vectorised test per policy evaluation with the Jacobian (the box and its centre
@@ -217,20 +298,20 @@ def _vectorised_tests(
     hi: np.ndarray,
     alpha: float,
     on_certified: Callable[[int], None] | None = None,
-) -> list[str]:
-    """The vectorised Krawczyk test of each box [lo[p], hi[p]], in batches under the memory budget
-    (:func:`certificate_bytes` per box)."""
+) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """The vectorised Krawczyk test of each box [lo[p], hi[p]] (status and K(Y)), in batches under the memory
+    budget (:func:`certificate_bytes` per box)."""
     if lo.shape[1] == 0:  # no free coordinate (one action everywhere): the one policy is the one fixed point
-        return ["unique"] * len(lo)
+        return [("unique", lo[p], hi[p]) for p in range(len(lo))]
     step = max(1, coords.memory_budget // certificate_bytes(coords))
     out = []
     for s in range(0, len(lo), step):
         blo, bhi = lo[s : s + step], hi[s : s + step]
         c = 0.5 * (blo + bhi)
         enc = _enclosures_vectorised(coords, blo.T, bhi.T, c.T, alpha)
-        batch = [_krawczyk_test(blo[p], bhi[p], c[p], *(e[..., p] for e in enc))[0] for p in range(len(blo))]
+        batch = [_krawczyk_test(blo[p], bhi[p], c[p], *(e[..., p] for e in enc)) for p in range(len(blo))]
         if on_certified is not None:
-            on_certified(batch.count("unique"))
+            on_certified(sum(b[0] == "unique" for b in batch))
         out += batch
     return out
 

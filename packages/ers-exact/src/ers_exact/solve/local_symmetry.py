@@ -76,13 +76,13 @@ class LocalDomain:
 
     def apply(self, coords: LogitCoordinates, y: np.ndarray, comp: Component, perm: tuple) -> np.ndarray:
         """The relabelled points: pi'^j(sigma_j(a) | tau) = pi^j(a | tau) at the component's histories.  # [R, D]"""
-        pol = [p.copy() for p in coords.to_policy(y)]
+        pol = list(coords.to_log_policy(y))  # log space: exact where pi underflows (low temperature)
         for j, (hist, sigma) in enumerate(zip(comp.histories, perm)):
             if len(hist):
                 new = pol[j][:, hist].copy()
                 new[:, :, np.asarray(sigma)] = pol[j][:, hist]
                 pol[j][:, hist] = new
-        return coords.from_policy(tuple(pol))
+        return coords.from_log_policy(tuple(pol))
 
     def orbit(
         self,

@@ -12,8 +12,9 @@ import numpy as np
 
 from ers_exact.solve.boltzmann import LogitCoordinates
 from ers_exact.solve.box_enclosure import BoxEnclosure
+from ers_exact.solve.certify import BoxVerdict, certified_boxes
 from ers_exact.solve.config import NewtonSettings, OptimalSetConfig
-from ers_exact.solve.krawczyk_batch import UNIQUE, krawczyk_batch
+from ers_exact.solve.krawczyk_batch import UNIQUE, UNKNOWN, krawczyk_batch
 from ers_exact.solve.local_symmetry import LocalDomain
 from ers_exact.solve.newton import newton
 from ers_exact.solve.orbit_domain import OrbitDomain
@@ -82,8 +83,8 @@ def certify_candidates(
     by: str = "candidate",
 ) -> int:
     """Krawczyk boxes around the solver's points: the largest radius that proves a single fixed point (its
-    box is then excluded from the search), and a small one for the enclosure of J; returns how many were
-    certified."""
+    box is then excluded from the search; where none does, the small boxes of epsilon-inflation), and a small
+    one for the enclosure of J; returns how many were certified."""
     region: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     for r in sorted(cfg.certify_radii, reverse=True):
         todo = np.array([k for k in range(len(ys)) if k not in region], dtype=np.int64)
@@ -94,6 +95,16 @@ def certify_candidates(
         for k in todo[status == UNIQUE]:
             rk = r * np.maximum(1.0, np.abs(ys[k]))
             region[int(k)] = (ys[k] - rk, ys[k] + rk)
+    rest = np.array([k for k in range(len(ys)) if k not in region], dtype=np.int64)
+    if rest.size:  # low temperature: smaller boxes, grown by epsilon-inflation (certify.certified_boxes)
+
+        def test(lo: np.ndarray, hi: np.ndarray) -> BoxVerdict:
+            status, klo, khi = krawczyk_batch(coords, lo, hi, alpha)
+            return status == UNIQUE, status == UNKNOWN, klo, khi
+
+        found, blo, bhi = certified_boxes(test, ys[rest])
+        for j in np.flatnonzero(found):
+            region[int(rest[j])] = (blo[j], bhi[j])
     if not region:
         return 0
     sel = np.array(sorted(region))

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ers_exact.model.histories import HistoryTree
-from ers_exact.model.transformation import Transformation, apply_to_policy, is_admissible
+from ers_exact.model.transformation import Transformation, apply_to_log_policy, is_admissible
 from ers_exact.solve.boltzmann import LogitCoordinates
 from ers_exact.solve.derivatives import coordinate_index
 
@@ -71,8 +71,8 @@ class OrbitDomain:
         """phi^{-1}(y) for every root y [R, D] and every given phi, identity images dropped.  # [R * G', D]"""
         if not len(y):
             return y
-        pol = coords.to_policy(y)
-        out = [coords.from_policy(apply_to_policy(coords.tree, inv, pol)) for inv in self.inverses]
+        logp = coords.to_log_policy(y)  # in log space: exact where pi underflows (low temperature)
+        out = [coords.from_log_policy(apply_to_log_policy(coords.tree, inv, logp)) for inv in self.inverses]
         ys = np.concatenate(out) if out else np.zeros((0, y.shape[1]))
         return ys[np.any(np.abs(ys - np.tile(y, (len(out), 1))) > 0, axis=1)] if out else ys
 
