@@ -11,7 +11,7 @@ import numpy as np
 
 from ers_exact.model.histories import HistoryTree
 from ers_exact.model.transformation import Transformation, apply_to_policy
-from ers_exact.solve.fixed_points import SolverConfig, solve_fixed_points
+from ers_exact.solve.fixed_points import FixedPointSet, SolverConfig, solve_fixed_points
 from ers_exact.symmetry.er import MAX_EXHAUSTIVE, er_symmetries
 from ers_exact.symmetry.groups import is_subset, summarise
 from ers_exact.symmetry.mdp_group import decpomdp_group, format_order
@@ -30,9 +30,16 @@ def symmetry_report(
     max_elements: int = 10_000,
     tol: float = 1e-8,
     er_method: str = "auto",
+    prove_seconds: float = 0.0,
 ) -> dict[str, Any]:
     """Phi_MDP (by generators and order, listed only up to ``max_elements``), Phi_ER (against the solver's
     whole optimal set) and how they relate.
+
+    ``prove_seconds`` > 0: first prove Pi*_alpha complete by the certified branch-and-bound of
+    :func:`~ers_exact.solve.optimal_set.certified_optimal_set` (the solver's points as its candidates, Phi_MDP's
+    relabellings as its fundamental domain) within that many seconds; where it is proven, the pool is every
+    fixed point it lists within ``tol`` of J*, so Phi_ER is the paper's group against all of Pi*_alpha (also
+    where the solver missed the optimum). Where it is not, the solver's pool is used and the report says so.
 
     ``er_method``: 'exhaustive' (test every admissible candidate of Psi's policy part, then summarise the
     members as a group), 'generators' (:func:`~ers_exact.symmetry.er_group.er_group`: by generators and
@@ -48,13 +55,18 @@ def symmetry_report(
     mdp = list(group.policy_parts)  # what acts on policies: one element per distinct policy part
     fps = solve_fixed_points(tree, alpha, cfg)
     found = [p.policy for p in fps.optimal_points]
+    complete, J_star, proof = fps.complete, fps.J_star, None
+    if prove_seconds > 0:
+        proven, proof = _proven_optimal_set(tree, alpha, fps, mdp, prove_seconds, tol, cfg.progress)
+        if proven is not None:
+            found, J_star, complete = proven[0], proven[1], True
     pool = _close_under(tree, found, mdp)  # Phi_MDP maps Pi*_alpha onto itself (paper, appendix)
     mdp_keys = {(m.actions, m.observations) for m in mdp}
     if er_method == "generators":
         from ers_exact.symmetry.er_group import er_group
 
         erg = er_group(
-            tree, pool, alpha, fps.J_star, tol=tol, pool_complete=fps.complete, seeds=group.generators,
+            tree, pool, alpha, J_star, tol=tol, pool_complete=complete, seeds=group.generators,
             max_seconds=ER_MAX_SECONDS, progress=cfg.progress,
         )  # fmt: skip
         er_json = {**erg.to_json(max_elements), "closed": True}
@@ -62,9 +74,7 @@ def symmetry_report(
         n_extra = erg.order_on_policies - len(mdp)
         extra = [g for g in erg.generators if (g.actions, g.observations) not in mdp_keys]
     else:
-        er = er_symmetries(
-            tree, pool, alpha, fps.J_star, tol=tol, pool_complete=fps.complete, progress=cfg.progress
-        )
+        er = er_symmetries(tree, pool, alpha, J_star, tol=tol, pool_complete=complete, progress=cfg.progress)
         er_json = er.to_json(game.n_states, max_elements)
         order = er.order(game.n_states)
         er_json["order_text"] = f"{game.n_states}! * {len(er.members):,} ({format_order(order)})"
@@ -82,7 +92,8 @@ def symmetry_report(
         er_json["complete"] = True
         er_json["order_is_lower_bound"] = False
         er_json["claim"] = (
-            f"Phi_ER relative to the pool Pi' (certified all of Pi*_alpha: {fps.complete}) = S_|S| x the "
+            f"Phi_ER relative to the pool Pi' (certified all of Pi*_alpha: {complete}"
+            f"{' by optimal-set' if proof is not None and proof['complete'] else ''}) = S_|S| x the "
             f"{len(er.members):,} admissible policy parts phi with every phi(pi), pi in Pi', an optimal "
             f"Boltzmann fixed point: all {er.n_candidates:,} candidates of Psi's policy part tested"
         )
@@ -101,10 +112,12 @@ def symmetry_report(
         "pool_found_by_solver": len(found),
         "pool_added_by_mdp_images": len(pool) - len(found),
         "er_method": er_method,
-        "J_star": fps.J_star,
+        "J_star": J_star,
         "n_fixed_points": len(fps.points),
         "fixed_points_complete": fps.complete,
         "completeness": fps.completeness,
+        "optimal_set_complete": complete,
+        "optimal_set": proof,
         "mdp": {
             **group.to_json(),
             "elements": [m.to_json() for m in listed],
@@ -117,6 +130,37 @@ def symmetry_report(
         "er_not_mdp_examples": [m.to_json() for m in extra[:5]],
         "convention": "admissible transformations only (DESIGN.md); Phi_ER = S_|S| x policy part",
     }
+
+
+def _proven_optimal_set(
+    tree: HistoryTree,
+    alpha: float,
+    fps: FixedPointSet,
+    relabellings: Sequence[Transformation],
+    seconds: float,
+    tol: float,
+    progress: bool | None,
+) -> tuple[tuple[list[tuple[np.ndarray, ...]], float] | None, dict[str, Any]]:
+    """((pool, J*) where Pi*_alpha is proven complete within ``seconds``, else None; the proof's summary)."""
+    from ers_exact.solve.config import OptimalSetConfig
+    from ers_exact.solve.optimal_set import certified_optimal_set
+
+    cfg = OptimalSetConfig(max_seconds=seconds, progress=progress)
+    res = certified_optimal_set(tree, alpha, cfg, candidates=fps, relabellings=relabellings)
+    proof = {
+        "complete": res.complete,
+        "eps": res.eps,
+        "J_star": [res.J_star_lo, res.J_star_hi],
+        "n_optimal_within_eps": len(res.optimal_points),
+        "boxes": res.boxes,
+        "seconds": round(res.seconds, 3),
+        "note": res.note,
+    }
+    if not res.complete or not res.optimal_points:
+        return None, proof
+    best = max(p.J for p in res.optimal_points)
+    pool = [tuple(q[0] for q in p.policy) for p in res.optimal_points if best - tol <= p.J]  # [1, K, A] each
+    return (pool, best), proof
 
 
 def _big(n: int) -> int | str:

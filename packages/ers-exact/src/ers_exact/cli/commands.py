@@ -248,7 +248,12 @@ def run_symmetries(o: SymmetriesOptions) -> dict[str, Any]:
     from ers_exact.analysis.report import symmetry_report
 
     report = symmetry_report(
-        _tree(o), o.alpha, _solver(o), max_elements=o.max_elements, er_method=o.er_method
+        _tree(o),
+        o.alpha,
+        _solver(o),
+        max_elements=o.max_elements,
+        er_method=o.er_method,
+        prove_seconds=o.prove_optimal_set,
     )
     return {**report, "provenance": _provenance()}
 

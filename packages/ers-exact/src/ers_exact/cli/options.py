@@ -223,6 +223,14 @@ class SymmetriesOptions(SolverOptions, GameOptions):
         "then list the members), 'generators' (a base-point subgroup search seeded by Phi_MDP: generators, "
         "order and orbits, no listing) or 'auto' (exhaustive up to 300,000 candidates, else generators)",
     )
+    prove_optimal_set: float = option(
+        0.0,
+        check=at_least(0),
+        metavar="SECONDS",
+        help="first prove Pi*_alpha complete as `optimal-set` does, for at most this many seconds; where it "
+        "is proven, Phi_ER is claimed against all of Pi*_alpha (the points it lists within 1e-8 of J*), else "
+        "against the solver's points as with 0 (off)",
+    )
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -79,8 +79,11 @@ def show_sweep(result: dict[str, Any]) -> None:
 def show_symmetries(result: dict[str, Any]) -> None:
     print(
         f"{result['game']} alpha={result['alpha']}: |Psi| = {result['psi_order_text']}, |Pi*| found = "
-        f"{result['pool_size']} (complete: {result['fixed_points_complete']})"
+        f"{result['pool_size']} (complete: {result['optimal_set_complete']})"
     )
+    if result.get("optimal_set") is not None:
+        proof = result["optimal_set"]
+        print(f"optimal-set ({proof['seconds']} s, {proof['boxes']:,} boxes): {proof['note']}")
     print(
         f"|Phi_MDP| = {result['mdp']['order_text']} ({result['mdp']['order_on_policies']} on policies, "
         f"{result['mdp']['n_generators']} generators); "
