@@ -9,7 +9,7 @@ OUT ?= results
 # hanabi-learning-environment (ers-deep) builds with CMake; its CMakeLists needs this policy floor here.
 export CMAKE_POLICY_VERSION_MINIMUM := 3.5
 
-.PHONY: venv demo test test-slow lint format readme bench clean
+.PHONY: venv demo test test-slow lint format readme bench device-carry clean
 
 $(STAMP): constraints.txt requirements-dev.txt packages/ers-exact/pyproject.toml packages/ers-deep/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -45,6 +45,15 @@ test-slow: $(STAMP)
 bench: $(STAMP)
 	mkdir -p $(OUT)
 	$(PY) -m pytest -q benchmarks -p no:randomly --benchmark-only --benchmark-json=$(OUT)/benchmarks.json -o addopts="--strict-markers"
+
+# What the device commands carry (scripts/train-gpu.sh, scripts/env-gpu.sh; the device machine reaches no
+# network): JaxMARL's four wheels in .whl/ and the JAX anchors in .anchors/, both git-ignored. Then
+# run(command="...", carry=[".whl", ".anchors"]) as in scripts/train-gpu.sh's header.
+ANCHORS ?= ../shared/anchors
+device-carry:
+	$(PYTHON) -m pip download -q --no-deps -d .whl jaxmarl==0.2.0 gymnax==1.0.1 "gymnasium<1.4" farama-notifications
+	mkdir -p .anchors && cp $(ANCHORS)/*.py .anchors/
+	ls .whl .anchors
 
 clean:
 	rm -rf $(VENV) $(OUT)

@@ -4,8 +4,7 @@
 # (scripts/gpu_env_table.py; rows most-needed first, every row written at once to $OUT/gpu-env-table.json).
 # Runs on the bare GPU image (torch + jax, no torchrl/HLE: the code it runs imports neither). Before the run,
 # on this machine: put JaxMARL's four wheels in .whl/ (../shared/notes/gpu-anchors.md) and carry .whl:
-#   echo /.whl/ >> .git/info/exclude
-#   python3 -m pip download --no-deps -d .whl jaxmarl==0.2.0 gymnax==1.0.1 "gymnasium<1.4" farama-notifications
+#   make device-carry    (the wheels into .whl/ and the anchors into .anchors/; both git-ignored)
 # then, as two device calls on one warm machine (the first includes the machine's start):
 #   run(command="bash scripts/env-gpu.sh tests", carry=[".whl"], timeout_s=360)
 #   run(command="bash scripts/env-gpu.sh table", carry=[".whl"], timeout_s=600)

@@ -4,9 +4,7 @@
 # 1,024 x 128 and 8,192 x 128, Overcooked V2 256 x 256 / 64 minibatches and 1,024 x 128 / 16, then a
 # time-budgeted Hanabi-Full self-play run of each side), every row written at once to $OUT/gpu-train-table.json.
 # Runs on the bare GPU image (torch + jax; no torchrl/HLE: the learner imports neither). Before the run, here:
-#   echo /.whl/ >> .git/info/exclude; echo /.anchors/ >> .git/info/exclude
-#   python3 -m pip download --no-deps -d .whl jaxmarl==0.2.0 gymnax==1.0.1 "gymnasium<1.4" farama-notifications
-#   mkdir -p .anchors && cp ../shared/anchors/*.py .anchors/
+#   make device-carry    (JaxMARL's wheels into .whl/, ../shared/anchors/*.py into .anchors/; both git-ignored)
 # then, as two calls on one warm machine (the first includes the machine's start):
 #   run(command="TEST_S=0 TABLE_S=480 bash scripts/train-gpu.sh", carry=[".whl", ".anchors"], timeout_s=500)
 #   run(command="TABLE_S=0 TEST_S=200 bash scripts/train-gpu.sh", carry=[".whl", ".anchors"], timeout_s=220)
