@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from ers_exact.analysis.report import symmetry_report
+from ers_exact.analysis.report import atlas, symmetry_report
 from ers_exact.cli import main
 from ers_exact.games import get_game
 from ers_exact.model.histories import enumerate_histories
@@ -60,3 +60,9 @@ def test_cli_flag(capsys) -> None:
     assert out["optimal_set"]["complete"] and out["optimal_set_complete"]
     assert main(argv[:-1]) == 0  # the text form names the proof
     assert "optimal-set (" in capsys.readouterr().out
+
+
+def test_atlas_proves_each_alpha() -> None:
+    rows = atlas(enumerate_histories(get_game("two-lever")), [0.25, 1.0], prove_seconds=60.0)["rows"]
+    assert [r["optimal_set_complete"] for r in rows] == [True, True]
+    assert [r["pool_size"] for r in rows] == [4, 1]

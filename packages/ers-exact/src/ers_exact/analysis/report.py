@@ -186,12 +186,20 @@ def _close_under(
     return out
 
 
-def atlas(tree: HistoryTree, alphas: Sequence[float], config: SolverConfig | None = None) -> dict[str, Any]:
-    """|Pi*_alpha| (found), |Phi_ER(alpha)| and |Phi_MDP| over a grid of alphas."""
+def atlas(
+    tree: HistoryTree,
+    alphas: Sequence[float],
+    config: SolverConfig | None = None,
+    prove_seconds: float = 0.0,
+) -> dict[str, Any]:
+    """|Pi*_alpha| (found, or proven complete where ``prove_seconds`` allows: :func:`symmetry_report`),
+    |Phi_ER(alpha)| and |Phi_MDP| over a grid of alphas."""
     cfg = config or SolverConfig()
     rows = []
     for k, alpha in enumerate(sorted(alphas)):
-        rep = symmetry_report(tree, alpha, replace(cfg, seed=cfg.seed + k), max_elements=0)
+        rep = symmetry_report(
+            tree, alpha, replace(cfg, seed=cfg.seed + k), max_elements=0, prove_seconds=prove_seconds
+        )
         rows.append(
             {
                 "alpha": alpha,
@@ -201,6 +209,7 @@ def atlas(tree: HistoryTree, alphas: Sequence[float], config: SolverConfig | Non
                 "mdp_order": rep["mdp"]["order"],
                 "mdp_subgroup_of_er": rep["mdp_subgroup_of_er"],
                 "fixed_points_complete": rep["fixed_points_complete"],
+                "optimal_set_complete": rep["optimal_set_complete"],
             }
         )
     return {

@@ -265,8 +265,13 @@ def run_atlas(o: AtlasOptions) -> dict[str, Any]:
     from ers_exact.solve.config import parse_alphas
 
     out = {
-        **atlas(_tree(o), parse_alphas(o.alphas), _solver(o)),
-        "config": {"alphas": o.alphas, "starts": o.starts, "seed": o.seed},
+        **atlas(_tree(o), parse_alphas(o.alphas), _solver(o), prove_seconds=o.prove_optimal_set),
+        "config": {
+            "alphas": o.alphas,
+            "starts": o.starts,
+            "seed": o.seed,
+            "prove_optimal_set": o.prove_optimal_set,
+        },
         "provenance": _provenance(),
     }
     if o.plot:

@@ -205,7 +205,21 @@ class OptimalSetOptions(SolverOptions, GameOptions):
 
 
 @dataclass(frozen=True, kw_only=True)
-class SymmetriesOptions(SolverOptions, GameOptions):
+class ProofOptions(Options):
+    """Phi_ER against Pi*_alpha proven complete (``symmetries``, ``atlas``)."""
+
+    prove_optimal_set: float = option(
+        0.0,
+        check=at_least(0),
+        metavar="SECONDS",
+        help="first prove Pi*_alpha complete as `optimal-set` does, for at most this many seconds (per alpha); "
+        "where it is proven, Phi_ER is claimed against all of Pi*_alpha (the points it lists within 1e-8 of "
+        "J*), else against the solver's points as with 0 (off)",
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class SymmetriesOptions(ProofOptions, SolverOptions, GameOptions):
     """``symmetries``: Phi_MDP and Phi_ER at one alpha."""
 
     alpha: float = option(help=ALPHA_HELP, check=positive)
@@ -223,14 +237,6 @@ class SymmetriesOptions(SolverOptions, GameOptions):
         "then list the members), 'generators' (a base-point subgroup search seeded by Phi_MDP: generators, "
         "order and orbits, no listing) or 'auto' (exhaustive up to 300,000 candidates, else generators)",
     )
-    prove_optimal_set: float = option(
-        0.0,
-        check=at_least(0),
-        metavar="SECONDS",
-        help="first prove Pi*_alpha complete as `optimal-set` does, for at most this many seconds; where it "
-        "is proven, Phi_ER is claimed against all of Pi*_alpha (the points it lists within 1e-8 of J*), else "
-        "against the solver's points as with 0 (off)",
-    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -239,7 +245,7 @@ class SweepOptions(GridOptions):
 
 
 @dataclass(frozen=True, kw_only=True)
-class AtlasOptions(GridOptions):
+class AtlasOptions(ProofOptions, GridOptions):
     """``atlas``: |Pi*_alpha|, |Phi_ER| and |Phi_MDP| over a grid of alphas."""
 
 

@@ -112,7 +112,15 @@ def show_symmetries(result: dict[str, Any]) -> None:
 
 def show_atlas(result: dict[str, Any]) -> None:
     print_table(
-        result["rows"], ["alpha", "pool_size", "er_order_on_policies", "mdp_order", "mdp_subgroup_of_er"]
+        result["rows"],
+        [
+            "alpha",
+            "pool_size",
+            "er_order_on_policies",
+            "mdp_order",
+            "mdp_subgroup_of_er",
+            "optimal_set_complete",
+        ],
     )
     _wrote(result)
 
