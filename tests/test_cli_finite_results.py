@@ -105,6 +105,25 @@ OVERFLOW_FOUND = {
     "alpha_exp": 0.0,
 }
 
+#: found by the slow variant (2026-11-28): logits of 1e7 in a certificate box 1e3 wide, where the interval
+#: log-sum-exp's lower end underflowed to log 0 = -inf and -inf - -inf raised at the illegal actions
+LSE_UNDERFLOW_FOUND = {
+    "spec": GameSpec(
+        n_agents=2,
+        n_states=2,
+        n_actions=(3, 2),
+        n_observations=(2, 1),
+        horizon=2,
+        discount=1.0,
+        sparsity=0.3,
+        reward_kind="grid",
+        legal=True,
+        seed=7,
+    ),
+    "reward_exp": 7,
+    "alpha_exp": 0.0,
+}
+
 
 def _finite_or_refused(spec: GameSpec, reward_exp: int, alpha_exp: float) -> None:
     """Any alpha > 0 and rewards scaled by 10^-8 .. 10^60: every solver path (floats, continuation, interval
@@ -135,6 +154,7 @@ def _finite_or_refused(spec: GameSpec, reward_exp: int, alpha_exp: float) -> Non
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(**EXTREMES)
 @example(**OVERFLOW_FOUND)
+@example(**LSE_UNDERFLOW_FOUND)
 def test_fixed_points_are_finite_or_refused_at_extreme_alphas_and_rewards(
     spec: GameSpec, reward_exp: int, alpha_exp: float
 ) -> None:
@@ -145,6 +165,7 @@ def test_fixed_points_are_finite_or_refused_at_extreme_alphas_and_rewards(
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(**EXTREMES)
 @example(**OVERFLOW_FOUND)
+@example(**LSE_UNDERFLOW_FOUND)
 def test_fixed_points_are_finite_or_refused_at_extreme_alphas_and_rewards_many(
     spec: GameSpec, reward_exp: int, alpha_exp: float
 ) -> None:

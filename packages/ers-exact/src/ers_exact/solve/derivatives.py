@@ -209,6 +209,9 @@ class LogitDerivatives(LogitStructure):
                 tot = terms.sum(axis=1, keepdims=True)  # >= its largest term (all >= 0), kept above 0
                 tot = IArray(np.maximum(tot.lo, terms.lo.max(axis=1, keepdims=True)), tot.hi)
                 lse = log(tot) + shift
+                # lse >= max_b z_b >= max_b zlo_b exactly: a floor where the sum's lower end underflows to 0
+                # on a wide box (log 0 = -inf, and then -inf - -inf at the illegal actions)
+                lse = IArray(np.maximum(lse.lo, zlo.max(axis=1, keepdims=True)), lse.hi)
                 lp = z - lse
                 lp = IArray(lp.lo, np.minimum(lp.hi, 0.0))  # a log-probability is <= 0
                 p = lp.exp()
