@@ -212,9 +212,10 @@ class ProofOptions(Options):
         0.0,
         check=at_least(0),
         metavar="SECONDS",
+        default_text="0 (off)",
         help="first prove Pi*_alpha complete as `optimal-set` does, for at most this many seconds (per alpha); "
         "where it is proven, Phi_ER is claimed against all of Pi*_alpha (the points it lists within 1e-8 of "
-        "J*), else against the solver's points as with 0 (off)",
+        "J*), else against the solver's points as without it",
     )
 
 
