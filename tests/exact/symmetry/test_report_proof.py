@@ -22,6 +22,7 @@ def test_two_lever_group_against_the_proven_set() -> None:
     assert "certified all of Pi*_alpha: True by optimal-set" in proven["er"]["claim"]
     assert proven["pool_size"] == 4 and proven["J_star"] == pytest.approx(plain["J_star"], abs=1e-9)
     assert proven["er"]["order_on_policies"] == 2 and proven["mdp_subgroup_of_er"]
+    assert proven["pool_added_by_mdp_images"] == 0  # Phi_MDP maps Pi*_alpha onto itself (paper, appendix)
 
 
 def test_low_temperature_proof_on_dectiger() -> None:
@@ -30,6 +31,7 @@ def test_low_temperature_proof_on_dectiger() -> None:
     assert rep["optimal_set_complete"] and rep["pool_size"] == 1
     assert rep["J_star"] == pytest.approx(-4.0, abs=1e-9)
     assert rep["er"]["order_on_policies"] == 16 and rep["mdp_subgroup_of_er"]
+    assert rep["pool_added_by_mdp_images"] == 0
 
 
 def test_a_proof_out_of_time_falls_back_to_the_solver() -> None:
@@ -51,6 +53,7 @@ def test_the_proof_finds_the_optimum_the_solver_misses() -> None:
     assert proven["J_star"] > plain["J_star"] + 0.002
     assert proven["J_star"] == pytest.approx(1.8992923, abs=1e-7)
     assert proven["er"]["order_on_policies"] == proven["mdp"]["order_on_policies"] == 6
+    assert proven["pool_added_by_mdp_images"] == 0  # the proven set is closed under Phi_MDP
 
 
 def test_cli_flag(capsys) -> None:
