@@ -18,6 +18,7 @@ def test_two_lever_group_against_the_proven_set() -> None:
     plain = symmetry_report(tree, 0.25, max_elements=10)
     proven = symmetry_report(tree, 0.25, max_elements=10, prove_seconds=60.0)
     assert not plain["optimal_set_complete"] and plain["optimal_set"] is None
+    assert plain["pool_listed_by_optimal_set"] is None
     assert proven["optimal_set"]["complete"] and proven["optimal_set_complete"]
     assert "certified all of Pi*_alpha: True by optimal-set" in proven["er"]["claim"]
     assert proven["pool_size"] == 4 and proven["J_star"] == pytest.approx(plain["J_star"], abs=1e-9)
@@ -54,6 +55,8 @@ def test_the_proof_finds_the_optimum_the_solver_misses() -> None:
     assert proven["J_star"] == pytest.approx(1.8992923, abs=1e-7)
     assert proven["er"]["order_on_policies"] == proven["mdp"]["order_on_policies"] == 6
     assert proven["pool_added_by_mdp_images"] == 0  # the proven set is closed under Phi_MDP
+    assert proven["pool_listed_by_optimal_set"] == 9  # the solver's own count is kept beside it
+    assert proven["pool_found_by_solver"] == plain["pool_found_by_solver"] == 1
 
 
 def test_cli_flag(capsys) -> None:

@@ -55,11 +55,12 @@ def symmetry_report(
     mdp = list(group.policy_parts)  # what acts on policies: one element per distinct policy part
     fps = solve_fixed_points(tree, alpha, cfg)
     found = [p.policy for p in fps.optimal_points]
-    complete, J_star, proof = fps.complete, fps.J_star, None
+    complete, J_star, proof, n_listed = fps.complete, fps.J_star, None, None
     if prove_seconds > 0:
         proven, proof = _proven_optimal_set(tree, alpha, fps, mdp, prove_seconds, tol, cfg.progress)
         if proven is not None:
             found, J_star, complete = proven[0], proven[1], True
+            n_listed = len(found)
     pool = _close_under(tree, found, mdp)  # Phi_MDP maps Pi*_alpha onto itself (paper, appendix)
     mdp_keys = {(m.actions, m.observations) for m in mdp}
     if er_method == "generators":
@@ -109,7 +110,8 @@ def symmetry_report(
         "psi_order_text": format_order(psi_order(game)),
         "psi_order_on_policies": policy_part_order(game),
         "pool_size": len(pool),
-        "pool_found_by_solver": len(found),
+        "pool_found_by_solver": len(fps.optimal_points),
+        "pool_listed_by_optimal_set": n_listed,
         "pool_added_by_mdp_images": len(pool) - len(found),
         "er_method": er_method,
         "J_star": J_star,

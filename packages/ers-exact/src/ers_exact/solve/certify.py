@@ -159,13 +159,12 @@ def _krawczyk_test(
 #: box), then wider ones for points Newton left less accurate
 RADII: tuple[float, ...] = (1e-8, 1e-10, 1e-6, 1e-4)
 
-#: a Krawczyk test's verdict on boxes [P, D]: proven to hold exactly one zero [P], undecided [P], K(Y) [P, D]
-BoxVerdict = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
-
-
 #: epsilon-inflation rounds after each radius (Rump's verification: the next box is the last one grown to hold
 #: its Krawczyk image with a 25% margin, at most 100x its first radius)
 INFLATIONS = 2
+
+#: a Krawczyk test's verdict on boxes [P, D]: proven to hold exactly one zero [P], undecided [P], K(Y) [P, D]
+BoxVerdict = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
 def certify_point(
