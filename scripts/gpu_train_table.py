@@ -1,7 +1,9 @@
 """Issue 21's device table: end-to-end IPPO env-steps/s of ers (fast collection + update) against the JAX anchors
 (``../shared/anchors``, carried as ``.anchors/``) on the same GPU, in the same run, then a time-budgeted
-Hanabi-Full self-play run of each side. Rows run most-needed first; every result is appended to
-``OUT/gpu-train-table.json`` at once; rows that would start after ``--budget-s`` are skipped (and listed).
+Hanabi-Full self-play run of each side. Rows run most-needed first (``--rows``, ``--sizes`` choose them); in
+each row the anchor runs first, then ers's configs (the default, then each ``--row-variants``); every result is
+appended to ``OUT/gpu-train-table.json`` at once; a row or an ers config that would start after ``--budget-s``
+(an ers config: with less than ``--min-variant-s`` left) is skipped and listed.
 
     python scripts/gpu_train_table.py --out results/train-gpu --budget-s 540
     python scripts/gpu_train_table.py --markdown results/train-gpu/gpu-train-table.json
@@ -168,6 +170,14 @@ def learn(
     record(out, {"kind": "learn-anchor", "env": "hanabi", "num_envs": n, "seed": a.learn_seed, **r})
 
 
+def selected_rows(a: argparse.Namespace) -> list[tuple[str, int, int, int]]:
+    """The rows of ``ROWS`` (``TINY`` with ``--tiny``) that ``--rows`` and ``--sizes`` keep, in order."""
+    kinds = {x for x in a.rows.split(",") if x}
+    sizes = {int(x) for x in a.sizes.split(",") if x}
+    rows = TINY if a.tiny else ROWS
+    return [r for r in rows if (not kinds or r[0] in kinds) and (not sizes or r[1] in sizes)]
+
+
 def row_variants(text: str, env: str) -> list[dict[str, Any]]:
     """The ers measurements of a row of ``env``: the default config, then each ';'-separated variant of
     ``--row-variants`` (config overrides, :func:`parse_over`) that applies to it: an unprefixed variant to every
@@ -233,6 +243,20 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--learn-seed", type=int, default=0, help="the learning runs' seed (both sides)")
     p.add_argument("--rows", default="", help="only these row kinds, e.g. 'learn' or 'hanabi,overcooked-v2'")
     p.add_argument(
+        "--sizes", default="", help="only rows of these numbers of envs, e.g. '1024' or '1024,8192'"
+    )
+    p.add_argument(
+        "--no-default",
+        action="store_true",
+        help="in each row, only the --row-variants (not the default config: its figure from an earlier run)",
+    )
+    p.add_argument(
+        "--min-variant-s",
+        type=float,
+        default=60,
+        help="an ers measurement starts only with this many seconds of the budget left (else listed as skipped)",
+    )
+    p.add_argument(
         "--profile",
         type=int,
         default=0,
@@ -268,17 +292,24 @@ def main() -> None:
     record(out, {"kind": "device", "device": device_name, "torch": torch.__version__, **SETTINGS})
     left = lambda: a.budget_s - (time.perf_counter() - t0)  # noqa: E731
     compile_s: dict[str, float] = {}
-    for env, n, t, mb in TINY if a.tiny else ROWS:
-        if a.rows and env not in a.rows.split(","):
-            continue
+    for env, n, t, mb in selected_rows(a):
         if env == "learn":
             learn(a, out, n, t, left, anchors, jax_env, compile_s.get("hanabi", 30.0))
             continue
         if left() < 60:
             record(out, {"kind": "skipped", "env": env, "num_envs": n, "why": "budget"})
             continue
-        variants = row_variants(a.row_variants, env)
+        # the anchor first: a row's ratio exists even where the budget ends among ers's variants
+        script, args = anchor_args(env, n, t, mb, a.tiny)
+        r = bench_anchor(anchors / script, args, env=jax_env, timeout=max(120.0, left() - 10))
+        last = (r.get("lines") or [{}])[-1]
+        compile_s.setdefault(env, float(last.get("compile_and_warm_s", 30.0)))
+        record(out, {"kind": "anchor", "env": env, "num_envs": n, "num_steps": t, "minibatches": mb, **r})
+        variants = row_variants(a.row_variants, env)[1 if a.no_default else 0 :]
         for mode, over in [(m, o) for m in a.update_modes.split(",") for o in variants]:
+            if left() < a.min_variant_s:  # a variant that cannot finish is listed, not started
+                record(out, {"kind": "skipped", "env": env, "num_envs": n, "config": over, "why": "budget"})
+                continue
             cfg = ers_config(env, n, t, mb, a.device, a.tiny, **{"update_mode": mode, **over})
             try:
                 r = bench_learner(cfg, updates=2 if env == "hanabi" else 1, warmup=1, profile_top=a.profile)
@@ -297,11 +328,6 @@ def main() -> None:
                 },
             )
             torch.cuda.empty_cache() if a.device == "cuda" else None
-        script, args = anchor_args(env, n, t, mb, a.tiny)
-        r = bench_anchor(anchors / script, args, env=jax_env, timeout=max(120.0, left() - 10))
-        last = (r.get("lines") or [{}])[-1]
-        compile_s.setdefault(env, float(last.get("compile_and_warm_s", 30.0)))
-        record(out, {"kind": "anchor", "env": env, "num_envs": n, "num_steps": t, "minibatches": mb, **r})
     print(markdown(json.loads((out / "gpu-train-table.json").read_text())))
 
 

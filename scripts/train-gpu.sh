@@ -20,9 +20,13 @@
 # Where an ers update's time goes: TABLE_ARGS="--rows hanabi,overcooked-v2 --profile 25" (per ers row one more
 # update under torch.profiler; its 25 costliest kernels in the JSON row, the first 8 under the markdown table).
 # The throughput follow-up (2x / 3x rows; bf16's curve was the same as float32's on CPU Hanabi-Small, 2026-11-27),
-# as two calls (each variant compiles its own update; an unscoped variant applies to every row, ENV:... to ENV's):
-#   TEST_S=0 TABLE_S=420 TABLE_ARGS="--rows hanabi --row-variants 'bf16_update=true;overcooked-v2:cudnn_benchmark=true;overcooked-v2:net.spatial=matmul' --profile 25" (timeout_s=440)
-#   TEST_S=0 TABLE_S=420 TABLE_ARGS="--rows overcooked-v2 --row-variants 'bf16_update=true;overcooked-v2:cudnn_benchmark=true;overcooked-v2:net.spatial=matmul' --profile 25" (timeout_s=440)
+# as two calls on one warm machine (each ers config compiles its own update: ~80 s of setup per Hanabi config on
+# 2026-11-27's H200, so Hanabi's two rows x two configs + two anchors take ~440 s; in each row the anchor runs
+# first and an ers config that would start with under --min-variant-s 60 left is listed as skipped; an unscoped
+# variant applies to every row, ENV:... to ENV's rows). Overcooked 256 x 256 met its 3x (4.85x) and is left out;
+# Overcooked 1,024 x 128's default config ran 224k on 2026-11-27, so only its variants run (--no-default):
+#   TEST_S=0 TABLE_S=470 TABLE_ARGS="--rows hanabi --row-variants 'bf16_update=true;overcooked-v2:cudnn_benchmark=true;overcooked-v2:net.spatial=matmul' --profile 25" (timeout_s=490)
+#   TEST_S=0 TABLE_S=230 TABLE_ARGS="--rows overcooked-v2 --sizes 1024 --no-default --row-variants 'bf16_update=true;overcooked-v2:cudnn_benchmark=true;overcooked-v2:net.spatial=matmul' --profile 25" (timeout_s=250)
 # Order for the next device sessions (2026-11-27): the throughput follow-up above first (its two calls fill one
 # session's 15 minutes); make the winning variant the CUDA default only where its curve is unchanged; then the
 # 5-minute learning comparison (the two calls above) with those defaults, in the session after.

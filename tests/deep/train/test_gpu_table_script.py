@@ -73,3 +73,16 @@ def test_every_table_args_of_the_device_plan_reaches_the_script_as_its_own_argum
         for env in ("hanabi", "overcooked-v2"):
             for over in script.row_variants(args.row_variants, env):
                 assert isinstance(script.ers_config(env, 8, 4, 2, "cpu", True, **over), TrainConfig)
+
+
+def test_rows_and_sizes_select_rows_in_order() -> None:
+    """``--rows`` and ``--sizes`` together: the device plan's Overcooked call keeps only 1,024 x 128, its Hanabi
+    call both Hanabi rows (1,024 before 8,192), and no filter keeps every row."""
+    script = _script()
+    rows = lambda *argv: script.selected_rows(script.parser().parse_args(list(argv)))  # noqa: E731
+    assert rows("--rows", "overcooked-v2", "--sizes", "1024") == [("overcooked-v2", 1024, 128, 16)]
+    assert [r[1] for r in rows("--rows", "hanabi")] == [1024, 8192]
+    assert rows() == script.ROWS
+    assert rows("--tiny", "--sizes", "4") == [r for r in script.TINY if r[1] == 4]
+    args = script.parser().parse_args(["--no-default", "--min-variant-s", "90"])
+    assert args.no_default and args.min_variant_s == 90.0
