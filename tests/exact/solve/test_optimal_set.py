@@ -250,21 +250,23 @@ def _twin_game(rng: np.random.Generator, n: int) -> tuple[Game, np.ndarray]:
 def test_complete_is_never_reported_without_a_planted_twin(seed: int, n: int, alpha: float) -> None:
     """The solver's list is cut to one optimal point; its twins (the planted shift of it) are optimal fixed
     points too, so a complete answer must have found them itself."""
-    _check_twin(seed, n, alpha)
+    check_twin(seed, n, alpha)
 
 
 def test_planted_twin_is_found_by_the_search() -> None:
     """The cheap sibling: one game, proven complete, its missing twin found by the branch-and-bound."""
-    assert _check_twin(3, 2, 0.1)
+    assert check_twin(3, 2, 0.1)
 
 
-def _check_twin(seed: int, n: int, alpha: float) -> bool:
+def check_twin(seed: int, n: int, alpha: float, config: OptimalSetConfig = FAST) -> bool:
+    """The planted-twin check (also run with worker processes, ``test_optimal_set_pool.py``): True where the
+    search proved the set complete and had to find the twin itself."""
     game, _ = _twin_game(np.random.default_rng(seed), n)
     tree = enumerate_histories(game)
     full = solve_fixed_points(tree, alpha, SOLVER)
     best = full.optimal_points[0]
     cut = dataclasses.replace(full, points=(best,))
-    result = certified_optimal_set(tree, alpha, FAST, candidates=cut)
+    result = certified_optimal_set(tree, alpha, config, candidates=cut)
     twin = [np.roll(p[0], 1, axis=-1) for p in best.policy]  # phi(pi): shift every agent's actions
     twin_is_new = np.abs(twin[0] - best.policy[0][0]).max() > 1e-6
     if result.complete:
@@ -350,7 +352,7 @@ def test_interval_jacobian_holds_on_a_wide_box_of_large_logits() -> None:
     assert np.all(ev.jacobian >= dm.lo.transpose(2, 0, 1) - 1e-12)
     assert np.all(ev.jacobian <= dm.hi.transpose(2, 0, 1) + 1e-12)
     assert np.all((ev.values + 1e-12 >= m.lo.T) & (ev.values - 1e-12 <= m.hi.T))
-    _check_twin(708, 3, 0.05)  # complete or not, never without the twin (asserted inside)
+    check_twin(708, 3, 0.05)  # complete or not, never without the twin (asserted inside)
 
 
 def test_interval_log_of_a_nonpositive_lower_end_is_minus_inf() -> None:

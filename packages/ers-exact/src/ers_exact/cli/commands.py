@@ -201,7 +201,7 @@ def run_optimal_set(o: OptimalSetOptions) -> dict[str, Any]:
     from ers_exact.symmetry.mdp_group import decpomdp_group
     from ers_exact.symmetry.search import SymmetryBudgetError
 
-    cfg = OptimalSetConfig(eps=o.eps, max_boxes=o.max_boxes, max_seconds=o.max_seconds)
+    cfg = OptimalSetConfig(eps=o.eps, max_boxes=o.max_boxes, max_seconds=o.max_seconds, workers=o.workers)
     solver = SolverConfig(**{**_solver(o).__dict__, "complete_search": False})
     tree = _tree(o)
     try:  # Phi_MDP's parts acting on policies: the search explores a fundamental domain of them

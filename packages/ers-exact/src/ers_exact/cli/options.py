@@ -201,6 +201,12 @@ class OptimalSetOptions(SolverOptions, GameOptions):
         "unexplored; listing the images of the optimal points afterwards stops after as long again (images left "
         "uncertified are reported: not proven complete)",
     )
+    workers: int = option(
+        _OPTIMAL_SET.workers,
+        check=at_least(1),
+        help="worker processes of the branch-and-bound (each contracts and tests one batch of boxes at a time; "
+        "the proof is the same, the box count and order differ from one process's)",
+    )
     with_policy: bool = option(False, help="include every certified point's policy in the JSON")
 
 

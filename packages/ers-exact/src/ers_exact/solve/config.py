@@ -173,6 +173,12 @@ class OptimalSetConfig:
     newton_boxes: int = 8  # per batch, Newton from the centres of this many boxes of highest J bound (0: off)
     newton_steps: int = 30  # Newton iterations of that incumbent search
     newton_share: float = 0.1  # ... which takes at most this share of the search's time
+    # worker processes of the branch-and-bound (1: this process alone; > 1: solve/optimal_set_pool.py)
+    workers: int = 1
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.workers, int) and self.workers >= 1):
+            raise ValueError(f"OptimalSetConfig.workers = {self.workers!r}: give an integer >= 1")
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)

@@ -34,9 +34,7 @@ their share of the domain (volume in the logistic measure prod_d (sigma(hi_d) - 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import ClassVar
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -48,17 +46,11 @@ from ers_exact.solve.closed_blocks import ClosedBlocks, closed_blocks
 from ers_exact.solve.config import OptimalSetConfig, SolverConfig
 from ers_exact.solve.equivalence import LogitTies, logit_ties
 from ers_exact.solve.fixed_points import FixedPointSet, solve_fixed_points
-from ers_exact.solve.krawczyk_batch import NONE, UNIQUE, krawczyk_batch
 from ers_exact.solve.local_symmetry import LocalDomain, local_domain
-from ers_exact.solve.optimal_set_boxes import face_cuts, pop, score, split
+from ers_exact.solve.optimal_set_pool import search_pool
 from ers_exact.solve.optimal_set_result import CertifiedFixedPoint, OptimalSetResult, build_result
-from ers_exact.solve.optimal_set_roots import (
-    Roots,
-    add_root,
-    certify_candidates,
-    map_roots,
-    newton_from_boxes,
-)
+from ers_exact.solve.optimal_set_roots import Roots, certify_candidates, map_roots
+from ers_exact.solve.optimal_set_step import SearchState, process_batch
 from ers_exact.solve.orbit_domain import OrbitDomain, orbit_domain
 from ers_exact.util.blas import blas_threads
 from ers_exact.util.budget import check_memory
@@ -99,7 +91,8 @@ def _run(
     D = coords.dim
     check_memory(
         f"optimal-set search on {tree.game.name} H={tree.game.horizon} (--max-boxes {cfg.max_boxes:,})",
-        cfg.max_boxes * 24.0 * max(D, 1) + cfg.batch * coords.derivatives.bytes_per_policy(True) * 8,
+        cfg.max_boxes * 24.0 * max(D, 1)
+        + cfg.workers * cfg.batch * coords.derivatives.bytes_per_policy(True) * 8,  # a batch per worker
         "lower --max-boxes",
     )
     found = candidates or solve_fixed_points(
@@ -122,153 +115,44 @@ def _run(
         lo, hi = local.contract(lo, hi) if local is not None else (lo, hi)  # ... sorted at the last stage
         return blocks.contract(lo, hi) if blocks is not None else (lo, hi)  # ... a closed block's root
 
-    pruned = {"empty": 0, "value": 0, "krawczyk_none": 0, "root": 0}
-    boxes, left_lo, left_hi = 0, np.zeros((0, D)), np.zeros((0, D))
+    left_lo, left_hi = np.zeros((0, D)), np.zeros((0, D))
+    st = SearchState(D, B, roots, max((j[0] for j in roots.J), default=-np.inf), start)
     if D == 0:  # one policy: it is the only fixed point
         y0 = np.zeros((1, 0))
         J0 = float(coords.evaluate(y0, alpha, jacobian=False).J[0])
-        roots = Roots([np.zeros(0)], [np.zeros(0)], [(J0, J0)], ["candidate"])
+        roots = st.roots = Roots([np.zeros(0)], [np.zeros(0)], [(J0, J0)], ["candidate"])
     else:
-        best = max((j[0] for j in roots.J), default=-np.inf)
-        stack_lo, stack_hi = [np.full((1, D), -B)], [np.full((1, D), B)]
-        spent, misses, batches = 0.0, 0, 0  # the incumbent search (newton_from_boxes): seconds, failures
-        gate = KrawczykGate()
         with Progress(cfg.max_boxes, f"optimal set {tree.game.name} alpha={alpha:g}", cfg.progress) as bar:
-            while stack_lo and boxes < cfg.max_boxes and time.perf_counter() < deadline:
-                lo, hi = pop(stack_lo, stack_hi, cfg.batch)
-                boxes += len(lo)
-                bar.update(len(lo))
-                lo, hi, jhi, best = _process(
-                    coords, enc, lo, hi, alpha, cfg, roots, best, pruned, contract, gate
-                )
-                batches += 1
-                if (
-                    cfg.newton_boxes
-                    and len(lo)
-                    and batches % 2 ** min(misses, 6) == 0  # back off while it finds nothing better
-                    and spent <= cfg.newton_share * (time.perf_counter() - start)
-                ):
-                    t0 = time.perf_counter()
-                    before = best
-                    if newton_from_boxes(coords, enc, lo, hi, jhi, alpha, cfg, roots, B):
-                        best = max([best, *(j[0] for j in roots.J)])
-                    misses = 0 if best > before else misses + 1
-                    spent += time.perf_counter() - t0
-                inside, face_k, face_cut = face_cuts(lo, hi, roots)
-                pruned["root"] += int(inside.sum())
-                lo, hi = lo[~inside], hi[~inside]
-                if len(lo):
-                    face = (face_k[~inside], face_cut[~inside])
-                    lo, hi = split(lo, hi, score(enc, lo, hi, cfg.reach_power), face)
-                    stack_lo.append(lo)
-                    stack_hi.append(hi)
-        if stack_lo:
-            left_lo, left_hi = np.concatenate(stack_lo), np.concatenate(stack_hi)
+            if cfg.workers > 1:
+                search_pool(coords, enc, alpha, cfg, contract, st, deadline, bar.update)
+            else:
+                while st.stack_lo and st.boxes < cfg.max_boxes and time.perf_counter() < deadline:
+                    lo, hi = st.pop(cfg.batch)
+                    bar.update(len(lo))
+                    lo, hi, jhi, st.best = process_batch(
+                        coords, enc, lo, hi, alpha, cfg, roots, st.best, st.pruned, contract, st.gate
+                    )
+                    st.after_batch(coords, enc, lo, hi, jhi, alpha, cfg)
+        left_lo, left_hi = st.left()
         if domain is not None or local is not None:  # the listing of images: max_seconds again at most
             map_roots(coords, enc, domain, alpha, cfg, roots, local, time.perf_counter() + cfg.max_seconds)
     reductions = _describe(ties, domain, local, blocks)
     return build_result(
-        tree, coords, alpha, cfg, roots, found, n_cert, boxes, left_lo, left_hi, pruned, B, start, reductions
+        tree,
+        coords,
+        alpha,
+        cfg,
+        roots,
+        found,
+        n_cert,
+        st.boxes,
+        left_lo,
+        left_hi,
+        st.pruned,
+        B,
+        start,
+        reductions,
     )
-
-
-@dataclass
-class KrawczykGate:
-    """Whether the Krawczyk test is worth its cost on wide boxes (max logit width >= :attr:`WIDE`): it always
-    runs on narrower ones; on wide ones while it decided or shrank at least 1% of the first
-    :attr:`TRIAL` of them, else on every :attr:`EVERY`-th batch only (measured: on recycling H=2 at alpha 0.25
-    it never helped a wide box and took 12% of the time; on three-lever it proves wide boxes empty). Only
-    the order of work changes: a box it skips is split, never discarded."""
-
-    WIDE: ClassVar[float] = 4.0
-    TRIAL: ClassVar[int] = 256
-    EVERY: ClassVar[int] = 16
-    tried: int = 0
-    helped: int = 0
-    calls: int = 0
-
-    def open(self) -> bool:
-        self.calls += 1
-        return self.tried < self.TRIAL or self.helped >= 0.01 * self.tried or self.calls % self.EVERY == 0
-
-    def record(self, wide: np.ndarray, helped: np.ndarray) -> None:
-        self.tried += int(wide.sum())
-        self.helped += int((wide & helped).sum())
-
-
-def _process(
-    coords: LogitCoordinates,
-    enc: BoxEnclosure,
-    lo: np.ndarray,
-    hi: np.ndarray,
-    alpha: float,
-    cfg: OptimalSetConfig,
-    roots: Roots,
-    best: float,
-    pruned: dict[str, int],
-    contract: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]],
-    gate: KrawczykGate | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
-    """Contract, prune and test one batch of boxes; returns the boxes still undecided, an upper bound of J
-    over each, and the new L."""
-    lo, hi = contract(lo, hi)
-    empty = np.any(lo > hi, axis=1)
-    pruned["empty"] += int(empty.sum())
-    lo, hi = lo[~empty], hi[~empty]
-    bound = np.full(len(lo), np.inf)
-    alive = np.ones(len(lo), dtype=bool)
-    active = alive.copy()  # boxes that shrank by more than 5% in the last round (M depends on Y only)
-    for rnd in range(cfg.contract_rounds):
-        idx = np.flatnonzero(active)
-        if not idx.size or (rnd and idx.size < cfg.contract_min):  # a few: their children contract on
-            break
-        mlo, mhi, _, jhi = enc(lo[idx], hi[idx], alpha, rnd < cfg.exact_rounds)
-        nlo, nhi = contract(np.maximum(lo[idx], mlo), np.minimum(hi[idx], mhi))
-        empty = np.any(nlo > nhi, axis=1)
-        low = ~empty & (jhi < best - cfg.eps)
-        pruned["empty"] += int(empty.sum())
-        pruned["value"] += int(low.sum())
-        shrink = np.sum(nhi - nlo, axis=1) / np.maximum(np.sum(hi[idx] - lo[idx], axis=1), 1e-300)
-        lo[idx], hi[idx], bound[idx] = nlo, nhi, np.minimum(bound[idx], jhi)
-        alive[idx[empty | low]] = False
-        active[idx] = ~(empty | low) & (shrink <= 0.95)
-    lo, hi, bound = lo[alive], hi[alive], bound[alive]
-    width = (hi - lo).max(axis=1, initial=0.0)
-    small = width < cfg.krawczyk_width
-    wide = width >= KrawczykGate.WIDE
-    if gate is not None and not gate.open():
-        small &= ~wide
-    idx = np.flatnonzero(small)
-    if idx.size:
-        w = hi[idx] - lo[idx]
-        pad = 0.02 * w + 1e-10 * np.maximum(1.0, np.abs(lo[idx]) + np.abs(hi[idx]))
-        status, klo, khi = krawczyk_batch(coords, lo[idx] - pad, hi[idx] + pad, alpha)
-        uniq = np.flatnonzero(status == UNIQUE)
-        if uniq.size:
-            _, _, jlo, jhi = enc(klo[uniq], khi[uniq], alpha)
-            for k, u in enumerate(uniq):
-                if jhi[k] >= best - cfg.eps:
-                    box = (lo[idx[u]] - pad[u], hi[idx[u]] + pad[u])
-                    add_root(
-                        coords, roots, klo[u], khi[u], (float(jlo[k]), float(jhi[k])), "search", alpha, box
-                    )
-                    best = max(best, float(jlo[k]))
-        pruned["root"] += int(uniq.size)
-        pruned["krawczyk_none"] += int(np.sum(status == NONE))
-        done = np.zeros(len(lo), dtype=bool)
-        done[idx[status != 0]] = True
-        und = status == 0
-        if gate is not None:
-            before = np.sum(hi[idx] - lo[idx], axis=1)
-            after = np.sum(np.minimum(hi[idx], khi) - np.maximum(lo[idx], klo), axis=1)
-            gate.record(wide[idx], (status != 0) | (after < 0.95 * before))
-        lo[idx[und]] = np.maximum(lo[idx[und]], klo[und])  # K(Y') holds every fixed point of Y
-        hi[idx[und]] = np.minimum(hi[idx[und]], khi[und])
-        empty = np.any(lo > hi, axis=1)
-        pruned["empty"] += int(np.sum(empty & ~done))
-        left = ~(done | empty)
-        lo, hi, bound = lo[left], hi[left], bound[left]
-    return lo, hi, bound, best
 
 
 def _describe(
