@@ -100,7 +100,7 @@ def test_optimal_set_targets(
 def test_optimal_set_workers(benchmark: BenchmarkFixture, dpomdp_dir: Path, workers: int) -> None:
     """``--workers``: recycling H=2 at alpha 0.1 (~67,000 boxes, the longest search proven here) with one
     process and with 2 worker processes; both must prove the set (one point), the seconds say what the pool
-    gives on this machine (2026-11-28, 2-core EPYC: 117 s and 83 s)."""
+    gives on this machine (2026-11-28, 2-core EPYC: 120 s and 90 s)."""
     spec = str(dpomdp_dir / "recycling.dpomdp")
     result = benchmark.pedantic(
         run_json, args=(SCRIPT, spec, "2", "0.1", "400", str(workers)), kwargs={"timeout": 900}, rounds=1

@@ -50,7 +50,7 @@ from ers_exact.solve.local_symmetry import LocalDomain, local_domain
 from ers_exact.solve.optimal_set_pool import search_pool
 from ers_exact.solve.optimal_set_result import CertifiedFixedPoint, OptimalSetResult, build_result
 from ers_exact.solve.optimal_set_roots import Roots, certify_candidates, map_roots
-from ers_exact.solve.optimal_set_step import SearchState, process_batch
+from ers_exact.solve.optimal_set_step import Contraction, SearchState, process_batch
 from ers_exact.solve.orbit_domain import OrbitDomain, orbit_domain
 from ers_exact.util.blas import blas_threads
 from ers_exact.util.budget import check_memory
@@ -109,12 +109,7 @@ def _run(
     deadline = start + cfg.max_seconds  # the search: closed blocks, then the branch-and-bound
     blocks = closed_blocks(coords, enc, alpha, B, deadline) if cfg.closed_blocks and D else None
 
-    def contract(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        lo, hi = ties.contract(lo, hi, alpha)  # every fixed point has |y_p - y_q| <= slack
-        lo, hi = domain.contract(lo, hi) if domain is not None else (lo, hi)  # ... and an image in Delta
-        lo, hi = local.contract(lo, hi) if local is not None else (lo, hi)  # ... sorted at the last stage
-        return blocks.contract(lo, hi) if blocks is not None else (lo, hi)  # ... a closed block's root
-
+    contract = Contraction(alpha, ties, domain, local, blocks)
     left_lo, left_hi = np.zeros((0, D)), np.zeros((0, D))
     st = SearchState(D, B, roots, max((j[0] for j in roots.J), default=-np.inf), start)
     if D == 0:  # one policy: it is the only fixed point

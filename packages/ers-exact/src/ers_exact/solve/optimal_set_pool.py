@@ -3,15 +3,21 @@
 (:func:`~ers_exact.solve.optimal_set_step.process_batch`, the serial search's own step); this process keeps the
 stack, the roots and the incumbent L, and merges the batches' results in the order it sent them.
 
-Workers are forked from this process once the search's structures exist (history tree, enclosures, proven
-reductions: shared copy-on-write, never pickled); a batch travels as its boxes, the current L and the Krawczyk
-gate's decision, and comes back as the boxes left undecided, their J bounds, the roots found (each added here
-by :func:`~ers_exact.solve.optimal_set_roots.add_root`, which merges overlapping boxes only where a Krawczyk test
-on their hull proves one root) and the counts of each test. With ``workers`` batches in flight the search
-leaves strict depth-first order, so box counts differ from the serial search's; the set proven is the same
-(every box is still closed only by a test that proves it holds no other fixed point of the optimal set). Runs
-are deterministic for a given ``workers``: results are merged first-sent first, and L travels with each
-batch as it stood when the batch was sent. Fork needs a POSIX system; elsewhere ``workers`` > 1 is refused."""
+Workers start from a clean interpreter (the ``forkserver`` start method where the system has it, else
+``spawn``), never by forking this process: a process that has loaded torch or JAX runs native threads, and a
+fork of it can deadlock (JAX warns so; pytest runs the deep and exact tests in one process). Each worker gets
+the search's structures once, pickled (the coordinates and enclosures of the history tree, the contraction of
+the proven reductions: tens to hundreds of KB on the games here); a batch travels as its boxes, the current L
+and the Krawczyk gate's decision, and comes back as the boxes left undecided, their J bounds, the roots found
+(each added here by :func:`~ers_exact.solve.optimal_set_roots.add_root`, which merges overlapping boxes only
+where a Krawczyk test on their hull proves one root) and the counts of each test. With ``workers`` batches in
+flight the search leaves strict depth-first order, so box counts differ from the serial search's; the set
+proven is the same (every box is still closed only by a test that proves it holds no other fixed point of the
+optimal set). Runs are deterministic for a given ``workers``: results are merged first-sent first, and L
+travels with each batch as it stood when the batch was sent. Starting the workers costs about a second.
+As with any non-fork start method, a script that calls this at import time must guard its entry point with
+``if __name__ == "__main__":`` (each worker imports the main module; Python then raises a RuntimeError that
+says so); the ``ers-exact`` command, notebooks and pytest need nothing."""
 
 from __future__ import annotations
 
@@ -33,8 +39,20 @@ from ers_exact.util.blas import blas_threads
 
 __all__ = ["search_pool"]
 
-#: what a worker needs besides its batch, set in this process just before the workers are forked
+#: what a worker needs besides its batch: set once in each worker by :func:`_start`
 _SHARED: dict[str, Any] = {}
+
+
+def _start(state: dict[str, Any]) -> None:
+    """A worker's initializer: keep the search's structures (pickled once per worker)."""
+    _SHARED.update(state)
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    """A start method that never forks this process: forkserver where available, else spawn."""
+    methods = multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+
 
 BatchResult = tuple[
     np.ndarray, np.ndarray, np.ndarray, float, list[tuple[Any, ...]], dict[str, int], tuple[int, int]
@@ -95,25 +113,22 @@ def search_pool(
     """Run the branch-and-bound of ``st`` with ``cfg.workers`` processes until its stack is empty, ``max_boxes``
     boxes were sent or ``deadline`` (a ``time.perf_counter()`` value) passed; batches in flight then are
     finished and their undecided boxes left on the stack. ``progress(n)``: called with each batch's size."""
-    if "fork" not in multiprocessing.get_all_start_methods():
-        raise RuntimeError("optimal-set --workers > 1 needs the 'fork' start method (a POSIX system)")
-    _SHARED.update(coords=coords, enc=enc, alpha=alpha, cfg=cfg, contract=contract)
+    state = {"coords": coords, "enc": enc, "alpha": alpha, "cfg": cfg, "contract": contract}
     inflight: deque[Future[BatchResult]] = deque()
-    try:
-        with ProcessPoolExecutor(cfg.workers, mp_context=multiprocessing.get_context("fork")) as pool:
-            while st.stack_lo or inflight:
-                while (
-                    st.stack_lo
-                    and len(inflight) < cfg.workers
-                    and st.boxes < cfg.max_boxes
-                    and time.perf_counter() < deadline
-                ):
-                    lo, hi = st.pop(_share(st, cfg, len(inflight)))
-                    progress(len(lo))
-                    inflight.append(pool.submit(_work, lo, hi, st.best, st.gate.open()))
-                if not inflight:
-                    break
-                lo, hi, jhi = _merge(coords, alpha, st, inflight.popleft().result())
-                st.after_batch(coords, enc, lo, hi, jhi, alpha, cfg)
-    finally:
-        _SHARED.clear()
+    with ProcessPoolExecutor(
+        cfg.workers, mp_context=_context(), initializer=_start, initargs=(state,)
+    ) as pool:
+        while st.stack_lo or inflight:
+            while (
+                st.stack_lo
+                and len(inflight) < cfg.workers
+                and st.boxes < cfg.max_boxes
+                and time.perf_counter() < deadline
+            ):
+                lo, hi = st.pop(_share(st, cfg, len(inflight)))
+                progress(len(lo))
+                inflight.append(pool.submit(_work, lo, hi, st.best, st.gate.open()))
+            if not inflight:
+                break
+            lo, hi, jhi = _merge(coords, alpha, st, inflight.popleft().result())
+            st.after_batch(coords, enc, lo, hi, jhi, alpha, cfg)

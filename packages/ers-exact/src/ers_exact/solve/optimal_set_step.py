@@ -15,14 +15,43 @@ import numpy as np
 
 from ers_exact.solve.boltzmann import LogitCoordinates
 from ers_exact.solve.box_enclosure import BoxEnclosure
+from ers_exact.solve.closed_blocks import ClosedBlocks
 from ers_exact.solve.config import OptimalSetConfig
+from ers_exact.solve.equivalence import LogitTies
 from ers_exact.solve.krawczyk_batch import NONE, UNIQUE, krawczyk_batch
+from ers_exact.solve.local_symmetry import LocalDomain
 from ers_exact.solve.optimal_set_boxes import face_cuts, pop, score, split
 from ers_exact.solve.optimal_set_roots import Roots, add_root, newton_from_boxes
+from ers_exact.solve.orbit_domain import OrbitDomain
 
-__all__ = ["FixedGate", "KrawczykGate", "SearchState", "process_batch"]
+__all__ = ["Contraction", "FixedGate", "KrawczykGate", "SearchState", "process_batch"]
 
 Contract = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+
+@dataclass(frozen=True)
+class Contraction:
+    """The proven reductions as one contraction of boxes [P, D] (a plain object: worker processes get it
+    pickled): ties of equivalent last-stage histories, then the fundamental domains of the relabellings
+    and of the last-stage components, then the closed blocks' roots."""
+
+    alpha: float
+    ties: LogitTies
+    domain: OrbitDomain | None = None
+    local: LocalDomain | None = None
+    blocks: ClosedBlocks | None = None
+
+    def __call__(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        lo, hi = self.ties.contract(lo, hi, self.alpha)  # every fixed point has |y_p - y_q| <= slack
+        lo, hi = (
+            self.domain.contract(lo, hi) if self.domain is not None else (lo, hi)
+        )  # ... an image in Delta
+        lo, hi = (
+            self.local.contract(lo, hi) if self.local is not None else (lo, hi)
+        )  # ... sorted at the last stage
+        return (
+            self.blocks.contract(lo, hi) if self.blocks is not None else (lo, hi)
+        )  # ... a closed block's root
 
 
 @dataclass
