@@ -26,6 +26,24 @@ def test_two_lever_group_against_the_proven_set() -> None:
     assert proven["pool_added_by_mdp_images"] == 0  # Phi_MDP maps Pi*_alpha onto itself (paper, appendix)
 
 
+def test_the_proof_with_worker_processes_gives_the_same_report(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--prove-workers 2`: the proof runs on two worker processes (its config says so) and the report's
+    group, pool and J* are those of the one-process proof."""
+    args = ["symmetries", "two-lever", "--alpha", "0.25", "--prove-optimal-set", "60", "--json"]
+    reports = []
+    for workers in ("1", "2"):
+        assert main([*args, "--prove-workers", workers]) == 0
+        reports.append(json.loads(capsys.readouterr().out))
+    one, two = reports
+    assert one["optimal_set_complete"] and two["optimal_set_complete"]
+    assert (one["optimal_set"]["workers"], two["optimal_set"]["workers"]) == (1, 2)
+    for key in ("pool_size", "pool_listed_by_optimal_set", "pool_added_by_mdp_images"):
+        assert one[key] == two[key]
+    assert one["J_star"] == pytest.approx(two["J_star"], abs=1e-12)
+    assert one["er"]["order_on_policies"] == two["er"]["order_on_policies"] == 2
+    assert main([*args, "--prove-workers", "0"]) == 2
+
+
 def test_low_temperature_proof_on_dectiger() -> None:
     """alpha 0.05: the proof needs the log-space images and the inflated certificates (not proven before)."""
     rep = symmetry_report(enumerate_histories(get_game("dectiger")), 0.05, max_elements=0, prove_seconds=60.0)

@@ -31,6 +31,7 @@ def symmetry_report(
     tol: float = 1e-8,
     er_method: str = "auto",
     prove_seconds: float = 0.0,
+    prove_workers: int = 1,
 ) -> dict[str, Any]:
     """Phi_MDP (by generators and order, listed only up to ``max_elements``), Phi_ER (against the solver's
     whole optimal set) and how they relate.
@@ -40,6 +41,7 @@ def symmetry_report(
     relabellings as its fundamental domain) within that many seconds; where it is proven, the pool is every
     fixed point it lists within ``tol`` of J*, so Phi_ER is the paper's group against all of Pi*_alpha (also
     where the solver missed the optimum). Where it is not, the solver's pool is used and the report says so.
+    ``prove_workers``: that search's worker processes (``OptimalSetConfig.workers``).
 
     ``er_method``: 'exhaustive' (test every admissible candidate of Psi's policy part, then summarise the
     members as a group), 'generators' (:func:`~ers_exact.symmetry.er_group.er_group`: by generators and
@@ -57,7 +59,9 @@ def symmetry_report(
     found = [p.policy for p in fps.optimal_points]
     complete, J_star, proof, n_listed = fps.complete, fps.J_star, None, None
     if prove_seconds > 0:
-        proven, proof = _proven_optimal_set(tree, alpha, fps, mdp, prove_seconds, tol, cfg.progress)
+        proven, proof = _proven_optimal_set(
+            tree, alpha, fps, mdp, prove_seconds, tol, cfg.progress, prove_workers
+        )
         if proven is not None:
             found, J_star, complete = proven[0], proven[1], True
             n_listed = len(found)
@@ -142,12 +146,13 @@ def _proven_optimal_set(
     seconds: float,
     tol: float,
     progress: bool | None,
+    workers: int = 1,
 ) -> tuple[tuple[list[tuple[np.ndarray, ...]], float] | None, dict[str, Any]]:
     """((pool, J*) where Pi*_alpha is proven complete within ``seconds``, else None; the proof's summary)."""
     from ers_exact.solve.config import OptimalSetConfig
     from ers_exact.solve.optimal_set import certified_optimal_set
 
-    cfg = OptimalSetConfig(max_seconds=seconds, progress=progress)
+    cfg = OptimalSetConfig(max_seconds=seconds, progress=progress, workers=workers)
     res = certified_optimal_set(tree, alpha, cfg, candidates=fps, relabellings=relabellings)
     proof = {
         "complete": res.complete,
@@ -155,6 +160,7 @@ def _proven_optimal_set(
         "J_star": [res.J_star_lo, res.J_star_hi],
         "n_optimal_within_eps": len(res.optimal_points),
         "boxes": res.boxes,
+        "workers": res.config.workers,
         "seconds": round(res.seconds, 3),
         "note": res.note,
     }
@@ -193,6 +199,7 @@ def atlas(
     alphas: Sequence[float],
     config: SolverConfig | None = None,
     prove_seconds: float = 0.0,
+    prove_workers: int = 1,
 ) -> dict[str, Any]:
     """|Pi*_alpha| (found, or proven complete where ``prove_seconds`` allows: :func:`symmetry_report`),
     |Phi_ER(alpha)| and |Phi_MDP| over a grid of alphas."""
@@ -200,7 +207,12 @@ def atlas(
     rows = []
     for k, alpha in enumerate(sorted(alphas)):
         rep = symmetry_report(
-            tree, alpha, replace(cfg, seed=cfg.seed + k), max_elements=0, prove_seconds=prove_seconds
+            tree,
+            alpha,
+            replace(cfg, seed=cfg.seed + k),
+            max_elements=0,
+            prove_seconds=prove_seconds,
+            prove_workers=prove_workers,
         )
         rows.append(
             {

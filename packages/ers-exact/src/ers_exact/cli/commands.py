@@ -254,6 +254,7 @@ def run_symmetries(o: SymmetriesOptions) -> dict[str, Any]:
         max_elements=o.max_elements,
         er_method=o.er_method,
         prove_seconds=o.prove_optimal_set,
+        prove_workers=o.prove_workers,
     )
     return {**report, "provenance": _provenance()}
 
@@ -265,12 +266,19 @@ def run_atlas(o: AtlasOptions) -> dict[str, Any]:
     from ers_exact.solve.config import parse_alphas
 
     out = {
-        **atlas(_tree(o), parse_alphas(o.alphas), _solver(o), prove_seconds=o.prove_optimal_set),
+        **atlas(
+            _tree(o),
+            parse_alphas(o.alphas),
+            _solver(o),
+            prove_seconds=o.prove_optimal_set,
+            prove_workers=o.prove_workers,
+        ),
         "config": {
             "alphas": o.alphas,
             "starts": o.starts,
             "seed": o.seed,
             "prove_optimal_set": o.prove_optimal_set,
+            "prove_workers": o.prove_workers,
         },
         "provenance": _provenance(),
     }

@@ -223,6 +223,11 @@ class ProofOptions(Options):
         "where it is proven, Phi_ER is claimed against all of Pi*_alpha (the points it lists within 1e-8 of "
         "J*), else against the solver's points as without it",
     )
+    prove_workers: int = option(
+        1,
+        check=at_least(1),
+        help="worker processes of that proof (`optimal-set --workers`)",
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
