@@ -34,7 +34,7 @@ from ers_exact.solve.boltzmann import LogitCoordinates
 from ers_exact.solve.box_enclosure import BoxEnclosure
 from ers_exact.solve.config import OptimalSetConfig
 from ers_exact.solve.optimal_set_roots import Roots, add_root
-from ers_exact.solve.optimal_set_step import Contract, FixedGate, SearchState, process_batch
+from ers_exact.solve.optimal_set_step import Contract, FixedGate, SearchState, new_counts, process_batch
 from ers_exact.util.blas import blas_threads
 
 __all__ = ["search_pool"]
@@ -62,8 +62,7 @@ BatchResult = tuple[
 def _work(lo: np.ndarray, hi: np.ndarray, best: float, gate_open: bool) -> BatchResult:
     """One batch in a worker: :func:`process_batch` with roots recorded apart (returned, not kept)."""
     s = _SHARED
-    roots, gate = Roots(), FixedGate(gate_open)
-    pruned = {"empty": 0, "value": 0, "krawczyk_none": 0, "root": 0}
+    roots, gate, pruned = Roots(), FixedGate(is_open=gate_open), new_counts()
     with blas_threads(1):
         lo, hi, jhi, best = process_batch(
             s["coords"], s["enc"], lo, hi, s["alpha"], s["cfg"], roots, best, pruned, s["contract"], gate

@@ -24,7 +24,7 @@ from ers_exact.solve.optimal_set_boxes import face_cuts, pop, score, split
 from ers_exact.solve.optimal_set_roots import Roots, add_root, newton_from_boxes
 from ers_exact.solve.orbit_domain import OrbitDomain
 
-__all__ = ["Contraction", "FixedGate", "KrawczykGate", "SearchState", "process_batch"]
+__all__ = ["Contraction", "FixedGate", "KrawczykGate", "SearchState", "new_counts", "process_batch"]
 
 Contract = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
 
@@ -43,15 +43,17 @@ class Contraction:
 
     def __call__(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         lo, hi = self.ties.contract(lo, hi, self.alpha)  # every fixed point has |y_p - y_q| <= slack
-        lo, hi = (
-            self.domain.contract(lo, hi) if self.domain is not None else (lo, hi)
-        )  # ... an image in Delta
-        lo, hi = (
-            self.local.contract(lo, hi) if self.local is not None else (lo, hi)
-        )  # ... sorted at the last stage
-        return (
-            self.blocks.contract(lo, hi) if self.blocks is not None else (lo, hi)
-        )  # ... a closed block's root
+        # ... and an image in Delta, sorted at the last stage, at a closed block's root
+        for reduction in (self.domain, self.local, self.blocks):
+            if reduction is not None:
+                lo, hi = reduction.contract(lo, hi)
+        return lo, hi
+
+
+def new_counts() -> dict[str, int]:
+    """Boxes closed by each test, all zero: ``empty`` (contraction), ``value`` (J bound), ``krawczyk_none``,
+    ``root`` (a root proven, or inside a root's region)."""
+    return {"empty": 0, "value": 0, "krawczyk_none": 0, "root": 0}
 
 
 @dataclass
@@ -89,7 +91,7 @@ def process_batch(
     best: float,
     pruned: dict[str, int],
     contract: Contract,
-    gate: KrawczykGate | FixedGate | None = None,
+    gate: KrawczykGate | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
     """Contract, prune and test one batch of boxes; returns the boxes still undecided, an upper bound of J
     over each, and the new L."""
@@ -154,20 +156,14 @@ def process_batch(
 
 
 @dataclass
-class FixedGate:
+class FixedGate(KrawczykGate):
     """The gate's decision for one batch made elsewhere (a worker process gets it from the search's
-    :class:`KrawczykGate`) and the counts it would have recorded, to be added to that gate."""
+    :class:`KrawczykGate`); its counts (``record``) are then added to that gate."""
 
-    is_open: bool
-    tried: int = 0
-    helped: int = 0
+    is_open: bool = True
 
     def open(self) -> bool:
         return self.is_open
-
-    def record(self, wide: np.ndarray, helped: np.ndarray) -> None:
-        self.tried += int(wide.sum())
-        self.helped += int((wide & helped).sum())
 
 
 @dataclass
@@ -187,9 +183,7 @@ class SearchState:
     batches: int = 0
     spent: float = 0.0
     misses: int = 0
-    pruned: dict[str, int] = field(
-        default_factory=lambda: {"empty": 0, "value": 0, "krawczyk_none": 0, "root": 0}
-    )
+    pruned: dict[str, int] = field(default_factory=new_counts)
     gate: KrawczykGate = field(default_factory=KrawczykGate)
 
     def __post_init__(self) -> None:
