@@ -57,7 +57,7 @@ def test_captured_updates_with_the_grid_matrix_convolutions_equal_the_eager_upda
 
 
 def test_gae_on_cuda_equals_the_cpu_loop() -> None:
-    """On CUDA ``ppo.gae`` takes the closed form (``gae_weights``); the CPU takes the loop."""
+    """On CUDA ``ppo.gae`` takes the log-depth scan (``reverse_linear_scan``); the CPU takes the loop."""
     g = torch.Generator().manual_seed(0)
     S, T, N = 2, 128, 300
     value, reward = torch.randn(S, T, N, generator=g), torch.randn(S, T, N, generator=g)

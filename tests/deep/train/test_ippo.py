@@ -8,10 +8,9 @@ import pytest
 import torch
 
 from ers_deep.nets import NetConfig
-from ers_deep.train import ppo
 from ers_deep.train.config import TrainConfig, paper_config
 from ers_deep.train.ippo import Learner, lr_at, shaped_coef
-from ers_deep.train.ppo import clip_grads_per_seed, gae, gae_weights
+from ers_deep.train.ppo import clip_grads_per_seed, gae, reverse_linear_scan
 from ers_exact.util.options import UsageError
 
 
@@ -138,17 +137,22 @@ def test_one_update_on_every_env(env: str) -> None:
     assert all(math.isfinite(x) for x in m["value_loss"] + m["entropy"] + m["grad_norm"])
 
 
+@pytest.mark.parametrize("T", [1, 2, 3, 5, 8, 17, 128, 129])
 @pytest.mark.parametrize("p_done", [0.0, 0.05, 0.3, 1.0])
-def test_gae_closed_form_equals_the_recursion(p_done: float, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``gae_weights`` (what CUDA runs: batched matrix products) against the loop, small chunks included."""
-    monkeypatch.setattr(ppo, "GAE_CHUNK_ELEMENTS", 3 * 17 * 17)  # several chunks, the last one partial
-    value, reward, done, last = _gae_inputs(2, 2, 17, 5, p_done)
-    gamma, lam = 0.99, 0.95
-    adv, _ = gae(reward, value, last, done, gamma, lam)
-    nxt = torch.cat([value[:, 1:], last[:, None]], 1)
-    delta = reward + gamma * nxt * (~done) - value
-    closed = gae_weights(delta, done, gamma * lam)
-    assert torch.allclose(closed, adv, atol=1e-5, rtol=1e-5), (closed - adv).abs().max()
+def test_reverse_scan_equals_the_recursion(T: int, p_done: float) -> None:
+    """``reverse_linear_scan`` (GAE's log-depth scan) against the recursion y_t = x_t + c_t y_{t+1} run step by
+    step in float64: every length (powers of two and one past them) and episode-end density."""
+    g = torch.Generator().manual_seed(T)
+    x = torch.randn(2, T, 7, generator=g)
+    c = 0.99 * 0.95 * (torch.rand(2, T, 7, generator=g) >= p_done).float()
+    ref = torch.zeros(2, T, 7, dtype=torch.float64)
+    acc = torch.zeros(2, 7, dtype=torch.float64)
+    for t in range(T - 1, -1, -1):
+        acc = x[:, t].double() + c[:, t].double() * acc
+        ref[:, t] = acc
+    out = reverse_linear_scan(x, c)
+    assert out.dtype == x.dtype and out.shape == x.shape
+    assert torch.allclose(out.double(), ref, atol=1e-5, rtol=1e-5), (out.double() - ref).abs().max()
 
 
 def test_train_step_times_its_phases_on_request() -> None:

@@ -43,41 +43,34 @@ def gae(
     not_done = (~done).to(values.dtype)
     next_values = torch.cat([values[:, 1:], last_value[:, None]], 1)
     delta = rewards + gamma * next_values * not_done - values
-    if values.is_cuda:  # a few large kernels instead of 4 T small launches
-        adv = gae_weights(delta, done, gamma * lam)
+    decay = gamma * lam * not_done
+    if values.is_cuda:  # a few dozen kernels instead of 4 T small launches
+        adv = reverse_linear_scan(delta, decay)
         return adv, adv + values
     adv = torch.empty_like(values)
     acc = torch.zeros_like(last_value)
     for t in range(values.shape[1] - 1, -1, -1):
-        acc = delta[:, t] + gamma * lam * not_done[:, t] * acc
+        acc = delta[:, t] + decay[:, t] * acc
         adv[:, t] = acc
     return adv, adv + values
 
 
-#: elements of the [chunk, T, T] weight tensor ``gae_weights`` builds at once
-GAE_CHUNK_ELEMENTS = 2**26
-
-
-def gae_weights(delta: Tensor, done: Tensor, decay: float) -> Tensor:
-    """The GAE recursion A_t = delta_t + decay (1 - d_t) A_{t+1} (A_T = 0) in closed form, as one batched
-    matrix product per chunk of actors: A_t = sum_{k >= t} decay^(k - t) [no episode end in t..k-1] delta_k.
-    An episode end lies between t and k exactly when the exclusive cumulative count of ends differs
-    (E_t != E_k). [S, T, N] in and out; O(T^2) work per actor, no loop over time."""
-    S, T, N = delta.shape
-    dev, dt = delta.device, delta.dtype
-    steps = torch.arange(T, device=dev)
-    gap = (steps[None, :] - steps[:, None]).to(dt)  # k - t
-    power = torch.where(gap >= 0, torch.tensor(decay, dtype=dt, device=dev) ** gap.clamp_min(0), 0.0)
-    ends = done.transpose(1, 2).reshape(S * N, T).to(torch.int32)
-    before = ends.cumsum(1) - ends  # E: ends strictly before each step
-    d = delta.transpose(1, 2).reshape(S * N, T)
-    out = torch.empty_like(d)
-    chunk = max(1, GAE_CHUNK_ELEMENTS // (T * T))
-    for a in range(0, S * N, chunk):
-        e = before[a : a + chunk]
-        w = power * (e[:, :, None] == e[:, None, :]).to(dt)  # [c, t, k]
-        out[a : a + chunk] = torch.bmm(w, d[a : a + chunk, :, None])[..., 0]
-    return out.view(S, N, T).transpose(1, 2).contiguous()
+def reverse_linear_scan(x: Tensor, c: Tensor) -> Tensor:
+    """y_t = x_t + c_t y_{t+1} over dim 1 (y_T = 0), for every other index at once, in ceil(log2 T) rounds
+    (Hillis and Steele's scan, run backwards in time): after round r, entry t holds the composition of steps
+    t .. t + 2^r - 1, (x, c) o (x', c') = (x + c x', c c'). About 4 log2(T) tensor operations instead of the
+    recursion's 3 T, but each over all of x: on CUDA a few dozen kernels instead of hundreds of launches; on
+    one CPU thread 3-12x the loop at 128-512 actors, slower from ~2,000 (memory-bound), so the CPU keeps the
+    loop (``benchmarks/test_train_bench.py::test_gae_scan_vs_loop``). The sums run in another order than the
+    recursion's (float32: ~1e-6 apart)."""
+    T = x.shape[1]
+    k = 1
+    while k < T:
+        x = torch.cat([torch.addcmul(x[:, : T - k], c[:, : T - k], x[:, k:]), x[:, T - k :]], 1)
+        if 2 * k < T:  # the last round needs no products of c
+            c = torch.cat([c[:, : T - k] * c[:, k:], c[:, T - k :]], 1)
+        k *= 2
+    return x
 
 
 def masked_mean(x: Tensor, mask: Tensor) -> Tensor:
