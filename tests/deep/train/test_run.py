@@ -74,10 +74,27 @@ def test_resume_after_sigkill_gives_the_uninterrupted_curve(tmp_path: Path) -> N
     assert proc.wait(timeout=60) == -signal.SIGKILL
     partial = len(read_metrics(killed))
     assert partial < 2 * 14
+    present = [p.name for p in checkpoints(killed)]
     learner, summary = _resume_one_thread(killed)
     assert summary["finished"] and learner.update == 14
-    assert _curve(killed) == _curve(full)  # bit-identical metrics, row for row
+    got, want = _curve(killed), _curve(full)
+    assert got == want, _first_difference(got, want, partial, present)  # bit-identical, row for row
     assert len(checkpoints(killed)) == 2
+
+
+def _first_difference(
+    got: list[dict[str, str]], want: list[dict[str, str]], partial: int, present: list[str]
+) -> str:
+    """Where a resumed curve first differs, and what the kill left (rows, checkpoints): a row of an update after
+    the checkpoint resumed from was computed again in this process, an earlier one by the killed process."""
+    for k, (a, b) in enumerate(zip(got, want)):
+        cols = [c for c in b if a.get(c) != b[c]]
+        if cols:
+            return (
+                f"row {k} (update {b['update']}, seed {b['seed']}) differs in {cols}: {[a.get(c) for c in cols]} "
+                f"against {[b[c] for c in cols]}; the kill left {partial} rows and checkpoints {present}"
+            )
+    return f"{len(got)} rows against {len(want)}; the kill left {partial} rows and checkpoints {present}"
 
 
 def _small_checkpoint(path: Path) -> dict[str, torch.Tensor]:
