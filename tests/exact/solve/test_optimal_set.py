@@ -62,9 +62,12 @@ def test_weighted_mean_bound_is_the_vertex_optimum(seed: int, n: int) -> None:
     assert ref <= got <= ref + 1e-7 * (1 + np.abs(x).max())
 
 
+@pytest.mark.parametrize("held", [True, False])
 @pytest.mark.parametrize("name", ["toy-coordination", "dectiger", "three-lever"])
-def test_enclosures_hold_sampled_values(name: str) -> None:
-    """M(y) and J(pi(y)) at points of random boxes (wide and narrow, corners included) lie in the enclosures."""
+def test_enclosures_hold_sampled_values(name: str, held: bool) -> None:
+    """M(y) and J(pi(y)) at points of random boxes (wide and narrow, corners included) lie in the enclosures,
+    with and without the held-agent stage bound (``held=False``: what the search's later contraction rounds
+    use on games with more than ``held_orders`` vertex orders)."""
     tree = enumerate_histories(get_game(name))
     coords = LogitCoordinates(tree)
     enc = BoxEnclosure(coords)
@@ -73,7 +76,7 @@ def test_enclosures_hold_sampled_values(name: str) -> None:
     c = rng.normal(size=(P, D)) * 4
     w = rng.exponential(size=(P, D)) * rng.choice([1e-3, 1.0, 20.0], size=(P, 1))
     lo, hi = c - w, c + w
-    mlo, mhi, jlo, jhi = enc(lo, hi, alpha)
+    mlo, mhi, jlo, jhi = enc(lo, hi, alpha, held=held)
     for y in [lo, hi, *(lo + rng.random((P, D)) * (hi - lo) for _ in range(8))]:
         ev = coords.evaluate(y, alpha, jacobian=False)
         assert np.all((mlo <= ev.values) & (ev.values <= mhi))
@@ -358,3 +361,39 @@ def test_interval_jacobian_holds_on_a_wide_box_of_large_logits() -> None:
 def test_interval_log_of_a_nonpositive_lower_end_is_minus_inf() -> None:
     x = IArray(np.array([-1e-17, 0.0, 2.0]), np.array([1.0, 1.0, 3.0])).log()
     assert np.all(np.isneginf(x.lo[:2])) and not np.any(np.isnan(x.hi)) and x.lo[2] <= np.log(2.0)
+
+
+@pytest.mark.parametrize("held_orders", [0, 24, 120])
+def test_later_rounds_hold_the_agent_only_where_it_is_cheap(
+    held_orders: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``OptimalSetConfig.held_orders``: the contraction rounds after the exact ones use the held-agent stage
+    bound only where every held agent has at most that many vertex orders (here 5 actions: 5! = 120), and the
+    proven set is the same either way (a random two-agent game with 5 and 2 actions)."""
+    rng = np.random.default_rng(3)
+    game = random_game(rng, n_actions=[5, 2], n_observations=[1, 2], horizon=2, reward_kind="float")
+    calls: list[tuple[bool, bool]] = []
+    call = BoxEnclosure.__call__
+
+    def spy(self, lo, hi, alpha, exact=True, held=True):  # type: ignore[no-untyped-def]
+        calls.append((exact, held))
+        return call(self, lo, hi, alpha, exact, held)
+
+    monkeypatch.setattr(BoxEnclosure, "__call__", spy)
+    cfg = dataclasses.replace(FAST, held_orders=held_orders)
+    res = certified_optimal_set(enumerate_histories(game), 0.5, cfg, SOLVER)
+    assert res.complete and len(res.optimal_points) >= 1
+    later = [held for exact, held in calls if not exact]
+    assert later, "no contraction round after the exact one ran"
+    assert all(later) if held_orders >= 120 else not any(later)
+    monkeypatch.setattr(BoxEnclosure, "__call__", call)
+    ref = certified_optimal_set(
+        enumerate_histories(game), 0.5, dataclasses.replace(FAST, held_orders=120), SOLVER
+    )
+    assert np.isclose(res.J_star_lo, ref.J_star_lo, atol=1e-9)
+    assert len(res.optimal_points) == len(ref.optimal_points)
+
+
+def test_held_orders_must_be_a_nonnegative_integer() -> None:
+    with pytest.raises(ValueError, match="held_orders"):
+        OptimalSetConfig(held_orders=-1)

@@ -106,7 +106,9 @@ def process_batch(
         idx = np.flatnonzero(active)
         if not idx.size or (rnd and idx.size < cfg.contract_min):  # a few: their children contract on
             break
-        mlo, mhi, _, jhi = enc(lo[idx], hi[idx], alpha, rnd < cfg.exact_rounds)
+        exact = rnd < cfg.exact_rounds
+        held = exact or enc.held.orders <= cfg.held_orders  # the held-agent bound where it is cheap
+        mlo, mhi, _, jhi = enc(lo[idx], hi[idx], alpha, exact, held)
         nlo, nhi = contract(np.maximum(lo[idx], mlo), np.minimum(hi[idx], mhi))
         empty = np.any(nlo > nhi, axis=1)
         low = ~empty & (jhi < best - cfg.eps)

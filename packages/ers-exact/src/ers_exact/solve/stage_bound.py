@@ -25,6 +25,7 @@ sum is widened by gamma_k sum |terms|, the float vertices' own error by a margin
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import scipy.sparse as sp
@@ -78,6 +79,8 @@ class HeldAgentBound:
         self.held = (
             [i for i, a in enumerate(n_actions) if a <= MAX_VERTEX_ACTIONS] if len(n_actions) > 1 else []
         )
+        #: the most vertex orders (A_i!) of a held agent's polytopes: the bound's cost per history (0: none held)
+        self.orders = max((math.factorial(n_actions[i]) for i in self.held), default=0)
         # per t and held agent: (children -> key sums, keys -> (parent, joint action) sums)
         self.groups: list[dict[int, tuple[sp.csr_matrix, sp.csr_matrix]]] = []
         for t, layer in enumerate(tree.layers):
