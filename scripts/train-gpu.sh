@@ -26,7 +26,8 @@
 # variant applies to every row, ENV:... to ENV's rows). Overcooked 256 x 256 met its 3x (4.85x) and is left out;
 # Overcooked 1,024 x 128's default config ran 224k on 2026-11-27, so only its variants run (--no-default):
 #   TEST_S=0 TABLE_S=470 TABLE_ARGS="--rows hanabi --row-variants 'bf16_update=true;overcooked-v2:cudnn_benchmark=true;overcooked-v2:net.spatial=matmul' --profile 25" (timeout_s=490)
-#   TEST_S=0 TABLE_S=230 TABLE_ARGS="--rows overcooked-v2 --sizes 1024 --no-default --row-variants 'bf16_update=true;overcooked-v2:cudnn_benchmark=true;overcooked-v2:net.spatial=matmul' --profile 25" (timeout_s=250)
+#   TEST_S=40 GPU_TESTS="tests/deep/train/test_gpu.py::test_gae_on_cuda_equals_the_cpu_loop" TABLE_S=200 TABLE_ARGS="--rows overcooked-v2 --sizes 1024 --no-default --row-variants 'bf16_update=true;overcooked-v2:cudnn_benchmark=true;overcooked-v2:net.spatial=matmul' --profile 25" (timeout_s=250)
+# (GPU_TESTS replaces the test list: here only the CUDA GAE, a log-depth scan since 2026-11-28, no compilation.)
 # Order for the next device sessions (2026-11-27): the throughput follow-up above first (its two calls fill one
 # session's 15 minutes); make the winning variant the CUDA default only where its curve is unchanged; then the
 # 5-minute learning comparison (the two calls above) with those defaults, in the session after.
@@ -40,7 +41,8 @@ TABLE_S=${TABLE_S:-335}
 if [ "$TEST_S" -gt 0 ]; then
   # most informative first (a timeout keeps the lines already printed): the captured update against the eager
   # one, the bounded GRU on cuDNN, then the two compile-graph collections (Hanabi's compiles for ~2 minutes)
-  timeout "$TEST_S" $PY -m pytest -v --tb=short -m gpu -o addopts="" -p no:cacheprovider -p no:randomly \
+  # shellcheck disable=SC2086  # GPU_TESTS: space-separated test ids that replace the list below
+  timeout "$TEST_S" $PY -m pytest -v --tb=short -m gpu -o addopts="" -p no:cacheprovider -p no:randomly ${GPU_TESTS:-\
     "tests/deep/train/test_gpu.py::test_update_modes_equal_the_eager_update[hanabi-graph]" \
     "tests/deep/train/test_gpu.py::test_update_modes_equal_the_eager_update[overcooked-v2-graph]" \
     "tests/deep/train/test_gpu.py::test_update_modes_equal_the_eager_update[hanabi-compile-graph]" \
@@ -50,7 +52,7 @@ if [ "$TEST_S" -gt 0 ]; then
     "tests/deep/train/test_gpu.py::test_captured_collection_equals_the_eager_loop[hanabi-compile-graph]" \
     "tests/deep/train/test_gpu.py::test_captured_collection_with_the_v0_belief_equals_the_eager_loop" \
     "tests/deep/accel/test_gpu.py::test_captured_step_equals_eager_step[hanabi-kw0-compile-graph]" \
-    "tests/deep/train/test_gpu.py::test_captured_updates_with_the_grid_matrix_convolutions_equal_the_eager_update[graph]" \
+    "tests/deep/train/test_gpu.py::test_captured_updates_with_the_grid_matrix_convolutions_equal_the_eager_update[graph]"} \
     ${MORE_TESTS:-} > "$OUT/gpu-tests.txt" 2>&1
   echo "gpu tests: exit $? (details in $OUT/gpu-tests.txt)"; tail -25 "$OUT/gpu-tests.txt"
 fi

@@ -67,7 +67,7 @@ def test_weighted_mean_bound_is_the_vertex_optimum(seed: int, n: int) -> None:
 def test_enclosures_hold_sampled_values(name: str, held: bool) -> None:
     """M(y) and J(pi(y)) at points of random boxes (wide and narrow, corners included) lie in the enclosures,
     with and without the held-agent stage bound (``held=False``: what the search's later contraction rounds
-    use on games with more than ``held_orders`` vertex orders)."""
+    use on games with more than ``held_orders`` fill orders)."""
     tree = enumerate_histories(get_game(name))
     coords = LogitCoordinates(tree)
     enc = BoxEnclosure(coords)
@@ -368,7 +368,7 @@ def test_later_rounds_hold_the_agent_only_where_it_is_cheap(
     held_orders: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``OptimalSetConfig.held_orders``: the contraction rounds after the exact ones use the held-agent stage
-    bound only where every held agent has at most that many vertex orders (here 5 actions: 5! = 120), and the
+    bound only where every held agent has at most that many fill orders (here 5 actions: 80), and the
     proven set is the same either way (a random two-agent game with 5 and 2 actions)."""
     rng = np.random.default_rng(3)
     game = random_game(rng, n_actions=[5, 2], n_observations=[1, 2], horizon=2, reward_kind="float")
@@ -397,3 +397,25 @@ def test_later_rounds_hold_the_agent_only_where_it_is_cheap(
 def test_held_orders_must_be_a_nonnegative_integer() -> None:
     with pytest.raises(ValueError, match="held_orders"):
         OptimalSetConfig(held_orders=-1)
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), width=st.sampled_from([1e-3, 1.0, 8.0]))
+def test_enclosures_hold_with_five_actions(seed: int, width: float) -> None:
+    """The held-agent stage bound with 5 actions (80 fill orders, ``stage_bound.fill_orders``) and the exact
+    stage games: M(y) and J(pi(y)) at corners and inside random boxes of a random 5 x 2-action game."""
+    rng = np.random.default_rng(seed)
+    game = random_game(rng, n_actions=[5, 2], n_observations=[1, 2], horizon=2, reward_kind="float")
+    coords = LogitCoordinates(enumerate_histories(game))
+    enc = BoxEnclosure(coords)
+    assert enc.held.orders == 80
+    P, D, alpha = 8, coords.dim, 0.5
+    c, w = rng.normal(size=(P, D)) * 3, rng.exponential(size=(P, D)) * width
+    lo, hi = c - w, c + w
+    mlo, mhi, jlo, jhi = enc(lo, hi, alpha)
+    corners = [np.where(rng.random((P, D)) < 0.5, lo, hi) for _ in range(16)]
+    for y in [lo, hi, *corners, *(lo + rng.random((P, D)) * (hi - lo) for _ in range(8))]:
+        ev = coords.evaluate(y, alpha, jacobian=False)
+        tol, mtol = 1e-12 * (1 + np.abs(ev.J)), 1e-12 * (1 + np.abs(ev.values))
+        assert np.all((mlo <= ev.values + mtol) & (ev.values - mtol <= mhi))
+        assert np.all((jlo <= ev.J + tol) & (jhi >= ev.J - tol))

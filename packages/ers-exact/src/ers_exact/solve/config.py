@@ -152,8 +152,8 @@ class OptimalSetConfig:
     exact_rounds: int = 1  # ... of which the first this many solve the two-agent stage games exactly
     contract_min: int = 8  # ... after the first, only while this many boxes of the batch still shrink
     # ... and after the exact rounds, the held-agent stage bound only where each held agent's polytope has at
-    # most this many vertex orders (A! <= 24: 4 actions; GridSmall's 5 actions give 120 per history, and the
-    # bound took 86% of its search)
+    # most this many fill orders (stage_bound.fill_orders: 24 at 4 actions, 80 at 5; the bound took 86% of
+    # GridSmall's search, 5 actions)
     held_orders: int = 24
     krawczyk_width: float = 64.0  # the Krawczyk test runs on boxes whose logit widths are all below this
     certify_radii: tuple[float, ...] = (
