@@ -52,16 +52,17 @@ def fill_orders(A: int) -> np.ndarray:
     or, where fewer, one per pair (k, S), S a set of the other actions: S first, then k, then the rest (a
     vertex has its mass run out at one action k, those before it at hi, those after at lo, whatever the order
     within them: A 2^(A - 1) orders, 80 instead of 120 at A = 5).  # [V, A]"""
-    perms = np.array(list(itertools.permutations(range(A))), dtype=np.int64).reshape(-1, A)
-    if len(perms) <= A * 2 ** (A - 1):
-        return perms
-    out = []
-    for k in range(A):
-        others = [j for j in range(A) if j != k]
-        for mask in range(2 ** (A - 1)):
-            first = [a for b, a in enumerate(others) if mask >> b & 1]
-            out.append(first + [k] + [a for a in others if a not in first])
-    return np.array(out, dtype=np.int64)
+    orders = np.array(list(itertools.permutations(range(A))), dtype=np.int64).reshape(-1, A)
+    if len(orders) > A * 2 ** (A - 1):
+        out = []
+        for k in range(A):
+            others = [j for j in range(A) if j != k]
+            for mask in range(2 ** (A - 1)):
+                first = [a for b, a in enumerate(others) if mask >> b & 1]
+                out.append(first + [k] + [a for a in others if a not in first])
+        orders = np.array(out, dtype=np.int64)
+    orders.setflags(write=False)  # cached: shared by every caller
+    return orders
 
 
 def polytope_vertices(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
