@@ -120,8 +120,8 @@ def test_optimal_set_held_orders(benchmark: BenchmarkFixture, dpomdp_dir: Path, 
     """``OptimalSetConfig.held_orders`` on GridSmall H=2 at alpha 0.25 (5 actions: 80 fill orders per history):
     24 (the default) keeps the held-agent stage bound to the exact first contraction round, 120 runs it in
     every round (as the search did before). Both must prove the set (one point); the seconds and boxes say what
-    it gives (2026-11-28, one EPYC core: 89 boxes in 8.0 s, 115 in 4.5 s; with 120 fill orders in every
-    round, 89 in 10.4 s)."""
+    it gives (2026-11-28, one EPYC core: 89 boxes in 6.9-8.0 s, 115 in 3.9-4.5 s; with 120 fill orders in
+    every round, 89 in 10.4 s)."""
     spec = str(dpomdp_dir / "GridSmall.dpomdp")
     result = benchmark.pedantic(
         run_json,

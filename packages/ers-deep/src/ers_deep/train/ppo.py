@@ -60,9 +60,9 @@ def reverse_linear_scan(x: Tensor, c: Tensor) -> Tensor:
     (Hillis and Steele's scan, run backwards in time): after round r, entry t holds the composition of steps
     t .. t + 2^r - 1, (x, c) o (x', c') = (x + c x', c c'). About 4 log2(T) tensor operations instead of the
     recursion's 3 T, but each over all of x: on CUDA a few dozen kernels instead of hundreds of launches; on
-    one CPU thread 3-12x the loop at 128-512 actors, slower from ~2,000 (memory-bound), so the CPU keeps the
-    loop (``benchmarks/test_train_bench.py::test_gae_scan_vs_loop``). The sums run in another order than the
-    recursion's (float32: ~1e-6 apart)."""
+    one CPU thread 2-10x the loop at 128-512 actors, 0.3-2.7x at 2,048 (cache-bound) and 5-17x slower at
+    16,384 (memory-bound), so the CPU keeps the loop (``benchmarks/test_train_bench.py::test_gae_scan_vs_loop``).
+    The sums run in another order than the recursion's (float32: ~1e-6 apart)."""
     T = x.shape[1]
     k = 1
     while k < T:
