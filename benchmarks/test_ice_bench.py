@@ -1,6 +1,6 @@
 """Issue 23's targets for exact planning at scale: GMAA*-ICE with incremental clustering (``optimal --method ice``,
 what ``auto`` picks), undiscounted, against the published optima (masplan.org). Each case runs in its own process,
-so its peak resident memory (``ru_maxrss``, imports included, about 60 MB) is its own; ``seconds`` is timed inside
+so its peak resident memory (``tests.own_process.peak_rss_mb``: VmHWM, imports included) is its own; ``seconds`` is timed inside
 around the search (belief DAG, heuristic and A*), the benchmark's own time is the whole process. The tree-based
 ``gmaa`` of the same cases: dectiger H=6 refused at 62 million joint histories, GridSmall H=5 and fireFighting H=5
 killed at 8 GB (issue 23's table)."""
@@ -19,7 +19,8 @@ LIMIT_PEAK_MB = 2048.0
 
 SCRIPT = textwrap.dedent(
     """
-    import json, resource, sys, time
+    import json, sys, time
+    from tests.own_process import peak_rss_mb
     from ers_exact.games import load_game
     from ers_exact.model.ice import ice_search
     from ers_exact.model.policy_trees import evaluate_policy_trees
@@ -28,7 +29,7 @@ SCRIPT = textwrap.dedent(
     start = time.perf_counter()
     out = ice_search(game)
     seconds = time.perf_counter() - start
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak_mb = peak_rss_mb()
     print(json.dumps({
         "seconds": seconds, "peak_mb": peak_mb, "value": out.value, "optimal": out.optimal,
         "policy_value": evaluate_policy_trees(game, out.policy_trees), **out.stats(),

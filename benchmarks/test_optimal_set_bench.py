@@ -1,6 +1,6 @@
 """Issue 23 part 2, Pi*_alpha proven complete: ``certified_optimal_set`` (``ers-exact optimal-set``) on every
 built-in game and on dectiger / broadcastChannel / recycling / GridSmall H=2, at alpha 0.25 and 1. Each case runs
-in its own process (peak resident memory ``ru_maxrss``, imports included, is its own) with the issue's 120 s
+in its own process (peak resident memory ``tests.own_process.peak_rss_mb``, imports included, is its own) with the issue's 120 s
 budget for the branch-and-bound; ``seconds`` covers the candidate solve and the search. Each result must be
 honest (complete, or boxes left: ``boxes_left``, ``volume_left``) and every case in ``PROVEN`` (all of them now)
 complete within 120 s.
@@ -25,7 +25,8 @@ BUDGET_SECONDS = 110.0
 
 SCRIPT = textwrap.dedent(
     """
-    import json, resource, sys, time
+    import json, sys, time
+    from tests.own_process import peak_rss_mb
     from ers_exact.games import load_game
     from ers_exact.model.histories import enumerate_histories
     from ers_exact.solve.optimal_set import OptimalSetConfig, certified_optimal_set
@@ -40,7 +41,7 @@ SCRIPT = textwrap.dedent(
     rel = decpomdp_group(game).policy_parts  # Phi_MDP on policies: the search explores a fundamental domain
     r = certified_optimal_set(enumerate_histories(game), alpha, cfg, relabellings=rel)
     print(json.dumps({
-        "seconds": time.perf_counter() - start, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "seconds": time.perf_counter() - start, "peak_mb": peak_rss_mb(),
         "complete": r.complete, "n_optimal": len(r.optimal_points), "J_star": [r.J_star_lo, r.J_star_hi],
         "boxes": r.boxes, "boxes_left": r.boxes_left, "volume_left": r.volume_left, "note": r.note,
         "reductions": list(r.reductions),

@@ -5,7 +5,7 @@ certified (a singular point, at a bifurcation, cannot be).
 
 Each side runs in its own subprocess, timed inside it around the call that does the work (our
 ``solve_fixed_points``; Gambit's ``qre.logit_solve_lambda`` on the ``.efg`` that ``ers_exact.io.gambit``
-writes, read beforehand), and reports its peak resident memory (``resource.getrusage``, the whole
+writes, read beforehand), and reports its peak resident memory (``tests.own_process.peak_rss_mb``, the whole
 process: interpreter and libraries included). Gambit = pygambit 17.0.0b2 (requirements-dev.txt); the case is
 skipped without it. Ratio = Gambit seconds / our seconds, in ``extra_info``.
 """
@@ -23,7 +23,8 @@ RESIDUAL_LIMIT = 1e-10
 
 OURS = textwrap.dedent(
     """
-    import json, resource, sys, time
+    import json, sys, time
+    from tests.own_process import peak_rss_mb
     from ers_exact.games import get_game
     from ers_exact.model.histories import enumerate_histories
     from ers_exact.solve.fixed_points import SolverConfig, solve_fixed_points
@@ -34,7 +35,7 @@ OURS = textwrap.dedent(
     start = time.perf_counter()
     fs = solve_fixed_points(tree, alpha, cfg)
     seconds = time.perf_counter() - start
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak_mb = peak_rss_mb()
     print(json.dumps({
         "seconds": seconds, "peak_mb": peak_mb, "n_starts": fs.n_starts, "J_star": fs.J_star,
         "points": [{"J": p.J, "residual": p.residual, "certified": p.certified, "rho": p.spectral_radius,
@@ -47,7 +48,8 @@ OURS = textwrap.dedent(
 
 GAMBIT = textwrap.dedent(
     """
-    import io, json, resource, sys, time
+    import io, json, sys, time
+    from tests.own_process import peak_rss_mb
     import pygambit as gbt
     from ers_exact.games import get_game
     from ers_exact.io.gambit import export_efg
@@ -58,7 +60,7 @@ GAMBIT = textwrap.dedent(
     start = time.perf_counter()
     qre = gbt.qre.logit_solve_lambda(game, lam=1.0 / alpha)[0]
     seconds = time.perf_counter() - start
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak_mb = peak_rss_mb()
     print(json.dumps({"seconds": seconds, "peak_mb": peak_mb, "lam": float(qre.lam)}))
     """
 )

@@ -1,8 +1,10 @@
-"""Running Python code in a process of its own (a fresh interpreter: its own imports, its own peak memory)."""
+"""Running Python code in a process of its own (a fresh interpreter: its own imports, its own peak memory, read
+in the child with :func:`peak_rss_mb`)."""
 
 from __future__ import annotations
 
 import json
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -23,3 +25,18 @@ def run_json(code: str, *args: str, timeout: float | None = None) -> Any:
         timeout=timeout,
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory in MB since it started its program: ``VmHWM`` of /proc/self/status
+    (Linux: the high-water mark of this process image, reset by exec), else ``ru_maxrss``. On Linux
+    ``ru_maxrss`` keeps the parent's peak across fork and exec: a child of a 500 MB pytest process reported
+    504 MB where its own image peaked at 13 MB."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
