@@ -110,10 +110,16 @@ def test_enclosures_hold_on_random_two_stage_games(
         reward_kind="float",
         legal=legal,
     )
-    tree = enumerate_histories(game)
-    coords = LogitCoordinates(tree)
+    coords = LogitCoordinates(enumerate_histories(game))
     assume(coords.dim > 0)
-    enc = BoxEnclosure(coords)
+    _assert_enclosures_hold(coords, BoxEnclosure(coords), rng, width)
+
+
+def _assert_enclosures_hold(
+    coords: LogitCoordinates, enc: BoxEnclosure, rng: np.random.Generator, width: float
+) -> None:
+    """M(y) and J(pi(y)) at the corners and inside 8 random boxes of logit widths ~``width`` lie in ``enc``'s
+    enclosures, up to the float evaluation's own rounding (1e-12 relative)."""
     P, D, alpha = 8, coords.dim, 0.5
     c = rng.normal(size=(P, D)) * 3
     w = rng.exponential(size=(P, D)) * width
@@ -409,13 +415,4 @@ def test_enclosures_hold_with_five_actions(seed: int, width: float) -> None:
     coords = LogitCoordinates(enumerate_histories(game))
     enc = BoxEnclosure(coords)
     assert enc.held.orders == 80
-    P, D, alpha = 8, coords.dim, 0.5
-    c, w = rng.normal(size=(P, D)) * 3, rng.exponential(size=(P, D)) * width
-    lo, hi = c - w, c + w
-    mlo, mhi, jlo, jhi = enc(lo, hi, alpha)
-    corners = [np.where(rng.random((P, D)) < 0.5, lo, hi) for _ in range(16)]
-    for y in [lo, hi, *corners, *(lo + rng.random((P, D)) * (hi - lo) for _ in range(8))]:
-        ev = coords.evaluate(y, alpha, jacobian=False)
-        tol, mtol = 1e-12 * (1 + np.abs(ev.J)), 1e-12 * (1 + np.abs(ev.values))
-        assert np.all((mlo <= ev.values + mtol) & (ev.values - mtol <= mhi))
-        assert np.all((jlo <= ev.J + tol) & (jhi >= ev.J - tol))
+    _assert_enclosures_hold(coords, enc, rng, width)
