@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -98,17 +97,6 @@ def test_training_env_steps_cuda(benchmark, case: str) -> None:  # type: ignore[
     assert ers["env_steps_per_s"] > 0
 
 
-def _gae_loop(delta: Any, c: Any) -> Any:
-    """The recursion A_t = delta_t + c_t A_{t+1} one step at a time (the learner's GAE on a CPU)."""
-    import torch
-
-    out, acc = torch.empty_like(delta), torch.zeros_like(delta[:, 0])
-    for t in range(delta.shape[1] - 1, -1, -1):
-        acc = delta[:, t] + c[:, t] * acc
-        out[:, t] = acc
-    return out
-
-
 @pytest.mark.parametrize("shape", [(1, 128, 512), (1, 256, 128), (1, 128, 2048)], ids=str)
 def test_gae_scan_vs_loop(benchmark, one_thread, shape: tuple[int, int, int]) -> None:  # type: ignore[no-untyped-def]
     """``ppo.reverse_linear_scan`` (GAE in log2 T rounds: what CUDA runs) against the step-by-step recursion (what
@@ -116,16 +104,16 @@ def test_gae_scan_vs_loop(benchmark, one_thread, shape: tuple[int, int, int]) ->
     64 x 256, Hanabi 1,024 x 128 (near the CPU crossover: 0.3-2.7x measured, cache-bound)."""
     import torch
 
-    from ers_deep.train.ppo import reverse_linear_scan
+    from ers_deep.train.ppo import reverse_linear_loop, reverse_linear_scan
 
     g = torch.Generator().manual_seed(0)
     delta = torch.randn(*shape, generator=g)
     c = 0.99 * 0.95 * (torch.rand(*shape, generator=g) >= 0.02).float()
     scan = benchmark(reverse_linear_scan, delta, c)
-    loop = _gae_loop(delta, c)
+    loop = reverse_linear_loop(delta, c)
     start = time.perf_counter()
     for _ in range(10):
-        _gae_loop(delta, c)
+        reverse_linear_loop(delta, c)
     loop_s = (time.perf_counter() - start) / 10
     info = {
         "loop_s": loop_s,

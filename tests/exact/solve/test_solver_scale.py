@@ -121,7 +121,7 @@ def test_dectiger_h3_every_point_converged_and_certified(dectiger3, alpha: float
 
 
 _PEAK = """
-import json, resource, sys
+import json, sys
 from ers_exact.games import get_game
 from ers_exact.model.histories import enumerate_histories
 from ers_exact.solve.fixed_points import SolverConfig, solve_fixed_points
@@ -129,10 +129,8 @@ horizon, budget = int(sys.argv[1]), float(sys.argv[2])
 tree = enumerate_histories(get_game("dectiger", horizon=horizon))
 cfg = SolverConfig(memory_budget_bytes=int(budget), memory_scope="process", progress=False)
 fs = solve_fixed_points(tree, 0.5, cfg)
-try:  # this process image's high-water mark (ru_maxrss can carry a big parent's RSS over fork + exec)
-    peak = float(open("/proc/self/status").read().split("VmHWM:")[1].split()[0]) * 1024
-except (OSError, IndexError):
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+from tests.own_process import peak_rss_mb  # this process image's own peak (VmHWM), not its parent's
+peak = peak_rss_mb() * 2**20
 print(json.dumps({"peak": peak, "points": len(fs.points), "certified": all(p.certified for p in fs.points)}))
 """
 

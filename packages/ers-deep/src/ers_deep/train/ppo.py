@@ -44,15 +44,18 @@ def gae(
     next_values = torch.cat([values[:, 1:], last_value[:, None]], 1)
     delta = rewards + gamma * next_values * not_done - values
     decay = gamma * lam * not_done
-    if values.is_cuda:  # a few dozen kernels instead of 4 T small launches
-        adv = reverse_linear_scan(delta, decay)
-        return adv, adv + values
-    adv = torch.empty_like(values)
-    acc = torch.zeros_like(last_value)
-    for t in range(values.shape[1] - 1, -1, -1):
-        acc = delta[:, t] + decay[:, t] * acc
-        adv[:, t] = acc
+    # CUDA: a few dozen kernels instead of 4 T small launches; CPU: the loop (memory-bound scan, see below)
+    adv = reverse_linear_scan(delta, decay) if values.is_cuda else reverse_linear_loop(delta, decay)
     return adv, adv + values
+
+
+def reverse_linear_loop(x: Tensor, c: Tensor) -> Tensor:
+    """y_t = x_t + c_t y_{t+1} over dim 1 (y_T = 0), one step at a time (what the CPU runs)."""
+    out, acc = torch.empty_like(x), torch.zeros_like(x[:, 0])
+    for t in range(x.shape[1] - 1, -1, -1):
+        acc = x[:, t] + c[:, t] * acc
+        out[:, t] = acc
+    return out
 
 
 def reverse_linear_scan(x: Tensor, c: Tensor) -> Tensor:
