@@ -69,3 +69,11 @@ def test_zsc_reports_without_the_op_column_still_load() -> None:
         == "| SP (iql) | 1.000 ± 0.000 | - | " + " | ".join(["1.000 ± 0.000"] * 4) + " |"
     )
     assert ZSCReport.from_json(json.loads(report.dumps())) == report
+
+
+def test_undefined_estimates_print_as_a_dash() -> None:
+    """NaN (null in JSON: a column a pool cannot fill, a standard error of one sample) is not printed as "nan"."""
+    cell, none, one = {"value": 0.5, "se": 0.01}, {"value": None, "se": None}, {"value": 0.25, "se": None}
+    row = {"name": "p", "sp": cell, "xp": one, "xp_median": cell, "xp_median_mdp": none, "xp_median_er": none}
+    line = ZSCReport.from_json({"game": "hanabi", "rows": [row]}).to_markdown().splitlines()[-1]
+    assert line == "| p | 0.500 ± 0.010 | - | 0.250 | 0.500 ± 0.010 | - | - |"

@@ -193,7 +193,11 @@ class Estimate:
     se: float
 
     def __str__(self) -> str:
-        return f"{self.value:.3f} ± {self.se:.3f}"
+        """``value ± se``; an undefined value (NaN: e.g. XP(*)+MDP of a pool without the env's symmetries) is
+        ``-``, an undefined standard error (one sample) leaves the value alone."""
+        if math.isnan(self.value):
+            return "-"
+        return f"{self.value:.3f}" if math.isnan(self.se) else f"{self.value:.3f} ± {self.se:.3f}"
 
 
 def _estimate(d: dict[str, Any]) -> Estimate:
