@@ -93,15 +93,17 @@ def learning_run(
     tiny: bool,
     progress: Path | None = None,
     from_start: bool = False,
+    seed: int = 0,
     **over: Any,
 ) -> dict[str, Any]:
     """ers self-play for ``seconds`` of wall time after setup (``from_start``: counted from before the learner is
     built, its setup and compilation included); the mean return of the last two updates. ``progress``: one JSON
     line per update (seconds since the clock started, env-steps, training return), written as it runs, so a
-    killed run keeps its curve. ``over``: config fields on top, e.g. ``vf_coef=1.0``."""
+    killed run keeps its curve. ``seed``: the learner's one seed (``--learn-seed``, as the anchor's ``--seed``).
+    ``over``: config fields on top, e.g. ``vf_coef=1.0``."""
     from ers_deep.train import Learner
 
-    cfg = ers_config(env, n, t, 4, device, tiny, **over)
+    cfg = ers_config(env, n, t, 4, device, tiny, **{"seeds": (seed,), **over})
     clock = time.perf_counter()
     learner = Learner(cfg)
     learner.train_step()
@@ -116,6 +118,7 @@ def learning_run(
             fh.flush()
     rets = [r for m in history[-2:] for r in m["return"] if not math.isnan(r)]
     return {
+        "seed": learner.config.seeds[0],
         "updates": len(history) + 1,
         "env_steps": learner.env_steps,
         "seconds": time.perf_counter() - start,
@@ -152,13 +155,14 @@ def learn(
                 a.tiny,
                 out / f"learn-ers-{i}.jsonl",
                 a.learn_from_start,
+                a.learn_seed,
                 **over,
             )
         except Exception as e:
             r = {"error": f"{type(e).__name__}: {e}"[:500]}
         record(
             out,
-            {"kind": "learn-ers", "env": "hanabi", "num_envs": n, "seed": a.learn_seed, "config": over, **r},
+            {"kind": "learn-ers", "env": "hanabi", "num_envs": n, "config": over, "seed": a.learn_seed, **r},
         )
     if "anchor" not in sides:
         return

@@ -86,3 +86,12 @@ def test_rows_and_sizes_select_rows_in_order() -> None:
     assert rows("--tiny", "--sizes", "4") == [r for r in script.TINY if r[1] == 4]
     args = script.parser().parse_args(["--no-default", "--min-variant-s", "90"])
     assert args.no_default and args.min_variant_s == 90.0
+
+
+def test_the_ers_learning_run_trains_the_seed_it_is_given() -> None:
+    """``--learn-seed`` reaches ers's learner as it reaches the anchor (``--seed``): ers ran seed 0 whatever the
+    flag said, so a rerun over seeds would have paired every anchor seed with ers's seed 0."""
+    script = _script()
+    runs = [script.learning_run("hanabi", 8, 4, 0.0, "cpu", True, seed=s) for s in (3, 3, 4)]
+    assert [r["seed"] for r in runs] == [3, 3, 4]
+    assert runs[0]["returns"] == [] and runs[0]["updates"] == 1
