@@ -15,6 +15,9 @@
 #   TEST_S=0 TABLE_S=400 LEARN_S=300 TABLE_ARGS="--rows learn --learn-sides ers --learn-from-start" (timeout_s=420)
 #   TEST_S=0 TABLE_S=400 LEARN_S=300 TABLE_ARGS="--rows learn --learn-sides anchor --learn-from-start" (timeout_s=420)
 # ers's loss before the official one, beside it: --learn-variants 'loss_mean=acting' (another ers run).
+# ers's Hanabi minibatches are turn streams since 2026-11-28 (a game's seats split as the anchor's minibatches of
+# actors split them; whole games had ~1.5x its minibatch gradient noise); the earlier whole games beside them:
+# --learn-variants 'turn_streams=false'. Several seeds per side: --learn-seed S (both sides since 2026-11-28).
 # The bfloat16 update beside the float32 one: TABLE_ARGS="--row-variants 'bf16_update=true'" (and a learning
 # variant 'bf16_update=true' to compare the curves; the issue asks for the curve before it becomes a default).
 # Where an ers update's time goes: TABLE_ARGS="--rows hanabi,overcooked-v2 --profile 25" (per ers row one more

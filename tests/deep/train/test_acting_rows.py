@@ -1,6 +1,6 @@
 """The actor head on acting entries only (``ppo_loss(..., acting_share=P)``, Hanabi: one acting seat per step):
-the same loss and gradients as the head on every entry, on minibatches of whole games; the learner batches
-by game where it applies and by actor elsewhere."""
+the same loss and gradients as the head on every entry, on minibatches of turn streams
+(``ppo.turn_streams``); the learner batches by turn stream where it applies and by actor elsewhere."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from ers_deep.train import Learner
-from ers_deep.train.ppo import ppo_loss, update_data
+from ers_deep.train.ppo import ppo_loss, turn_streams, update_data
 from ers_deep.train.update import PPOUpdate, select
 from tests.deep.threads import one_thread  # noqa: F401
 from tests.deep.train.twins import tiny_config
@@ -27,19 +27,23 @@ def test_acting_rows_give_the_loss_of_every_entry() -> None:
     learner.collect()
     ro, _ = learner.collect()
     adv, target = learner.advantages(ro)
-    games = torch.tensor([0, 3, 5])
-    idx = (games[:, None] * 2 + torch.arange(2)).flatten()  # whole games: both seats
+    idx = turn_streams(ro.acting, 2)[:, :, torch.tensor([0, 3, 5, 6, 11])]  # streams of one seat of a game
     mb = select(update_data(ro, adv, target), idx)
-    assert int(mb["acting"].sum()) * 2 == mb["acting"][0].numel() * 2  # one acting seat per step and game
+    assert int(mb["acting"].sum()) * 2 == mb["acting"].numel()  # T M / P acting entries per seed
     rows = _loss_and_grads(learner, mb, 2)
     every = _loss_and_grads(learner, mb, None)
     for a, b in zip(rows, every, strict=True):
         assert torch.allclose(a, b, atol=1e-6, rtol=1e-5), (a - b).abs().max()
 
 
-def test_minibatches_hold_whole_games_only_where_it_applies(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_minibatches_hold_turn_streams_only_where_it_applies(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With acting rows, each epoch's minibatches are random turn streams that together read every entry of
+    the rollout once, each with exactly T M / P acting entries, and split games' seats (minibatches of whole
+    games never did); without, minibatches of actors; Overcooked (both seats act) and a rollout length that P
+    does not divide have no acting share."""
     assert Learner(tiny_config("hanabi", collect_mode="eager", acting_rows=False)).acting_share is None
     assert Learner(tiny_config("overcooked-v2", collect_mode="eager")).acting_share is None  # both seats act
+    assert Learner(tiny_config("hanabi", collect_mode="eager", num_steps=31)).acting_share is None
     learner = Learner(tiny_config("hanabi", collect_mode="eager"))
     seen: list[torch.Tensor] = []
     real = PPOUpdate.__call__
@@ -51,10 +55,26 @@ def test_minibatches_hold_whole_games_only_where_it_applies(monkeypatch: pytest.
     monkeypatch.setattr(PPOUpdate, "__call__", spy)
     ro, _ = learner.collect()
     learner.ppo_update(ro, *learner.advantages(ro))
-    assert len(seen) == learner.config.epochs * learner.config.minibatches
-    for idx in seen:
-        assert sorted(idx.tolist()) == sorted(set(idx.tolist()))
-        assert all(int(a) ^ 1 in set(idx.tolist()) for a in idx)  # seat 0 and seat 1 of each game together
+    cfg, (S, T, N) = learner.config, ro.acting.shape
+    assert len(seen) == cfg.epochs * cfg.minibatches
+    split = False
+    for epoch in range(cfg.epochs):
+        mbs = seen[epoch * cfg.minibatches : (epoch + 1) * cfg.minibatches]
+        assert all(mb.shape[:2] == (S, T) for mb in mbs)
+        every = torch.cat(mbs, 2).sort(2).values  # [S, T, N]: every actor at every step, once
+        assert torch.equal(every, torch.arange(N).expand(S, T, N))
+        for mb in mbs:
+            assert int(ro.acting.gather(2, mb).sum()) == S * T * mb.shape[2] // 2
+            games = mb // 2  # a stream reads one game slot throughout
+            assert torch.equal(games, games[:, :1].expand_as(games))
+            slots = games[0, 0].tolist()
+            split |= any(slots.count(b) == 1 for b in slots)  # one seat's stream here, the other's elsewhere
+    assert split
+    without = Learner(tiny_config("hanabi", collect_mode="eager", acting_rows=False))
+    seen.clear()
+    ro, _ = without.collect()
+    without.ppo_update(ro, *without.advantages(ro))
+    assert all(mb.dim() == 1 for mb in seen)
 
 
 @pytest.mark.parametrize("acting_rows", [True, False])
@@ -130,3 +150,54 @@ def test_loss_mean_acting_differs_and_old_configs_keep_it() -> None:
     data = learner.config.to_json()
     del data["loss_mean"]
     assert type(learner.config).from_json(data).loss_mean == "acting"
+
+
+@pytest.mark.parametrize("kind", ["self-play", "other-play"])
+def test_every_minibatch_replays_the_rollouts_log_probabilities(
+    kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before the first gradient step, the net on each minibatch the learner draws gives the log-probabilities
+    collected: a minibatch reads its entries with the state they were played from. Other-play's net draws phi
+    per actor and episode from the state it carries (actor id, episodes started), so its minibatches keep each
+    seat's stream whole; the stateless MLP's are turn streams."""
+    from ers_deep.nets import NetState, masked_logits
+    from ers_deep.other_play import op_net, op_symmetries
+
+    cfg = tiny_config("hanabi", collect_mode="eager", hanabi_preset="Hanabi-Small", num_steps=40)
+    phi = op_symmetries(cfg, "mdp")
+    assert len(phi) > 1
+    learner = Learner(cfg, net=op_net(cfg, phi) if kind == "other-play" else None)
+    seen: list[torch.Tensor] = []
+    monkeypatch.setattr(
+        PPOUpdate, "__call__", lambda self, data, batches, table=None: seen.extend(batches) or {}
+    )
+    learner.collect()
+    ro, _ = learner.collect()
+    assert bool(ro.first[:, 1:].any()), "the rollout should hold a game start"
+    data = update_data(ro, *learner.advantages(ro))
+    learner.ppo_update(ro, *learner.advantages(ro))
+    assert seen and all(mb.dim() == (3 if kind == "self-play" else 1) for mb in seen)
+    with torch.no_grad():
+        for idx in seen:
+            mb = select(data, idx)
+            logits, _, _ = learner.net(mb["obs"], mb["first"], NetState.from_tensors(mb, "hidden0/"))
+            logp = torch.log_softmax(masked_logits(logits, mb["legal"]), -1)
+            logp = logp.gather(-1, mb["action"][..., None])[..., 0]
+            acting = mb["acting"]
+            assert torch.allclose(logp[acting], mb["logp"][acting], atol=1e-5)
+
+
+def test_turn_streams_off_draws_whole_games_and_old_configs_keep_them() -> None:
+    """``turn_streams=False`` (and a run config written before the field, which drew whole games) gives
+    minibatches of whole games; the default, turn streams; other-play's stateful net, whole games either way."""
+    from ers_deep.other_play import op_net, op_symmetries
+
+    cfg = tiny_config("hanabi", collect_mode="eager")
+    assert cfg.turn_streams and Learner(cfg).minibatch_unit == "turn-streams"
+    assert Learner(cfg.replace(turn_streams=False)).minibatch_unit == "games"
+    assert Learner(cfg.replace(acting_rows=False)).minibatch_unit == "actors"
+    assert Learner(cfg, net=op_net(cfg, op_symmetries(cfg, "mdp"))).minibatch_unit == "games"
+    data = cfg.to_json()
+    del data["turn_streams"]
+    assert type(cfg).from_json(data).turn_streams is False
+    assert type(cfg).from_json(cfg.to_json()) == cfg

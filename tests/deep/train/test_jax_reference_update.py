@@ -94,6 +94,14 @@ def _anchor_inputs(ro: Any) -> tuple[Any, ...]:
     return ro.obs[0].float().numpy(), avail, act, logp
 
 
+def _take(x: np.ndarray, idx: torch.Tensor) -> np.ndarray:
+    """The minibatch ``idx`` of one seed's [T, N, ...] array: actors [M], or turn streams [1, T, M] (the actor
+    read at each step)."""
+    if idx.dim() == 1:
+        return x[:, idx.numpy()]
+    return x[np.arange(x.shape[0])[:, None], idx[0].numpy()]
+
+
 @pytest.mark.parametrize("acting_rows", [True, pytest.param(False, marks=pytest.mark.slow)])
 def test_one_update_equals_the_jax_anchors_update(acting_rows: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     cfg = tiny_config(
@@ -135,7 +143,7 @@ def test_one_update_equals_the_jax_anchors_update(acting_rows: bool, monkeypatch
     grad = jax.grad(_loss)
     for idx in batches:
         g = grad(
-            params, tuple(jnp.asarray(x[:, idx.numpy()]) for x in data), cfg.clip_eps, cfg.vf_coef, cfg.alpha
+            params, tuple(jnp.asarray(_take(x, idx)) for x in data), cfg.clip_eps, cfg.vf_coef, cfg.alpha
         )
         updates, opt_state = tx.update(g, opt_state, params)
         params = optax.apply_updates(params, updates)

@@ -65,7 +65,10 @@ class TrainConfig:
     # (torch.backends.cudnn.benchmark; off: its heuristic pick). Not yet measured on a GPU, so off by default.
     cudnn_benchmark: bool = False
     bf16_update: bool = False  # the PPO loss's forward under bfloat16 autocast (float32 weights and Adam)
-    acting_rows: bool = True  # Hanabi: minibatches of whole games, the actor head on acting entries only
+    acting_rows: bool = True  # Hanabi: the actor head on acting entries only (minibatches of whole streams)
+    # with acting rows, minibatches of turn streams (train.ppo.turn_streams: a game's seats split as the JAX
+    # anchor's minibatches of actors split them); False, or a net that carries state: of whole games
+    turn_streams: bool = True
     # PPO
     epochs: int = 4
     minibatches: int = 4
@@ -173,6 +176,7 @@ class TrainConfig:
     def from_json(cls, data: dict[str, Any]) -> TrainConfig:
         data = dict(data)
         data.setdefault("loss_mean", "acting")  # a config written before the field: the loss it ran with
+        data.setdefault("turn_streams", False)  # likewise: the minibatches it drew (whole games)
         data["net"] = NetConfig(**data["net"])
         data["seeds"] = tuple(data["seeds"])
         return cls(**data)

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from torch import Tensor
@@ -59,7 +59,7 @@ from ers_deep.train.collect import FastCollection, Rollout, RunnerState
 from ers_deep.train.config import TrainConfig, make_env
 from ers_deep.train.exact import advantage_table
 from ers_deep.train.native import collect_native
-from ers_deep.train.ppo import gae, make_optimizer, update_data
+from ers_deep.train.ppo import gae, make_optimizer, turn_streams, update_data
 from ers_deep.train.update import PPOUpdate
 
 __all__ = ["Learner", "Rollout", "RunnerState", "lr_at", "shaped_coef"]
@@ -110,12 +110,29 @@ def max_resets_per_rollout(env: BatchedEnv, num_steps: int) -> int | None:
 
 def acting_share(cfg: TrainConfig, env: BatchedEnv, net: ActorCritic) -> int | None:
     """P when the update can run the actor head on acting entries only (``TrainConfig.acting_rows``): the env
-    has exactly one acting seat of P per step (``one_actor_per_step``: Hanabi), the net has ``forward_rows``,
-    the advantages are sampled and there is a game per minibatch at least; minibatches then hold whole games.
-    None otherwise (minibatches of actors, the head on every entry)."""
+    has exactly one acting seat of P per step (``one_actor_per_step``: Hanabi), P divides the rollout's steps,
+    the net has ``forward_rows`` and the advantages are sampled; minibatches then hold turn streams
+    (``ppo.turn_streams``: each acts at T / P of its steps). None otherwise (minibatches of actors, the head
+    on every entry)."""
     P = env.num_agents
     ok = cfg.acting_rows and getattr(env, "one_actor_per_step", False) and net.takes_rows and P > 1
-    return P if ok and cfg.advantage == "gae" and cfg.minibatches <= cfg.num_envs else None
+    ok = ok and cfg.num_steps % P == 0 and cfg.minibatches <= cfg.num_envs
+    return P if ok and cfg.advantage == "gae" else None
+
+
+MinibatchUnit = Literal["actors", "turn-streams", "games"]
+
+
+def minibatch_unit(cfg: TrainConfig, share: int | None, net: ActorCritic) -> MinibatchUnit:
+    """What the update's minibatches are random groups of: ``"actors"`` (each actor's whole sequence) without
+    an acting share; with one, ``"turn-streams"`` (``ppo.turn_streams``) where ``cfg.turn_streams`` and the net
+    carries no state between steps, else ``"games"`` (both seats' sequences of the games drawn): a carried
+    state, such as other-play's actor id and episodes started (which fix its per-episode draws), belongs to
+    one seat throughout the rollout, and a turn stream changes seat where a game starts."""
+    if share is None:
+        return "actors"
+    stateless = not net.initial_state(1).tensors()
+    return "turn-streams" if cfg.turn_streams and stateless else "games"
 
 
 def learner_env(cfg: TrainConfig) -> tuple[BatchedEnv, str]:
@@ -173,6 +190,7 @@ class Learner:
         legal_table = self.env.legal_table() if cfg.advantage == "exact" else None  # type: ignore[attr-defined]
         samples = cfg.num_steps * -(-self.N // cfg.minibatches)
         self.acting_share = acting_share(cfg, self.env, self.net)
+        self.minibatch_unit = minibatch_unit(cfg, self.acting_share, self.net)
         self.updater = PPOUpdate(
             self.net,
             self.optimizer,
@@ -181,7 +199,7 @@ class Learner:
             legal_table,
             samples,
             max_resets=max_resets_per_rollout(self.env, cfg.num_steps),
-            equal_batches=(B if self.acting_share else self.N) % cfg.minibatches == 0,
+            equal_batches=(B if self.minibatch_unit == "games" else self.N) % cfg.minibatches == 0,
             acting_share=self.acting_share,
         )
         self.generator = torch.Generator(device=dev).manual_seed(10_007 * cfg.seeds[0] + 1)
@@ -223,22 +241,26 @@ class Learner:
 
     # ---- update ---------------------------------------------------------------------------------------------
     def ppo_update(self, ro: Rollout, adv: Tensor, target: Tensor) -> dict[str, Tensor]:
-        """``epochs`` passes over ``minibatches`` random groups of actors (whole sequences); mean parts."""
+        """``epochs`` passes over ``minibatches`` random groups of ``minibatch_unit`` (whole sequences of actors,
+        of turn streams or of games); mean parts."""
         cfg = self.config
         self.updater.set_lr(lr_at(cfg, self.update))
         table = advantage_table(self.net, self.env) if cfg.advantage == "exact" else None  # type: ignore[arg-type]
+        unit, dev = self.minibatch_unit, self.env.device
+        streams = turn_streams(ro.acting, self.P) if unit == "turn-streams" else None
         batches: list[Tensor] = []
-        dev = self.env.device
         for _ in range(cfg.epochs):
-            if self.acting_share:  # whole games: the actors b * P + p of the games drawn
+            if unit == "games":  # the actors b P + p of the games drawn
                 games = torch.randperm(self.B, generator=self.generator, device=dev)
                 seats = torch.arange(self.P, device=dev)
                 batches.extend(
                     (g[:, None] * self.P + seats).flatten() for g in games.tensor_split(cfg.minibatches)
                 )
             else:
-                perm = torch.randperm(self.N, generator=self.generator, device=dev)
-                batches.extend(perm.tensor_split(cfg.minibatches))
+                perm = torch.randperm(self.N, generator=self.generator, device=dev).tensor_split(
+                    cfg.minibatches
+                )
+                batches.extend(perm if streams is None else (streams[:, :, b] for b in perm))
         return self.updater(update_data(ro, adv, target), batches, table)
 
     def advantages(self, ro: Rollout) -> tuple[Tensor, Tensor]:

@@ -89,6 +89,25 @@ def update_data(ro: Rollout, adv: Tensor, target: Tensor) -> dict[str, Tensor]:
     return out | {"adv": adv, "target": target} | ro.hidden0.tensors("hidden0/")
 
 
+def turn_streams(acting: Tensor, P: int) -> Tensor:
+    """The turn streams of a rollout whose games have exactly one acting seat of P per step (Hanabi), [S, T, N]
+    long: stream b P + r at step t reads actor b P + p, p the seat of game slot b that moves at the steps
+    t' = r (mod P) of the game running at t. Seats move in turn within a game, so a stream follows one seat per
+    game (changing seat only where a game starts) and acts at exactly the steps t = r (mod P): when P divides
+    T, any M streams hold exactly T M / P acting entries (what ``ppo_loss(acting_share=P)`` needs). Minibatches
+    of random streams then split each game's seats as the JAX anchor's minibatches of random actors do;
+    minibatches of whole games kept both seats together, whose value errors are correlated
+    (``benchmarks/test_train_bench.py::test_minibatch_gradient_noise``)."""
+    S, T, N = acting.shape
+    B = N // P
+    dev = acting.device
+    mover = acting.view(S, T, B, P).to(torch.uint8).argmax(-1)  # [S, T, B]: the seat that moves at t
+    r = torch.arange(P, device=dev)
+    t = torch.arange(T, device=dev).view(T, 1, 1)
+    seat = (mover[..., None] + r - t) % P  # [S, T, B, P]: the seat that moves (r - t) mod P steps after
+    return (torch.arange(B, device=dev).view(B, 1) * P + seat).view(S, T, N)
+
+
 def ppo_loss(
     net: ActorCritic,
     cfg: TrainConfig,
@@ -97,10 +116,10 @@ def ppo_loss(
     acting_share: int | None = None,
 ) -> tuple[Tensor, dict[str, Tensor]]:
     """Per-seed PPO loss [S] on one minibatch (``minibatch``) and its detached parts; ``exact``: the actor
-    and entropy terms of the exact-advantage mode (``exact_policy_terms``). ``acting_share`` P: exactly one
-    of every P entries of each step acts (the minibatch holds whole games of P seats: Hanabi), so the actor
-    and entropy terms, which count acting entries only, run the actor head on those K = T M / P entries
-    only (``net.forward_rows``; the same loss, ~20 % less work on Hanabi's MLP)."""
+    and entropy terms of the exact-advantage mode (``exact_policy_terms``). ``acting_share`` P: exactly T M / P
+    of the minibatch's T M entries act (it holds M turn streams, ``turn_streams``: Hanabi), so the actor and
+    entropy terms, which count acting entries only, run the actor head on those K entries only
+    (``net.forward_rows``; the same loss, ~20 % less work on Hanabi's MLP)."""
     state = NetState.from_tensors(mb, "hidden0/")
     acting = mb["acting"]
     over = acting if cfg.loss_mean == "acting" else torch.ones_like(acting)  # the entries the means count

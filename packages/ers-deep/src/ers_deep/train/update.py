@@ -84,9 +84,21 @@ def bounded_resets(net: ActorCritic, max_resets: int | None) -> Iterator[None]:
 
 
 def select(data: dict[str, Tensor], idx: Tensor) -> dict[str, Tensor]:
-    """The actors ``idx`` of the update data (whole sequences): [S, T, N, ...] fields along N, the state's
-    ``hidden0/<field>`` [S, N, ...] along N."""
-    return {k: v[:, idx] if k.startswith("hidden0/") else v[:, :, idx] for k, v in data.items()}
+    """A minibatch of the update data: ``idx`` [M], the actors ``idx`` (whole sequences): [S, T, N, ...] fields
+    along N, the state's ``hidden0/<field>`` [S, N, ...] along N; ``idx`` [S, T, M], at each step t the actors
+    ``idx[s, t]`` (turn streams, ``ppo.turn_streams``), the state before step 0 that of ``idx[:, 0]``."""
+    if idx.dim() == 1:
+        return {k: v[:, idx] if k.startswith("hidden0/") else v[:, :, idx] for k, v in data.items()}
+    S, T, M = idx.shape
+    N = data["acting"].shape[2]
+    flat = (torch.arange(S * T, device=idx.device).view(S, T, 1) * N + idx).flatten()  # rows of [S T N]
+    seeds = torch.arange(S, device=idx.device).view(S, 1)
+    return {
+        k: v[seeds, idx[:, 0]]
+        if k.startswith("hidden0/")
+        else v.reshape(S * T * N, *v.shape[3:]).index_select(0, flat).view(S, T, M, *v.shape[3:])
+        for k, v in data.items()
+    }
 
 
 class PPOUpdate:
@@ -107,7 +119,7 @@ class PPOUpdate:
         acting_share: int | None = None,
     ) -> None:
         self.net, self.optimizer, self.cfg, self.legal_table = net, optimizer, cfg, legal_table
-        self.acting_share = acting_share  # ppo_loss: the actor head on acting entries only (whole games)
+        self.acting_share = acting_share  # ppo_loss: the actor head on acting entries only (turn streams)
         self.params = list(net.parameters())
         self.S = len(net.seeds)
         # a net that carries state between steps (a GRU, or other-play's / discovery's episode counters)
