@@ -65,7 +65,7 @@ class TrainConfig:
     # (torch.backends.cudnn.benchmark; off: its heuristic pick). Not yet measured on a GPU, so off by default.
     cudnn_benchmark: bool = False
     bf16_update: bool = False  # the PPO loss's forward under bfloat16 autocast (float32 weights and Adam)
-    acting_rows: bool = True  # Hanabi: the actor head on acting entries only (minibatches of whole streams)
+    acting_rows: bool = True  # Hanabi: the actor head on acting entries only (a static count per minibatch)
     # with acting rows, minibatches of turn streams (train.ppo.turn_streams: a game's seats split as the JAX
     # anchor's minibatches of actors split them); False, or a net that carries state: of whole games
     turn_streams: bool = True

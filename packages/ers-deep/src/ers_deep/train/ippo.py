@@ -112,8 +112,8 @@ def acting_share(cfg: TrainConfig, env: BatchedEnv, net: ActorCritic) -> int | N
     """P when the update can run the actor head on acting entries only (``TrainConfig.acting_rows``): the env
     has exactly one acting seat of P per step (``one_actor_per_step``: Hanabi), P divides the rollout's steps,
     the net has ``forward_rows`` and the advantages are sampled; minibatches then hold turn streams
-    (``ppo.turn_streams``: each acts at T / P of its steps). None otherwise (minibatches of actors, the head
-    on every entry)."""
+    (``ppo.turn_streams``: each acts at T / P of its steps) or whole games (``minibatch_unit``), T M / P
+    acting entries either way. None otherwise (minibatches of actors, the head on every entry)."""
     P = env.num_agents
     ok = cfg.acting_rows and getattr(env, "one_actor_per_step", False) and net.takes_rows and P > 1
     ok = ok and cfg.num_steps % P == 0 and cfg.minibatches <= cfg.num_envs

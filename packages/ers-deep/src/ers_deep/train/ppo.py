@@ -116,10 +116,10 @@ def ppo_loss(
     acting_share: int | None = None,
 ) -> tuple[Tensor, dict[str, Tensor]]:
     """Per-seed PPO loss [S] on one minibatch (``minibatch``) and its detached parts; ``exact``: the actor
-    and entropy terms of the exact-advantage mode (``exact_policy_terms``). ``acting_share`` P: exactly T M / P
-    of the minibatch's T M entries act (it holds M turn streams, ``turn_streams``: Hanabi), so the actor and
-    entropy terms, which count acting entries only, run the actor head on those K entries only
-    (``net.forward_rows``; the same loss, ~20 % less work on Hanabi's MLP)."""
+    and entropy terms of the exact-advantage mode (``exact_policy_terms``). ``acting_share`` P: exactly
+    T M / P of the minibatch's T M entries act (M turn streams, ``turn_streams``, or M / P whole games:
+    Hanabi), so the actor and entropy terms, which count acting entries only, run the actor head on those
+    K entries only (``net.forward_rows``; the same loss, ~20 % less work on Hanabi's MLP)."""
     state = NetState.from_tensors(mb, "hidden0/")
     acting = mb["acting"]
     over = acting if cfg.loss_mean == "acting" else torch.ones_like(acting)  # the entries the means count

@@ -119,7 +119,7 @@ class PPOUpdate:
         acting_share: int | None = None,
     ) -> None:
         self.net, self.optimizer, self.cfg, self.legal_table = net, optimizer, cfg, legal_table
-        self.acting_share = acting_share  # ppo_loss: the actor head on acting entries only (turn streams)
+        self.acting_share = acting_share  # ppo_loss: the actor head on acting entries only
         self.params = list(net.parameters())
         self.S = len(net.seeds)
         # a net that carries state between steps (a GRU, or other-play's / discovery's episode counters)
