@@ -2,7 +2,9 @@
 
 * ``timing``: the shared timing / profiling loop and the JaxMARL helpers;
 * ``hanabi``: batched Hanabi against HLE and JaxMARL;
-* ``overcooked_v2``: batched Overcooked V2 against JaxMARL.
+* ``overcooked_v2``: batched Overcooked V2 against JaxMARL;
+* ``train``: the learner's env-steps/s against the baseline and the JAX anchors; ``minibatch_noise``: the PPO
+  update's minibatch gradient noise under whole games, turn streams and actors.
 
 ``ENV_BENCHES`` maps env names (those of ``ers_deep.envs.ENVS``) to their ``env_bench`` functions.
 """
