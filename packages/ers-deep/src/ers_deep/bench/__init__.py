@@ -1,4 +1,4 @@
-"""Env throughput benchmarks (``ers-deep env-bench``, ``benchmarks/``).
+"""Benchmarks of ers-deep (``ers-deep env-bench``, ``benchmarks/``): env throughput and the learner's.
 
 * ``timing``: the shared timing / profiling loop and the JaxMARL helpers;
 * ``hanabi``: batched Hanabi against HLE and JaxMARL;
