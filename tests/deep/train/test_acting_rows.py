@@ -1,6 +1,7 @@
 """The actor head on acting entries only (``ppo_loss(..., acting_share=P)``, Hanabi: one acting seat per step):
 the same loss and gradients as the head on every entry, on minibatches of turn streams
-(``ppo.turn_streams``); the learner batches by turn stream where it applies and by actor elsewhere."""
+(``ppo.turn_streams``); the learner batches by turn stream where it applies, by whole game for nets that
+carry state (other-play) or with ``turn_streams=False``, and by actor elsewhere."""
 
 from __future__ import annotations
 
