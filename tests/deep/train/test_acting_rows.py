@@ -175,8 +175,9 @@ def test_every_minibatch_replays_the_rollouts_log_probabilities(
     learner.collect()
     ro, _ = learner.collect()
     assert bool(ro.first[:, 1:].any()), "the rollout should hold a game start"
-    data = update_data(ro, *learner.advantages(ro))
-    learner.ppo_update(ro, *learner.advantages(ro))
+    adv, target = learner.advantages(ro)
+    data = update_data(ro, adv, target)
+    learner.ppo_update(ro, adv, target)
     assert seen and all(mb.dim() == (3 if kind == "self-play" else 1) for mb in seen)
     with torch.no_grad():
         for idx in seen:

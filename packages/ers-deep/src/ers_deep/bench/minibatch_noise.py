@@ -17,22 +17,10 @@ import torch
 from torch import Tensor
 
 from ers_deep.train.ippo import Learner
-from ers_deep.train.ppo import ppo_loss, turn_streams, update_data
+from ers_deep.train.ppo import MinibatchUnit, epoch_minibatches, ppo_loss, turn_streams, update_data
 from ers_deep.train.update import select
 
-SCHEMES = ("games", "turn-streams", "actors")
-
-
-def _batches(
-    scheme: str, learner: Learner, streams: Tensor, minibatches: int, g: torch.Generator
-) -> list[Tensor]:
-    """One epoch's minibatch indices under ``scheme`` (as ``select`` takes them)."""
-    P, B, N = learner.P, learner.B, learner.N
-    if scheme == "games":
-        games = torch.randperm(B, generator=g).tensor_split(minibatches)
-        return [(x[:, None] * P + torch.arange(P)).flatten() for x in games]
-    perm = torch.randperm(N, generator=g).tensor_split(minibatches)
-    return [streams[:, :, b] for b in perm] if scheme == "turn-streams" else list(perm)
+SCHEMES: tuple[MinibatchUnit, ...] = ("games", "turn-streams", "actors")
 
 
 def _group(name: str) -> str:
@@ -41,7 +29,7 @@ def _group(name: str) -> str:
 
 
 def gradient_noise(
-    learner: Learner, repeats: int, schemes: Sequence[str] = SCHEMES, seed: int = 0
+    learner: Learner, repeats: int, schemes: Sequence[MinibatchUnit] = SCHEMES, seed: int = 0
 ) -> dict[str, dict[str, float]]:
     """{scheme: {group: E ||g_k - mean g||^2, ..., "total": ...}} on one fresh rollout of ``learner`` (Hanabi,
     one seed, on CPU); ``repeats`` splits per scheme."""
@@ -57,7 +45,9 @@ def gradient_noise(
     for scheme in schemes:
         grads: list[Tensor] = []
         for _ in range(repeats):
-            for idx in _batches(scheme, learner, streams, learner.config.minibatches, g):
+            for idx in epoch_minibatches(
+                scheme, learner.B, learner.P, learner.config.minibatches, g, streams
+            ):
                 share = None if scheme == "actors" else learner.P  # the head on acting entries where static
                 loss, _ = ppo_loss(learner.net, learner.config, select(data, idx), None, share)
                 grads.append(torch.cat([x.flatten() for x in torch.autograd.grad(loss.sum(), params)]))

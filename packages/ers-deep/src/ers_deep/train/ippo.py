@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any, Literal
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -59,7 +59,14 @@ from ers_deep.train.collect import FastCollection, Rollout, RunnerState
 from ers_deep.train.config import TrainConfig, make_env
 from ers_deep.train.exact import advantage_table
 from ers_deep.train.native import collect_native
-from ers_deep.train.ppo import gae, make_optimizer, turn_streams, update_data
+from ers_deep.train.ppo import (
+    MinibatchUnit,
+    epoch_minibatches,
+    gae,
+    make_optimizer,
+    turn_streams,
+    update_data,
+)
 from ers_deep.train.update import PPOUpdate
 
 __all__ = ["Learner", "Rollout", "RunnerState", "lr_at", "shaped_coef"]
@@ -118,9 +125,6 @@ def acting_share(cfg: TrainConfig, env: BatchedEnv, net: ActorCritic) -> int | N
     ok = cfg.acting_rows and getattr(env, "one_actor_per_step", False) and net.takes_rows and P > 1
     ok = ok and cfg.num_steps % P == 0 and cfg.minibatches <= cfg.num_envs
     return P if ok and cfg.advantage == "gae" else None
-
-
-MinibatchUnit = Literal["actors", "turn-streams", "games"]
 
 
 def minibatch_unit(cfg: TrainConfig, share: int | None, net: ActorCritic) -> MinibatchUnit:
@@ -246,21 +250,13 @@ class Learner:
         cfg = self.config
         self.updater.set_lr(lr_at(cfg, self.update))
         table = advantage_table(self.net, self.env) if cfg.advantage == "exact" else None  # type: ignore[arg-type]
-        unit, dev = self.minibatch_unit, self.env.device
+        unit = self.minibatch_unit
         streams = turn_streams(ro.acting, self.P) if unit == "turn-streams" else None
-        batches: list[Tensor] = []
-        for _ in range(cfg.epochs):
-            if unit == "games":  # the actors b P + p of the games drawn
-                games = torch.randperm(self.B, generator=self.generator, device=dev)
-                seats = torch.arange(self.P, device=dev)
-                batches.extend(
-                    (g[:, None] * self.P + seats).flatten() for g in games.tensor_split(cfg.minibatches)
-                )
-            else:
-                perm = torch.randperm(self.N, generator=self.generator, device=dev).tensor_split(
-                    cfg.minibatches
-                )
-                batches.extend(perm if streams is None else (streams[:, :, b] for b in perm))
+        batches = [
+            mb
+            for _ in range(cfg.epochs)
+            for mb in epoch_minibatches(unit, self.B, self.P, cfg.minibatches, self.generator, streams)
+        ]
         return self.updater(update_data(ro, adv, target), batches, table)
 
     def advantages(self, ro: Rollout) -> tuple[Tensor, Tensor]:

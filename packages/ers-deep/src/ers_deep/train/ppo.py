@@ -25,6 +25,7 @@ The minibatch steps and their modes (eager, compiled, CUDA-graph-captured) are `
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 import torch
 from torch import Tensor
@@ -106,6 +107,27 @@ def turn_streams(acting: Tensor, P: int) -> Tensor:
     t = torch.arange(T, device=dev).view(T, 1, 1)
     seat = (mover[..., None] + r - t) % P  # [S, T, B, P]: the seat that moves (r - t) mod P steps after
     return (torch.arange(B, device=dev).view(B, 1) * P + seat).view(S, T, N)
+
+
+MinibatchUnit = Literal["actors", "turn-streams", "games"]
+
+
+def epoch_minibatches(
+    unit: MinibatchUnit, B: int, P: int, minibatches: int, generator: torch.Generator, streams: Tensor | None
+) -> list[Tensor]:
+    """One epoch's ``minibatches`` minibatches, as ``update.select`` takes them: a random permutation of the
+    B P actors split into groups (``"actors"``: indices [M]; ``"turn-streams"``: those of ``streams`` [S, T, M],
+    ``turn_streams``), or of the B games, each with its P seats (``"games"``: indices [M])."""
+    dev = generator.device
+    if unit == "games":
+        seats = torch.arange(P, device=dev)
+        games = torch.randperm(B, generator=generator, device=dev).tensor_split(minibatches)
+        return [(g[:, None] * P + seats).flatten() for g in games]
+    perm = torch.randperm(B * P, generator=generator, device=dev).tensor_split(minibatches)
+    if unit == "turn-streams":
+        assert streams is not None, "turn-stream minibatches need the rollout's streams (turn_streams)"
+        return [streams[:, :, b] for b in perm]
+    return list(perm)
 
 
 def ppo_loss(
