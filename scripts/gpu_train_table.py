@@ -98,7 +98,8 @@ def learning_run(
 ) -> dict[str, Any]:
     """ers self-play for ``seconds`` of wall time after setup (``from_start``: counted from before the learner is
     built, its setup and compilation included); the mean return of the last two updates. ``progress``: one JSON
-    line per update (seconds since the clock started, env-steps, training return), written as it runs, so a
+    line per update (seconds since the clock started, env-steps, training return, games ended, entropy, value
+    loss, gradient norm; the anchor's lines have all but the last), written as it runs, so a
     killed run keeps its curve. ``seed``: the learner's one seed (``--learn-seed``, as the anchor's ``--seed``).
     ``over``: config fields on top, e.g. ``vf_coef=1.0``."""
     from ers_deep.train import Learner
@@ -106,7 +107,8 @@ def learning_run(
     cfg = ers_config(env, n, t, 4, device, tiny, **{"seeds": (seed,), **over})
     clock = time.perf_counter()
     learner = Learner(cfg)
-    learner.train_step()
+    setup_phases = {"build": time.perf_counter() - clock}
+    learner.train_step(timings=setup_phases)  # its phases apart: where compilation and capture go
     setup_s = time.perf_counter() - clock
     start, history = (clock if from_start else time.perf_counter()), []
     fh = progress.open("w") if progress else None
@@ -114,7 +116,8 @@ def learning_run(
         history.append(learner.train_step())
         if fh:
             line = {"elapsed_s": time.perf_counter() - start, "env_steps": learner.env_steps}
-            fh.write(json.dumps({**line, "return": history[-1]["return"][0]}) + "\n")
+            m = {k: history[-1][k][0] for k in ("return", "episodes", "entropy", "value_loss", "grad_norm")}
+            fh.write(json.dumps({**line, **m}) + "\n")
             fh.flush()
     rets = [r for m in history[-2:] for r in m["return"] if not math.isnan(r)]
     return {
@@ -123,6 +126,7 @@ def learning_run(
         "env_steps": learner.env_steps,
         "seconds": time.perf_counter() - start,
         "setup_s": setup_s,
+        "setup_phase_s": setup_phases,
         "clock": "from the learner's construction" if from_start else "after setup",
         "return_last": sum(rets) / max(1, len(rets)),
         "returns": [m["return"][0] for m in history],
@@ -134,11 +138,13 @@ def learn(
 ) -> None:
     """Hanabi self-play of each side in ``a.learn_sides`` for ``a.learn_s`` seconds of training (the anchor gets
     its compile time ``warm`` on top, as its time limit counts from its start; with ``a.learn_from_start`` both
-    clocks count setup and compilation, and the anchor gets no extra time)."""
+    clocks count setup and compilation, and the anchor gets no extra time). ers runs its default config (unless
+    ``a.no_default``) and then each of ``a.learn_variants``."""
     from ers_deep.bench.train import bench_anchor
 
     sides = a.learn_sides.split(",")
-    ers_runs = [{}, *[parse_over(x) for x in a.learn_variants.split(";") if x]] if "ers" in sides else []
+    variants = [parse_over(x) for x in a.learn_variants.split(";") if x]
+    ers_runs = ([] if a.no_default else [{}]) + variants if "ers" in sides else []
     warm = 0.0 if a.learn_from_start else warm
     runs = len(ers_runs) + ("anchor" in sides)
     if a.learn_s <= 0 or left() < runs * a.learn_s + warm + 60:
@@ -252,7 +258,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--no-default",
         action="store_true",
-        help="in each row, only the --row-variants (not the default config: its figure from an earlier run)",
+        help="in each row only the --row-variants, and of the ers learning runs only the --learn-variants (not the"
+        " default config: its figure from an earlier run)",
     )
     p.add_argument(
         "--min-variant-s",
@@ -335,6 +342,13 @@ def main() -> None:
     print(markdown(json.loads((out / "gpu-train-table.json").read_text())))
 
 
+def setup_split(ph: dict[str, float]) -> str:
+    """`` (build 3 / collect 50 / GAE 0 / update 20)``: a row's setup seconds apart (empty for none)."""
+    names = {"build": "build", "collect": "collect", "gae": "GAE", "update": "update"}
+    parts = [f"{names[k]} {ph[k]:.0f}" for k in names if k in ph]
+    return f" ({' / '.join(parts)})" if parts else ""
+
+
 def markdown(rows: list[dict[str, Any]]) -> str:
     """The README table: per setting, ers (each update mode) and the anchor, env-steps/s and the ratio."""
     lines = [
@@ -354,7 +368,7 @@ def markdown(rows: list[dict[str, Any]]) -> str:
             else "anchor (JAX)"
         )
         ratio = f"{rate / ref:.2f}" if r["kind"] == "ers" and rate and ref else ""
-        setup = f"{r.get('setup_s', r.get('wall_s', 0)):.0f}"
+        setup = f"{r.get('setup_s', r.get('wall_s', 0)):.0f}" + setup_split(r.get("setup_phase_s") or {})
         shown = f"{rate:,.0f}" if rate else r.get("error", "")[:60]
         ph = r.get("phase_s") or {}
         phases = " / ".join(f"{ph[k]:.3f}" for k in ("collect", "gae", "update") if k in ph)
@@ -380,7 +394,8 @@ def markdown(rows: list[dict[str, Any]]) -> str:
                 end = chunks[-1]["return_chunk"] if chunks else None
                 steps = chunks[-1]["env_steps"] if chunks else None
             lines.append(
-                f"\n{r['kind']} {r.get('config') or ''}: {steps} env-steps, training score at the end {end} {r.get('error', '')}"
+                f"\n{r['kind']} {r.get('config') or ''}: {steps} env-steps, training score at the end {end}"
+                f"{setup_split(r.get('setup_phase_s') or {})} {r.get('error', '')}"
             )
     return "\n".join(lines)
 

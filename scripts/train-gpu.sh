@@ -10,8 +10,11 @@
 #   run(command="TABLE_S=0 TEST_S=200 bash scripts/train-gpu.sh", carry=[".whl", ".anchors"], timeout_s=220)
 # Measured on one H200 (2026-11-26): the table's first four rows took 290 s; compiling Hanabi's step for the
 # compile-graph test alone takes over 90 s (a 90 s TEST_S ended before its first result).
-# The 5-minute learning comparison, as run on 2026-11-27 (two calls on one warm machine, ~11 min of device
-# time with the start; each side's clock counts its setup and compilation; curves in $OUT/learn-*.jsonl):
+# The 5-minute learning comparison, as run on 2026-11-27 and 2026-11-28 (two calls on one warm machine,
+# ~12 min of device time with the start; each side's clock counts its setup and compilation; curves in
+# $OUT/learn-*.jsonl, ers's with its entropy, value loss and gradient norm; each ers row splits its setup into the
+# build and the first update's collect / GAE / update). 2026-11-28: ers 20.54, the anchor 20.58, ers's setup 75 s
+# against the anchor's 27:
 #   TEST_S=0 TABLE_S=400 LEARN_S=300 TABLE_ARGS="--rows learn --learn-sides ers --learn-from-start" (timeout_s=420)
 #   TEST_S=0 TABLE_S=400 LEARN_S=300 TABLE_ARGS="--rows learn --learn-sides anchor --learn-from-start" (timeout_s=420)
 # ers's loss before the official one, beside it: --learn-variants 'loss_mean=acting' (another ers run).
@@ -31,9 +34,18 @@
 #   TEST_S=0 TABLE_S=470 TABLE_ARGS="--rows hanabi --row-variants 'bf16_update=true;overcooked-v2:cudnn_benchmark=true;overcooked-v2:net.spatial=matmul' --profile 25" (timeout_s=490)
 #   TEST_S=40 GPU_TESTS="tests/deep/train/test_gpu.py::test_gae_on_cuda_equals_the_cpu_loop" TABLE_S=200 TABLE_ARGS="--rows overcooked-v2 --sizes 1024 --no-default --row-variants 'bf16_update=true;overcooked-v2:cudnn_benchmark=true;overcooked-v2:net.spatial=matmul' --profile 25" (timeout_s=250)
 # (GPU_TESTS replaces the test list: here only the CUDA GAE, a log-depth scan since 2026-11-28, no compilation.)
-# Order for the next device sessions (2026-11-27): the throughput follow-up above first (its two calls fill one
-# session's 15 minutes); make the winning variant the CUDA default only where its curve is unchanged; then the
-# 5-minute learning comparison (the two calls above) with those defaults, in the session after.
+# Order for the next device sessions (2026-11-28). The learning pair of 2026-11-28 was a near tie (20.54 against
+# 20.58), and ers lost 48 s of its 300 to setup, mostly compilation. So first the same pair, with ers compiling one
+# tile config per Triton pointwise kernel (autotune_pointwise=false; torch's default tries several at a kernel's
+# first run):
+#   TEST_S=0 TABLE_S=400 LEARN_S=300 TABLE_ARGS="--rows learn --learn-sides ers --learn-from-start --no-default --learn-variants 'autotune_pointwise=false'" (timeout_s=420)
+#   TEST_S=0 TABLE_S=400 LEARN_S=300 TABLE_ARGS="--rows learn --learn-sides anchor --learn-from-start" (timeout_s=420)
+# Its setup split says whether the shorter compile came (the default's 75 s on 11-28 was not split). Its
+# env-steps after setup say whether the kernels got slower (11-28: 391M in 225 s). Make it the CUDA default only
+# if both hold. Then, in the session after, the throughput follow-up above, with 'autotune_pointwise=false' among
+# the row variants. A row variant's setup is not a cold one: the rows before it in the process leave Triton
+# kernels in its cache. The anchor's seed 0 ended at 21.0 on 11-27 and 20.6 on 11-28, so one pair decides little
+# near the top. Several seeds per side (--learn-seed) need more sessions.
 # Budgets (seconds): TEST_S for the tests, TABLE_S for the table; TABLE_ARGS: more options of gpu_train_table.py
 # (a CPU try: TABLE_ARGS="--device cpu --tiny --learn-s 5" TEST_S=0 bash scripts/train-gpu.sh).
 set -uo pipefail

@@ -54,7 +54,7 @@ def test_every_variant_of_the_planned_device_run_is_a_config_field(env: str) -> 
 def test_every_table_args_of_the_device_plan_reaches_the_script_as_its_own_arguments() -> None:
     """Each TABLE_ARGS="..." written in train-gpu.sh, split the way the script splits it (its own ``eval`` line,
     run by bash), parses with gpu_train_table.py's command line, no argument keeps a quote, and every row
-    variant builds a TrainConfig. (A plain ${TABLE_ARGS} kept the quotes of --row-variants '...': the variant
+    and learning variant builds a TrainConfig. (A plain ${TABLE_ARGS} kept the quotes of --row-variants '...': the variant
     key became "'bf16_update" and the row failed; the CPU try found it, a device run would have lost its time.)"""
     import re
     import subprocess
@@ -73,6 +73,8 @@ def test_every_table_args_of_the_device_plan_reaches_the_script_as_its_own_argum
         for env in ("hanabi", "overcooked-v2"):
             for over in script.row_variants(args.row_variants, env):
                 assert isinstance(script.ers_config(env, 8, 4, 2, "cpu", True, **over), TrainConfig)
+        for over in [script.parse_over(x) for x in args.learn_variants.split(";") if x]:  # learning variants
+            assert isinstance(script.ers_config("hanabi", 8, 4, 2, "cpu", True, **over), TrainConfig)
 
 
 def test_rows_and_sizes_select_rows_in_order() -> None:
@@ -95,3 +97,37 @@ def test_the_ers_learning_run_trains_the_seed_it_is_given() -> None:
     runs = [script.learning_run("hanabi", 8, 4, 0.0, "cpu", True, seed=s) for s in (3, 3, 4)]
     assert [r["seed"] for r in runs] == [3, 3, 4]
     assert runs[0]["returns"] == [] and runs[0]["updates"] == 1
+
+
+def test_the_learning_row_splits_its_setup_and_the_markdown_shows_it() -> None:
+    """A learning row carries its setup apart (the build, then the first update's collect / GAE / update), and
+    the markdown prints it beside the score, so a device run says where ers's setup went."""
+    script = _script()
+    r = script.learning_run("hanabi", 8, 4, 0.0, "cpu", True)
+    split = r["setup_phase_s"]
+    assert list(split) == ["build", "collect", "gae", "update"] and sum(split.values()) <= r["setup_s"]
+    row = {"kind": "learn-ers", "env": "hanabi", "num_envs": 8, **r}
+    row["setup_phase_s"] = {"build": 3.2, "collect": 50.4, "gae": 0.1, "update": 20.0}
+    assert "(build 3 / collect 50 / GAE 0 / update 20)" in script.markdown([row])
+    assert script.setup_split({}) == ""
+
+
+@pytest.mark.parametrize("no_default", [False, True])
+def test_no_default_leaves_only_the_learning_variants(
+    no_default: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--no-default`` drops ers's default learning run as it drops a row's default config; the variants run
+    in order (the next device plan runs one variant alone)."""
+    script = _script()
+    ran: list[dict[str, object]] = []
+
+    def fake_run(*args: object, **over: object) -> dict[str, object]:
+        ran.append(over)
+        return {"return_last": 0.0}
+
+    monkeypatch.setattr(script, "learning_run", fake_run)
+    argv = ["--tiny", "--learn-sides", "ers", "--learn-variants", "autotune_pointwise=false;vf_coef=1.0"]
+    a = script.parser().parse_args(argv + (["--no-default"] if no_default else []))
+    script.learn(a, tmp_path, 8, 4, lambda: 1e9, tmp_path, {}, 0.0)
+    variants = [{"autotune_pointwise": False}, {"vf_coef": 1.0}]
+    assert ran == (variants if no_default else [{}, *variants])

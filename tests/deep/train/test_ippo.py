@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 import torch
@@ -197,3 +198,39 @@ def test_bench_learner_keeps_its_row_when_profiling_fails(monkeypatch: pytest.Mo
     row = bench.bench_learner(cfg, updates=1, warmup=1, profile_top=3)
     assert row["env_steps_per_s"] > 0 and "profile" not in row
     assert row["profile_error"] == "RuntimeError: CUPTI unavailable"
+
+
+def test_bench_learner_splits_its_setup_into_the_build_and_the_first_update_s_phases() -> None:
+    """``setup_phase_s``: the build and the first warm-up update's collect / GAE / update apart (where a
+    device row's setup, mostly compilation, goes); together no more than ``setup_s``."""
+    from ers_deep.bench.train import bench_learner
+
+    row = bench_learner(
+        paper_config("tabular:dectiger", seeds=(0,), num_envs=4, num_steps=3), updates=1, warmup=2
+    )
+    split = row["setup_phase_s"]
+    assert list(split) == ["build", "collect", "gae", "update"] and all(v >= 0 for v in split.values())
+    assert sum(split.values()) <= row["setup_s"]
+
+
+@pytest.mark.parametrize("autotune", [True, False])
+def test_autotune_pointwise_holds_while_the_step_and_the_update_compile(autotune: bool) -> None:
+    """``TrainConfig.autotune_pointwise``: inductor's setting inside ``collect`` and ``ppo_update`` (where the
+    step and the update compile, at their first call), torch's own value outside ``train_step``."""
+    import torch._inductor.config as inductor
+
+    before = inductor.triton.autotune_pointwise
+    cfg = paper_config("tabular:dectiger", seeds=(0,), num_envs=4, num_steps=3, autotune_pointwise=autotune)
+    learner = Learner(cfg)
+    seen: list[bool] = []
+    for name in ("collect", "ppo_update"):
+        inner = getattr(learner, name)
+
+        def spy(*args: object, _inner: Any = inner) -> Any:
+            seen.append(inductor.triton.autotune_pointwise)
+            return _inner(*args)
+
+        setattr(learner, name, spy)
+    learner.train_step()
+    assert seen == [autotune and before, autotune and before]
+    assert inductor.triton.autotune_pointwise == before

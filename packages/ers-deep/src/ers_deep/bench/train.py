@@ -39,13 +39,14 @@ def bench_learner(
     config: TrainConfig, updates: int = 2, warmup: int = 1, profile_top: int = 0
 ) -> dict[str, Any]:
     """Env-steps/s (all seeds) of ``updates`` timed updates after ``warmup`` ones, the setup seconds (build +
-    warm-up), the modes that ran and the last update's mean return; ``profile_top`` > 0: also the
+    warm-up; ``setup_phase_s``: the build and the first update's collect / GAE / update apart), the modes that ran and the last update's mean return; ``profile_top`` > 0: also the
     ``profile_top`` most expensive operators of one more update (``profile_update``)."""
     t0 = time.perf_counter()
     learner = Learner(config)
+    setup_phases = {"build": time.perf_counter() - t0}
     m: dict[str, Any] = {}
-    for _ in range(warmup):
-        m = learner.train_step()
+    for i in range(warmup):  # the first one's phases apart: where compilation and capture go
+        m = learner.train_step(timings=setup_phases if i == 0 else None)
     _sync(config.device)
     setup = time.perf_counter() - t0
     t1, c1 = time.perf_counter(), time.process_time()
@@ -74,6 +75,7 @@ def bench_learner(
         "updates": updates,
         "seconds": seconds,
         "setup_s": setup,
+        "setup_phase_s": setup_phases,
         "env_steps_per_s": steps / seconds,
         "cores_used": cpu / seconds,
         "phase_s": phases,

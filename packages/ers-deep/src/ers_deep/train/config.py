@@ -65,6 +65,10 @@ class TrainConfig:
     # (torch.backends.cudnn.benchmark; off: its heuristic pick). Not yet measured on a GPU, so off by default.
     cudnn_benchmark: bool = False
     bf16_update: bool = False  # the PPO loss's forward under bfloat16 autocast (float32 weights and Adam)
+    # CUDA, compiled modes: inductor tries each Triton pointwise kernel in a few tile configs at its first run
+    # (torch's default). False: one heuristic config per kernel, so fewer kernels to compile in the setup
+    # (Hanabi's: ~75 s on an H200). Not yet measured on a GPU; nothing changes on CPU (C++ kernels).
+    autotune_pointwise: bool = True
     acting_rows: bool = True  # Hanabi: the actor head on acting entries only (a static count per minibatch)
     # with acting rows, minibatches of turn streams (train.ppo.turn_streams: a game's seats split as the JAX
     # anchor's minibatches of actors split them); False, or a net that carries state: of whole games

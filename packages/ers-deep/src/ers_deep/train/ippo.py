@@ -45,6 +45,7 @@ standardisation ignores the loss mask of non-acting Hanabi players (``../shared/
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from typing import Any
@@ -167,6 +168,16 @@ class PhaseClock:
         self.timings[name], self.last = now - self.last, now
 
 
+def compile_settings(cfg: TrainConfig) -> contextlib.AbstractContextManager[Any]:
+    """The inductor settings under which the learner's step and update compile (lazily, at their first call
+    inside ``train_step``): ``TrainConfig.autotune_pointwise``. A no-op at torch's defaults."""
+    if cfg.autotune_pointwise:
+        return contextlib.nullcontext()
+    import torch._inductor.config as inductor
+
+    return inductor.patch({"triton.autotune_pointwise": False})
+
+
 class Learner:
     """The state of one IPPO run of S seeds: env, network, optimiser, RNG streams, runner state, counters.
 
@@ -267,12 +278,13 @@ class Learner:
         """One update (collect, GAE, PPO); per-seed metrics as lists. ``timings`` (benchmarks): filled with the
         seconds of each phase, the device synchronised after each."""
         clock = PhaseClock(timings, self.env.device)
-        ro, stats = self.collect()
-        clock("collect")
-        adv, target = self.advantages(ro)
-        clock("gae")
-        parts = self.ppo_update(ro, adv, target)
-        clock("update")
+        with compile_settings(self.config):
+            ro, stats = self.collect()
+            clock("collect")
+            adv, target = self.advantages(ro)
+            clock("gae")
+            parts = self.ppo_update(ro, adv, target)
+            clock("update")
         self.update += 1
         out: dict[str, Any] = {
             "update": self.update,
