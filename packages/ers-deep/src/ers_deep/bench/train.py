@@ -39,8 +39,9 @@ def bench_learner(
     config: TrainConfig, updates: int = 2, warmup: int = 1, profile_top: int = 0
 ) -> dict[str, Any]:
     """Env-steps/s (all seeds) of ``updates`` timed updates after ``warmup`` ones, the setup seconds (build +
-    warm-up; ``setup_phase_s``: the build and the first update's collect / GAE / update apart), the modes that ran and the last update's mean return; ``profile_top`` > 0: also the
-    ``profile_top`` most expensive operators of one more update (``profile_update``)."""
+    warm-up; ``setup_phase_s``: the build and the first update's collect / GAE / update apart), the modes that
+    ran and the last update's mean return; ``profile_top`` > 0: also the ``profile_top`` most expensive
+    operators of one more update (``profile_update``)."""
     t0 = time.perf_counter()
     learner = Learner(config)
     setup_phases = {"build": time.perf_counter() - t0}
