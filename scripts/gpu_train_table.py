@@ -101,8 +101,11 @@ def learning_run(
     line per update (seconds since the clock started, env-steps, training return, games ended, entropy, value
     loss, gradient norm; the anchor's lines have all but the last), written as it runs, so a
     killed run keeps its curve. ``seed``: the learner's one seed (``--learn-seed``, as the anchor's ``--seed``).
-    ``over``: config fields on top, e.g. ``vf_coef=1.0``."""
+    After the clock: ``eval``, the final policy's sampled self-play over ``eval_games`` new games (first episode
+    each, as the anchor's own evaluation; 200 there, 16 with ``tiny``). ``over``: config fields on top, e.g.
+    ``vf_coef=1.0``."""
     from ers_deep.train import Learner
+    from ers_deep.train.evaluate import Agent, play
 
     cfg = ers_config(env, n, t, 4, device, tiny, **{"seeds": (seed,), **over})
     clock = time.perf_counter()
@@ -119,12 +122,15 @@ def learning_run(
             m = {k: history[-1][k][0] for k in ("return", "episodes", "entropy", "value_loss", "grad_norm")}
             fh.write(json.dumps({**line, **m}) + "\n")
             fh.flush()
+    seconds_run = time.perf_counter() - start
     rets = [r for m in history[-2:] for r in m["return"] if not math.isnan(r)]
+    agents = [Agent(learner.net)] * learner.P
     return {
         "seed": learner.config.seeds[0],
         "updates": len(history) + 1,
         "env_steps": learner.env_steps,
-        "seconds": time.perf_counter() - start,
+        "seconds": seconds_run,
+        "eval": play(agents, cfg, 16 if tiny else 200, seed=10_000 + seed),
         "setup_s": setup_s,
         "setup_phase_s": setup_phases,
         "clock": "from the learner's construction" if from_start else "after setup",
@@ -389,13 +395,18 @@ def markdown(rows: list[dict[str, Any]]) -> str:
         if r.get("kind", "").startswith("learn"):
             if r["kind"] == "learn-ers":
                 end, steps = r.get("return_last"), r.get("env_steps")
+                ev = r.get("eval") or {}
+                own = (ev.get("mean"), ev.get("se"))
             else:
                 chunks = [x for x in r.get("lines") or [] if "return_chunk" in x]
                 end = chunks[-1]["return_chunk"] if chunks else None
                 steps = chunks[-1]["env_steps"] if chunks else None
+                final = next((x for x in r.get("lines") or [] if x.get("event") == "final"), {})
+                own = (final.get("eval_sampled_mean"), final.get("eval_se"))
+            evaluated = f", own evaluation {own[0]:.2f} +- {own[1]:.2f}" if None not in own else ""
             lines.append(
                 f"\n{r['kind']} {r.get('config') or ''}: {steps} env-steps, training score at the end {end}"
-                f"{setup_split(r.get('setup_phase_s') or {})} {r.get('error', '')}"
+                f"{evaluated}{setup_split(r.get('setup_phase_s') or {})} {r.get('error', '')}"
             )
     return "\n".join(lines)
 

@@ -13,7 +13,8 @@
 # The 5-minute learning comparison, as run on 2026-11-27 and 2026-11-28 (two calls on one warm machine,
 # ~12 min of device time with the start; each side's clock counts its setup and compilation; curves in
 # $OUT/learn-*.jsonl, ers's with its entropy, value loss and gradient norm; each ers row splits its setup into the
-# build and the first update's collect / GAE / update). 2026-11-28: ers 20.54, the anchor 20.58, ers's setup 75 s
+# build and the first update's collect / GAE / update, and ends with ers's own evaluation over 200 new games, as
+# the anchor's). 2026-11-28: ers 20.54, the anchor 20.58, ers's setup 75 s
 # against the anchor's 27:
 #   TEST_S=0 TABLE_S=400 LEARN_S=300 TABLE_ARGS="--rows learn --learn-sides ers --learn-from-start" (timeout_s=420)
 #   TEST_S=0 TABLE_S=400 LEARN_S=300 TABLE_ARGS="--rows learn --learn-sides anchor --learn-from-start" (timeout_s=420)

@@ -112,6 +112,25 @@ def test_the_learning_row_splits_its_setup_and_the_markdown_shows_it() -> None:
     assert script.setup_split({}) == ""
 
 
+def test_the_learning_rows_carry_each_side_s_own_evaluation() -> None:
+    """After its clock, ers's learning run plays new games with its final policy (16 with ``tiny``, as the
+    anchor's ``--eval-games``); the markdown prints both sides' evaluations beside the training scores."""
+    script = _script()
+    ev = script.learning_run("hanabi", 8, 4, 0.0, "cpu", True)["eval"]
+    assert ev["games"] == 16 and 0.0 <= ev["mean"] <= 10.0 and ev["se"] >= 0.0  # Very-Small: 2 colours x 5
+    ers = {"kind": "learn-ers", "env": "hanabi", "num_envs": 8, "return_last": 1.0, "eval": ev}
+    final = {"event": "final", "eval_sampled_mean": 20.871, "eval_se": 0.148}
+    anchor = {
+        "kind": "learn-anchor",
+        "env": "hanabi",
+        "num_envs": 8,
+        "lines": [{"return_chunk": 20.6, "env_steps": 9}, final],
+    }
+    text = script.markdown([ers, anchor])
+    assert f"own evaluation {ev['mean']:.2f} +- {ev['se']:.2f}" in text
+    assert "training score at the end 20.6, own evaluation 20.87 +- 0.15" in text
+
+
 @pytest.mark.parametrize("no_default", [False, True])
 def test_no_default_leaves_only_the_learning_variants(
     no_default: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
