@@ -124,13 +124,18 @@ def learning_run(
             fh.flush()
     seconds_run = time.perf_counter() - start
     rets = [r for m in history[-2:] for r in m["return"] if not math.isnan(r)]
-    agents = [Agent(learner.net)] * learner.P
+    try:  # a failed evaluation must not lose the run's row
+        own: dict[str, Any] = play(
+            [Agent(learner.net)] * learner.P, cfg, 16 if tiny else 200, seed=10_000 + seed
+        )
+    except Exception as e:
+        own = {"error": f"{type(e).__name__}: {e}"[:300]}
     return {
         "seed": learner.config.seeds[0],
         "updates": len(history) + 1,
         "env_steps": learner.env_steps,
         "seconds": seconds_run,
-        "eval": play(agents, cfg, 16 if tiny else 200, seed=10_000 + seed),
+        "eval": own,
         "setup_s": setup_s,
         "setup_phase_s": setup_phases,
         "clock": "from the learner's construction" if from_start else "after setup",

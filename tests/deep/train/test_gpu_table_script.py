@@ -150,3 +150,17 @@ def test_no_default_leaves_only_the_learning_variants(
     script.learn(a, tmp_path, 8, 4, lambda: 1e9, tmp_path, {}, 0.0)
     variants = [{"autotune_pointwise": False}, {"vf_coef": 1.0}]
     assert ran == (variants if no_default else [{}, *variants])
+
+
+def test_a_failed_evaluation_keeps_the_learning_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The evaluation runs after the device time was spent: its failure is recorded in the row, which keeps the
+    run's score and env-steps."""
+    from ers_deep.train import evaluate
+
+    def broken(*args: object, **kw: object) -> dict[str, float]:
+        raise RuntimeError("no memory left")
+
+    monkeypatch.setattr(evaluate, "play", broken)
+    r = _script().learning_run("hanabi", 8, 4, 0.0, "cpu", True)
+    assert r["eval"] == {"error": "RuntimeError: no memory left"} and r["env_steps"] > 0
+    assert "own evaluation" not in _script().markdown([{"kind": "learn-ers", "env": "hanabi", **r}])
