@@ -101,8 +101,8 @@ def learning_run(
     line per update (seconds since the clock started, env-steps, training return, games ended, entropy, value
     loss, gradient norm; the anchor's lines have all but the last), written as it runs, so a
     killed run keeps its curve. ``seed``: the learner's one seed (``--learn-seed``, as the anchor's ``--seed``).
-    After the clock: ``eval``, the final policy's sampled self-play over ``eval_games`` new games (first episode
-    each, as the anchor's own evaluation; 200 there, 16 with ``tiny``). ``over``: config fields on top, e.g.
+    After the clock: ``eval``, the final policy's sampled self-play over 200 new games (16 with ``tiny``), the
+    first episode of each, as the anchor's own evaluation. ``over``: config fields on top, e.g.
     ``vf_coef=1.0``."""
     from ers_deep.train import Learner
     from ers_deep.train.evaluate import Agent, play
