@@ -104,15 +104,12 @@ def learning_run(
     After the clock: ``eval``, the final policy's sampled self-play over 200 new games (16 with ``tiny``), the
     first episode of each, as the anchor's own evaluation. ``over``: config fields on top, e.g.
     ``vf_coef=1.0``."""
-    from ers_deep.train import Learner
+    from ers_deep.bench.train import warmed_learner
     from ers_deep.train.evaluate import Agent, play
 
     cfg = ers_config(env, n, t, 4, device, tiny, **{"seeds": (seed,), **over})
     clock = time.perf_counter()
-    learner = Learner(cfg)
-    setup_phases = {"build": time.perf_counter() - clock}
-    learner.train_step(timings=setup_phases)  # its phases apart: where compilation and capture go
-    setup_s = time.perf_counter() - clock
+    learner, _, setup_s, setup_phases = warmed_learner(cfg)
     start, history = (clock if from_start else time.perf_counter()), []
     fh = progress.open("w") if progress else None
     while time.perf_counter() - start < seconds:

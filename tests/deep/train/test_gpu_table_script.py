@@ -54,8 +54,9 @@ def test_every_variant_of_the_planned_device_run_is_a_config_field(env: str) -> 
 def test_every_table_args_of_the_device_plan_reaches_the_script_as_its_own_arguments() -> None:
     """Each TABLE_ARGS="..." written in train-gpu.sh, split the way the script splits it (its own ``eval`` line,
     run by bash), parses with gpu_train_table.py's command line, no argument keeps a quote, and every row
-    and learning variant builds a TrainConfig. (A plain ${TABLE_ARGS} kept the quotes of --row-variants '...': the variant
-    key became "'bf16_update" and the row failed; the CPU try found it, a device run would have lost its time.)"""
+    and learning variant builds a TrainConfig. (A plain ${TABLE_ARGS} kept the quotes of --row-variants '...':
+    the variant key became "'bf16_update" and the row failed; the CPU try found it, a device run would have lost
+    its time.)"""
     import re
     import subprocess
 

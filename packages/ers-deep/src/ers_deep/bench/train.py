@@ -35,21 +35,30 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
+def warmed_learner(
+    config: TrainConfig, warmup: int = 1
+) -> tuple[Learner, dict[str, Any], float, dict[str, float]]:
+    """A ``Learner`` of ``config`` after ``warmup`` updates (compilation, graph capture), the last one's
+    metrics, the setup seconds (build + warm-up, the device synchronised) and the setup apart: the build, then
+    the first update's collect / GAE / update (where compilation and capture go)."""
+    t0 = time.perf_counter()
+    learner = Learner(config)
+    phases = {"build": time.perf_counter() - t0}
+    m: dict[str, Any] = {}
+    for i in range(warmup):
+        m = learner.train_step(timings=phases if i == 0 else None)
+    _sync(config.device)
+    return learner, m, time.perf_counter() - t0, phases
+
+
 def bench_learner(
     config: TrainConfig, updates: int = 2, warmup: int = 1, profile_top: int = 0
 ) -> dict[str, Any]:
     """Env-steps/s (all seeds) of ``updates`` timed updates after ``warmup`` ones, the setup seconds (build +
-    warm-up; ``setup_phase_s``: the build and the first update's collect / GAE / update apart), the modes that
-    ran and the last update's mean return; ``profile_top`` > 0: also the ``profile_top`` most expensive
-    operators of one more update (``profile_update``)."""
-    t0 = time.perf_counter()
-    learner = Learner(config)
-    setup_phases = {"build": time.perf_counter() - t0}
-    m: dict[str, Any] = {}
-    for i in range(warmup):  # the first one's phases apart: where compilation and capture go
-        m = learner.train_step(timings=setup_phases if i == 0 else None)
-    _sync(config.device)
-    setup = time.perf_counter() - t0
+    warm-up; ``setup_phase_s``: apart, ``warmed_learner``), the modes that ran and the last update's mean
+    return; ``profile_top`` > 0: also the ``profile_top`` most expensive operators of one more update
+    (``profile_update``)."""
+    learner, m, setup, setup_phases = warmed_learner(config, warmup)
     t1, c1 = time.perf_counter(), time.process_time()
     for _ in range(updates):
         m = learner.train_step()
