@@ -135,6 +135,7 @@ def learning_run(
         "eval": own,
         "setup_s": setup_s,
         "setup_phase_s": setup_phases,
+        "precompile": learner.await_precompile(),
         "clock": "from the learner's construction" if from_start else "after setup",
         "return_last": sum(rets) / max(1, len(rets)),
         "returns": [m["return"][0] for m in history],
@@ -351,8 +352,15 @@ def main() -> None:
 
 
 def setup_split(ph: dict[str, float]) -> str:
-    """`` (build 3 / collect 50 / GAE 0 / update 20)``: a row's setup seconds apart (empty for none)."""
-    names = {"build": "build", "collect": "collect", "gae": "GAE", "update": "update"}
+    """`` (build 3 / collect 50 / GAE 0 / update 20)``: a row's setup seconds apart (empty for none); with the
+    update compiled in a helper process, ``helper wait`` before the update."""
+    names = {
+        "build": "build",
+        "collect": "collect",
+        "gae": "GAE",
+        "precompile_wait": "helper wait",
+        "update": "update",
+    }
     parts = [f"{names[k]} {ph[k]:.0f}" for k in names if k in ph]
     return f" ({' / '.join(parts)})" if parts else ""
 

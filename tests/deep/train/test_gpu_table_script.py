@@ -110,6 +110,9 @@ def test_the_learning_row_splits_its_setup_and_the_markdown_shows_it() -> None:
     row = {"kind": "learn-ers", "env": "hanabi", "num_envs": 8, **r}
     row["setup_phase_s"] = {"build": 3.2, "collect": 50.4, "gae": 0.1, "update": 20.0}
     assert "(build 3 / collect 50 / GAE 0 / update 20)" in script.markdown([row])
+    assert r["precompile"] is None  # on CPU by default no helper compiles the update
+    row["setup_phase_s"] = {"build": 3.2, "collect": 50.4, "gae": 0.1, "precompile_wait": 4.6, "update": 2.0}
+    assert "(build 3 / collect 50 / GAE 0 / helper wait 5 / update 2)" in script.markdown([row])
     assert script.setup_split({}) == ""
 
 

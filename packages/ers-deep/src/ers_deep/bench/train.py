@@ -40,7 +40,8 @@ def warmed_learner(
 ) -> tuple[Learner, dict[str, Any], float, dict[str, float]]:
     """A ``Learner`` of ``config`` after ``warmup`` updates (compilation, graph capture), the last one's
     metrics, the setup seconds (build + warm-up, the device synchronised) and the setup apart: the build, then
-    the first update's collect / GAE / update (where compilation and capture go)."""
+    the first update's collect / GAE / (``precompile_wait``: for the update's helper compilation, where one
+    runs, ``train.precompile``) / update (where compilation and capture go)."""
     t0 = time.perf_counter()
     learner = Learner(config)
     phases = {"build": time.perf_counter() - t0}
@@ -86,6 +87,7 @@ def bench_learner(
         "seconds": seconds,
         "setup_s": setup,
         "setup_phase_s": setup_phases,
+        "precompile": learner.await_precompile(),  # the update's helper compilation (None: none ran)
         "env_steps_per_s": steps / seconds,
         "cores_used": cpu / seconds,
         "phase_s": phases,

@@ -37,6 +37,7 @@ FastMode = Literal["auto", "eager", "compile", "graph", "compile-graph"]
 UpdateMode = Literal["auto", "eager", "compile", "graph", "compile-graph"]
 LossMean = Literal["all", "acting"]
 HanabiKnowledge = Literal["plausible", "v0-belief"]
+ParallelCompile = Literal["auto", "on", "off"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,6 +70,9 @@ class TrainConfig:
     # (torch's default). False: one heuristic config per kernel, so fewer kernels to compile in the setup
     # (Hanabi's: ~75 s on an H200). Not yet measured on a GPU; nothing changes on CPU (C++ kernels).
     autotune_pointwise: bool = True
+    # where the collection step and the update both compile: the update compiled in a helper process meanwhile,
+    # into inductor's caches, from which this learner's first update loads it (train.precompile). "auto": on CUDA
+    parallel_compile: ParallelCompile = "auto"
     acting_rows: bool = True  # Hanabi: the actor head on acting entries only (a static count per minibatch)
     # with acting rows, minibatches of turn streams (train.ppo.turn_streams: a game's seats split as the JAX
     # anchor's minibatches of actors split them); False, or a net that carries state: of whole games
@@ -143,6 +147,10 @@ class TrainConfig:
         if self.hanabi_knowledge not in ("plausible", "v0-belief"):
             raise UsageError(
                 f"TrainConfig.hanabi_knowledge = {self.hanabi_knowledge!r}: choose 'plausible' or 'v0-belief'"
+            )
+        if self.parallel_compile not in ("auto", "on", "off"):
+            raise UsageError(
+                f"TrainConfig.parallel_compile = {self.parallel_compile!r}: choose 'auto', 'on' or 'off'"
             )
         if self.loss_mean not in ("all", "acting"):
             raise UsageError(f"TrainConfig.loss_mean = {self.loss_mean!r}: choose 'all' or 'acting'")

@@ -68,6 +68,7 @@ from ers_deep.train.ppo import (
     turn_streams,
     update_data,
 )
+from ers_deep.train.precompile import UpdatePrecompile, wanted
 from ers_deep.train.update import PPOUpdate
 
 __all__ = ["Learner", "Rollout", "RunnerState", "lr_at", "shaped_coef"]
@@ -217,6 +218,10 @@ class Learner:
             equal_batches=(B if self.minibatch_unit == "games" else self.N) % cfg.minibatches == 0,
             acting_share=self.acting_share,
         )
+        own_net = net is None
+        self.precompile = (
+            UpdatePrecompile(cfg) if wanted(cfg, mode, self.updater.mode, dev.type, own_net) else None
+        )
         self.generator = torch.Generator(device=dev).manual_seed(10_007 * cfg.seeds[0] + 1)
         game = getattr(self.env, "game", None)  # a tabular env's ers-exact game: its own discount
         self.gamma: float = cfg.gamma if cfg.gamma is not None else float(game.discount if game else 0.99)
@@ -259,6 +264,7 @@ class Learner:
         """``epochs`` passes over ``minibatches`` random groups of ``minibatch_unit`` (whole sequences of actors,
         of turn streams or of games); mean parts."""
         cfg = self.config
+        self.await_precompile()
         self.updater.set_lr(lr_at(cfg, self.update))
         table = advantage_table(self.net, self.env) if cfg.advantage == "exact" else None  # type: ignore[arg-type]
         unit = self.minibatch_unit
@@ -269,6 +275,10 @@ class Learner:
             for mb in epoch_minibatches(unit, self.B, self.P, cfg.minibatches, self.generator, streams)
         ]
         return self.updater(update_data(ro, adv, target), batches, table)
+
+    def await_precompile(self) -> dict[str, Any] | None:
+        """Wait for the update's helper compilation (``train.precompile``), if one runs; its report."""
+        return self.precompile.wait() if self.precompile is not None else None
 
     def advantages(self, ro: Rollout) -> tuple[Tensor, Tensor]:
         """(advantage, value target) [S, T, N] of a rollout."""
@@ -283,6 +293,9 @@ class Learner:
             clock("collect")
             adv, target = self.advantages(ro)
             clock("gae")
+            if self.precompile is not None and self.precompile.report is None:
+                self.await_precompile()
+                clock("precompile_wait")
             parts = self.ppo_update(ro, adv, target)
             clock("update")
         self.update += 1
