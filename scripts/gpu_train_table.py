@@ -365,6 +365,15 @@ def setup_split(ph: dict[str, float]) -> str:
     return f" ({' / '.join(parts)})" if parts else ""
 
 
+def helper(report: dict[str, Any] | None) -> str:
+    """``, the helper compiled the update in 31 s``: a row's ``train.precompile`` report (empty for none)."""
+    if not report:
+        return ""
+    if "error" in report:
+        return f", the helper failed: {report['error'][:120]}"
+    return f", the helper compiled the update in {report.get('update_s', float('nan')):.0f} s"
+
+
 def markdown(rows: list[dict[str, Any]]) -> str:
     """The README table: per setting, ers (each update mode) and the anchor, env-steps/s and the ratio."""
     lines = [
@@ -416,7 +425,8 @@ def markdown(rows: list[dict[str, Any]]) -> str:
             evaluated = f", own evaluation {own[0]:.2f} +- {own[1]:.2f}" if None not in own else ""
             lines.append(
                 f"\n{r['kind']} {r.get('config') or ''}: {steps} env-steps, training score at the end {end}"
-                f"{evaluated}{setup_split(r.get('setup_phase_s') or {})} {r.get('error', '')}"
+                f"{evaluated}{setup_split(r.get('setup_phase_s') or {})}{helper(r.get('precompile'))}"
+                f" {r.get('error', '')}"
             )
     return "\n".join(lines)
 

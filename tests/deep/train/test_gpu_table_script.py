@@ -112,7 +112,14 @@ def test_the_learning_row_splits_its_setup_and_the_markdown_shows_it() -> None:
     assert "(build 3 / collect 50 / GAE 0 / update 20)" in script.markdown([row])
     assert r["precompile"] is None  # on CPU by default no helper compiles the update
     row["setup_phase_s"] = {"build": 3.2, "collect": 50.4, "gae": 0.1, "precompile_wait": 4.6, "update": 2.0}
-    assert "(build 3 / collect 50 / GAE 0 / helper wait 5 / update 2)" in script.markdown([row])
+    row["precompile"] = {"build_s": 2.0, "update_s": 31.4, "waited_s": 4.6}
+    text = script.markdown([row])
+    assert (
+        "(build 3 / collect 50 / GAE 0 / helper wait 5 / update 2), the helper compiled the update in 31 s"
+        in text
+    )
+    row["precompile"] = {"error": "the helper exited with 1: boom", "waited_s": 0.5}
+    assert "the helper failed: the helper exited with 1: boom" in script.markdown([row])
     assert script.setup_split({}) == ""
 
 

@@ -5,6 +5,10 @@ too long, the learner compiles by itself."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +21,8 @@ from ers_deep.train.precompile import UpdatePrecompile, wanted
 from ers_exact.util.options import UsageError
 from tests.deep.threads import one_thread  # noqa: F401
 from tests.deep.train.twins import tiny_config
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def compiled_config(**kw: object) -> TrainConfig:
@@ -141,3 +147,37 @@ def test_a_helper_past_its_time_is_stopped() -> None:
 def test_the_setting_is_checked() -> None:
     with pytest.raises(UsageError, match="parallel_compile"):
         tiny_config("hanabi", parallel_compile="sometimes")
+
+
+def running(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process states from /proc")
+def test_the_helper_ends_when_its_learner_s_process_is_killed(tmp_path: Path) -> None:
+    """A learner killed before its first update must not leave its helper compiling (and, on a GPU, holding
+    memory): the helper notices within a second or so, even when the kill came before it began to look."""
+    code = (
+        "import sys, time\n"
+        "from ers_deep.train.precompile import UpdatePrecompile\n"
+        "from tests.deep.train.twins import tiny_config\n"
+        "h = UpdatePrecompile(tiny_config('overcooked-v2', update_mode='compile'))\n"
+        "print(h.proc.pid, flush=True)\n"
+        "time.sleep(120)\n"
+    )
+    # cold caches: compiling Overcooked's update takes the helper ~50 s on the 2-core machine
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor")}
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, env=env, cwd=ROOT)
+    assert parent.stdout is not None
+    helper = int(parent.stdout.readline())
+    parent.kill()  # before the helper has even imported torch
+    parent.wait()
+    deadline = time.monotonic() + 20
+    while running(helper) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not running(helper), "the helper outlived its learner's process"

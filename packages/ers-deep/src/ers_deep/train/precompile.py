@@ -35,6 +35,8 @@ from ers_deep.train.config import TrainConfig
 __all__ = ["UpdatePrecompile", "caches_on", "wanted"]
 
 COMPILED = ("compile", "compile-graph")
+#: the environment variable that tells the helper which process started it
+PARENT = "ERS_PRECOMPILE_PARENT"
 
 
 def caches_on() -> bool:
@@ -76,7 +78,7 @@ class UpdatePrecompile:
     def __init__(self, config: TrainConfig, timeout: float = 900.0) -> None:
         self.timeout, self.started = timeout, time.perf_counter()
         self.stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115  (the helper's; closed after wait)
-        env = {**os.environ, "PYTHONPATH": _source_paths()}
+        env = {**os.environ, "PYTHONPATH": _source_paths(), PARENT: str(os.getpid())}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "ers_deep.train.precompile"],
             stdin=subprocess.PIPE,
@@ -124,18 +126,10 @@ class UpdatePrecompile:
         tail = self.stderr.read().decode(errors="replace").strip().splitlines()[-3:]
         return {"error": f"the helper exited with {self.proc.returncode}: {' | '.join(tail)[:400]}"}
 
-    def close(self) -> None:
-        """Stop the helper if it still runs (a learner dropped before its first update)."""
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        if not self.stderr.closed:
-            self.stderr.close()
-
-
 def _exit_with_parent() -> None:
-    """End this helper when the process that started it is gone (killed before it waited)."""
-    parent = os.getppid()
+    """End this helper when the process that started it is gone (killed before it waited), also if that
+    happened before this check began (the helper is then already another process's child)."""
+    parent = int(os.environ.get(PARENT, os.getppid()))
 
     def watch() -> None:
         while os.getppid() == parent:
