@@ -126,6 +126,7 @@ class UpdatePrecompile:
         tail = self.stderr.read().decode(errors="replace").strip().splitlines()[-3:]
         return {"error": f"the helper exited with {self.proc.returncode}: {' | '.join(tail)[:400]}"}
 
+
 def _exit_with_parent() -> None:
     """End this helper when the process that started it is gone (killed before it waited), also if that
     happened before this check began (the helper is then already another process's child)."""
