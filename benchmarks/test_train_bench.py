@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from ers_deep.bench.train import BASELINE, bench_anchor, bench_learner
+from ers_deep.bench.train import BASELINE, bench_anchor, bench_learner, cold_setup
 from ers_deep.train.config import paper_config
 from ers_deep.train.ippo import Learner
 
@@ -153,3 +153,30 @@ def test_minibatch_gradient_noise(benchmark, one_thread) -> None:  # type: ignor
     print(ratios)
     assert ratios["games"]["critic"] > ratios["turn-streams"]["critic"]
     assert torch.isfinite(torch.tensor(noise["actors"]["total"]))
+
+
+def test_cold_setup_with_the_update_compiled_beside_the_step(benchmark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Hanabi-Full's learner with its step and its update compiled (CUDA's defaults, forced here), from empty
+    caches, each in its own process with one torch thread: the setup without and with the helper that compiles the
+    update meanwhile (``TrainConfig.parallel_compile``; in a process of its own, so on a second core)."""
+    cfg = paper_config(
+        "hanabi",
+        num_envs=32,
+        num_steps=8,
+        collect_mode="compile",
+        update_mode="compile",
+        hanabi_knowledge="v0-belief",
+    )
+
+    def both() -> dict[str, dict]:
+        return {
+            mode: cold_setup(cfg.replace(parallel_compile=mode), tmp_path / f"cache-{mode}-{time.time_ns()}")
+            for mode in ("off", "on")
+        }
+
+    runs = benchmark.pedantic(both, rounds=1, iterations=1)
+    assert "error" not in runs["off"] and "error" not in runs["on"], runs
+    assert runs["off"]["precompile"] is None and "error" not in runs["on"]["precompile"], runs
+    info = {**runs, "ratio_setup_off_vs_on": runs["off"]["setup_s"] / runs["on"]["setup_s"]}
+    benchmark.extra_info.update(info)
+    print(info)
