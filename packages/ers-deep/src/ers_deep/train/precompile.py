@@ -40,11 +40,11 @@ PARENT = "ERS_PRECOMPILE_PARENT"
 
 
 def caches_on() -> bool:
-    """Whether inductor's FX graph cache and AOTAutograd's cache are on (what the helper fills)."""
-    import torch._functorch.config as functorch
+    """Whether inductor's FX graph cache is on (what the helper fills; AOTAutograd's cache, where on, saves the
+    learner the joint graph's tracing too)."""
     import torch._inductor.config as inductor
 
-    return bool(inductor.fx_graph_cache) and bool(getattr(functorch, "enable_autograd_cache", False))
+    return bool(inductor.fx_graph_cache)
 
 
 def wanted(cfg: TrainConfig, collect_mode: str, update_mode: str, device: str, own_net: bool) -> bool:
