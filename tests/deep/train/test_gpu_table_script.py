@@ -175,3 +175,16 @@ def test_a_failed_evaluation_keeps_the_learning_row(monkeypatch: pytest.MonkeyPa
     r = _script().learning_run("hanabi", 8, 4, 0.0, "cpu", True)
     assert r["eval"] == {"error": "RuntimeError: no memory left"} and r["env_steps"] > 0
     assert "own evaluation" not in _script().markdown([{"kind": "learn-ers", "env": "hanabi", **r}])
+
+
+def test_every_gpu_test_the_device_script_names_exists() -> None:
+    """The test ids in scripts/train-gpu.sh (its default list and the plans' GPU_TESTS) name a test function of
+    an existing file (a typo would cost device time: pytest would report no tests and the budget would be spent)."""
+    import re
+
+    root = SCRIPT.parent.parent
+    ids = set(re.findall(r"(tests/[\w/]+\.py)::(\w+)", (SCRIPT.parent / "train-gpu.sh").read_text()))
+    assert len(ids) >= 8, ids
+    for path, name in sorted(ids):
+        assert (root / path).exists(), path
+        assert re.search(rf"^def {name}\(", (root / path).read_text(), re.M), f"{path}::{name}"
