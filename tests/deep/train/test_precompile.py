@@ -112,11 +112,13 @@ def test_the_helper_runs_only_where_two_compilations_can_overlap(
     assert wanted(cfg, collect, update, device, own_net) is expected
 
 
-def test_no_helper_without_the_caches_it_fills(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_helper_without_the_caches_it_fills() -> None:
     import torch._inductor.config as inductor
 
-    monkeypatch.setattr(inductor, "fx_graph_cache", False)
-    assert not wanted(tiny_config("hanabi", parallel_compile="on"), "compile", "compile", "cpu", True)
+    # the config module's own patch: monkeypatch's undo deleted the entry (later compilations then failed)
+    with inductor.patch(fx_graph_cache=False):
+        assert not wanted(tiny_config("hanabi", parallel_compile="on"), "compile", "compile", "cpu", True)
+    assert inductor.fx_graph_cache is not None
 
 
 def test_no_helper_for_the_reference_collections() -> None:

@@ -14,7 +14,7 @@ overlap, so the setup shrinks by about the shorter of the two.
 forced compile modes) or ``"off"``. Nothing changes in what the learner computes: the helper only fills caches,
 and a helper that fails or finds the caches off leaves the learner to compile as before (with a warning).
 
-    python -m ers_deep.train.precompile < config.json   # the helper: one JSON line of its seconds on stdout
+    python -m ers_deep.train.precompile_helper < payload.json   # the helper (train/precompile_helper.py)
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import warnings
 from pathlib import Path
@@ -80,7 +79,7 @@ class UpdatePrecompile:
         self.stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115  (the helper's; closed after wait)
         env = {**os.environ, "PYTHONPATH": _source_paths(), PARENT: str(os.getpid())}
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "ers_deep.train.precompile"],
+            [sys.executable, "-m", "ers_deep.train.precompile_helper"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.stderr,
@@ -125,40 +124,3 @@ class UpdatePrecompile:
         self.stderr.seek(0)
         tail = self.stderr.read().decode(errors="replace").strip().splitlines()[-3:]
         return {"error": f"the helper exited with {self.proc.returncode}: {' | '.join(tail)[:400]}"}
-
-
-def _exit_with_parent() -> None:
-    """End this helper when the process that started it is gone (killed before it waited), also if that
-    happened before this check began (the helper is then already another process's child)."""
-    parent = int(os.environ.get(PARENT, os.getppid()))
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(1.0)
-        os._exit(3)
-
-    threading.Thread(target=watch, daemon=True).start()
-
-
-def main(stdin: IO[str] = sys.stdin) -> int:
-    """The helper: a learner of the config read from ``stdin`` (JSON ``{"config": ..., "threads": n}``: the
-    caller's torch threads, which CPU kernels are generated for), one update; its seconds on stdout."""
-    _exit_with_parent()
-    import torch
-
-    from ers_deep.train.ippo import Learner
-
-    payload = json.loads(stdin.read())
-    torch.set_num_threads(int(payload["threads"]))
-    cfg = TrainConfig.from_json(payload["config"])
-    t1 = time.perf_counter()
-    learner = Learner(cfg)
-    t2 = time.perf_counter()
-    learner.train_step()
-    t3 = time.perf_counter()
-    print(json.dumps({"build_s": t2 - t1, "update_s": t3 - t2}), flush=True)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
