@@ -116,9 +116,12 @@ def test_no_helper_without_the_caches_it_fills() -> None:
     import torch._inductor.config as inductor
 
     # the config module's own patch: monkeypatch's undo deleted the entry (later compilations then failed)
+    cfg = tiny_config("hanabi", parallel_compile="on")
     with inductor.patch(fx_graph_cache=False):
-        assert not wanted(tiny_config("hanabi", parallel_compile="on"), "compile", "compile", "cpu", True)
-    assert inductor.fx_graph_cache is not None
+        assert not wanted(cfg, "compile", "compile", "cpu", True)
+    with inductor.patch(force_disable_caches=True):
+        assert not wanted(cfg, "compile", "compile", "cpu", True)
+    assert wanted(cfg, "compile", "compile", "cpu", True)  # restored
 
 
 def test_no_helper_for_the_reference_collections() -> None:

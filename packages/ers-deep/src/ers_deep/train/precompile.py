@@ -11,8 +11,9 @@ for the helper before its own first update, whose compilation then loads those g
 overlap, so the setup shrinks by about the shorter of the two.
 
 ``TrainConfig.parallel_compile``: ``"auto"`` (on CUDA), ``"on"`` (also on CPU, where both compile only in
-forced compile modes) or ``"off"``. Nothing changes in what the learner computes: the helper only fills caches,
-and a helper that fails or finds the caches off leaves the learner to compile as before (with a warning).
+forced compile modes) or ``"off"``. Nothing changes in what the learner computes: the helper only fills caches.
+No helper starts where inductor's caches are off; a helper that fails leaves the learner to compile as before
+(with a warning).
 
     python -m ers_deep.train.precompile_helper < payload.json   # the helper (train/precompile_helper.py)
 """
@@ -39,11 +40,11 @@ PARENT = "ERS_PRECOMPILE_PARENT"
 
 
 def caches_on() -> bool:
-    """Whether inductor's FX graph cache is on (what the helper fills; AOTAutograd's cache, where on, saves the
-    learner the joint graph's tracing too)."""
+    """Whether inductor's FX graph cache is on and not forced off (``TORCHINDUCTOR_FORCE_DISABLE_CACHES``): what the
+    helper fills (AOTAutograd's cache, where on, saves the learner the joint graph's tracing too)."""
     import torch._inductor.config as inductor
 
-    return bool(inductor.fx_graph_cache)
+    return bool(inductor.fx_graph_cache) and not bool(getattr(inductor, "force_disable_caches", False))
 
 
 def wanted(cfg: TrainConfig, collect_mode: str, update_mode: str, device: str, own_net: bool) -> bool:
