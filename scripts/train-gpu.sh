@@ -44,7 +44,8 @@
 # Since 2026-11-28 (later) ers's default on CUDA also compiles its update in a helper process while it compiles
 # its step (TrainConfig.parallel_compile="auto", ers_deep.train.precompile), so this run has both levers; its
 # row records the helper's seconds ("precompile") and the wait ("helper wait" in the split). On the 2-core CPU
-# (forced compile modes, one thread each, the cores shared) it took Hanabi's cold setup from 36.1 s to 32.6 s.
+# (forced compile modes, one thread each) it took Hanabi's cold setup from 36.1 s to 32.6 s with the cores shared,
+# from 41.4 s to 30.9 s with one compile worker per process (a core each).
 # Its setup split says whether the shorter compile came (the default's 75 s on 11-28 was not split). Its
 # env-steps after setup say whether the kernels got slower (11-28: 391M in 225 s). Make it the CUDA default only
 # if both hold. Then, in the session after, the throughput follow-up above, with 'autotune_pointwise=false' among
