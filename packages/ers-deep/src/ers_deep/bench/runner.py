@@ -56,11 +56,16 @@ def random_legal_runner(
 
 
 def reference_in_subprocess(
-    module: str, function: str, kwargs: dict[str, Any], timeout: float = 900
+    module: str,
+    function: str,
+    kwargs: dict[str, Any],
+    timeout: float = 900,
+    env: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """``ers_deep.bench.<module>.<function>(**kwargs)`` run by ``python -m ers_deep.bench.runner`` in a fresh
-    process; its JSON result, or ``{"error": ...}`` with the end of its stderr when it fails."""
-    env = {**os.environ, "XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
+    process (``env``: more environment variables for it); its JSON result, or ``{"error": ...}`` with the end of
+    its stderr when it fails."""
+    env = {**os.environ, "XLA_PYTHON_CLIENT_PREALLOCATE": "false", **(env or {})}
     cmd = [sys.executable, "-m", "ers_deep.bench.runner", module, function, json.dumps(kwargs)]
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout, check=False)

@@ -23,6 +23,7 @@ from typing import Any
 
 import torch
 
+from ers_deep.bench.runner import reference_in_subprocess
 from ers_deep.train.config import TrainConfig
 from ers_deep.train.ippo import Learner
 
@@ -185,31 +186,16 @@ def cold_setup(
 ) -> dict[str, Any]:
     """The setup of a learner of ``config`` built in a fresh process whose inductor caches start empty in
     ``cache_dir`` (what a first run on a machine pays): ``setup_s``, ``setup_phase_s`` and the helper's report
-    (``precompile``, ``train.precompile``), from ``warmed_learner``; ``threads`` torch threads. Errors are
-    reported, not raised."""
-    code = (
-        "import json, sys, torch\n"
-        f"torch.set_num_threads({int(threads)})\n"
-        "from ers_deep.bench.train import warmed_learner\n"
-        "from ers_deep.train.config import TrainConfig\n"
-        "learner, _, setup, phases = warmed_learner(TrainConfig.from_json(json.loads(sys.stdin.read())))\n"
-        "print(json.dumps({'setup_s': setup, 'setup_phase_s': phases, "
-        "'precompile': learner.await_precompile()}))\n"
-    )
-    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(cache_dir)}
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-c", code],
-            input=json.dumps(config.to_json()),
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            env=env,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        return {"error": f"timed out after {timeout} s"}
-    lines = [x for x in proc.stdout.splitlines() if x.startswith("{")]
-    if proc.returncode != 0 or not lines:
-        return {"error": f"exit {proc.returncode}: {proc.stderr.strip().splitlines()[-1:]}"}
-    return dict(json.loads(lines[-1]))
+    (``precompile``, ``train.precompile``), from ``setup_here`` run by ``bench.runner.reference_in_subprocess``;
+    ``threads`` torch threads. Errors are reported, not raised."""
+    kwargs = {"config": config.to_json(), "threads": int(threads)}
+    env = {"TORCHINDUCTOR_CACHE_DIR": str(cache_dir)}
+    return reference_in_subprocess("train", "setup_here", kwargs, timeout, env)
+
+
+def setup_here(config: dict[str, Any], threads: int) -> dict[str, Any]:
+    """``cold_setup``'s child: ``warmed_learner`` of the ``config`` (``TrainConfig`` JSON) with ``threads`` torch
+    threads; its setup seconds, their split and the helper's report."""
+    torch.set_num_threads(threads)
+    learner, _, setup, phases = warmed_learner(TrainConfig.from_json(config))
+    return {"setup_s": setup, "setup_phase_s": phases, "precompile": learner.await_precompile()}
