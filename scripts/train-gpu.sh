@@ -69,6 +69,7 @@ if [ "$TEST_S" -gt 0 ]; then
     "tests/deep/train/test_gpu.py::test_update_modes_equal_the_eager_update[hanabi-compile-graph]" \
     "tests/deep/nets/test_gru_segments.py::test_bounded_misses_resets_beyond_its_bound[cuda]" \
     "tests/deep/train/test_gpu.py::test_gae_on_cuda_equals_the_cpu_loop" \
+    "tests/deep/envs/hanabi/test_gpu.py::test_branch_free_cuda_step_equals_the_cpu_step" \
     "tests/deep/train/test_gpu.py::test_captured_collection_equals_the_eager_loop[overcooked-v2-compile-graph]" \
     "tests/deep/train/test_gpu.py::test_captured_collection_equals_the_eager_loop[hanabi-compile-graph]" \
     "tests/deep/train/test_gpu.py::test_captured_collection_with_the_v0_belief_equals_the_eager_loop" \

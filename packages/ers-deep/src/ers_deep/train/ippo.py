@@ -13,9 +13,11 @@ One update, top to bottom (CleanRL-style phases):
    rate of the schedule at this update;
 4. **log**: per seed, the mean return of the episodes that ended during the collection.
 
-Turn-based games (Hanabi): only the player to move acts. Its entries count in the actor and entropy terms
-(``acting`` mask); the other players' entries (their moves are ignored by the env) count only in the value
-loss, whose targets are the same team returns. Advantage normalisation, when on, uses acting entries only.
+Turn-based games (Hanabi): only the player to move acts. Its entries carry the actor and entropy terms
+(``acting`` mask); the other players' entries (their moves are ignored by the env) add only to the value
+loss, whose targets are the same team returns. The means of the actor and entropy terms, and the advantage
+normalisation when on, run over the entries of ``TrainConfig.loss_mean`` (default ``"all"``: every entry, as
+the official code; see ``ers_deep.train.ppo``).
 
 Boltzmann reading (the paper): with ``normalize_advantage=False`` the stationary points of the update are
 pi(a | tau) proportional to exp(A(tau, a) / alpha) on every visited history, i.e. the Boltzmann fixed points
