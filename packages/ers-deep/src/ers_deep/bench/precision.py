@@ -1,0 +1,174 @@
+"""The learning curve under emulated reduced-precision products (``ers_deep.nets.precision``) beside float32's,
+on a CPU: issue 21 asks for TF32/bf16 products only where the learning curve is unchanged, and shown so.
+
+Each format is one training run (``ers_deep.train.run``: config, metrics, checkpoints, resume) in
+``OUT/<fmt>/``, its net's products emulated from the learner's construction on (``emulated_learner``); the
+format is written beside the config (``matmul.json``) and checked on resume. ``compare(OUT)`` reads the runs
+back: per format the seeds' mean training return around each mark, a JSON summary and a figure.
+
+    python -m ers_deep.bench.precision --out results/tf32 --fmt float32 --env-steps 4e6
+    python -m ers_deep.bench.precision --out results/tf32 --fmt tf32 --env-steps 4e6      # (beside it)
+    python -m ers_deep.bench.precision --out results/tf32 --compare
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ers_deep.analysis.curves import Curve, column_curves
+from ers_deep.nets import NetConfig
+from ers_deep.nets.precision import MANTISSA_BITS, emulate_matmuls
+from ers_deep.train import Learner, TrainConfig, paper_config
+from ers_deep.train.run import RunError, resume, train
+from ers_exact.util.output import read_json
+
+FORMATS = ("float32", *MANTISSA_BITS)
+
+
+def emulated_learner(fmt: str) -> Callable[[TrainConfig], Learner]:
+    """A ``make_learner`` for ``train`` / ``resume``: the learner, its net's products emulated as ``fmt``."""
+
+    def make(config: TrainConfig) -> Learner:
+        learner = Learner(config)
+        emulate_matmuls(learner.net, fmt)
+        return learner
+
+    return make
+
+
+def run_format(
+    config: TrainConfig, fmt: str, out: str | os.PathLike[str], progress: bool | None = None
+) -> dict[str, Any]:
+    """Train (or resume) ``config`` in ``out/fmt`` with the products emulated as ``fmt``; the run's summary."""
+    if fmt not in FORMATS:
+        raise ValueError(f"fmt must be one of {FORMATS}, not {fmt!r}")
+    run_dir = Path(out) / fmt
+    marker = run_dir / "matmul.json"
+    if (run_dir / "config.json").exists():
+        if read_json(marker, "the run's product format", ("fmt",)).get("fmt") != fmt:
+            raise RunError(f"{run_dir} was trained with other products ({marker})")
+        _, summary = resume(run_dir, progress=progress, make_learner=emulated_learner(fmt))
+    else:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        marker.write_text(json.dumps({"fmt": fmt, "mantissa_bits": MANTISSA_BITS.get(fmt, 23)}))
+        _, summary = train(config, run_dir, progress=progress, make_learner=emulated_learner(fmt))
+    return summary
+
+
+def return_at(curves: dict[int, Curve], mark: float, window: float) -> float:
+    """The mean over seeds and updates of the training return of the updates within ``window`` env-steps of
+    ``mark``; NaN where none."""
+    values = [r for pts in curves.values() for step, r, _ in pts if abs(step - mark) <= window]
+    return sum(values) / len(values) if values else math.nan
+
+
+def compare(
+    out: str | os.PathLike[str], marks: Sequence[float] | None = None, figure: bool = True
+) -> dict[str, Any]:
+    """The formats trained in ``out``: per format its seeds' mean return around each mark (``window``: half
+    the gap between marks, at most 2 updates either side), written to ``out/compare.json`` (and
+    ``out/compare.png``)."""
+    out = Path(out)
+    runs = {
+        f: column_curves(out / f, ("return",))["return"]
+        for f in FORMATS
+        if (out / f / "metrics.csv").exists()
+    }
+    if not runs:
+        raise RunError(f"{out}: no run of any format ({', '.join(FORMATS)})")
+    last = min(max(step for pts in c.values() for step, _, _ in pts) for c in runs.values())
+    marks = list(marks) if marks else [last * k / 8 for k in range(1, 9)]
+    cfg = read_json(out / next(iter(runs)) / "config.json", "a training run's config", ("config",))["config"]
+    per_update = int(cfg["num_envs"]) * int(cfg["num_steps"])
+    window = min(2 * per_update, min(b - a for a, b in zip([0, *marks], marks)) / 2)
+    result = {
+        "marks": marks,
+        "window_env_steps": window,
+        "return_at": {f: [return_at(c, m, window) for m in marks] for f, c in runs.items()},
+        "seeds": {f: sorted(c) for f, c in runs.items()},
+        "config": cfg,
+    }
+    (out / "compare.json").write_text(json.dumps(result, indent=1))
+    if figure:
+        _figure(runs, out / "compare.png")
+    return result
+
+
+def _figure(runs: dict[str, dict[int, Curve]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.5, 3.4), dpi=100)
+    for (fmt, curves), colour in zip(runs.items(), ("tab:blue", "tab:orange", "tab:green")):
+        for i, pts in enumerate(curves.values()):
+            smooth = _smooth([r for _, r, _ in pts], 10)
+            label = fmt if i == 0 else None
+            ax.plot([s for s, _, _ in pts], smooth, color=colour, lw=1, alpha=0.8, label=label)
+    ax.set_xlabel("env steps per seed")
+    ax.set_ylabel("training return")
+    ax.grid(alpha=0.3)
+    ax.legend(title="products (one line per seed)")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def _smooth(values: list[float], k: int) -> list[float]:
+    """Trailing mean over ``k`` points (NaN-free values)."""
+    out, total = [], 0.0
+    for i, v in enumerate(values):
+        total += v - (values[i - k] if i >= k else 0.0)
+        out.append(total / min(i + 1, k))
+    return out
+
+
+def _config(a: argparse.Namespace) -> TrainConfig:
+    return paper_config(
+        "hanabi",
+        num_envs=a.num_envs,
+        num_steps=a.num_steps,
+        seeds=tuple(int(s) for s in a.seeds.split(",")),
+        hanabi_preset=a.preset,
+        hanabi_knowledge=a.knowledge,
+        net=NetConfig(kind="mlp", hidden=a.hidden),
+        total_env_steps=int(float(a.env_steps)),
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    p = argparse.ArgumentParser(
+        prog="python -m ers_deep.bench.precision", description=__doc__.split("\n\n")[0]
+    )
+    p.add_argument("--out", required=True, help="the folder of the runs (one per format)")
+    p.add_argument("--fmt", choices=FORMATS, help="train (or resume) this format's run")
+    p.add_argument("--compare", action="store_true", help="compare the runs in --out (compare.json, .png)")
+    p.add_argument("--preset", default="Hanabi-Small")
+    p.add_argument("--knowledge", default="v0-belief", choices=("plausible", "v0-belief"))
+    p.add_argument("--hidden", type=int, default=128)
+    p.add_argument("--num-envs", type=int, default=256)
+    p.add_argument("--num-steps", type=int, default=128)
+    p.add_argument("--seeds", default="0,1,2", help="comma-separated, trained together in one process")
+    p.add_argument("--env-steps", default="4e6", help="per seed")
+    p.add_argument("--threads", type=int, default=1)
+    a = p.parse_args(argv)
+    if not a.fmt and not a.compare:
+        p.error("give --fmt to train a run, or --compare")
+    torch.set_num_threads(a.threads)
+    if a.fmt:
+        print(json.dumps(run_format(_config(a), a.fmt, a.out)))
+    if a.compare:
+        print(json.dumps(compare(a.out)["return_at"]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+"""``ers_deep.bench.precision``: one training run per product format, the format kept on resume, and the
+comparison read back from the runs' metrics."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from ers_deep.bench.precision import compare, emulated_learner, main, return_at, run_format
+from ers_deep.nets import NetConfig
+from ers_deep.train import paper_config
+from ers_deep.train.run import RunError, read_metrics
+from tests.deep.threads import one_thread  # noqa: F401
+
+
+def _config(updates: int = 3):  # type: ignore[no-untyped-def]
+    return paper_config(
+        "hanabi",
+        hanabi_preset="Hanabi-Very-Small",
+        num_envs=8,
+        num_steps=30,
+        seeds=(0, 1),
+        net=NetConfig(kind="mlp", hidden=16),
+        total_env_steps=updates * 8 * 30,
+    )
+
+
+def test_each_format_is_a_run_and_the_comparison_reads_them(tmp_path: Path) -> None:
+    for fmt in ("float32", "tf32"):
+        summary = run_format(_config(), fmt, tmp_path, progress=False)
+        assert summary["finished"] and summary["updates"] == 3
+        assert json.loads((tmp_path / fmt / "matmul.json").read_text())["fmt"] == fmt
+    a, b = (read_metrics(tmp_path / f) for f in ("float32", "tf32"))
+    assert len(a) == len(b) == 6  # 3 updates x 2 seeds
+    assert [r["value_loss"] for r in a] != [r["value_loss"] for r in b]  # the products differ
+    result = compare(tmp_path, marks=[240, 720])
+    assert set(result["return_at"]) == {"float32", "tf32"} and result["seeds"]["tf32"] == [0, 1]
+    assert (tmp_path / "compare.png").stat().st_size > 0
+    assert json.loads((tmp_path / "compare.json").read_text())["marks"] == [240, 720]
+
+
+def test_a_run_resumes_with_its_own_format_only(tmp_path: Path) -> None:
+    run_format(_config(), "tf32", tmp_path, progress=False)
+    (tmp_path / "tf32" / "matmul.json").write_text(json.dumps({"fmt": "bf16"}))
+    with pytest.raises(RunError, match="other products"):
+        run_format(_config(), "tf32", tmp_path, progress=False)
+    with pytest.raises(ValueError, match="fmt"):
+        run_format(_config(), "fp8", tmp_path, progress=False)
+
+
+def test_the_learner_is_emulated_from_its_construction() -> None:
+    learner = emulated_learner("tf32")(_config())
+    assert all("forward" in vars(getattr(learner.net, n)) for n in ("embed", "actor_out", "critic_hidden"))
+    assert "forward" not in vars(emulated_learner("float32")(_config()).net.embed)
+
+
+def test_return_at_averages_the_updates_near_a_mark() -> None:
+    curves = {0: [(100, 1.0, 0.0), (200, 3.0, 0.0)], 1: [(100, 2.0, 0.0), (400, 9.0, 0.0)]}
+    assert return_at(curves, 150, 50) == 2.0
+    assert math.isnan(return_at(curves, 1000, 50))
+
+
+def test_the_command_needs_a_format_or_compare(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit):
+        main(["--out", str(tmp_path)])
+    with pytest.raises(RunError, match="no run"):
+        main(["--out", str(tmp_path), "--compare"])
