@@ -24,6 +24,8 @@
 # --learn-variants 'turn_streams=false'. Several seeds per side: --learn-seed S (both sides since 2026-11-28).
 # The bfloat16 update beside the float32 one: TABLE_ARGS="--row-variants 'bf16_update=true'" (and a learning
 # variant 'bf16_update=true' to compare the curves; the issue asks for the curve before it becomes a default).
+# TF32 products (ers's CUDA default, as JAX's) against full float32 ones on the card: --learn-variants 'tf32=false'
+# (on a CPU, emulated: python -m ers_deep.bench.precision, packages/ers-deep/README.md).
 # Where an ers update's time goes: TABLE_ARGS="--rows hanabi,overcooked-v2 --profile 25" (per ers row one more
 # update under torch.profiler; its 25 costliest kernels in the JSON row, the first 8 under the markdown table).
 # The throughput follow-up (2x / 3x rows; bf16's curve was the same as float32's on CPU Hanabi-Small, 2026-11-27),

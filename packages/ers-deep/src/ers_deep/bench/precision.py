@@ -142,6 +142,7 @@ def _config(a: argparse.Namespace) -> TrainConfig:
         hanabi_knowledge=a.knowledge,
         net=NetConfig(kind="mlp", hidden=a.hidden),
         total_env_steps=int(float(a.env_steps)),
+        update_mode=a.update_mode,
     )
 
 
@@ -159,6 +160,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--num-steps", type=int, default=128)
     p.add_argument("--seeds", default="0,1,2", help="comma-separated, trained together in one process")
     p.add_argument("--env-steps", default="4e6", help="per seed")
+    p.add_argument(
+        "--update-mode", default="auto", help="TrainConfig.update_mode (the same for every format)"
+    )
     p.add_argument("--threads", type=int, default=1)
     a = p.parse_args(argv)
     if not a.fmt and not a.compare:

@@ -1,5 +1,5 @@
 """Reduced-precision matrix products emulated in float32, to study their effect on learning where the hardware
-has none (this CPU has neither TF32 nor bfloat16 units).
+has none (a CPU: the 2-core machine of the tests has neither TF32 nor bfloat16 units).
 
 On an NVIDIA GPU since Ampere, a float32 product under TF32 (``torch.backends.cuda.matmul.allow_tf32``: ers's
 CUDA default, as JAX's) multiplies operands cut to 10 explicit mantissa bits and accumulates in float32;
@@ -88,7 +88,7 @@ def emulate_matmuls(net: nn.Module, fmt: str) -> list[SLinear]:
         raise ValueError(f"fmt must be 'float32' or one of {sorted(MANTISSA_BITS)}, not {fmt!r}")
     other = sorted({type(m).__name__ for m in net.modules() if _has_own_products(m)})
     if other:
-        raise ValueError(f"emulated_matmuls covers SLinear layers only; {other} multiply by themselves")
+        raise ValueError(f"emulate_matmuls covers SLinear layers only; {other} multiply by themselves")
     layers = [m for m in net.modules() if isinstance(m, SLinear)]
     for layer in layers:
         layer.forward = _rounded_forward(layer, MANTISSA_BITS[fmt])  # type: ignore[method-assign]
