@@ -37,7 +37,7 @@ def test_each_format_is_a_run_and_the_comparison_reads_them(tmp_path: Path) -> N
     assert len(a) == len(b) == 6  # 3 updates x 2 seeds
     assert [r["value_loss"] for r in a] != [r["value_loss"] for r in b]  # the products differ
     result = compare(tmp_path, marks=[240, 720])
-    assert set(result["return_at"]) == {"float32", "tf32"} and result["seeds"]["tf32"] == [0, 1]
+    assert set(result["return_at"]) == {"float32", "tf32"} and sorted(result["per_seed"]["tf32"]) == [0, 1]
     assert (tmp_path / "compare.png").stat().st_size > 0
     assert json.loads((tmp_path / "compare.json").read_text())["marks"] == [240, 720]
 
@@ -68,3 +68,13 @@ def test_the_command_needs_a_format_or_compare(tmp_path: Path) -> None:
         main(["--out", str(tmp_path)])
     with pytest.raises(RunError, match="no run"):
         main(["--out", str(tmp_path), "--compare"])
+
+
+def test_the_comparison_joins_folders_of_other_seeds_of_one_config(tmp_path: Path) -> None:
+    run_format(_config(updates=2), "tf32", tmp_path / "a", progress=False)
+    run_format(_config(updates=2).replace(seeds=(5,)), "tf32", tmp_path / "b", progress=False)
+    result = compare(tmp_path / "a", marks=[240], figure=False, more=[tmp_path / "b"])
+    assert sorted(result["per_seed"]["tf32"]) == [0, 1, 5]
+    run_format(_config(updates=2).replace(gamma=0.9), "tf32", tmp_path / "c", progress=False)
+    with pytest.raises(RunError, match="another config"):
+        compare(tmp_path / "a", marks=[240], figure=False, more=[tmp_path / "c"])

@@ -4,11 +4,12 @@ on a CPU: issue 21 asks for TF32/bf16 products only where the learning curve is 
 Each format is one training run (``ers_deep.train.run``: config, metrics, checkpoints, resume) in
 ``OUT/<fmt>/``, its net's products emulated from the learner's construction on (``emulated_learner``); the
 format is written beside the config (``matmul.json``) and checked on resume. ``compare(OUT)`` reads the runs
-back: per format the seeds' mean training return around each mark, a JSON summary and a figure.
+back (with ``more`` / ``--also``: further folders of the same config and other seeds): per format the seeds'
+mean training return around each mark and each seed's, a JSON summary and a figure.
 
     python -m ers_deep.bench.precision --out results/tf32 --fmt float32 --env-steps 4e6
     python -m ers_deep.bench.precision --out results/tf32 --fmt tf32 --env-steps 4e6      # (beside it)
-    python -m ers_deep.bench.precision --out results/tf32 --compare
+    python -m ers_deep.bench.precision --out results/tf32 --compare [--also results/tf32-more-seeds]
 """
 
 from __future__ import annotations
@@ -71,35 +72,54 @@ def return_at(curves: dict[int, Curve], mark: float, window: float) -> float:
 
 
 def compare(
-    out: str | os.PathLike[str], marks: Sequence[float] | None = None, figure: bool = True
+    out: str | os.PathLike[str],
+    marks: Sequence[float] | None = None,
+    figure: bool = True,
+    more: Sequence[str | os.PathLike[str]] = (),
 ) -> dict[str, Any]:
-    """The formats trained in ``out``: per format its seeds' mean return around each mark (``window``: half
-    the gap between marks, at most 2 updates either side), written to ``out/compare.json`` (and
-    ``out/compare.png``)."""
+    """The formats trained in ``out`` (and in the folders ``more``: the same config with other seeds): per
+    format its seeds' mean return around each mark and each seed's (``window``: half the gap between marks,
+    at most 2 updates either side), written to ``out/compare.json`` (and ``out/compare.png``)."""
     out = Path(out)
-    runs = {
-        f: column_curves(out / f, ("return",))["return"]
-        for f in FORMATS
-        if (out / f / "metrics.csv").exists()
-    }
+    folders = [out, *(Path(m) for m in more)]
+    runs: dict[str, dict[int, Curve]] = {}
+    for f in FORMATS:
+        dirs = [d / f for d in folders if (d / f / "metrics.csv").exists()]
+        if dirs:
+            runs[f] = column_curves(dirs, ("return",))["return"]
     if not runs:
         raise RunError(f"{out}: no run of any format ({', '.join(FORMATS)})")
+    cfg = _same_config([d / f for d in folders for f in runs if (d / f / "config.json").exists()])
     last = min(max(step for pts in c.values() for step, _, _ in pts) for c in runs.values())
     marks = list(marks) if marks else [last * k / 8 for k in range(1, 9)]
-    cfg = read_json(out / next(iter(runs)) / "config.json", "a training run's config", ("config",))["config"]
     per_update = int(cfg["num_envs"]) * int(cfg["num_steps"])
     window = min(2 * per_update, min(b - a for a, b in zip([0, *marks], marks)) / 2)
     result = {
         "marks": marks,
         "window_env_steps": window,
         "return_at": {f: [return_at(c, m, window) for m in marks] for f, c in runs.items()},
-        "seeds": {f: sorted(c) for f, c in runs.items()},
+        "per_seed": {
+            f: {s: [return_at({s: pts}, m, window) for m in marks] for s, pts in sorted(c.items())}
+            for f, c in runs.items()
+        },
         "config": cfg,
     }
     (out / "compare.json").write_text(json.dumps(result, indent=1))
     if figure:
         _figure(runs, out / "compare.png")
     return result
+
+
+def _same_config(run_dirs: Sequence[Path]) -> dict[str, Any]:
+    """The config of the runs ``run_dirs`` (their seeds aside); a ``RunError`` where two differ otherwise."""
+    configs = [
+        read_json(d / "config.json", "a training run's config", ("config",))["config"] for d in run_dirs
+    ]
+    first = {k: v for k, v in configs[0].items() if k != "seeds"}
+    for d, c in zip(run_dirs, configs):
+        if {k: v for k, v in c.items() if k != "seeds"} != first:
+            raise RunError(f"{d} was trained with another config than {run_dirs[0]} (seeds aside)")
+    return first
 
 
 def _figure(runs: dict[str, dict[int, Curve]], path: Path) -> None:
@@ -153,6 +173,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--out", required=True, help="the folder of the runs (one per format)")
     p.add_argument("--fmt", choices=FORMATS, help="train (or resume) this format's run")
     p.add_argument("--compare", action="store_true", help="compare the runs in --out (compare.json, .png)")
+    p.add_argument("--also", action="append", default=[], help="--compare: another folder (other seeds)")
     p.add_argument("--preset", default="Hanabi-Small")
     p.add_argument("--knowledge", default="v0-belief", choices=("plausible", "v0-belief"))
     p.add_argument("--hidden", type=int, default=128)
@@ -171,7 +192,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if a.fmt:
         print(json.dumps(run_format(_config(a), a.fmt, a.out)))
     if a.compare:
-        print(json.dumps(compare(a.out)["return_at"]))
+        print(json.dumps(compare(a.out, more=a.also)["return_at"]))
 
 
 if __name__ == "__main__":
