@@ -49,6 +49,10 @@ def test_a_run_resumes_with_its_own_format_only(tmp_path: Path) -> None:
         run_format(_config(), "tf32", tmp_path, progress=False)
     with pytest.raises(ValueError, match="fmt"):
         run_format(_config(), "fp8", tmp_path, progress=False)
+    (tmp_path / "tf32" / "matmul.json").write_text(json.dumps({"fmt": "tf32"}))
+    with pytest.raises(RunError, match="another config"):
+        run_format(_config(updates=4), "tf32", tmp_path, progress=False)
+    assert run_format(_config(), "tf32", tmp_path, progress=False)["updates"] == 3  # resumed, nothing left
 
 
 def test_the_learner_is_emulated_from_its_construction() -> None:

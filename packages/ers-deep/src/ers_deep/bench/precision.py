@@ -48,7 +48,8 @@ def emulated_learner(fmt: str) -> Callable[[TrainConfig], Learner]:
 def run_format(
     config: TrainConfig, fmt: str, out: str | os.PathLike[str], progress: bool | None = None
 ) -> dict[str, Any]:
-    """Train (or resume) ``config`` in ``out/fmt`` with the products emulated as ``fmt``; the run's summary."""
+    """Train ``config`` in ``out/fmt`` with the products emulated as ``fmt``, or resume the run there (of the
+    same config and format); the run's summary."""
     if fmt not in FORMATS:
         raise ValueError(f"fmt must be one of {FORMATS}, not {fmt!r}")
     run_dir = Path(out) / fmt
@@ -56,6 +57,11 @@ def run_format(
     if (run_dir / "config.json").exists():
         if read_json(marker, "the run's product format", ("fmt",)).get("fmt") != fmt:
             raise RunError(f"{run_dir} was trained with other products ({marker})")
+        stored = read_json(run_dir / "config.json", "a training run's config", ("config",))["config"]
+        if stored != json.loads(json.dumps(config.to_json())):
+            raise RunError(
+                f"{run_dir} holds a run of another config; resume it with the options it was started with"
+            )
         _, summary = resume(run_dir, progress=progress, make_learner=emulated_learner(fmt))
     else:
         run_dir.mkdir(parents=True, exist_ok=True)
