@@ -12,7 +12,15 @@ from pathlib import Path
 from ers_deep.train.run import read_metrics
 from ers_exact.util.output import save_figure
 
-__all__ = ["column_curves", "curves", "learning_curve", "pool_curve", "pool_run_dirs", "time_to_fraction"]
+__all__ = [
+    "column_curves",
+    "curves",
+    "learning_curve",
+    "pool_curve",
+    "pool_run_dirs",
+    "time_to_fraction",
+    "trailing_mean",
+]
 
 
 RunDirs = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
@@ -69,7 +77,8 @@ def pool_curve(
     return _draw(per_column, path or Path(pool) / "learning-curve.png", title)
 
 
-def _smooth(values: list[float], k: int) -> list[float]:
+def trailing_mean(values: list[float], k: int) -> list[float]:
+    """Each value replaced by the mean of it and the up to ``k - 1`` values before it."""
     return [
         sum(values[max(0, i - k + 1) : i + 1]) / len(values[max(0, i - k + 1) : i + 1])
         for i in range(len(values))
@@ -96,7 +105,7 @@ def time_to_fraction(
     steps, mean = seed_mean(per_seed)
     if not steps:
         raise ValueError(f"time_to_fraction: no update of {run_dir} has a {column} for every seed")
-    sm = _smooth(mean, smooth)
+    sm = trailing_mean(mean, smooth)
     best = max(sm)
     first = next(i for i, v in enumerate(sm) if v >= fraction * best)
     clock = {step: t for pts in per_seed.values() for step, _, t in pts}  # seeds in one run share the clock
@@ -141,7 +150,7 @@ def _draw(
         for seed, pts in sorted(per_seed.items()):
             ax.plot(
                 [p[0] for p in pts],
-                _smooth([p[1] for p in pts], smooth),
+                trailing_mean([p[1] for p in pts], smooth),
                 lw=0.8,
                 alpha=0.6,
                 marker="o" if few else None,
@@ -150,7 +159,13 @@ def _draw(
             )
         steps, mean = seed_mean(per_seed)
         ax.plot(
-            steps, _smooth(mean, smooth), lw=2.0, color="k", marker="o" if few else None, ms=3, label="mean"
+            steps,
+            trailing_mean(mean, smooth),
+            lw=2.0,
+            color="k",
+            marker="o" if few else None,
+            ms=3,
+            label="mean",
         )
     if axes[0][0].has_data():
         axes[0][0].legend(fontsize=6)

@@ -24,12 +24,12 @@ from typing import Any
 
 import torch
 
-from ers_deep.analysis.curves import Curve, column_curves
+from ers_deep.analysis.curves import Curve, column_curves, trailing_mean
 from ers_deep.nets import NetConfig
 from ers_deep.nets.precision import MANTISSA_BITS, emulate_matmuls
 from ers_deep.train import Learner, TrainConfig, paper_config
 from ers_deep.train.run import RunError, resume, train
-from ers_exact.util.output import read_json
+from ers_exact.util.output import read_json, save_figure
 
 FORMATS = ("float32", *MANTISSA_BITS)
 
@@ -137,7 +137,7 @@ def _figure(runs: dict[str, dict[int, Curve]], path: Path) -> None:
     fig, ax = plt.subplots(figsize=(5.5, 3.4), dpi=100)
     for (fmt, curves), colour in zip(runs.items(), ("tab:blue", "tab:orange", "tab:green")):
         for i, pts in enumerate(curves.values()):
-            smooth = _smooth([r for _, r, _ in pts], 10)
+            smooth = trailing_mean([r for _, r, _ in pts], 10)
             label = fmt if i == 0 else None
             ax.plot([s for s, _, _ in pts], smooth, color=colour, lw=1, alpha=0.8, label=label)
     ax.set_xlabel("env steps per seed")
@@ -145,17 +145,8 @@ def _figure(runs: dict[str, dict[int, Curve]], path: Path) -> None:
     ax.grid(alpha=0.3)
     ax.legend(title="products (one line per seed)")
     fig.tight_layout()
-    fig.savefig(path)
+    save_figure(fig, path)
     plt.close(fig)
-
-
-def _smooth(values: list[float], k: int) -> list[float]:
-    """Trailing mean over ``k`` points (NaN-free values)."""
-    out, total = [], 0.0
-    for i, v in enumerate(values):
-        total += v - (values[i - k] if i >= k else 0.0)
-        out.append(total / min(i + 1, k))
-    return out
 
 
 def _config(a: argparse.Namespace) -> TrainConfig:
