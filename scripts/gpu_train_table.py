@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import math
 import os
 import sys
 import time
@@ -93,53 +92,27 @@ def learning_run(
     tiny: bool,
     progress: Path | None = None,
     from_start: bool = False,
-    seed: int = 0,
+    seed: int | tuple[int, ...] = 0,
     **over: Any,
 ) -> dict[str, Any]:
-    """ers self-play for ``seconds`` of wall time after setup (``from_start``: counted from before the learner is
-    built, its setup and compilation included); the mean return of the last two updates. ``progress``: one JSON
-    line per update (seconds since the clock started, env-steps, training return, games ended, entropy, value
-    loss, gradient norm; the anchor's lines have all but the last), written as it runs, so a
-    killed run keeps its curve. ``seed``: the learner's one seed (``--learn-seed``, as the anchor's ``--seed``).
-    After the clock: ``eval``, the final policy's sampled self-play over 200 new games (16 with ``tiny``), the
-    first episode of each, as the anchor's own evaluation. ``over``: config fields on top, e.g.
-    ``vf_coef=1.0``."""
-    from ers_deep.bench.train import warmed_learner
-    from ers_deep.train.evaluate import Agent, play
+    """ers self-play for ``seconds`` of wall time (``ers_deep.bench.selfplay.timed_selfplay``: after setup, or
+    with ``from_start`` from before the learner is built); ``progress``: one JSON line per update and seed,
+    written as it runs. ``seed``: the learner's seed (``--learn-seed``, as the anchor's ``--seed``), or several
+    stacked in one learner (``--learn-seeds``). After the clock, each seed's own evaluation over 200 new games
+    (16 with ``tiny``), as the anchor's. ``over``: config fields on top, e.g. ``vf_coef=1.0``."""
+    from ers_deep.bench.selfplay import timed_selfplay
 
-    cfg = ers_config(env, n, t, 4, device, tiny, **{"seeds": (seed,), **over})
-    clock = time.perf_counter()
-    learner, _, setup_s, setup_phases = warmed_learner(cfg)
-    start, history = (clock if from_start else time.perf_counter()), []
-    fh = progress.open("w") if progress else None
-    while time.perf_counter() - start < seconds:
-        history.append(learner.train_step())
-        if fh:
-            line = {"elapsed_s": time.perf_counter() - start, "env_steps": learner.env_steps}
-            m = {k: history[-1][k][0] for k in ("return", "episodes", "entropy", "value_loss", "grad_norm")}
-            fh.write(json.dumps({**line, **m}) + "\n")
-            fh.flush()
-    seconds_run = time.perf_counter() - start
-    rets = [r for m in history[-2:] for r in m["return"] if not math.isnan(r)]
-    try:  # a failed evaluation must not lose the run's row
-        own: dict[str, Any] = play(
-            [Agent(learner.net)] * learner.P, cfg, 16 if tiny else 200, seed=10_000 + seed
-        )
-    except Exception as e:
-        own = {"error": f"{type(e).__name__}: {e}"[:300]}
-    return {
-        "seed": learner.config.seeds[0],
-        "updates": len(history) + 1,
-        "env_steps": learner.env_steps,
-        "seconds": seconds_run,
-        "eval": own,
-        "setup_s": setup_s,
-        "setup_phase_s": setup_phases,
-        "precompile": learner.await_precompile(),
-        "clock": "from the learner's construction" if from_start else "after setup",
-        "return_last": sum(rets) / max(1, len(rets)),
-        "returns": [m["return"][0] for m in history],
-    }
+    seeds = (seed,) if isinstance(seed, int) else tuple(seed)
+    cfg = ers_config(env, n, t, 4, device, tiny, **{"seeds": seeds, **over})
+    return timed_selfplay(cfg, seconds, progress, from_start, eval_games=16 if tiny else 200)
+
+
+def learn_seeds(a: argparse.Namespace) -> tuple[int, ...]:
+    """The learning runs' seeds: ``--learn-seeds`` (comma-separated) where given, else ``--learn-seed``."""
+    seeds = tuple(int(x) for x in a.learn_seeds.split(",") if x.strip())
+    if len(set(seeds)) != len(seeds):
+        raise SystemExit(f"--learn-seeds repeats a seed: {a.learn_seeds}")
+    return seeds or (a.learn_seed,)
 
 
 def learn(
@@ -148,10 +121,12 @@ def learn(
     """Hanabi self-play of each side in ``a.learn_sides`` for ``a.learn_s`` seconds of training (the anchor gets
     its compile time ``warm`` on top, as its time limit counts from its start; with ``a.learn_from_start`` both
     clocks count setup and compilation, and the anchor gets no extra time). ers runs its default config (unless
-    ``a.no_default``) and then each of ``a.learn_variants``."""
-    from ers_deep.bench.train import bench_anchor
+    ``a.no_default``) and then each of ``a.learn_variants``. With several seeds (``--learn-seeds``) ers stacks
+    them in one learner and the anchor runs one process per seed, all at once (``bench_anchors``), each
+    logging to ``learn-anchor-seed<S>.jsonl``; ``python -m ers_deep.bench.learn_pair`` compares the logs."""
+    from ers_deep.bench.train import bench_anchor, bench_anchors
 
-    sides = a.learn_sides.split(",")
+    sides, seeds = a.learn_sides.split(","), learn_seeds(a)
     variants = [parse_over(x) for x in a.learn_variants.split(";") if x]
     ers_runs = ([] if a.no_default else [{}]) + variants if "ers" in sides else []
     warm = 0.0 if a.learn_from_start else warm
@@ -160,33 +135,32 @@ def learn(
         record(out, {"kind": "skipped", "env": "learning runs", "why": "budget"})
         return
     for i, over in enumerate(ers_runs):
+        progress = out / f"learn-ers-{i}.jsonl"
         try:
             r = learning_run(
-                "hanabi",
-                n,
-                t,
-                a.learn_s,
-                a.device,
-                a.tiny,
-                out / f"learn-ers-{i}.jsonl",
-                a.learn_from_start,
-                a.learn_seed,
-                **over,
+                "hanabi", n, t, a.learn_s, a.device, a.tiny, progress, a.learn_from_start, seeds, **over
             )
         except Exception as e:
             r = {"error": f"{type(e).__name__}: {e}"[:500]}
-        record(
-            out,
-            {"kind": "learn-ers", "env": "hanabi", "num_envs": n, "config": over, "seed": a.learn_seed, **r},
-        )
+        row = {"kind": "learn-ers", "env": "hanabi", "num_envs": n, "config": over, "seed": seeds[0]}
+        record(out, {**row, "seeds": list(seeds), **r})
     if "anchor" not in sides:
         return
     script, args = anchor_args("hanabi", n, t, 4, a.tiny)
     cut = args.index("--total-steps")
     args = [*args[:cut], "--total-steps", "1e10", "--seconds", str(a.learn_s + warm), *args[cut + 2 :]]
-    args += ["--out", str(out / "learn-anchor.jsonl"), "--seed", str(a.learn_seed)]
-    r = bench_anchor(anchors / script, args, env=jax_env, timeout=a.learn_s + warm + 120)
-    record(out, {"kind": "learn-anchor", "env": "hanabi", "num_envs": n, "seed": a.learn_seed, **r})
+    logs = [out / ("learn-anchor.jsonl" if len(seeds) == 1 else f"learn-anchor-seed{s}.jsonl") for s in seeds]
+    arg_sets = [[*args, "--out", str(log), "--seed", str(s)] for s, log in zip(seeds, logs)]
+    timeout = a.learn_s + warm + 120
+    if len(seeds) == 1:
+        results = [bench_anchor(anchors / script, arg_sets[0], env=jax_env, timeout=timeout)]
+        shared: dict[str, Any] = {}
+    else:
+        batch = bench_anchors(anchors / script, arg_sets, env=jax_env, timeout=timeout)
+        results = batch.pop("runs")
+        shared = {"concurrent": len(seeds), "batch": batch}
+    for s, r in zip(seeds, results):
+        record(out, {"kind": "learn-anchor", "env": "hanabi", "num_envs": n, "seed": s, **shared, **r})
 
 
 def selected_rows(a: argparse.Namespace) -> list[tuple[str, int, int, int]]:
@@ -260,6 +234,12 @@ def parser() -> argparse.ArgumentParser:
         help="ers's Hanabi plausible-card features: v0-belief (the anchor's env) or plausible (HLE's bits)",
     )
     p.add_argument("--learn-seed", type=int, default=0, help="the learning runs' seed (both sides)")
+    p.add_argument(
+        "--learn-seeds",
+        default="",
+        help="several learning seeds, e.g. '0,1,2,3': ers stacks them in one learner, the anchor runs one process"
+        " per seed at once (replaces --learn-seed)",
+    )
     p.add_argument("--rows", default="", help="only these row kinds, e.g. 'learn' or 'hanabi,overcooked-v2'")
     p.add_argument(
         "--sizes", default="", help="only rows of these numbers of envs, e.g. '1024' or '1024,8192'"
@@ -423,8 +403,10 @@ def markdown(rows: list[dict[str, Any]]) -> str:
                 final = next((x for x in r.get("lines") or [] if x.get("event") == "final"), {})
                 own = (final.get("eval_sampled_mean"), final.get("eval_se"))
             evaluated = f", own evaluation {own[0]:.2f} +- {own[1]:.2f}" if None not in own else ""
+            seeds = r.get("seeds") or [r.get("seed", 0)]
             lines.append(
-                f"\n{r['kind']} {r.get('config') or ''}: {steps} env-steps, training score at the end {end}"
+                f"\n{r['kind']} {r.get('config') or ''} (seed {','.join(map(str, seeds))}): {steps} env-steps"
+                f" per seed, training score at the end {end}"
                 f"{evaluated}{setup_split(r.get('setup_phase_s') or {})}{helper(r.get('precompile'))}"
                 f" {r.get('error', '')}"
             )

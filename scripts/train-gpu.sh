@@ -37,8 +37,23 @@
 #   TEST_S=0 TABLE_S=470 TABLE_ARGS="--rows hanabi --row-variants 'bf16_update=true;overcooked-v2:cudnn_benchmark=true;overcooked-v2:net.spatial=matmul' --profile 25" (timeout_s=490)
 #   TEST_S=40 GPU_TESTS="tests/deep/train/test_gpu.py::test_gae_on_cuda_equals_the_cpu_loop" TABLE_S=200 TABLE_ARGS="--rows overcooked-v2 --sizes 1024 --no-default --row-variants 'bf16_update=true;overcooked-v2:cudnn_benchmark=true;overcooked-v2:net.spatial=matmul' --profile 25" (timeout_s=250)
 # (GPU_TESTS replaces the test list: here only the CUDA GAE, a log-depth scan since 2026-11-28, no compilation.)
-# Order for the next device sessions (2026-11-28). The learning pair of 2026-11-28 was a near tie (20.54 against
-# 20.58), and ers lost 48 s of its 300 to setup, mostly compilation. So first the same pair, with ers compiling one
+# Order for the next device sessions (2026-11-29). FIRST, per env-step with several seeds: per env-step, ers's
+# 11-28 run trailed both stored anchor runs from ~50M env-steps on (13.2 against 14.8 +- 0.3 at 50M, 16.1
+# against 19.6 +- 0.6 at 150M; python -m ers_deep.bench.learn_pair on docs/measurements/learn-hanabi-h200-*),
+# but that is one ers run. Four ers seeds stacked in one learner (4 x 1,024 games; the env-steps per seed count
+# here, not the rate; estimated ~0.5M env-steps/s per seed, so ~140M each in 280 s after a ~75 s setup, then
+# 4 x 200 evaluation games), one call:
+#   TEST_S=0 TABLE_S=430 LEARN_S=280 TABLE_ARGS="--rows learn --learn-sides ers --learn-seeds 0,1,2,3" (timeout_s=450)
+# then here, against the two stored anchor runs (seed 0 on 11-27 and 11-28):
+#   python -m ers_deep.bench.learn_pair --ers FILES_AT/learn-ers-0.jsonl --out results/learn-pair \
+#     --anchor docs/measurements/learn-hanabi-h200-2026-11-27.json docs/measurements/learn-hanabi-h200-2026-11-28.json
+# With time left, more anchor seeds, one process each, all at once on the card (their summed rate on one GPU is
+# unmeasured; each writes learn-anchor-seed<S>.jsonl):
+#   TEST_S=0 TABLE_S=400 LEARN_S=300 TABLE_ARGS="--rows learn --learn-sides anchor --learn-seeds 1,2" (timeout_s=420)
+# If ers's seeds trail the anchor's per env-step, the per-env-step gap is ers's to find before any rate work;
+# if not, the 5-minute pair below is a coin flip that ers's rate should win.
+# Then: the learning pair of 2026-11-28 was a near tie (20.54 against
+# 20.58), and ers lost 48 s of its 300 to setup, mostly compilation. So the same pair, with ers compiling one
 # tile config per Triton pointwise kernel (autotune_pointwise=false; torch's default tries several at a kernel's
 # first run):
 #   TEST_S=0 TABLE_S=400 LEARN_S=300 TABLE_ARGS="--rows learn --learn-sides ers --learn-from-start --no-default --learn-variants 'autotune_pointwise=false'" (timeout_s=420)

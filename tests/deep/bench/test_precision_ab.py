@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ers_deep.bench.precision import compare, emulated_learner, main, return_at, run_format
+from ers_deep.analysis.curves import value_at
+from ers_deep.bench.precision import compare, emulated_learner, main, run_format
 from ers_deep.nets import NetConfig
 from ers_deep.train import paper_config
 from ers_deep.train.run import RunError, read_metrics
@@ -63,8 +64,8 @@ def test_the_learner_is_emulated_from_its_construction() -> None:
 
 def test_return_at_averages_the_updates_near_a_mark() -> None:
     curves = {0: [(100, 1.0, 0.0), (200, 3.0, 0.0)], 1: [(100, 2.0, 0.0), (400, 9.0, 0.0)]}
-    assert return_at(curves, 150, 50) == 2.0
-    assert math.isnan(return_at(curves, 1000, 50))
+    assert value_at(curves.values(), 150, 50) == 2.0
+    assert math.isnan(value_at(curves.values(), 1000, 50))
 
 
 def test_the_command_needs_a_format_or_compare(tmp_path: Path) -> None:

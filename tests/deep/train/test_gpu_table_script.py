@@ -188,3 +188,44 @@ def test_every_gpu_test_the_device_script_names_exists() -> None:
     for path, name in sorted(ids):
         assert (root / path).exists(), path
         assert re.search(rf"^def {name}\(", (root / path).read_text(), re.M), f"{path}::{name}"
+
+
+def test_several_learning_seeds_stack_in_ers_and_run_the_anchors_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--learn-seeds 3,5``: one ers learner with both seeds stacked, and one anchor process per seed started
+    together, each with its ``--seed`` and its own log; a row per anchor seed. A repeated seed is refused."""
+    import json
+
+    from ers_deep.bench import train as bench_train
+
+    script = _script()
+    ers_calls: list[tuple[object, ...]] = []
+    monkeypatch.setattr(
+        script, "learning_run", lambda *args, **over: ers_calls.append(args) or {"return_last": 1.0}
+    )
+    batches: list[list[list[str]]] = []
+
+    def fake_anchors(path: Path, arg_sets: list[list[str]], **kw: object) -> dict[str, object]:
+        batches.append(arg_sets)
+        return {
+            "runs": [{"wall_s": 1.0, "seen": args[-1]} for args in arg_sets],
+            "wall_s": 1.0,
+            "cores_used": 2.0,
+        }
+
+    monkeypatch.setattr(bench_train, "bench_anchors", fake_anchors)
+    a = script.parser().parse_args(["--tiny", "--learn-seeds", "3,5"])
+    script.learn(a, tmp_path, 8, 4, lambda: 1e9, tmp_path, {}, 0.0)
+    assert len(ers_calls) == 1 and ers_calls[0][-1] == (3, 5)
+    (arg_sets,) = batches
+    for seed, args in zip((3, 5), arg_sets):
+        assert args[args.index("--seed") + 1] == str(seed)
+        assert args[args.index("--out") + 1] == str(tmp_path / f"learn-anchor-seed{seed}.jsonl")
+    rows = json.loads((tmp_path / "gpu-train-table.json").read_text())
+    anchors = [r for r in rows if r["kind"] == "learn-anchor"]
+    assert [(r["seed"], r["seen"], r["concurrent"]) for r in anchors] == [(3, "3", 2), (5, "5", 2)]
+    assert [r["seeds"] for r in rows if r["kind"] == "learn-ers"] == [[3, 5]]
+    with pytest.raises(SystemExit, match="repeats"):
+        script.learn_seeds(script.parser().parse_args(["--learn-seeds", "1,1"]))
+    assert script.learn_seeds(script.parser().parse_args(["--learn-seed", "4"])) == (4,)

@@ -65,6 +65,7 @@ __all__ = [
     "load_policy",
     "load_pool",
     "save_policy",
+    "seed_net",
     "train_pool",
     "train_pool_ray",
 ]
@@ -97,6 +98,15 @@ class Pool:
 def _seed_slice(t: torch.Tensor, S: int, s: int) -> torch.Tensor:
     """Seed s's slice of a stacked parameter (every parameter's leading dim is S times the single-seed one)."""
     return t.reshape(S, t.shape[0] // S, *t.shape[1:])[s].clone()
+
+
+def seed_net(learner: Learner, index: int) -> ActorCritic:
+    """Seed ``learner.config.seeds[index]``'s network alone (a copy, single-seed, in eval mode on the learner's
+    device): what ``save_policy`` freezes, without the file (e.g. to evaluate each seed of a stacked run)."""
+    S, cfg = learner.S, learner.config
+    net = build_net(cfg.net, [cfg.seeds[index]], tuple(learner.env.obs_shape), learner.env.num_actions)
+    net.load_state_dict({k: _seed_slice(v, S, index) for k, v in learner.net.state_dict().items()})
+    return net.to(cfg.device).eval()
 
 
 def save_policy(

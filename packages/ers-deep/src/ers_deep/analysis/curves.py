@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import os
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from ers_deep.train.run import read_metrics
@@ -20,6 +20,7 @@ __all__ = [
     "pool_run_dirs",
     "time_to_fraction",
     "trailing_mean",
+    "value_at",
 ]
 
 
@@ -83,6 +84,13 @@ def trailing_mean(values: list[float], k: int) -> list[float]:
         sum(values[max(0, i - k + 1) : i + 1]) / len(values[max(0, i - k + 1) : i + 1])
         for i in range(len(values))
     ]
+
+
+def value_at(curves: Iterable[Curve], mark: float, window: float) -> float:
+    """The mean over the curves (e.g. seeds) and their points within ``window`` (env-steps, or whatever the
+    curves' first entry counts) of ``mark``; NaN where none."""
+    values = [v for pts in curves for step, v, _ in pts if abs(step - mark) <= window]
+    return sum(values) / len(values) if values else math.nan
 
 
 def seed_mean(per_seed: dict[int, Curve]) -> tuple[list[int], list[float]]:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -24,7 +23,7 @@ from typing import Any
 
 import torch
 
-from ers_deep.analysis.curves import Curve, column_curves, trailing_mean
+from ers_deep.analysis.curves import Curve, column_curves, trailing_mean, value_at
 from ers_deep.nets import NetConfig
 from ers_deep.nets.precision import MANTISSA_BITS, emulate_matmuls
 from ers_deep.train import Learner, TrainConfig, paper_config
@@ -70,13 +69,6 @@ def run_format(
     return summary
 
 
-def return_at(curves: dict[int, Curve], mark: float, window: float) -> float:
-    """The mean over seeds and updates of the training return of the updates within ``window`` env-steps of
-    ``mark``; NaN where none."""
-    values = [r for pts in curves.values() for step, r, _ in pts if abs(step - mark) <= window]
-    return sum(values) / len(values) if values else math.nan
-
-
 def compare(
     out: str | os.PathLike[str],
     marks: Sequence[float] | None = None,
@@ -103,9 +95,9 @@ def compare(
     result = {
         "marks": marks,
         "window_env_steps": window,
-        "return_at": {f: [return_at(c, m, window) for m in marks] for f, c in runs.items()},
+        "return_at": {f: [value_at(c.values(), m, window) for m in marks] for f, c in runs.items()},
         "per_seed": {
-            f: {s: [return_at({s: pts}, m, window) for m in marks] for s, pts in sorted(c.items())}
+            f: {s: [value_at([pts], m, window) for m in marks] for s, pts in sorted(c.items())}
             for f, c in runs.items()
         },
         "config": cfg,

@@ -181,6 +181,24 @@ def bench_anchor(
     return out
 
 
+def bench_anchors(
+    script: Path, arg_sets: list[list[str]], env: dict[str, str] | None = None, timeout: float = 600
+) -> dict[str, Any]:
+    """``bench_anchor`` of each argument list at once, one process each (e.g. one seed each, sharing a GPU):
+    ``runs`` in the order given, each without ``cores_used`` (the children's CPU time cannot be told apart),
+    and ``cores_used`` of all of them together over the wall time of the whole batch."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    t0, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
+    with ThreadPoolExecutor(max_workers=max(1, len(arg_sets))) as pool:
+        runs = list(pool.map(lambda args: bench_anchor(script, args, env=env, timeout=timeout), arg_sets))
+    after, wall = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter() - t0
+    for r in runs:
+        r.pop("cores_used", None)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"runs": runs, "wall_s": wall, "cores_used": cpu / wall}
+
+
 def cold_setup(
     config: TrainConfig, cache_dir: Path, threads: int = 1, timeout: float = 900
 ) -> dict[str, Any]:

@@ -1,0 +1,271 @@
+"""Two learners' curves on the same game, several runs (seeds) a side: ers's IPPO (the learning logs of
+``scripts/gpu_train_table.py``, ``learn-ers-*.jsonl``: one line per update and seed) against the JAX anchor's
+(``ippo_hanabi_jax.py --out``, one file per seed: one line per chunk of updates, a final line with its seed);
+either side may also come from a measurement file of ``docs/measurements`` (``.json``: its stored curve).
+
+Per side and mark (env-steps per seed, or seconds on each side's own clock): each run's training return
+averaged over its points in the mark's bin (``window`` either side: by default half the gap between marks, so
+the bins tile the axis and each point counts once, or half a coarser log's mean spacing), the mean over runs
+and its standard error, and per mark the difference of the means with Welch's t (unequal variances). Written
+to ``OUT/learn-pair.json`` with a figure (``learn-pair.png``: every run thin, the binned means +- se).
+
+    python -m ers_deep.bench.learn_pair --ers learn-ers-0.jsonl --anchor learn-anchor-seed*.jsonl --out DIR
+    python -m ers_deep.bench.learn_pair --ers learn-ers-0.jsonl \\
+        --anchor docs/measurements/learn-hanabi-h200-2026-11-2[78].json --out DIR   # the stored anchor runs
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from ers_deep.analysis.curves import Curve, trailing_mean, value_at
+from ers_exact.util.errors import InputError
+from ers_exact.util.output import save_figure
+
+__all__ = ["LogError", "anchor_curves", "compare_sides", "ers_curves", "main", "welch_t"]
+
+Axis = Literal["env_steps", "seconds"]
+Side = dict[str, Curve]  # per run: 'seed S', or 'seed S (file)' for reruns of a seed
+
+
+class LogError(ValueError, InputError):
+    """A learning log that cannot be read as one; the message names the file."""
+
+
+def _json(line: str) -> Any:
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError:
+        return None
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    """The JSON lines of a log; a cut last line (a killed run) is left out, any other bad line is an error."""
+    try:
+        parsed = [_json(x) for x in path.read_text().splitlines()]
+    except OSError as e:
+        raise LogError(f"{path}: cannot read the learning log ({e.strerror})") from e
+    bad = [i for i, x in enumerate(parsed[:-1]) if not isinstance(x, dict)]
+    if bad:
+        raise LogError(f"{path}: line {bad[0] + 1} is not a JSON object")
+    return [x for x in parsed if isinstance(x, dict)]
+
+
+def _labelled(runs: list[tuple[int, Path, Curve]]) -> Side:
+    """Runs keyed ``seed S``, or ``seed S (file)`` where two files of a side hold the same seed (reruns of a
+    seed on a GPU differ); a file given twice is an error."""
+    seen: set[tuple[int, Path]] = set()
+    for s, p, _ in runs:
+        if (s, p.resolve()) in seen:
+            raise LogError(f"{p}: given twice")
+        seen.add((s, p.resolve()))
+    count = {s: sum(1 for t, _, _ in runs if t == s) for s, _, _ in runs}
+    return {(f"seed {s}" if count[s] == 1 else f"seed {s} ({p.name})"): c for s, p, c in runs}
+
+
+def _measurement(p: Path, key: str) -> list[dict[str, Any]]:
+    """The curve ``key`` of a measurement file of ``docs/measurements`` (a JSON object)."""
+    try:
+        data = json.loads(p.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise LogError(f"{p}: not a readable measurement file ({e})") from e
+    if not isinstance(data, dict) or not isinstance(data.get(key), list):
+        raise LogError(f"{p}: a measurement file without a {key!r} list")
+    return data[key]
+
+
+def _ers_points(lines: list[dict[str, Any]], p: Path) -> dict[int, Curve]:
+    per: dict[int, Curve] = {}
+    for x in lines:
+        if "env_steps" not in x or "return" not in x:
+            raise LogError(f"{p}: not an ers learning log (a line without env_steps and return)")
+        r = float(x["return"] if x["return"] is not None else math.nan)
+        if not math.isnan(r):
+            per.setdefault(int(x.get("seed", 0)), []).append((int(x["env_steps"]), r, float(x["elapsed_s"])))
+    return per
+
+
+def ers_curves(paths: Sequence[str | os.PathLike[str]]) -> Side:
+    """Per run (``_labelled``), (env-steps per seed, training return, seconds) of each update in ers's learning
+    logs (a line without ``seed`` is seed 0's: the single-seed logs before 2026-11-29), or of the
+    ``ers_curve_every_10th_update`` of a ``.json`` measurement file; updates that ended no game are left out."""
+    runs: list[tuple[int, Path, Curve]] = []
+    for p in map(Path, paths):
+        if p.suffix == ".json":
+            lines = _measurement(p, "ers_curve_every_10th_update")
+        else:
+            lines = _lines(p)
+        runs += [(s, p, c) for s, c in sorted(_ers_points(lines, p).items())]
+    return _labelled(runs)
+
+
+def anchor_curves(paths: Sequence[str | os.PathLike[str]]) -> Side:
+    """Per run (``_labelled``), (env-steps, the chunk's mean return, seconds) of each chunk in the anchor's logs
+    (or of the ``anchor_curve`` of a ``.json`` measurement file, its seed that of ``anchor_final``); a log's
+    seed is its final line's, or for a run killed before it the number after ``seed`` in the file name."""
+    runs: list[tuple[int, Path, Curve]] = []
+    for p in map(Path, paths):
+        if p.suffix == ".json":
+            lines = _measurement(p, "anchor_curve")
+            lines = lines + [{"event": "final", **json.loads(p.read_text()).get("anchor_final", {})}]
+        else:
+            lines = _lines(p)
+        final = next((x for x in lines if x.get("event") == "final" and "seed" in x), None)
+        named = re.search(r"seed-?(\d+)", p.name)
+        if final is None and named is None:
+            raise LogError(f"{p}: no final line and no seed in the file name (e.g. learn-anchor-seed3.jsonl)")
+        seed = int(final["seed"]) if final is not None else int(named.group(1))  # type: ignore[union-attr]
+        chunks = [x for x in lines if "return_chunk" in x and x.get("episodes_chunk", 1) > 0]
+        runs.append(
+            (
+                seed,
+                p,
+                [(int(x["env_steps"]), float(x["return_chunk"]), float(x["elapsed_s"])) for x in chunks],
+            )
+        )
+    return _labelled(runs)
+
+
+def welch_t(a: Sequence[float], b: Sequence[float]) -> float:
+    """Welch's t of mean(a) - mean(b) (sample variances, unequal); NaN with fewer than two values a side or
+    no spread at all."""
+    if len(a) < 2 or len(b) < 2:
+        return math.nan
+    ma, mb = sum(a) / len(a), sum(b) / len(b)
+    va = sum((x - ma) ** 2 for x in a) / (len(a) - 1)
+    vb = sum((x - mb) ** 2 for x in b) / (len(b) - 1)
+    se = math.sqrt(va / len(a) + vb / len(b))
+    return (ma - mb) / se if se > 0 else math.nan
+
+
+def _mean_se(values: list[float]) -> tuple[float, float]:
+    v = [x for x in values if not math.isnan(x)]
+    if not v:
+        return math.nan, math.nan
+    m = sum(v) / len(v)
+    se = math.sqrt(sum((x - m) ** 2 for x in v) / (len(v) - 1) / len(v)) if len(v) > 1 else math.nan
+    return m, se
+
+
+def _on_axis(side: Side, axis: Axis) -> Side:
+    """The curves with the chosen axis first (``seconds``: each point's clock in place of its env-steps)."""
+    if axis == "env_steps":
+        return side
+    return {s: [(t, r, t) for _, r, t in c] for s, c in side.items()}  # type: ignore[misc]
+
+
+def compare_sides(
+    sides: dict[str, Side],
+    marks: Sequence[float] | None = None,
+    window: float | None = None,
+    axis: Axis = "env_steps",
+) -> dict[str, Any]:
+    """Both sides at the marks (default: 8, evenly up to where every run of every side has got to), as the
+    module says; with two sides, ``difference`` is the first's mean minus the second's, with Welch's t."""
+    if not sides or any(not s for s in sides.values()):
+        raise LogError("every side needs at least one run with a logged return")
+    on = {name: _on_axis(side, axis) for name, side in sides.items()}
+    reach = min(c[-1][0] for side in on.values() for c in side.values())
+    marks = sorted(marks) if marks else [reach * k / 8 for k in range(1, 9)]
+    gap = min(b - a for a, b in zip([0.0, *marks], marks)) if marks else 0.0
+    spacing = max((c[-1][0] - c[0][0]) / max(1, len(c) - 1) for side in on.values() for c in side.values())
+    window = max(gap, spacing) / 2 if window is None else window
+    out: dict[str, Any] = {"axis": axis, "marks": marks, "window": window, "reach": reach, "sides": {}}
+    for name, side in on.items():
+        per_run = {k: [value_at([c], m, window) for m in marks] for k, c in side.items()}
+        stats = [_mean_se([v[i] for v in per_run.values()]) for i in range(len(marks))]
+        out["sides"][name] = {
+            "runs": list(side),
+            "mean": [m for m, _ in stats],
+            "se": [se for _, se in stats],
+            "per_run": per_run,
+            "last": {k: c[-1][0] for k, c in side.items()},
+        }
+    if len(sides) == 2:
+        a, b = (out["sides"][n]["per_run"] for n in sides)
+        col = lambda d, i: [v[i] for v in d.values() if not math.isnan(v[i])]  # noqa: E731
+        out["difference"] = {
+            "of": list(sides),
+            "mean": [x - y for x, y in zip(*(out["sides"][n]["mean"] for n in sides))],
+            "welch_t": [welch_t(col(a, i), col(b, i)) for i in range(len(marks))],
+        }
+    return out
+
+
+def figure(sides: dict[str, Side], result: dict[str, Any], path: str | os.PathLike[str]) -> Path:
+    """Every run's curve (trailing mean of 10 points, thin) and the binned means +- se (markers) per side."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.6), dpi=100)
+    for (name, side), colour in zip(sides.items(), ("tab:blue", "tab:orange", "tab:green", "tab:red")):
+        for c in _on_axis(side, result["axis"]).values():
+            ax.plot(
+                [x for x, _, _ in c], trailing_mean([r for _, r, _ in c], 10), color=colour, lw=0.7, alpha=0.5
+            )
+        s = result["sides"][name]
+        ax.errorbar(
+            result["marks"], s["mean"], yerr=s["se"], color=colour, fmt="o-", ms=3, capsize=2, label=name
+        )
+    ax.set_xlabel("env-steps per seed" if result["axis"] == "env_steps" else "seconds on each side's clock")
+    ax.set_ylabel("training return")
+    ax.grid(alpha=0.3)
+    ax.legend(title="mean +- se over runs (thin: each run)")
+    fig.tight_layout()
+    out = save_figure(fig, path)
+    plt.close(fig)
+    return out
+
+
+def _table(result: dict[str, Any]) -> str:
+    names = list(result["sides"])
+    head = f"| {result['axis']} | " + " | ".join(f"{n} (n={len(result['sides'][n]['runs'])})" for n in names)
+    lines = [head + (" | difference (Welch t) |" if "difference" in result else " |")]
+    lines.append("|" + " --- |" * (len(names) + 1 + ("difference" in result)))
+    for i, m in enumerate(result["marks"]):
+        cells = [f"{result['sides'][n]['mean'][i]:.2f} +- {result['sides'][n]['se'][i]:.2f}" for n in names]
+        d = result.get("difference")
+        extra = f" {d['mean'][i]:+.2f} ({d['welch_t'][i]:.1f}) |" if d else ""
+        lines.append(f"| {m:,.0f} | " + " | ".join(cells) + " |" + extra)
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    p = argparse.ArgumentParser(
+        prog="python -m ers_deep.bench.learn_pair", description=__doc__.split("\n\n")[0]
+    )
+    p.add_argument(
+        "--ers", nargs="+", required=True, help="ers's learning logs (learn-ers-*.jsonl) or measurement files"
+    )
+    p.add_argument(
+        "--anchor", nargs="+", required=True, help="the anchor's logs (one per seed) or measurement files"
+    )
+    p.add_argument("--out", required=True, help="folder for learn-pair.json and learn-pair.png")
+    p.add_argument("--marks", default="", help="comma-separated marks (default: 8 up to the common reach)")
+    p.add_argument("--window", type=float, default=None, help="half-width of a mark's bin")
+    p.add_argument("--axis", choices=("env_steps", "seconds"), default="env_steps")
+    p.add_argument("--no-figure", action="store_true")
+    a = p.parse_args(argv)
+    sides = {"ers": ers_curves(a.ers), "anchor": anchor_curves(a.anchor)}
+    marks = [float(x) for x in a.marks.split(",") if x.strip()] or None
+    result = compare_sides(sides, marks, a.window, a.axis)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "learn-pair.json").write_text(json.dumps(result, indent=1))
+    if not a.no_figure:
+        figure(sides, result, out / "learn-pair.png")
+    print(_table(result))
+    return result
+
+
+if __name__ == "__main__":
+    main()
