@@ -40,16 +40,15 @@
 # Order for the next device sessions (2026-11-29). FIRST, per env-step with several seeds: per env-step, ers's
 # 11-28 run trailed both stored anchor runs from ~50M env-steps on (13.2 against 14.8 +- 0.3 at 50M, 16.1
 # against 19.6 +- 0.6 at 150M; python -m ers_deep.bench.learn_pair on docs/measurements/learn-hanabi-h200-*),
-# but that is one ers run. Four ers seeds stacked in one learner (4 x 1,024 games; the env-steps per seed count
-# here, not the rate; estimated ~0.5M env-steps/s per seed, so ~140M each in 280 s after a ~75 s setup, then
-# 4 x 200 evaluation games), one call:
-#   TEST_S=0 TABLE_S=430 LEARN_S=280 TABLE_ARGS="--rows learn --learn-sides ers --learn-seeds 0,1,2,3" (timeout_s=450)
-# then here, against the two stored anchor runs (seed 0 on 11-27 and 11-28):
-#   python -m ers_deep.bench.learn_pair --ers FILES_AT/learn-ers-0.jsonl --out results/learn-pair \
-#     --anchor docs/measurements/learn-hanabi-h200-2026-11-27.json docs/measurements/learn-hanabi-h200-2026-11-28.json
-# With time left, more anchor seeds, one process each, all at once on the card (their summed rate on one GPU is
-# unmeasured; each writes learn-anchor-seed<S>.jsonl):
-#   TEST_S=0 TABLE_S=400 LEARN_S=300 TABLE_ARGS="--rows learn --learn-sides anchor --learn-seeds 1,2" (timeout_s=420)
+# but that is one ers run. One call of both sides, three new seeds each: ers stacks them in one learner
+# (3 x 1,024 games; per-seed env-steps count here, not the rate; estimated ~0.6M env-steps/s per seed, ~120M each
+# in 210 s after a ~75 s setup), then the anchor runs one process per seed, all three at once on the card
+# (their summed rate on one GPU is unmeasured: if it is one anchor's ~1M/s, ~65M each):
+#   TEST_S=0 TABLE_S=580 LEARN_S=210 TABLE_ARGS="--rows learn --learn-seeds 1,2,3" (timeout_s=600)
+# then here, with the stored runs (ers's seed 0 on 11-28, the anchor's seed 0 on 11-27 and 11-28):
+#   python -m ers_deep.bench.learn_pair --out results/learn-pair \
+#     --ers FILES_AT/learn-ers-0.jsonl docs/measurements/learn-hanabi-h200-2026-11-28.json \
+#     --anchor FILES_AT/learn-anchor-seed*.jsonl docs/measurements/learn-hanabi-h200-2026-11-2[78].json
 # If ers's seeds trail the anchor's per env-step, the per-env-step gap is ers's to find before any rate work;
 # if not, the 5-minute pair below is a coin flip that ers's rate should win.
 # Then: the learning pair of 2026-11-28 was a near tie (20.54 against

@@ -148,6 +148,8 @@ def test_a_trend_is_binned_at_its_marks(tmp_path: Path) -> None:
     ers = ers_curves([_ers_log(tmp_path / "e.jsonl", {0: [float(u + 1) for u in range(20)]})])
     r = compare_sides({"ers": ers}, marks=[500.0, 1500.0], window=200.0)
     assert r["sides"]["ers"]["per_run"]["seed 0"] == pytest.approx([5.0, 15.0]) and "difference" not in r
+    far = compare_sides({"ers": ers}, marks=[500.0, 5000.0], window=200.0)  # past the run's end: n = 0
+    assert far["sides"]["ers"]["n"] == [1, 0] and math.isnan(far["sides"]["ers"]["mean"][1])
 
 
 def test_the_command_writes_its_json_and_figure(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -6,7 +6,7 @@ either side may also come from a measurement file of ``docs/measurements`` (``.j
 Per side and mark (env-steps per seed, or seconds on each side's own clock): each run's training return
 averaged over its points in the mark's bin (``window`` either side: by default half the gap between marks, so
 the bins tile the axis and each point counts once, or half a coarser log's mean spacing), the mean over runs
-and its standard error, and per mark the difference of the means with Welch's t (unequal variances). Written
+and its standard error (``n``: the runs that reach the mark), and per mark the difference of the means with Welch's t (unequal variances). Written
 to ``OUT/learn-pair.json`` with a figure (``learn-pair.png``: every run thin, the binned means +- se).
 
     python -m ers_deep.bench.learn_pair --ers learn-ers-0.jsonl --anchor learn-anchor-seed*.jsonl --out DIR
@@ -185,6 +185,7 @@ def compare_sides(
             "runs": list(side),
             "mean": [m for m, _ in stats],
             "se": [se for _, se in stats],
+            "n": [sum(not math.isnan(v[i]) for v in per_run.values()) for i in range(len(marks))],
             "per_run": per_run,
             "last": {k: c[-1][0] for k, c in side.items()},
         }
@@ -232,7 +233,11 @@ def _table(result: dict[str, Any]) -> str:
     lines = [head + (" | difference (Welch t) |" if "difference" in result else " |")]
     lines.append("|" + " --- |" * (len(names) + 1 + ("difference" in result)))
     for i, m in enumerate(result["marks"]):
-        cells = [f"{result['sides'][n]['mean'][i]:.2f} +- {result['sides'][n]['se'][i]:.2f}" for n in names]
+        cells = [
+            f"{x['mean'][i]:.2f} +- {x['se'][i]:.2f}"
+            + (f" (n={x['n'][i]})" if x["n"][i] != len(x["runs"]) else "")
+            for x in (result["sides"][n] for n in names)
+        ]
         d = result.get("difference")
         extra = f" {d['mean'][i]:+.2f} ({d['welch_t'][i]:.1f}) |" if d else ""
         lines.append(f"| {m:,.0f} | " + " | ".join(cells) + " |" + extra)
