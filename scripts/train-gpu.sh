@@ -37,6 +37,9 @@
 #   TEST_S=0 TABLE_S=470 TABLE_ARGS="--rows hanabi --row-variants 'bf16_update=true;overcooked-v2:cudnn_benchmark=true;overcooked-v2:net.spatial=matmul' --profile 25" (timeout_s=490)
 #   TEST_S=40 GPU_TESTS="tests/deep/train/test_gpu.py::test_gae_on_cuda_equals_the_cpu_loop" TABLE_S=200 TABLE_ARGS="--rows overcooked-v2 --sizes 1024 --no-default --row-variants 'bf16_update=true;overcooked-v2:cudnn_benchmark=true;overcooked-v2:net.spatial=matmul' --profile 25" (timeout_s=250)
 # (GPU_TESTS replaces the test list: here only the CUDA GAE, a log-depth scan since 2026-11-28, no compilation.)
+# Inductor's GEMM autotuning (TrainConfig.gemm_autotune, 2026-11-29: Triton GEMM templates timed against cuBLAS,
+# bias and ReLU in the GEMM's epilogue; the setup grows, every product shape is timed), with its gpu test:
+#   TEST_S=200 GPU_TESTS="tests/deep/train/test_gpu.py::test_the_captured_update_with_autotuned_gemms_equals_the_eager_update" TABLE_S=380 TABLE_ARGS="--rows hanabi --no-default --row-variants 'gemm_autotune=true' --profile 25" (timeout_s=600)
 # Order for the next device sessions (2026-11-29). FIRST, per env-step with several seeds: per env-step, ers's
 # 11-28 run trailed both stored anchor runs from ~50M env-steps on (13.2 against 14.8 +- 0.3 at 50M, 16.1
 # against 19.6 +- 0.6 at 150M; python -m ers_deep.bench.learn_pair on docs/measurements/learn-hanabi-h200-*),

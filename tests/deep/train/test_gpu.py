@@ -79,3 +79,12 @@ def test_the_learner_sets_cudnn_benchmark_from_its_config(bench: bool) -> None:
         assert all(torch.isfinite(torch.tensor(learner.train_step()["value_loss"])))
     finally:
         torch.backends.cudnn.benchmark = before
+
+
+def test_the_captured_update_with_autotuned_gemms_equals_the_eager_update() -> None:
+    """``TrainConfig.gemm_autotune`` (Triton GEMM templates timed against cuBLAS, bias and ReLU in their
+    epilogues) on Hanabi's MLP under compile-graph, against the eager update, in fp32. Slow to compile (every
+    product shape is timed): not in train-gpu.sh's default list."""
+    cfg = tiny_config("hanabi", device="cuda", tf32=False, collect_mode="eager", gemm_autotune=True)
+    diff = mode_vs_eager_params(cfg, "compile-graph", updates=3, staggered=True)
+    assert diff < 1e-5, diff

@@ -234,3 +234,22 @@ def test_autotune_pointwise_holds_while_the_step_and_the_update_compile(autotune
     learner.train_step()
     assert seen == [autotune and before, autotune and before]
     assert inductor.triton.autotune_pointwise == before
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_gemm_autotune_patches_inductor_on_cuda_only(device: str) -> None:
+    """``TrainConfig.gemm_autotune``: inside ``compile_settings`` inductor times Triton GEMM templates against
+    cuBLAS on a CUDA config; a CPU config compiles as before (CPU GEMM templates would change its kernels); torch's
+    own values after. (The settings only: a CUDA config is built, not run.)"""
+    import torch._inductor.config as inductor
+
+    from ers_deep.train.ippo import compile_settings
+
+    before = (inductor.max_autotune_gemm, inductor.max_autotune_gemm_backends)
+    cfg = paper_config("tabular:dectiger", seeds=(0,), device=device, gemm_autotune=True)
+    with compile_settings(cfg):
+        inside = (inductor.max_autotune_gemm, inductor.max_autotune_gemm_backends)
+    assert inside == ((True, "ATEN,TRITON") if device == "cuda" else before)
+    with compile_settings(cfg.replace(gemm_autotune=False)):
+        assert (inductor.max_autotune_gemm, inductor.max_autotune_gemm_backends) == before
+    assert (inductor.max_autotune_gemm, inductor.max_autotune_gemm_backends) == before

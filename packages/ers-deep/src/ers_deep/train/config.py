@@ -70,6 +70,11 @@ class TrainConfig:
     # (torch's default). False: one heuristic config per kernel, so fewer kernels to compile in the setup
     # (Hanabi's: ~75 s on an H200). Not yet measured on a GPU; nothing changes on CPU (C++ kernels).
     autotune_pointwise: bool = True
+    # CUDA, compiled modes: inductor times cuBLAS against its Triton GEMM templates for every product of the step
+    # and the update and keeps the fastest (max_autotune_gemm; a Triton GEMM takes the bias and ReLU after it into
+    # its epilogue, one pass over memory fewer). Compilation takes longer (each product shape is timed). Not yet
+    # measured on a GPU (a throughput row variant); nothing changes on CPU.
+    gemm_autotune: bool = False
     # where the collection step and the update both compile: the update compiled in a helper process meanwhile,
     # into inductor's caches, from which this learner's first update loads it (train.precompile). "auto": on CUDA
     parallel_compile: ParallelCompile = "auto"

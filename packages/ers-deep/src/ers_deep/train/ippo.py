@@ -173,12 +173,18 @@ class PhaseClock:
 
 def compile_settings(cfg: TrainConfig) -> contextlib.AbstractContextManager[Any]:
     """The inductor settings under which the learner's step and update compile (lazily, at their first call
-    inside ``train_step``): ``TrainConfig.autotune_pointwise``. A no-op at torch's defaults."""
-    if cfg.autotune_pointwise:
+    inside ``train_step``): ``TrainConfig.autotune_pointwise`` and, on CUDA, ``TrainConfig.gemm_autotune``. A
+    no-op at torch's defaults."""
+    patch: dict[str, Any] = {}
+    if not cfg.autotune_pointwise:
+        patch["triton.autotune_pointwise"] = False
+    if cfg.gemm_autotune and torch.device(cfg.device).type == "cuda":
+        patch |= {"max_autotune_gemm": True, "max_autotune_gemm_backends": "ATEN,TRITON"}
+    if not patch:
         return contextlib.nullcontext()
     import torch._inductor.config as inductor
 
-    return inductor.patch({"triton.autotune_pointwise": False})
+    return inductor.patch(patch)
 
 
 class Learner:
