@@ -45,9 +45,13 @@
 # against 19.6 +- 0.6 at 150M; python -m ers_deep.bench.learn_pair on docs/measurements/learn-hanabi-h200-*),
 # but that is one ers run. One call of both sides, three new seeds each: ers stacks them in one learner
 # (3 x 1,024 games; per-seed env-steps count here, not the rate; estimated ~0.6M env-steps/s per seed, ~120M each
-# in 210 s after a ~75 s setup), then the anchor runs one process per seed, all three at once on the card
-# (their summed rate on one GPU is unmeasured: if it is one anchor's ~1M/s, ~65M each):
-#   TEST_S=0 TABLE_S=580 LEARN_S=210 TABLE_ARGS="--rows learn --learn-seeds 1,2,3" (timeout_s=600)
+# in 200 s after a ~75 s setup), then the anchor runs one process per seed, all three at once on the card
+# (their summed rate on one GPU is unmeasured: if it is one anchor's ~1M/s, ~65M each; ~540 s in all; the logs
+# are flushed per update / chunk, so a call cut short still returns the curves so far):
+#   TEST_S=0 TABLE_S=580 LEARN_S=200 TABLE_ARGS="--rows learn --learn-seeds 1,2,3" (timeout_s=600)
+# With >= 200 s of device time left after it, where an update's time goes (one ers row with its profile: GEMMs
+# or pointwise kernels; decides between bf16_update and gemm_autotune):
+#   TEST_S=0 TABLE_S=170 TABLE_ARGS="--rows hanabi --sizes 1024 --profile 25" (timeout_s=190)
 # then here, with the stored runs (ers's seed 0 on 11-28, the anchor's seed 0 on 11-27 and 11-28):
 #   python -m ers_deep.bench.learn_pair --out results/learn-pair \
 #     --ers FILES_AT/learn-ers-0.jsonl docs/measurements/learn-hanabi-h200-2026-11-28.json \
