@@ -386,9 +386,16 @@ def markdown(rows: list[dict[str, Any]]) -> str:
                 f"{x['name'][:60]} {x['self_device_ms'] or x['self_cpu_ms']:.1f} ms x{x['calls']}"
                 for x in r["profile"][:8]
             )
+            classes = r.get("profile_classes") or {}
+            kinds = ", ".join(
+                f"{k} {v:.1f} ms ({classes['share'][k]:.0%})"
+                for k, v in classes.get("ms", {}).items()
+                if v > 0
+            )
             lines.append(
                 f"\nprofile of one update (self ms on the device, on the CPU where none), {r['env']} {r['num_envs']}"
                 f" {r.get('config') or ''}: {top}"
+                + (f"\nby kind ({classes['basis']}): {kinds}" if kinds else "")
             )
     for r in rows:
         if r.get("kind", "").startswith("learn"):

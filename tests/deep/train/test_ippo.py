@@ -185,18 +185,67 @@ def test_profile_update_ranks_the_update_s_operators() -> None:
         profile_update(learner, top=0)
 
 
+def test_kernel_classes_count_each_device_kernel_once_by_kind() -> None:
+    """``kernel_classes`` on CUDA-like rows: cuBLAS (sm90 xmma, nvjet), CUTLASS and inductor's Triton GEMM
+    templates are products; Triton pointwise / reduction kernels fused; an operator's device time (its kernels',
+    already counted) is left out."""
+    from ers_deep.bench.train import kernel_classes
+
+    def row(name: str, ms: float, device: str = "cuda", cpu: float = 0.0) -> dict[str, object]:
+        return {"name": name, "device_type": device, "calls": 1, "self_cpu_ms": cpu, "self_device_ms": ms}
+
+    rows = [
+        row("sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x32_cublas", 4.0),
+        row("nvjet_tst_128x64_64x8_1x2_h_bz_NNT", 2.0),
+        row("triton_tem_fused_addmm_relu_0", 1.0),
+        row("triton_poi_fused_relu_threshold_backward_3", 2.5),
+        row("triton_red_fused_sum_7", 0.5),
+        row("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float> >", 1.0),
+        row("Memcpy DtoD (Device -> Device)", 0.5),
+        row("void (anonymous namespace)::softmax_warp_forward<float>", 0.5),
+        row("aten::bmm", 6.0, device="cpu", cpu=3.0),  # its kernels are the gemm rows above
+    ]
+    out = kernel_classes(rows)
+    assert out["basis"] == "device kernels"
+    assert out["ms"] == {"gemm": 7.0, "fused": 3.0, "copy": 0.5, "aten": 1.0, "other": 0.5}
+    assert out["share"]["gemm"] == pytest.approx(7 / 12) and sum(out["share"].values()) == pytest.approx(1.0)
+
+
+def test_a_cpu_profile_is_classed_by_its_operators() -> None:
+    """On CPU (no device rows) the classes sum the operators' CPU time; the MLP's products (``aten::bmm``) are
+    gemm, and the row of ``bench_learner(profile_top=...)`` carries the classes beside its top entries."""
+    from ers_deep.bench.train import bench_learner
+    from ers_deep.nets import NetConfig
+
+    cfg = paper_config(
+        "hanabi",
+        hanabi_preset="Hanabi-Very-Small",
+        seeds=(0,),
+        num_envs=8,
+        num_steps=8,
+        net=NetConfig(kind="mlp", hidden=32),
+    )
+    row = bench_learner(
+        cfg.replace(update_mode="eager", collect_mode="eager"), updates=1, warmup=1, profile_top=3
+    )
+    classes = row["profile_classes"]
+    assert classes["basis"] == "cpu operators" and len(row["profile"]) == 3
+    assert classes["ms"]["gemm"] > 0 and sum(classes["share"].values()) == pytest.approx(1.0)
+    assert all(r["device_type"] == "cpu" for r in row["profile"])
+
+
 def test_bench_learner_keeps_its_row_when_profiling_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     """``bench_learner(profile_top=...)`` profiles after measuring: a profiler that fails leaves the row's
     figures and says why (a device table must not lose a row to the profiler)."""
     from ers_deep.bench import train as bench
 
-    def broken(learner: Learner, top: int) -> list[dict[str, object]]:
+    def broken(learner: Learner) -> list[dict[str, object]]:
         raise RuntimeError("CUPTI unavailable")
 
-    monkeypatch.setattr(bench, "profile_update", broken)
+    monkeypatch.setattr(bench, "profile_step", broken)
     cfg = paper_config("tabular:dectiger", seeds=(0,), num_envs=4, num_steps=3)
     row = bench.bench_learner(cfg, updates=1, warmup=1, profile_top=3)
-    assert row["env_steps_per_s"] > 0 and "profile" not in row
+    assert row["env_steps_per_s"] > 0 and "profile" not in row and "profile_classes" not in row
     assert row["profile_error"] == "RuntimeError: CUPTI unavailable"
 
 

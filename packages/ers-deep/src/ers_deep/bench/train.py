@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -59,7 +60,7 @@ def bench_learner(
     """Env-steps/s (all seeds) of ``updates`` timed updates after ``warmup`` ones, the setup seconds (build +
     warm-up; ``setup_phase_s``: apart, ``warmed_learner``), the modes that ran and the last update's mean
     return; ``profile_top`` > 0: also the ``profile_top`` most expensive operators of one more update
-    (``profile_update``)."""
+    (``profile_step``) and where its time went by kind (``kernel_classes``)."""
     learner, m, setup, setup_phases = warmed_learner(config, warmup)
     t1, c1 = time.perf_counter(), time.process_time()
     for _ in range(updates):
@@ -73,7 +74,8 @@ def bench_learner(
     profiled: dict[str, Any] = {}
     if profile_top > 0:  # after the measurement: a profiler failure loses the profile, not the row
         try:
-            profiled["profile"] = profile_update(learner, profile_top)
+            rows = profile_step(learner)
+            profiled["profile"], profiled["profile_classes"] = rows[:profile_top], kernel_classes(rows)
         except Exception as e:
             profiled["profile_error"] = f"{type(e).__name__}: {e}"[:300]
     return {
@@ -97,14 +99,30 @@ def bench_learner(
     }
 
 
-def profile_update(learner: Learner, top: int = 25) -> list[dict[str, Any]]:
-    """One more update of ``learner`` under ``torch.profiler``; its ``top`` entries by self time on the device
-    (CUDA: kernels, including those a captured graph replays where CUPTI reports them; else the CPU),
-    each with its name, calls and self milliseconds on the CPU and the device, most expensive first."""
+#: ``kernel_classes``' classes of profiled kernels (CUDA) or operators (CPU), by name, checked in order: the
+#: products (cuBLAS / CUTLASS kernels, inductor's Triton GEMM templates, aten's product ops on CPU), inductor's
+#: fused pointwise and reduction kernels, aten's own kernels, copies
+KERNEL_CLASSES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (
+        "gemm",
+        re.compile(
+            r"gemm|gemv|cutlass|xmma|nvjet|splitKreduce|triton_tem|aten::(b|add|baddb)?mm\b|aten::(matmul|linear)\b",
+            re.I,
+        ),
+    ),
+    ("fused", re.compile(r"^(triton_(poi|red|per)|cpp_fused)")),
+    ("copy", re.compile(r"memcpy|memset|aten::copy_", re.I)),
+    ("aten", re.compile(r"at::native|^aten::")),
+)
+
+
+def profile_step(learner: Learner) -> list[dict[str, Any]]:
+    """One more update of ``learner`` (collect, GAE, PPO) under ``torch.profiler``: every entry (CUDA: the
+    kernels, including those a captured graph replays where CUPTI reports them, and the CPU's operators) with
+    its name, device type, calls and self milliseconds on the CPU and the device, most expensive first (by
+    device time on CUDA, else CPU time)."""
     from torch.profiler import ProfilerActivity, profile
 
-    if top < 1:
-        raise ValueError(f"profile_update: top must be >= 1, got {top}")
     cuda = learner.env.device.type == "cuda"
     activities = [ProfilerActivity.CPU, *([ProfilerActivity.CUDA] if cuda else [])]
     with profile(activities=activities) as prof:
@@ -113,6 +131,7 @@ def profile_update(learner: Learner, top: int = 25) -> list[dict[str, Any]]:
     rows = [
         {
             "name": e.key,
+            "device_type": str(e.device_type).rsplit(".", 1)[-1].lower(),
             "calls": e.count,
             "self_cpu_ms": e.self_cpu_time_total / 1e3,
             "self_device_ms": e.self_device_time_total / 1e3,
@@ -120,7 +139,29 @@ def profile_update(learner: Learner, top: int = 25) -> list[dict[str, Any]]:
         for e in prof.key_averages()
     ]
     rows.sort(key=lambda r: r["self_device_ms" if cuda else "self_cpu_ms"], reverse=True)
-    return rows[:top]
+    return rows
+
+
+def profile_update(learner: Learner, top: int = 25) -> list[dict[str, Any]]:
+    """The ``top`` most expensive entries of ``profile_step``."""
+    if top < 1:
+        raise ValueError(f"profile_update: top must be >= 1, got {top}")
+    return profile_step(learner)[:top]
+
+
+def kernel_classes(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Where a profiled update's time went, by ``KERNEL_CLASSES`` ("other": the rest): the device kernels' self
+    milliseconds where any ran on a device (an operator's device time is its kernels', counted once), else the
+    CPU operators' self milliseconds; with each class's share of the total."""
+    device = [r for r in rows if r.get("device_type") not in (None, "cpu")]
+    basis, key = ("device kernels", "self_device_ms") if device else ("cpu operators", "self_cpu_ms")
+    ms = {name: 0.0 for name, _ in KERNEL_CLASSES} | {"other": 0.0}
+    for r in device or rows:
+        kind = next((name for name, pattern in KERNEL_CLASSES if pattern.search(r["name"])), "other")
+        ms[kind] += r[key]
+    total = sum(ms.values())
+    share = {k: (v / total if total > 0 else 0.0) for k, v in ms.items()}
+    return {"basis": basis, "ms": ms, "share": share}
 
 
 def bench_pair(config: TrainConfig, updates: int = 2, warmup: int = 1) -> dict[str, Any]:
