@@ -115,17 +115,60 @@ def test_nets_with_other_products_and_unknown_formats_are_refused() -> None:
         emulate_matmuls(mlp, "fp8")
 
 
-def test_a_learners_compiled_update_runs_rounded() -> None:
-    """The context reaches the learner's collection and its compiled update: after two updates under emulated
-    TF32 the compiled learner's parameters equal the eager one's (within float32 rounding), and both are away
-    from float32's by far more than that."""
+@pytest.mark.parametrize("fmt", ["tf32", "bf16-autocast"])
+def test_a_learners_compiled_update_runs_rounded(fmt: str) -> None:
+    """The context reaches the learner's collection and its compiled update: after two updates under an
+    emulated format the compiled learner's parameters equal the eager one's (within float32 rounding), and both
+    are away from float32's by far more than that."""
     params = {}
-    for fmt, mode in (("float32", "eager"), ("tf32", "eager"), ("tf32", "compile")):
+    for f, mode in (("float32", "eager"), (fmt, "eager"), (fmt, "compile")):
         learner = Learner(tiny_config("hanabi", update_mode=mode))
-        with emulated_matmuls(learner.net, fmt):
+        with emulated_matmuls(learner.net, f):
             for _ in range(2):
                 learner.train_step()
-        params[fmt, mode] = torch.cat([p.detach().flatten() for p in learner.net.parameters()])
-    same = float((params["tf32", "compile"] - params["tf32", "eager"]).abs().max())
-    away = float((params["tf32", "eager"] - params["float32", "eager"]).abs().max())
+        params[f, mode] = torch.cat([p.detach().flatten() for p in learner.net.parameters()])
+    same = float((params[fmt, "compile"] - params[fmt, "eager"]).abs().max())
+    away = float((params[fmt, "eager"] - params["float32", "eager"]).abs().max())
     assert same < 1e-5 and away > 20 * max(same, 1e-8), (same, away)
+
+
+def test_the_autocast_format_equals_torch_s_cpu_autocast() -> None:
+    """``"bf16-autocast"`` (``TrainConfig.bf16_update``'s products) against torch's own bfloat16 autocast on the
+    CPU, a second implementation: a layer's output (product in bfloat16, bias added in float32) and the gradients
+    of its input, weight and bias agree within one bfloat16 step, and nearly all exactly."""
+    g = torch.Generator().manual_seed(3)
+    layer = build_net(NetConfig(kind="mlp", hidden=32), [0, 1], (48,), 6).critic_hidden
+    with torch.no_grad():
+        layer.bias.normal_(generator=g)
+    x = torch.randn(2, 64, 32, generator=g, requires_grad=True)
+    up = torch.randn(2, 64, 32, generator=g)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y = layer(x)
+    (y.float() * up).sum().backward()
+    ref = [y.detach().float(), x.grad.clone(), layer.weight.grad.clone(), layer.bias.grad.clone()]
+    x.grad = layer.weight.grad = layer.bias.grad = None
+    with emulated_matmuls(layer, "bf16-autocast"):
+        e = layer(x)
+    (e * up).sum().backward()
+    got = [e.detach(), x.grad, layer.weight.grad, layer.bias.grad]
+    for name, a, b in zip(("y", "dx", "dW", "db"), ref, got):
+        assert torch.allclose(a, b, rtol=2**-7, atol=1e-6), name
+        assert float((a == b).float().mean()) > 0.99, name
+    plain = emulated_matmuls(layer, "bf16")  # operands rounded, results not: far from autocast's outputs
+    with plain:
+        assert float((layer(x).detach() == ref[0]).float().mean()) < 0.5
+
+
+def test_the_autocast_format_leaves_the_gradient_free_collection_in_float32() -> None:
+    """Autocast wraps the update's forward only: without gradients (the collection, the bootstrap value) the
+    net multiplies in float32, bit for bit; with them, rounded."""
+    net = build_net(NetConfig(kind="mlp", hidden=32), [0], (40,), 6)
+    obs = torch.randn(1, 3, 4, 40, generator=torch.Generator().manual_seed(2))
+    first = torch.zeros(1, 3, 4, dtype=torch.bool)
+    with torch.no_grad():
+        plain = net(obs, first, net.initial_state(4))[0]
+    with emulated_matmuls(net, "bf16-autocast"):
+        with torch.no_grad():
+            assert torch.equal(net(obs, first, net.initial_state(4))[0], plain)
+        rounded = net(obs, first, net.initial_state(4))[0].detach()
+    assert not torch.equal(rounded, plain) and torch.allclose(rounded, plain, rtol=0.05, atol=1e-3)

@@ -12,6 +12,12 @@ y = r(x) r(W), dx = r(dy) r(W)^T, dW = r(x)^T r(dy), the three TF32 products of 
 ``emulate_matmuls(net, fmt)`` (or the context ``emulated_matmuls``) runs every ``SLinear`` of a net through it,
 which covers every product of the feed-forward Hanabi net: the collection's forward and the update's forward
 and backward alike, as on the GPU. Not emulated: the order in which a GPU sums inside a product.
+
+``"bf16-autocast"`` is ``TrainConfig.bf16_update`` instead: bfloat16 autocast around the update's forward only.
+There a product's result is bfloat16 too, and so are the gradient products' results (autocast casts them back
+to float32 for the float32 weights and inputs), so y = r(r(x) r(W)), dx = r(r(dy) r(W)^T), dW = r(r(x)^T r(dy)),
+and the bias is added in float32; the collection, which runs without gradients, multiplies in float32. Checked
+against torch's own CPU autocast (``tests/deep/nets/test_precision.py``).
 """
 
 from __future__ import annotations
@@ -26,7 +32,10 @@ from torch import Tensor, nn
 from ers_deep.nets.layers import SLayerNorm, SLinear
 
 #: explicit mantissa bits of each emulated format (float32 keeps 23)
-MANTISSA_BITS = {"tf32": 10, "bf16": 7}
+MANTISSA_BITS = {"tf32": 10, "bf16": 7, "bf16-autocast": 7}
+#: the formats whose products also round their results, and only where gradients are on (autocast's around the
+#: update's forward: ``TrainConfig.bf16_update``)
+AUTOCAST_FORMATS = frozenset({"bf16-autocast"})
 
 
 def round_mantissa(x: Tensor, bits: int) -> Tensor:
@@ -48,38 +57,45 @@ def round_mantissa(x: Tensor, bits: int) -> Tensor:
 
 class _RoundedBmm(torch.autograd.Function):
     @staticmethod
-    def forward(ctx: Any, x: Tensor, w: Tensor, bits: int) -> Tensor:
+    def forward(ctx: Any, x: Tensor, w: Tensor, bits: int, results: bool) -> Tensor:
         xr, wr = round_mantissa(x, bits), round_mantissa(w, bits)
         ctx.save_for_backward(xr, wr)
-        ctx.bits = bits
-        return torch.bmm(xr, wr)
+        ctx.bits, ctx.results = bits, results
+        y = torch.bmm(xr, wr)
+        return round_mantissa(y, bits) if results else y
 
     @staticmethod
-    def backward(ctx: Any, dy: Tensor) -> tuple[Tensor | None, Tensor | None, None]:
+    def backward(ctx: Any, dy: Tensor) -> tuple[Tensor | None, Tensor | None, None, None]:
         xr, wr = ctx.saved_tensors
         g = round_mantissa(dy.contiguous(), ctx.bits)
-        dx = torch.bmm(g, wr.transpose(1, 2)) if ctx.needs_input_grad[0] else None
-        dw = torch.bmm(xr.transpose(1, 2), g) if ctx.needs_input_grad[1] else None
-        return dx, dw, None
+        r = (lambda t: round_mantissa(t, ctx.bits)) if ctx.results else (lambda t: t)
+        dx = r(torch.bmm(g, wr.transpose(1, 2))) if ctx.needs_input_grad[0] else None
+        dw = r(torch.bmm(xr.transpose(1, 2), g)) if ctx.needs_input_grad[1] else None
+        return dx, dw, None, None
 
 
-def rounded_bmm(x: Tensor, w: Tensor, bits: int) -> Tensor:
+def rounded_bmm(x: Tensor, w: Tensor, bits: int, results: bool = False) -> Tensor:
     """``torch.bmm(x, w)`` [S, M, K] x [S, K, N] with the operands of the product and of both gradient
-    products rounded to ``bits`` mantissa bits (``round_mantissa``), accumulated in float32."""
-    return _RoundedBmm.apply(x, w, bits)
+    products rounded to ``bits`` mantissa bits (``round_mantissa``), accumulated in float32; ``results``: the
+    three products' results rounded too (bfloat16 autocast's)."""
+    return _RoundedBmm.apply(x, w, bits, results)
 
 
-def _rounded_forward(layer: SLinear, bits: int) -> Any:
+def _rounded_forward(layer: SLinear, fmt: str) -> Any:
+    bits, autocast = MANTISSA_BITS[fmt], fmt in AUTOCAST_FORMATS
+
     def forward(x: Tensor) -> Tensor:
-        y = rounded_bmm(x, layer.weight, bits)
+        if autocast and not torch.is_grad_enabled():  # autocast wraps the update's forward only
+            return SLinear.forward(layer, x)
+        y = rounded_bmm(x, layer.weight, bits, autocast)
         return y + layer.bias if layer.bias is not None else y
 
     return forward
 
 
 def emulate_matmuls(net: nn.Module, fmt: str) -> list[SLinear]:
-    """From now on every ``SLinear`` of ``net`` multiplies as the format ``fmt`` (``"tf32"``, ``"bf16"``;
-    ``"float32"``: unchanged) would: ``rounded_bmm``. Returns the layers changed (``del layer.forward``
+    """From now on every ``SLinear`` of ``net`` multiplies as the format ``fmt`` (``"tf32"``, ``"bf16"``,
+    ``"bf16-autocast"``; ``"float32"``: unchanged) would: ``rounded_bmm``. Returns the layers changed (``del layer.forward``
     restores one). Raises for a net with products outside ``SLinear`` (convolutions, GRU cells, tables: not
     emulated) unless ``fmt`` is ``"float32"``."""
     if fmt == "float32":
@@ -91,7 +107,7 @@ def emulate_matmuls(net: nn.Module, fmt: str) -> list[SLinear]:
         raise ValueError(f"emulate_matmuls covers SLinear layers only; {other} multiply by themselves")
     layers = [m for m in net.modules() if isinstance(m, SLinear)]
     for layer in layers:
-        layer.forward = _rounded_forward(layer, MANTISSA_BITS[fmt])  # type: ignore[method-assign]
+        layer.forward = _rounded_forward(layer, fmt)  # type: ignore[method-assign]
     return layers
 
 
