@@ -28,6 +28,9 @@
 # (on a CPU, emulated: python -m ers_deep.bench.precision, packages/ers-deep/README.md).
 # Where an ers update's time goes: TABLE_ARGS="--rows hanabi,overcooked-v2 --profile 25" (per ers row one more
 # update under torch.profiler; its 25 costliest kernels in the JSON row, the first 8 under the markdown table).
+# bf16 note (2026-11-29): on Hanabi-Full (CPU, emulated autocast, 12 seeds each) bf16_update's curve was NOT the
+# same as float32's (4.19 +- 0.12 against 4.50 +- 0.06 at 2.0-2.5M env-steps; 5 of 12 seeds held on the ~3.7
+# plateau), so a faster bf16 row would not make it a default; its rows below measure speed only.
 # The throughput follow-up (2x / 3x rows; bf16's curve was the same as float32's on CPU Hanabi-Small, 2026-11-27),
 # as two calls on one warm machine (each ers config compiles its own update: ~80 s of setup per Hanabi config on
 # 2026-11-27's H200, so Hanabi's two rows x two configs + two anchors take ~440 s; in each row the anchor runs
@@ -50,7 +53,8 @@
 # are flushed per update / chunk, so a call cut short still returns the curves so far):
 #   TEST_S=0 TABLE_S=580 LEARN_S=200 TABLE_ARGS="--rows learn --learn-seeds 1,2,3" (timeout_s=600)
 # With >= 200 s of device time left after it, where an update's time goes (one ers row with its profile: GEMMs
-# or pointwise kernels; decides between bf16_update and gemm_autotune):
+# or pointwise kernels; GEMM-bound would point to bf16 products, whose curve is not yet unchanged, pointwise-bound to
+# gemm_autotune):
 #   TEST_S=0 TABLE_S=170 TABLE_ARGS="--rows hanabi --sizes 1024 --profile 25" (timeout_s=190)
 # then here, with the stored runs (ers's seed 0 on 11-28, the anchor's seed 0 on 11-27 and 11-28):
 #   python -m ers_deep.bench.learn_pair --out results/learn-pair \
