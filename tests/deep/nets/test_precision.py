@@ -172,3 +172,14 @@ def test_the_autocast_format_leaves_the_gradient_free_collection_in_float32() ->
             assert torch.equal(net(obs, first, net.initial_state(4))[0], plain)
         rounded = net(obs, first, net.initial_state(4))[0].detach()
     assert not torch.equal(rounded, plain) and torch.allclose(rounded, plain, rtol=0.05, atol=1e-3)
+
+
+def test_the_float32_heads_variant_rounds_the_hidden_layers_only() -> None:
+    """``"bf16-autocast-float32-heads"``: every SLinear but the logits' and the value's output layers."""
+    net = build_net(NetConfig(kind="mlp", hidden=16), [0], (12,), 5)
+    layers = emulate_matmuls(net, "bf16-autocast-float32-heads")
+    try:
+        assert {id(m) for m in layers} == {id(net.embed), id(net.actor_hidden), id(net.critic_hidden)}
+    finally:
+        for layer in layers:
+            del layer.forward

@@ -17,7 +17,9 @@ and backward alike, as on the GPU. Not emulated: the order in which a GPU sums i
 There a product's result is bfloat16 too, and so are the gradient products' results (autocast casts them back
 to float32 for the float32 weights and inputs), so y = r(r(x) r(W)), dx = r(r(dy) r(W)^T), dW = r(r(x)^T r(dy)),
 and the bias is added in float32; the collection, which runs without gradients, multiplies in float32. Checked
-against torch's own CPU autocast (``tests/deep/nets/test_precision.py``).
+against torch's own CPU autocast (``tests/deep/nets/test_precision.py``). ``"bf16-autocast-float32-heads"``
+is the same but for the output layers (the logits' and the value's products), left in float32: a variant not
+built for the GPU, to test whether bfloat16 logits and values are what slows Hanabi-Full's learning under it.
 """
 
 from __future__ import annotations
@@ -32,10 +34,13 @@ from torch import Tensor, nn
 from ers_deep.nets.layers import SLayerNorm, SLinear
 
 #: explicit mantissa bits of each emulated format (float32 keeps 23)
-MANTISSA_BITS = {"tf32": 10, "bf16": 7, "bf16-autocast": 7}
+MANTISSA_BITS = {"tf32": 10, "bf16": 7, "bf16-autocast": 7, "bf16-autocast-float32-heads": 7}
 #: the formats whose products also round their results, and only where gradients are on (autocast's around the
 #: update's forward: ``TrainConfig.bf16_update``)
-AUTOCAST_FORMATS = frozenset({"bf16-autocast"})
+AUTOCAST_FORMATS = frozenset({"bf16-autocast", "bf16-autocast-float32-heads"})
+#: the formats that leave the output layers (``HEADS``: the logits' and the value's products) in float32
+FLOAT32_HEADS = frozenset({"bf16-autocast-float32-heads"})
+HEADS = ("actor_out", "critic_out")
 
 
 def round_mantissa(x: Tensor, bits: int) -> Tensor:
@@ -105,7 +110,10 @@ def emulate_matmuls(net: nn.Module, fmt: str) -> list[SLinear]:
     other = sorted({type(m).__name__ for m in net.modules() if _has_own_products(m)})
     if other:
         raise ValueError(f"emulate_matmuls covers SLinear layers only; {other} multiply by themselves")
-    layers = [m for m in net.modules() if isinstance(m, SLinear)]
+    skip = HEADS if fmt in FLOAT32_HEADS else ()
+    layers = [
+        m for name, m in net.named_modules() if isinstance(m, SLinear) and name.rsplit(".", 1)[-1] not in skip
+    ]
     for layer in layers:
         layer.forward = _rounded_forward(layer, fmt)  # type: ignore[method-assign]
     return layers
