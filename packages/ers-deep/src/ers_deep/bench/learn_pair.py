@@ -29,7 +29,7 @@ from ers_deep.analysis.curves import Curve, trailing_mean, value_at
 from ers_exact.util.errors import InputError
 from ers_exact.util.output import save_figure
 
-__all__ = ["LogError", "anchor_curves", "compare_sides", "ers_curves", "main", "welch_t"]
+__all__ = ["LogError", "anchor_curves", "compare_sides", "ers_curves", "main", "mean_se", "welch_t"]
 
 Axis = Literal["env_steps", "seconds"]
 Side = dict[str, Curve]  # per run: 'seed S', or 'seed S (file)' for reruns of a seed
@@ -145,7 +145,8 @@ def welch_t(a: Sequence[float], b: Sequence[float]) -> float:
     return (ma - mb) / se if se > 0 else math.nan
 
 
-def _mean_se(values: list[float]) -> tuple[float, float]:
+def mean_se(values: list[float]) -> tuple[float, float]:
+    """Mean and standard error of the non-NaN values (NaN for none; the error NaN for fewer than two)."""
     v = [x for x in values if not math.isnan(x)]
     if not v:
         return math.nan, math.nan
@@ -180,7 +181,7 @@ def compare_sides(
     out: dict[str, Any] = {"axis": axis, "marks": marks, "window": window, "reach": reach, "sides": {}}
     for name, side in on.items():
         per_run = {k: [value_at([c], m, window) for m in marks] for k, c in side.items()}
-        stats = [_mean_se([v[i] for v in per_run.values()]) for i in range(len(marks))]
+        stats = [mean_se([v[i] for v in per_run.values()]) for i in range(len(marks))]
         out["sides"][name] = {
             "runs": list(side),
             "mean": [m for m, _ in stats],

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import time
 from pathlib import Path
 from typing import Any
 
+from ers_deep.bench.learn_pair import mean_se
 from ers_deep.bench.train import warmed_learner
 from ers_deep.pools import seed_net
 from ers_deep.train import evaluate
@@ -30,11 +30,6 @@ __all__ = ["LOGGED", "evaluate_seeds", "timed_selfplay"]
 
 #: the per-seed metrics of each progress line (beside ``seed``, ``elapsed_s`` and ``env_steps``)
 LOGGED = ("return", "episodes", "entropy", "value_loss", "grad_norm")
-
-
-def _mean(values: list[float]) -> float:
-    v = [x for x in values if not math.isnan(x)]
-    return sum(v) / len(v) if v else math.nan
 
 
 def evaluate_seeds(learner: Learner, games: int) -> dict[str, Any]:
@@ -53,9 +48,7 @@ def evaluate_seeds(learner: Learner, games: int) -> dict[str, Any]:
         return {"error": f"{type(e).__name__}: {e}"[:300]}
     if len(seeds) == 1:
         return per[seeds[0]]
-    means = [r["mean"] for r in per.values()]
-    m = sum(means) / len(means)
-    se = math.sqrt(sum((x - m) ** 2 for x in means) / (len(means) - 1) / len(means))
+    m, se = mean_se([r["mean"] for r in per.values()])
     return {"mean": m, "se": se, "games": games, "per_seed": per}
 
 
@@ -86,7 +79,7 @@ def timed_selfplay(
                 fh.flush()
     seconds_run = time.perf_counter() - start
     per_seed = {s: [m["return"][i] for m in history] for i, s in enumerate(seeds)}
-    last = {s: _mean(r[-2:]) for s, r in per_seed.items()}
+    last = {s: mean_se(r[-2:])[0] for s, r in per_seed.items()}
     row: dict[str, Any] = {
         "seed": seeds[0],
         "seeds": list(seeds),
@@ -98,7 +91,7 @@ def timed_selfplay(
         "setup_phase_s": setup_phases,
         "precompile": learner.await_precompile(),
         "clock": "from the learner's construction" if from_start else "after setup",
-        "return_last": _mean([r for s in seeds for r in per_seed[s][-2:]]) if history else 0.0,
+        "return_last": mean_se([r for s in seeds for r in per_seed[s][-2:]])[0] if history else 0.0,
         "return_last_per_seed": last,
         "returns": per_seed[seeds[0]],
     }
