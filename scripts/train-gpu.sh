@@ -52,10 +52,11 @@
 # (their summed rate on one GPU is unmeasured: if it is one anchor's ~1M/s, ~65M each; ~540 s in all; the logs
 # are flushed per update / chunk, so a call cut short still returns the curves so far):
 #   TEST_S=0 TABLE_S=580 LEARN_S=200 TABLE_ARGS="--rows learn --learn-seeds 1,2,3" (timeout_s=600)
-# With >= 200 s of device time left after it, where an update's time goes (one ers row with its profile: GEMMs
-# or pointwise kernels; GEMM-bound would point to bf16 products, whose curve is not yet unchanged, pointwise-bound to
-# gemm_autotune):
-#   TEST_S=0 TABLE_S=170 TABLE_ARGS="--rows hanabi --sizes 1024 --profile 25" (timeout_s=190)
+# With >= 230 s of device time left after it: the CUDA update against the CPU one on the same rollouts and
+# minibatches (2026-11-29; what only a GPU runs in an update: capturable fused Adam, the GAE scan, cuBLAS; no
+# compilation), then where an update's time goes (one ers row with its profile: GEMMs or pointwise kernels;
+# GEMM-bound would point to bf16 products, whose curve is not unchanged, pointwise-bound to gemm_autotune):
+#   TEST_S=40 GPU_TESTS="tests/deep/train/test_gpu.py::test_the_cuda_update_equals_the_cpu_update" TABLE_S=170 TABLE_ARGS="--rows hanabi --sizes 1024 --profile 25" (timeout_s=220)
 # then here, with the stored runs (ers's seed 0 on 11-28, the anchor's seed 0 on 11-27 and 11-28):
 #   python -m ers_deep.bench.learn_pair --out results/learn-pair \
 #     --ers FILES_AT/learn-ers-0.jsonl docs/measurements/learn-hanabi-h200-2026-11-28.json \
@@ -94,6 +95,7 @@ if [ "$TEST_S" -gt 0 ]; then
     "tests/deep/train/test_gpu.py::test_update_modes_equal_the_eager_update[hanabi-graph]" \
     "tests/deep/train/test_gpu.py::test_update_modes_equal_the_eager_update[overcooked-v2-graph]" \
     "tests/deep/train/test_gpu.py::test_update_modes_equal_the_eager_update[hanabi-compile-graph]" \
+    "tests/deep/train/test_gpu.py::test_the_cuda_update_equals_the_cpu_update" \
     "tests/deep/nets/test_gru_segments.py::test_bounded_misses_resets_beyond_its_bound[cuda]" \
     "tests/deep/train/test_gpu.py::test_gae_on_cuda_equals_the_cpu_loop" \
     "tests/deep/envs/hanabi/test_gpu.py::test_branch_free_cuda_step_equals_the_cpu_step" \

@@ -7,7 +7,13 @@ import pytest
 import torch
 
 from ers_deep.train.ppo import gae
-from tests.deep.train.twins import assert_rollouts_equal, mode_vs_eager_params, rollouts, tiny_config
+from tests.deep.train.twins import (
+    assert_rollouts_equal,
+    mode_vs_eager_params,
+    rollouts,
+    same_rollouts_params,
+    tiny_config,
+)
 
 pytestmark = [
     pytest.mark.gpu,
@@ -53,6 +59,36 @@ def test_captured_updates_with_the_grid_matrix_convolutions_equal_the_eager_upda
     cfg = cfg.replace(net=dataclasses.replace(cfg.net, spatial="matmul"))
     with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
         diff = mode_vs_eager_params(cfg, mode, updates=3, staggered=True)
+    assert diff < 1e-5, diff
+
+
+CROSS = {
+    "hanabi": {},
+    # the 5-minute learning run's observation and minibatches (V0 belief, turn streams, acting rows)
+    "hanabi-full": {
+        "hanabi_preset": "Hanabi-Full",
+        "hanabi_knowledge": "v0-belief",
+        "num_envs": 16,
+        "num_steps": 32,
+    },
+    "overcooked-v2": {},
+}
+
+
+@pytest.mark.parametrize("mode", ["eager", "graph"])
+@pytest.mark.parametrize("case", list(CROSS))
+def test_the_cuda_update_equals_the_cpu_update(case: str, mode: str) -> None:
+    """What only a GPU runs in an update (capturable fused Adam with the learning rate a tensor, the log-depth GAE
+    scan, cuBLAS and cuDNN kernels, per-seed clipping on the device) against the CPU update, whose arithmetic
+    ``test_jax_reference_update.py`` checks against JAX and optax: the same starting parameters, rollouts and
+    minibatches (the CPU learner's), three updates, fp32 (TF32 off)."""
+    env = "hanabi" if case.startswith("hanabi") else case
+    cfg = tiny_config(env, collect_mode="eager", update_mode="eager", **CROSS[case])
+    with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
+        cpu, cuda = same_rollouts_params(
+            cfg, cfg.replace(device="cuda", tf32=False, update_mode=mode), updates=3, staggered=True
+        )
+    diff = max(float((a - b).abs().max()) for a, b in zip(cpu, cuda, strict=True))
     assert diff < 1e-5, diff
 
 

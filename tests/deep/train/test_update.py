@@ -6,9 +6,11 @@ another order) into steps of lr * g / (|g| + eps) ~ 5e-5, so there the bound is 
 from __future__ import annotations
 
 import pytest
+import torch
 
+from ers_deep.train import Learner
 from tests.deep.threads import one_thread  # noqa: F401
-from tests.deep.train.twins import mode_vs_eager_params, tiny_config
+from tests.deep.train.twins import mode_vs_eager_params, same_rollouts_params, tiny_config, trained_params
 
 
 def test_compiled_update_equals_eager_update_hanabi() -> None:
@@ -21,3 +23,23 @@ def test_compiled_update_equals_eager_update_hanabi() -> None:
 def test_compiled_update_equals_eager_update(env: str, tol: float) -> None:
     diff = mode_vs_eager_params(tiny_config(env, collect_mode="eager"), "compile", updates=3)
     assert diff < tol, diff
+
+
+def test_the_same_rollouts_harness_updates_as_train_step_does() -> None:
+    """``twins.same_rollouts_params`` (what the gpu test of a CUDA update against the CPU one runs): its
+    reference learner, collecting and drawing minibatches itself through ``Learner.minibatches`` and
+    ``ppo_update(batches=...)``, equals a learner that runs ``train_step``, bit for bit; its twin on the same
+    device and update mode, fed that learner's rollouts and minibatches, too. Parameters move in between."""
+    cfg = tiny_config("hanabi", collect_mode="eager", update_mode="eager")
+    ref, twin = same_rollouts_params(cfg, cfg, updates=3)
+    start = [p.detach() for p in Learner(cfg).net.parameters()]
+    for a, b, c in zip(ref, twin, trained_params(cfg, 3), strict=True):
+        assert torch.equal(a, c) and torch.equal(b, c)
+    assert max(float((a - p0).abs().max()) for a, p0 in zip(ref, start, strict=True)) > 1e-3
+
+
+def test_a_twin_fed_other_minibatches_drifts_apart() -> None:
+    """The harness can fail: a twin whose learning rate differs ends elsewhere."""
+    cfg = tiny_config("hanabi", collect_mode="eager")
+    ref, twin = same_rollouts_params(cfg, cfg.replace(lr=cfg.lr * 1.5), updates=2)
+    assert max(float((a - b).abs().max()) for a, b in zip(ref, twin, strict=True)) > 1e-4

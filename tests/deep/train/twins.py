@@ -10,6 +10,7 @@ import torch
 from ers_deep.nets import NetConfig
 from ers_deep.train import Learner, TrainConfig, paper_config
 from ers_deep.train.collect import Rollout
+from ers_deep.train.ippo import compile_settings
 
 TINY: dict[str, dict[str, Any]] = {
     "tabular:dectiger": {"num_envs": 8, "num_steps": 5},
@@ -99,3 +100,33 @@ def mode_vs_eager_params(cfg: TrainConfig, mode: str, updates: int, staggered: b
     a = trained_params(cfg.replace(update_mode=mode), updates, staggered)
     b = trained_params(cfg.replace(update_mode="eager"), updates, staggered)
     return max(float((p - q).abs().max()) for p, q in zip(a, b, strict=True))
+
+
+def same_rollouts_params(
+    cfg: TrainConfig, twin_cfg: TrainConfig, updates: int, staggered: bool = False
+) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """The parameters of two learners after ``updates`` updates on the same data: a learner of ``cfg``
+    collects each rollout and draws its minibatches; a learner of ``twin_cfg`` (another device, another update
+    mode) starts from the same parameters and updates on that rollout and those minibatches, moved to its
+    device, with its own GAE. (reference's, twin's)"""
+    ref, twin = Learner(cfg), Learner(twin_cfg)
+    if staggered:
+        stagger(ref)
+        if ref.fast is not None:
+            ref.fast.fast.restart()
+    twin.net.load_state_dict(ref.net.state_dict())
+    dev = twin.env.device
+    for _ in range(updates):
+        with compile_settings(cfg):
+            ro = ref.collect()[0].clone()
+            batches = ref.minibatches(ro)
+            ref.ppo_update(ro, *ref.advantages(ro), batches)
+        moved = ro.to(dev)
+        with compile_settings(twin_cfg):
+            twin.ppo_update(moved, *twin.advantages(moved), [b.to(dev) for b in batches])
+        ref.update += 1
+        twin.update += 1
+    assert twin_cfg.update_mode == "auto" or twin.updater.mode == twin_cfg.update_mode
+    return [p.detach().clone() for p in ref.net.parameters()], [
+        p.detach().cpu() for p in twin.net.parameters()
+    ]

@@ -72,6 +72,10 @@ class Rollout:
         """A copy (graph modes rewrite a rollout's buffers at the next call)."""
         return Rollout(**{k: v.clone() for k, v in vars(self).items()})
 
+    def to(self, device: torch.device | str) -> Rollout:
+        """The rollout on ``device`` (a copy where it moves)."""
+        return Rollout(**{k: v.to(device) for k, v in vars(self).items()})
+
 
 @dataclass
 class RunnerState:

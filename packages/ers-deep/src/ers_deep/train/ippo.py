@@ -268,20 +268,27 @@ class Learner:
         return ro, stats
 
     # ---- update ---------------------------------------------------------------------------------------------
-    def ppo_update(self, ro: Rollout, adv: Tensor, target: Tensor) -> dict[str, Tensor]:
-        """``epochs`` passes over ``minibatches`` random groups of ``minibatch_unit`` (whole sequences of actors,
-        of turn streams or of games); mean parts."""
-        cfg = self.config
-        self.await_precompile()
-        self.updater.set_lr(lr_at(cfg, self.update))
-        table = advantage_table(self.net, self.env) if cfg.advantage == "exact" else None  # type: ignore[arg-type]
-        unit = self.minibatch_unit
+    def minibatches(self, ro: Rollout) -> list[Tensor]:
+        """The update's ``epochs`` x ``minibatches`` random groups of ``minibatch_unit`` (whole sequences of
+        actors, of turn streams or of games), drawn from the learner's generator."""
+        cfg, unit = self.config, self.minibatch_unit
         streams = turn_streams(ro.acting, self.P) if unit == "turn-streams" else None
-        batches = [
+        return [
             mb
             for _ in range(cfg.epochs)
             for mb in epoch_minibatches(unit, self.B, self.P, cfg.minibatches, self.generator, streams)
         ]
+
+    def ppo_update(
+        self, ro: Rollout, adv: Tensor, target: Tensor, batches: list[Tensor] | None = None
+    ) -> dict[str, Tensor]:
+        """PPO over ``batches`` (by default ``minibatches(ro)``: ``epochs`` passes over ``minibatches`` random
+        groups); mean parts. Given ``batches`` (another learner's, say) the generator is left alone."""
+        cfg = self.config
+        self.await_precompile()
+        self.updater.set_lr(lr_at(cfg, self.update))
+        table = advantage_table(self.net, self.env) if cfg.advantage == "exact" else None  # type: ignore[arg-type]
+        batches = self.minibatches(ro) if batches is None else batches
         return self.updater(update_data(ro, adv, target), batches, table)
 
     def await_precompile(self) -> dict[str, Any] | None:
