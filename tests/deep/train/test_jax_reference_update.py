@@ -1,159 +1,100 @@
 """One whole IPPO update of ers (GAE, the PPO minibatch steps, per-seed gradient clipping, Adam) against the
 same update computed by JAX and optax, as the JAX anchor (``../shared/anchors/ippo_hanabi_jax.py``, JaxMARL's
-``ippo_ff_hanabi.py``) computes it: its ``gae`` scan, its ``loss_fn`` under ``jax.grad``, and
-``optax.chain(clip_by_global_norm, adam(eps=1e-5))``, on the same rollout, the same parameters and the same
-minibatches. What no one here wrote does the arithmetic on the reference side: autodiff, the optimizer and the
-clipping are JAX's and optax's; the JAX functions below restate the anchor's lines (JaxMARL's action set: ers's
-A moves and a no-op, the waiting seat's only legal move, whose output column starts at zero).
+``ippo_ff_hanabi.py``) computes it (``ers_deep.bench.jax_update``): its ``gae`` scan, its ``loss_fn`` under
+``jax.grad``, and ``optax.chain(clip_by_global_norm, adam(eps=1e-5))``, on the same rollout, the same parameters and
+the same minibatches. What no one here wrote does the arithmetic on the reference side: autodiff, the optimizer and
+the clipping are JAX's and optax's.
+
+The reference runs in float32 and in float64. ers's float32 parameters must lie from the float64 update no further
+than twice JAX's own float32 update does, plus a thousandth of how far the update moved them (measured: at most
+~0.06 of that bound here; an update that computes something else lies ~as far as the parameters moved).
 
 The test needs the ``reference`` extra of ers-deep (jax, optax); it skips without it."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
-import torch
 
-from ers_deep.train import Learner
-from ers_deep.train.update import PPOUpdate
+from ers_deep.bench.jax_update import compare_update, main
+from ers_deep.nets import NetConfig
+from ers_deep.train import TrainConfig
 from tests.deep.threads import one_thread  # noqa: F401
 from tests.deep.train.twins import tiny_config
 
-jax = pytest.importorskip("jax")
-jnp = pytest.importorskip("jax.numpy")
-optax = pytest.importorskip("optax")
-
-LAYERS = ("embed", "actor_hidden", "actor_out", "critic_hidden", "critic_out")
+pytest.importorskip("jax")
+pytest.importorskip("optax")
 
 
-def _params(learner: Learner) -> dict[str, Any]:
-    """Seed 0's parameters as the anchor's Dense layers (kernel [in, out], bias [out]), the no-op column
-    appended to the actor's output layer (zero: it only ever meets the waiting seat, where its gradient is 0)."""
-    out: dict[str, Any] = {}
-    for name in LAYERS:
-        layer = getattr(learner.net, name)
-        w, b = layer.weight[0].detach().numpy(), layer.bias[0, 0].detach().numpy()
-        if name == "actor_out":
-            w, b = np.concatenate([w, np.zeros_like(w[:, :1])], 1), np.append(b, 0.0).astype(b.dtype)
-        out[name] = {"kernel": jnp.asarray(w), "bias": jnp.asarray(b)}
-    return out
+def assert_as_exact_as_jax_float32(result: dict[str, Any]) -> None:
+    """Every tensor moved, and ers's float32 update lies from the float64 one within 2 x JAX float32's distance
+    + 1e-3 x the move; ers's advantages likewise."""
+    for name, v in result["layers"].items():
+        assert v["moved"] > 1e-4, f"{name} did not move"
+        bound = 2 * v["jax32_vs_f64"] + 1e-3 * v["moved"]
+        assert v["ers_vs_f64"] <= bound, f"{name}: {v}"
+    adv = result["adv_vs_f64"]
+    assert adv["ers"] <= 2 * adv["jax32"] + 1e-6, adv
+    assert result["episode_ends_in_rollout"] > 0, "the rollout should hold an episode end"
 
 
-def _apply(params: dict[str, Any], x: Any, avail: Any) -> tuple[Any, Any]:
-    """The anchor's ``ActorCritic.__call__``."""
-
-    def dense(name: str, h: Any) -> Any:
-        return h @ params[name]["kernel"] + params[name]["bias"]
-
-    e = jax.nn.relu(dense("embed", x))
-    logits = dense("actor_out", jax.nn.relu(dense("actor_hidden", e))) - (1.0 - avail) * 1e10
-    return logits, dense("critic_out", jax.nn.relu(dense("critic_hidden", e)))[..., 0]
-
-
-def _gae(reward: Any, value: Any, last_value: Any, done: Any, gamma: float, lam: float) -> Any:
-    """The anchor's ``gae`` scan over [T, N]."""
-
-    def step(carry: Any, x: Any) -> Any:
-        adv, nv = carry
-        d, val, r = x
-        delta = r + gamma * nv * (1 - d) - val
-        adv = delta + gamma * lam * (1 - d) * adv
-        return (adv, val), adv
-
-    _, advs = jax.lax.scan(
-        step, (jnp.zeros_like(last_value), last_value), (done, value, reward), reverse=True
-    )
-    return advs
-
-
-def _loss(params: Any, b: tuple[Any, ...], clip: float, vf: float, ent_coef: float) -> Any:
-    """The anchor's ``loss_fn``."""
-    o, avail, act, logp, v, adv, tgt = b
-    logits, val = _apply(params, o, avail)
-    lp_all = jax.nn.log_softmax(logits)
-    lp = jnp.take_along_axis(lp_all, act[..., None], -1)[..., 0]
-    ratio = jnp.exp(lp - logp)
-    vc = v + jnp.clip(val - v, -clip, clip)
-    vl = 0.5 * jnp.maximum((val - tgt) ** 2, (vc - tgt) ** 2).mean()
-    ent = -(jnp.exp(lp_all) * jnp.where(avail > 0, lp_all, 0.0)).sum(-1).mean()
-    adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-    pg = -jnp.minimum(ratio * adv, jnp.clip(ratio, 1 - clip, 1 + clip) * adv).mean()
-    return pg + vf * vl - ent_coef * ent
-
-
-def _anchor_inputs(ro: Any) -> tuple[Any, ...]:
-    """Seed 0's rollout [T, N, ...] in the anchor's action set: the waiting seat's move is the no-op (index A),
-    its only legal move, of log-probability 0."""
-    acting = ro.acting[0].numpy()
-    legal = ro.legal[0].numpy() & acting[..., None]
-    avail = np.concatenate([legal, ~acting[..., None]], -1).astype(np.float32)
-    act = np.where(acting, ro.action[0].numpy(), legal.shape[-1])
-    logp = np.where(acting, ro.logp[0].numpy(), 0.0).astype(np.float32)
-    return ro.obs[0].float().numpy(), avail, act, logp
-
-
-def _take(x: np.ndarray, idx: torch.Tensor) -> np.ndarray:
-    """The minibatch ``idx`` of one seed's [T, N, ...] array: actors [M], or turn streams [1, T, M] (the actor
-    read at each step)."""
-    if idx.dim() == 1:
-        return x[:, idx.numpy()]
-    return x[np.arange(x.shape[0])[:, None], idx[0].numpy()]
-
-
-@pytest.mark.parametrize("acting_rows", [True, pytest.param(False, marks=pytest.mark.slow)])
-def test_one_update_equals_the_jax_anchors_update(acting_rows: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+def _config(acting_rows: bool) -> TrainConfig:
     cfg = tiny_config(
         "hanabi", collect_mode="eager", update_mode="eager", seeds=(0,), acting_rows=acting_rows
     )
-    learner = Learner(cfg.replace(epochs=2, minibatches=2))
-    cfg = learner.config
-    learner.collect()  # a second rollout: games mid-way, episode ends inside it
-    ro, _ = learner.collect()
-    start = _params(learner)
-    adv, target = learner.advantages(ro)
-    ref_adv = np.asarray(  # the anchor's GAE scan on the same rewards, values and episode ends
-        _gae(
-            jnp.asarray(ro.reward[0].numpy()),
-            jnp.asarray(ro.value[0].numpy()),
-            jnp.asarray(ro.last_value[0].numpy()),
-            jnp.asarray(ro.done[0].float().numpy()),
-            learner.gamma,
-            cfg.gae_lambda,
-        )
+    return cfg.replace(epochs=2, minibatches=2)
+
+
+@pytest.mark.parametrize("acting_rows", [True, pytest.param(False, marks=pytest.mark.slow)])
+def test_one_update_equals_the_jax_anchors_update(acting_rows: bool) -> None:
+    result = compare_update(_config(acting_rows))
+    assert result["minibatch_steps"] == 4
+    assert result["minibatch_unit"] == ("turn-streams" if acting_rows else "actors")
+    assert_as_exact_as_jax_float32(result)
+
+
+def test_the_five_minute_runs_update_equals_the_jax_anchors_update() -> None:
+    """Hanabi-Full with the V0 belief, turn streams, acting rows and the paper's 4 x 4 minibatches (the H200
+    learning runs' update at 64 x 32 and MLP 64; ``python -m ers_deep.bench.jax_update`` runs it at their size)."""
+    cfg = tiny_config(
+        "hanabi",
+        collect_mode="eager",
+        update_mode="eager",
+        seeds=(0,),
+        hanabi_preset="Hanabi-Full",
+        hanabi_knowledge="v0-belief",
+        num_envs=64,
+        num_steps=32,
+        net=NetConfig(kind="mlp", hidden=64),
     )
-    np.testing.assert_allclose(adv[0].numpy(), ref_adv, rtol=1e-5, atol=1e-6)
-    assert bool(ro.done.any()), "the rollout should hold an episode end"
-    batches: list[torch.Tensor] = []  # the minibatches ers draws, replayed by the reference
-    real = PPOUpdate.__call__
+    result = compare_update(cfg.replace(epochs=4, minibatches=4))
+    assert result["minibatch_steps"] == 16 and result["minibatch_unit"] == "turn-streams"
+    assert_as_exact_as_jax_float32(result)
 
-    def spy(self: PPOUpdate, data: dict, mbs: list, table: object = None) -> dict:
-        batches.extend(mbs)
-        return real(self, data, mbs, table)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(PPOUpdate, "__call__", spy)
-    learner.ppo_update(ro, adv, target)  # update 0: the learning rate is cfg.lr
-    assert len(batches) == cfg.epochs * cfg.minibatches == 4
-    o, avail, act, logp = _anchor_inputs(ro)
-    value = ro.value[0].numpy()
-    data = (o, avail, act, logp, value, ref_adv, ref_adv + value)
-    tx = optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), optax.adam(cfg.lr, eps=cfg.adam_eps))
-    params, opt_state = start, tx.init(start)
-    grad = jax.grad(_loss)
-    for idx in batches:
-        g = grad(
-            params, tuple(jnp.asarray(_take(x, idx)) for x in data), cfg.clip_eps, cfg.vf_coef, cfg.alpha
-        )
-        updates, opt_state = tx.update(g, opt_state, params)
-        params = optax.apply_updates(params, updates)
-    for name in LAYERS:
-        layer = getattr(learner.net, name)
-        for key, ours in (("kernel", layer.weight[0]), ("bias", layer.bias[0, 0])):
-            ref, before = np.asarray(params[name][key]), np.asarray(start[name][key])
-            if name == "actor_out":  # the no-op column is the anchor's alone
-                ref, before = ref[..., :-1], before[..., :-1]
-            assert np.abs(ref - before).max() > 1e-4, f"{name}.{key} did not move"
-            np.testing.assert_allclose(
-                ours.detach().numpy(), ref, rtol=1e-4, atol=2e-6, err_msg=f"{name}.{key}"
-            )
+def test_a_wrong_update_fails_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bound can fail: ers trains with a clipping range of 0.02, the reference with the paper's 0.2."""
+    import ers_deep.bench.jax_update as ju
+
+    cfg, real = _config(True), ju.reference_update
+
+    def with_the_paper_clip(learner: Any, *args: Any) -> Any:
+        learner.config = cfg
+        return real(learner, *args)
+
+    monkeypatch.setattr(ju, "reference_update", with_the_paper_clip)
+    result = ju.compare_update(cfg.replace(clip_eps=0.02))
+    with pytest.raises(AssertionError):
+        assert_as_exact_as_jax_float32(result)
+
+
+def test_the_command_writes_its_json(tmp_path: Path) -> None:
+    args = ["--num-envs", "8", "--num-steps", "16", "--hidden", "16", "--preset", "Hanabi-Very-Small"]
+    assert main([*args, "--out", str(tmp_path)]) == 0
+    record = json.loads((tmp_path / "jax-update.json").read_text())
+    assert record["config"]["num_envs"] == 8 and record["config"]["hidden"] == 16
+    assert set(record["layers"]) >= {"embed.kernel", "critic_out.bias"}
+    assert_as_exact_as_jax_float32(record)

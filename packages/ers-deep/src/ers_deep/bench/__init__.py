@@ -4,7 +4,9 @@
 * ``hanabi``: batched Hanabi against HLE and JaxMARL;
 * ``overcooked_v2``: batched Overcooked V2 against JaxMARL;
 * ``train``: the learner's env-steps/s against the baseline and the JAX anchors; ``minibatch_noise``: the PPO
-  update's minibatch gradient noise under whole games, turn streams and actors.
+  update's minibatch gradient noise under whole games, turn streams and actors;
+* ``jax_update``: one ers update against the JAX anchor's, in float32 and float64, on the same data;
+* ``learn_pair``: two learners' curves, several runs a side (mean, standard error, Welch's t per mark).
 
 ``ENV_BENCHES`` maps env names (those of ``ers_deep.envs.ENVS``) to their ``env_bench`` functions.
 """
