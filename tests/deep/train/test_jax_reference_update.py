@@ -79,7 +79,7 @@ def test_a_wrong_update_fails_the_bound() -> None:
     """The bound can fail: ers's loss before the official one (the policy and entropy means over acting entries
     only, ``loss_mean="acting"``) lies from the anchor's float64 update by up to ~1.2 x the move."""
     result = compare_update(_config(True).replace(loss_mean="acting"))
-    with pytest.raises(AssertionError, match="embed|actor"):
+    with pytest.raises(AssertionError, match=r"embed|actor"):
         assert_as_exact_as_jax_float32(result)
 
 
