@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -146,12 +147,18 @@ def reference_update(
         return jax.tree_util.tree_map(lambda a: np.asarray(a, np.float64), params), adv
 
 
+def say(stage: str) -> None:
+    """One progress line on stderr (a full-size comparison takes minutes on one core)."""
+    print(f"[jax_update {time.strftime('%H:%M:%S')}] {stage}", file=sys.stderr, flush=True)
+
+
 def compare_update(config: TrainConfig, rollouts: int = 2) -> dict[str, Any]:
     """One ers update of seed 0 of ``config`` (after ``rollouts`` - 1 rollouts collected and dropped, so that games
     are mid-way) against the anchor's in float32 and float64. Per layer and tensor (``"embed.kernel"``, ...):
     ``moved`` (the float64 update's largest change), ``ers_vs_f64`` / ``jax32_vs_f64`` (largest and mean absolute
     difference from the float64 parameters), ``ers_vs_jax32`` (largest); ``adv_vs_f64``: the same for ers's
     advantages."""
+    say("building the learner and collecting")
     learner = Learner(config)
     for _ in range(rollouts - 1):
         learner.collect()
@@ -160,10 +167,13 @@ def compare_update(config: TrainConfig, rollouts: int = 2) -> dict[str, Any]:
     start = anchor_params(learner)
     adv, target = learner.advantages(ro)
     batches = learner.minibatches(ro)
+    say(f"ers's update ({len(batches)} minibatch steps)")
     t0 = time.perf_counter()
     learner.ppo_update(ro, adv, target, batches)
     ers_s = time.perf_counter() - t0
+    say("the anchor's update in float32")
     f32, adv32 = reference_update(learner, ro, batches, start, np.float32)
+    say("the anchor's update in float64")
     f64, adv64 = reference_update(learner, ro, batches, start, np.float64)
     layers: dict[str, dict[str, float]] = {}
     for name in LAYERS:
