@@ -211,6 +211,24 @@ def test_kernel_classes_count_each_device_kernel_once_by_kind() -> None:
     assert out["share"]["gemm"] == pytest.approx(7 / 12) and sum(out["share"].values()) == pytest.approx(1.0)
 
 
+def test_kernel_classes_count_inductor_s_compiled_graphs_on_cpu_as_fused() -> None:
+    """On CPU the profiler lists inductor's C++ kernels only as the calls of their compiled graphs."""
+    from ers_deep.bench.train import kernel_classes
+
+    def row(name: str, ms: float) -> dict[str, object]:
+        return {"name": name, "device_type": "cpu", "calls": 1, "self_cpu_ms": ms, "self_device_ms": 0.0}
+
+    out = kernel_classes(
+        [
+            row("aten::bmm", 11.0),
+            row("## Call CompiledFxGraph f7r3xkxlj63eah437wx5 ##", 0.6),
+            row("Adam.step", 0.1),
+        ]
+    )
+    assert out["basis"] == "cpu operators"
+    assert out["ms"] == pytest.approx({"gemm": 11.0, "fused": 0.6, "copy": 0.0, "aten": 0.0, "other": 0.1})
+
+
 def test_a_cpu_profile_is_classed_by_its_operators() -> None:
     """On CPU (no device rows) the classes sum the operators' CPU time; the MLP's products (``aten::bmm``) are
     gemm, and the row of ``bench_learner(profile_top=...)`` carries the classes beside its top entries."""

@@ -110,7 +110,8 @@ KERNEL_CLASSES: tuple[tuple[str, re.Pattern[str]], ...] = (
             re.I,
         ),
     ),
-    ("fused", re.compile(r"^(triton_(poi|red|per)|cpp_fused)")),
+    # on CPU inductor's kernels run inside its compiled graphs' calls, which the profiler lists by graph
+    ("fused", re.compile(r"^(triton_(poi|red|per)|cpp_fused|## Call CompiledFxGraph)")),
     ("copy", re.compile(r"memcpy|memset|aten::copy_", re.I)),
     ("aten", re.compile(r"at::native|^aten::")),
 )
