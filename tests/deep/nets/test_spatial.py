@@ -84,12 +84,12 @@ def test_an_unknown_spatial_mode_is_refused() -> None:
 
 def test_the_learner_trains_the_same_either_way() -> None:
     """Two Overcooked V2 updates (episodes ending mid-rollout) with each mode from the same seeds."""
-    from tests.deep.train.twins import tiny_config, trained_params
+    from tests.deep.train.twins import max_difference, tiny_config, trained_params
 
     cfg = tiny_config("overcooked-v2", collect_mode="eager", update_mode="eager")
     conv = trained_params(cfg, 2, True)
     matmul = trained_params(cfg.replace(net=dataclasses.replace(cfg.net, spatial="matmul")), 2, True)
-    diff = max(float((p - q).abs().max()) for p, q in zip(conv, matmul, strict=True))
+    diff = max_difference(conv, matmul)
     assert diff < 1e-5, diff
 
 

@@ -9,6 +9,7 @@ import torch
 from ers_deep.train.ppo import gae
 from tests.deep.train.twins import (
     assert_rollouts_equal,
+    max_difference,
     mode_vs_eager_params,
     rollouts,
     same_rollouts_params,
@@ -88,7 +89,7 @@ def test_the_cuda_update_equals_the_cpu_update(case: str, mode: str) -> None:
         cpu, cuda = same_rollouts_params(
             cfg, cfg.replace(device="cuda", tf32=False, update_mode=mode), updates=3, staggered=True
         )
-    diff = max(float((a - b).abs().max()) for a, b in zip(cpu, cuda, strict=True))
+    diff = max_difference(cpu, cuda)
     assert diff < 1e-5, diff
 
 

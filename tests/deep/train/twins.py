@@ -99,6 +99,11 @@ def mode_vs_eager_params(cfg: TrainConfig, mode: str, updates: int, staggered: b
     update, after ``updates`` updates from the same seeds."""
     a = trained_params(cfg.replace(update_mode=mode), updates, staggered)
     b = trained_params(cfg.replace(update_mode="eager"), updates, staggered)
+    return max_difference(a, b)
+
+
+def max_difference(a: list[torch.Tensor], b: list[torch.Tensor]) -> float:
+    """Largest absolute difference between two lists of parameters, tensor by tensor."""
     return max(float((p - q).abs().max()) for p, q in zip(a, b, strict=True))
 
 

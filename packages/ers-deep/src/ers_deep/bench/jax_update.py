@@ -175,15 +175,14 @@ def compare_update(config: TrainConfig, rollouts: int = 2) -> dict[str, Any]:
     f32, adv32 = reference_update(learner, ro, batches, start, np.float32)
     say("the anchor's update in float64")
     f64, adv64 = reference_update(learner, ro, batches, start, np.float64)
+    after = anchor_params(learner)  # ers's parameters after its update, in the anchor's layout
     layers: dict[str, dict[str, float]] = {}
     for name in LAYERS:
-        layer = getattr(learner.net, name)
-        for key, ours in (("kernel", layer.weight[0]), ("bias", layer.bias[0, 0])):
-            cut = (
-                slice(None, -1) if name == "actor_out" else slice(None)
-            )  # the no-op column is the anchor's alone
+        # the actor's no-op output column is the anchor's alone
+        cut = slice(None, -1) if name == "actor_out" else slice(None)
+        for key in ("kernel", "bias"):
             r32, r64, before = (np.asarray(p[name][key])[..., cut] for p in (f32, f64, start))
-            o = ours.detach().cpu().double().numpy()
+            o = after[name][key][..., cut].astype(np.float64)
             layers[f"{name}.{key}"] = {
                 "moved": float(np.abs(r64 - before).max()),
                 "ers_vs_f64": float(np.abs(o - r64).max()),
