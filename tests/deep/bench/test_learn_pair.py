@@ -119,6 +119,31 @@ def test_reruns_of_a_seed_and_stored_measurements_are_runs_of_their_own(tmp_path
         anchor_curves([m])
 
 
+def test_cpu_parity_files_give_their_runs_per_seed(tmp_path: Path) -> None:
+    """The CPU parity files' layouts: curves per seed, or one curve of the side's ``seed`` (the anchor's: its
+    final line's); points with or without seconds; without them, a comparison on seconds is refused."""
+    m = tmp_path / "learn-parity-cpu-x.json"
+    m.write_text(
+        json.dumps(
+            {
+                "ers": {"curve_every_10th_update_per_seed": {"2": [[10, 1.0, 0.5]], "3": [[10, 2.0, 0.5]]}},
+                "anchor": {"curve": [[20, 3.0], [40, 4.0]], "final": {"event": "final", "seed": 5}},
+            }
+        )
+    )
+    assert ers_curves([m]) == {"seed 2": [(10, 1.0, 0.5)], "seed 3": [(10, 2.0, 0.5)]}
+    got = anchor_curves([m])
+    assert list(got) == ["seed 5"] and [x[:2] for x in got["seed 5"]] == [(20, 3.0), (40, 4.0)]
+    assert all(math.isnan(x[2]) for x in got["seed 5"])
+    sides = {"ers": ers_curves([m]), "anchor": got}
+    assert compare_sides(sides, [10.0])["sides"]["anchor"]["n"] == [1]
+    with pytest.raises(LogError, match="no seconds stored for seed 5"):
+        compare_sides(sides, [1.0], axis="seconds")
+    m.write_text(json.dumps({"ers": {"seed": 4, "curve": [[10, 1.0, 2.0, 9.0]]}}))
+    with pytest.raises(LogError, match=r"\[env_steps, return\]"):
+        ers_curves([m])
+
+
 def test_the_comparison_bins_each_seed_and_tests_the_difference(tmp_path: Path) -> None:
     """Constant curves: each seed's bin mean is its constant, so the means, standard errors and Welch's t are
     those of the constants (checked against scipy). The bins are at least as wide as the coarsest log's

@@ -1,7 +1,9 @@
 """Two learners' curves on the same game, several runs (seeds) a side: ers's IPPO (the learning logs of
 ``scripts/gpu_train_table.py``, ``learn-ers-*.jsonl``: one line per update and seed) against the JAX anchor's
 (``ippo_hanabi_jax.py --out``, one file per seed: one line per chunk of updates, a final line with its seed);
-either side may also come from a measurement file of ``docs/measurements`` (``.json``: its stored curve).
+either side may also come from a measurement file of ``docs/measurements`` (``.json``: its stored curves, the
+H200 runs' ``learn-hanabi-h200-*`` or the CPU parity's ``learn-parity-cpu-*``, whose 11-27 points carry no
+seconds).
 
 Per side and mark (env-steps per seed, or seconds on each side's own clock): each run's training return
 averaged over its points in the mark's bin (``window`` either side: by default half the gap between marks, so
@@ -12,6 +14,8 @@ to ``OUT/learn-pair.json`` with a figure (``learn-pair.png``: every run thin, th
     python -m ers_deep.bench.learn_pair --ers learn-ers-0.jsonl --anchor learn-anchor-seed*.jsonl --out DIR
     python -m ers_deep.bench.learn_pair --ers learn-ers-0.jsonl \\
         --anchor docs/measurements/learn-hanabi-h200-2026-11-2[78].json --out DIR   # the stored anchor runs
+    python -m ers_deep.bench.learn_pair --ers docs/measurements/learn-parity-cpu-2026-11-2[89].json \\
+        --anchor docs/measurements/learn-parity-cpu-2026-11-2[789].json --out DIR      # the CPU parity runs
 """
 
 from __future__ import annotations
@@ -70,15 +74,54 @@ def _labelled(runs: list[tuple[int, Path, Curve]]) -> Side:
     return {(f"seed {s}" if count[s] == 1 else f"seed {s} ({p.name})"): c for s, p, c in runs}
 
 
-def _measurement(p: Path, key: str) -> list[dict[str, Any]]:
-    """The curve ``key`` of a measurement file of ``docs/measurements`` (a JSON object)."""
+def _measurement(p: Path) -> dict[str, Any]:
     try:
         data = json.loads(p.read_text())
     except (OSError, json.JSONDecodeError) as e:
         raise LogError(f"{p}: not a readable measurement file ({e})") from e
-    if not isinstance(data, dict) or not isinstance(data.get(key), list):
-        raise LogError(f"{p}: a measurement file without a {key!r} list")
-    return data[key]
+    if not isinstance(data, dict):
+        raise LogError(f"{p}: a measurement file is a JSON object")
+    return data
+
+
+def _point(x: Any, p: Path) -> tuple[int, float, float]:
+    """(env-steps, return, seconds) of a stored point [env_steps, return(, seconds)]; NaN seconds if none."""
+    if not isinstance(x, list) or len(x) not in (2, 3):
+        raise LogError(f"{p}: a stored curve point is [env_steps, return] or [env_steps, return, seconds]")
+    return int(x[0]), float(x[1]), float(x[2]) if len(x) == 3 else math.nan
+
+
+def _stored_side(p: Path, data: dict[str, Any], side: str) -> list[tuple[int, Curve]]:
+    """The runs of a CPU learning-parity file (``docs/measurements/learn-parity-cpu-*.json``): under ``side``,
+    ``curve_per_seed`` / ``curve_every_10th_update_per_seed`` ({seed: points}), or one ``curve`` /
+    ``curve_every_10th_update`` of the seed ``seed`` (or ``final.seed``, else 0); points as ``_point``."""
+    obj = data.get(side)
+    if not isinstance(obj, dict):
+        return []
+    for key in ("curve_per_seed", "curve_every_10th_update_per_seed"):
+        if isinstance(obj.get(key), dict):
+            return [(int(s), [_point(x, p) for x in c]) for s, c in obj[key].items()]
+    for key in ("curve", "curve_every_10th_update"):
+        if isinstance(obj.get(key), list):
+            final: dict[str, Any] = obj["final"] if isinstance(obj.get("final"), dict) else {}
+            seed = int(obj.get("seed", final.get("seed", 0)))
+            return [(seed, [_point(x, p) for x in obj[key]])]
+    return []
+
+
+def _stored(p: Path, side: str, key: str) -> list[tuple[int, Curve]]:
+    """The runs of ``side`` ("ers" / "anchor") stored in a measurement file: the GPU runs' top-level ``key``
+    (log lines, ``learn-hanabi-h200-*.json``) or a CPU parity file's curves (``_stored_side``)."""
+    data = _measurement(p)
+    runs = _stored_side(p, data, side)
+    if runs:
+        return [(s, [pt for pt in c if not math.isnan(pt[1])]) for s, c in runs]
+    if not isinstance(data.get(key), list):
+        raise LogError(f"{p}: a measurement file without a {key!r} list or {side!r} curves")
+    if side == "ers":
+        return sorted(_ers_points(data[key], p).items())
+    lines = data[key] + [{"event": "final", **data.get("anchor_final", {})}]
+    return [_anchor_run(lines, p)]
 
 
 def _ers_points(lines: list[dict[str, Any]], p: Path) -> dict[int, Curve]:
@@ -94,42 +137,38 @@ def _ers_points(lines: list[dict[str, Any]], p: Path) -> dict[int, Curve]:
 
 def ers_curves(paths: Sequence[str | os.PathLike[str]]) -> Side:
     """Per run (``_labelled``), (env-steps per seed, training return, seconds) of each update in ers's learning
-    logs (a line without ``seed`` is seed 0's: the single-seed logs before 2026-11-29), or of the
-    ``ers_curve_every_10th_update`` of a ``.json`` measurement file; updates that ended no game are left out."""
+    logs (a line without ``seed`` is seed 0's: the single-seed logs before 2026-11-29), or of the curves of a
+    ``.json`` measurement file (``_stored``); updates that ended no game are left out."""
     runs: list[tuple[int, Path, Curve]] = []
     for p in map(Path, paths):
         if p.suffix == ".json":
-            lines = _measurement(p, "ers_curve_every_10th_update")
+            got = _stored(p, "ers", "ers_curve_every_10th_update")
         else:
-            lines = _lines(p)
-        runs += [(s, p, c) for s, c in sorted(_ers_points(lines, p).items())]
+            got = sorted(_ers_points(_lines(p), p).items())
+        runs += [(s, p, c) for s, c in got]
     return _labelled(runs)
+
+
+def _anchor_run(lines: list[dict[str, Any]], p: Path) -> tuple[int, Curve]:
+    """(seed, curve) of one anchor log: the seed of its final line, or for a run killed before it the number
+    after ``seed`` in the file name; the curve of the chunks that ended a game."""
+    final = next((x for x in lines if x.get("event") == "final" and "seed" in x), None)
+    named = re.search(r"seed-?(\d+)", p.name)
+    if final is None and named is None:
+        raise LogError(f"{p}: no final line and no seed in the file name (e.g. learn-anchor-seed3.jsonl)")
+    seed = int(final["seed"]) if final is not None else int(named.group(1))  # type: ignore[union-attr]
+    chunks = [x for x in lines if "return_chunk" in x and x.get("episodes_chunk", 1) > 0]
+    return seed, [(int(x["env_steps"]), float(x["return_chunk"]), float(x["elapsed_s"])) for x in chunks]
 
 
 def anchor_curves(paths: Sequence[str | os.PathLike[str]]) -> Side:
     """Per run (``_labelled``), (env-steps, the chunk's mean return, seconds) of each chunk in the anchor's logs
-    (or of the ``anchor_curve`` of a ``.json`` measurement file, its seed that of ``anchor_final``); a log's
-    seed is its final line's, or for a run killed before it the number after ``seed`` in the file name."""
+    (one per seed, ``_anchor_run``), or of the curves of a ``.json`` measurement file (``_stored``: the GPU
+    runs' ``anchor_curve`` with the seed of ``anchor_final``, or a CPU parity file's)."""
     runs: list[tuple[int, Path, Curve]] = []
     for p in map(Path, paths):
-        if p.suffix == ".json":
-            lines = _measurement(p, "anchor_curve")
-            lines = lines + [{"event": "final", **json.loads(p.read_text()).get("anchor_final", {})}]
-        else:
-            lines = _lines(p)
-        final = next((x for x in lines if x.get("event") == "final" and "seed" in x), None)
-        named = re.search(r"seed-?(\d+)", p.name)
-        if final is None and named is None:
-            raise LogError(f"{p}: no final line and no seed in the file name (e.g. learn-anchor-seed3.jsonl)")
-        seed = int(final["seed"]) if final is not None else int(named.group(1))  # type: ignore[union-attr]
-        chunks = [x for x in lines if "return_chunk" in x and x.get("episodes_chunk", 1) > 0]
-        runs.append(
-            (
-                seed,
-                p,
-                [(int(x["env_steps"]), float(x["return_chunk"]), float(x["elapsed_s"])) for x in chunks],
-            )
-        )
+        got = _stored(p, "anchor", "anchor_curve") if p.suffix == ".json" else [_anchor_run(_lines(p), p)]
+        runs += [(s, p, c) for s, c in got]
     return _labelled(runs)
 
 
@@ -159,6 +198,9 @@ def _on_axis(side: Side, axis: Axis) -> Side:
     """The curves with the chosen axis first (``seconds``: each point's clock in place of its env-steps)."""
     if axis == "env_steps":
         return side
+    blind = [k for k, c in side.items() if any(math.isnan(t) for _, _, t in c)]
+    if blind:
+        raise LogError(f"no seconds stored for {', '.join(blind)}: compare them on env-steps")
     return {s: [(t, r, t) for _, r, t in c] for s, c in side.items()}  # type: ignore[misc]
 
 
