@@ -16,10 +16,11 @@ import argparse
 import dataclasses
 import json
 import os
-import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from ers_deep.bench.train_table import markdown
 
 ROWS = [  # (env, num_envs, num_steps, minibatches); "learn": the self-play runs
     ("hanabi", 1024, 128, 4),
@@ -128,7 +129,7 @@ def learn(
 
     sides, seeds = a.learn_sides.split(","), learn_seeds(a)
     variants = [parse_over(x) for x in a.learn_variants.split(";") if x]
-    ers_runs = ([] if a.no_default else [{}]) + variants if "ers" in sides else []
+    ers_runs: list[dict[str, Any]] = ([] if a.no_default else [{}]) + variants if "ers" in sides else []
     warm = 0.0 if a.learn_from_start else warm
     runs = len(ers_runs) + ("anchor" in sides)
     if a.learn_s <= 0 or left() < runs * a.learn_s + warm + 60:
@@ -331,94 +332,5 @@ def main() -> None:
     print(markdown(json.loads((out / "gpu-train-table.json").read_text())))
 
 
-def setup_split(ph: dict[str, float]) -> str:
-    """`` (build 3 / collect 50 / GAE 0 / update 20)``: a row's setup seconds apart (empty for none); with the
-    update compiled in a helper process, ``helper wait`` before the update."""
-    names = {
-        "build": "build",
-        "collect": "collect",
-        "gae": "GAE",
-        "precompile_wait": "helper wait",
-        "update": "update",
-    }
-    parts = [f"{names[k]} {ph[k]:.0f}" for k in names if k in ph]
-    return f" ({' / '.join(parts)})" if parts else ""
-
-
-def helper(report: dict[str, Any] | None) -> str:
-    """``, the helper compiled the update in 31 s``: a row's ``train.precompile`` report (empty for none)."""
-    if not report:
-        return ""
-    if "error" in report:
-        return f", the helper failed: {report['error'][:120]}"
-    return f", the helper compiled the update in {report.get('update_s', float('nan')):.0f} s"
-
-
-def markdown(rows: list[dict[str, Any]]) -> str:
-    """The README table: per setting, ers (each update mode) and the anchor, env-steps/s and the ratio."""
-    lines = [
-        "| env, envs x steps (minibatches) | side | env-steps/s | setup s | ratio to anchor | s per update: collect / GAE / PPO |",
-        "| --- | --- | --- | --- | --- | --- |",
-    ]
-    anchors = {(r["env"], r["num_envs"]): r for r in rows if r.get("kind") == "anchor"}
-    for r in rows:
-        if r.get("kind") not in ("ers", "anchor"):
-            continue
-        key = (r["env"], r["num_envs"])
-        rate = r.get("env_steps_per_s")
-        ref = anchors.get(key, {}).get("env_steps_per_s")
-        side = (
-            f"ers ({r.get('collect_mode')}, update {r.get('update_mode')}) {r.get('config') or ''}"
-            if r["kind"] == "ers"
-            else "anchor (JAX)"
-        )
-        ratio = f"{rate / ref:.2f}" if r["kind"] == "ers" and rate and ref else ""
-        setup = f"{r.get('setup_s', r.get('wall_s', 0)):.0f}" + setup_split(r.get("setup_phase_s") or {})
-        shown = f"{rate:,.0f}" if rate else r.get("error", "")[:60]
-        ph = r.get("phase_s") or {}
-        phases = " / ".join(f"{ph[k]:.3f}" for k in ("collect", "gae", "update") if k in ph)
-        lines.append(
-            f"| {r['env']}, {r['num_envs']} x {r.get('num_steps')} ({r.get('minibatches')}) | {side} | {shown} | {setup} | {ratio} | {phases} |"
-        )
-    for r in rows:
-        if r.get("kind") == "ers" and r.get("profile"):
-            top = "; ".join(
-                f"{x['name'][:60]} {x['self_device_ms'] or x['self_cpu_ms']:.1f} ms x{x['calls']}"
-                for x in r["profile"][:8]
-            )
-            classes = r.get("profile_classes") or {}
-            kinds = ", ".join(
-                f"{k} {v:.1f} ms ({classes['share'][k]:.0%})"
-                for k, v in classes.get("ms", {}).items()
-                if v > 0
-            )
-            lines.append(
-                f"\nprofile of one update (self ms on the device, on the CPU where none), {r['env']} {r['num_envs']}"
-                f" {r.get('config') or ''}: {top}"
-                + (f"\nby kind ({classes['basis']}): {kinds}" if kinds else "")
-            )
-    for r in rows:
-        if r.get("kind", "").startswith("learn"):
-            if r["kind"] == "learn-ers":
-                end, steps = r.get("return_last"), r.get("env_steps")
-                ev = r.get("eval") or {}
-                own = (ev.get("mean"), ev.get("se"))
-            else:
-                chunks = [x for x in r.get("lines") or [] if "return_chunk" in x]
-                end = chunks[-1]["return_chunk"] if chunks else None
-                steps = chunks[-1]["env_steps"] if chunks else None
-                final = next((x for x in r.get("lines") or [] if x.get("event") == "final"), {})
-                own = (final.get("eval_sampled_mean"), final.get("eval_se"))
-            evaluated = f", own evaluation {own[0]:.2f} +- {own[1]:.2f}" if None not in own else ""
-            seeds = r.get("seeds") or [r.get("seed", 0)]
-            lines.append(
-                f"\n{r['kind']} {r.get('config') or ''} (seed {','.join(map(str, seeds))}): {steps} env-steps"
-                f" per seed, training score at the end {end}"
-                f"{evaluated}{setup_split(r.get('setup_phase_s') or {})}{helper(r.get('precompile'))}"
-                f" {r.get('error', '')}"
-            )
-    return "\n".join(lines)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

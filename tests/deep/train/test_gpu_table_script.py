@@ -1,4 +1,5 @@
-"""``scripts/gpu_train_table.py``'s row variants (the device script is run by hand on a GPU; its parsing here)."""
+"""``scripts/gpu_train_table.py``'s row variants and learning rows (the device script is run by hand on a GPU; its parsing here), and
+its table's markdown (``ers_deep.bench.train_table``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from types import ModuleType
 
 import pytest
 
+from ers_deep.bench.train_table import markdown, setup_split
 from ers_deep.train import TrainConfig
 
 SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "gpu_train_table.py"
@@ -109,18 +111,18 @@ def test_the_learning_row_splits_its_setup_and_the_markdown_shows_it() -> None:
     assert list(split) == ["build", "collect", "gae", "update"] and sum(split.values()) <= r["setup_s"]
     row = {"kind": "learn-ers", "env": "hanabi", "num_envs": 8, **r}
     row["setup_phase_s"] = {"build": 3.2, "collect": 50.4, "gae": 0.1, "update": 20.0}
-    assert "(build 3 / collect 50 / GAE 0 / update 20)" in script.markdown([row])
+    assert "(build 3 / collect 50 / GAE 0 / update 20)" in markdown([row])
     assert r["precompile"] is None  # on CPU by default no helper compiles the update
     row["setup_phase_s"] = {"build": 3.2, "collect": 50.4, "gae": 0.1, "precompile_wait": 4.6, "update": 2.0}
     row["precompile"] = {"build_s": 2.0, "update_s": 31.4, "waited_s": 4.6}
-    text = script.markdown([row])
+    text = markdown([row])
     assert (
         "(build 3 / collect 50 / GAE 0 / helper wait 5 / update 2), the helper compiled the update in 31 s"
         in text
     )
     row["precompile"] = {"error": "the helper exited with 1: boom", "waited_s": 0.5}
-    assert "the helper failed: the helper exited with 1: boom" in script.markdown([row])
-    assert script.setup_split({}) == ""
+    assert "the helper failed: the helper exited with 1: boom" in markdown([row])
+    assert setup_split({}) == ""
 
 
 def test_the_learning_rows_carry_each_side_s_own_evaluation() -> None:
@@ -137,7 +139,7 @@ def test_the_learning_rows_carry_each_side_s_own_evaluation() -> None:
         "num_envs": 8,
         "lines": [{"return_chunk": 20.6, "env_steps": 9}, final],
     }
-    text = script.markdown([ers, anchor])
+    text = markdown([ers, anchor])
     assert f"own evaluation {ev['mean']:.2f} +- {ev['se']:.2f}" in text
     assert "training score at the end 20.6, own evaluation 20.87 +- 0.15" in text
 
@@ -174,7 +176,7 @@ def test_a_failed_evaluation_keeps_the_learning_row(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(evaluate, "play", broken)
     r = _script().learning_run("hanabi", 8, 4, 0.0, "cpu", True)
     assert r["eval"] == {"error": "RuntimeError: no memory left"} and r["env_steps"] > 0
-    assert "own evaluation" not in _script().markdown([{"kind": "learn-ers", "env": "hanabi", **r}])
+    assert "own evaluation" not in markdown([{"kind": "learn-ers", "env": "hanabi", **r}])
 
 
 def test_every_gpu_test_the_device_script_names_exists() -> None:

@@ -6,7 +6,8 @@
 * ``train``: the learner's env-steps/s against the baseline and the JAX anchors; ``minibatch_noise``: the PPO
   update's minibatch gradient noise under whole games, turn streams and actors;
 * ``jax_update``: one ers update against the JAX anchor's, in float32 and float64, on the same data;
-* ``learn_pair``: two learners' curves, several runs a side (mean, standard error, Welch's t per mark).
+* ``learn_pair``: two learners' curves, several runs a side (mean, standard error, Welch's t per mark);
+* ``train_table``: the markdown of issue 21's device table (``scripts/gpu_train_table.py``).
 
 ``ENV_BENCHES`` maps env names (those of ``ers_deep.envs.ENVS``) to their ``env_bench`` functions.
 """
