@@ -313,7 +313,13 @@ def main() -> None:
                 continue
             cfg = ers_config(env, n, t, mb, a.device, a.tiny, **{"update_mode": mode, **over})
             try:
-                r = bench_learner(cfg, updates=2 if env == "hanabi" else 1, warmup=1, profile_top=a.profile)
+                r = bench_learner(
+                    cfg,
+                    updates=2 if env == "hanabi" else 1,
+                    warmup=1,
+                    profile_top=a.profile,
+                    count_flops=True,
+                )
             except Exception as e:  # a row that fails is reported, the table goes on
                 r = {"error": f"{type(e).__name__}: {e}"[:500]}
             record(

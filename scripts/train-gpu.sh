@@ -43,20 +43,27 @@
 # Inductor's GEMM autotuning (TrainConfig.gemm_autotune, 2026-11-29: Triton GEMM templates timed against cuBLAS,
 # bias and ReLU in the GEMM's epilogue; the setup grows, every product shape is timed), with its gpu test:
 #   TEST_S=200 GPU_TESTS="tests/deep/train/test_gpu.py::test_the_captured_update_with_autotuned_gemms_equals_the_eager_update" TABLE_S=380 TABLE_ARGS="--rows hanabi --no-default --row-variants 'gemm_autotune=true' --profile 25" (timeout_s=600)
-# Order for the next device sessions (2026-11-29). FIRST, per env-step with several seeds: per env-step, ers's
-# 11-28 run trailed both stored anchor runs from ~50M env-steps on (13.2 against 14.8 +- 0.3 at 50M, 16.1
-# against 19.6 +- 0.6 at 150M; python -m ers_deep.bench.learn_pair on docs/measurements/learn-hanabi-h200-*),
-# but that is one ers run. One call of both sides, three new seeds each: ers stacks them in one learner
-# (3 x 1,024 games; per-seed env-steps count here, not the rate; estimated ~0.6M env-steps/s per seed, ~120M each
-# in 200 s after a ~75 s setup), then the anchor runs one process per seed, all three at once on the card
-# (their summed rate on one GPU is unmeasured: if it is one anchor's ~1M/s, ~65M each; ~540 s in all; the logs
-# are flushed per update / chunk, so a call cut short still returns the curves so far):
-#   TEST_S=0 TABLE_S=580 LEARN_S=200 TABLE_ARGS="--rows learn --learn-seeds 1,2,3" (timeout_s=600)
-# With >= 230 s of device time left after it: the CUDA update against the CPU one on the same rollouts and
-# minibatches (2026-11-29; what only a GPU runs in an update: capturable fused Adam, the GAE scan, cuBLAS; no
-# compilation), then where an update's time goes (one ers row with its profile: GEMMs or pointwise kernels;
-# GEMM-bound would point to bf16 products, whose curve is not unchanged, pointwise-bound to gemm_autotune):
-#   TEST_S=40 GPU_TESTS="tests/deep/train/test_gpu.py::test_the_cuda_update_equals_the_cpu_update" TABLE_S=170 TABLE_ARGS="--rows hanabi --sizes 1024 --profile 25" (timeout_s=220)
+# Order for the next device sessions (2026-11-29, revised by the twentieth session). FIRST, in ONE call (the
+# budget is 900 s with the machine's start, and a warm machine goes back after 30 s idle, so a second call is not
+# sure): the CUDA update against the CPU one, then per env-step with several seeds.
+# - The test (2026-11-29): a CUDA learner updates on a CPU learner's rollouts and minibatches from the same
+#   parameters; what only a GPU runs in an update (capturable fused Adam, the GAE scan, cuBLAS) meets the CPU
+#   update, which is checked against JAX (no compilation; 6 cases).
+# - Per env-step: ers's 11-28 run trailed both stored anchor runs from ~50M env-steps on (13.2 against 14.8 +- 0.3
+#   at 50M, 16.1 against 19.6 +- 0.6 at 150M; python -m ers_deep.bench.learn_pair on
+#   docs/measurements/learn-hanabi-h200-*), but that is one ers run. Three new seeds a side: ers stacks them in one
+#   learner (3 x 1,024 games; per-seed env-steps count here, not the rate; estimated ~0.6M env-steps/s per seed,
+#   ~100M each in 175 s after a ~75 s setup), then the anchor runs one process per seed, all three at once on the
+#   card (their summed rate on one GPU is unmeasured: if it is one anchor's ~1M/s, ~55M each). About
+#   75 + 175 + 10 + 175 + 30 + 15 = 480 s of the table's 505; the logs are flushed per update / chunk, so a call
+#   cut short still returns the curves so far:
+#   TEST_S=60 GPU_TESTS="tests/deep/train/test_gpu.py::test_the_cuda_update_equals_the_cpu_update" TABLE_S=520 LEARN_S=175 TABLE_ARGS="--rows learn --learn-seeds 1,2,3" (timeout_s=600)
+# If the machine is still warm with >= 190 s left: where an update's time goes (one ers row with its profile; the
+# row now also prints its products' TFLOP/s, bench.train.product_flops: the 11-27 rows ran Hanabi's PPO phase at
+# 80-90 TFLOP/s, ~17 % of the card's dense TF32 peak, and Overcooked's at 6-14, so the profile should show memory
+# traffic and small kernels, not products: that points to gemm_autotune's fused epilogues and fewer passes over the
+# activations, not to bf16, whose curve is not unchanged anyway):
+#   TEST_S=0 TABLE_S=170 TABLE_ARGS="--rows hanabi --sizes 1024 --profile 25" (timeout_s=190)
 # then here, with the stored runs (ers's seed 0 on 11-28, the anchor's seed 0 on 11-27 and 11-28):
 #   python -m ers_deep.bench.learn_pair --out results/learn-pair \
 #     --ers FILES_AT/learn-ers-0.jsonl docs/measurements/learn-hanabi-h200-2026-11-28.json \
@@ -79,7 +86,7 @@
 # if both hold. Then, in the session after, the throughput follow-up above, with 'autotune_pointwise=false' among
 # the row variants. A row variant's setup is not a cold one: the rows before it in the process leave Triton
 # kernels in its cache. The anchor's seed 0 ended at 21.0 on 11-27 and 20.6 on 11-28, so one pair decides little
-# near the top. Several seeds per side (--learn-seed) need more sessions.
+# near the top. Several seeds per side (--learn-seeds, the first call above) need more sessions.
 # Budgets (seconds): TEST_S for the tests, TABLE_S for the table; TABLE_ARGS: more options of gpu_train_table.py
 # (a CPU try: TABLE_ARGS="--device cpu --tiny --learn-s 5" TEST_S=0 bash scripts/train-gpu.sh).
 set -uo pipefail

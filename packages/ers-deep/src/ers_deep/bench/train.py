@@ -3,7 +3,8 @@
 ``bench_learner(config, updates)`` builds a ``Learner``, runs ``warmup`` updates (compilation, graph capture:
 reported as ``setup_s``), then times ``updates`` more, synchronising the device around the timed span, and one
 more with its phases apart (``phase_s``), and on request (``profile_top``) one more under ``torch.profiler``: the
-operators and kernels that took the most time (``profile_update``). The
+operators and kernels that took the most time (``profile_update``), and on request (``count_flops``) the rate of
+its matrix products (``product_flops``: TFLOP/s of collection and update). The
 A/B baseline is the same config with ``collector="native", update_mode="eager"`` (the learner before the fast
 path), measured in the same process by ``bench_pair``. ``bench_anchor`` runs a JAX reference learner of
 ``../shared/anchors`` in a process of its own and reads its JSON lines.
@@ -54,13 +55,58 @@ def warmed_learner(
     return learner, m, time.perf_counter() - t0, phases
 
 
+def _twin_flops(config: TrainConfig, steps: int, update: bool) -> tuple[float, float]:
+    """(collect, update) FLOP of the products per env-step of an eager CPU twin of ``config`` with ``steps``
+    steps of max(8, minibatches) games (update: 0 unless ``update``)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    twin = config.replace(
+        num_envs=max(8, config.minibatches),
+        num_steps=steps,
+        device="cpu",
+        collect_mode="eager",
+        update_mode="eager",
+        parallel_compile="off",
+    )
+    learner = Learner(twin)
+    n = twin.steps_per_update * len(twin.seeds)
+    with FlopCounterMode(display=False) as collect:
+        ro, _ = learner.collect()
+    if not update:
+        return collect.get_total_flops() / n, 0.0
+    adv, target = learner.advantages(ro)
+    with FlopCounterMode(display=False) as counted:
+        learner.ppo_update(ro, adv, target)
+    return collect.get_total_flops() / n, counted.get_total_flops() / n
+
+
+def product_flops(config: TrainConfig) -> dict[str, float]:
+    """Floating-point operations of the matrix products and convolutions per env-step (all seeds), in collection
+    (``"collect"``) and in the PPO update (``"update"``), counted by torch's ``FlopCounterMode`` on small eager
+    CPU twins of ``config`` (the same net, seeds, epochs, minibatch count and observation; max(8, minibatches)
+    games). The update's count per env-step does not depend on the batch (the actor head runs on a fixed share
+    of the entries); collection's is c + b / T (the bootstrap value after the last of T steps), so two twins
+    (T = 8, 16) give c and b, evaluated at ``config.num_steps``. A captured recurrent update runs the GRU over
+    K + 1 segments (``nets.recurrent.gru_bounded``), which the eager twins' count leaves out."""
+    c8, update = _twin_flops(config, 8, update=True)
+    c16, _ = _twin_flops(config, 16, update=False)
+    b = (c8 - c16) / (1 / 8 - 1 / 16)
+    return {"collect": c16 - b / 16 + b / config.num_steps, "update": update}
+
+
 def bench_learner(
-    config: TrainConfig, updates: int = 2, warmup: int = 1, profile_top: int = 0
+    config: TrainConfig,
+    updates: int = 2,
+    warmup: int = 1,
+    profile_top: int = 0,
+    count_flops: bool = False,
 ) -> dict[str, Any]:
     """Env-steps/s (all seeds) of ``updates`` timed updates after ``warmup`` ones, the setup seconds (build +
     warm-up; ``setup_phase_s``: apart, ``warmed_learner``), the modes that ran and the last update's mean
     return; ``profile_top`` > 0: also the ``profile_top`` most expensive operators of one more update
-    (``profile_step``) and where its time went by kind (``kernel_classes``)."""
+    (``profile_step``) and where its time went by kind (``kernel_classes``); ``count_flops``: also the
+    products' FLOP per env-step (``product_flops``) and their rate in the timed update's phases
+    (``product_tflop_s``: FLOP per update / the phase's seconds / 1e12)."""
     learner, m, setup, setup_phases = warmed_learner(config, warmup)
     t1, c1 = time.perf_counter(), time.process_time()
     for _ in range(updates):
@@ -78,6 +124,14 @@ def bench_learner(
             profiled["profile"], profiled["profile_classes"] = rows[:profile_top], kernel_classes(rows)
         except Exception as e:
             profiled["profile_error"] = f"{type(e).__name__}: {e}"[:300]
+    if count_flops:
+        per = product_flops(config)
+        profiled["product_flop_per_env_step"] = per
+        profiled["product_tflop_s"] = {
+            k: per[k] * config.steps_per_update * len(config.seeds) / phases[k] / 1e12
+            for k in per
+            if phases.get(k)
+        }
     return {
         "env": config.env,
         "num_envs": config.num_envs,

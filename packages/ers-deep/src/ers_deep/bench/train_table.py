@@ -36,10 +36,12 @@ def helper(report: dict[str, Any] | None) -> str:
 
 
 def markdown(rows: list[dict[str, Any]]) -> str:
-    """The README table: per setting, ers (each update mode) and the anchor, env-steps/s and the ratio."""
+    """The README table: per setting, ers (each update mode) and the anchor, env-steps/s and the ratio, ers's
+    phases and the rate of its matrix products in them (``bench.train.product_flops``)."""
     lines = [
-        "| env, envs x steps (minibatches) | side | env-steps/s | setup s | ratio to anchor | s per update: collect / GAE / PPO |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| env, envs x steps (minibatches) | side | env-steps/s | setup s | ratio to anchor | s per update: collect / GAE / PPO"
+        " | products TFLOP/s: collect / PPO |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     anchors = {(r["env"], r["num_envs"]): r for r in rows if r.get("kind") == "anchor"}
     for r in rows:
@@ -58,8 +60,10 @@ def markdown(rows: list[dict[str, Any]]) -> str:
         shown = f"{rate:,.0f}" if rate else r.get("error", "")[:60]
         ph = r.get("phase_s") or {}
         phases = " / ".join(f"{ph[k]:.3f}" for k in ("collect", "gae", "update") if k in ph)
+        tf = r.get("product_tflop_s") or {}
+        rate_of_products = " / ".join(f"{tf[k]:.1f}" for k in ("collect", "update") if k in tf)
         lines.append(
-            f"| {r['env']}, {r['num_envs']} x {r.get('num_steps')} ({r.get('minibatches')}) | {side} | {shown} | {setup} | {ratio} | {phases} |"
+            f"| {r['env']}, {r['num_envs']} x {r.get('num_steps')} ({r.get('minibatches')}) | {side} | {shown} | {setup} | {ratio} | {phases} | {rate_of_products} |"
         )
     for r in rows:
         if r.get("kind") == "ers" and r.get("profile"):
