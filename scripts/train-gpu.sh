@@ -70,6 +70,12 @@
 #     --anchor FILES_AT/learn-anchor-seed*.jsonl docs/measurements/learn-hanabi-h200-2026-11-2[78].json
 # If ers's seeds trail the anchor's per env-step, the per-env-step gap is ers's to find before any rate work;
 # if not, the 5-minute pair below is a coin flip that ers's rate should win.
+# If they trail and the CUDA-vs-CPU update test passed, the next suspects are what only the card runs in
+# collection and the captured update at this size (the CPU parity at 64 x 128 shows no gap; the update at
+# 1,024 x 128 equals the anchor's on the CPU). One ers-only call, three seeds stacked per variant, per env-step
+# against the anchor's three new logs (learn_pair): the compiled, captured step replaced by the captured eager
+# step, and the captured update by the uncaptured compiled one:
+#   TEST_S=0 TABLE_S=580 LEARN_S=120 TABLE_ARGS="--rows learn --learn-sides ers --learn-seeds 1,2,3 --no-default --learn-variants 'collect_mode=graph;update_mode=compile'" (timeout_s=600)
 # Then: the learning pair of 2026-11-28 was a near tie (20.54 against
 # 20.58), and ers lost 48 s of its 300 to setup, mostly compilation. So the same pair, with ers compiling one
 # tile config per Triton pointwise kernel (autotune_pointwise=false; torch's default tries several at a kernel's
