@@ -11,10 +11,10 @@ export CMAKE_POLICY_VERSION_MINIMUM := 3.5
 
 .PHONY: venv demo test test-slow lint format readme bench device-carry clean
 
-$(STAMP): constraints.txt requirements-dev.txt packages/ers-exact/pyproject.toml packages/ers-deep/pyproject.toml
+$(STAMP): Makefile constraints.txt requirements-dev.txt packages/ers-exact/pyproject.toml packages/ers-deep/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -c constraints.txt -e packages/ers-exact[plot] -e "packages/ers-deep[reference,ray]" -r requirements-dev.txt
+	$(PIP) install -q -c constraints.txt -e packages/ers-exact[plot] -e "packages/ers-deep[reference,ray,tensorboard]" -r requirements-dev.txt
 	touch $(STAMP)
 
 venv: $(STAMP)

@@ -36,8 +36,24 @@ def test_learning_curve_png(run_dir: Path, tmp_path: Path) -> None:
 @pytest.mark.skipif(
     importlib.util.find_spec("tensorboard") is None, reason="the tensorboard extra is not installed"
 )
-def test_tensorboard_scalars(run_dir: Path) -> None:
-    assert any((run_dir / "tensorboard").iterdir())
+def test_tensorboard_scalars_equal_the_metrics(run_dir: Path) -> None:
+    """The run's TensorBoard events, read back by TensorBoard's own reader, hold per seed the returns and
+    entropies of ``metrics.csv`` at its env-steps (``make test`` installs the extra)."""
+    import csv
+    import math
+
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(run_dir / "tensorboard"))
+    events.Reload()
+    rows = list(csv.DictReader((run_dir / "metrics.csv").open()))
+    for key in ("return", "entropy"):
+        for seed in (0, 1):
+            logged = [(e.step, e.value) for e in events.Scalars(f"{key}/seed{seed}")]
+            mine = [(int(r["env_steps"]), float(r[key])) for r in rows if int(r["seed"]) == seed]
+            assert [step for step, _ in logged] == [step for step, _ in mine] and len(mine) == 30
+            for (_, a), (_, b) in zip(logged, mine, strict=True):
+                assert (math.isnan(a) and math.isnan(b)) or a == pytest.approx(b, rel=1e-6)
 
 
 def _metrics(folder: Path, rows: list[tuple[int, int, int, float]]) -> None:

@@ -62,6 +62,20 @@ def test_bench_learner_reports_the_products_rate_per_phase() -> None:
     assert "product_tflop_s" not in bench_learner(cfg, updates=1, warmup=1)
 
 
+def test_a_failed_count_keeps_the_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The count runs after the measurement; its failure is recorded beside the row's figures."""
+    from ers_deep.bench import train as bench
+
+    def broken(config: object) -> dict[str, float]:
+        raise RuntimeError("no such net")
+
+    monkeypatch.setattr(bench, "product_flops", broken)
+    cfg = paper_config("tabular:dectiger", seeds=(0,), num_envs=4, num_steps=3)
+    row = bench.bench_learner(cfg, updates=1, warmup=1, count_flops=True)
+    assert row["env_steps_per_s"] > 0 and "product_tflop_s" not in row
+    assert row["product_flops_error"] == "RuntimeError: no such net"
+
+
 def test_overcooked_s_cnn_and_gru_are_counted() -> None:
     """Overcooked V2's convolutions and GRU: an update does forward and backward of what collection does
     forward, over 4 epochs, so it counts more than collection per env-step, and more conv width counts more."""

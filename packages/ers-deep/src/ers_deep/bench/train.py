@@ -124,14 +124,18 @@ def bench_learner(
             profiled["profile"], profiled["profile_classes"] = rows[:profile_top], kernel_classes(rows)
         except Exception as e:
             profiled["profile_error"] = f"{type(e).__name__}: {e}"[:300]
-    if count_flops:
-        per = product_flops(config)
-        profiled["product_flop_per_env_step"] = per
-        profiled["product_tflop_s"] = {
-            k: per[k] * config.steps_per_update * len(config.seeds) / phases[k] / 1e12
-            for k in per
-            if phases.get(k)
-        }
+    if count_flops:  # after the measurement too: a failed count loses the count, not the row
+        try:
+            per = product_flops(config)
+        except Exception as e:
+            profiled["product_flops_error"] = f"{type(e).__name__}: {e}"[:300]
+        else:
+            profiled["product_flop_per_env_step"] = per
+            profiled["product_tflop_s"] = {
+                k: per[k] * config.steps_per_update * len(config.seeds) / phases[k] / 1e12
+                for k in per
+                if phases.get(k)
+            }
     return {
         "env": config.env,
         "num_envs": config.num_envs,
