@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from ers_deep.bench.train import BASELINE, bench_anchor, bench_learner, cold_setup
+from ers_deep.bench.train import BASELINE, bench_anchor, bench_apart, bench_learner, cold_setup
+from ers_deep.nets import NetConfig
 from ers_deep.train.config import paper_config
 from ers_deep.train.ippo import Learner
 
@@ -180,3 +181,40 @@ def test_cold_setup_with_the_update_compiled_beside_the_step(benchmark, tmp_path
     info = {**runs, "ratio_setup_off_vs_on": runs["off"]["setup_s"] / runs["on"]["setup_s"]}
     benchmark.extra_info.update(info)
     print(info)
+
+
+#: the keep_cpu_memory A/B's cases: issue 21's CPU Hanabi setting, and a large batch of two stacked seeds with a
+#: small net (the CPU parity at 1,024 x 128 of 2026-11-29), where the minibatches' tensors are ~4x larger
+MEMORY_CASES = {
+    "hanabi-full-256x128": CASES["hanabi-full-256x128"],
+    "hanabi-full-1024x128-mlp64-2seeds": paper_config(
+        "hanabi",
+        num_envs=1024,
+        num_steps=128,
+        seeds=(1, 2),
+        hanabi_knowledge="v0-belief",
+        net=NetConfig(kind="mlp", hidden=64),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MEMORY_CASES))
+def test_keep_cpu_memory_ab(benchmark, case: str) -> None:  # type: ignore[no-untyped-def]
+    """``TrainConfig.keep_cpu_memory`` (glibc keeps freed memory for the next tensors) against glibc's defaults,
+    each learner in a fresh process with one torch thread (the setting is process-wide), one after the other:
+    env-steps/s and the child's user and system CPU seconds (page faults of freshly mapped tensors show as
+    system time)."""
+    cfg = MEMORY_CASES[case]
+
+    def both() -> dict[str, dict]:
+        return {k: bench_apart(cfg.replace(keep_cpu_memory=k == "kept")) for k in ("glibc-default", "kept")}
+
+    runs = benchmark.pedantic(both, rounds=1, iterations=1)
+    assert all("error" not in r for r in runs.values()), runs
+    info = {
+        k: {x: r[x] for x in ("env_steps_per_s", "user_s", "system_s", "phase_s")} for k, r in runs.items()
+    }
+    info["ratio_kept_vs_default"] = runs["kept"]["env_steps_per_s"] / runs["glibc-default"]["env_steps_per_s"]
+    benchmark.extra_info.update(info)
+    print(case, info)
+    assert runs["kept"]["env_steps_per_s"] > 0

@@ -317,3 +317,23 @@ def setup_here(config: dict[str, Any], threads: int) -> dict[str, Any]:
     torch.set_num_threads(threads)
     learner, _, setup, phases = warmed_learner(TrainConfig.from_json(config))
     return {"setup_s": setup, "setup_phase_s": phases, "precompile": learner.await_precompile()}
+
+
+def bench_apart(
+    config: TrainConfig, updates: int = 2, warmup: int = 1, threads: int = 1, timeout: float = 1800
+) -> dict[str, Any]:
+    """``bench_learner`` of ``config`` in a fresh process (``bench_here`` run by ``reference_in_subprocess``)
+    with ``threads`` torch threads, so process-wide settings (``TrainConfig.keep_cpu_memory``: glibc's malloc
+    for the rest of the process) start from the defaults; the row also carries the child's user and system CPU
+    seconds (``user_s``, ``system_s``). Errors are reported, not raised."""
+    kwargs = {"config": config.to_json(), "threads": int(threads), "updates": updates, "warmup": warmup}
+    return reference_in_subprocess("train", "bench_here", kwargs, timeout)
+
+
+def bench_here(config: dict[str, Any], threads: int, updates: int, warmup: int) -> dict[str, Any]:
+    """``bench_apart``'s child: ``bench_learner`` of the ``config`` (``TrainConfig`` JSON) with ``threads`` torch
+    threads, and this process's user and system CPU seconds."""
+    torch.set_num_threads(threads)
+    row = bench_learner(TrainConfig.from_json(config), updates=updates, warmup=warmup)
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return {**row, "user_s": usage.ru_utime, "system_s": usage.ru_stime}

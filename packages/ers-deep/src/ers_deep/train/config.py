@@ -78,6 +78,9 @@ class TrainConfig:
     # where the collection step and the update both compile: the update compiled in a helper process meanwhile,
     # into inductor's caches, from which this learner's first update loads it (train.precompile). "auto": on CUDA
     parallel_compile: ParallelCompile = "auto"
+    # CPU: glibc keeps the memory the learner frees for its next tensors instead of unmapping each large one
+    # (train.memory.keep_freed_memory; process-wide, resident memory stays near its peak). Off: glibc's defaults
+    keep_cpu_memory: bool = True
     acting_rows: bool = True  # Hanabi: the actor head on acting entries only (a static count per minibatch)
     # with acting rows, minibatches of turn streams (train.ppo.turn_streams: a game's seats split as the JAX
     # anchor's minibatches of actors split them); False, or a net that carries state: of whole games

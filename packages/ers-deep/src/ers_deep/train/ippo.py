@@ -61,6 +61,7 @@ from ers_deep.nets import ActorCritic, build_net
 from ers_deep.train.collect import FastCollection, Rollout, RunnerState
 from ers_deep.train.config import TrainConfig, make_env
 from ers_deep.train.exact import advantage_table
+from ers_deep.train.memory import keep_freed_memory
 from ers_deep.train.native import collect_native
 from ers_deep.train.ppo import (
     MinibatchUnit,
@@ -203,6 +204,8 @@ class Learner:
         if dev.type == "cuda":  # process-wide switches: the last learner built sets them
             torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = cfg.tf32
             torch.backends.cudnn.benchmark = cfg.cudnn_benchmark
+        elif cfg.keep_cpu_memory:  # process-wide too, and for the rest of the process
+            keep_freed_memory()
         # ``net``: any ActorCritic over S = len(seeds) stacks (discovery and other-play pass composite nets)
         self.net: ActorCritic = (
             net
