@@ -51,8 +51,8 @@ def test_freed_pages_are_reused_after_it() -> None:
     assert kept["kept"] is True
     # glibc's default: each cycle maps its 128 MB anew (32,768 pages of 4 kB, or 64 huge pages of 2 MB)
     assert int(default["faults"]) >= 6 * 64  # type: ignore[call-overload]
-    assert int(kept["faults"]) * 20 < int(default["faults"])  # type: ignore[call-overload]
-    assert int(learner["faults"]) * 20 < int(default["faults"])  # type: ignore[call-overload]
+    assert int(kept["faults"]) * 5 < int(default["faults"])  # type: ignore[call-overload]
+    assert int(learner["faults"]) * 5 < int(default["faults"])  # type: ignore[call-overload]
 
 
 def test_it_is_idempotent_and_a_config_field() -> None:
