@@ -20,8 +20,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ers_deep.bench.train_table import markdown
-
 ROWS = [  # (env, num_envs, num_steps, minibatches); "learn": the self-play runs
     ("hanabi", 1024, 128, 4),
     ("overcooked-v2", 256, 256, 64),
@@ -269,6 +267,8 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main() -> None:
+    from ers_deep.bench.train_table import markdown  # lazily, as every ers_deep import here (torch behind it)
+
     a = parser().parse_args()
     SETTINGS["hanabi_knowledge"] = a.hanabi_knowledge
     if a.markdown:
