@@ -15,7 +15,6 @@ from ers_exact.games import GAMES, get_game
 from ers_exact.games.registry import load_game
 from ers_exact.model.histories import HistoryTree, enumerate_histories
 from ers_exact.solve.boltzmann import LogitCoordinates
-from ers_exact.solve.certify import structure
 from ers_exact.solve.config import ContinuationConfig
 from ers_exact.solve.continuation import continuation
 from ers_exact.solve.dense import (
@@ -27,7 +26,7 @@ from ers_exact.solve.dense import (
 )
 from ers_exact.solve.interval import Interval
 from ers_exact.solve.interval_map import interval_map
-from ers_exact.solve.interval_scalar import interval_logit_map
+from ers_exact.solve.interval_scalar import interval_logit_map, structure
 from tests.exact.strategies import game_specs
 
 DPOMDP = [

@@ -7,33 +7,29 @@ For g(y) = y - M(y) in logit coordinates, a box Y with centre c and C ~ Dg(c)^{-
 K(Y) in int(Y) proves that Y holds exactly one zero (one fixed point); K(Y) disjoint from Y proves it holds
 none. M and Dg(Y) are enclosed by a plain (slow, rigorous) re-evaluation of the Q-gaps over
 :class:`~ers_exact.solve.interval.Interval` / :class:`~ers_exact.solve.interval.IDual` numbers, including the
-chance weights b_0 T U. :func:`enumerate_all` subdivides the whole domain |y| <= B/alpha (fixed points satisfy
-it) and, where it finishes, proves the list of fixed points complete; it is used when the *effective*
-dimension (coordinates left wide after contracting Y <- Y n M(Y)) is at most ``max_dim``.
+chance weights b_0 T U. The certified search over the whole domain built on these tests is
+:mod:`ers_exact.solve.subdivision`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ers_exact.solve.boltzmann import LogitCoordinates, logit_bound
+from ers_exact.solve.boltzmann import LogitCoordinates
 from ers_exact.solve.interval import IDual, Interval
-from ers_exact.solve.interval_map import interval_map
-from ers_exact.solve.interval_scalar import interval_logit_map, structure
+from ers_exact.solve.interval_scalar import interval_logit_map
 
 __all__ = [
     "BoxVerdict",
-    "SearchResult",
     "certificate_bytes",
     "certified_boxes",
     "certify_point",
     "certify_points",
-    "enumerate_all",
     "inflate",
+    "interval_bounds",
     "interval_logit_map",
     "krawczyk",
 ]
@@ -41,7 +37,8 @@ __all__ = [
 _EPS = np.finfo(float).eps
 
 
-def _bounds(xs: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+def interval_bounds(xs: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+    """The lower and upper ends of Intervals (or of IDuals' values) as two arrays."""
     vals = [x.val if isinstance(x, IDual) else x for x in xs]
     return np.array([v.lo for v in vals]), np.array([v.hi for v in vals])
 
@@ -76,7 +73,7 @@ def _enclosures_scalar(
         # a gap that does not depend on y (e.g. a one-agent game's last step) is a plain Interval: zero row
         for j, g in (x.grad if isinstance(x, IDual) else {}).items():
             jlo[r, j], jhi[r, j] = g.lo, g.hi
-    mlo, mhi = _bounds(interval_logit_map(coords, [Interval(v) for v in c], alpha))
+    mlo, mhi = interval_bounds(interval_logit_map(coords, [Interval(v) for v in c], alpha))
     return jlo, jhi, mlo, mhi
 
 
@@ -313,113 +310,3 @@ def _vectorised_tests(
             on_certified(sum(b[0] == "unique" for b in batch))
         out += batch
     return out
-
-
-@dataclass(frozen=True)
-class SearchResult:
-    """Outcome of the certified subdivision search."""
-
-    complete: bool
-    roots: list[np.ndarray] = field(repr=False)
-    boxes: int
-    effective_dim: int
-    note: str
-
-
-#: the vectorised interval map (equal bit for bit) pays from this many coordinates on (measured: the scalar one is
-#: ~2x faster on 10 coordinates, ~5x slower on 42)
-VECTORISED_FROM = 16
-
-
-def _enclose(
-    coords: LogitCoordinates, lo: np.ndarray, hi: np.ndarray, alpha: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """The Interval enclosure of M over [lo, hi]: :mod:`~ers_exact.solve.interval_map` or the scalar code."""
-    if coords.dim >= VECTORISED_FROM:
-        fast = interval_map(coords.tree, structure(coords))
-        if fast.exact:
-            return fast.gaps(lo, hi, alpha)
-    return _bounds(interval_logit_map(coords, [Interval(l, h) for l, h in zip(lo, hi)], alpha))
-
-
-def _contract(
-    coords: LogitCoordinates, lo: np.ndarray, hi: np.ndarray, alpha: float, rounds: int = 8
-) -> tuple[np.ndarray, np.ndarray] | None:
-    """Y <- Y n M(Y) until it stops shrinking; None when empty."""
-    for _ in range(rounds):
-        mlo, mhi = _enclose(coords, lo, hi, alpha)
-        nlo, nhi = np.maximum(lo, mlo), np.minimum(hi, mhi)
-        if np.any(nlo > nhi):
-            return None
-        shrink = (nhi - nlo).sum() / max((hi - lo).sum(), 1e-300)
-        lo, hi = nlo, nhi
-        if shrink > 0.9:
-            break
-    return lo, hi
-
-
-def enumerate_all(
-    coords: LogitCoordinates,
-    alpha: float,
-    max_dim: int = 3,
-    max_boxes: int = 3_000,
-    min_width: float = 1e-9,
-    split: float = 0.4875,
-    bound: Callable[..., float] | None = None,
-) -> SearchResult:
-    """Certified search for *all* fixed points in |y| <= B / alpha (see module docstring).
-
-    Gives up (``complete=False``) after ``max_boxes`` boxes: near a singular fixed point (a bifurcation,
-    e.g. the toy game at alpha = 1/2) no box around it can be certified and the search cannot finish."""
-    B = (bound or logit_bound)(coords.tree, alpha)
-    D = coords.dim
-    box = _contract(coords, np.full(D, -B), np.full(D, B), alpha, rounds=50)
-    if box is None:
-        return SearchResult(True, [], 1, 0, "certified: no fixed point in the domain")
-    eff = int(np.sum(box[1] - box[0] > 1e-6))
-    if eff > max_dim:
-        return SearchResult(False, [], 1, eff, f"no certified search: effective dimension {eff} > {max_dim}")
-    stack: list[tuple[np.ndarray, np.ndarray]] = [box]
-    roots: list[np.ndarray] = []
-    boxes, unresolved = 0, 0
-    while stack:
-        boxes += 1
-        if boxes > max_boxes:
-            return SearchResult(
-                False,
-                roots,
-                boxes,
-                eff,
-                f"incomplete: certified search stopped after {max_boxes} "
-                "boxes (a singular fixed point, e.g. at a bifurcation, cannot be certified)",
-            )
-        got = _contract(coords, *stack.pop(), alpha)
-        if got is None:
-            continue
-        lo, hi = got
-        # epsilon-inflation: contracted coordinates can be thinner than the rounding of K itself
-        pad = 0.05 * (hi - lo) + 1e-9 * np.maximum(1.0, np.abs(lo + hi))
-        status, klo, khi = krawczyk(coords, lo - pad, hi + pad, alpha)
-        if status == "unique":
-            roots.append(0.5 * (klo + khi))
-            continue
-        if status == "none":
-            continue
-        lo, hi = np.maximum(lo, klo), np.minimum(hi, khi)
-        if np.any(lo > hi):
-            continue
-        k = int(np.argmax(hi - lo))
-        if hi[k] - lo[k] < min_width:
-            unresolved += 1
-            continue
-        cut = lo[k] + split * (hi[k] - lo[k])
-        left_hi, right_lo = hi.copy(), lo.copy()
-        left_hi[k], right_lo[k] = cut, cut
-        stack += [(lo, left_hi), (right_lo, hi)]
-    complete = unresolved == 0
-    note = (
-        f"certified complete: subdivision of |y| <= {B:.3g} (effective dimension {eff}, {boxes} boxes)"
-        if complete
-        else f"incomplete: {unresolved} box(es) below width {min_width} left unresolved"
-    )
-    return SearchResult(complete, roots, boxes, eff, note)

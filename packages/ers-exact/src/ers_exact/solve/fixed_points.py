@@ -15,7 +15,7 @@ the whole process: work is chunked under what is left of it once the tree and th
 structures are built (refused at once when one policy's step cannot fit); BLAS runs single-threaded
 (many small systems; see :mod:`ers_exact.util.blas`).
 Neither method is complete in general: ``complete`` is about *all* fixed points Pi^alpha, True only when a
-certified subdivision search (:func:`ers_exact.solve.certify.enumerate_all`, a few effective coordinates)
+certified subdivision search (:func:`ers_exact.solve.subdivision.enumerate_all`, a few effective coordinates)
 proved that no other fixed point exists; otherwise the number of fixed points is a lower bound
 (``n_fixed_points_is``). The optimal set Pi*_alpha alone is proven complete, on far larger games, by
 :func:`ers_exact.solve.optimal_set.certified_optimal_set` (``ers-exact optimal-set``).
@@ -31,7 +31,7 @@ import numpy as np
 from ers_exact.model.histories import HistoryTree
 from ers_exact.model.optimal import PolicyBudgetError, self_play_optimum
 from ers_exact.solve.boltzmann import LogitCoordinates, check_temperature, logit_bound
-from ers_exact.solve.certify import certificate_bytes, certify_points, enumerate_all
+from ers_exact.solve.certify import certificate_bytes, certify_points
 from ers_exact.solve.config import SolverConfig
 from ers_exact.solve.continuation import continuation
 from ers_exact.solve.damped import damped
@@ -39,6 +39,7 @@ from ers_exact.solve.dense import MAX_DENSE_BYTES, dense_structure_bytes
 from ers_exact.solve.derivatives import MemoryBudgetError
 from ers_exact.solve.fixed_point_result import FixedPoint, FixedPointSet
 from ers_exact.solve.newton import dedup, flat_policies, newton, policy_bytes
+from ers_exact.solve.subdivision import enumerate_all
 from ers_exact.util.blas import blas_threads
 from ers_exact.util.budget import check_memory, format_bytes, resident_bytes
 from ers_exact.util.progress import Progress

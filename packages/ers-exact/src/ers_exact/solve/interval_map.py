@@ -7,7 +7,7 @@ same clamps, a float operand taken as the point interval it is in the scalar cod
 x as there). Where every local history has two legal actions or more (``IntervalMap.exact``; otherwise the scalar
 code keeps some products of float 1.0s exact, which these arrays widen by an ulp), the result is the scalar one bit
 for bit (a test checks it), ~5x faster on 42 coordinates: the contraction Y <- Y n M(Y) of
-:func:`~ers_exact.solve.certify.enumerate_all` on the whole domain was most of a small game's solve. Scalar
+:func:`~ers_exact.solve.subdivision.enumerate_all` on the whole domain was most of a small game's solve. Scalar
 sums over a variable number of terms (children of a node, nodes of a local history) run as loops over the
 position within the group, vectorised over the groups.
 """

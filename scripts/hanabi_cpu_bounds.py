@@ -1,0 +1,270 @@
+"""How far issue 21's CPU Hanabi target (2x the learner before issue 21; Hanabi-Full, MLP 512, 256 envs x 128
+steps, one thread) is from reach, measured on this machine, one torch thread, each learner in a fresh process:
+
+* ``ab``: the learner before issue 21 (a worktree of ``--before``, default 33613e1) against the learner now,
+  interleaved pairs (this VM's speed drifts by up to 1.6x within an hour, so only neighbours are compared);
+* ``bound``: the learner now against the same learner whose first layer (658 -> 512, 37 % of the update's
+  products) reads 8 inputs instead of 658: what a free first layer would give, an upper bound for any exact
+  reformulation of it (the binary observation as table lookups);
+* ``lookup``: that reformulation with torch's own kernel (``F.embedding_bag`` over 46 groups of a structured
+  encoding) against the dense product, forward and backward, at one minibatch (16,384 rows);
+* ``blas``: the update's product shapes in torch (MKL on x86) against numpy's BLAS (OpenBLAS in the wheels),
+  and the learner with an eager update against the same learner with every ``SLinear`` product through numpy.
+
+    python scripts/hanabi_cpu_bounds.py --out docs/measurements/hanabi-cpu-bounds.json --pairs 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # numpy's BLAS on one thread, as torch
+HIDDEN_INPUTS = 8  # the bound's first layer reads this many of the observation's 658 inputs
+ROWS = 16_384  # one PPO minibatch at 256 x 128: 32,768 env-steps x 2 agents / 4 minibatches
+
+
+def learner_side(side: str, updates: int) -> dict[str, Any]:
+    """One learner's env-steps/s (``updates`` timed updates after one warm-up), in this process."""
+    import torch
+
+    torch.set_num_threads(1)
+    import ers_deep
+    from ers_deep.train.config import paper_config
+    from ers_deep.train.ippo import Learner
+
+    cfg = paper_config("hanabi", num_envs=256, num_steps=128)
+    if side.startswith("eager"):
+        cfg = cfg.replace(update_mode="eager")
+    net = free_first_layer_net(cfg) if side == "bound" else numpy_net(cfg) if side == "eager-numpy" else None
+    learner = Learner(cfg, net=net) if net is not None else Learner(cfg)
+    learner.train_step()
+    secs = []
+    c0 = time.process_time()
+    for _ in range(updates):
+        t0 = time.perf_counter()
+        learner.train_step()
+        secs.append(time.perf_counter() - t0)
+    steps = cfg.num_envs * cfg.num_steps * len(secs)
+    return {
+        "side": side,
+        "ers_deep": str(Path(ers_deep.__file__).parents[3]),
+        "seconds_per_update": secs,
+        "env_steps_per_s": steps / sum(secs),
+        "cores_used": (time.process_time() - c0) / sum(secs),
+    }
+
+
+def free_first_layer_net(cfg: Any) -> Any:
+    """The default net with its first layer reading ``HIDDEN_INPUTS`` inputs: every other layer, the heads on
+    the acting rows, the loss and the update are the learner's own."""
+    from ers_deep.nets.actor_critic import FeedForward
+    from ers_deep.nets.layers import SLinear
+    from ers_deep.train.config import make_env
+
+    class FreeFirstLayer(FeedForward):
+        def __init__(self, *args: Any, **kw: Any) -> None:
+            super().__init__(*args, **kw)
+            self.embed = SLinear(HIDDEN_INPUTS, self.embed.weight.shape[-1], self.generators())
+
+        def forward_rows(self, obs: Any, first: Any, state: Any, rows: Any) -> Any:
+            return super().forward_rows(obs[..., :HIDDEN_INPUTS], first, state, rows)
+
+    env = make_env(cfg, 1, 0)
+    return FreeFirstLayer(cfg.seeds, env.obs_shape, env.num_actions, hidden=cfg.net.hidden)
+
+
+def numpy_net(cfg: Any) -> Any:
+    """The default net with every ``SLinear`` product (forward and both gradients) through numpy's BLAS."""
+    import numpy as np
+    import torch
+
+    from ers_deep.nets.actor_critic import FeedForward
+    from ers_deep.nets.layers import SLinear
+    from ers_deep.train.config import make_env
+
+    def bmm(a: Any, b: Any) -> Any:
+        out = torch.empty(a.shape[0], a.shape[1], b.shape[2])
+        an, bn, on = a.detach().numpy(), b.detach().numpy(), out.numpy()
+        for s in range(a.shape[0]):
+            np.matmul(an[s], bn[s], out=on[s])
+        return out
+
+    class NumpyProduct(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, x: Any, w: Any) -> Any:
+            ctx.save_for_backward(x, w)
+            return bmm(x, w)
+
+        @staticmethod
+        def backward(ctx: Any, g: Any) -> Any:
+            x, w = ctx.saved_tensors
+            g = g.contiguous()
+            gx = bmm(g, w.transpose(1, 2)) if ctx.needs_input_grad[0] else None
+            return gx, bmm(x.transpose(1, 2), g) if ctx.needs_input_grad[1] else None
+
+    class NumpyLinear(SLinear):
+        def forward(self, x: Any) -> Any:
+            y = NumpyProduct.apply(x.contiguous(), self.weight)
+            return y + self.bias if self.bias is not None else y
+
+    env = make_env(cfg, 1, 0)
+    net = FeedForward(cfg.seeds, env.obs_shape, env.num_actions, hidden=cfg.net.hidden)
+    for layer in net.modules():
+        if type(layer) is SLinear:
+            layer.__class__ = NumpyLinear  # the same parameters, the products through numpy
+    return net
+
+
+def timed(f: Any, n: int = 4) -> float:
+    f()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        f()
+    return (time.perf_counter() - t0) / n
+
+
+def lookup_vs_dense() -> dict[str, float]:
+    """Milliseconds at one minibatch: the first layer as ``F.embedding_bag`` (forward; forward + backward into
+    the tables) and as the dense product (forward; the weight gradient)."""
+    import torch
+    import torch.nn.functional as F
+
+    torch.set_num_threads(1)
+    g = torch.Generator().manual_seed(0)
+    # hands 5 x 26, missing cards 4, deck 41, fireworks 5 x 6, info 9, life 4, discards 5 x 216 (a colour's
+    # copies), last action 7 x 256 (bytes), plausible cards 10 x 1024 (colour x rank masks), hints 10 x 36
+    sizes = [26] * 5 + [4, 41] + [6] * 5 + [9, 4] + [216] * 5 + [256] * 7 + [1024] * 10 + [36] * 10
+    width = torch.tensor(sizes)
+    offsets = torch.cat([torch.zeros(1, dtype=torch.long), width.cumsum(0)[:-1]])
+    index = ((torch.rand(ROWS, len(sizes), generator=g) * width).long() + offsets).reshape(-1)
+    bags = torch.arange(0, ROWS * len(sizes), len(sizes))
+    table = torch.randn(int(width.sum()), 512, generator=g, requires_grad=True)
+    grad = torch.randn(ROWS, 512, generator=g)
+
+    def bag_backward() -> None:
+        table.grad = None
+        F.embedding_bag(index, table, bags, mode="sum").backward(grad)
+
+    x, w = torch.randn(ROWS, 658, generator=g), torch.randn(658, 512, generator=g)
+    return {
+        "groups": len(sizes),
+        "table_rows": int(width.sum()),
+        "embedding_bag_forward_ms": 1e3 * timed(lambda: F.embedding_bag(index, table, bags, mode="sum")),
+        "embedding_bag_forward_backward_ms": 1e3 * timed(bag_backward),
+        "dense_forward_ms": 1e3 * timed(lambda: x @ w),
+        "dense_weight_gradient_ms": 1e3 * timed(lambda: x.t() @ grad),
+    }
+
+
+def product_ops(kind: str, k: int) -> tuple[Any, Any]:
+    """One of the update's products at one minibatch (``fwd``: X W; ``dw``: X^T G; ``dx``: G W^T, X [rows, k],
+    W [k, 512], G [rows, 512]) as a torch call and as a numpy call on the same memory."""
+    import torch
+
+    x, g, w = torch.randn(ROWS, k), torch.randn(ROWS, 512), torch.randn(k, 512)
+    xn, gn, wn = x.numpy(), g.numpy(), w.numpy()
+    if kind == "fwd":
+        return (lambda: x @ w), (lambda: xn @ wn)
+    if kind == "dw":
+        return (lambda: x.t() @ g), (lambda: xn.T @ gn)
+    return (lambda: g @ w.t()), (lambda: gn @ wn.T)
+
+
+def blas() -> list[dict[str, Any]]:
+    """GFLOP/s of the update's products (one minibatch) in torch and in numpy's BLAS, three rounds each."""
+    import torch
+
+    torch.set_num_threads(1)
+    shapes = [("first layer, forward", 658, "fwd"), ("first layer, weight gradient", 658, "dw")]
+    shapes += [("hidden layer, forward", 512, "fwd"), ("hidden layer, weight gradient", 512, "dw")]
+    shapes += [("hidden layer, input gradient", 512, "dx")]
+    rows = []
+    for name, k, kind in shapes:
+        flop = 2 * ROWS * k * 512 / 1e9
+        ops = product_ops(kind, k)
+        rates = {lib: [flop / timed(op) for _ in range(3)] for lib, op in zip(("torch", "numpy"), ops)}
+        rows.append({"product": name, "k": k, "gflop_s": rates})
+    return rows
+
+
+def cpu_name() -> str:
+    """The CPU's model name, family and model (Linux), and the core count."""
+    info: dict[str, str] = {}
+    cpuinfo = Path("/proc/cpuinfo")
+    for line in cpuinfo.read_text().splitlines() if cpuinfo.exists() else []:
+        key, _, value = line.partition(":")
+        info.setdefault(key.strip(), value.strip())
+    name = info.get("model name", platform.machine())
+    return f"{name} (family {info.get('cpu family', '?')}, model {info.get('model', '?')}), {os.cpu_count()} cores"
+
+
+def run_side(side: str, updates: int, before: Path) -> dict[str, Any]:
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    if side == "before":
+        src = [before / "packages" / p / "src" for p in ("ers-deep", "ers-exact")]
+        env["PYTHONPATH"] = os.pathsep.join(str(p) for p in src)
+    cmd = [sys.executable, __file__, "--side", side, "--updates", str(updates)]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def worktree(commit: str) -> Path:
+    path = Path(tempfile.gettempdir()) / f"ers-worktree-{commit}"
+    if not path.exists():
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-f", str(path), commit], check=True)
+    return path
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path)
+    ap.add_argument("--pairs", type=int, default=2)
+    ap.add_argument("--updates", type=int, default=2)
+    ap.add_argument("--before", default="33613e1")
+    ap.add_argument("--parts", default="ab,bound,lookup,blas")
+    ap.add_argument("--side", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.side:
+        print(json.dumps(learner_side(a.side, a.updates)))
+        return
+    parts = set(a.parts.split(","))
+    result: dict[str, Any] = {
+        "what": __doc__.split("\n\n")[0],
+        "date": time.strftime("%Y-%m-%d"),
+        "machine": cpu_name(),
+        "command": " ".join(sys.argv),
+    }
+    pairs = [("before", "now")] * a.pairs if "ab" in parts else []
+    pairs += [("now", "bound")] * a.pairs if "bound" in parts else []
+    pairs += [("eager", "eager-numpy")] * a.pairs if "blas" in parts else []
+    before = worktree(a.before) if "ab" in parts else Path()
+    for left, right in pairs:
+        x, y = run_side(left, a.updates, before), run_side(right, a.updates, before)
+        ratio = y["env_steps_per_s"] / x["env_steps_per_s"]
+        result.setdefault("pairs", []).append({"left": x, "right": y, "ratio": ratio})
+        print(
+            f"{left} {x['env_steps_per_s']:.0f}  {right} {y['env_steps_per_s']:.0f}  ratio {ratio:.2f}",
+            flush=True,
+        )
+    if "lookup" in parts:
+        result["lookup"] = lookup_vs_dense()
+        print(result["lookup"], flush=True)
+    if "blas" in parts:
+        result["blas"] = blas()
+        print(json.dumps(result["blas"]), flush=True)
+    if a.out:
+        a.out.write_text(json.dumps(result, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
