@@ -77,14 +77,16 @@ def test_chunked_stack_refuses_bad_input() -> None:
 
 
 def test_overcooked_net_takes_the_chunked_stack_with_gradients(monkeypatch: pytest.MonkeyPatch) -> None:
-    """With gradients on, on the CPU, the net's 1x1 layers go through ``pointwise_stack``; outputs and
-    gradients equal the no-gradient path's outputs and the plain layers' gradients."""
+    """With gradients on, on the CPU, and ``distinct_cells`` off (``test_distinct`` checks it on), the net's 1x1
+    layers go through ``pointwise_stack``; outputs and gradients equal the no-gradient path's outputs and the
+    plain layers' gradients."""
     import ers_deep.nets.actor_critic as ac
 
     calls: list[int] = []
     monkeypatch.setattr(ac, "pointwise_stack", lambda *a: calls.append(1) or pointwise_stack(*a))
     net = build_net(NetConfig(kind="cnn-gru", hidden=16, conv=8), [0], (5, 5, 4), 6)
     assert isinstance(net, RecurrentCNN)
+    net.distinct_cells = False
     g = torch.Generator().manual_seed(5)
     obs = torch.rand(1, 4, 3, 5, 5, 4, generator=g)
     first = torch.rand(1, 4, 3, generator=g) < 0.3

@@ -1,9 +1,10 @@
-"""How far issue 21's CPU Hanabi target (2x the learner before issue 21; Hanabi-Full, MLP 512, 256 envs x 128
-steps, one thread) is from reach, measured on this machine, one torch thread, each learner in a fresh process:
+"""How far issue 21's CPU targets (2x the learner before issue 21; Hanabi-Full, MLP 512, 256 envs x 128 steps;
+Overcooked V2, CNN + GRU, 64 x 256) are from reach, measured on this machine, one torch thread, each learner in
+a fresh process:
 
 * ``ab``: the learner before issue 21 (a worktree of ``--before``, default 33613e1) against the learner now,
   interleaved pairs (this VM's speed drifts by up to 1.6x within an hour, so only neighbours are compared);
-* ``bound``: the learner now against the same learner whose first layer (658 -> 512, 37 % of the update's
+* ``bound`` (Hanabi): the learner now against the same learner whose first layer (658 -> 512, 37 % of the update's
   products) reads 8 inputs instead of 658: what a free first layer would give, an upper bound for any exact
   reformulation of it (the binary observation as table lookups);
 * ``lookup``: that reformulation with torch's own kernel (``F.embedding_bag`` over 46 groups of a structured
@@ -11,7 +12,8 @@ steps, one thread) is from reach, measured on this machine, one torch thread, ea
 * ``blas``: the update's product shapes in torch (MKL on x86) against numpy's BLAS (OpenBLAS in the wheels),
   and the learner with an eager update against the same learner with every ``SLinear`` product through numpy.
 
-    python scripts/hanabi_cpu_bounds.py --out docs/measurements/hanabi-cpu-bounds.json --pairs 2
+    python scripts/cpu_learner_bounds.py --out docs/measurements/hanabi-cpu-bounds.json --pairs 2
+    python scripts/cpu_learner_bounds.py --env overcooked-v2 --parts ab --out overcooked.json  # its A/B only
 """
 
 from __future__ import annotations
@@ -33,16 +35,25 @@ HIDDEN_INPUTS = 8  # the bound's first layer reads this many of the observation'
 ROWS = 16_384  # one PPO minibatch at 256 x 128: 32,768 env-steps x 2 agents / 4 minibatches
 
 
-def learner_side(side: str, updates: int) -> dict[str, Any]:
+def learner_config(env: str) -> Any:
+    """Issue 21's CPU setting of ``env``: Hanabi-Full 256 x 128 (4 x 4 minibatches, MLP 512) or Overcooked V2
+    64 x 256 (16 minibatches, CNN + GRU 128)."""
+    from ers_deep.train.config import paper_config
+
+    if env == "hanabi":
+        return paper_config("hanabi", num_envs=256, num_steps=128)
+    return paper_config("overcooked-v2", num_envs=64, num_steps=256, minibatches=16)
+
+
+def learner_side(side: str, updates: int, env: str = "hanabi") -> dict[str, Any]:
     """One learner's env-steps/s (``updates`` timed updates after one warm-up), in this process."""
     import torch
 
     torch.set_num_threads(1)
     import ers_deep
-    from ers_deep.train.config import paper_config
     from ers_deep.train.ippo import Learner
 
-    cfg = paper_config("hanabi", num_envs=256, num_steps=128)
+    cfg = learner_config(env)
     if side.startswith("eager"):
         cfg = cfg.replace(update_mode="eager")
     net = free_first_layer_net(cfg) if side == "bound" else numpy_net(cfg) if side == "eager-numpy" else None
@@ -57,6 +68,7 @@ def learner_side(side: str, updates: int) -> dict[str, Any]:
     steps = cfg.num_envs * cfg.num_steps * len(secs)
     return {
         "side": side,
+        "env": env,
         "ers_deep": str(Path(ers_deep.__file__).parents[3]),
         "seconds_per_update": secs,
         "env_steps_per_s": steps / sum(secs),
@@ -208,12 +220,12 @@ def cpu_name() -> str:
     return f"{name} (family {info.get('cpu family', '?')}, model {info.get('model', '?')}), {os.cpu_count()} cores"
 
 
-def run_side(side: str, updates: int, before: Path) -> dict[str, Any]:
+def run_side(side: str, updates: int, before: Path, env_name: str = "hanabi") -> dict[str, Any]:
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
     if side == "before":
         src = [before / "packages" / p / "src" for p in ("ers-deep", "ers-exact")]
         env["PYTHONPATH"] = os.pathsep.join(str(p) for p in src)
-    cmd = [sys.executable, __file__, "--side", side, "--updates", str(updates)]
+    cmd = [sys.executable, __file__, "--side", side, "--updates", str(updates), "--env", env_name]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
@@ -232,10 +244,11 @@ def main() -> None:
     ap.add_argument("--updates", type=int, default=2)
     ap.add_argument("--before", default="33613e1")
     ap.add_argument("--parts", default="ab,bound,lookup,blas")
+    ap.add_argument("--env", default="hanabi", choices=["hanabi", "overcooked-v2"], help="the ab part's env")
     ap.add_argument("--side", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.side:
-        print(json.dumps(learner_side(a.side, a.updates)))
+        print(json.dumps(learner_side(a.side, a.updates, a.env)))
         return
     parts = set(a.parts.split(","))
     result: dict[str, Any] = {
@@ -248,8 +261,10 @@ def main() -> None:
     pairs += [("now", "bound")] * a.pairs if "bound" in parts else []
     pairs += [("eager", "eager-numpy")] * a.pairs if "blas" in parts else []
     before = worktree(a.before) if "ab" in parts else Path()
+    if a.env != "hanabi" and parts - {"ab"}:
+        ap.error("--env overcooked-v2 runs the ab part only (--parts ab)")
     for left, right in pairs:
-        x, y = run_side(left, a.updates, before), run_side(right, a.updates, before)
+        x, y = run_side(left, a.updates, before, a.env), run_side(right, a.updates, before, a.env)
         ratio = y["env_steps_per_s"] / x["env_steps_per_s"]
         result.setdefault("pairs", []).append({"left": x, "right": y, "ratio": ratio})
         print(
