@@ -6,8 +6,6 @@ with it on against it off (outputs and every parameter's gradient)."""
 
 from __future__ import annotations
 
-import itertools
-
 import pytest
 import torch
 from hypothesis import given, settings
@@ -18,6 +16,7 @@ from ers_deep.nets.actor_critic import RecurrentCNN
 from ers_deep.nets.distinct import distinct_rows, pointwise_distinct
 from ers_deep.nets.layers import SConv2d
 from ers_deep.nets.pointwise import pointwise_stack
+from tests.deep.nets.pointwise_cases import pointwise_convs
 
 torch.set_num_threads(1)
 
@@ -71,15 +70,6 @@ def test_distinct_rows_edge_cases_and_bad_input() -> None:
         distinct_rows(torch.tensor([[2**62]]))
 
 
-def _convs(S: int, widths: list[int]) -> list[SConv2d]:
-    gens = [torch.Generator().manual_seed(s) for s in range(S)]
-    convs = [SConv2d(i, o, 1, gens) for i, o in itertools.pairwise(widths)]
-    with torch.no_grad():
-        for c in convs:
-            c.bias.uniform_(-0.5, 0.5, generator=gens[0])  # some ReLUs off
-    return convs
-
-
 def _grads(out: torch.Tensor, convs: list[SConv2d], weight: torch.Tensor) -> list[torch.Tensor]:
     return list(torch.autograd.grad((out * weight).sum(), [p for c in convs for p in c.parameters()]))
 
@@ -94,7 +84,7 @@ def test_pointwise_distinct_equals_the_stack_on_every_row(S: int) -> None:
     g = torch.Generator().manual_seed(3)
     pool = torch.randint(0, 4, (S, 9, 6), generator=g, dtype=torch.uint8)  # 9 distinct cells per seed
     cells = torch.stack([p[torch.randint(0, 9, (400,), generator=g)] for p in pool])  # [S, 400, 6]
-    convs = _convs(S, [6, 16, 12, 3])
+    convs = pointwise_convs(S, [6, 16, 12, 3])
     weight = torch.randn(S, 400, 3, generator=g)
     params = [c.pointwise_params() for c in convs]
     ref = pointwise_stack(cells.float(), params)
@@ -108,7 +98,7 @@ def test_pointwise_distinct_falls_back_where_it_does_not_apply() -> None:
     """Float cells (and cells that need their own gradient), and cells with too few repeats, take the stack; the
     input gradient then reaches every row."""
     g = torch.Generator().manual_seed(4)
-    convs = _convs(1, [5, 8, 2])
+    convs = pointwise_convs(1, [5, 8, 2])
     params = [c.pointwise_params() for c in convs]
     x = torch.randint(0, 3, (1, 50, 5), generator=g).float().requires_grad_(True)
     out = pointwise_distinct(x, params)

@@ -6,8 +6,6 @@ channels-last gradient hook leaves values and gradients unchanged."""
 
 from __future__ import annotations
 
-import itertools
-
 import pytest
 import torch
 
@@ -15,17 +13,9 @@ from ers_deep.nets import NetConfig, NetState, build_net
 from ers_deep.nets.actor_critic import RecurrentCNN
 from ers_deep.nets.layers import SConv2d
 from ers_deep.nets.pointwise import pointwise_stack
+from tests.deep.nets.pointwise_cases import pointwise_convs
 
 torch.set_num_threads(1)
-
-
-def _convs(S: int, widths: list[int], dtype: torch.dtype = torch.float32) -> list[SConv2d]:
-    gens = [torch.Generator().manual_seed(s) for s in range(S)]
-    convs = [SConv2d(i, o, 1, gens).to(dtype) for i, o in itertools.pairwise(widths)]
-    with torch.no_grad():
-        for c in convs:
-            c.bias.uniform_(-0.5, 0.5, generator=gens[0])  # non-zero biases, some ReLUs off
-    return convs
 
 
 def _reference(x: torch.Tensor, convs: list[SConv2d]) -> torch.Tensor:
@@ -37,7 +27,7 @@ def _reference(x: torch.Tensor, convs: list[SConv2d]) -> torch.Tensor:
 @pytest.mark.parametrize("S", [1, 2])
 @pytest.mark.parametrize("chunk", [1, 7, 64, 1000])
 def test_chunked_stack_equals_the_layers(S: int, chunk: int) -> None:
-    convs = _convs(S, [5, 12, 9, 3])
+    convs = pointwise_convs(S, [5, 12, 9, 3])
     g = torch.Generator().manual_seed(1)
     x = torch.randn(S, 100, 5, generator=g, requires_grad=True)
     w = torch.randn(S, 100, 3, generator=g)
@@ -52,7 +42,7 @@ def test_chunked_stack_equals_the_layers(S: int, chunk: int) -> None:
 
 
 def test_chunked_stack_backward_passes_gradcheck_in_float64() -> None:
-    convs = _convs(2, [4, 6, 3], torch.float64)
+    convs = pointwise_convs(2, [4, 6, 3], torch.float64)
     x = torch.randn(
         2, 11, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(2), requires_grad=True
     )
@@ -69,7 +59,7 @@ def test_chunked_stack_backward_passes_gradcheck_in_float64() -> None:
 
 
 def test_chunked_stack_refuses_bad_input() -> None:
-    convs = _convs(1, [3, 4])
+    convs = pointwise_convs(1, [3, 4])
     with pytest.raises(ValueError, match="x \\[S, M, C\\]"):
         pointwise_stack(torch.zeros(4, 3), [c.pointwise_params() for c in convs])
     with pytest.raises(ValueError, match="chunk = 0"):

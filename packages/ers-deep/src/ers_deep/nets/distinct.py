@@ -79,7 +79,7 @@ def pointwise_distinct(
         shape = tuple(cells.shape)
         raise ValueError(f"pointwise_distinct needs cells [S, M, C] and at least one layer; got {shape}")
     S, M, C = cells.shape
-    if cells.is_floating_point() or cells.requires_grad or M == 0:
+    if cells.is_floating_point() or M == 0:  # integer tensors never need a gradient
         return pointwise_stack(cells.to(dtype), params, chunk)
     first, inverse = distinct_rows(cells.reshape(S * M, C))
     U = first.shape[0]
