@@ -10,10 +10,13 @@ a fresh process:
 * ``lookup``: that reformulation with torch's own kernel (``F.embedding_bag`` over 46 groups of a structured
   encoding) against the dense product, forward and backward, at one minibatch (16,384 rows);
 * ``blas``: the update's product shapes in torch (MKL on x86) against numpy's BLAS (OpenBLAS in the wheels),
-  and the learner with an eager update against the same learner with every ``SLinear`` product through numpy.
+  and the learner with an eager update against the same learner with every ``SLinear`` product through numpy;
+* ``products``: the learner with torch's products (``cpu_products="torch"``) against the learner as configured
+  (``"auto"``: OpenBLAS's on AMD x86, ``ers_deep.nets.blas``).
 
     python scripts/cpu_learner_bounds.py --out docs/measurements/hanabi-cpu-bounds.json --pairs 2
     python scripts/cpu_learner_bounds.py --env overcooked-v2 --parts ab --out overcooked.json  # its A/B only
+    python scripts/cpu_learner_bounds.py --parts products --pairs 3 --out products.json  # torch's / OpenBLAS
 """
 
 from __future__ import annotations
@@ -56,6 +59,8 @@ def learner_side(side: str, updates: int, env: str = "hanabi") -> dict[str, Any]
     cfg = learner_config(env)
     if side.startswith("eager"):
         cfg = cfg.replace(update_mode="eager")
+    if side == "torch-products":
+        cfg = cfg.replace(cpu_products="torch")
     net = free_first_layer_net(cfg) if side == "bound" else numpy_net(cfg) if side == "eager-numpy" else None
     learner = Learner(cfg, net=net) if net is not None else Learner(cfg)
     learner.train_step()
@@ -72,6 +77,7 @@ def learner_side(side: str, updates: int, env: str = "hanabi") -> dict[str, Any]
         "ers_deep": str(Path(ers_deep.__file__).parents[3]),
         "seconds_per_update": secs,
         "env_steps_per_s": steps / sum(secs),
+        "cpu_products": getattr(learner, "cpu_products", "torch"),
         "cores_used": (time.process_time() - c0) / sum(secs),
     }
 
@@ -244,7 +250,9 @@ def main() -> None:
     ap.add_argument("--updates", type=int, default=2)
     ap.add_argument("--before", default="33613e1")
     ap.add_argument("--parts", default="ab,bound,lookup,blas")
-    ap.add_argument("--env", default="hanabi", choices=["hanabi", "overcooked-v2"], help="the ab part's env")
+    ap.add_argument(
+        "--env", default="hanabi", choices=["hanabi", "overcooked-v2"], help="the ab and products parts' env"
+    )
     ap.add_argument("--side", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.side:
@@ -260,9 +268,10 @@ def main() -> None:
     pairs = [("before", "now")] * a.pairs if "ab" in parts else []
     pairs += [("now", "bound")] * a.pairs if "bound" in parts else []
     pairs += [("eager", "eager-numpy")] * a.pairs if "blas" in parts else []
+    pairs += [("torch-products", "now")] * a.pairs if "products" in parts else []
     before = worktree(a.before) if "ab" in parts else Path()
-    if a.env != "hanabi" and parts - {"ab"}:
-        ap.error("--env overcooked-v2 runs the ab part only (--parts ab)")
+    if a.env != "hanabi" and parts - {"ab", "products"}:
+        ap.error("--env overcooked-v2 runs the ab and products parts only (--parts ab,products)")
     for left, right in pairs:
         x, y = run_side(left, a.updates, before, a.env), run_side(right, a.updates, before, a.env)
         ratio = y["env_steps_per_s"] / x["env_steps_per_s"]

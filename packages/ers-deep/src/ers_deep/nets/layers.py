@@ -15,6 +15,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ers_deep.nets import blas
+
 
 def _orthogonal(shape: tuple[int, ...], gains: float, generators: Sequence[torch.Generator]) -> Tensor:
     """[S, *shape] with slice s orthogonal (gain ``gains``) drawn from ``generators[s]``; gain 0: zeros."""
@@ -28,7 +30,8 @@ def _orthogonal(shape: tuple[int, ...], gains: float, generators: Sequence[torch
 
 
 class SLinear(nn.Module):
-    """y = x W_s + b_s per seed; x [S, M, in] -> [S, M, out]. ``gain`` of the orthogonal init (0: zeros)."""
+    """y = x W_s + b_s per seed; x [S, M, in] -> [S, M, out]. ``gain`` of the orthogonal init (0: zeros). The
+    product is ``nets.blas.bmm``: torch's, or OpenBLAS's where the process's CPU products are (``cpu_products``)."""
 
     def __init__(
         self,
@@ -44,7 +47,7 @@ class SLinear(nn.Module):
         self.bias = nn.Parameter(torch.zeros(len(generators), 1, n_out)) if bias else None
 
     def forward(self, x: Tensor) -> Tensor:
-        y = torch.bmm(x, self.weight)
+        y = blas.bmm(x, self.weight)
         return y + self.bias if self.bias is not None else y
 
 

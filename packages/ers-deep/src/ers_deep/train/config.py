@@ -28,6 +28,7 @@ from typing import Any, Literal
 
 from ers_deep.envs.base import BatchedEnv
 from ers_deep.nets import NetConfig
+from ers_deep.nets.blas import CPU_PRODUCTS, CpuProducts
 from ers_exact.util.options import UsageError, at_least, between, check_fields, non_negative, positive
 
 LrSchedule = Literal["constant", "linear", "warmup-cosine"]
@@ -81,6 +82,9 @@ class TrainConfig:
     # CPU: glibc keeps the memory the learner frees for its next tensors instead of unmapping each large one
     # (train.memory.keep_freed_memory; process-wide, resident memory stays near its peak). Off: glibc's defaults
     keep_cpu_memory: bool = True
+    # CPU: the nets' dense products (SLinear) by torch's BLAS (MKL on x86) or by numpy's OpenBLAS
+    # (ers_deep.nets.blas; process-wide). "auto": OpenBLAS on AMD x86 CPUs, where MKL runs its AVX2 kernels only
+    cpu_products: CpuProducts = "auto"
     acting_rows: bool = True  # Hanabi: the actor head on acting entries only (a static count per minibatch)
     # with acting rows, minibatches of turn streams (train.ppo.turn_streams: a game's seats split as the JAX
     # anchor's minibatches of actors split them); False, or a net that carries state: of whole games
@@ -159,6 +163,10 @@ class TrainConfig:
         if self.parallel_compile not in ("auto", "on", "off"):
             raise UsageError(
                 f"TrainConfig.parallel_compile = {self.parallel_compile!r}: choose 'auto', 'on' or 'off'"
+            )
+        if self.cpu_products not in CPU_PRODUCTS:
+            raise UsageError(
+                f"TrainConfig.cpu_products = {self.cpu_products!r}: choose {', '.join(CPU_PRODUCTS)}"
             )
         if self.loss_mean not in ("all", "acting"):
             raise UsageError(f"TrainConfig.loss_mean = {self.loss_mean!r}: choose 'all' or 'acting'")

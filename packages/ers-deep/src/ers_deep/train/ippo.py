@@ -58,6 +58,7 @@ from torch import Tensor
 from ers_deep.accel import actors_to_game, resolve_mode
 from ers_deep.envs.base import BatchedEnv
 from ers_deep.nets import ActorCritic, build_net
+from ers_deep.nets.blas import use_cpu_products
 from ers_deep.train.collect import FastCollection, Rollout, RunnerState
 from ers_deep.train.config import TrainConfig, make_env
 from ers_deep.train.exact import advantage_table
@@ -206,6 +207,9 @@ class Learner:
             torch.backends.cudnn.benchmark = cfg.cudnn_benchmark
         elif cfg.keep_cpu_memory:  # process-wide too, and for the rest of the process
             keep_freed_memory()
+        # the products of the nets' SLinear layers on CPU (nets.blas; process-wide: the last CPU learner built
+        # sets them); "torch" on CUDA
+        self.cpu_products = use_cpu_products(cfg.cpu_products) if dev.type == "cpu" else "torch"
         # ``net``: any ActorCritic over S = len(seeds) stacks (discovery and other-play pass composite nets)
         self.net: ActorCritic = (
             net

@@ -228,6 +228,7 @@ def train(
         "obs_shape": list(learner.env.obs_shape),
         "num_actions": learner.env.num_actions,
         "num_agents": learner.env.num_agents,
+        "cpu_products": learner.cpu_products,  # what cpu_products resolved to: a resume uses the same
     }
     atomic_write_bytes(run_dir / "config.json", json.dumps(info, indent=2, sort_keys=True).encode())
     _truncate_metrics(run_dir / "metrics.csv", -1)
@@ -250,7 +251,13 @@ def resume(
     info = read_json(run_dir / "config.json", "a training run's config", ("config",))
     if threads:
         torch.set_num_threads(threads)
-    learner = make_learner(TrainConfig.from_json(info["config"]))
+    config = TrainConfig.from_json(info["config"])
+    if info.get("cpu_products") in (
+        "torch",
+        "openblas",
+    ):  # the products the run began with, not auto's pick here
+        config = config.replace(cpu_products=info["cpu_products"])
+    learner = make_learner(config)
     errors = []
     for path in reversed(checkpoints(run_dir)):
         try:

@@ -1,0 +1,156 @@
+"""The CPU learner's dense products through the faster of two BLAS libraries (``TrainConfig.cpu_products``).
+
+torch's x86 build multiplies float32 matrices with Intel's MKL, which on AMD CPUs runs its AVX2 kernels (it keeps
+AVX-512 for Intel's). numpy's wheels carry OpenBLAS, which picks its kernels by the CPU's features at load time
+(on an AMD Zen 4 core its AVX-512 ones). Measured at the Hanabi-Full update's shapes, one thread
+(``scripts/cpu_learner_bounds.py``, part ``blas``): on Zen 4 (2026-12-02) OpenBLAS ran 74-82 GFLOP/s against
+MKL's 49-75, on Zen 2 (2026-12-01) 1.2x MKL; on Intel MKL is at the core's peak.
+
+``bmm(x, w)`` is ``torch.bmm`` (x [S, M, K] @ w [S, K, N]) where the products are torch's, and the custom op
+``ers::openblas_bmm`` where they are OpenBLAS's: numpy's ``matmul`` writes into the output tensor's memory (no
+copy; transposed operands are passed to BLAS as transposed, not copied), and its gradients are the same op
+(dx = g w^T, dw = x^T g), so ``torch.compile`` keeps it as one opaque kernel, as it keeps ``aten.bmm``. Only
+float32 and float64 CPU tensors take it, outside CPU autocast (``TrainConfig.bf16_update``); anything else (CUDA,
+bfloat16, autocast's products) stays on ``torch.bmm``.
+
+``use_cpu_products(kind, threads)`` sets the choice for the process, as the learner's other process-wide
+switches (``torch.backends``): ``"torch"``, ``"openblas"`` or ``"auto"`` (``resolve_cpu_products``: OpenBLAS on
+an AMD x86 CPU when torch's products are MKL's and numpy's are OpenBLAS's, torch elsewhere). It limits numpy's
+BLAS to ``threads`` threads (torch's own count), through ``threadpoolctl``. The two libraries sum in different
+orders, so a run's floats depend on the choice (as they depend on the CPU): the learner writes the resolved
+choice into its run's config.
+"""
+
+from __future__ import annotations
+
+import platform
+from pathlib import Path
+from typing import Literal, get_args
+
+import numpy as np
+import torch
+from torch import Tensor
+from torch.utils.flop_counter import bmm_flop, register_flop_formula
+
+__all__ = [
+    "CPU_PRODUCTS",
+    "CpuProducts",
+    "bmm",
+    "cpu_products",
+    "openblas_bmm",
+    "resolve_cpu_products",
+    "use_cpu_products",
+]
+
+CpuProducts = Literal["auto", "torch", "openblas"]
+CPU_PRODUCTS: tuple[str, ...] = get_args(CpuProducts)
+#: dtypes numpy's BLAS multiplies (sgemm, dgemm); others stay on torch.bmm
+_BLAS_DTYPES = (torch.float32, torch.float64)
+
+_active = "torch"
+
+
+@torch.library.custom_op("ers::openblas_bmm", mutates_args=())
+def openblas_bmm(x: Tensor, w: Tensor) -> Tensor:
+    """x [S, M, K] @ w [S, K, N] -> [S, M, N] by numpy's BLAS, written into a new tensor's memory."""
+    out = torch.empty(x.shape[0], x.shape[1], w.shape[2], dtype=x.dtype)
+    np.matmul(x.detach().numpy(), w.detach().numpy(), out=out.numpy())
+    return out
+
+
+@openblas_bmm.register_fake
+def _(x: Tensor, w: Tensor) -> Tensor:
+    return x.new_empty(x.shape[0], x.shape[1], w.shape[2])
+
+
+def _setup_context(
+    ctx: torch.autograd.function.FunctionCtx, inputs: tuple[Tensor, Tensor], output: Tensor
+) -> None:
+    ctx.save_for_backward(*inputs)
+
+
+def _backward(ctx: torch.autograd.function.FunctionCtx, g: Tensor) -> tuple[Tensor | None, Tensor | None]:
+    x, w = ctx.saved_tensors  # type: ignore[attr-defined]
+    needs = ctx.needs_input_grad  # type: ignore[attr-defined]
+    g = g.contiguous()
+    dx = bmm(g, w.transpose(1, 2)) if needs[0] else None
+    dw = bmm(x.transpose(1, 2), g) if needs[1] else None
+    return dx, dw
+
+
+openblas_bmm.register_autograd(_backward, setup_context=_setup_context)
+
+
+@register_flop_formula(torch.ops.ers.openblas_bmm)
+def _flops(x_shape: torch.Size, w_shape: torch.Size, *args: object, **kwargs: object) -> int:
+    """torch's ``FlopCounterMode`` counts the op as ``aten.bmm`` (``bench.train.product_flops``)."""
+    return int(bmm_flop(x_shape, w_shape))
+
+
+def bmm(x: Tensor, w: Tensor) -> Tensor:
+    """x [S, M, K] @ w [S, K, N]: ``torch.bmm``, or ``openblas_bmm`` for CPU float32/float64 operands while the
+    process's products are OpenBLAS's (``use_cpu_products``), but for outer products (K = 1: torch's kernel ran
+    [16384, 1] @ [1, 512] in 1.6 ms, OpenBLAS in 14 ms, Zen 4)."""
+    blas = _active == "openblas" and x.device.type == "cpu" and x.dtype in _BLAS_DTYPES and w.dtype == x.dtype
+    blas = blas and not torch.is_autocast_enabled("cpu")  # autocast's products are torch's (bfloat16)
+    if blas and x.shape[2] > 1:  # an outer product (K = 1: a value head's input gradient) is torch's faster
+        return openblas_bmm(x, w)
+    return torch.bmm(x, w)
+
+
+def numpy_blas() -> str | None:
+    """The internal API of numpy's BLAS (``"openblas"``, ``"mkl"``, ...) as threadpoolctl reads it, or None
+    (also where threadpoolctl is missing, e.g. a bare GPU image: ``"auto"`` then keeps torch's products)."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return None
+
+    for lib in threadpool_info():
+        if lib.get("user_api") == "blas" and "numpy" in str(lib.get("filepath", "")):
+            return str(lib.get("internal_api"))
+    return None
+
+
+def _cpu_vendor() -> str:
+    cpuinfo = Path("/proc/cpuinfo")
+    for line in cpuinfo.read_text().splitlines() if cpuinfo.exists() else []:
+        key, _, value = line.partition(":")
+        if key.strip() == "vendor_id":
+            return value.strip()
+    return ""
+
+
+def resolve_cpu_products(kind: str) -> str:
+    """What ``kind`` (``CpuProducts``) resolves to on this machine: ``"auto"`` is ``"openblas"`` on an AMD x86
+    CPU (``vendor_id`` AuthenticAMD) when torch's products are MKL's and numpy's BLAS is OpenBLAS, else
+    ``"torch"``. ``"openblas"`` without numpy's OpenBLAS is refused."""
+    if kind not in CPU_PRODUCTS:
+        raise ValueError(f"cpu_products = {kind!r}: choose {', '.join(CPU_PRODUCTS)}")
+    if kind == "torch":
+        return kind
+    blas = numpy_blas()
+    if kind == "openblas":
+        if blas != "openblas":
+            raise ValueError(f"cpu_products = 'openblas', but numpy's BLAS here is {blas or 'unknown'}")
+        return kind
+    amd = platform.machine().lower() in ("x86_64", "amd64") and _cpu_vendor() == "AuthenticAMD"
+    return "openblas" if amd and torch.backends.mkl.is_available() and blas == "openblas" else "torch"
+
+
+def use_cpu_products(kind: str, threads: int | None = None) -> str:
+    """Sets the process's CPU products to ``resolve_cpu_products(kind)`` and returns it; with OpenBLAS, numpy's
+    BLAS runs ``threads`` threads (default: torch's ``get_num_threads()``)."""
+    global _active  # noqa: PLW0603  (a process-wide switch, as torch.backends' own)
+    resolved = resolve_cpu_products(kind)
+    if resolved == "openblas":
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(limits=threads or torch.get_num_threads(), user_api="blas")
+    _active = resolved
+    return resolved
+
+
+def cpu_products() -> str:
+    """The process's CPU products now: ``"torch"`` (the default) or ``"openblas"``."""
+    return _active
