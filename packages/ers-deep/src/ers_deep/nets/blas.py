@@ -47,6 +47,11 @@ CPU_PRODUCTS: tuple[str, ...] = get_args(CpuProducts)
 #: dtypes numpy's BLAS multiplies (sgemm, dgemm); others stay on torch.bmm
 _BLAS_DTYPES = (torch.float32, torch.float64)
 
+#: multiply-adds per seed from which a product goes to OpenBLAS: below, numpy's call costs more than MKL's
+#: kernel loses (Zen 4, one thread: [128, 128] @ [128, 128] 86 against 58 us, [128, 1120] @ [1120, 128] 579 against
+#: 469, [2048, 128] @ [128, 128] even; [2048, 1120] @ [1120, 128] 1.27x and [512, 512] @ [512, 512] 1.12x faster)
+MIN_MACS = 1 << 25
+
 _active = "torch"
 
 
@@ -90,10 +95,11 @@ def _flops(x_shape: torch.Size, w_shape: torch.Size, *args: object, **kwargs: ob
 def bmm(x: Tensor, w: Tensor) -> Tensor:
     """x [S, M, K] @ w [S, K, N]: ``torch.bmm``, or ``openblas_bmm`` for CPU float32/float64 operands while the
     process's products are OpenBLAS's (``use_cpu_products``), but for outer products (K = 1: torch's kernel ran
-    [16384, 1] @ [1, 512] in 1.6 ms, OpenBLAS in 14 ms, Zen 4)."""
+    [16384, 1] @ [1, 512] in 1.6 ms, OpenBLAS in 14 ms, Zen 4) and products under ``MIN_MACS`` multiply-adds."""
     blas = _active == "openblas" and x.device.type == "cpu" and x.dtype in _BLAS_DTYPES and w.dtype == x.dtype
     blas = blas and not torch.is_autocast_enabled("cpu")  # autocast's products are torch's (bfloat16)
-    if blas and x.shape[2] > 1:  # an outer product (K = 1: a value head's input gradient) is torch's faster
+    # an outer product (K = 1: a value head's input gradient) and a small product are torch's faster
+    if blas and x.shape[2] > 1 and x.shape[1] * x.shape[2] * w.shape[2] >= MIN_MACS:
         return openblas_bmm(x, w)
     return torch.bmm(x, w)
 
