@@ -34,9 +34,11 @@ from torch.utils.flop_counter import bmm_flop, register_flop_formula
 
 __all__ = [
     "CPU_PRODUCTS",
+    "MIN_MACS",
     "CpuProducts",
     "bmm",
     "cpu_products",
+    "numpy_blas",
     "openblas_bmm",
     "resolve_cpu_products",
     "use_cpu_products",
