@@ -48,7 +48,9 @@
 # sure): the CUDA update against the CPU one, then per env-step with several seeds.
 # - The test (2026-11-29): a CUDA learner updates on a CPU learner's rollouts and minibatches from the same
 #   parameters; what only a GPU runs in an update (capturable fused Adam, the GAE scan, cuBLAS) meets the CPU
-#   update, which is checked against JAX (no compilation; 6 cases).
+#   update, which is checked against JAX (no compilation; 6 cases). Since 2026-12-02 a CPU learner on an AMD host
+#   multiplies with numpy's OpenBLAS where threadpoolctl is installed (nets.blas, cpu_products="auto"); to rule
+#   that out, rerun the CPU side with cpu_products="torch".
 # - Per env-step: ers's 11-28 run trailed both stored anchor runs from ~50M env-steps on (13.2 against 14.8 +- 0.3
 #   at 50M, 16.1 against 19.6 +- 0.6 at 150M; python -m ers_deep.bench.learn_pair on
 #   docs/measurements/learn-hanabi-h200-*), but that is one ers run. Three new seeds a side: ers stacks them in one
