@@ -44,10 +44,14 @@ def test_openblas_bmm_equals_torch_bmm(S: int, M: int, K: int, N: int, tx: bool,
     """Any shapes, operands contiguous or transposed views (as the gradients pass them): float64 results equal
     torch's to 1e-12, float32 to float32 rounding."""
     g = torch.Generator().manual_seed(seed)
-    x = torch.randn(S, K, M, generator=g, dtype=torch.float64).transpose(1, 2) if tx else None
-    x = torch.randn(S, M, K, generator=g, dtype=torch.float64) if x is None else x
-    w = torch.randn(S, N, K, generator=g, dtype=torch.float64).transpose(1, 2) if tw else None
-    w = torch.randn(S, K, N, generator=g, dtype=torch.float64) if w is None else w
+
+    def operand(rows: int, cols: int, transposed: bool) -> torch.Tensor:
+        """[S, rows, cols] float64, stored as such or as the transposed view of [S, cols, rows]."""
+        shape = (S, cols, rows) if transposed else (S, rows, cols)
+        a = torch.randn(*shape, generator=g, dtype=torch.float64)
+        return a.transpose(1, 2) if transposed else a
+
+    x, w = operand(M, K, tx), operand(K, N, tw)
     ref = torch.bmm(x, w)
     got = blas.openblas_bmm(x, w)
     assert got.shape == ref.shape and got.is_contiguous()
@@ -126,9 +130,8 @@ def test_a_learner_on_openblas_trains_as_on_torch(monkeypatch: pytest.MonkeyPatc
     on_torch = trained_params(cfg.replace(cpu_products="torch"), 3)
     on_blas = trained_params(cfg.replace(cpu_products="openblas"), 3)
     assert max_difference(on_torch, start) > 1e-3
-    assert (
-        0 < max_difference(on_torch, on_blas) < 1e-4
-    )  # > 0: the two libraries did run (they sum differently)
+    # > 0: the two libraries did run (they sum differently)
+    assert 0 < max_difference(on_torch, on_blas) < 1e-4
     diff = mode_vs_eager_params(cfg.replace(cpu_products="openblas"), "compile", updates=3)
     assert diff < 1e-6, diff
 

@@ -252,10 +252,8 @@ def resume(
     if threads:
         torch.set_num_threads(threads)
     config = TrainConfig.from_json(info["config"])
-    if info.get("cpu_products") in (
-        "torch",
-        "openblas",
-    ):  # the products the run began with, not auto's pick here
+    # the products the run began with (what its cpu_products resolved to), not what auto would pick here
+    if info.get("cpu_products") in ("torch", "openblas"):
         config = config.replace(cpu_products=info["cpu_products"])
     learner = make_learner(config)
     errors = []
