@@ -9,6 +9,9 @@ a fresh process:
   reformulation of it (the binary observation as table lookups);
 * ``lookup``: that reformulation with torch's own kernel (``F.embedding_bag`` over 46 groups of a structured
   encoding) against the dense product, forward and backward, at one minibatch (16,384 rows);
+* ``delta``: the first layer's forward over one turn-stream minibatch of a real rollout as the product of each
+  stream's step-to-step change (``F.embedding_bag`` with +-1 weights over its few nonzero inputs) summed along
+  time, restarting where a game starts, against the dense product: its pieces, and its error against float64;
 * ``blas``: the update's product shapes in torch (MKL on x86) against numpy's BLAS (OpenBLAS in the wheels),
   and the learner with an eager update against the same learner with every ``SLinear`` product through numpy;
 * ``products``: the learner with torch's products (``cpu_products="torch"``) against the learner as configured
@@ -17,6 +20,7 @@ a fresh process:
     python scripts/cpu_learner_bounds.py --out docs/measurements/hanabi-cpu-bounds.json --pairs 2
     python scripts/cpu_learner_bounds.py --env overcooked-v2 --parts ab --out overcooked.json  # its A/B only
     python scripts/cpu_learner_bounds.py --parts products --pairs 3 --out products.json  # torch's / OpenBLAS
+    python scripts/cpu_learner_bounds.py --parts delta --out delta.json  # the first layer as step-to-step changes
 """
 
 from __future__ import annotations
@@ -184,6 +188,74 @@ def lookup_vs_dense() -> dict[str, float]:
     }
 
 
+def delta_vs_dense() -> dict[str, Any]:
+    """Milliseconds and errors of the first layer's forward over one minibatch of turn streams (M = N / 4
+    streams x T steps, rows [T, M]): dense X W (torch; numpy's BLAS) against the delta form, X_t W = X_{t-1} W +
+    (X_t - X_{t-1}) W within a game (D_t = X_t where one starts): D's nonzero inputs once per update for all
+    streams (``prep_all``), per minibatch its streams' D and their nonzeros (``select``), the lookup-sum
+    (``bag``), and the scan along time (``scan``: T - 1 in-place steps; ``torch.cumsum`` beside it)."""
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+
+    from ers_deep.train.ippo import Learner
+    from ers_deep.train.ppo import turn_streams
+
+    torch.set_num_threads(1)
+    learner = Learner(learner_config("hanabi").replace(update_mode="eager"))
+    ro, _ = learner.collect()
+    obs, first = ro.obs[0], ro.first[0].bool()  # [T, N, O], [T, N]
+    streams = turn_streams(ro.acting, learner.P)[0]  # [T, N]: the actor each stream reads at t
+    T, N, O = obs.shape
+    g = torch.Generator().manual_seed(0)
+    w = torch.randn(O, 512, generator=g) * O**-0.5
+    pick = torch.randperm(N, generator=g)[: N // 4]
+
+    def prep_all() -> tuple[Any, Any]:
+        x = obs.gather(1, streams[..., None].expand(T, N, O)).to(torch.int8)
+        start = first.gather(1, streams)
+        d = x.clone()
+        d[1:] -= x[:-1] * ~start[1:, :, None]
+        return d, ~start
+
+    d_all, keep_all = prep_all()
+    keep = keep_all[:, pick].float()
+
+    def select() -> tuple[Any, Any, Any]:
+        d = d_all[:, pick].reshape(-1, O)
+        rows, cols = d.nonzero().unbind(1)
+        return cols, torch.searchsorted(rows, torch.arange(d.shape[0])), d[rows, cols].float()
+
+    cols, offsets, vals = select()
+    bag = F.embedding_bag(cols, w, offsets, mode="sum", per_sample_weights=vals).view(T, -1, 512)
+
+    def scan() -> Any:
+        z = bag.clone()
+        for t in range(1, T):
+            z[t].addcmul_(z[t - 1], keep[t, :, None])
+        return z
+
+    x = obs.gather(1, streams[:, pick, None].expand(T, len(pick), O))
+    xn, wn = x.reshape(-1, O).numpy(), w.numpy()
+    exact = x.double() @ w.double()
+    return {
+        "rows": int(x.shape[0] * x.shape[1]),
+        "ones_per_row": float(x.sum(-1).mean()),
+        "delta_nonzeros_per_row": len(cols) / (x.shape[0] * x.shape[1]),
+        "dense_torch_ms": 1e3 * timed(lambda: x @ w),
+        "dense_numpy_ms": 1e3 * timed(lambda: xn @ wn),
+        "prep_all_ms": 1e3 * timed(prep_all),
+        "select_ms": 1e3 * timed(select),
+        "bag_ms": 1e3 * timed(lambda: F.embedding_bag(cols, w, offsets, mode="sum", per_sample_weights=vals)),
+        "scan_ms": 1e3 * timed(scan),
+        "torch_cumsum_ms": 1e3 * timed(lambda: bag.cumsum(0)),
+        "max_abs_error_delta": float((scan().double() - exact).abs().max()),
+        "max_abs_error_dense": float(((x @ w).double() - exact).abs().max()),
+        "max_abs_value": float(exact.abs().max()),
+        "ones_and_signs_ok": bool(np.isin(vals.numpy(), (-1.0, 1.0)).all()),
+    }
+
+
 def product_ops(kind: str, k: int) -> tuple[Any, Any]:
     """One of the update's products at one minibatch (``fwd``: X W; ``dw``: X^T G; ``dx``: G W^T, X [rows, k],
     W [k, 512], G [rows, 512]) as a torch call and as a numpy call on the same memory."""
@@ -283,6 +355,9 @@ def main() -> None:
     if "lookup" in parts:
         result["lookup"] = lookup_vs_dense()
         print(result["lookup"], flush=True)
+    if "delta" in parts:
+        result["delta"] = delta_vs_dense()
+        print(result["delta"], flush=True)
     if "blas" in parts:
         result["blas"] = blas()
         print(json.dumps(result["blas"]), flush=True)
