@@ -213,6 +213,21 @@ DEEP_CASES = [
     ("threads-zero", ["env-bench", "hanabi", "--threads", "0"], "--threads 0"),
     ("profile-negative", ["env-bench", "hanabi", "--profile", "-1"], "--profile -1"),
     ("train-env-unknown", ["train-sp", "--env", "chess", "--out", "/tmp/ers-never"], "chess"),
+    (  # a CUDA graph on the CPU: once an "internal error" (exit 1) that left an empty run folder
+        "train-update-mode-graph-on-cpu",
+        ["train-sp", "--env", "tabular:three-lever", "--update-mode", "graph", "--out", "/tmp/ers-never"],
+        "'graph'",
+    ),
+    (
+        "train-collect-mode-compile-graph-on-cpu",
+        ["train-sp", "--env", "hanabi", "--collect-mode", "compile-graph", "--out", "/tmp/ers-never"],
+        "'compile-graph'",
+    ),
+    (  # a tabular env has no branch-free step to compile
+        "train-collect-mode-compile-tabular",
+        ["train-sp", "--env", "tabular:three-lever", "--collect-mode", "compile", "--out", "/tmp/ers-never"],
+        "eager",
+    ),
     (
         "train-game-unknown",
         ["train-sp", "--env", "tabular:tree-lever", "--out", "/tmp/ers-never"],
@@ -442,6 +457,18 @@ def test_ers_deep_rejects_bad_input(argv: list[str], value: str, capsys: pytest.
     captured = capsys.readouterr()
     _check("ers-deep", argv[0], code, captured.err, value)
     assert captured.out == ""
+
+
+def test_a_refused_training_config_leaves_no_run_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ers_deep.cli import main
+
+    out = tmp_path / "pool"
+    argv = ["train-sp", "--env", "tabular:three-lever", "--update-mode", "graph", "--out", str(out)]
+    code = _run_in_process(main, argv)
+    _check("ers-deep", "train-sp", code, capsys.readouterr().err, "graph")
+    assert not out.exists(), sorted(p.name for p in out.rglob("*"))
 
 
 def _fake_pool(folder: Path, policies: int) -> str:

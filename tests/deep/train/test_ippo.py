@@ -111,6 +111,43 @@ def test_paper_defaults() -> None:
         TrainConfig(seeds=(1, 1))
 
 
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("lr_schedule", "cosine"),  # once ran as a constant learning rate
+        ("advantage", "exakt"),  # once ran as "gae" with the actor head on every entry
+        ("collector", "gym"),
+        ("update_mode", "jit"),
+        ("num_envs", 2.5),  # once failed later, in torch.zeros
+        ("num_steps", 1.5),  # once trained, counting 1.5 x B env-steps per update
+        ("minibatches", 1.5),
+        ("tf32", "yes"),
+    ],
+)
+def test_a_config_refuses_a_value_outside_its_annotation(field: str, value: Any) -> None:
+    with pytest.raises(UsageError, match=rf"TrainConfig\.{field} = "):
+        TrainConfig(**{field: value})
+    with pytest.raises(UsageError, match=rf"TrainConfig\.{field} = "):  # a hand-written config.json too
+        TrainConfig.from_json({**TrainConfig().to_json(), field: value})
+    with pytest.raises(UsageError, match=r"NetConfig\.kind = "):
+        NetConfig(kind="transformer")  # type: ignore[arg-type]
+
+
+def test_minibatches_are_bounded_by_the_actors_of_the_game(tmp_path: Any) -> None:
+    """At most N = games x agents minibatches per seed (each a non-empty group of actors): the bound counts the
+    game's agents, one or three as well as two."""
+    from tests.cli_helpers import ONE_AGENT, THREE_AGENTS
+
+    one, three = tmp_path / "one.dpomdp", tmp_path / "three.dpomdp"
+    one.write_text(ONE_AGENT)
+    three.write_text(THREE_AGENTS)
+    with pytest.raises(UsageError, match="more than the 1 actors per seed"):
+        Learner(paper_config(str(one), num_envs=1, minibatches=2))
+    assert Learner(paper_config(str(three), num_envs=1, minibatches=3)).N == 3
+    with pytest.raises(UsageError, match="more than the 6 actors per seed"):
+        Learner(paper_config("tabular:three-lever", num_envs=3, minibatches=7))
+
+
 def test_gradient_clipping_is_per_seed() -> None:
     cfg = paper_config("tabular:three-lever", num_envs=8, seeds=(0, 1), max_grad_norm=0.1)
     learner = Learner(cfg)

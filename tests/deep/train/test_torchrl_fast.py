@@ -60,3 +60,27 @@ def test_fast_collector_state_dict_resumes_the_stream() -> None:
     cb.load_state_dict(saved)
     again = next(iter(cb))
     assert all(torch.equal(second[k], again[k]) for k in KEYS)
+
+
+def test_fast_collector_weighs_the_shaped_reward_by_its_coefficient() -> None:
+    """Overcooked V2's batches carry team + coef x shaped reward, coef = ``shaped_coef(batch index)``: the
+    rewards at 1/2 are the mean of those at 0 and 1 (the same actions: the coefficient does not reach the
+    policy), and some shaped reward was given (else the check would hold for a coefficient ignored)."""
+    cfg = tiny_config("overcooked-v2", collect_mode="eager", num_envs=32, num_steps=32)
+    rewards, seen = {}, {}
+    for coef in (0.0, 0.5, 1.0):
+        learner = Learner(cfg)
+        assert learner.fast is not None
+        calls: list[int] = []
+
+        def coef_of(i: int, c: float = coef, log: list[int] = calls) -> float:
+            log.append(i)
+            return c
+
+        collector = FastCollector(learner.fast, learner.fast.state, total_batches=2, shaped_coef=coef_of)
+        rewards[coef] = [td["next", "agents", "reward"].clone() for td in collector]
+        seen[coef] = calls
+    assert all(calls == [0, 1] for calls in seen.values())
+    for r0, half, r1 in zip(rewards[0.0], rewards[0.5], rewards[1.0], strict=True):
+        torch.testing.assert_close(half, (r0 + r1) / 2)
+    assert any((r1 != r0).any() for r0, r1 in zip(rewards[0.0], rewards[1.0], strict=True))

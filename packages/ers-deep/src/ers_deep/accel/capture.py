@@ -18,6 +18,8 @@ from typing import Any, Literal, TypeVar, get_args
 import torch
 from torch import Tensor
 
+from ers_exact.util.options import UsageError
+
 Mode = Literal["eager", "compile", "graph", "compile-graph"]
 MODES: tuple[str, ...] = get_args(Mode)
 T = TypeVar("T")
@@ -43,9 +45,9 @@ def resolve_mode(mode: str, env: Any) -> Mode:
         limit = CPU_COMPILE_MAX_BATCH.get(type(env).__name__, 0)
         return "compile" if env.batch_size <= limit else "eager"
     if mode not in MODES:
-        raise ValueError(f"unknown mode {mode!r}; choose from auto, {', '.join(MODES)}")
+        raise UsageError(f"unknown mode {mode!r}; choose from auto, {', '.join(MODES)}")
     if mode.endswith("graph") and env.device.type != "cuda":
-        raise ValueError(
+        raise UsageError(
             f"mode {mode!r} captures a CUDA graph: it needs an env on a CUDA device, not {env.device}"
         )
     return mode  # type: ignore[return-value]
@@ -61,13 +63,15 @@ def actual_mode(graph: bool, compiled: bool) -> Mode:
 def require_branch_free(env: Any) -> None:
     """The fast paths run ``env.step_state``: the env must be branch-free and its step sync-free."""
     if not hasattr(env, "step_state"):
-        raise ValueError(f"{type(env).__name__} has no branch-free step_state: only the eager mode steps it")
+        raise UsageError(
+            f"{type(env).__name__} has no branch-free step_state: only the eager mode steps it (collect mode eager or auto)"
+        )
     if not getattr(env, "branch_free", False):
-        raise ValueError(
+        raise UsageError(
             f"{type(env).__name__} must be built with branch_free=True (the default off CPU) for a fast step"
         )
     if getattr(env, "check_legal", False):
-        raise ValueError(
+        raise UsageError(
             f"{type(env).__name__} checks moves on every step (a device sync): build it with check_legal=False"
         )
 

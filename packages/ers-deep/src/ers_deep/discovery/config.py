@@ -7,7 +7,15 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ers_deep.train.config import TrainConfig
-from ers_exact.util.options import UsageError, at_least, between, check_fields, non_negative, one_of
+from ers_exact.util.options import (
+    UsageError,
+    at_least,
+    between,
+    check_fields,
+    check_types,
+    non_negative,
+    one_of,
+)
 
 __all__ = ["TABULAR_SETTINGS", "Algorithm", "DeepDiscoveryConfig"]
 
@@ -35,6 +43,7 @@ class DeepDiscoveryConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
+        check_types(self)
         check_fields(
             self,
             algorithm=one_of(("sp-max", "sp-max-reg", "xp-max")),

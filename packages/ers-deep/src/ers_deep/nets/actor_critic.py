@@ -44,6 +44,7 @@ from ers_deep.nets.pointwise import pointwise_stack
 from ers_deep.nets.recurrent import gru_bounded, gru_segments, gru_steps
 from ers_deep.nets.spatial import spatial_index, spatial_matrix
 from ers_deep.nets.state import NetState
+from ers_exact.util.options import at_least, check_fields, check_types, non_negative
 
 NetKind = Literal["mlp", "cnn-gru", "tabular"]
 Spatial = Literal["conv", "matmul"]
@@ -65,8 +66,10 @@ class NetConfig:
     )
 
     def __post_init__(self) -> None:
-        if self.spatial not in ("conv", "matmul"):
-            raise ValueError(f"NetConfig.spatial = {self.spatial!r}: choose 'conv' or 'matmul'")
+        check_types(self)  # kind and spatial among their choices, integer widths
+        check_fields(self, hidden=non_negative, conv=at_least(1), tabular_init=non_negative)
+        if self.kind != "tabular":  # the tabular net has no hidden layer (hidden 0)
+            check_fields(self, hidden=at_least(1))
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -28,8 +28,16 @@ from typing import Any, Literal
 
 from ers_deep.envs.base import BatchedEnv
 from ers_deep.nets import NetConfig
-from ers_deep.nets.blas import CPU_PRODUCTS, CpuProducts
-from ers_exact.util.options import UsageError, at_least, between, check_fields, non_negative, positive
+from ers_deep.nets.blas import CpuProducts
+from ers_exact.util.options import (
+    UsageError,
+    at_least,
+    between,
+    check_fields,
+    check_types,
+    non_negative,
+    positive,
+)
 
 LrSchedule = Literal["constant", "linear", "warmup-cosine"]
 AdvantageMode = Literal["gae", "exact"]
@@ -121,6 +129,7 @@ class TrainConfig:
         object.__setattr__(self, "seeds", tuple(int(s) for s in self.seeds))
         if isinstance(self.net, dict):
             object.__setattr__(self, "net", NetConfig(**self.net))
+        check_types(self)  # every Literal choice (collector, modes, lr_schedule, advantage, ...) and integer
         check_fields(
             self,
             num_envs=at_least(1),
@@ -144,36 +153,8 @@ class TrainConfig:
             check_fields(self, gamma=between(0, 1))
         if self.advantage == "exact" and self.env_kind != "tabular":
             raise UsageError(f"TrainConfig.advantage = 'exact' needs a tabular env, not {self.env!r}")
-        if self.collector not in ("fast", "native", "torchrl"):
-            raise UsageError(
-                f"TrainConfig.collector = {self.collector!r}: choose 'fast', 'native' or 'torchrl'"
-            )
-        if self.collect_mode not in ("auto", "eager", "compile", "graph", "compile-graph"):
-            raise UsageError(
-                f"TrainConfig.collect_mode = {self.collect_mode!r}: choose auto, eager, compile, graph, compile-graph"
-            )
-        if self.update_mode not in ("auto", "eager", "compile", "graph", "compile-graph"):
-            raise UsageError(
-                f"TrainConfig.update_mode = {self.update_mode!r}: choose auto, eager, compile, graph or compile-graph"
-            )
-        if self.hanabi_knowledge not in ("plausible", "v0-belief"):
-            raise UsageError(
-                f"TrainConfig.hanabi_knowledge = {self.hanabi_knowledge!r}: choose 'plausible' or 'v0-belief'"
-            )
-        if self.parallel_compile not in ("auto", "on", "off"):
-            raise UsageError(
-                f"TrainConfig.parallel_compile = {self.parallel_compile!r}: choose 'auto', 'on' or 'off'"
-            )
-        if self.cpu_products not in CPU_PRODUCTS:
-            raise UsageError(
-                f"TrainConfig.cpu_products = {self.cpu_products!r}: choose {', '.join(CPU_PRODUCTS)}"
-            )
-        if self.loss_mean not in ("all", "acting"):
-            raise UsageError(f"TrainConfig.loss_mean = {self.loss_mean!r}: choose 'all' or 'acting'")
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
             raise UsageError(f"TrainConfig.seeds = {self.seeds!r}: give distinct seeds")
-        if self.minibatches > self.num_envs * 2:
-            raise UsageError(f"TrainConfig.minibatches = {self.minibatches}: more than the actors per seed")
 
     # ---- derived ---------------------------------------------------------------------------------------------
     @property

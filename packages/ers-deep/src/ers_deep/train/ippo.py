@@ -74,6 +74,7 @@ from ers_deep.train.ppo import (
 )
 from ers_deep.train.precompile import UpdatePrecompile, wanted
 from ers_deep.train.update import PPOUpdate
+from ers_exact.util.options import UsageError
 
 __all__ = ["Learner", "Rollout", "RunnerState", "lr_at", "shaped_coef"]
 
@@ -201,6 +202,11 @@ class Learner:
         self.env, mode = learner_env(cfg)
         self.P, self.S, self.B = self.env.num_agents, S, B
         self.N = B * self.P  # actors per seed
+        if cfg.minibatches > self.N:
+            raise UsageError(
+                f"TrainConfig.minibatches = {cfg.minibatches}: more than the {self.N} actors per seed "
+                f"({B} games x {self.P} agents)"
+            )
         dev = self.env.device
         if dev.type == "cuda":  # process-wide switches: the last learner built sets them
             torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = cfg.tf32

@@ -218,10 +218,10 @@ def train(
     run_dir = Path(run_dir)
     if (run_dir / "config.json").exists():
         raise RunError(f"{run_dir} already holds a run (config.json); resume it with --resume {run_dir}")
-    run_dir.mkdir(parents=True, exist_ok=True)
     if threads:
         torch.set_num_threads(threads)
-    learner = make_learner(config)
+    learner = make_learner(config)  # before the folder: a config it refuses leaves nothing behind
+    run_dir.mkdir(parents=True, exist_ok=True)
     info = {
         "config": config.to_json(),
         "torch": torch.__version__,

@@ -18,7 +18,7 @@ env state, both generators and the runner state (exact resume, as the learner's 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from tensordict import TensorDict, TensorDictBase
@@ -58,11 +58,20 @@ def rollout_tensordict(ro: Rollout, P: int) -> TensorDict:
 
 class FastCollector(BaseCollector):
     """TorchRL collector over a ``FastCollection`` (the learner's ``fast``); ``total_batches`` < 0: endless.
-    ``shaped_coef`` (a callable of the batch index) weights Overcooked V2's shaped reward."""
+    ``shaped_coef`` (a callable of the batch index; None: always 1) weights Overcooked V2's shaped reward in
+    the batches' rewards, e.g. ``lambda i: ippo.shaped_coef(config, i * config.steps_per_update)``, the
+    learner's annealing."""
 
-    def __init__(self, collection: FastCollection, state: RunnerState, total_batches: int = -1) -> None:
+    def __init__(
+        self,
+        collection: FastCollection,
+        state: RunnerState,
+        total_batches: int = -1,
+        shaped_coef: Callable[[int], float] | None = None,
+    ) -> None:
         super().__init__()
         self.collection, self.runner, self.total_batches = collection, state, int(total_batches)
+        self.shaped_coef = shaped_coef
         self.rollout: Rollout | None = None
         self.stats: dict[str, Tensor] = {}
         self.batches = 0
@@ -76,7 +85,8 @@ class FastCollector(BaseCollector):
         while self.total_batches < 0 or self.batches < self.total_batches:
             if self.pre_collect_hook is not None:
                 self.pre_collect_hook()
-            self.rollout, self.runner, self.stats = self.collection.collect(self.runner)
+            coef = 1.0 if self.shaped_coef is None else float(self.shaped_coef(self.batches))
+            self.rollout, self.runner, self.stats = self.collection.collect(self.runner, coef)
             self.batches += 1
             td = rollout_tensordict(self.rollout, self.collection.P)
             if self.post_collect_hook is not None:

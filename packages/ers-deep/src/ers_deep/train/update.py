@@ -37,6 +37,7 @@ from ers_deep.nets import ActorCritic
 from ers_deep.nets.actor_critic import RecurrentCNN
 from ers_deep.train.config import TrainConfig, UpdateMode
 from ers_deep.train.ppo import clip_grads_per_seed, exact_policy_terms, ppo_loss
+from ers_exact.util.options import UsageError
 
 UPDATE_MODES: tuple[str, ...] = get_args(UpdateMode)
 
@@ -52,16 +53,16 @@ def resolve_update_mode(
     in one run (README): Hanabi-Full's MLP update compiled ran the learner at 1.28x the eager one; Overcooked
     V2's CNN + fused GRU at 0.51x."""
     if mode not in UPDATE_MODES:
-        raise ValueError(f"unknown update mode {mode!r}; choose from {', '.join(UPDATE_MODES)}")
+        raise UsageError(f"unknown update mode {mode!r}; choose from {', '.join(UPDATE_MODES)}")
     cuda = torch.device(device).type == "cuda"
     if mode == "auto":
         if cuda and capturable:
             return "graph" if recurrent else "compile-graph"
         return "compile" if not recurrent and samples >= COMPILE_MIN_SAMPLES else "eager"
     if mode.endswith("graph") and not cuda:
-        raise ValueError(f"update mode {mode!r} captures a CUDA graph: it needs a CUDA device, not {device}")
+        raise UsageError(f"update mode {mode!r} captures a CUDA graph: it needs a CUDA device, not {device}")
     if mode.endswith("graph") and not capturable:
-        raise ValueError(
+        raise UsageError(
             f"update mode {mode!r}: this update cannot be captured (it needs equal minibatches, sampled "
             "advantages and, for a recurrent net, episodes at least as long as the rollout)"
         )

@@ -20,7 +20,7 @@ from typing import Any
 from ers_deep.discovery import DeepDiscoveryConfig
 from ers_deep.nets import NetConfig
 from ers_deep.train.config import TrainConfig, paper_config
-from ers_exact.util.options import UsageError, at_least, check_fields, non_negative, one_of
+from ers_exact.util.options import UsageError, at_least, check_fields, check_types, non_negative, one_of
 
 __all__ = ["PopulationConfig"]
 
@@ -55,6 +55,7 @@ class PopulationConfig:
     device: str = "cpu"
 
     def __post_init__(self) -> None:
+        check_types(self)
         check_fields(
             self,
             agents=at_least(2),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ers_exact.util.options import at_least, check_fields, non_negative, positive, probability
+from ers_exact.util.options import at_least, check_fields, check_types, non_negative, positive, probability
 
 __all__ = ["CensusConfig"]
 
@@ -23,6 +23,7 @@ class CensusConfig:
     out: str | None = None  # folder for .dpomdp examples and census.json
 
     def __post_init__(self) -> None:
+        check_types(self)
         check_fields(
             self,
             games=at_least(1),

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
+import numbers
 import os
 import types
 import typing
@@ -35,6 +36,7 @@ __all__ = [
     "at_least",
     "between",
     "check_fields",
+    "check_types",
     "default_text",
     "finite",
     "flag_name",
@@ -125,6 +127,24 @@ def check_fields(obj: object, **checks: Check) -> None:
         reason = check(value)
         if reason is not None:
             raise UsageError(f"{type(obj).__name__}.{name} = {value!r}: {reason}")
+
+
+def check_types(obj: object) -> None:
+    """Validate a library config's fields against their annotations (``__post_init__``, before
+    :func:`check_fields`): a ``Literal[...]`` field must hold one of its choices, an ``int`` field an integer,
+    a ``float`` field a number, a ``bool`` field a bool, a ``str`` field a string (``X | None``: or ``None``);
+    other annotations are not checked. Raises :class:`UsageError` naming the first field that fails, so a
+    misspelt choice or ``num_envs=2.5`` (from Python or a hand-written ``config.json``) stops at construction
+    instead of running with another setting or failing later."""
+    hints = typing.get_type_hints(type(obj))
+    for f in dataclasses.fields(obj):  # type: ignore[arg-type]
+        base, optional = _unwrap(hints[f.name])
+        value = getattr(obj, f.name)
+        if value is None and optional:
+            continue
+        reason = _type_reason(base, value)
+        if reason is not None:
+            raise UsageError(f"{type(obj).__name__}.{f.name} = {value!r}: {reason}")
 
 
 def thread_count(v: Any) -> str | None:
@@ -272,7 +292,11 @@ def _type_reason(tp: Any, value: Any) -> str | None:
     if tp is bool:
         return None if isinstance(value, bool) else "must be true or false"
     if tp is int:
-        return None if isinstance(value, int) and not isinstance(value, bool) else "must be an integer"
+        return (
+            None
+            if isinstance(value, numbers.Integral) and not isinstance(value, bool)
+            else "must be an integer"
+        )
     if tp is float:
         return None if _number(value) else "must be a number"
     if tp is str:

@@ -9,7 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ers_exact.util.options import at_least, between, check_fields, non_negative, one_of, positive
+from ers_exact.util.options import (
+    at_least,
+    between,
+    check_fields,
+    check_types,
+    non_negative,
+    one_of,
+    positive,
+)
 
 __all__ = [
     "ALGORITHMS",
@@ -47,6 +55,7 @@ class DiscoveryConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
+        check_types(self)
         check_fields(
             self,
             algorithm=one_of(ALGORITHMS),
@@ -83,6 +92,7 @@ class PoolConfig:
     learning_rate: float = 0.1  # IQL
 
     def __post_init__(self) -> None:
+        check_types(self)
         check_fields(
             self,
             source=one_of(POOL_SOURCES),
@@ -115,6 +125,7 @@ class OPConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
+        check_types(self)
         check_fields(
             self,
             seeds=at_least(1),
@@ -152,6 +163,7 @@ class ZSCConfig:
 
     def __post_init__(self) -> None:
         # XP needs two agents; more than UNSEEN_POOL_SEED_OFFSET would reuse the unseen pools' seeds
+        check_types(self)
         check_fields(
             self,
             agents=between(2, UNSEEN_POOL_SEED_OFFSET),
