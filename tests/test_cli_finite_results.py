@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from tests.cli_helpers import ONE_AGENT, assert_refused, finite, strict
+from tests.cli_helpers import ONE_AGENT, SMALL_TRAIN, assert_refused, finite, strict
 from tests.exact.strategies import GameSpec, tiny_game_specs
 
 HUGE_REWARD = ONE_AGENT.replace("R: 0 : * : * : * : 1", "R: 0 : * : * : * : 1.5e308")
@@ -209,3 +209,17 @@ def test_json_output_is_strict(value: Any, expected: Any) -> None:
 
     assert strict(dumps(value)) == expected
     assert strict(dumps(np.asarray(value) if not isinstance(value, dict) else value)) == expected
+
+
+def test_a_pool_summary_with_an_undefined_standard_error_is_strict_json(
+    tmp_path: Path, deep: Callable[..., tuple[int, str, str]]
+) -> None:
+    """One evaluation game has no standard error: pool.json says null there (it once wrote a bare NaN, which a
+    strict JSON parser refuses)."""
+    out = tmp_path / "pool"
+    code, _, err = deep(
+        "train-sp", "--env", "tabular:toy-coordination", "--out", str(out), *SMALL_TRAIN, "--eval-games", "1"
+    )
+    assert code == 0, err
+    text = (out / "pool.json").read_text()
+    assert strict(text)["policies"]

@@ -85,6 +85,11 @@ FILE_CASES = [
         "trained with symmetries 'mdp'",
     ),
     ("train-op-resume-a-self-play-pool", ["train-op", "--resume", "@POOL:partial"], "not an other-play pool"),
+    (  # once an internal KeyError (the other-play net's parameters)
+        "train-sp-resume-an-other-play-pool",
+        ["train-sp", "--resume", "@POOL:op-partial"],
+        "resume it with ers-deep train-op",
+    ),
     # class 7: commands that need two seats refuse one-agent pools at load
     ("crossplay-one-agent", ["crossplay", "@POOL:one"], "1 agent"),
 ]

@@ -59,6 +59,7 @@ from ers_deep.train.evaluate import Agent, play
 from ers_deep.train.ippo import Learner
 from ers_exact.interface import file_sha256
 from ers_exact.util.options import UsageError
+from ers_exact.util.output import dumps
 
 __all__ = [
     "RECORD",
@@ -252,7 +253,7 @@ def train_op_pool(
         raise UsageError("advantage 'exact' is self-play's all-actions update: use gae for other-play")
     if not resume_run:
         (out / "run").mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(out / "run" / RECORD, json.dumps(rec, indent=2).encode())
+        atomic_write_bytes(out / "run" / RECORD, dumps(rec, indent=2).encode())
 
     def make(c: TrainConfig) -> Learner:
         return Learner(c, net=op_net(c, symmetries))

@@ -27,7 +27,6 @@ trainer=...)`` runs such a variant per seed (the top-level keys a seed's pool.js
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Callable
@@ -46,7 +45,7 @@ from ers_deep.train.exact import exact_report
 from ers_deep.train.ippo import Learner
 from ers_deep.train.run import read_metrics, resume, train
 from ers_exact.util.errors import InputError
-from ers_exact.util.output import read_json
+from ers_exact.util.output import dumps, read_json
 
 
 class PoolError(ValueError, InputError):
@@ -223,7 +222,7 @@ def train_pool(
         "policies": entries,
         **(record or {}),
     }
-    atomic_write_bytes(out / "pool.json", json.dumps(info, indent=2, sort_keys=True).encode())
+    atomic_write_bytes(out / "pool.json", dumps(info, indent=2, sort_keys=True).encode())
     return info
 
 
@@ -342,7 +341,7 @@ def train_pool_ray(
         "policies": entries,
         **{k: v for k, v in results[0][0].items() if k not in _POOL_KEYS},
     }
-    atomic_write_bytes(out / "pool.json", json.dumps(info, indent=2, sort_keys=True).encode())
+    atomic_write_bytes(out / "pool.json", dumps(info, indent=2, sort_keys=True).encode())
     return info
 
 

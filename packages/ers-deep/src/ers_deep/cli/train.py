@@ -246,15 +246,14 @@ def resume_folder(text: str) -> Path:
 def with_learning_curve(res: dict[str, Any], pool: Path) -> dict[str, Any]:
     """Draw the pool's learning curves (``draw_pool_curve``) and name the figure (relative to the pool, like
     the policy files) in pool.json and the summary (``figure``); where none is drawn both stay as they are."""
-    import json
-
     from ers_deep.train.checkpoint import atomic_write_bytes
+    from ers_exact.util.output import dumps
 
     path = draw_pool_curve(pool, f"{res['env']}, alpha {res['alpha']}: training")
     if path is None:
         return res
     res = {**res, "figure": str(path.relative_to(pool))}
-    atomic_write_bytes(pool / "pool.json", json.dumps(res, indent=2, sort_keys=True).encode())
+    atomic_write_bytes(pool / "pool.json", dumps(res, indent=2, sort_keys=True).encode())
     return res
 
 
@@ -271,6 +270,11 @@ def _train_sp(opts: TrainSPOptions) -> dict[str, Any]:
     from ers_deep.train.config import paper_config
 
     if opts.resume is not None:
+        from ers_deep.other_play import RECORD
+        from ers_deep.pools import PoolError
+
+        if (resume_folder(opts.resume) / "run" / RECORD).is_file():  # its net holds the symmetries too
+            raise PoolError(f"{opts.resume}: an other-play pool; resume it with ers-deep train-op --resume")
         return train_pool(
             paper_config("hanabi"),
             resume_folder(opts.resume),

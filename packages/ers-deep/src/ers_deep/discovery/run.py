@@ -19,7 +19,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -44,7 +43,7 @@ from ers_deep.train.ippo import Learner
 from ers_deep.train.run import resume, train
 from ers_exact.interface import DiscoveryResult, LearnedTransformation, file_sha256
 from ers_exact.model.values import expected_return
-from ers_exact.util.output import read_json
+from ers_exact.util.output import dumps, read_json
 
 __all__ = ["TABULAR_SETTINGS", "DeepDiscoveryConfig", "discover", "exact_value", "load_symmetries"]
 
@@ -285,7 +284,7 @@ def discover(
         return Learner(c, net=net)
 
     out.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(out / "discovery-config.json", json.dumps(config.to_json(), indent=2).encode())
+    atomic_write_bytes(out / "discovery-config.json", dumps(config.to_json(), indent=2).encode())
     if resume_run and (out / "run" / "config.json").exists():
         learner, summary = resume(out / "run", progress=progress, threads=threads, make_learner=make)
     else:
@@ -352,5 +351,5 @@ def discover(
         reconstruction_loss=metrics["reconstruction_loss"],
         config=extra,
     )
-    atomic_write_bytes(out / "discovery.json", json.dumps(result.to_json(), indent=2).encode())
+    atomic_write_bytes(out / "discovery.json", dumps(result.to_json(), indent=2).encode())
     return result

@@ -37,7 +37,7 @@ from ers_deep.train.checkpoint import atomic_write_bytes
 from ers_deep.train.evaluate import Agent, play
 from ers_deep.zsc.config import PopulationConfig
 from ers_exact.interface import DiscoveryResult, Estimate, PopulationRow, ZSCReport
-from ers_exact.util.output import MARKER, OutputError, claim_folder
+from ers_exact.util.output import MARKER, OutputError, claim_folder, dumps
 
 __all__ = ["POPULATIONS", "load_deployed", "run_table1", "run_table2"]
 
@@ -174,7 +174,7 @@ def _row(
     )
     sym_er = crossplay_matrix(deployed, deployed, games, seed=seed, symmetries_of=lambda p: learned[p.name])
     for key, m in (("plain", plain), ("mdp", sym_mdp), ("er", sym_er)):
-        atomic_write_bytes(out / f"xp-{tag}-{key}.json", json.dumps(m, indent=2).encode())
+        atomic_write_bytes(out / f"xp-{tag}-{key}.json", dumps(m, indent=2).encode())
     heatmap(plain, out / f"xp-{tag}.png", f"cross-play: {name}")
     return PopulationRow(
         name=name,
@@ -207,7 +207,7 @@ def _claim(config: PopulationConfig, out: Path, force: bool, command: str) -> No
             )
         (out / MARKER).touch()  # a table folder (config.json) of an earlier version, before the marker
     claim_folder(out, force=force, command=command)
-    atomic_write_bytes(file, json.dumps(config.to_json(), indent=2).encode())
+    atomic_write_bytes(file, dumps(config.to_json(), indent=2).encode())
 
 
 def run_table1(
@@ -290,6 +290,6 @@ def run_table2(
         ]
         lines.append(f"| {alg} | " + " | ".join(cells) + " |")
     table["markdown"] = "\n".join(lines)
-    atomic_write_bytes(out / "table2.json", json.dumps(table, indent=2).encode())
+    atomic_write_bytes(out / "table2.json", dumps(table, indent=2).encode())
     atomic_write_bytes(out / "table2.md", (table["markdown"] + "\n").encode())
     return table
