@@ -69,3 +69,20 @@ def test_trees_too_large_for_w_keep_the_tree_pass(monkeypatch) -> None:
     monkeypatch.setattr(module, "MAX_ENTRIES", tree.n_joint_nodes * 9 - 1)
     assert sequence_form(tree) is None
     _assert_same(tree, _batch(tree, 1))  # both sides through the tree pass, still equal
+
+
+@pytest.mark.parametrize("discount", [0.0, 1e-200])
+def test_a_vanishing_discount_takes_the_tree_pass(discount: float) -> None:
+    """gamma^t below the smallest normal float (gamma = 0, or 1e-200 at t >= 2): the sequence form's Q^i would
+    be 0 / 0 (it was NaN at every t >= 1 history, emptying Phi_ER), so none is built and the default Q^i is
+    the tree pass's, finite everywhere on dectiger (every history reachable, every action legal)."""
+    game = get_game("dectiger", horizon=3, discount=discount)
+    tree = enumerate_histories(game)
+    assert sequence_form(tree) is None
+    pols = random_policy(np.random.default_rng(0), tree)
+    q = local_q_values(tree, pols)
+    q_tree = local_q_values(tree, pols, sequence=False)
+    for a, b in zip(q, q_tree, strict=True):
+        np.testing.assert_array_equal(a, b)
+        assert np.isfinite(a).all()
+    assert sequence_form(enumerate_histories(get_game("dectiger", horizon=3, discount=0.5))) is not None
