@@ -86,3 +86,16 @@ def test_a_vanishing_discount_takes_the_tree_pass(discount: float) -> None:
         np.testing.assert_array_equal(a, b)
         assert np.isfinite(a).all()
     assert sequence_form(enumerate_histories(get_game("dectiger", horizon=3, discount=0.5))) is not None
+
+
+def test_a_joint_policy_mixing_a_table_and_a_batch_is_refused() -> None:
+    """Agent 0 one [K, A] table, agent 1 a batch [2, K, A]: once the tree pass used agent 1's first table only
+    and the sequence form failed in numpy; now a PolicyError names both shapes."""
+    from ers_exact.model.values import PolicyError
+
+    tree = enumerate_histories(get_game("dectiger", horizon=2))
+    p0, p1 = random_policy(np.random.default_rng(1), tree)
+    mixed = (p0, np.stack([p1, p1]))
+    for sequence in (True, False):
+        with pytest.raises(PolicyError, match="mix one table and a batch"):
+            expected_return(tree, mixed, sequence=sequence)

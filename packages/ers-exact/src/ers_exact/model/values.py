@@ -75,6 +75,9 @@ def check_policy(tree: HistoryTree, policy: Policy) -> tuple[tuple[np.ndarray, .
         raise PolicyError(f"policy has {len(policy)} agents, the game has {tree.game.n_agents}")
     arrays = [_agent_array(p, i) for i, p in enumerate(policy)]
     batched = arrays[0].ndim == 3
+    if len({a.ndim for a in arrays}) > 1:  # one agent a table, another a batch: say so, never use a part
+        dims = ", ".join(f"agent {i}: {np.shape(a)}" for i, a in enumerate(arrays))
+        raise PolicyError(f"the agents' policies mix one table and a batch of tables ({dims}); give one kind")
     out = []
     for i, (arr, hist) in enumerate(zip(arrays, tree.local)):
         if arr.ndim == 2:
