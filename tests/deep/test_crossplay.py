@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import json
 import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
+import pytest
 import torch
 
+from ers_deep.cli.crossplay import population_names
 from ers_deep.crossplay import crossplay_matrix, env_symmetries, heatmap, population_report
 from ers_deep.nets import NetConfig, build_net
-from ers_deep.pools import Policy
+from ers_deep.pools import Policy, train_pool
 from ers_deep.train.config import paper_config
 from ers_deep.train.evaluate import Agent, play
+from tests.cli_helpers import assert_refused
+from tests.deep.threads import single_thread
 
 
 def _policies(env: str, seeds: tuple[int, ...], **kw: object) -> list[Policy]:
@@ -65,3 +73,58 @@ def test_population_report_and_heatmap(tmp_path) -> None:  # type: ignore[no-unt
     assert sym is not None and sym["symmetries"] == 2 and math.isfinite(row.xp_median_mdp.value)
     assert math.isnan(row.xp_median_er.value) and len(plain["mean"]) == 2
     assert heatmap(plain, tmp_path / "xp.png").stat().st_size > 1000
+
+
+@pytest.fixture(scope="module")
+def tiny_pools(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Two-seed pools: toy-coordination in ``a/pool`` and ``b/pool`` (one folder name, other seeds) and
+    three-lever in ``lever/pool`` (seconds each)."""
+    root = tmp_path_factory.mktemp("xp-pools")
+    small: dict[str, Any] = {"num_envs": 4, "num_steps": 4, "minibatches": 1, "total_env_steps": 64}
+    made = {"a": ("tabular:toy-coordination", (0, 1)), "b": ("tabular:toy-coordination", (2, 3))}
+    made["lever"] = ("tabular:three-lever", (0, 1))
+    for name, (env, seeds) in made.items():
+        with single_thread():
+            train_pool(paper_config(env, seeds=seeds, **small), root / name / "pool", eval_games=4)
+    return {name: root / name / "pool" for name in made}
+
+
+def test_two_pools_in_folders_of_one_name_stay_two_populations(
+    tiny_pools: dict[str, Path], tmp_path: Path, deep: Callable[..., tuple[int, str, str]]
+) -> None:
+    """Keyed by folder name, ``a/pool`` x ``b/pool`` once kept one population of the two (the other lost)."""
+    a, b, out = str(tiny_pools["a"]), str(tiny_pools["b"]), tmp_path / "out"
+    code, _, err = deep("crossplay", a, b, "--games", "4", "--out", str(out), "--json")
+    assert code == 0, err
+    xp = json.loads((out / "xp.json").read_text())
+    assert sorted(xp["populations"]) == [a, b]
+    assert xp["populations"][b]["plain"]["rows"] == [f"{b}/seed-2", f"{b}/seed-3"]
+    assert xp["matrix"]["rows"] == [f"{a}/seed-0", f"{a}/seed-1"] and xp["matrix"]["cols"][0] == f"{b}/seed-2"
+    report = json.loads((out / "report.json").read_text())
+    assert [row["name"] for row in report["rows"]] == [a, b]
+
+
+def test_population_names() -> None:
+    assert population_names(["x/toy", "y/lever"]) == ["toy", "lever"]  # unique folder names: as before
+    assert population_names(["x/pool", "y/pool"]) == ["x/pool", "y/pool"]
+    assert population_names(["x/pool", "x/pool"]) == ["x/pool (1)", "x/pool (2)"]
+
+
+def test_crossplay_checks_both_envs_before_any_game(
+    tiny_pools: dict[str, Path],
+    tmp_path: Path,
+    deep: Callable[..., tuple[int, str, str]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Pools of two envs are refused before either population's report (it was checked after both)."""
+    import ers_deep.crossplay as xp
+
+    def no_games(*args: object, **kwargs: object) -> None:
+        raise AssertionError("games were played before the envs were checked")
+
+    monkeypatch.setattr(xp, "population_report", no_games)
+    monkeypatch.setattr(xp, "crossplay_matrix", no_games)
+    out = tmp_path / "out"
+    code, stdout, err = deep("crossplay", str(tiny_pools["a"]), str(tiny_pools["lever"]), "--out", str(out))
+    assert_refused("ers-deep", code, err, "different envs", "toy-coordination vs tabular:three-lever")
+    assert stdout == "" and not out.exists()

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import torch
 
 from ers_deep.pools import PoolError, load_policy, load_pool, train_pool
-from ers_deep.train.checkpoint import CheckpointError
+from ers_deep.train.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from ers_deep.train.config import paper_config
 from ers_deep.train.ippo import Learner
+from tests.cli_helpers import assert_refused
 
 
 @pytest.fixture(scope="module")
@@ -70,3 +73,55 @@ def test_damaged_policy_and_missing_pool(toy_pool: Path, tmp_path: Path) -> None
         load_pool(tmp_path)
     with pytest.raises(PoolError, match="already holds a pool"):
         train_pool(paper_config("tabular:toy-coordination"), toy_pool)
+
+
+def _rewrite_policy(src: Path, dst: Path, edit: str) -> None:
+    """``src`` saved as ``dst`` with one metadata edit and a valid digest (as ``save_checkpoint`` writes it)."""
+    tensors, meta = load_checkpoint(src)
+    meta = {k: v for k, v in meta.items() if k not in ("format", "sha256")}
+    if edit == "num_actions":
+        meta["num_actions"] += 1
+    elif edit == "obs_shape":
+        meta["obs_shape"] = [meta["obs_shape"][0] + 1]
+    elif edit == "config-field":
+        meta["config"] = {**meta["config"], "num_envs": "many"}
+    else:  # no-KEY
+        del meta[edit.removeprefix("no-")]
+    save_checkpoint(dst, tensors, meta)
+
+
+#: edit of a policy file's metadata -> what the one-line CheckpointError names
+EDITS = {
+    "num_actions": "num_actions 3",
+    "obs_shape": "obs_shape [11]",
+    "config-field": "'config' is not a training config",
+    "no-config": "lacks 'config'",
+    "no-seed": "lacks 'seed'",
+    "no-num_actions": "lacks 'num_actions'",
+}
+
+
+@pytest.mark.parametrize("edit", list(EDITS))
+def test_policy_metadata_that_does_not_fit_is_a_checkpoint_error(
+    toy_pool: Path, tmp_path: Path, edit: str
+) -> None:
+    """A valid digest over wrong metadata (once a KeyError, or load_state_dict's RuntimeError) is refused in one
+    line naming the file and what is wrong."""
+    bad = tmp_path / "seed-0.safetensors"
+    _rewrite_policy(toy_pool / "policies" / "seed-0.safetensors", bad, edit)
+    with pytest.raises(CheckpointError) as caught:
+        load_policy(bad)
+    message = str(caught.value)
+    assert message.startswith(f"{bad}: ") and EDITS[edit] in message and "\n" not in message
+
+
+def test_crossplay_of_a_pool_with_such_a_policy_is_one_line(
+    toy_pool: Path, tmp_path: Path, deep: Callable[..., tuple[int, str, str]]
+) -> None:
+    folder = tmp_path / "toy"
+    shutil.copytree(toy_pool, folder, ignore=shutil.ignore_patterns("run"))
+    file = folder / "policies" / "seed-4.safetensors"
+    _rewrite_policy(file, file, "num_actions")
+    code, out, err = deep("crossplay", str(folder), "--games", "4", "--out", str(tmp_path / "xp"))
+    assert_refused("ers-deep", code, err, str(file), "num_actions 3")
+    assert out == ""

@@ -38,3 +38,17 @@ def test_sampled_ippo_reaches_the_fixed_point_within_sampling_noise() -> None:
     for row in _train("toy-coordination", 120, (0,), num_envs=4096):
         assert row["residual"] < 0.03, row
         assert abs(row["J"] - row["fixed_point"]["J"]) < 0.01 and row["fixed_point"]["optimal"]
+
+
+def test_exact_mode_refuses_a_discount_other_than_the_games() -> None:
+    """Exact advantages are Q_pi at the game's discount; a different gamma would train the critic at another."""
+    from ers_exact.util.options import UsageError
+
+    cfg = paper_config("tabular:toy-coordination", seeds=(0,), num_envs=8, advantage="exact")
+    learner = Learner(cfg)  # gamma None: the game's own
+    own = learner.env.game.discount  # type: ignore[attr-defined]
+    assert learner.gamma == own
+    Learner(cfg.replace(gamma=own))
+    with pytest.raises(UsageError, match="game's discount"):
+        Learner(cfg.replace(gamma=own / 2))
+    Learner(cfg.replace(gamma=own / 2, advantage="gae"))  # GAE at any gamma is the user's choice

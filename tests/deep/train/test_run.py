@@ -4,19 +4,23 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
 
 from ers_deep.train import checkpoint as ck
 from ers_deep.train.checkpoint import CheckpointError, load_checkpoint, read_metadata, save_checkpoint
-from ers_deep.train.run import checkpoints, latest_checkpoint, read_metrics, resume
+from ers_deep.train.config import paper_config
+from ers_deep.train.run import checkpoints, latest_checkpoint, read_metrics, resume, train
 from tests.deep.threads import single_thread
 
 CONFIG = {
@@ -162,3 +166,107 @@ def test_resume_falls_back_past_a_damaged_checkpoint(tmp_path: Path) -> None:
     newest.write_bytes(newest.read_bytes()[:100])
     learner, summary = _resume_one_thread(run)  # restarts from the older checkpoint and re-runs the rest
     assert summary["finished"] and learner.update == 14
+
+
+def test_an_edited_header_is_refused(tmp_path: Path) -> None:
+    """The digest covers the metadata too: a counter edited in the header (still valid JSON) is refused like a
+    flipped tensor byte (the first format left the header outside its digest)."""
+    path = tmp_path / "h.safetensors"
+    _small_checkpoint(path)
+    data = path.read_bytes()
+    assert data.count(b'update\\": 1') == 1
+    path.write_bytes(data.replace(b'update\\": 1', b'update\\": 7'))
+    assert read_metadata(path)["counters"] == {"update": 7}  # a readable header, edited
+    with pytest.raises(CheckpointError, match=re.escape(f"{path}: checkpoint tensors or metadata")):
+        load_checkpoint(path)
+
+
+def test_a_first_format_checkpoint_still_loads(tmp_path: Path) -> None:
+    """``ers-checkpoint/1`` files (a digest of the tensors only) load, their tensors still verified."""
+    from safetensors.torch import save as st_save
+
+    tensors = {"w": torch.randn(4, 3)}
+    meta = {"format": "ers-checkpoint/1", "sha256": ck.digest(tensors), "counters": {"update": 3}}
+    path = tmp_path / "old.safetensors"
+    path.write_bytes(st_save(tensors, metadata={"ers": json.dumps(meta, sort_keys=True)}))
+    loaded, got = load_checkpoint(path)
+    assert got["counters"] == {"update": 3} and torch.equal(loaded["w"], tensors["w"])
+    data = path.read_bytes()
+    path.write_bytes(data[:-3] + bytes([data[-3] ^ 0x55]) + data[-2:])
+    with pytest.raises(CheckpointError, match="tensors do not match"):
+        load_checkpoint(path)
+
+
+#: a tabular run of 8 updates (seconds), checkpoints at every second update
+TINY = {
+    "num_envs": 4,
+    "num_steps": 4,
+    "minibatches": 1,
+    "seeds": (0, 1),
+    "total_env_steps": 4 * 4 * 8,
+    "checkpoint_every": 2,
+    "keep_checkpoints": 2,
+}
+
+
+def _rewrite(path: Path, edit: Callable[[dict[str, torch.Tensor], dict[str, Any]], None]) -> None:
+    """The checkpoint ``path`` written again after ``edit(tensors, metadata)``, with a valid digest."""
+    tensors, meta = load_checkpoint(path)
+    meta = {k: v for k, v in meta.items() if k not in ("format", "sha256")}
+    edit(tensors, meta)
+    save_checkpoint(path, tensors, meta)
+
+
+def _no_counters(tensors: dict[str, torch.Tensor], meta: dict[str, Any]) -> None:
+    del meta["counters"]
+
+
+def _other_net(tensors: dict[str, torch.Tensor], meta: dict[str, Any]) -> None:
+    for k, v in list(tensors.items()):
+        if k.startswith("net/"):
+            tensors[k] = torch.zeros(v.shape[0] + 1, *v.shape[1:], dtype=v.dtype)
+
+
+@pytest.mark.parametrize("edit", [_no_counters, _other_net], ids=["no-counters", "other-net"])
+def test_resume_skips_a_checkpoint_that_does_not_fit(
+    tmp_path: Path,
+    edit: Callable[[dict[str, torch.Tensor], dict[str, Any]], None],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A verified checkpoint whose metadata lacks the counters, or whose tensors are another net's, is a
+    ``CheckpointError`` naming it (it was a ``KeyError`` / ``RuntimeError``): resume falls back past it."""
+    with single_thread():
+        train(paper_config("tabular:toy-coordination", **TINY), tmp_path, max_updates=4)
+        newest = latest_checkpoint(tmp_path)
+        assert newest is not None and newest.name == "update-000004.safetensors"
+        _rewrite(newest, edit)
+        learner, _ = resume(tmp_path, max_updates=4)  # from update 2, updates 3 and 4 again
+    assert learner.update == 4
+    err = capsys.readouterr().err
+    assert f"{newest}: " in err and "skipped" in err
+
+
+@pytest.mark.parametrize("recorded", [True, False], ids=["recorded", "before-the-record"])
+def test_a_resumed_runs_seconds_count_the_whole_run(tmp_path: Path, recorded: bool) -> None:
+    """``seconds`` and ``env_steps_per_s`` of a resumed run (pool.json's ``training``) count the whole run, its
+    ``segment`` the resumed part (both once counted the resumed part only); a checkpoint written before the
+    record counts the seconds column of metrics.csv up to it."""
+
+    def nap(m: dict[str, Any]) -> None:
+        time.sleep(0.05)
+
+    with single_thread():
+        train(paper_config("tabular:toy-coordination", **TINY), tmp_path, max_updates=4, on_update=nap)
+        newest = latest_checkpoint(tmp_path)
+        assert newest is not None
+        before = read_metadata(newest)["counters"]["seconds"]
+        if not recorded:
+            _rewrite(newest, lambda tensors, meta: meta["counters"].pop("seconds"))
+            before = sum(float(r["seconds"]) for r in read_metrics(tmp_path) if r["seed"] == "0")
+        _, summary = resume(tmp_path, on_update=nap)
+    segment = summary["segment"]
+    assert segment["from_update"] == 4 and segment["seconds"] >= 4 * 0.05
+    assert summary["seconds"] == pytest.approx(before + segment["seconds"])
+    assert summary["seconds"] >= segment["seconds"] + (3 * 0.05 if recorded else 0.0)
+    assert summary["env_steps_per_s"] == pytest.approx(summary["env_steps"] * 2 / summary["seconds"])
+    assert segment["env_steps_per_s"] == pytest.approx(4 * 16 * 2 / segment["seconds"])

@@ -27,7 +27,15 @@ from ers_deep.train.evaluate import Agent, play
 from ers_exact.interface import Estimate, PopulationRow, ZSCReport
 from ers_exact.util.output import save_figure
 
-__all__ = ["crossplay_matrix", "env_symmetries", "heatmap", "mean_se", "population_report", "xp_estimates"]
+__all__ = [
+    "check_compatible",
+    "crossplay_matrix",
+    "env_symmetries",
+    "heatmap",
+    "mean_se",
+    "population_report",
+    "xp_estimates",
+]
 
 
 def env_symmetries(config: TrainConfig) -> tuple[IndexSymmetry, ...]:
@@ -49,7 +57,18 @@ def env_symmetries(config: TrainConfig) -> tuple[IndexSymmetry, ...]:
     return ()
 
 
-def _check_compatible(policies: Sequence[Policy]) -> TrainConfig:
+def _env_text(c: TrainConfig) -> str:
+    """The env of ``c`` with what tells its variants apart (Hanabi's preset, Overcooked's layout)."""
+    if c.env == "hanabi":
+        return f"hanabi {c.hanabi_preset}"
+    if c.env == "overcooked-v2":
+        return f"overcooked-v2 {c.layout}" + (" (paper obs)" if c.paper_obs else "")
+    return c.env
+
+
+def check_compatible(policies: Sequence[Policy]) -> TrainConfig:
+    """The config of the first policy, once every policy is found trained on the same env (``PoolError``
+    naming the first two that differ)."""
     base = policies[0].config
     for p in policies[1:]:
         c = p.config
@@ -61,7 +80,7 @@ def _check_compatible(policies: Sequence[Policy]) -> TrainConfig:
         ):
             raise PoolError(
                 f"policies {policies[0].name} and {p.name} were trained on different envs "
-                f"({base.env} vs {c.env})"
+                f"({_env_text(base)} vs {_env_text(c)})"
             )
     return base
 
@@ -79,7 +98,7 @@ def crossplay_matrix(
     """XP matrix (mean over both seat orders) with standard errors; see the module docstring. Every policy
     is symmetrised over ``symmetries`` or, when given, over its own set ``symmetries_of(policy)`` (XP(*)+ER:
     each agent with the ER symmetries it learned)."""
-    config = _check_compatible([*rows, *cols])
+    config = check_compatible([*rows, *cols])
     sym = tuple(symmetries)
 
     def own(p: Policy) -> tuple[Symmetry, ...]:
@@ -140,7 +159,7 @@ def population_report(
     name: str, policies: Sequence[Policy], games: int, *, greedy: bool = False, seed: int = 0
 ) -> tuple[ZSCReport, dict[str, Any], dict[str, Any] | None]:
     """(report, plain XP matrix, symmetrised XP matrix or None) of one population (module docstring)."""
-    config = _check_compatible(policies)
+    config = check_compatible(policies)
     plain = crossplay_matrix(policies, policies, games, greedy=greedy, seed=seed)
     est = xp_estimates(plain, seed)
     sym = env_symmetries(config)

@@ -37,7 +37,7 @@ from typing import Any
 import torch
 
 from ers_deep.envs.tabular import TabularEnv
-from ers_deep.nets import ActorCritic, NetConfig, build_net
+from ers_deep.nets import ActorCritic, build_net
 from ers_deep.train.checkpoint import CheckpointError, atomic_write_bytes, load_checkpoint, save_checkpoint
 from ers_deep.train.config import TrainConfig
 from ers_deep.train.evaluate import Agent, play
@@ -133,17 +133,67 @@ def save_policy(
 
 
 def load_policy(path: str | os.PathLike[str]) -> Policy:
-    """A frozen policy file (``CheckpointError`` naming the file when damaged)."""
+    """A frozen policy file (``CheckpointError`` naming the file when damaged, or when its metadata does not
+    describe a network its tensors fit)."""
     tensors, meta = load_checkpoint(path)
     if meta.get("kind") != "policy":
         raise CheckpointError(f"{path}: not a policy file (kind {meta.get('kind')!r})")
-    config = TrainConfig.from_json(meta["config"])
-    net = build_net(
-        NetConfig(**meta["config"]["net"]), [meta["seed"]], tuple(meta["obs_shape"]), meta["num_actions"]
-    )
-    net.load_state_dict(tensors)
+    config = _policy_config(path, meta)
+    net = _policy_net(path, meta, config, tensors)
     net.to(config.device).eval()
-    return Policy(net, config, int(meta["seed"]), f"{Path(path).parent.parent.name}/seed-{meta['seed']}")
+    return Policy(net, config, meta["seed"], f"{Path(path).parent.parent.name}/seed-{meta['seed']}")
+
+
+def _first_line(e: BaseException) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]
+
+
+def _policy_config(path: str | os.PathLike[str], meta: dict[str, Any]) -> TrainConfig:
+    """The training config a policy file's metadata records, its other keys checked (``CheckpointError``
+    naming the file and the key)."""
+    shape = meta.get("obs_shape")
+    checks = {
+        "seed": type(meta.get("seed")) is int,
+        "num_actions": type(meta.get("num_actions")) is int and meta["num_actions"] > 0,
+        "obs_shape": isinstance(shape, list) and all(type(n) is int and n > 0 for n in shape),
+        "config": isinstance(meta.get("config"), dict),
+    }
+    for key, ok in checks.items():
+        if not ok:
+            what = f"{key!r} is {meta[key]!r}, not a valid value" if key in meta else f"lacks {key!r}"
+            raise CheckpointError(f"{path}: policy metadata {what}")
+    try:
+        return TrainConfig.from_json(meta["config"])
+    except (KeyError, TypeError, ValueError) as e:  # UsageError is a ValueError
+        raise CheckpointError(
+            f"{path}: policy metadata 'config' is not a training config ({_first_line(e)})"
+        ) from None
+
+
+def _policy_net(
+    path: str | os.PathLike[str], meta: dict[str, Any], config: TrainConfig, tensors: dict[str, torch.Tensor]
+) -> ActorCritic:
+    """The single-seed network the metadata describes, with the file's tensors (``CheckpointError`` naming the
+    file and the first tensor that does not fit)."""
+    shape, actions = tuple(meta["obs_shape"]), meta["num_actions"]
+    described = f"the network its metadata describes (obs_shape {list(shape)}, num_actions {actions})"
+    try:
+        net = build_net(config.net, [meta["seed"]], shape, actions)
+    except (KeyError, TypeError, ValueError, RuntimeError) as e:
+        raise CheckpointError(f"{path}: cannot build {described} ({_first_line(e)})") from None
+    want = net.state_dict()
+    missing, extra = sorted(want.keys() - tensors.keys()), sorted(tensors.keys() - want.keys())
+    if missing or extra:
+        raise CheckpointError(
+            f"{path}: its tensors do not fit {described} (missing {missing[:3]}, unexpected {extra[:3]})"
+        )
+    for k in sorted(want):
+        if tensors[k].shape != want[k].shape:
+            raise CheckpointError(
+                f"{path}: tensor {k!r} has shape {list(tensors[k].shape)}, {described} has {list(want[k].shape)}"
+            )
+    net.load_state_dict(tensors)
+    return net
 
 
 def _final_returns(run_dir: Path, seeds: tuple[int, ...], window: int = 10) -> dict[int, float]:

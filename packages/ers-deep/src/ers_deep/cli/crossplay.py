@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -16,7 +16,11 @@ from ers_exact.util.options import (
     thread_count,
 )
 
-__all__ = ["CrossplayOptions", "run_crossplay", "show_crossplay"]
+if TYPE_CHECKING:
+    from ers_deep.pools import Policy
+    from ers_exact.interface import PopulationRow
+
+__all__ = ["CrossplayOptions", "population_names", "run_crossplay", "show_crossplay"]
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -48,51 +52,44 @@ class CrossplayOptions(Options):
 
 
 def run_crossplay(opts: CrossplayOptions) -> dict[str, Any]:
-    """Cross-play matrix, heatmap and ZSC report of one or two pools (written to ``--out``)."""
-    import math
+    """Cross-play matrix, heatmap and ZSC report of one or two pools (written to ``--out``). Both pools' envs
+    are checked before any game; the populations are named by :func:`population_names`."""
     from pathlib import Path
 
     from ers_deep.cli.common import check_games_memory, require_two_seats
-    from ers_deep.crossplay import crossplay_matrix, heatmap, population_report, xp_estimates
+    from ers_deep.crossplay import check_compatible, crossplay_matrix, heatmap
     from ers_deep.pools import load_pool
-    from ers_exact.interface import Estimate, PopulationRow, ZSCReport
+    from ers_exact.interface import ZSCReport
     from ers_exact.util.output import claim_folder, write_atomic, write_json
 
     if opts.threads:
         torch.set_num_threads(opts.threads)
-    a = load_pool(opts.pool_a)
-    b = load_pool(opts.pool_b) if opts.pool_b else None
-    out = Path(opts.out) if opts.out else a.path / "crossplay"
-    for pool in (a, b) if b is not None else (a,):
+    given = [opts.pool_a] + ([opts.pool_b] if opts.pool_b else [])
+    pools = [load_pool(g) for g in given]
+    for pool in pools:
         require_two_seats(pool, "crossplay")
         check_games_memory("--games", opts.games, pool.policies[0].config)
-    reads = [a.path] + ([b.path] if b is not None else [])
-    claim_folder(out, force=opts.force, command="ers-deep crossplay", reads=reads)
+    populations = {
+        name: tuple(dataclasses.replace(p, name=f"{name}/seed-{p.seed}") for p in pool.policies)
+        for name, pool in zip(population_names(given), pools)
+    }
+    check_compatible([p for policies in populations.values() for p in policies])  # before any game
+    out = Path(opts.out) if opts.out else pools[0].path / "crossplay"
+    claim_folder(out, force=opts.force, command="ers-deep crossplay", reads=[pool.path for pool in pools])
     rows: list[Any] = []
     sym_matrices: dict[str, dict[str, Any]] = {}
-    for pool in [a] if b is None else [a, b]:
-        if opts.no_mdp:
-            m = crossplay_matrix(pool.policies, pool.policies, opts.games, greedy=opts.greedy, seed=opts.seed)
-            est = xp_estimates(m, opts.seed)
-            nan = Estimate(math.nan, math.nan)
-            report = ZSCReport(
-                pool.info["env"],
-                (PopulationRow(pool.name, est["sp"], est["xp"], est["xp_median"], nan, nan),),
-            )
-            plain, sym = m, None
-        else:
-            report, plain, sym = population_report(
-                pool.name, pool.policies, opts.games, greedy=opts.greedy, seed=opts.seed
-            )
-        rows += list(report.rows)
-        sym_matrices[pool.name] = {"plain": plain, "mdp": sym}
+    for name, policies in populations.items():
+        row, plain, sym = _population(name, policies, opts)
+        rows.append(row)
+        sym_matrices[name] = {"plain": plain, "mdp": sym}
+    names, teams = list(populations), list(populations.values())
     matrix: dict[str, Any] = (
-        sym_matrices[a.name]["plain"]
-        if b is None
-        else crossplay_matrix(a.policies, b.policies, opts.games, greedy=opts.greedy, seed=opts.seed)
+        sym_matrices[names[0]]["plain"]
+        if len(teams) == 1
+        else crossplay_matrix(teams[0], teams[1], opts.games, greedy=opts.greedy, seed=opts.seed)
     )
     report = ZSCReport(
-        a.info["env"],
+        pools[0].info["env"],
         tuple(rows),
         config={
             "games_per_seat_order": opts.games,
@@ -101,8 +98,7 @@ def run_crossplay(opts: CrossplayOptions) -> dict[str, Any]:
             "source": "ers-deep crossplay",
         },
     )
-    title = f"cross-play {a.name}" + (f" x {b.name}" if b else "")
-    heatmap(matrix, out / "xp.png", title)
+    heatmap(matrix, out / "xp.png", "cross-play " + " x ".join(names))
     write_json(out / "xp.json", {"matrix": matrix, "populations": sym_matrices})
     write_atomic(out / "report.json", report.dumps())
     files = {
@@ -111,6 +107,38 @@ def run_crossplay(opts: CrossplayOptions) -> dict[str, Any]:
         "report": str(out / "report.json"),
     }
     return {"matrix": matrix, "report": report.to_json(), "files": files}
+
+
+def population_names(given: list[str]) -> list[str]:
+    """The populations' names: each pool folder's name; where two share it, the paths as given (``a/pool``,
+    ``b/pool``), numbered when those are the same too (a pool against itself)."""
+    from pathlib import Path
+
+    names = [Path(g).resolve().name or g for g in given]
+    if len(set(names)) < len(names):
+        names = list(given)
+    if len(set(names)) < len(names):
+        names = [f"{n} ({i + 1})" for i, n in enumerate(names)]
+    return names
+
+
+def _population(
+    name: str, policies: tuple[Policy, ...], opts: CrossplayOptions
+) -> tuple[PopulationRow, dict[str, Any], dict[str, Any] | None]:
+    """(ZSC row, plain XP matrix, symmetrised matrix or None) of one population; ``--no-mdp``: no
+    symmetrised matrix (its XP(*)+MDP NaN)."""
+    import math
+
+    from ers_deep.crossplay import crossplay_matrix, population_report, xp_estimates
+    from ers_exact.interface import Estimate, PopulationRow
+
+    if not opts.no_mdp:
+        report, plain, sym = population_report(name, policies, opts.games, greedy=opts.greedy, seed=opts.seed)
+        return report.rows[0], plain, sym
+    m = crossplay_matrix(policies, policies, opts.games, greedy=opts.greedy, seed=opts.seed)
+    est = xp_estimates(m, opts.seed)
+    nan = Estimate(math.nan, math.nan)
+    return PopulationRow(name, est["sp"], est["xp"], est["xp_median"], nan, nan), m, None
 
 
 def show_crossplay(res: dict[str, Any]) -> None:

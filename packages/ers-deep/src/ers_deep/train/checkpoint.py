@@ -1,14 +1,18 @@
 """Checkpoints that are safe to load from strangers and never half-written.
 
 A checkpoint is ONE safetensors file: the tensors, plus JSON metadata in the safetensors header
-(``__metadata__["ers"]``) that also records a SHA-256 digest of every tensor's name, dtype, shape and bytes.
-Nothing is ever unpickled (no ``torch.load``), so a malicious file cannot run code.
+(``__metadata__["ers"]``) that also records a SHA-256 digest of every tensor's name, dtype, shape and bytes and
+of the metadata itself (format ``ers-checkpoint/2``: an edited counter or config is refused like a flipped tensor
+byte). Files of the first format (``ers-checkpoint/1``) still load: their digest covers the
+tensors only, so their metadata is read unverified, as it was written. The digest detects damage and edits, it
+is no signature (anyone can recompute it). Nothing is ever unpickled (no ``torch.load``), so a malicious file
+cannot run code.
 
 * ``save_checkpoint(path, tensors, metadata)`` writes atomically: a temporary file in the same folder, flush,
   ``fsync``, ``os.replace`` onto the final name, ``fsync`` of the folder. A crash at any moment leaves either the
   old file or the new one, never a torn one; the previous checkpoint stays readable.
 * ``load_checkpoint(path)`` raises :class:`CheckpointError` naming the file when it is missing, truncated, not
-  a safetensors file, lacks ers metadata, or its tensors do not match the recorded digest (tampered).
+  a safetensors file, lacks ers metadata, or its tensors or metadata do not match the recorded digest.
 """
 
 from __future__ import annotations
@@ -38,29 +42,38 @@ __all__ = [
     "save_checkpoint",
 ]
 
-FORMAT = "ers-checkpoint/1"
+FORMAT = "ers-checkpoint/2"
+#: the first format, still read: its digest covers the tensors only
+FORMAT_1 = "ers-checkpoint/1"
 
 
 class CheckpointError(ValueError, InputError):
     """A checkpoint file cannot be trusted or read; the message names the file."""
 
 
-def digest(tensors: dict[str, Tensor]) -> str:
-    """SHA-256 over the tensors in name order (name, dtype, shape, raw bytes)."""
+def digest(tensors: dict[str, Tensor], metadata: dict[str, Any] | None = None) -> str:
+    """SHA-256 over the tensors in name order (name, dtype, shape, raw bytes), then, when given, over
+    ``metadata`` as JSON with sorted keys (format 2: everything in the file but the digest)."""
     h = hashlib.sha256()
     for name in sorted(tensors):
         t = tensors[name].detach().cpu().contiguous()
         h.update(f"{name}|{t.dtype}|{tuple(t.shape)}|".encode())
         h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
+    if metadata is not None:
+        h.update(b"metadata|" + json.dumps(metadata, sort_keys=True).encode())
     return h.hexdigest()
 
 
 def save_checkpoint(
     path: str | os.PathLike[str], tensors: dict[str, Tensor], metadata: dict[str, Any]
 ) -> Path:
-    """Write ``tensors`` and JSON-able ``metadata`` to ``path`` atomically; returns the path."""
+    """Write ``tensors`` and JSON-able ``metadata`` to ``path`` atomically; returns the path. The digest
+    covers both (``format`` and ``sha256`` are the file's own keys: ``metadata``'s are replaced)."""
     tensors = {k: v.detach().cpu().contiguous() for k, v in tensors.items()}
-    meta = {"format": FORMAT, "sha256": digest(tensors), **metadata}
+    # as the file will hold it (tuples are lists, keys strings), so the reader hashes the same JSON
+    meta = json.loads(json.dumps({**metadata, "format": FORMAT}))
+    meta.pop("sha256", None)
+    meta["sha256"] = digest(tensors, meta)
     atomic_write_bytes(path, st_save(tensors, metadata={"ers": json.dumps(meta, sort_keys=True)}))
     return Path(path)
 
@@ -80,15 +93,14 @@ def _header(path: Path, data: bytes) -> dict[str, Any]:
         raise CheckpointError(
             f"{path}: not an ers checkpoint (no readable ers metadata in the header)"
         ) from None
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise CheckpointError(
-            f"{path}: unknown checkpoint format {meta.get('format')!r}, expected {FORMAT!r}"
-        )
+    if not isinstance(meta, dict) or meta.get("format") not in (FORMAT, FORMAT_1):
+        found = meta.get("format") if isinstance(meta, dict) else None
+        raise CheckpointError(f"{path}: unknown checkpoint format {found!r}, expected {FORMAT!r}")
     return meta
 
 
 def read_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """The JSON metadata of a checkpoint (tensors not verified)."""
+    """The JSON metadata of a checkpoint (not verified: the digest needs the tensors, ``load_checkpoint``)."""
     path = Path(path)
     try:
         data = path.read_bytes()
@@ -109,8 +121,10 @@ def load_checkpoint(path: str | os.PathLike[str]) -> tuple[dict[str, Tensor], di
         tensors = st_load(data)
     except (SafetensorError, ValueError, RuntimeError) as e:
         raise CheckpointError(f"{path}: truncated or corrupted checkpoint ({e})") from None
-    if digest(tensors) != meta.get("sha256"):
+    body = None if meta["format"] == FORMAT_1 else {k: v for k, v in meta.items() if k != "sha256"}
+    if digest(tensors, body) != meta.get("sha256"):
+        what = "tensors" if body is None else "tensors or metadata"
         raise CheckpointError(
-            f"{path}: checkpoint tensors do not match their recorded SHA-256 (tampered or corrupted)"
+            f"{path}: checkpoint {what} do not match their recorded SHA-256 (edited, tampered or corrupted)"
         )
     return tensors, meta

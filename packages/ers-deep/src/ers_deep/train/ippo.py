@@ -246,6 +246,7 @@ class Learner:
         self.generator = torch.Generator(device=dev).manual_seed(10_007 * cfg.seeds[0] + 1)
         game = getattr(self.env, "game", None)  # a tabular env's ers-exact game: its own discount
         self.gamma: float = cfg.gamma if cfg.gamma is not None else float(game.discount if game else 0.99)
+        _check_exact_discount(cfg, game)
         self.update = 0
         self.env_steps = 0  # per seed
         self.env.reset(seed=cfg.seeds[0])
@@ -391,3 +392,13 @@ class Learner:
             self.fast.load(self.runner)
         self.updater.invalidate()  # a captured update recorded the replaced Adam state
         self.update, self.env_steps = int(counters["update"]), int(counters["env_steps"])
+
+
+def _check_exact_discount(cfg: TrainConfig, game: Any) -> None:
+    """Exact mode's actor term is Q_pi at the game's own discount; a different ``cfg.gamma`` would train its
+    critic (GAE) at another gamma than its actor, so it is refused."""
+    if cfg.advantage == "exact" and cfg.gamma is not None and game is not None and cfg.gamma != game.discount:
+        raise UsageError(
+            f"TrainConfig.gamma = {cfg.gamma} with advantage = 'exact': the exact advantages are Q_pi at the "
+            f"game's discount {game.discount}; give gamma = None (the game's) or {game.discount}"
+        )

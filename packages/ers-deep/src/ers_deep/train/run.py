@@ -12,11 +12,14 @@ Resume: ``resume(run_dir)`` rebuilds the learner from ``config.json``, loads the
 verifies (model, Adam moments, learning-rate schedule and shaped-reward annealing -- both pure functions of
 the update counter --, the env's full state and generator, the learner's sampling generator, the recurrent
 state and the running episode returns, the counters), drops the metrics rows written after that checkpoint,
-and continues. Nothing is re-seeded: on the same machine and thread count the resumed curve equals the
-uninterrupted one bit for bit (tests/deep/train/test_run.py kills a run with SIGKILL and compares). The same
-holds with ``collector="torchrl"``: the new learner builds a new ``Collector``, which deals no games of its
-own; every batch starts from the learner's env state, here the restored one (``ers_deep.train.collector``;
-tests/deep/train/test_collector.py resumes such a run and compares).
+and continues. A checkpoint also records the run's wall-clock seconds up to it, so a resumed run's summary
+(``seconds``, ``env_steps_per_s``: pool.json's ``training``) counts the whole run, and its ``segment`` this
+process's part alone (a checkpoint written before that record: the ``seconds`` column of metrics.csv up to
+it, which leaves out the checkpoint writes). Nothing is re-seeded: on the same machine and thread count the
+resumed curve equals the uninterrupted one bit for bit (tests/deep/train/test_run.py kills a run with SIGKILL
+and compares). The same holds with ``collector="torchrl"``: the new learner builds a new ``Collector``, which
+deals no games of its own; every batch starts from the learner's env state, here the restored one
+(``ers_deep.train.collector``; tests/deep/train/test_collector.py resumes such a run and compares).
 """
 
 from __future__ import annotations
@@ -144,12 +147,13 @@ def _truncate_metrics(path: Path, update: int) -> None:
     atomic_write_bytes(path, buf.getvalue().encode())
 
 
-def _save(learner: Learner, run_dir: Path) -> Path:
+def _save(learner: Learner, run_dir: Path, seconds: float) -> Path:
+    """Checkpoint the learner (``seconds``: the run's wall-clock seconds so far) and drop the oldest."""
     folder = run_dir / "checkpoints"
     folder.mkdir(exist_ok=True)
     path = folder / f"update-{learner.update:06d}.safetensors"
     meta = {
-        "counters": learner.counters(),
+        "counters": {**learner.counters(), "seconds": seconds},
         "config": learner.config.to_json(),
         "env_state": type(learner.env.state).__name__,
         "torch": torch.__version__,
@@ -166,11 +170,14 @@ def _loop(
     max_updates: int | None,
     progress: bool | None,
     on_update: Callable[[dict[str, Any]], None] | None,
+    seconds_before: float = 0.0,
 ) -> dict[str, Any]:
+    """Train to ``max_updates`` (or the end), checkpointing; the run's summary (``seconds_before``: the seconds
+    the run had taken up to the checkpoint it resumed from)."""
     cfg = learner.config
     stop = cfg.num_updates if max_updates is None else min(cfg.num_updates, max_updates)
     tb, bar, history = _tensorboard(run_dir), _Bar(cfg.num_updates, progress), []
-    start, steps0 = time.perf_counter(), learner.env_steps
+    start, steps0, update0 = time.perf_counter(), learner.env_steps, learner.update
     m: dict[str, Any] = {}
     while learner.update < stop:
         t0 = time.perf_counter()
@@ -183,7 +190,7 @@ def _loop(
                 for s, seed in enumerate(cfg.seeds):
                     tb.add_scalar(f"{k}/seed{seed}", m[k][s], m["env_steps"])
         if learner.update % cfg.checkpoint_every == 0 or learner.update == stop:
-            _save(learner, run_dir)
+            _save(learner, run_dir, seconds_before + time.perf_counter() - start)
         sps = (learner.env_steps - steps0) * len(cfg.seeds) / max(1e-9, time.perf_counter() - start)
         bar.show(m, sps, force=learner.update == stop)
         if on_update is not None:
@@ -192,12 +199,18 @@ def _loop(
     if tb is not None:
         tb.close()
     seconds = time.perf_counter() - start
+    total = seconds_before + seconds
     return {
         "run_dir": str(run_dir),
         "updates": learner.update,
         "env_steps": learner.env_steps,
-        "seconds": seconds,
-        "env_steps_per_s": (learner.env_steps - steps0) * len(cfg.seeds) / max(seconds, 1e-9),
+        "seconds": total,
+        "env_steps_per_s": learner.env_steps * len(cfg.seeds) / max(total, 1e-9),
+        "segment": {  # this process's part of the run (all of it unless resumed)
+            "from_update": update0,
+            "seconds": seconds,
+            "env_steps_per_s": (learner.env_steps - steps0) * len(cfg.seeds) / max(seconds, 1e-9),
+        },
         "finished": learner.update >= cfg.num_updates,
     }
 
@@ -256,19 +269,44 @@ def resume(
     if info.get("cpu_products") in ("torch", "openblas"):
         config = config.replace(cpu_products=info["cpu_products"])
     learner = make_learner(config)
-    errors = []
+    errors, seconds = [], 0.0
     for path in reversed(checkpoints(run_dir)):
         try:
-            tensors, meta = load_checkpoint(path)
+            seconds = _restore(learner, path)
         except CheckpointError as e:  # e.g. a file damaged after it was written: fall back to an older one
             errors.append(str(e))
             print(f"resume: skipped a damaged checkpoint, trying an older one: {e}", file=sys.stderr)
             continue
-        learner.load_state_tensors(tensors, meta["counters"])
         break
     else:
         if errors:
             raise CheckpointError("; ".join(errors))
         # killed before the first checkpoint: start over (the fresh learner is the state at update 0)
     _truncate_metrics(run_dir / "metrics.csv", learner.update)
-    return learner, _loop(learner, run_dir, max_updates, progress, on_update)
+    if math.isnan(seconds):  # a checkpoint from before the record: the updates' own seconds
+        seconds = _metrics_seconds(run_dir)
+    return learner, _loop(learner, run_dir, max_updates, progress, on_update, seconds)
+
+
+def _restore(learner: Learner, path: Path) -> float:
+    """Load the checkpoint ``path`` into ``learner``; the run's seconds up to it (NaN when not recorded).
+    :class:`CheckpointError` naming the file when it is damaged or not a checkpoint of this run's learner."""
+    tensors, meta = load_checkpoint(path)
+    counters = meta.get("counters")
+    if not (
+        isinstance(counters, dict) and all(type(counters.get(k)) is int for k in ("update", "env_steps"))
+    ):
+        raise CheckpointError(f"{path}: not a training checkpoint (no update and env-step counters)")
+    try:
+        learner.load_state_tensors(tensors, counters)
+    except (KeyError, RuntimeError, ValueError, TypeError) as e:
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise CheckpointError(f"{path}: its tensors do not fit this run's learner ({first})") from None
+    seconds = counters.get("seconds")
+    return float(seconds) if isinstance(seconds, (int, float)) and math.isfinite(seconds) else math.nan
+
+
+def _metrics_seconds(run_dir: Path) -> float:
+    """The sum of metrics.csv's ``seconds`` over its updates (one per update: each seed's row repeats it)."""
+    per_update = {row["update"]: float(row["seconds"]) for row in read_metrics(run_dir)}
+    return sum(per_update.values())
