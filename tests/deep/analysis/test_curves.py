@@ -96,3 +96,16 @@ def test_pool_curve_reads_a_ray_pool_and_shows_an_update_without_episodes(tmp_pa
     _metrics(tmp_path / "empty" / "run", [(1, 10, 0, nan)])
     assert pool_curve(tmp_path / "empty") is not None
     assert pool_curve(tmp_path / "nothing") is None
+
+
+def test_time_to_fraction_of_a_negative_curve_is_none(tmp_path: Path) -> None:
+    """Every return negative (Overcooked at CPU scale): 0.9 x best lies above the best, so no update reaches
+    it; the times are None (strict JSON), not a StopIteration. A curve at 0 reaches 0.9 x 0 at once."""
+    from ers_exact.util.output import dumps
+
+    _metrics(tmp_path / "neg" / "run", [(1, 10, 0, -5.0), (2, 20, 0, -3.0), (3, 30, 0, -4.0)])
+    t = time_to_fraction(tmp_path / "neg" / "run", 0.9, smooth=1)
+    assert t["best"] == -3.0 and t["seconds"] is None and t["env_steps"] is None and t["total_seconds"] == 3.0
+    assert "NaN" not in dumps(t)
+    _metrics(tmp_path / "zero" / "run", [(1, 10, 0, -1.0), (2, 20, 0, 0.0)])
+    assert time_to_fraction(tmp_path / "zero" / "run", 0.9, smooth=1)["env_steps"] == 20

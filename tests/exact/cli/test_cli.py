@@ -90,6 +90,20 @@ def test_saved_optimal_policy_is_read_back_by_value(tmp_path: Path) -> None:
     assert val["J"] == pytest.approx(opt["value"])
 
 
+def test_an_optimal_set_point_is_a_policy_file_value_reads(tmp_path: Path, capsys) -> None:
+    """``optimal-set --json --with-policy``: each point's object is a policy file (pi^i a [histories x actions]
+    table, no batch axis) whose J(pi) ``value --policy`` gives back, and ``root_policy`` its root rows."""
+    assert main(["optimal-set", "dectiger", "--alpha", "1", "--json", "--with-policy"]) == 0
+    point = json.loads(capsys.readouterr().out)["points"][0]
+    assert point["root_policy"] == [pi[0] for pi in point["policy"]]
+    assert np.shape(point["root_policy"]) == (2, 3) and np.shape(point["policy"][0]) == (7, 3)
+    path = tmp_path / "point.json"
+    path.write_text(json.dumps(point))
+    assert run_value(ValueOptions(game="dectiger", policy=str(path)))["J"] == pytest.approx(
+        point["J"], abs=1e-9
+    )
+
+
 @pytest.mark.parametrize("method", ["exhaustive", "gmaa", "ice", "auto"])
 def test_optimal_methods_agree_and_print_their_work(method: str, capsys: pytest.CaptureFixture[str]) -> None:
     out = run_optimal(OptimalOptions(game="dectiger", horizon=3, method=method))

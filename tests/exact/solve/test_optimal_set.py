@@ -279,7 +279,7 @@ def check_twin(seed: int, n: int, alpha: float, config: OptimalSetConfig = FAST)
     twin = [np.roll(p[0], 1, axis=-1) for p in best.policy]  # phi(pi): shift every agent's actions
     twin_is_new = np.abs(twin[0] - best.policy[0][0]).max() > 1e-6
     if result.complete:
-        pols = [np.concatenate([q[0].ravel() for q in p.policy]) for p in result.optimal_points]
+        pols = [np.concatenate([q.ravel() for q in p.policy]) for p in result.optimal_points]
         flat_twin = np.concatenate([t.ravel() for t in twin])
         assert any(np.abs(p - flat_twin).max() < 1e-6 for p in pols)
         if twin_is_new:

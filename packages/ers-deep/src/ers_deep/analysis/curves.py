@@ -106,22 +106,24 @@ def seed_mean(per_seed: dict[int, Curve]) -> tuple[list[int], list[float]]:
 
 def time_to_fraction(
     run_dir: str | os.PathLike[str], fraction: float = 0.9, column: str = "return", smooth: int = 10
-) -> dict[str, float]:
-    """The best smoothed mean-over-seeds value of ``column`` and the first wall-clock time (s) and env step at
-    which the smoothed mean reached ``fraction`` of it."""
+) -> dict[str, float | None]:
+    """The best smoothed mean-over-seeds value of ``column``, best = max_u R_u, and the first wall-clock time
+    (s) and env step at which the smoothed mean reached ``fraction`` * best. Both are None where no update
+    reached it: a curve whose best is negative (Overcooked early in training, every return below 0), where
+    ``fraction`` * best lies above the best, or a ``fraction`` above 1 (None, not NaN: strict JSON)."""
     per_seed = curves(run_dir, column)
     steps, mean = seed_mean(per_seed)
     if not steps:
         raise ValueError(f"time_to_fraction: no update of {run_dir} has a {column} for every seed")
     sm = trailing_mean(mean, smooth)
     best = max(sm)
-    first = next(i for i, v in enumerate(sm) if v >= fraction * best)
+    first = next((i for i, v in enumerate(sm) if v >= fraction * best), None)
     clock = {step: t for pts in per_seed.values() for step, _, t in pts}  # seeds in one run share the clock
     return {
         "best": best,
         "fraction": fraction,
-        "seconds": clock[steps[first]],
-        "env_steps": steps[first],
+        "seconds": None if first is None else clock[steps[first]],
+        "env_steps": None if first is None else steps[first],
         "total_seconds": max(clock.values()),
     }
 

@@ -167,7 +167,7 @@ def _proven_optimal_set(
     if not res.complete or not res.optimal_points:
         return None, proof
     best = max(p.J for p in res.optimal_points)
-    pool = [tuple(q[0] for q in p.policy) for p in res.optimal_points if best - tol <= p.J]  # [1, K, A] each
+    pool = [p.policy for p in res.optimal_points if best - tol <= p.J]
     return (pool, best), proof
 
 

@@ -23,7 +23,9 @@ __all__ = ["CertifiedFixedPoint", "OptimalSetResult", "build_result"]
 
 @dataclass(frozen=True)
 class CertifiedFixedPoint:
-    """A fixed point proven to be the only one in the box [box_lo, box_hi] of logits."""
+    """A fixed point proven to be the only one in the box [box_lo, box_hi] of logits. ``policy``: pi^i per
+    agent, a [histories x actions] table as in :class:`~ers_exact.solve.fixed_point_result.FixedPoint` (its
+    JSON, with ``with_policy``, is a policy file that ``ers-exact value --policy`` reads)."""
 
     policy: tuple[np.ndarray, ...] = field(repr=False)
     y: np.ndarray = field(repr=False)  # the polished point (inside the box)
@@ -147,7 +149,7 @@ def build_result(
         for k, r in enumerate(keep):
             points.append(
                 CertifiedFixedPoint(
-                    policy=tuple(p[k : k + 1] for p in pols),
+                    policy=tuple(p[k] for p in pols),
                     y=y[k],
                     box_lo=roots.lo[r],
                     box_hi=roots.hi[r],
