@@ -5,6 +5,7 @@ OP pools are ordinary pools (crossplay, resume); the symmetriser is invariant un
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -278,3 +279,28 @@ def test_op_pool_on_ray_equals_one_seed_op_pools(toy_discovery: Path, tmp_path: 
     a, b = load_pool(tmp_path / "rp").policies[1], load_pool(tmp_path / "one").policies[0]
     for k, v in a.net.state_dict().items():
         assert torch.equal(v, b.net.state_dict()[k]), k
+
+
+def test_game_labels_name_the_layout_and_legacy_labels_are_unchecked(
+    toy_discovery: Path, tmp_path: Path
+) -> None:
+    """Overcooked results name their layout (they named the Hanabi preset), so other-play checks their game like
+    every other env's; a discovery output with the old label is checked by its shapes alone."""
+    from ers_deep.discovery.run import learned_game
+
+    over = paper_config("overcooked-v2", layout="cramped_room_v2")
+    assert (
+        over.game == "overcooked-v2:cramped_room_v2" and _hanabi("Hanabi-Small").game == "hanabi:Hanabi-Small"
+    )
+    with pytest.raises(
+        PoolError, match="learned on tabular:toy-coordination, not on overcooked-v2:cramped_room_v2"
+    ):
+        op_symmetries(over, str(toy_discovery))
+    legacy = tmp_path / "legacy"
+    shutil.copytree(toy_discovery, legacy)
+    data = json.loads((legacy / "discovery.json").read_text())
+    assert learned_game(legacy) == data["game"] == "tabular:toy-coordination"
+    (legacy / "discovery.json").write_text(json.dumps({**data, "game": "overcooked-v2:Hanabi-Full"}))
+    assert learned_game(legacy) is None
+    with pytest.raises(PoolError, match="maps observations"):  # still refused: its shapes are the toy game's
+        op_symmetries(over, str(legacy))

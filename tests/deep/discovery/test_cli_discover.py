@@ -71,3 +71,57 @@ def test_default_out_and_resolved_config(toy_pool: Path) -> None:
     assert (deep.num_envs, deep.num_steps, deep.lr) == (128, 32, 0.05)
     with pytest.raises(UsageError, match="--top 3 is more than --candidates 2"):
         DiscoverOptions(pool=str(toy_pool), candidates=2, top=3)
+
+
+def test_resume_refuses_other_options(
+    toy_discovery: tuple[Path, DiscoveryResult], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--resume keeps the run's own options: a changed --candidates or --seed (which shape the run's
+    candidates and action maps) is an input error naming each, and the run's discovery-config.json stays."""
+    out, _ = toy_discovery
+    before = (out / "discovery-config.json").read_bytes()
+    pool = out.parent / "toy-pool"
+    argv = ["discover", "--pool", str(pool), "--out", str(out), "--resume", "--threads", "1"]
+    argv += [
+        "--candidates",
+        "3",
+        "--top",
+        "2",
+        "--total-steps",
+        "60000",
+        "--eval-games",
+        "300",
+        "--lr",
+        "0.01",
+    ]
+    assert main([*argv, "--seed", "5"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "seed = 5 (the run's: 0)" in err[0] and "--force" in err[0], err
+    assert (out / "discovery-config.json").read_bytes() == before
+    assert main(argv[:-10] + ["--candidates", "4", "--top", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "candidates = 4 (the run's: 3)" in err and "total_env_steps" in err, err
+    assert (out / "discovery-config.json").read_bytes() == before
+
+
+def test_earlier_symmetries_of_another_game_are_refused(
+    toy_discovery: tuple[Path, DiscoveryResult], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """sp-max-reg --earlier with the symmetries of another game: one line naming both games, before any file is
+    written (it was an internal RuntimeError inside training, with OUT left behind)."""
+    from ers_deep.pools import train_pool
+    from ers_deep.train.config import paper_config
+
+    pool = tmp_path / "lever-pool"
+    train_pool(
+        paper_config("tabular:three-lever", seeds=(0, 1, 2, 3), total_env_steps=256 * 4 * 2),
+        pool,
+        eval_games=20,
+        progress=False,
+    )
+    out = tmp_path / "reg"
+    argv = _argv(pool, out, "--algorithm", "sp-max-reg", "--earlier", str(toy_discovery[0]))
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "learned on tabular:toy-coordination, not on tabular:three-lever" in err[0], err
+    assert not out.exists()

@@ -48,7 +48,7 @@ from typing import Any
 import torch
 
 from ers_deep.crossplay import env_symmetries
-from ers_deep.discovery import LearnedSymmetry, load_symmetries
+from ers_deep.discovery import LearnedSymmetry, symmetries_for
 from ers_deep.envs.symmetry import IndexSymmetry, Symmetry
 from ers_deep.nets import ActorCritic, build_net
 from ers_deep.nets.other_play import OtherPlayNet
@@ -85,11 +85,6 @@ def identity_symmetry(config: TrainConfig) -> IndexSymmetry:
     return IndexSymmetry(torch.arange(n), torch.arange(A), "identity", env.obs_shape).to(config.device)
 
 
-def _game(config: TrainConfig) -> str:
-    """The game name a ``DiscoveryResult`` of this env carries (``ers_deep.discovery.run``)."""
-    return config.env if config.env_kind == "tabular" else f"{config.env}:{config.hanabi_preset}"
-
-
 def _discovery_folder(source: str) -> Path:
     path = Path(source)
     folder = path.parent if path.suffix == ".json" and path.is_file() else path
@@ -102,21 +97,7 @@ def _discovery_folder(source: str) -> Path:
 
 def _learned(config: TrainConfig, source: str) -> list[LearnedSymmetry]:
     """The learned symmetries of a discovery output, checked against the env of ``config``."""
-    folder = _discovery_folder(source)
-    syms = load_symmetries(folder)
-    try:
-        game = json.loads((folder / "discovery.json").read_text()).get("game")
-    except (OSError, json.JSONDecodeError, AttributeError):
-        game = None
-    if game is not None and config.env_kind != "overcooked-v2" and game != _game(config):
-        raise PoolError(f"symmetries {source!r} were learned on {game}, not on {_game(config)}")
-    env = make_env(config, 1, seed=0)
-    for s in syms:
-        if tuple(s.obs_shape) != tuple(env.obs_shape) or s.action_map.numel() != env.num_actions:
-            raise PoolError(
-                f"symmetries {source!r}: {s.name} maps observations {tuple(s.obs_shape)} and "
-                f"{s.action_map.numel()} actions, the env has {tuple(env.obs_shape)} and {env.num_actions}"
-            )
+    syms = symmetries_for(config, _discovery_folder(source))
     dev = torch.device(config.device)
     return [replace(s, obs_map=s.obs_map.to(dev), action_map=s.action_map.to(dev)) for s in syms]
 

@@ -4,7 +4,7 @@
 
 from ers_deep.discovery.config import TABULAR_SETTINGS, DeepDiscoveryConfig
 from ers_deep.discovery.net import DiscoveryNet, LearnedSymmetry, compose
-from ers_deep.discovery.run import discover, load_symmetries
+from ers_deep.discovery.run import discover, load_symmetries, symmetries_for
 from ers_deep.envs.symmetry import Symmetry
 
 __all__ = [
@@ -16,4 +16,5 @@ __all__ = [
     "compose",
     "discover",
     "load_symmetries",
+    "symmetries_for",
 ]

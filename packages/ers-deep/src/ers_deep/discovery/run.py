@@ -31,6 +31,7 @@ from torch import Tensor
 from ers_deep.discovery.config import TABULAR_SETTINGS, DeepDiscoveryConfig
 from ers_deep.discovery.net import DiscoveryNet, LearnedSymmetry, compose
 from ers_deep.discovery.rounding import action_candidates, nearest_permutation, round_tabular
+from ers_deep.envs.overcooked_v2.layouts import LAYOUT_STRINGS
 from ers_deep.envs.symmetry import Symmetry
 from ers_deep.envs.tabular import TabularEnv
 from ers_deep.nets import masked_logits, policy_mask, sample
@@ -43,9 +44,18 @@ from ers_deep.train.ippo import Learner
 from ers_deep.train.run import resume, train
 from ers_exact.interface import DiscoveryResult, LearnedTransformation, file_sha256
 from ers_exact.model.values import expected_return
+from ers_exact.util.options import UsageError
 from ers_exact.util.output import dumps, read_json
 
-__all__ = ["TABULAR_SETTINGS", "DeepDiscoveryConfig", "discover", "exact_value", "load_symmetries"]
+__all__ = [
+    "TABULAR_SETTINGS",
+    "DeepDiscoveryConfig",
+    "discover",
+    "exact_value",
+    "learned_game",
+    "load_symmetries",
+    "symmetries_for",
+]
 
 
 def _split(pool: Pool, held_out: Pool | None, algorithm: str) -> tuple[list[Policy], list[Policy]]:
@@ -120,6 +130,39 @@ def load_symmetries(path: str | os.PathLike[str]) -> list[LearnedSymmetry]:
             )
         )
     return out
+
+
+def learned_game(folder: Path) -> str | None:
+    """The game a discovery output names (None where its discovery.json names none it can be checked by:
+    Overcooked outputs written before 2026-12-04 carried the Hanabi preset, not their layout)."""
+    try:
+        game = read_json(folder / "discovery.json", "a discovery result").get("game")
+    except (OSError, ValueError):
+        return None
+    if not isinstance(game, str):
+        return None
+    env, _, layout = game.partition(":")
+    return None if env == "overcooked-v2" and layout not in LAYOUT_STRINGS else game
+
+
+def symmetries_for(config: TrainConfig, source: str | os.PathLike[str]) -> list[LearnedSymmetry]:
+    """The learned symmetries of the discovery output ``source`` (its folder or discovery.json), checked to be
+    of the env of ``config``: its game and every phi's observation shape and action count (``PoolError``
+    naming ``source`` otherwise). On the CPU; callers move them."""
+    path = Path(source)
+    folder = path.parent if path.suffix == ".json" else path
+    syms = load_symmetries(folder)
+    game = learned_game(folder)
+    if game is not None and game != config.game:
+        raise PoolError(f"symmetries {str(source)!r} were learned on {game}, not on {config.game}")
+    env = make_env(config, 1, seed=0)
+    for s in syms:
+        if tuple(s.obs_shape) != tuple(env.obs_shape) or s.action_map.numel() != env.num_actions:
+            raise PoolError(
+                f"symmetries {str(source)!r}: {s.name} maps observations {tuple(s.obs_shape)} and "
+                f"{s.action_map.numel()} actions, the env has {tuple(env.obs_shape)} and {env.num_actions}"
+            )
+    return syms
 
 
 @torch.no_grad()
@@ -232,6 +275,22 @@ def _exact_scores(env: TabularEnv, pool: Pool, nearest: list[Any], alpha: float)
     return [None if t is None else next(scores).to_json() for t in nearest]
 
 
+def _check_resumed_config(out: Path, config: DeepDiscoveryConfig) -> None:
+    """A resumed run keeps the config it was started with (OUT/discovery-config.json): its candidates, action
+    maps and sizes shape the run's checkpoints. ``UsageError`` naming every field ``config`` changes."""
+    path = out / "discovery-config.json"
+    if not path.is_file():
+        return
+    saved = read_json(path, "the config of a discovery run")
+    given = config.to_json()
+    changed = [f"{k} = {given[k]!r} (the run's: {saved.get(k)!r})" for k in given if saved.get(k) != given[k]]
+    if changed:
+        raise UsageError(
+            f"{out}: --resume continues the discovery run with the options it was started with; "
+            f"{', '.join(changed)} would change it (give the run's options, or start anew with --force)"
+        )
+
+
 def discover(
     pool: Pool,
     config: DeepDiscoveryConfig,
@@ -244,6 +303,9 @@ def discover(
 ) -> DiscoveryResult:
     """Learn ``config.candidates`` symmetries of ``pool``'s env and keep the ``top`` best (module docstring)."""
     out = Path(out)
+    resuming = resume_run and (out / "run" / "config.json").exists()
+    if resuming:
+        _check_resumed_config(out, config)
     train_set, test_set = _split(pool, held_out, config.algorithm)
     pool_cfg = train_set[0].config
     cfg = _train_config(pool_cfg, config)
@@ -265,7 +327,7 @@ def discover(
             )
             earlier = load_symmetries(out / "earlier")
         else:
-            earlier = load_symmetries(config.earlier)
+            earlier = symmetries_for(cfg, config.earlier)
 
     def make(c: TrainConfig) -> Learner:
         net = DiscoveryNet(
@@ -285,7 +347,7 @@ def discover(
 
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(out / "discovery-config.json", dumps(config.to_json(), indent=2).encode())
-    if resume_run and (out / "run" / "config.json").exists():
+    if resuming:
         learner, summary = resume(out / "run", progress=progress, threads=threads, make_learner=make)
     else:
         learner, summary = train(cfg, out / "run", progress=progress, threads=threads, make_learner=make)
@@ -338,9 +400,8 @@ def discover(
     }
     if isinstance(probe, TabularEnv):
         extra["exact"] = _exact_scores(probe, pool, nearest, pool_cfg.alpha)
-    game = cfg.env if cfg.env_kind == "tabular" else f"{cfg.env}:{cfg.hanabi_preset}"
     result = DiscoveryResult(
-        game=game,
+        game=cfg.game,
         algorithm=config.algorithm,
         transformations=tuple(records),
         scores=tuple(all_scores[c] for c in order),

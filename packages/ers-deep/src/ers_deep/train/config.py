@@ -172,6 +172,14 @@ class TrainConfig:
         return self.env if self.env in ("hanabi", "overcooked-v2") else "tabular"
 
     @property
+    def game(self) -> str:
+        """The game a result of this env names (``DiscoveryResult.game``, ``ZSCReport.game``): a tabular env's
+        own name, ``hanabi:PRESET`` or ``overcooked-v2:LAYOUT``."""
+        if self.env_kind == "tabular":
+            return self.env
+        return f"{self.env}:{self.layout if self.env_kind == 'overcooked-v2' else self.hanabi_preset}"
+
+    @property
     def game_spec(self) -> str:
         """The ers-exact game of a tabular env (name or path)."""
         return self.env.removeprefix("tabular:")

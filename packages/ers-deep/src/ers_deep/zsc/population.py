@@ -236,11 +236,8 @@ def run_table1(
         _row("IPPO + OP-MDP", mdp_dep, mdp, learned, [mdp] * len(P), config, out, "op-mdp"),
         _row(f"IPPO + OP-ER ({config.algorithm})", er_dep, mdp, learned, own, config, out, "op-er"),
     )
-    game = {"tabular": base_cfg.env, "overcooked-v2": f"overcooked-v2:{base_cfg.layout}"}.get(
-        base_cfg.env_kind, f"{base_cfg.env}:{config.preset}"
-    )
     report = ZSCReport(
-        game,
+        base_cfg.game,
         rows,
         config={
             **config.to_json(),
