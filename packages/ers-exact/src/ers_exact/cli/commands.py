@@ -35,6 +35,7 @@ from ers_exact.cli.options import (
 )
 from ers_exact.solve.config import SolverConfig
 from ers_exact.util.budget import check_count, memory_scope
+from ers_exact.util.options import UsageError
 from ers_exact.util.output import claim_folder, write_json
 
 if TYPE_CHECKING:
@@ -166,23 +167,24 @@ def run_optimal(o: OptimalOptions) -> dict[str, Any]:
     from ers_exact.cli.files import write_policy_file
     from ers_exact.model.optimal import optimal_for_game, optimal_value
 
+    limits: dict[str, Any] = {
+        "max_policies": o.max_policies,
+        "heuristic": o.heuristic,
+        "max_children": o.max_children,
+        "budget_bytes": None if o.memory_budget is None else o.memory_budget * 1e9,
+        "max_seconds": float("inf") if o.max_seconds is None else o.max_seconds,
+    }
     if o.save_policy:  # the policy file is indexed by local histories: enumerate them
         tree = _tree(o)
-        result = optimal_value(
-            tree, o.method, max_policies=o.max_policies, heuristic=o.heuristic, max_children=o.max_children
-        )
+        result = optimal_value(tree, o.method, **limits)
+        if not result.policy:
+            raise UsageError(
+                f"{result.game}: the search stopped before it found a joint policy ({result.search.get('stopped')}); "
+                f"nothing written to {o.save_policy} (raise --max-seconds / --memory-budget)"
+            )
         write_policy_file(o.save_policy, tree, result.policy, reads=_reads(o))
     else:
-        result = optimal_for_game(
-            _game(o),
-            o.method,
-            max_nodes=o.max_nodes,
-            max_policies=o.max_policies,
-            heuristic=o.heuristic,
-            max_children=o.max_children,
-            budget_bytes=None if o.memory_budget is None else o.memory_budget * 1e9,
-            max_seconds=float("inf") if o.max_seconds is None else o.max_seconds,
-        )
+        result = optimal_for_game(_game(o), o.method, max_nodes=o.max_nodes, **limits)
     return {**result.to_json(), "provenance": _provenance()}
 
 

@@ -63,14 +63,19 @@ def read_policy_file(path: str | Path, tree: HistoryTree) -> tuple[np.ndarray, .
         raise PolicyError(f"{path}: {err}{_written_for(data, tree)}") from None
     if batched:
         raise PolicyError(f"{path}: holds a batch of {arrays[0].shape[0]} policies per agent; give one")
+    if _written_for(data, tree):  # its tables fit another game's: refuse rather than evaluate it here
+        raise PolicyError(
+            f"{path}: a policy of another game{_written_for(data, tree)}; to evaluate its tables on this game "
+            'anyway, remove its "game" and "horizon" keys'
+        )
     return tuple(a[0] for a in arrays)
 
 
 def _written_for(data: Any, tree: HistoryTree) -> str:
-    """A hint when the file says it was written for another game or horizon."""
+    """A hint when the file says it was written for another game or horizon (each compared where recorded)."""
     if not isinstance(data, dict) or "game" not in data:
         return ""
-    game, horizon = data.get("game"), data.get("horizon")
+    game, horizon = data.get("game"), data.get("horizon", tree.game.horizon)
     if (game, horizon) == (tree.game.name, tree.game.horizon):
         return ""
     return f" (the file was written for {game} H={horizon}; this is {tree.game.name} H={tree.game.horizon})"

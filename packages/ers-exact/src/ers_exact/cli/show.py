@@ -28,7 +28,7 @@ def _fmt(v: Any) -> str:
 
 def print_table(rows: Sequence[dict[str, Any]], keys: Sequence[str]) -> None:
     """Rows as aligned columns (floats to 6 places, None as '-')."""
-    widths = [max(len(k), *(len(_fmt(r.get(k))) for r in rows)) for k in keys]
+    widths = [max([len(k), *(len(_fmt(r.get(k))) for r in rows)]) for k in keys]
     print("  ".join(k.ljust(w) for k, w in zip(keys, widths)))
     for r in rows:
         print("  ".join(_fmt(r.get(k)).ljust(w) for k, w in zip(keys, widths)))

@@ -44,6 +44,9 @@ Index = int | np.ndarray  # one index, or an array of indices (a wildcard or par
 #: A file whose declared sizes need more memory than this for the model arrays (float64 T[s, a, s'],
 #: R[s, a, s'], U[a, s', o]) is refused before anything is allocated.
 MAX_MODEL_BYTES = 2 * 10**9
+#: the most states, actions or observations one declaration may count: the names '0', '1', ... take ~64 bytes
+#: each (a Python string and its lookup entry), so more would exceed the model budget before T is allocated
+MAX_NAMES = MAX_MODEL_BYTES // 64
 
 
 class DpomdpError(GameError):
@@ -158,6 +161,12 @@ class DpomdpLexer:
         if len(toks) == 1 and UINT_RE.match(toks[0]):
             if int(toks[0]) < 1:
                 raise DpomdpError(f"the number of {what} must be >= 1, got {toks[0]}", ln)
+            if int(toks[0]) > MAX_NAMES:
+                raise DpomdpError(
+                    f"declares {toks[0]} {what}: their names alone would need more than "
+                    f"{_bytes(64 * int(toks[0]))} (> budget MAX_MODEL_BYTES = {_bytes(MAX_MODEL_BYTES)})",
+                    ln,
+                )
             return tuple(str(i) for i in range(int(toks[0])))
         if not toks:
             raise DpomdpError(f"expected a count or a list of {what}", ln)

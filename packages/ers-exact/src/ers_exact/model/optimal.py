@@ -69,6 +69,8 @@ def optimal_value(
     max_children: int = DEFAULT_MAX_CHILDREN,
     cluster: bool = True,
     progress: bool | None = None,
+    budget_bytes: float | None = None,
+    max_seconds: float = float("inf"),
 ) -> OptimalResult:
     """J* and an optimal deterministic joint policy.
 
@@ -81,6 +83,7 @@ def optimal_value(
         heuristic: GMAA*'s upper bound, ``"Q_BG"``, ``"Q_POMDP"`` or ``"Q_MDP"``.
         cluster: GMAA* treats probabilistically equivalent local histories as one type (lossless).
         progress: progress bar of the exhaustive search (default: when stderr is a terminal).
+        budget_bytes, max_seconds: ice's memory budget and time limit (as :func:`optimal_for_game`).
     """
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
@@ -91,7 +94,14 @@ def optimal_value(
         return self_play_optimum(tree, max_policies=max_policies, progress=progress)
     game = tree.game
     if method == "ice":
-        outcome = ice_search(game, heuristic, max_children=max_children, cluster=cluster)
+        outcome = ice_search(
+            game,
+            heuristic,
+            max_children=max_children,
+            cluster=cluster,
+            budget_bytes=budget_bytes,
+            max_seconds=max_seconds,
+        )
         return _ice_result(game, outcome, tree)
     out = gmaa_search(tree, heuristic=heuristic, max_children=max_children, cluster=cluster)
     return OptimalResult(

@@ -221,7 +221,8 @@ def parse_alphas(text: str, max_points: int | None = None) -> list[float]:
         if stop < start:
             raise ValueError(f"alphas {text!r}: stop {stop} is below start {start} (start:stop:step)")
         count = math.floor(min((stop - start) / step, float(limit)) + 1e-9) + 1
-        values = [round(start + k * step, 12) for k in range(count)]
+        # 15 significant digits: no float noise of the sum (0.1 + 2 * 0.1 is 0.3), and every digit a user writes
+        values = [float(f"{start + k * step:.15g}") for k in range(count)]
     if len(values) > limit:
         raise ValueError(
             f"alphas {text!r}: more than {limit} points (each is a full solve); use a coarser grid"

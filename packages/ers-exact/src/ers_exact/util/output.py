@@ -21,6 +21,7 @@ import json
 import math
 import os
 import shutil
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -70,6 +71,19 @@ def _refuse_inputs(path: Path, reads: Iterable[PathLike]) -> None:
             )
 
 
+def _write_target(path: Path) -> Path:
+    """The file an output at ``path`` replaces: a symbolic link's target (the link stays a link); an existing
+    device, pipe or socket is refused (replacing it would remove it, and nothing would reach it)."""
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    try:
+        mode = os.stat(target).st_mode
+    except OSError:
+        return target
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise OutputError(f"{path}: is not a regular file (a device, pipe or socket); refusing to replace it")
+    return target
+
+
 def write_atomic(path: PathLike, data: bytes | str, *, reads: Iterable[PathLike] = ()) -> Path:
     """Write ``data`` (text is UTF-8) to ``path`` atomically (module docstring); returns the path.
 
@@ -77,14 +91,15 @@ def write_atomic(path: PathLike, data: bytes | str, *, reads: Iterable[PathLike]
     disk, a missing folder, no permission); the earlier file, if any, is then unchanged."""
     path = Path(path)
     _refuse_inputs(path, reads)
+    target = _write_target(path)
     raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
     try:
         with open(tmp, "wb") as f:
             f.write(raw)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except OSError as e:
         what = e.strerror or str(e)
         raise OutputError(f"{path}: cannot write it ({what}); an earlier file there is unchanged") from None
@@ -92,7 +107,7 @@ def write_atomic(path: PathLike, data: bytes | str, *, reads: Iterable[PathLike]
         if tmp.exists():
             tmp.unlink()
     try:
-        fd = os.open(path.parent, os.O_RDONLY)
+        fd = os.open(target.parent, os.O_RDONLY)
     except OSError:  # a folder that cannot be opened for fsync (some file systems): the data is written
         return path
     try:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ers_exact.util.options import (
+    UsageError,
     at_least,
     between,
     check_fields,
@@ -67,6 +68,11 @@ class DiscoveryConfig:
             max_pairs=at_least(1),
             seed=non_negative,
         )
+        if self.search == "gradient" and self.algorithm != "sp-max":
+            raise UsageError(
+                f"DiscoveryConfig.search = 'gradient' (REINFORCE) learns Algorithm 1's sp-max objective only; "
+                f"{self.algorithm} scores every candidate exactly (search = 'exhaustive')"
+            )
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)

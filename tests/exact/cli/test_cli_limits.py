@@ -1,0 +1,103 @@
+"""ers-exact's CLI at its edges: searches that stop early or find nothing, outputs through links and onto
+special files, policies of another game, counts beyond the model budget, grids of temperatures."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from ers_exact.cli import main
+from ers_exact.io.dpomdp_parse import DpomdpError, parse_dpomdp
+from ers_exact.solve.sweep import parse_alphas
+from ers_exact.util.options import UsageError
+from ers_exact.util.output import OutputError, write_atomic
+from ers_exact.zsc.config import DiscoveryConfig
+
+
+def test_optimal_set_with_no_certified_point_prints_an_empty_table(capsys) -> None:
+    """At alpha 0.5 toy-coordination's one fixed point sits on its bifurcation: one box certifies nothing. The
+    text output said so and then crashed printing the empty table (a traceback, exit 1)."""
+    assert main(["optimal-set", "toy-coordination", "--alpha", "0.5", "--max-boxes", "1"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "no certified fixed point" in out[0] and out[-1].split()[:3] == ["J", "J_lo", "J_hi"]
+
+
+def test_save_policy_keeps_the_search_limits(tmp_path: Path, capsys) -> None:
+    """``optimal --save-policy`` ran ice without its --max-seconds and --memory-budget (to the end, or past the
+    budget); now both hold, and a search stopped before any policy writes nothing."""
+    path = tmp_path / "p.json"
+    game = ["optimal", "dectiger", "--horizon", "4", "--method", "ice", "--save-policy", str(path)]
+    assert main([*game, "--max-seconds", "1e-9"]) == 2
+    err = capsys.readouterr().err
+    assert "stopped before it found a joint policy (time limit reached)" in err and not path.exists()
+    assert (
+        main(
+            ["optimal", "dectiger", "--method", "ice", "--memory-budget", "1e-12", "--save-policy", str(path)]
+        )
+        == 2
+    )
+    assert "over the budget" in capsys.readouterr().err and not path.exists()
+    assert (
+        main(["optimal", "dectiger", "--method", "ice", "--max-seconds", "60", "--save-policy", str(path)])
+        == 0
+    )
+    assert json.loads(path.read_text())["game"] == "dectiger"
+
+
+def test_a_policy_of_another_game_is_refused(tmp_path: Path, capsys) -> None:
+    """toy-coordination's and two-lever's tables have one shape, so a file of one was evaluated on the other
+    (J 2.0, exit 0); the game it records now has to match, and without the record the tables are read."""
+    path = tmp_path / "toy.json"
+    assert main(["optimal", "toy-coordination", "--save-policy", str(path)]) == 0
+    capsys.readouterr()
+    assert main(["value", "two-lever", "--policy", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "written for toy-coordination H=2; this is two-lever H=2" in err and '"game"' in err
+    bare = tmp_path / "bare.json"
+    bare.write_text(json.dumps({"policy": json.loads(path.read_text())["policy"]}))
+    assert main(["value", "two-lever", "--policy", str(bare), "--json"]) == 0
+
+
+def test_outputs_write_through_links_and_refuse_special_files(tmp_path: Path) -> None:
+    """An output at a symbolic link replaced the link by a file (the target kept its old content); one at a
+    pipe or device replaced it (as root: /dev/full became a JSON file)."""
+    (tmp_path / "real").mkdir()
+    target = tmp_path / "real" / "target.json"
+    target.write_text("{}")
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    assert main(["optimal", "handshake", "--save-policy", str(link)]) == 0
+    assert link.is_symlink() and json.loads(target.read_text())["game"] == "handshake"
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with pytest.raises(OutputError, match="not a regular file"):
+        write_atomic(fifo, "{}")
+    assert fifo.exists() and not fifo.is_file()
+
+
+def test_a_count_beyond_the_model_budget_is_refused_before_its_names_are_made() -> None:
+    """``states: 100000000000`` built 10^11 names (17 GB in a minute) before the size check."""
+    text = "agents: 2\ndiscount: 1\nvalues: reward\nstates: {}\nstart: uniform\nactions:\n2\n2\nobservations:\n1\n1\n"
+    with pytest.raises(DpomdpError, match="names alone"):
+        parse_dpomdp(text.format(10**11))
+    with pytest.raises(DpomdpError, match="T alone"):  # within the names' bound: the model's own size check
+        parse_dpomdp(text.format(10**5))
+
+
+def test_gradient_search_is_for_sp_max_only() -> None:
+    """REINFORCE learns sp-max's objective; for xp-max and sp-max-reg ``search="gradient"`` was ignored (their
+    scores equal the exhaustive ones) while the result recorded it."""
+    for algorithm in ("xp-max", "sp-max-reg"):
+        with pytest.raises(UsageError, match="sp-max objective only"):
+            DiscoveryConfig(algorithm=algorithm, search="gradient")
+    assert DiscoveryConfig(search="gradient").search == "gradient"
+
+
+def test_a_grid_of_temperatures_keeps_every_digit_given() -> None:
+    """The grid rounded to 12 decimals: a start of 1e-13 became 0 (refused), 0.123456789012345 lost 3 digits."""
+    assert parse_alphas("1e-13:1:0.5")[0] == 1e-13
+    assert parse_alphas("0.123456789012345:0.2:1") == [0.123456789012345]
+    assert parse_alphas("0.1:0.5:0.1") == [0.1, 0.2, 0.3, 0.4, 0.5]
