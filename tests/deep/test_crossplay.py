@@ -12,9 +12,9 @@ import pytest
 import torch
 
 from ers_deep.cli.crossplay import population_names
-from ers_deep.crossplay import crossplay_matrix, env_symmetries, heatmap, population_report
+from ers_deep.crossplay import check_compatible, crossplay_matrix, env_symmetries, heatmap, population_report
 from ers_deep.nets import NetConfig, build_net
-from ers_deep.pools import Policy, train_pool
+from ers_deep.pools import Policy, PoolError, train_pool
 from ers_deep.train.config import paper_config
 from ers_deep.train.evaluate import Agent, play
 from tests.cli_helpers import assert_refused
@@ -128,3 +128,17 @@ def test_crossplay_checks_both_envs_before_any_game(
     code, stdout, err = deep("crossplay", str(tiny_pools["a"]), str(tiny_pools["lever"]), "--out", str(out))
     assert_refused("ers-deep", code, err, "different envs", "toy-coordination vs tabular:three-lever")
     assert stdout == "" and not out.exists()
+
+
+def test_policies_of_two_observation_encodings_are_refused() -> None:
+    """Hanabi's plausible-card bits and JaxMARL's V0 belief are one shape: a cross-play of two such pools ran
+    every game in the first pool's encoding (the cross block 0.78-0.89 one way round, 0.97-0.99 the other); so
+    did Overcooked's paper and full channels where their shapes matched. Now refused, naming both."""
+    bits = _policies("hanabi", (0,), hanabi_preset="Hanabi-Very-Small", hanabi_knowledge="plausible")
+    belief = _policies("hanabi", (1,), hanabi_preset="Hanabi-Very-Small", hanabi_knowledge="v0-belief")
+    with pytest.raises(
+        PoolError, match="hanabi Hanabi-Very-Small plausible vs hanabi Hanabi-Very-Small v0-belief"
+    ):
+        crossplay_matrix(bits, belief, games=10)
+    assert check_compatible([*bits, *bits]) is bits[0].config
+    assert paper_config("overcooked-v2", paper_obs=False).env_key[-1] == "full-obs"

@@ -286,7 +286,7 @@ def test_game_labels_name_the_layout_and_legacy_labels_are_unchecked(
 ) -> None:
     """Overcooked results name their layout (they named the Hanabi preset), so other-play checks their game like
     every other env's; a discovery output with the old label is checked by its shapes alone."""
-    from ers_deep.discovery.run import learned_game
+    from ers_deep.discovery.files import learned_game
 
     over = paper_config("overcooked-v2", layout="cramped_room_v2")
     assert (
@@ -300,7 +300,24 @@ def test_game_labels_name_the_layout_and_legacy_labels_are_unchecked(
     shutil.copytree(toy_discovery, legacy)
     data = json.loads((legacy / "discovery.json").read_text())
     assert learned_game(legacy) == data["game"] == "tabular:toy-coordination"
-    (legacy / "discovery.json").write_text(json.dumps({**data, "game": "overcooked-v2:Hanabi-Full"}))
+    legacy_config = {k: v for k, v in data["config"].items() if k != "env_key"}  # recorded since 12-04
+    (legacy / "discovery.json").write_text(
+        json.dumps({**data, "game": "overcooked-v2:Hanabi-Full", "config": legacy_config})
+    )
     assert learned_game(legacy) is None
     with pytest.raises(PoolError, match="maps observations"):  # still refused: its shapes are the toy game's
         op_symmetries(over, str(legacy))
+
+
+def test_symmetries_of_another_observation_encoding_are_refused(toy_discovery: Path, tmp_path: Path) -> None:
+    """discovery.json records the observations phi maps (``TrainConfig.env_key``: Hanabi's plausible bits and
+    V0 belief are one shape and one game); a record that is not the env's is refused."""
+    data = json.loads((toy_discovery / "discovery.json").read_text())
+    assert data["config"]["env_key"] == ["tabular:toy-coordination"]
+    other = tmp_path / "other"
+    shutil.copytree(toy_discovery, other)
+    data["config"]["env_key"] = ["tabular:toy-coordination", "another-encoding"]
+    (other / "discovery.json").write_text(json.dumps(data))
+    with pytest.raises(PoolError, match="map the observations of tabular:toy-coordination another-encoding"):
+        op_symmetries(_toy(), str(other))
+    assert [s.name for s in op_symmetries(_toy(), str(toy_discovery))] == ["identity", "phi-0"]

@@ -125,3 +125,53 @@ def test_earlier_symmetries_of_another_game_are_refused(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "learned on tabular:toy-coordination, not on tabular:three-lever" in err[0], err
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "flag"),
+    [
+        (
+            ["discover", "--pool", "POOL", "--num-envs", "1000000000", "--out", "OUT"],
+            "--num-envs x --candidates",
+        ),
+        (
+            ["discover", "--pool", "POOL", "--sampled-scores", "--eval-games", "1000000000", "--out", "OUT"],
+            "--eval-games",
+        ),
+        (["action-matrix", "POOL", "--games", "1000000000", "--out", "OUT"], "--games"),
+        (["xp-distribution", "--populations", "A=POOL", "--games", "1000000000", "--out", "OUT"], "--games"),
+        (
+            [
+                "op-preservation",
+                "--discovery",
+                "DISC",
+                "--pool",
+                "POOL",
+                "--games",
+                "1000000000",
+                "--out",
+                "OUT",
+            ],
+            "--games",
+        ),
+    ],
+    ids=["discover-envs", "discover-eval-games", "action-matrix", "xp-distribution", "op-preservation"],
+)
+def test_games_beyond_the_memory_budget_are_refused_before_any_file(
+    argv: list[str],
+    flag: str,
+    toy_discovery: tuple[Path, DiscoveryResult],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A billion games was an internal error (torch's allocator) after the run folder was made; now the budget's
+    one-line refusal (as crossplay and train-sp give), and no folder."""
+    disc = toy_discovery[0]
+    out = tmp_path / "out"
+    subs = {"POOL": str(disc.parent / "toy-pool"), "DISC": str(disc), "OUT": str(out)}
+    args = [subs.get(a, a.replace("POOL", subs["POOL"])) for a in argv]
+    assert main([*args, "--threads", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    games = "8,000,000,000" if flag.endswith("candidates") else "1,000,000,000"  # 8 candidates by default
+    assert len(err) == 1 and f"{flag}: {games} games" in err[0] and "budget" in err[0], err
+    assert not out.exists()

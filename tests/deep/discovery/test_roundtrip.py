@@ -3,14 +3,17 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
 from ers_deep.discovery import load_symmetries
+from ers_deep.discovery.net import observation_rows
 from ers_deep.discovery.rounding import round_tabular
 from ers_deep.envs.tabular import TabularEnv
 from ers_exact.interface import ArtifactError, DiscoveryResult, LearnedTransformation, file_sha256
@@ -64,3 +67,27 @@ def test_load_symmetries_rejects_a_tampered_file(
     with pytest.raises(ArtifactError, match="not found") as err:
         load_symmetries(out)
     assert str(file) in str(err.value)
+
+
+def test_rounding_beyond_the_enumerated_sizes_takes_the_nearest_permutation(
+    toy_discovery: tuple[Path, DiscoveryResult], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """|O|! candidates were enumerated at any size (11 observations: 40M rows, a MemoryError). Above
+    MAX_ENUMERATED_OBSERVATIONS the linear assignment's permutation is taken: checked here, on the toy game with
+    the bound lowered to 0, against the enumeration's nearest candidate (its distance is the smallest of all)."""
+    from ers_deep.discovery import rounding
+
+    out, _ = toy_discovery
+    env = TabularEnv("toy-coordination")
+    for sym in load_symmetries(out):
+        n_o = env.n_observations
+        rows = observation_rows(sym.obs_map, torch.eye(n_o)[None])[0].double().detach().numpy()
+        brute = min(
+            float(((rows - np.eye(n_o)[list(p)]) ** 2).sum()) / n_o
+            for p in itertools.permutations(range(n_o))
+        )
+        monkeypatch.setattr(rounding, "MAX_ENUMERATED_OBSERVATIONS", 0)
+        perm, dist, exact = round_tabular(env, sym)
+        monkeypatch.undo()
+        assert dist == pytest.approx(brute, abs=1e-12) and sorted(perm) == list(range(n_o))
+        assert exact is not None

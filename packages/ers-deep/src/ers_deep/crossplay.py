@@ -58,26 +58,17 @@ def env_symmetries(config: TrainConfig) -> tuple[IndexSymmetry, ...]:
 
 
 def _env_text(c: TrainConfig) -> str:
-    """The env of ``c`` with what tells its variants apart (Hanabi's preset, Overcooked's layout)."""
-    if c.env == "hanabi":
-        return f"hanabi {c.hanabi_preset}"
-    if c.env == "overcooked-v2":
-        return f"overcooked-v2 {c.layout}" + (" (paper obs)" if c.paper_obs else "")
-    return c.env
+    """The env of ``c`` with what tells its variants apart (``TrainConfig.env_key``)."""
+    return " ".join(c.env_key)
 
 
 def check_compatible(policies: Sequence[Policy]) -> TrainConfig:
-    """The config of the first policy, once every policy is found trained on the same env (``PoolError``
-    naming the first two that differ)."""
+    """The config of the first policy, once every policy is found trained on the same env and observations
+    (``TrainConfig.env_key``; ``PoolError`` naming the first two that differ)."""
     base = policies[0].config
     for p in policies[1:]:
         c = p.config
-        if (c.env, c.hanabi_preset, c.layout, c.paper_obs) != (
-            base.env,
-            base.hanabi_preset,
-            base.layout,
-            base.paper_obs,
-        ):
+        if c.env_key != base.env_key:
             raise PoolError(
                 f"policies {policies[0].name} and {p.name} were trained on different envs "
                 f"({_env_text(base)} vs {_env_text(c)})"

@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from ers_deep.cli.common import require_two_seats
+from ers_deep.cli.common import check_games_memory, require_two_seats
 from ers_exact.util.options import (
     Options,
     UsageError,
@@ -159,6 +159,8 @@ def run_action_matrix(opts: ActionMatrixOptions) -> dict[str, Any]:
         pool = load_pool(opts.pool)
         chosen = [(p.name, p) for p in _pick(pool, opts.policy)]
         out = Path(opts.out) if opts.out else pool.path / "analysis"
+    for _, p in chosen[:1]:  # one env: the pool's, or table1's three populations' (checked by table1)
+        check_games_memory("--games", opts.games, p.config)
     _claim(out, "action-matrix", opts.force)
     matrices = [
         {"title": title, **action_matrix(p, opts.games, seed=opts.seed, greedy=opts.greedy)}
@@ -212,6 +214,7 @@ def run_op_preservation(opts: OPPreservationOptions) -> dict[str, Any]:
     pool = load_pool(opts.pool)
     require_two_seats(pool, "op-preservation")
     out = Path(opts.out) if opts.out else pool.path / "analysis"
+    check_games_memory("--games", opts.games, pool.policies[0].config)
     _claim(out, "op-preservation", opts.force)
     result = op_preservation(opts.discovery, pool, opts.games, seed=opts.seed)
     files = _write(out, "op-preservation", opts, result)
@@ -293,6 +296,7 @@ def run_xp_distribution(opts: XPDistributionOptions) -> dict[str, Any]:
             pool = source_pool(source)
             if pool is not None:
                 require_two_seats(pool, "xp-distribution")
+                check_games_memory("--games", opts.games, pool.policies[0].config)
     _claim(out, "xp-distribution", opts.force)
     result = {"populations": xp_distribution(sources, opts.games, seed=opts.seed)}
     files = _write(out, "xp-distribution", opts, result)

@@ -228,6 +228,18 @@ class DiscoverOptions(Options):
         )
 
 
+def _check_memory(pool: Any, config: Any) -> None:
+    """Refuse games that would not fit before anything is written: the run's (--num-envs for each of the
+    --candidates, with --num-steps stored) and, where candidates are scored by sampled games, --eval-games."""
+    from ers_deep.cli.common import check_games_memory
+
+    env = pool.policies[0].config
+    games = config.num_envs * config.candidates
+    check_games_memory("--num-envs x --candidates", games, env, stored_steps=config.num_steps)
+    if env.env_kind != "tabular" or not config.exact_scores:
+        check_games_memory("--eval-games", config.eval_games, env)
+
+
 def run_discover(opts: DiscoverOptions) -> dict[str, Any]:
     """Learn, keep, round and score symmetries of ``--pool``; the DiscoveryResult as JSON, with the files."""
     import time
@@ -247,6 +259,7 @@ def run_discover(opts: DiscoverOptions) -> dict[str, Any]:
             f"{pool.info['env']}; give held-out policies of the same env"
         )
     config = opts.config(str(pool.info["env"]))
+    _check_memory(pool, config)
     out = opts.out_dir()
     if opts.force:
         from ers_exact.util.output import replace_run_folder

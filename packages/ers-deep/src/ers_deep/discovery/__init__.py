@@ -3,8 +3,9 @@
 ``discover`` (``run``)."""
 
 from ers_deep.discovery.config import TABULAR_SETTINGS, DeepDiscoveryConfig
+from ers_deep.discovery.files import load_symmetries, symmetries_for
 from ers_deep.discovery.net import DiscoveryNet, LearnedSymmetry, compose
-from ers_deep.discovery.run import discover, load_symmetries, symmetries_for
+from ers_deep.discovery.run import discover
 from ers_deep.envs.symmetry import Symmetry
 
 __all__ = [

@@ -28,21 +28,21 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from ers_deep.crossplay import check_compatible
 from ers_deep.discovery.config import TABULAR_SETTINGS, DeepDiscoveryConfig
+from ers_deep.discovery.files import load_symmetries, save_symmetries, symmetries_for
 from ers_deep.discovery.net import DiscoveryNet, LearnedSymmetry, compose
 from ers_deep.discovery.rounding import action_candidates, nearest_permutation, round_tabular
-from ers_deep.envs.overcooked_v2.layouts import LAYOUT_STRINGS
 from ers_deep.envs.symmetry import Symmetry
 from ers_deep.envs.tabular import TabularEnv
 from ers_deep.nets import masked_logits, policy_mask, sample
-from ers_deep.nets.phi import ObsMap
 from ers_deep.pools import Policy, Pool, PoolError
-from ers_deep.train.checkpoint import atomic_write_bytes, load_checkpoint, save_checkpoint
+from ers_deep.train.checkpoint import atomic_write_bytes
 from ers_deep.train.config import TrainConfig, make_env
 from ers_deep.train.evaluate import Agent, play
 from ers_deep.train.ippo import Learner
 from ers_deep.train.run import resume, train
-from ers_exact.interface import DiscoveryResult, LearnedTransformation, file_sha256
+from ers_exact.interface import DiscoveryResult, LearnedTransformation
 from ers_exact.model.values import expected_return
 from ers_exact.util.options import UsageError
 from ers_exact.util.output import dumps, read_json
@@ -52,9 +52,7 @@ __all__ = [
     "DeepDiscoveryConfig",
     "discover",
     "exact_value",
-    "learned_game",
     "load_symmetries",
-    "symmetries_for",
 ]
 
 
@@ -95,74 +93,6 @@ def _action_maps(env: Any, config: DeepDiscoveryConfig) -> Tensor:
         raise PoolError("no action transposition keeps this game's legal structure")
     order = np.random.default_rng(config.seed).permutation(len(maps))
     return torch.tensor([maps[order[c % len(maps)]] for c in range(config.candidates)], dtype=torch.long)
-
-
-def load_symmetries(path: str | os.PathLike[str]) -> list[LearnedSymmetry]:
-    """The learned symmetries of a discovery output (its folder or its discovery.json), hash-checked."""
-    path = Path(path)
-    folder = path.parent if path.suffix == ".json" else path
-    if not (folder / "discovery.json").is_file():
-        what = "a pool, not a discovery output" if (folder / "pool.json").is_file() else "no discovery.json"
-        raise PoolError(f"{folder}: {what} (give the --out folder of an ers-deep discover run)")
-    data = read_json(folder / "discovery.json", "a discovery result written by ers-deep discover")
-    try:
-        result = DiscoveryResult.from_json(data)
-    except (KeyError, TypeError, ValueError) as e:
-        raise PoolError(
-            f"{folder / 'discovery.json'}: not a discovery result ({type(e).__name__}: {e})"
-        ) from None
-    out: list[LearnedSymmetry] = []
-    lift = None
-    for t in result.transformations:
-        if not isinstance(t, LearnedTransformation):
-            raise PoolError(f"{folder}/discovery.json holds exact transformations, not learned ones")
-        tensors, meta = load_checkpoint(t.verify(folder))
-        env = str(meta["env"])
-        if lift is None and env not in ("hanabi", "overcooked-v2"):  # tabular: per-observation maps
-            lift = TabularEnv(env.removeprefix("tabular:")).history_lift
-        out.append(
-            LearnedSymmetry(
-                ObsMap.from_tensors(tensors, t.key + "obs/"),
-                tensors[t.key + "action_map"].long(),
-                t.name,
-                tuple(meta["obs_shape"]),
-                lift,
-            )
-        )
-    return out
-
-
-def learned_game(folder: Path) -> str | None:
-    """The game a discovery output names (None where its discovery.json names none it can be checked by:
-    Overcooked outputs written before 2026-12-04 carried the Hanabi preset, not their layout)."""
-    try:
-        game = read_json(folder / "discovery.json", "a discovery result").get("game")
-    except (OSError, ValueError):
-        return None
-    if not isinstance(game, str):
-        return None
-    env, _, layout = game.partition(":")
-    return None if env == "overcooked-v2" and layout not in LAYOUT_STRINGS else game
-
-
-def symmetries_for(config: TrainConfig, source: str | os.PathLike[str]) -> list[LearnedSymmetry]:
-    """The learned symmetries of the discovery output ``source`` (its folder or discovery.json), checked to be
-    of the env of ``config``: its game and every phi's observation shape and action count (``PoolError``
-    naming ``source`` otherwise). On the CPU; callers move them."""
-    path = Path(source)
-    folder = path.parent if path.suffix == ".json" else path
-    syms = load_symmetries(folder)
-    game = learned_game(folder)
-    if game is not None and game != config.game:
-        raise PoolError(f"symmetries {str(source)!r} were learned on {game}, not on {config.game}")
-    env = make_env(config, 1, seed=0)
-    for s in syms:
-        if tuple(s.obs_shape) != tuple(env.obs_shape) or s.action_map.numel() != env.num_actions:
-            raise PoolError(
-                f"symmetries {str(source)!r}: {s.name} maps observations {tuple(s.obs_shape)} and "
-                f"{s.action_map.numel()} actions, the env has {tuple(env.obs_shape)} and {env.num_actions}"
-            )
-    return syms
 
 
 @torch.no_grad()
@@ -248,15 +178,6 @@ def _group_metrics(
     return out
 
 
-def _save_symmetries(out: Path, syms: list[LearnedSymmetry], meta: dict[str, Any]) -> tuple[Path, str]:
-    tensors: dict[str, Tensor] = {}
-    for r, sym in enumerate(syms):
-        tensors.update(sym.obs_map.tensors(f"phi/{r}/obs/"))
-        tensors[f"phi/{r}/action_map"] = sym.action_map.cpu()
-    path = save_checkpoint(out / "symmetries.safetensors", tensors, {"kind": "symmetries", **meta})
-    return path, file_sha256(path)
-
-
 def _exact_scores(env: TabularEnv, pool: Pool, nearest: list[Any], alpha: float) -> list[Any]:
     """ers-exact's verdict on every rounded transformation (None where a phi rounds to none)."""
     from ers_deep.train.exact import tabular_policies
@@ -307,6 +228,7 @@ def discover(
     if resuming:
         _check_resumed_config(out, config)
     train_set, test_set = _split(pool, held_out, config.algorithm)
+    check_compatible([*train_set, *test_set])  # one env and one observation encoding (Hanabi's knowledge)
     pool_cfg = train_set[0].config
     cfg = _train_config(pool_cfg, config)
     probe = make_env(cfg, 1, seed=0)
@@ -367,7 +289,7 @@ def discover(
     obs = sample_observations(test_set[0], seed=config.seed)
     metrics = _group_metrics(kept, test_set, obs, value, config.seed)
     pool_return = _score(None, test_set, False, value)
-    path, digest = _save_symmetries(out, kept, {"obs_shape": list(probe.obs_shape), "env": cfg.env})
+    path, digest = save_symmetries(out, kept, {"obs_shape": list(probe.obs_shape), "env": cfg.env})
     records, nearest = [], []
     for r, sym in enumerate(kept):
         if isinstance(probe, TabularEnv):
@@ -391,6 +313,7 @@ def discover(
         "discovery": config.to_json(),
         "entropy": cfg.alpha,  # the entropy coefficient the run used (DeepDiscoveryConfig.entropy)
         "pool": str(pool.path),
+        "env_key": list(cfg.env_key),  # the observations phi maps (symmetries_for checks it)
         "held_out": [p.name for p in test_set],
         "trained_on": [p.name for p in train_set],
         "candidate_scores": all_scores,

@@ -172,6 +172,16 @@ class TrainConfig:
         return self.env if self.env in ("hanabi", "overcooked-v2") else "tabular"
 
     @property
+    def env_key(self) -> tuple[str, ...]:
+        """What makes two configs' envs one env to a policy (its game and its observations): the env with
+        Hanabi's preset and plausible-card features, Overcooked's layout and channels, or the tabular game."""
+        if self.env_kind == "hanabi":
+            return (self.env, self.hanabi_preset, self.hanabi_knowledge)
+        if self.env_kind == "overcooked-v2":
+            return (self.env, self.layout, "paper-obs" if self.paper_obs else "full-obs")
+        return (self.env,)
+
+    @property
     def game(self) -> str:
         """The game a result of this env names (``DiscoveryResult.game``, ``ZSCReport.game``): a tabular env's
         own name, ``hanabi:PRESET`` or ``overcooked-v2:LAYOUT``."""

@@ -1,0 +1,112 @@
+"""A discovery output's learned symmetries on disk: ``save_symmetries`` writes OUT/symmetries.safetensors,
+``load_symmetries`` reads them back (hash-checked against discovery.json), ``symmetries_for`` also checks
+they are of a given env (its game, observation encoding and shapes) for other-play and sp-max-reg."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from torch import Tensor
+
+from ers_deep.discovery.net import LearnedSymmetry
+from ers_deep.envs.overcooked_v2.layouts import LAYOUT_STRINGS
+from ers_deep.envs.tabular import TabularEnv
+from ers_deep.nets.phi import ObsMap
+from ers_deep.pools import PoolError
+from ers_deep.train.checkpoint import load_checkpoint, save_checkpoint
+from ers_deep.train.config import TrainConfig, make_env
+from ers_exact.interface import DiscoveryResult, LearnedTransformation, file_sha256
+from ers_exact.util.output import read_json
+
+__all__ = ["learned_game", "load_symmetries", "save_symmetries", "symmetries_for"]
+
+
+def save_symmetries(out: Path, syms: list[LearnedSymmetry], meta: dict[str, Any]) -> tuple[Path, str]:
+    """Write the kept phi (their phi_O weights and action maps) into OUT/symmetries.safetensors with ``meta``;
+    the file and its SHA-256."""
+    tensors: dict[str, Tensor] = {}
+    for r, sym in enumerate(syms):
+        tensors.update(sym.obs_map.tensors(f"phi/{r}/obs/"))
+        tensors[f"phi/{r}/action_map"] = sym.action_map.cpu()
+    path = save_checkpoint(out / "symmetries.safetensors", tensors, {"kind": "symmetries", **meta})
+    return path, file_sha256(path)
+
+
+def load_symmetries(path: str | os.PathLike[str]) -> list[LearnedSymmetry]:
+    """The learned symmetries of a discovery output (its folder or its discovery.json), hash-checked."""
+    path = Path(path)
+    folder = path.parent if path.suffix == ".json" else path
+    if not (folder / "discovery.json").is_file():
+        what = "a pool, not a discovery output" if (folder / "pool.json").is_file() else "no discovery.json"
+        raise PoolError(f"{folder}: {what} (give the --out folder of an ers-deep discover run)")
+    data = read_json(folder / "discovery.json", "a discovery result written by ers-deep discover")
+    try:
+        result = DiscoveryResult.from_json(data)
+    except (KeyError, TypeError, ValueError) as e:
+        raise PoolError(
+            f"{folder / 'discovery.json'}: not a discovery result ({type(e).__name__}: {e})"
+        ) from None
+    out: list[LearnedSymmetry] = []
+    lift = None
+    for t in result.transformations:
+        if not isinstance(t, LearnedTransformation):
+            raise PoolError(f"{folder}/discovery.json holds exact transformations, not learned ones")
+        tensors, meta = load_checkpoint(t.verify(folder))
+        env = str(meta["env"])
+        if lift is None and env not in ("hanabi", "overcooked-v2"):  # tabular: per-observation maps
+            lift = TabularEnv(env.removeprefix("tabular:")).history_lift
+        out.append(
+            LearnedSymmetry(
+                ObsMap.from_tensors(tensors, t.key + "obs/"),
+                tensors[t.key + "action_map"].long(),
+                t.name,
+                tuple(meta["obs_shape"]),
+                lift,
+            )
+        )
+    return out
+
+
+def learned_game(folder: Path) -> str | None:
+    """The game a discovery output names (None where its discovery.json names none it can be checked by:
+    Overcooked outputs written before 2026-12-04 carried the Hanabi preset, not their layout)."""
+    game = _recorded(folder).get("game")
+    if not isinstance(game, str):
+        return None
+    env, _, layout = game.partition(":")
+    return None if env == "overcooked-v2" and layout not in LAYOUT_STRINGS else game
+
+
+def _recorded(folder: Path) -> dict[str, Any]:
+    try:
+        return read_json(folder / "discovery.json", "a discovery result")
+    except (OSError, ValueError):
+        return {}
+
+
+def symmetries_for(config: TrainConfig, source: str | os.PathLike[str]) -> list[LearnedSymmetry]:
+    """The learned symmetries of the discovery output ``source`` (its folder or discovery.json), checked to be
+    of the env of ``config``: its game and every phi's observation shape and action count (``PoolError``
+    naming ``source`` otherwise). On the CPU; callers move them."""
+    path = Path(source)
+    folder = path.parent if path.suffix == ".json" else path
+    syms = load_symmetries(folder)
+    game = learned_game(folder)
+    if game is not None and game != config.game:
+        raise PoolError(f"symmetries {str(source)!r} were learned on {game}, not on {config.game}")
+    key = (_recorded(folder).get("config") or {}).get("env_key")  # recorded since 2026-12-04
+    if isinstance(key, list) and tuple(key) != config.env_key:
+        raise PoolError(
+            f"symmetries {str(source)!r} map the observations of {' '.join(map(str, key))}, not of "
+            f"{' '.join(config.env_key)}"
+        )
+    env = make_env(config, 1, seed=0)
+    for s in syms:
+        if tuple(s.obs_shape) != tuple(env.obs_shape) or s.action_map.numel() != env.num_actions:
+            raise PoolError(
+                f"symmetries {str(source)!r}: {s.name} maps observations {tuple(s.obs_shape)} and "
+                f"{s.action_map.numel()} actions, the env has {tuple(env.obs_shape)} and {env.num_actions}"
+            )
+    return syms
