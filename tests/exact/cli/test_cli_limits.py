@@ -101,3 +101,30 @@ def test_a_grid_of_temperatures_keeps_every_digit_given() -> None:
     assert parse_alphas("1e-13:1:0.5")[0] == 1e-13
     assert parse_alphas("0.123456789012345:0.2:1") == [0.123456789012345]
     assert parse_alphas("0.1:0.5:0.1") == [0.1, 0.2, 0.3, 0.4, 0.5]
+
+
+@pytest.mark.parametrize(("entry", "shown"), [('"1"', '"1"'), ("true", "true"), ("null", "null")])
+def test_policy_entries_must_be_numbers(entry: str, shown: str, tmp_path: Path, capsys) -> None:
+    """numpy read a string "1" or true as 1.0, so such a file was evaluated as if it held numbers."""
+    path = tmp_path / "p.json"
+    path.write_text(f'{{"policy": [[[{entry}, 0]], [[1, 0]]]}}')
+    assert main(["value", "handshake", "--policy", str(path)]) == 2
+    assert f"a policy entry is {shown}, not a number" in capsys.readouterr().err
+    path.write_text('{"policy": [[[1, 0]], [[1, 0]]]}')
+    assert main(["value", "handshake", "--policy", str(path)]) == 0
+
+
+def test_a_policy_path_that_is_no_file_says_what_it_is(capsys) -> None:
+    """An empty --policy read as the folder '.' (": is a folder"), /dev/null as "no such file"."""
+    assert main(["value", "handshake", "--policy", ""]) == 2
+    assert "error: an empty path;" in capsys.readouterr().err
+    if Path("/dev/null").exists():
+        assert main(["value", "handshake", "--policy", "/dev/null"]) == 2
+        assert "/dev/null: is not a regular file" in capsys.readouterr().err
+
+
+def test_optimal_set_names_the_workers_when_their_batches_exceed_the_budget(capsys) -> None:
+    """1,000 workers' batches were over the budget, but the refusal said to lower --max-boxes."""
+    assert main(["optimal-set", "toy-coordination", "--alpha", "1", "--workers", "1000"]) == 2
+    err = capsys.readouterr().err
+    assert "--workers 1000" in err and "lower --workers" in err, err

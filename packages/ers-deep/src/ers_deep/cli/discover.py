@@ -166,6 +166,13 @@ class DiscoverOptions(Options):
             raise UsageError(f"--top {self.top} is more than --candidates {self.candidates}")
         if self.earlier is not None and self.algorithm != "sp-max-reg":
             raise UsageError(f"--earlier {self.earlier!r} only applies to --algorithm sp-max-reg")
+        defaults = {f.name: f.default for f in dataclasses.fields(self)}
+        changed = [
+            f"--{k} {getattr(self, k)}" for k in ("lambda1", "lambda2") if getattr(self, k) != defaults[k]
+        ]
+        if changed and self.algorithm != "sp-max-reg":
+            verb = "applies" if len(changed) == 1 else "apply"
+            raise UsageError(f"{' and '.join(changed)} only {verb} to --algorithm sp-max-reg (Algorithm 2)")
         n = len(_pool_info(self.pool, "--pool")["policies"])
         need = 2 if self.algorithm == "xp-max" else 1
         if self.held_out is not None:

@@ -7,6 +7,7 @@ Format: ``{"game": name, "horizon": H, "policy": [pi^1, ..., pi^n]}`` where pi^i
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -46,8 +47,9 @@ def read_policy_file(path: str | Path, tree: HistoryTree) -> tuple[np.ndarray, .
     Raises ``FileNotFoundError`` or :class:`~ers_exact.model.values.PolicyError`, each naming the file."""
     p = Path(path)
     if not p.is_file():
-        what = "is a folder" if p.is_dir() else "no such file"
-        raise FileNotFoundError(f"{path}: {what}; a policy is 'uniform' or a JSON file {POLICY_FORMAT}")
+        what = "is a folder" if p.is_dir() else ("is not a regular file" if p.exists() else "no such file")
+        where = f"{path}: {what}" if str(path) else "an empty path"
+        raise FileNotFoundError(f"{where}; a policy is 'uniform' or a JSON file {POLICY_FORMAT}")
     try:
         data = load_json(p, f"JSON {POLICY_FORMAT}")
     except FileFormatError as err:
@@ -57,6 +59,11 @@ def read_policy_file(path: str | Path, tree: HistoryTree) -> tuple[np.ndarray, .
     agents = data["policy"] if isinstance(data, dict) else data
     if not isinstance(agents, list):
         raise PolicyError(f"{path}: expected {POLICY_FORMAT}, got {_JSON_TYPES.get(type(agents), 'a value')}")
+    leaf = _not_a_number(agents)
+    if leaf:  # numpy would read "1" as 1.0 and true as 1.0
+        raise PolicyError(
+            f"{path}: a policy entry is {json.dumps(leaf[0])}, not a number; expected {POLICY_FORMAT}"
+        )
     try:
         arrays, batched = check_policy(tree, agents)
     except PolicyError as err:
@@ -69,6 +76,18 @@ def read_policy_file(path: str | Path, tree: HistoryTree) -> tuple[np.ndarray, .
             'anyway, remove its "game" and "horizon" keys'
         )
     return tuple(a[0] for a in arrays)
+
+
+def _not_a_number(value: Any) -> tuple[Any, ...]:
+    """``(entry,)``: an entry of nested JSON lists that is not a number (a string, a boolean, null); else ()."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, list):
+            stack.extend(v)
+        elif isinstance(v, bool) or not isinstance(v, (int, float)):
+            return (v,)
+    return ()
 
 
 def _written_for(data: Any, tree: HistoryTree) -> str:

@@ -89,11 +89,13 @@ def _run(
     check_temperature(tree, alpha)
     coords = LogitCoordinates(tree)
     D = coords.dim
+    boxes = cfg.max_boxes * 24.0 * max(D, 1)
+    batches = cfg.workers * cfg.batch * coords.derivatives.bytes_per_policy(True) * 8  # a batch per worker
     check_memory(
-        f"optimal-set search on {tree.game.name} H={tree.game.horizon} (--max-boxes {cfg.max_boxes:,})",
-        cfg.max_boxes * 24.0 * max(D, 1)
-        + cfg.workers * cfg.batch * coords.derivatives.bytes_per_policy(True) * 8,  # a batch per worker
-        "lower --max-boxes",
+        f"optimal-set search on {tree.game.name} H={tree.game.horizon} (--max-boxes {cfg.max_boxes:,}, "
+        f"--workers {cfg.workers})",
+        boxes + batches,
+        "lower --workers" if batches > boxes else "lower --max-boxes",
     )
     found = candidates or solve_fixed_points(
         tree, alpha, solver or SolverConfig(complete_search=False, certify=False, progress=cfg.progress)
