@@ -72,9 +72,9 @@ def test_default_out_and_resolved_config(toy_pool: Path) -> None:
     with pytest.raises(UsageError, match="--top 3 is more than --candidates 2"):
         DiscoverOptions(pool=str(toy_pool), candidates=2, top=3)
     # Algorithm 2's weights on another algorithm were ignored without a word
-    with pytest.raises(UsageError, match="--lambda1 0.5 only applies to --algorithm sp-max-reg"):
+    with pytest.raises(UsageError, match=r"--lambda1 0\.5 only applies to --algorithm sp-max-reg"):
         DiscoverOptions(pool=str(toy_pool), lambda1=0.5)
-    with pytest.raises(UsageError, match="--lambda1 0.5 and --lambda2 0.2 only apply"):
+    with pytest.raises(UsageError, match=r"--lambda1 0\.5 and --lambda2 0\.2 only apply"):
         DiscoverOptions(pool=str(toy_pool), algorithm="xp-max", lambda1=0.5, lambda2=0.2)
     assert DiscoverOptions(pool=str(toy_pool), algorithm="sp-max-reg", lambda1=0.5).lambda1 == 0.5
 
