@@ -62,7 +62,37 @@ def test_atlas_and_census_cli(tmp_path, capsys) -> None:
     assert main(["census", "--games", "4", "--seed", "1", "--out", str(tmp_path / "c"), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["summary"]["all"]["games"] == 4 and out["summary"]["all"]["mdp_subgroup_of_er_everywhere"]
+    for r in out["games"]:  # larger as maps of policies implies larger as subgroups of Psi
+        assert r["er_larger_on_policies"] is None or r["er_larger_on_policies"] <= r["er_strictly_larger"]
     saved = [r["saved"] for r in out["games"] if r.get("saved")]
     assert len(saved) == out["summary"]["all"]["er_strictly_larger"]
     for path in saved:
         read_dpomdp(path, horizon=2)
+
+
+@pytest.mark.parametrize(("horizon", "er_distinct"), [(1, 4), (2, 4)])
+def test_distinct_maps_on_policies_count_images_of_a_generic_policy(horizon: int, er_distinct: int) -> None:
+    """At H = 1 no local history of dectiger holds an observation: Phi_ER's 16 policy parts are 4 maps of
+    policies (its 4 action parts), and the census counted such a game as "Phi_ER strictly larger" on
+    policies. ``distinct_on_policies`` against a second method: the distinct images of one random policy
+    with distinct entries (two different maps of policies move it differently)."""
+    import numpy as np
+
+    from ers_exact.model.transformation import Transformation, apply_to_policy
+
+    tree = enumerate_histories(get_game("dectiger").with_horizon(horizon))
+    rep = symmetry_report(tree, 0.25, SolverConfig(n_starts=8, seed=0), max_elements=10_000)
+    rng = np.random.default_rng(0)
+    pi = tuple(rng.dirichlet(np.ones(h.legal.shape[1]), size=len(h)) for h in tree.local)
+
+    def images(elements: list[dict]) -> int:
+        found = {
+            b"".join(p.round(12).tobytes() for p in apply_to_policy(tree, Transformation.from_json(e), pi))
+            for e in elements
+        }
+        return len(found)
+
+    er = rep["er"]
+    assert er["distinct_on_policies"] == images(er["elements"]) == er_distinct
+    assert rep["mdp"]["distinct_on_policies"] == images(rep["mdp"]["elements"]) == 2
+    assert er["order_on_policies"] == (16 if horizon == 1 else 4)

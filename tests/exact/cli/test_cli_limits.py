@@ -128,3 +128,26 @@ def test_optimal_set_names_the_workers_when_their_batches_exceed_the_budget(caps
     assert main(["optimal-set", "toy-coordination", "--alpha", "1", "--workers", "1000"]) == 2
     err = capsys.readouterr().err
     assert "--workers 1000" in err and "lower --workers" in err, err
+
+
+def test_one_cross_play_pair_has_no_standard_error(capsys) -> None:
+    """Two agents make one XP pair: its standard error is undefined (null; the table shows the value alone),
+    not 0.0, which claimed an exact value."""
+    argv = ["zsc", "two-lever", "--pool", "exact", "--k", "4", "--agents", "2", "--m", "2", "--l", "2"]
+    assert main([*argv, "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert rows and all(r["xp"]["se"] is None for r in rows)
+    assert all(r["sp"]["se"] is not None for r in rows)  # two agents' self-play: two values
+
+
+def test_a_discovery_result_reads_null_numbers_back_as_nan() -> None:
+    """Strict JSON writes an undefined J_1 as null; from_json gave None back (not a float)."""
+    import math
+
+    from ers_exact.interface import DiscoveryResult
+    from ers_exact.util.output import dumps
+
+    result = DiscoveryResult("g", "sp-max", (), (1.0, math.nan), 0.5, math.nan, 1.0, 1.0, math.nan)
+    back = DiscoveryResult.from_json(json.loads(dumps(result.to_json())))
+    assert math.isnan(back.J_1) and math.isnan(back.reconstruction_loss) and math.isnan(back.scores[1])
+    assert (back.scores[0], back.pool_return, back.J_2) == (1.0, 0.5, 1.0)

@@ -126,6 +126,11 @@ def _transformation_from_json(data: dict[str, Any]) -> AnyTransformation:
     return Transformation.from_json(data)
 
 
+def _number(v: Any) -> float:
+    """A number of a result file: strict JSON writes an undefined value (NaN) as null; read it back as NaN."""
+    return math.nan if v is None else float(v)
+
+
 @dataclass(frozen=True)
 class DiscoveryResult:
     """Learned transformations, best first, and how well they behave as a group."""
@@ -175,12 +180,12 @@ class DiscoveryResult:
             game=data["game"],
             algorithm=data["algorithm"],
             transformations=tuple(_transformation_from_json(t) for t in data["transformations"]),
-            scores=tuple(data["scores"]),
-            pool_return=data["pool_return"],
-            J_1=data["J_1"],
-            J_2=data["J_2"],
-            J_3=data["J_3"],
-            reconstruction_loss=data["reconstruction_loss"],
+            scores=tuple(_number(v) for v in data["scores"]),
+            pool_return=_number(data["pool_return"]),
+            J_1=_number(data["J_1"]),
+            J_2=_number(data["J_2"]),
+            J_3=_number(data["J_3"]),
+            reconstruction_loss=_number(data["reconstruction_loss"]),
             config=dict(data.get("config", {})),
         )
 

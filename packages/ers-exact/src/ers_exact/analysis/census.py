@@ -5,7 +5,10 @@ Games: 2 agents, 2-3 actions and observations each, 1-2 states, H in {1, 2}, rew
 *planted* symmetry (the average of phi^k(G) over the cyclic group of a random phi, so phi is in
 Phi_MDP). Both generators live in :mod:`ers_exact.games.random`. Phi_ER is computed against the solver's
 whole optimal set at ``alpha``; each game records whether that set was certified complete. Games with
-Phi_ER > Phi_MDP are saved as .dpomdp files.
+Phi_ER > Phi_MDP are saved as .dpomdp files. Each row also counts both groups as maps of policies
+(``distinct_on_policies``): at H = 1 no local history holds an observation, so Phi_ER can be larger than
+Phi_MDP as a subgroup of Psi (it holds every observation permutation) while acting on policies as Phi_MDP does;
+``er_larger_on_policies`` is the comparison of those counts.
 """
 
 from __future__ import annotations
@@ -56,8 +59,13 @@ def census(config: CensusConfig, progress: bool | None = None) -> dict[str, Any]
                 "mdp_order_on_policies": rep["mdp"]["order_on_policies"],
                 "er_order_on_policies": rep["er"]["order_on_policies"],
                 "er_strictly_larger": rep["er"]["order_on_policies"] > rep["mdp"]["order_on_policies"],
+                # as maps of policies (observation permutations act trivially at H = 1; None: not listed)
+                "mdp_distinct_on_policies": rep["mdp"]["distinct_on_policies"],
+                "er_distinct_on_policies": rep["er"]["distinct_on_policies"],
                 "mdp_subgroup_of_er": rep["mdp_subgroup_of_er"],
             }
+            d_er, d_mdp = row["er_distinct_on_policies"], row["mdp_distinct_on_policies"]
+            row["er_larger_on_policies"] = None if d_er is None else d_er > d_mdp
             if row["er_strictly_larger"] and config.out:
                 path = Path(config.out, f"{game.name}.dpomdp")
                 path.parent.mkdir(parents=True, exist_ok=True)
@@ -80,6 +88,7 @@ def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
         return {
             "games": n,
             "er_strictly_larger": larger,
+            "er_larger_on_policies": sum(bool(r["er_larger_on_policies"]) for r in sel),
             "share": larger / n if n else None,
             "mdp_nontrivial": sum(r["mdp_order_on_policies"] > 1 for r in sel),
             "mdp_subgroup_of_er_everywhere": all(r["mdp_subgroup_of_er"] for r in sel),

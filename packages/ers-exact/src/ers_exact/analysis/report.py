@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ers_exact.model.histories import HistoryTree
-from ers_exact.model.transformation import Transformation, apply_to_policy
+from ers_exact.model.transformation import Transformation, apply_to_policy, distinct_on_policies
 from ers_exact.solve.fixed_points import FixedPointSet, SolverConfig, solve_fixed_points
 from ers_exact.symmetry.er import MAX_EXHAUSTIVE, er_symmetries
 from ers_exact.symmetry.groups import is_subset, summarise
@@ -74,7 +74,7 @@ def symmetry_report(
             tree, pool, alpha, J_star, tol=tol, pool_complete=complete, seeds=group.generators,
             max_seconds=ER_MAX_SECONDS, progress=cfg.progress,
         )  # fmt: skip
-        er_json = {**erg.to_json(max_elements), "closed": True}
+        er_json = {**erg.to_json(max_elements), "closed": True, "distinct_on_policies": None}  # not listed
         mdp_in_er = all(erg.contains(m) for m in group.generators)
         n_extra = erg.order_on_policies - len(mdp)
         extra = [g for g in erg.generators if (g.actions, g.observations) not in mdp_keys]
@@ -96,6 +96,7 @@ def symmetry_report(
             )
         er_json["complete"] = True
         er_json["order_is_lower_bound"] = False
+        er_json["distinct_on_policies"] = distinct_on_policies(tree, er.members)
         er_json["claim"] = (
             f"Phi_ER relative to the pool Pi' (certified all of Pi*_alpha: {complete}"
             f"{' by optimal-set' if proof is not None and proof['complete'] else ''}) = S_|S| x the "
@@ -129,6 +130,7 @@ def symmetry_report(
             "elements": [m.to_json() for m in listed],
             "elements_listed": group.order <= max_elements,
             "max_elements": max_elements,
+            "distinct_on_policies": distinct_on_policies(tree, mdp),
         },
         "er": er_json,
         "mdp_subgroup_of_er": mdp_in_er,

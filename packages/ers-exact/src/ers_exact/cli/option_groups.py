@@ -160,7 +160,11 @@ class PoolOptions(GameOptions):
         help="pool source: IQL runs (the paper) or the exact solver's self-play-optimal fixed points",
         check=one_of(POOL_SOURCES),
     )
-    k: int = option(_POOL.k, help="pool size k", check=at_least(1))
+    k: int = option(
+        _POOL.k,
+        help="pool size k (--pool exact: at most |Pi*_alpha|, the optimal fixed points found)",
+        check=at_least(1),
+    )
     episodes: int = option(_POOL.episodes, help="IQL episodes per pool policy", check=at_least(1))
     algorithm: str = option(
         _DISCOVERY.algorithm,

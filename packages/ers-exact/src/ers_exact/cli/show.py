@@ -84,10 +84,15 @@ def show_symmetries(result: dict[str, Any]) -> None:
     if result.get("optimal_set") is not None:
         proof = result["optimal_set"]
         print(f"optimal-set ({proof['seconds']} s, {proof['boxes']:,} boxes): {proof['note']}")
+
+    def parts(g: dict[str, Any]) -> str:  # policy parts, and how many distinct maps of policies they are
+        n, d = g["order_on_policies"], g.get("distinct_on_policies")
+        return f"{n:,} on policies" + ("" if d is None or d == n else f", {d:,} distinct maps of them")
+
     print(
-        f"|Phi_MDP| = {result['mdp']['order_text']} ({result['mdp']['order_on_policies']} on policies, "
+        f"|Phi_MDP| = {result['mdp']['order_text']} ({parts(result['mdp'])}, "
         f"{result['mdp']['n_generators']} generators); "
-        f"|Phi_ER| = {result['er']['order_text']} ({result['er']['order_on_policies']:,} on policies); "
+        f"|Phi_ER| = {result['er']['order_text']} ({parts(result['er'])}); "
         f"Phi_MDP <= Phi_ER: {result['mdp_subgroup_of_er']}; in Phi_ER not Phi_MDP (on policies): "
         f"{result['er_not_mdp_on_policies']:,}"
     )

@@ -11,7 +11,7 @@ onto legal actions. Inadmissible ones raise :class:`InadmissibleError`; :func:`i
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -27,6 +27,7 @@ __all__ = [
     "Transformation",
     "apply_to_log_policy",
     "apply_to_policy",
+    "distinct_on_policies",
     "history_map",
     "is_admissible",
     "is_decpomdp_symmetry",
@@ -190,6 +191,17 @@ def history_map(tree: HistoryTree, phi: Transformation, agent: int) -> np.ndarra
         ok = (par >= 0) & (keys[pos] == img)
         out[lo:hi] = np.where(ok, lo + pos, -1)
     return out
+
+
+def distinct_on_policies(tree: HistoryTree, transformations: Iterable[Transformation]) -> int:
+    """How many distinct maps of policies the ``transformations`` are: phi(pi) is fixed by each agent's
+    history map tau -> phi(tau) and action permutation, so two phi with both equal act alike on every policy.
+    (At H = 1 no local history holds an observation: observation permutations then act trivially.)"""
+    keys = set()
+    for phi in transformations:
+        parts = [history_map(tree, phi, i).tobytes() for i in range(tree.game.n_agents)]
+        keys.add((tuple(parts), phi.actions))
+    return len(keys)
 
 
 def is_admissible(tree: HistoryTree, phi: Transformation) -> bool:

@@ -44,9 +44,10 @@ AGENT_SEED_STRIDE = 1000
 def _estimate(values: np.ndarray, median: bool, seed: int) -> Estimate:
     if len(values) == 0:
         return Estimate(float("nan"), float("nan"))
+    if len(values) == 1:  # one pair: no spread to estimate (an SE of 0 claimed an exact value)
+        return Estimate(float(values[0]), float("nan"))
     if not median:
-        se = float(values.std(ddof=1) / np.sqrt(len(values))) if len(values) > 1 else 0.0
-        return Estimate(float(values.mean()), se)
+        return Estimate(float(values.mean()), float(values.std(ddof=1) / np.sqrt(len(values))))
     rng = np.random.default_rng(seed)
     boot = [np.median(rng.choice(values, size=len(values))) for _ in range(500)]
     return Estimate(float(np.median(values)), float(np.std(boot)))
