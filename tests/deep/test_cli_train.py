@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from ers_deep.cli import TrainSPOptions, main, parse_seeds
+from ers_exact.util.options import UsageError
 
 
 def _json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> dict:  # type: ignore[type-arg]
@@ -161,3 +163,57 @@ def test_a_figure_that_cannot_be_drawn_does_not_fail_the_run(
     out, err = capsys.readouterr()
     assert "figure" not in json.loads(out) and (pool / "pool.json").exists()
     assert "learning curves not drawn: RuntimeError: no display" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "stray"),
+    [
+        (["--env", "hanabi", "--conv", "8"], "--conv (an option of overcooked-v2)"),
+        (["--env", "hanabi", "--layout", "cramped_room_v2"], "--layout (an option of overcooked-v2)"),
+        (["--env", "overcooked-v2", "--preset", "small"], "--preset (an option of hanabi)"),
+        (
+            ["--env", "tabular:toy-coordination", "--hidden", "64"],
+            "--hidden (an option of hanabi and overcooked-v2)",
+        ),
+        (
+            ["--env", "tabular:toy-coordination", "--knowledge", "v0-belief"],
+            "--knowledge (an option of hanabi)",
+        ),
+    ],
+)
+def test_options_of_another_env_are_refused(argv: list[str], stray: str) -> None:
+    """They were ignored and recorded in pool.json as if they had applied (an Overcooked pool with
+    "hanabi_preset": "small")."""
+    with pytest.raises(UsageError, match=re.escape(stray)):
+        TrainSPOptions(out="/tmp/ers-never", **_kw(argv))
+    assert TrainSPOptions(env="overcooked-v2", out="/tmp/ers-never", conv=8, hidden=16).config().net.conv == 8
+
+
+def _kw(argv: list[str]) -> dict[str, str | int]:
+    return {
+        a.removeprefix("--").replace("-", "_"): int(v) if v.isdigit() else v
+        for a, v in zip(argv[::2], argv[1::2])
+    }
+
+
+def test_a_preset_alias_is_the_game_it_names() -> None:
+    """``--preset very-small`` was stored as typed, so its pools and Hanabi-Very-Small's were "different envs"
+    to crossplay, discover and table1."""
+    from ers_deep.train.config import paper_config
+    from ers_deep.zsc.config import PopulationConfig
+
+    alias = TrainSPOptions(env="hanabi", out="/tmp/ers-never", preset="very-small").config()
+    named = TrainSPOptions(env="hanabi", out="/tmp/ers-never", preset="Hanabi-Very-Small").config()
+    assert alias.hanabi_preset == "Hanabi-Very-Small" and alias.env_key == named.env_key
+    assert alias.game == "hanabi:Hanabi-Very-Small"
+    assert paper_config("hanabi", hanabi_preset="SMALL").hanabi_preset == "Hanabi-Small"
+    assert PopulationConfig(env="hanabi", preset="full").preset == "Hanabi-Full"
+
+
+def test_seeds_beyond_32_bits_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    """A 64-bit seed overflowed torch's manual_seed inside the run (an internal error, a stray folder)."""
+    with pytest.raises(ValueError):
+        parse_seeds("4294967296")
+    assert parse_seeds("4294967295") == (4294967295,)
+    assert main(["crossplay", "/tmp/ers-never-pool", "--seed", "18446744073709551615"]) == 2
+    assert "must be a seed, an integer in 0 .. 4294967295" in capsys.readouterr().err

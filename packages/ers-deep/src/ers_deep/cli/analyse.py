@@ -19,6 +19,7 @@ from ers_exact.util.options import (
     force_option,
     option,
     output_folder,
+    seed_range,
     thread_count,
 )
 from ers_exact.util.output import claim_files, write_json
@@ -84,7 +85,7 @@ class ActionMatrixOptions(Options):
     )
     games: int = option(1000, help="self-play games per policy", check=at_least(1))
     greedy: bool = option(False, help="play the argmax action instead of sampling")
-    seed: int = option(0, help="seed of the games", check=at_least(0))
+    seed: int = option(0, help="seed of the games", check=seed_range)
     out: str | None = option(
         None,
         help="folder of the results",
@@ -195,7 +196,7 @@ class OPPreservationOptions(Options):
         help="a pool of policies trained to maximise OP^Phi (ers-deep train-op --symmetries DIR)"
     )
     games: int = option(1000, help="games per pair and seat order", check=at_least(1))
-    seed: int = option(0, help="seed of the games", check=at_least(0))
+    seed: int = option(0, help="seed of the games", check=seed_range)
     out: str | None = option(
         None, help="folder of the results", check=output_folder, default_text="POOL/analysis"
     )
@@ -254,7 +255,7 @@ class XPDistributionOptions(Options):
     table1: str | None = option(None, help="an ers-deep table1 folder: its three populations")
     games: int = option(1000, help="games per pair and seat order (pool sources)", check=at_least(1))
     bins: int = option(20, help="histogram bins, 1 to 1000", check=between(1, 1000))
-    seed: int = option(0, help="seed of the games", check=at_least(0))
+    seed: int = option(0, help="seed of the games", check=seed_range)
     out: str | None = option(
         None, help="folder of the results", check=output_folder, default_text="TABLE1/analysis, else required"
     )

@@ -10,6 +10,7 @@ from typing import Any
 import torch
 
 from ers_deep.envs.hanabi.config import PRESET_ALIASES, PRESETS
+from ers_exact.util.options import MAX_SEED
 
 __all__ = [
     "PRESET_NAMES",
@@ -68,7 +69,7 @@ def parse_seeds(text: str) -> tuple[int, ...]:
         lo, _, hi = part.strip().partition("-")
         a = int(lo)
         b = int(hi) if hi else a
-        if a < 0 or b < a:
+        if a < 0 or b < a or b > MAX_SEED:
             raise ValueError(part)
         out += range(a, b + 1)
     if len(set(out)) != len(out) or not out:
@@ -80,7 +81,7 @@ def seeds_check(value: object) -> str | None:
     try:
         parse_seeds(str(value))
     except ValueError:
-        return "is not a seed list (e.g. 0-4 or 0,2,5: distinct integers >= 0)"
+        return f"is not a seed list (e.g. 0-4 or 0,2,5: distinct integers in 0 .. {MAX_SEED})"
     return None
 
 

@@ -13,6 +13,7 @@ from ers_exact.util.options import (
     force_option,
     option,
     output_folder,
+    seed_range,
     thread_count,
 )
 
@@ -37,7 +38,7 @@ class CrossplayOptions(Options):
     )
     games: int = option(1000, help="games per pair and seat order", check=at_least(1))
     greedy: bool = option(False, help="play the argmax action instead of sampling")
-    seed: int = option(0, help="seed of the games", check=at_least(0))
+    seed: int = option(0, help="seed of the games", check=seed_range)
     out: str | None = option(
         None,
         help="folder for xp.json, xp.png and report.json",

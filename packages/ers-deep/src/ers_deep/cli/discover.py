@@ -24,6 +24,7 @@ from ers_exact.util.options import (
     option,
     output_folder,
     positive,
+    seed_range,
     thread_count,
 )
 
@@ -143,7 +144,7 @@ class DiscoverOptions(Options):
         False,
         help="tabular pools: score candidates by --eval-games sampled games instead of their exact return",
     )
-    seed: int = option(0, help="seed of the candidates, their action maps and the games", check=at_least(0))
+    seed: int = option(0, help="seed of the candidates, their action maps and the games", check=seed_range)
     out: str | None = option(
         None,
         help="folder for discovery.json, symmetries.safetensors and the run",

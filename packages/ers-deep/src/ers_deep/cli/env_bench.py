@@ -21,6 +21,7 @@ from ers_exact.util.options import (
     between,
     one_of,
     option,
+    seed_range,
     thread_count,
 )
 
@@ -74,7 +75,7 @@ class EnvBenchOptions(Options):
     unroll: int = option(
         1, help="fast modes: steps per compiled/captured call (1: one step per replay)", check=at_least(1)
     )
-    seed: int = option(0, help="seed of the env's generator and of the random moves", check=at_least(0))
+    seed: int = option(0, help="seed of the env's generator and of the random moves", check=seed_range)
     profile: int = option(
         0,
         help="also profile this many batched steps with torch.profiler (0: off)",

@@ -161,6 +161,16 @@ class TrainSPOptions(Options):
             raise UsageError("--ray needs an address (local, auto or HOST:PORT)")
         if self.advantage == "exact" and self.env is not None and self.env in ("hanabi", "overcooked-v2"):
             raise UsageError(f"--advantage exact needs a tabular env, not {self.env}")
+        if self.env is not None:
+            kind = self.env if self.env in ("hanabi", "overcooked-v2") else "tabular"
+            stray = [
+                f"{flag_name(f)} (an option of {' and '.join(kinds)})"
+                for f, kinds in _ENV_FIELDS.items()
+                if getattr(self, f) is not None and kind not in kinds
+            ]
+            if stray:  # they were ignored, and recorded in pool.json as if they had applied
+                verb = "does not apply to it; drop it" if len(stray) == 1 else "do not apply to it; drop them"
+                raise UsageError(f"--env {self.env}: {', '.join(stray)} {verb}")
 
     def config(self) -> Any:
         """The resolved ``TrainConfig`` (the paper's defaults for the env, then these options)."""
@@ -197,6 +207,16 @@ _CONFIG_FIELDS = {
     "minibatches": "minibatches",
     "lr": "lr",
     "shaped_horizon": "shaped_reward_horizon",
+}
+
+#: the options of one env family (and the families they apply to); given for another env they are refused
+_ENV_FIELDS = {
+    "preset": ("hanabi",),
+    "knowledge": ("hanabi",),
+    "layout": ("overcooked-v2",),
+    "shaped_horizon": ("overcooked-v2",),
+    "conv": ("overcooked-v2",),
+    "hidden": ("hanabi", "overcooked-v2"),
 }
 
 #: options that define a run (its config and folder): --resume keeps the run's own, so it refuses them (only

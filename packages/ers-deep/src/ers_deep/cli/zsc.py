@@ -18,6 +18,7 @@ from ers_exact.util.options import (
     option,
     output_folder,
     positive,
+    seed_range,
     thread_count,
 )
 
@@ -76,7 +77,7 @@ class Table1Options(Options):
         None, help="IPPO entropy coefficient = temperature", check=non_negative, default_text="the paper's"
     )
     games: int = option(500, help="cross-play games per pair and seat order", check=at_least(1))
-    seed: int = option(0, help="seed of the whole experiment", check=at_least(0))
+    seed: int = option(0, help="seed of the whole experiment", check=seed_range)
     device: str = option("cpu", help="torch device: cpu, cuda or cuda:N", check=device_check)
     threads: int | None = option(
         None, help="torch CPU threads", check=thread_count, default_text="torch's choice"

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ers_deep.envs.base import BatchedEnv
+from ers_deep.envs.hanabi.config import canonical_preset
 from ers_deep.nets import NetConfig
 from ers_deep.nets.blas import CpuProducts
 from ers_exact.util.options import (
@@ -127,6 +128,8 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "seeds", tuple(int(s) for s in self.seeds))
+        # very-small and Hanabi-Very-Small are one game: one name in every config, result and comparison
+        object.__setattr__(self, "hanabi_preset", canonical_preset(self.hanabi_preset))
         if isinstance(self.net, dict):
             object.__setattr__(self, "net", NetConfig(**self.net))
         check_types(self)  # every Literal choice (collector, modes, lr_schedule, advantage, ...) and integer

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ers_deep.discovery import DeepDiscoveryConfig
+from ers_deep.envs.hanabi.config import canonical_preset
 from ers_deep.nets import NetConfig
 from ers_deep.train.config import TrainConfig, paper_config
 from ers_exact.util.options import UsageError, at_least, check_fields, check_types, non_negative, one_of
@@ -55,6 +56,7 @@ class PopulationConfig:
     device: str = "cpu"
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "preset", canonical_preset(self.preset))  # an alias is HLE's name
         check_types(self)
         check_fields(
             self,

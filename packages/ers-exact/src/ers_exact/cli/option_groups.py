@@ -23,6 +23,7 @@ from ers_exact.util.options import (
     option,
     output_file,
     positive,
+    seed_range,
 )
 from ers_exact.zsc.config import (
     ALGORITHMS,
@@ -110,7 +111,7 @@ class SolverOptions(Options):
         help="random starts of the fixed-point search (the uniform start and warm starts come on top)",
         check=at_least(0),
     )
-    seed: int = option(_SOLVER.seed, help="seed of the random starts", check=at_least(0))
+    seed: int = option(_SOLVER.seed, help="seed of the random starts", check=seed_range)
     continuation: bool = option(
         _SOLVER.continuation,
         help="also trace the fixed-point branches from the "
@@ -171,7 +172,7 @@ class PoolOptions(GameOptions):
         help="discovery: Algorithm 1 (sp-max), 2 (sp-max-reg) or 3 (xp-max)",
         check=one_of(ALGORITHMS),
     )
-    seed: int = option(_ZSC.seed, help="seed of the run", check=at_least(0))
+    seed: int = option(_ZSC.seed, help="seed of the run", check=seed_range)
 
     def check(self) -> None:
         if self.algorithm == "xp-max" and self.k < 2:

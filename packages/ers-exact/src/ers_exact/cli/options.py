@@ -51,6 +51,7 @@ from ers_exact.util.options import (
     output_file,
     output_folder,
     positive,
+    seed_range,
 )
 from ers_exact.zsc.config import (
     SEARCHES,
@@ -273,7 +274,7 @@ class CensusOptions(Options):
     """``census``: random small games."""
 
     games: int = option(_CENSUS.games, help="number of random games", check=at_least(1))
-    seed: int = option(_CENSUS.seed, help="seed of the game generator and of the solver", check=at_least(0))
+    seed: int = option(_CENSUS.seed, help="seed of the game generator and of the solver", check=seed_range)
     alpha: float = option(_CENSUS.alpha, help=ALPHA_HELP, check=positive)
     starts: int = option(
         _CENSUS.starts, help="random starts of the fixed-point search per game", check=at_least(0)
@@ -319,7 +320,7 @@ class OPOptions(SavePolicyOptions, GameOptions):
         metavar="SET",
         help="Phi: 'mdp' (every Dec-POMDP symmetry, exact search) or 'none' ({id}: OP = self-play)",
     )
-    seed: int = option(_OP.seed, help="seed of the run", check=at_least(0))
+    seed: int = option(_OP.seed, help="seed of the run", check=seed_range)
     seeds: int = option(
         _OP.seeds,
         help="independent trainings m; the best OP value is reported (ties by J)",

@@ -29,6 +29,7 @@ from typing import Any, Literal, TypeVar, Union
 from ers_exact.util.errors import InputError
 
 __all__ = [
+    "MAX_SEED",
     "Check",
     "Options",
     "UsageError",
@@ -50,6 +51,7 @@ __all__ = [
     "output_folder",
     "positive",
     "probability",
+    "seed_range",
     "thread_count",
 ]
 
@@ -74,6 +76,17 @@ def finite(v: Any) -> str | None:
 def positive(v: Any) -> str | None:
     """A finite number > 0."""
     return None if _number(v) and math.isfinite(v) and v > 0 else "must be a finite number > 0"
+
+
+#: the largest seed an option or config takes (32 bits: derived seeds add offsets and multiples to it, and
+#: torch's and numpy's generators take it whole; a 64-bit seed overflowed torch's manual_seed there)
+MAX_SEED = 2**32 - 1
+
+
+def seed_range(v: Any) -> str | None:
+    """An integer seed in 0 .. :data:`MAX_SEED`."""
+    ok = isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_SEED
+    return None if ok else f"must be a seed, an integer in 0 .. {MAX_SEED}"
 
 
 def non_negative(v: Any) -> str | None:

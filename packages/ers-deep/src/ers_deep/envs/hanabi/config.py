@@ -45,6 +45,25 @@ PRESET_ALIASES: dict[str, str] = {
 }
 
 
+def preset_name(name: str) -> str:
+    """HLE's name of the preset ``name`` (one of :data:`PRESETS`, any case, or an alias of
+    :data:`PRESET_ALIASES`); ``ValueError`` naming the known ones otherwise."""
+    key = PRESET_ALIASES.get(name.lower(), name)
+    match = {k.lower(): k for k in PRESETS}.get(key.lower())
+    if match is None:
+        raise ValueError(f"unknown Hanabi preset {name!r}; known: {sorted(PRESETS) + sorted(PRESET_ALIASES)}")
+    return match
+
+
+def canonical_preset(name: str) -> str:
+    """HLE's name of the preset ``name`` where it names one (``very-small`` -> ``Hanabi-Very-Small``), else
+    ``name`` as given (for the env to refuse): configs store it, so one game has one name everywhere."""
+    try:
+        return preset_name(name)
+    except ValueError:
+        return name
+
+
 @dataclass(frozen=True)
 class ObsLayout:
     """Start offsets and lengths of the canonical observation's sections (HLE ``canonical_encoders.cc``)."""
@@ -108,13 +127,7 @@ class HanabiConfig:
     def preset(cls, name: str, players: int = 2, **overrides: object) -> HanabiConfig:
         """HLE preset by name (``Hanabi-Full``, ``Hanabi-Full-Minimal``, ``Hanabi-Small``, ``Hanabi-Very-Small``;
         case-insensitive aliases ``full``, ``small``, ``very-small``, ``minimal``)."""
-        key = PRESET_ALIASES.get(name.lower(), name)
-        match = {k.lower(): k for k in PRESETS}.get(key.lower())
-        if match is None:
-            raise ValueError(
-                f"unknown Hanabi preset {name!r}; known: {sorted(PRESETS) + sorted(PRESET_ALIASES)}"
-            )
-        params = dict(PRESETS[match], players=players)
+        params = dict(PRESETS[preset_name(name)], players=players)
         params.update(overrides)
         return cls(**params)  # type: ignore[arg-type]
 
