@@ -140,6 +140,45 @@ def test_one_cross_play_pair_has_no_standard_error(capsys) -> None:
     assert all(r["sp"]["se"] is not None for r in rows)  # two agents' self-play: two values
 
 
+def test_a_report_with_an_undefined_standard_error_equals_its_round_trip(capsys) -> None:
+    """An undefined (NaN) standard error made a ZSC report unequal to itself read back (NaN != NaN)."""
+    import dataclasses
+
+    import numpy as np
+
+    from ers_exact.interface import Estimate, ZSCReport
+    from ers_exact.util.output import dumps
+
+    argv = [
+        "zsc",
+        "two-lever",
+        "--pool",
+        "exact",
+        "--k",
+        "4",
+        "--agents",
+        "2",
+        "--m",
+        "2",
+        "--l",
+        "2",
+        "--json",
+    ]
+    assert main(argv) == 0
+    report = ZSCReport.from_json(json.loads(capsys.readouterr().out))
+    # a report computed in the process holds NaNs of numpy's making, not from_json's math.nan
+    fresh = dataclasses.replace(
+        report,
+        rows=tuple(
+            dataclasses.replace(r, xp=Estimate(r.xp.value, float(np.float64("nan")))) for r in report.rows
+        ),
+    )
+    assert fresh == ZSCReport.from_json(json.loads(dumps(fresh.to_json())))
+    assert Estimate(1.0, float("nan")) == Estimate(1.0, float("nan")) != Estimate(1.0, 0.0)
+    assert hash(Estimate(1.0, float("nan"))) == hash(Estimate(1.0, float("nan")))
+    assert report != ZSCReport.from_json({**report.to_json(), "rows": report.to_json()["rows"][:1]})
+
+
 def test_a_discovery_result_reads_null_numbers_back_as_nan() -> None:
     """Strict JSON writes an undefined J_1 as null; from_json gave None back (not a float)."""
     import math

@@ -204,6 +204,20 @@ class Estimate:
             return "-"
         return f"{self.value:.3f}" if math.isnan(self.se) else f"{self.value:.3f} ± {self.se:.3f}"
 
+    def __eq__(self, other: object) -> bool:
+        """Field by field, an undefined (NaN) value equal to an undefined one: a report with an undefined
+        standard error equals its own JSON round trip."""
+        if not isinstance(other, Estimate):
+            return NotImplemented
+        return all(_same_number(a, b) for a, b in ((self.value, other.value), (self.se, other.se)))
+
+    def __hash__(self) -> int:
+        return hash(tuple("nan" if math.isnan(v) else v for v in (self.value, self.se)))
+
+
+def _same_number(a: float, b: float) -> bool:
+    return a == b or (math.isnan(a) and math.isnan(b))
+
 
 def _estimate(d: dict[str, Any]) -> Estimate:
     """An estimate from JSON, null (undefined) as NaN."""
