@@ -190,3 +190,13 @@ def test_a_discovery_result_reads_null_numbers_back_as_nan() -> None:
     back = DiscoveryResult.from_json(json.loads(dumps(result.to_json())))
     assert math.isnan(back.J_1) and math.isnan(back.reconstruction_loss) and math.isnan(back.scores[1])
     assert (back.scores[0], back.pool_return, back.J_2) == (1.0, 0.5, 1.0)
+
+
+def test_a_policy_file_is_read_as_the_distributions_its_rows_round(tmp_path: Path) -> None:
+    """Rows within 1e-6 of a distribution are accepted; one of mass 1 + 1e-7 gave J = 1.0000001 > J* = 1."""
+    from ers_exact.cli.commands import run_value
+    from ers_exact.cli.options import ValueOptions
+
+    path = tmp_path / "p.json"
+    path.write_text('{"policy": [[[1.0000001, 0]], [[1, 0]]]}')
+    assert run_value(ValueOptions(game="handshake", policy=str(path)))["J"] == 1.0

@@ -75,7 +75,10 @@ def read_policy_file(path: str | Path, tree: HistoryTree) -> tuple[np.ndarray, .
             f"{path}: a policy of another game{_written_for(data, tree)}; to evaluate its tables on this game "
             'anyway, remove its "game" and "horizon" keys'
         )
-    return tuple(a[0] for a in arrays)
+    # rows are accepted within 1e-6 of a distribution (decimal files); evaluate the distributions they round,
+    # not a mass of 1 + 1e-7 (which put J above J*): clipped at 0 and divided by their sums
+    rows = [np.clip(a[0], 0.0, None) for a in arrays]
+    return tuple(r / r.sum(axis=1, keepdims=True) for r in rows)
 
 
 def _not_a_number(value: Any) -> tuple[Any, ...]:
