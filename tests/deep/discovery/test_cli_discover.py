@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -79,34 +80,29 @@ def test_default_out_and_resolved_config(toy_pool: Path) -> None:
     assert DiscoverOptions(pool=str(toy_pool), algorithm="sp-max-reg", lambda1=0.5).lambda1 == 0.5
 
 
-def test_resume_refuses_other_options(
-    toy_discovery: tuple[Path, DiscoveryResult], capsys: pytest.CaptureFixture[str]
+def test_resume_keeps_the_runs_options_and_refuses_others(
+    toy_discovery: tuple[Path, DiscoveryResult], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """--resume keeps the run's own options: a changed --candidates or --seed (which shape the run's
-    candidates and action maps) is an input error naming each, and the run's discovery-config.json stays."""
-    out, _ = toy_discovery
+    """--resume continues with the run's own options (OUT/discovery-config.json) without repeating them; an
+    option given that differs from the run's (--candidates, --seed: they shape the run's candidates, action
+    maps and checkpoints) is an input error naming each, and the run's discovery-config.json stays."""
+    out = tmp_path / "toy-discovery"  # a copy: the resume below rewrites discovery.json
+    shutil.copytree(toy_discovery[0], out)
+    result = toy_discovery[1]
     before = (out / "discovery-config.json").read_bytes()
-    pool = out.parent / "toy-pool"
+    pool = toy_discovery[0].parent / "toy-pool"
     argv = ["discover", "--pool", str(pool), "--out", str(out), "--resume", "--threads", "1"]
-    argv += [
-        "--candidates",
-        "3",
-        "--top",
-        "2",
-        "--total-steps",
-        "60000",
-        "--eval-games",
-        "300",
-        "--lr",
-        "0.01",
-    ]
     assert main([*argv, "--seed", "5"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "seed = 5 (the run's: 0)" in err[0] and "--force" in err[0], err
-    assert (out / "discovery-config.json").read_bytes() == before
-    assert main(argv[:-10] + ["--candidates", "4", "--top", "2"]) == 2
+    assert main([*argv, "--candidates", "4", "--algorithm", "xp-max"]) == 2
     err = capsys.readouterr().err
-    assert "candidates = 4 (the run's: 3)" in err and "total_env_steps" in err, err
+    assert "algorithm = 'xp-max' (the run's: 'sp-max')" in err and "candidates = 4 (the run's: 3)" in err, err
+    assert "total_env_steps" not in err  # not given: the run's 60,000 stands
+    assert (out / "discovery-config.json").read_bytes() == before
+    assert main([*argv, "--candidates", "3", "--json"]) == 0  # the run's own: finished, so read back at once
+    res = json.loads(capsys.readouterr().out)
+    assert res["config"]["discovery"]["total_env_steps"] == 60_000 and res["scores"] == list(result.scores)
     assert (out / "discovery-config.json").read_bytes() == before
 
 

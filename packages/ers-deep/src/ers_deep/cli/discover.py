@@ -163,7 +163,7 @@ class DiscoverOptions(Options):
     )
 
     def check(self) -> None:
-        if self.top > self.candidates:
+        if self.top > self.candidates and not self.resume:  # a resume checks the run's config, merged
             raise UsageError(f"--top {self.top} is more than --candidates {self.candidates}")
         if self.earlier is not None and self.algorithm != "sp-max-reg":
             raise UsageError(f"--earlier {self.earlier!r} only applies to --algorithm sp-max-reg")
@@ -209,7 +209,13 @@ class DiscoverOptions(Options):
 
     def config(self, env: str) -> Any:
         """The ``DeepDiscoveryConfig`` for a pool of ``env`` (tabular pools start from ``TABULAR_SETTINGS``)."""
-        from ers_deep.discovery.config import TABULAR_SETTINGS, DeepDiscoveryConfig
+        from ers_deep.discovery.config import DeepDiscoveryConfig
+
+        return DeepDiscoveryConfig(**self.config_fields(env))
+
+    def config_fields(self, env: str) -> dict[str, Any]:
+        """The fields of :meth:`config`, not yet checked (a resume merges them with the run's own)."""
+        from ers_deep.discovery.config import TABULAR_SETTINGS
 
         over: dict[str, Any] = dict(TABULAR_SETTINGS) if env not in DEEP_ENVS else {}
         for field, key in (
@@ -220,20 +226,44 @@ class DiscoverOptions(Options):
         ):
             if getattr(self, field) is not None:
                 over[key] = getattr(self, field)
-        return DeepDiscoveryConfig(
-            algorithm=self.algorithm,
-            candidates=self.candidates,
-            top=self.top,
-            action_set=self.action_set,
-            lambda1=self.lambda1,
-            lambda2=self.lambda2,
-            earlier=self.earlier,
-            alpha=self.alpha,
-            eval_games=self.eval_games,
-            exact_scores=not self.sampled_scores,
-            seed=self.seed,
+        return {
+            "algorithm": self.algorithm,
+            "candidates": self.candidates,
+            "top": self.top,
+            "action_set": self.action_set,
+            "lambda1": self.lambda1,
+            "lambda2": self.lambda2,
+            "earlier": self.earlier,
+            "alpha": self.alpha,
+            "eval_games": self.eval_games,
+            "exact_scores": not self.sampled_scores,
+            "seed": self.seed,
             **over,
+        }
+
+
+def _resumed_config(opts: DiscoverOptions, env: str) -> Any:
+    """``--resume``: the run's own config (OUT/discovery-config.json), so that a resume needs no options
+    repeated; an option given (other than its default) must agree with the run's, else ``UsageError``. (An
+    option given at its default value cannot be told from one left out: the run's value is kept.)"""
+    from ers_deep.discovery import DeepDiscoveryConfig
+    from ers_exact.util.output import read_json
+
+    path = opts.out_dir() / "discovery-config.json"
+    if not path.is_file():  # killed before the run began: it starts with these options
+        return opts.config(env)
+    saved = read_json(path, "the config of a discovery run")
+    default = DiscoverOptions(pool=opts.pool, out=str(opts.out_dir()), resume=True)
+    g, d = opts.config_fields(env), default.config_fields(env)
+    changed = [k for k in g if g[k] != d[k] and g[k] != saved.get(k, g[k])]
+    if changed:
+        raise UsageError(
+            f"{opts.out_dir()}: --resume continues the discovery run with the options it was started with; "
+            + ", ".join(f"{k} = {g[k]!r} (the run's: {saved.get(k)!r})" for k in changed)
+            + " would change it (drop them, or start anew with --force)"
         )
+    fields = {f.name for f in dataclasses.fields(DeepDiscoveryConfig)}
+    return DeepDiscoveryConfig(**{**g, **{k: v for k, v in saved.items() if k in fields}})
 
 
 def _check_memory(pool: Any, config: Any) -> None:
@@ -266,7 +296,8 @@ def run_discover(opts: DiscoverOptions) -> dict[str, Any]:
             f"--held-out {opts.held_out}: a pool of {held_out.info['env']}, but --pool {opts.pool} is a pool of "
             f"{pool.info['env']}; give held-out policies of the same env"
         )
-    config = opts.config(str(pool.info["env"]))
+    env = str(pool.info["env"])
+    config = _resumed_config(opts, env) if opts.resume else opts.config(env)
     _check_memory(pool, config)
     out = opts.out_dir()
     if opts.force:

@@ -8,7 +8,8 @@ For seed s of a tabular learner, ``pi_s`` is the network's softmax over legal ac
 * ``residual``: max |F(pi_s) - pi_s|, F(pi) = softmax(Q_pi / alpha) (``ers_exact.solve.boltzmann``);
 * ``fixed_point``: the Boltzmann fixed point nearest to pi_s, found by ers-exact's solver warm-started at
   pi_s (damped iteration + Newton), with its J, residual, distance to pi_s (max abs over policy entries) and
-  whether it is self-play optimal among the points the solver found (multistart from ``n_starts`` starts).
+  whether it is self-play optimal among the points the solver found (multistart from ``n_starts`` starts;
+  ``J_star`` is the best of those, not a proven optimum).
 """
 
 from __future__ import annotations
@@ -55,8 +56,14 @@ def advantage_table(net: ActorCritic, env: TabularEnv) -> torch.Tensor:
     return torch.as_tensor(np.stack(rows), dtype=torch.float32, device=env.device)
 
 
-def exact_report(net: ActorCritic, env: TabularEnv, alpha: float, n_starts: int = 16) -> list[dict[str, Any]]:
-    """Per seed: J, Boltzmann residual at ``alpha``, and the nearest exact fixed point (see module doc)."""
+def exact_report(
+    net: ActorCritic, env: TabularEnv, alpha: float, n_starts: int | None = None
+) -> list[dict[str, Any]]:
+    """Per seed: J, Boltzmann residual at ``alpha``, and the nearest exact fixed point (see module doc).
+    ``n_starts``: the solver's random starts (default: ``ers-exact solve``'s; 16 left three-lever's best found
+    point at J 1.8807 against the solve command's 1.8964). ``J_star`` is the best J among the points found, not
+    proven optimal (``ers-exact optimal-set`` proves Pi*_alpha: three-lever's J* is 1.8992923)."""
+    n_starts = SolverConfig().n_starts if n_starts is None else n_starts
     tree = env.tree
     policies = tabular_policies(net, env)
     coords = LogitCoordinates(tree)
