@@ -192,6 +192,25 @@ def test_a_discovery_result_reads_null_numbers_back_as_nan() -> None:
     assert (back.scores[0], back.pool_return, back.J_2) == (1.0, 0.5, 1.0)
 
 
+def test_results_with_undefined_numbers_equal_their_round_trips() -> None:
+    """A NaN of numpy's making (an in-process result) made a DiscoveryResult or a LearnedTransformation
+    unequal to its strict-JSON round trip (NaN != NaN); still unequal where a defined number differs."""
+    import math
+
+    import numpy as np
+
+    from ers_exact.interface import DiscoveryResult, LearnedTransformation
+    from ers_exact.util.output import dumps
+
+    nan = float(np.float64("nan"))
+    phi = LearnedTransformation("phi-0", "symmetries.safetensors", "0" * 64, "phi/0/", (1, 0), None, nan)
+    result = DiscoveryResult("g", "sp-max", (phi,), (1.0,), 0.5, nan, 1.0, 1.0, 0.0, config={"seed": 0})
+    back = DiscoveryResult.from_json(json.loads(dumps(result.to_json())))
+    assert back == result and hash(back) == hash(result) and back.transformations[0] == phi
+    assert back != DiscoveryResult("g", "sp-max", (phi,), (1.0,), 0.5, 1.0, 1.0, 1.0, 0.0)
+    assert LearnedTransformation("phi-0", "s", "0", "k", (1, 0), None, math.nan) != phi  # another checkpoint
+
+
 def test_a_policy_file_is_read_as_the_distributions_its_rows_round(tmp_path: Path) -> None:
     """Rows within 1e-6 of a distribution are accepted; one of mass 1 + 1e-7 gave J = 1.0000001 > J* = 1."""
     from ers_exact.cli.commands import run_value

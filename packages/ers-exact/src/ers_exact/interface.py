@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +56,31 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
     return digest.hexdigest()
 
 
+def _nan_key(v: Any) -> Any:
+    """``v`` with every NaN float (nested in tuples and lists) replaced by a marker that equals itself."""
+    if isinstance(v, float) and math.isnan(v):
+        return _NAN
+    if isinstance(v, (tuple, list)):
+        return tuple(_nan_key(x) for x in v)
+    return v
+
+
+_NAN = ("nan",)
+
+
+def _nan_equal(self: Any, other: object) -> bool:
+    """Field by field (the dataclass's compared fields), an undefined (NaN) number equal to an undefined one:
+    a result computed in the process equals its strict-JSON round trip (NaN != NaN made it unequal)."""
+    names = [f.name for f in fields(self) if f.compare]
+    if other.__class__ is not self.__class__:
+        return NotImplemented
+    return all(_nan_key(getattr(self, n)) == _nan_key(getattr(other, n)) for n in names)
+
+
+def _nan_hash(self: Any) -> int:
+    return hash(tuple(_nan_key(getattr(self, f.name)) for f in fields(self) if f.compare))
+
+
 @dataclass(frozen=True)
 class LearnedTransformation:
     """phi = (phi_A, phi_O) learned by ers-deep (torch-free record).
@@ -76,6 +101,9 @@ class LearnedTransformation:
     obs_permutation: tuple[int, ...] | None = None
     distance: float = math.nan
     nearest: Transformation | None = None
+
+    __eq__ = _nan_equal
+    __hash__ = _nan_hash
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -146,6 +174,9 @@ class DiscoveryResult:
     reconstruction_loss: float
     config: dict[str, Any] = field(default_factory=dict, compare=False)
 
+    __eq__ = _nan_equal
+    __hash__ = _nan_hash
+
     def permutations(self) -> tuple[Transformation, ...]:
         """The transformations as exact permutations: learned ones replaced by the transformation they round
         to; raises :class:`ArtifactError` for a learned one that rounds to none."""
@@ -204,19 +235,8 @@ class Estimate:
             return "-"
         return f"{self.value:.3f}" if math.isnan(self.se) else f"{self.value:.3f} ± {self.se:.3f}"
 
-    def __eq__(self, other: object) -> bool:
-        """Field by field, an undefined (NaN) value equal to an undefined one: a report with an undefined
-        standard error equals its own JSON round trip."""
-        if not isinstance(other, Estimate):
-            return NotImplemented
-        return all(_same_number(a, b) for a, b in ((self.value, other.value), (self.se, other.se)))
-
-    def __hash__(self) -> int:
-        return hash(tuple("nan" if math.isnan(v) else v for v in (self.value, self.se)))
-
-
-def _same_number(a: float, b: float) -> bool:
-    return a == b or (math.isnan(a) and math.isnan(b))
+    __eq__ = _nan_equal
+    __hash__ = _nan_hash
 
 
 def _estimate(d: dict[str, Any]) -> Estimate:
