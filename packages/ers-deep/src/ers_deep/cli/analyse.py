@@ -160,8 +160,8 @@ def run_action_matrix(opts: ActionMatrixOptions) -> dict[str, Any]:
         pool = load_pool(opts.pool)
         chosen = [(p.name, p) for p in _pick(pool, opts.policy)]
         out = Path(opts.out) if opts.out else pool.path / "analysis"
-    for _, p in chosen[:1]:  # one env: the pool's, or table1's three populations' (checked by table1)
-        check_games_memory("--games", opts.games, p.config)
+    if chosen:  # one env: the pool's, or table1's three populations' (checked by table1)
+        check_games_memory("--games", opts.games, chosen[0][1].config)
     _claim(out, "action-matrix", opts.force)
     matrices = [
         {"title": title, **action_matrix(p, opts.games, seed=opts.seed, greedy=opts.greedy)}

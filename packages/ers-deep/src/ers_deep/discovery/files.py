@@ -34,10 +34,15 @@ def save_symmetries(out: Path, syms: list[LearnedSymmetry], meta: dict[str, Any]
     return path, file_sha256(path)
 
 
+def _folder(path: str | os.PathLike[str]) -> Path:
+    """A discovery output's folder, given it or its discovery.json."""
+    path = Path(path)
+    return path.parent if path.suffix == ".json" else path
+
+
 def load_symmetries(path: str | os.PathLike[str]) -> list[LearnedSymmetry]:
     """The learned symmetries of a discovery output (its folder or its discovery.json), hash-checked."""
-    path = Path(path)
-    folder = path.parent if path.suffix == ".json" else path
+    folder = _folder(path)
     if not (folder / "discovery.json").is_file():
         what = "a pool, not a discovery output" if (folder / "pool.json").is_file() else "no discovery.json"
         raise PoolError(f"{folder}: {what} (give the --out folder of an ers-deep discover run)")
@@ -72,7 +77,11 @@ def load_symmetries(path: str | os.PathLike[str]) -> list[LearnedSymmetry]:
 def learned_game(folder: Path) -> str | None:
     """The game a discovery output names (None where its discovery.json names none it can be checked by:
     Overcooked outputs written before 2026-12-04 carried the Hanabi preset, not their layout)."""
-    game = _recorded(folder).get("game")
+    return _game_of(_recorded(folder))
+
+
+def _game_of(recorded: dict[str, Any]) -> str | None:
+    game = recorded.get("game")
     if not isinstance(game, str):
         return None
     env, _, layout = game.partition(":")
@@ -90,13 +99,13 @@ def symmetries_for(config: TrainConfig, source: str | os.PathLike[str]) -> list[
     """The learned symmetries of the discovery output ``source`` (its folder or discovery.json), checked to be
     of the env of ``config``: its game and every phi's observation shape and action count (``PoolError``
     naming ``source`` otherwise). On the CPU; callers move them."""
-    path = Path(source)
-    folder = path.parent if path.suffix == ".json" else path
+    folder = _folder(source)
     syms = load_symmetries(folder)
-    game = learned_game(folder)
+    recorded = _recorded(folder)
+    game = _game_of(recorded)
     if game is not None and game != config.game:
         raise PoolError(f"symmetries {str(source)!r} were learned on {game}, not on {config.game}")
-    key = (_recorded(folder).get("config") or {}).get("env_key")  # recorded since 2026-12-04
+    key = (recorded.get("config") or {}).get("env_key")  # recorded since 2026-12-04
     if isinstance(key, list) and tuple(key) != config.env_key:
         raise PoolError(
             f"symmetries {str(source)!r} map the observations of {' '.join(map(str, key))}, not of "

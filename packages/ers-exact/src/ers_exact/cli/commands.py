@@ -179,7 +179,7 @@ def run_optimal(o: OptimalOptions) -> dict[str, Any]:
         result = optimal_value(tree, o.method, **limits)
         if not result.policy:
             raise UsageError(
-                f"{result.game}: the search stopped before it found a joint policy ({result.search.get('stopped')}); "
+                f"{result.game}: the search stopped before it found a joint policy ({result.stopped}); "
                 f"nothing written to {o.save_policy} (raise --max-seconds / --memory-budget)"
             )
         write_policy_file(o.save_policy, tree, result.policy, reads=_reads(o))

@@ -70,9 +70,10 @@ def read_policy_file(path: str | Path, tree: HistoryTree) -> tuple[np.ndarray, .
         raise PolicyError(f"{path}: {err}{_written_for(data, tree)}") from None
     if batched:
         raise PolicyError(f"{path}: holds a batch of {arrays[0].shape[0]} policies per agent; give one")
-    if _written_for(data, tree):  # its tables fit another game's: refuse rather than evaluate it here
+    other = _written_for(data, tree)
+    if other:  # its tables fit another game's: refuse rather than evaluate it here
         raise PolicyError(
-            f"{path}: a policy of another game{_written_for(data, tree)}; to evaluate its tables on this game "
+            f"{path}: a policy of another game{other}; to evaluate its tables on this game "
             'anyway, remove its "game" and "horizon" keys'
         )
     # rows are accepted within 1e-6 of a distribution (decimal files); evaluate the distributions they round,

@@ -139,7 +139,8 @@ class GridOptions(SolverOptions, GameOptions):
     )
     starts: int = option(
         SWEEP_STARTS,
-        help="fresh random starts per alpha (each alpha is also warm-started from the previous one's points)",
+        help="fresh random starts per alpha (sweep also warm-starts each alpha from the previous one's points; "
+        "atlas solves each alpha on its own, seeded --seed + its position in the sorted grid)",
         check=at_least(0),
     )
     plot: str | None = option(

@@ -261,13 +261,6 @@ class SweepOptions(GridOptions):
 class AtlasOptions(ProofOptions, GridOptions):
     """``atlas``: |Pi*_alpha|, |Phi_ER| and |Phi_MDP| over a grid of alphas."""
 
-    starts: int = option(
-        SWEEP_STARTS,
-        help="random starts per alpha; each alpha is solved on its own (no warm start), its solver seeded "
-        "--seed + its position in the sorted grid",
-        check=at_least(0),
-    )
-
 
 @dataclass(frozen=True, kw_only=True)
 class CensusOptions(Options):
