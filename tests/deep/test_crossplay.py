@@ -72,6 +72,7 @@ def test_population_report_and_heatmap(tmp_path) -> None:  # type: ignore[no-unt
     row = report.rows[0]
     assert sym is not None and sym["symmetries"] == 2 and math.isfinite(row.xp_median_mdp.value)
     assert math.isnan(row.xp_median_er.value) and len(plain["mean"]) == 2
+    assert report.game == "hanabi:Hanabi-Small"  # the preset told apart, as table1's reports name it
     assert heatmap(plain, tmp_path / "xp.png").stat().st_size > 1000
 
 

@@ -133,6 +133,31 @@ def test_a_config_refuses_a_value_outside_its_annotation(field: str, value: Any)
         NetConfig(kind="transformer")  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("seeds", [(1.5,), (True, 2), "12", (-1,), (2**32,), 3])
+def test_a_config_refuses_seeds_that_are_not_integers_in_range(seeds: Any) -> None:
+    """Seeds once went through int(): 1.5 ran as 1, True as 1 and "12" as (1, 2), where num_envs=2.0 is
+    refused."""
+    with pytest.raises(UsageError, match=r"TrainConfig\.seeds = "):
+        TrainConfig(seeds=seeds)
+
+
+def test_numpy_integer_seeds_are_seeds() -> None:
+    import numpy as np
+
+    assert TrainConfig(seeds=tuple(np.arange(3))).seeds == (0, 1, 2)
+
+
+@pytest.mark.parametrize("env", ["hanabi", "tabular:dectiger"])
+def test_the_grid_net_is_refused_on_an_env_without_a_grid(env: str) -> None:
+    """cnn-gru on Hanabi or a tabular game once failed inside the net with "not enough values to unpack"."""
+    with pytest.raises(UsageError, match=r"cnn-gru.*use 'mlp'"):
+        paper_config(env, net=NetConfig(kind="cnn-gru"))
+    from ers_deep.nets import build_net
+
+    with pytest.raises(ValueError, match=r"grid observations .* not shape \(16,\)"):
+        build_net(NetConfig(kind="cnn-gru"), [0], (16,), 4)
+
+
 def test_minibatches_are_bounded_by_the_actors_of_the_game(tmp_path: Any) -> None:
     """At most N = games x agents minibatches per seed (each a non-empty group of actors): the bound counts the
     game's agents, one or three as well as two."""

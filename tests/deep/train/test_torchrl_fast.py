@@ -1,15 +1,22 @@
-"""``FastCollector``: the fast collection behind TorchRL's collector interface yields [steps, games]
-TensorDicts whose entries equal those of the reference ``torchrl.collectors.Collector`` batch (transposed),
-and its state_dict resumes the stream exactly."""
+"""``FastCollector``: the fast collection behind TorchRL's collector interface yields [games, time]
+TensorDicts whose entries and layout equal those of the reference ``torchrl.collectors.Collector`` batch, in
+memory of their own (graph modes too), that TorchRL's advantage modules and slice samplers read along time;
+its TorchRL interface (stats, weights, frames) holds, set_seed restarts the returns too, and its state_dict
+resumes the stream exactly."""
 
 from __future__ import annotations
 
 import pytest
 import torch
+from tensordict import TensorDictBase
 from torchrl.collectors import BaseCollector
 
+from ers_deep.accel import rollout as rollout_module
+from ers_deep.accel import step as step_module
 from ers_deep.train import Learner
+from ers_deep.train import ippo as ippo_module
 from ers_deep.train.torchrl_fast import FastCollector
+from tests.deep.accel.test_graph_emulated import emulated_capture
 from tests.deep.threads import one_thread  # noqa: F401
 from tests.deep.train.twins import stagger, tiny_config
 
@@ -38,9 +45,10 @@ def test_fast_collector_batches_equal_the_reference_collector(env: str) -> None:
     for td in batches:
         ref.collect()
         want = ref.torchrl.last_batch
-        assert td.batch_size == torch.Size([cfg.num_steps, cfg.num_envs * len(cfg.seeds)])
+        assert td.batch_size == torch.Size([cfg.num_envs * len(cfg.seeds), cfg.num_steps])
+        assert td.names == want.names == [None, "time"]
         for key in KEYS:
-            assert torch.equal(td[key], want[key].transpose(0, 1)), key
+            assert torch.equal(td[key], want[key]), key
 
 
 def test_fast_collector_state_dict_resumes_the_stream() -> None:
@@ -84,3 +92,112 @@ def test_fast_collector_weighs_the_shaped_reward_by_its_coefficient() -> None:
     for r0, half, r1 in zip(rewards[0.0], rewards[0.5], rewards[1.0], strict=True):
         torch.testing.assert_close(half, (r0 + r1) / 2)
     assert any((r1 != r0).any() for r0, r1 in zip(rewards[0.0], rewards[1.0], strict=True))
+
+
+def test_graph_mode_batches_are_not_rewritten_by_the_next_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a graph mode (CUDA's default; emulated here) the rollout's tensors are the capture's static buffers:
+    a batch kept from the stream still holds what it held when it was yielded."""
+    monkeypatch.setattr(rollout_module, "capture", emulated_capture)
+    for module in (step_module, ippo_module):
+        monkeypatch.setattr(module, "resolve_mode", lambda mode, env: "eager" if mode == "auto" else mode)
+    learner = Learner(tiny_config("hanabi", collect_mode="graph"))
+    assert learner.fast is not None and learner.fast.mode == "graph"
+    kept, copies = [], []
+    for td in FastCollector(learner.fast, learner.fast.state, total_batches=3):
+        kept.append(td)
+        copies.append(td.clone())
+    assert not torch.equal(copies[0]["agents", "action"], copies[2]["agents", "action"])
+    for td, copy in zip(kept, copies, strict=True):
+        assert all(torch.equal(td[k], copy[k]) for k in KEYS)
+
+
+def test_torchrl_gae_and_slice_sampler_read_the_batch_along_time() -> None:
+    """TorchRL's GAE on a fast batch equals it on the reference batch (time found by name), and a
+    ``SliceSampler`` over an ``ndim=2`` storage returns consecutive steps of one game."""
+    from torchrl.data import LazyTensorStorage, ReplayBuffer, SliceSampler
+    from torchrl.objectives.value.functional import generalized_advantage_estimate
+
+    cfg = tiny_config("hanabi", collect_mode="eager")
+    fast, ref = Learner(cfg.replace(collector="fast")), Learner(cfg.replace(collector="torchrl"))
+    assert fast.fast is not None
+    td = next(iter(FastCollector(fast.fast, fast.runner, total_batches=1)))
+    ref.collect()
+    want = ref.torchrl.last_batch
+    G, T = td.batch_size
+    td["game"] = torch.arange(G)[:, None].expand(G, T).clone()
+    td["step"] = torch.arange(T)[None, :].expand(G, T).clone()
+    rb = ReplayBuffer(
+        storage=LazyTensorStorage(G * T, ndim=2), sampler=SliceSampler(slice_len=2), batch_size=8
+    )
+    rb.extend(td)
+    sample = rb.sample()
+    game, step = sample["game"].view(-1, 2), sample["step"].view(-1, 2)
+    assert bool((game[:, 0] == game[:, 1]).all() and (step[:, 1] == step[:, 0] + 1).all())
+
+    def advantage(batch: TensorDictBase) -> torch.Tensor:
+        value = batch["agents", "state_value"][..., None]
+        done = batch["next", "done"][..., None, :].expand_as(value)
+        return generalized_advantage_estimate(
+            0.99,
+            0.95,
+            value,
+            value.roll(-1, dims=1),
+            batch["next", "agents", "reward"],
+            done,
+            done,
+            time_dim=batch.names.index("time"),
+        )[0]
+
+    assert torch.equal(advantage(td), advantage(want))
+
+
+def test_fast_collector_speaks_torchrl_collector_interface() -> None:
+    """``stats()`` is TorchRL's progress snapshot, ``update_policy_weights_()`` a no-op for the collection's
+    own net and a copy for given weights, ``frames_per_batch`` set, an endless collector's total_frames -1."""
+    learner = Learner(tiny_config("tabular:dectiger", collect_mode="eager"))
+    assert learner.fast is not None
+    collector = FastCollector(learner.fast, learner.fast.state, total_batches=2)
+    frames = collector.frames_per_batch
+    assert frames == learner.config.num_steps * learner.env.batch_size > 0
+    for i, td in enumerate(collector):
+        collector.update_policy_weights_()
+        assert td.numel() == frames
+        assert collector.stats() == {
+            "frames": (i + 1) * frames,
+            "batches": i + 1,
+            "total_frames": 2 * frames,
+            "completed": i == 1,
+            "requested_frames_per_batch": frames,
+        }
+    net = learner.fast.net
+    zeros = {k: torch.zeros_like(v) for k, v in net.state_dict().items()}
+    collector.update_policy_weights_(zeros)
+    assert all(not v.any() for v in net.state_dict().values())
+    assert FastCollector(learner.fast, learner.fast.state).total_frames == -1
+
+
+def test_set_seed_restarts_games_and_their_running_returns() -> None:
+    """After ``set_seed`` every game starts afresh: the running returns of the abandoned episodes are gone, so
+    the next ended episodes' mean return is the batch's own sum of their rewards."""
+    learner = Learner(tiny_config("tabular:dectiger", collect_mode="eager", num_envs=16, num_steps=1))
+    assert learner.fast is not None
+    collector = FastCollector(learner.fast, learner.fast.state)
+    it = iter(collector)
+    next(it)
+    assert collector.runner.ep_return.abs().sum() > 0
+    collector.set_seed(7)
+    assert bool(collector.runner.first.all()) and not collector.runner.ep_return.any()
+    returns = torch.zeros(learner.env.batch_size)
+    for _ in range(20):
+        td = next(it)
+        returns += td["next", "agents", "reward"][:, 0, 0, 0]
+        done = td["next", "done"][:, 0, 0]
+        if done.any():
+            S = len(learner.config.seeds)
+            want = returns.view(S, -1)
+            ended = done.view(S, -1)
+            for s in range(S):
+                if ended[s].any():
+                    torch.testing.assert_close(collector.episode_stats["return"][s], want[s][ended[s]].mean())
+            return
+    raise AssertionError("no episode ended in 20 steps")

@@ -267,6 +267,28 @@ def test_with_horizon_and_discount_revalidate_and_leave_the_original() -> None:
         game.with_discount(1.01)
 
 
+@pytest.mark.parametrize("horizon", [1.5, 2.9, True, "3"])
+def test_a_horizon_that_is_not_an_integer_is_refused_by_every_builder(horizon: Any) -> None:
+    """make_game and with_horizon once took int(horizon): 2.9 built an H = 2 game, True H = 1, "3" H = 3."""
+    game = Game(**_base())
+    spec = _base()
+    with pytest.raises(GameError, match="horizon H must be an integer"):
+        game.with_horizon(horizon)
+    with pytest.raises(GameError, match="horizon H must be an integer"):
+        make_game(
+            spec["name"],
+            spec["state_names"],
+            spec["action_names"],
+            spec["observation_names"],
+            spec["transition"],
+            spec["observation"],
+            spec["reward"],
+            spec["initial_belief"],
+            horizon,
+        )
+    assert game.with_horizon(np.int64(3)).horizon == 3 and type(game.with_horizon(np.int64(3)).horizon) is int
+
+
 # ----- make_game -----
 
 

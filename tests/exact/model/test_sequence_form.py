@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from ers_exact.games import GAMES, get_game
 from ers_exact.model.histories import enumerate_histories
 from ers_exact.model.sequence_form import SequenceForm, sequence_form
-from ers_exact.model.values import expected_return, local_q_values, return_gradient
+from ers_exact.model.values import expected_return, local_q_values, return_gradient, uniform_policy
 
 from ..strategies import POLICY_KINDS, GameSpec, game_specs, random_game, random_policy
 
@@ -88,6 +88,24 @@ def test_a_vanishing_discount_takes_the_tree_pass(discount: float) -> None:
     assert sequence_form(enumerate_histories(get_game("dectiger", horizon=3, discount=0.5))) is not None
 
 
+def test_a_tiny_discount_near_underflow_takes_the_tree_pass() -> None:
+    """gamma = 1e-150 at H = 3: gamma^2 = 1e-300 is a normal float, but W's gamma^t times a partner's 1e-8
+    reached subnormal floats, and the default Q^i read [1, 0] at the history where agent 0 saw the partner
+    pull lever 1 twice; the tree pass (and an independent walk of the game tree) gives [1 - eps, eps]: the
+    last pull matches the partner's (lever 0 w.p. 1 - eps, lever 1 w.p. eps) for reward 1."""
+    eps = 1e-8
+    tree = enumerate_histories(get_game("two-lever", discount=1e-150).with_horizon(3))
+    assert sequence_form(tree) is None
+    pols = list(uniform_policy(tree))
+    pols[1] = np.tile([1 - eps, eps], (len(pols[1]), 1))
+    q = local_q_values(tree, tuple(pols))[0]
+    k = tree.local[0].index[(1, 1, 1, 1)]
+    np.testing.assert_allclose(q[k], [1 - eps, eps], rtol=1e-12)
+    assert (
+        sequence_form(enumerate_histories(get_game("two-lever", discount=1e-70).with_horizon(3))) is not None
+    )
+
+
 def test_a_joint_policy_mixing_a_table_and_a_batch_is_refused() -> None:
     """Agent 0 one [K, A] table, agent 1 a batch [2, K, A]: once the tree pass used agent 1's first table only
     and the sequence form failed in numpy; now a PolicyError names both shapes."""
@@ -99,3 +117,20 @@ def test_a_joint_policy_mixing_a_table_and_a_batch_is_refused() -> None:
     for sequence in (True, False):
         with pytest.raises(PolicyError, match="mix one table and a batch"):
             expected_return(tree, mixed, sequence=sequence)
+
+
+def test_a_complex_or_empty_policy_batch_is_refused() -> None:
+    """A complex table once ran with its imaginary part dropped (numpy's ComplexWarning only), and a batch of
+    P = 0 policies failed in a numpy reshape; both are PolicyErrors on both paths."""
+    from ers_exact.model.values import PolicyError
+
+    tree = enumerate_histories(get_game("handshake"))
+    u = uniform_policy(tree)
+    empty = tuple(np.zeros((0, *p.shape)) for p in u)
+    for sequence in (True, False):
+        with pytest.raises(PolicyError, match="agent 0 has complex entries"):
+            expected_return(tree, (u[0] + 5j, u[1]), sequence=sequence)
+        with pytest.raises(PolicyError, match="no joint policy"):
+            expected_return(tree, empty, sequence=sequence)
+    with pytest.raises(PolicyError, match="no joint policy"):
+        local_q_values(tree, empty)

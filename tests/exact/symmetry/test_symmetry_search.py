@@ -44,6 +44,37 @@ def test_searches_agree_on_random_and_planted_games(seed: int) -> None:
     assert summarise(exhaustive).closed  # a group: closed under composition
 
 
+def test_a_transition_within_the_tolerance_of_zero_keeps_its_symmetry() -> None:
+    """T(s1 | s0, (a, a)) = 1e-13 against T(s1 | s0, (b, b)) = 0: the swap a <-> b of both agents is a
+    symmetry within the 1e-12 tolerance, and every method finds it (the pruned search and the group once
+    lost it: colour refinement tested T against exact zero)."""
+    from ers_exact.model.game import make_game
+    from ers_exact.symmetry.graph import decpomdp_symmetries_graph
+    from ers_exact.symmetry.mdp_group import decpomdp_group
+
+    T = np.zeros((2, 4, 2))
+    T[:, :, 0] = 1.0
+    T[0, 0] = 1 - 1e-13, 1e-13
+    R = np.zeros((2, 4))
+    R[:, [0, 3]] = 1.0
+    game = make_game(
+        "tiny-leak",
+        ["s0", "s1"],
+        [["a", "b"], ["a", "b"]],
+        [["o"], ["o"]],
+        T,
+        np.ones((4, 2, 1)),
+        R,
+        np.array([1.0, 0.0]),
+        horizon=1,
+    )
+    swap = Transformation((0, 1), ((1, 0), (1, 0)), ((0,), (0,)))
+    assert is_decpomdp_symmetry(game, swap)
+    assert len(decpomdp_symmetries(game, method="exhaustive")) == 2
+    assert len(decpomdp_symmetries(game, method="pruned")) == 2
+    assert decpomdp_group(game).order == 2 and len(decpomdp_symmetries_graph(game)) == 2
+
+
 def test_three_lever_mdp_symmetries_are_the_six_lever_relabelings() -> None:
     expected = {((0,), (p, p), (p, p)) for p in itertools.permutations(range(3))}
     assert keyset(decpomdp_symmetries(get_game("three-lever"))) == expected

@@ -167,7 +167,7 @@ def population_report(
         xp_median_er=Estimate(math.nan, math.nan),
     )
     report = ZSCReport(
-        game=config.env,
+        game=config.game,
         rows=(row,),
         config={
             "games_per_seat_order": games,

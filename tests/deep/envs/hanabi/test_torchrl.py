@@ -70,3 +70,16 @@ def test_collector_with_masked_policy() -> None:
         assert chosen[acting].all()
     collector.shutdown()
     assert batches == 3
+
+
+def test_torchrl_random_policy_is_told_where_the_legal_moves_are() -> None:
+    """TorchRL's ``Collector(env, None)`` plays ``RandomPolicy`` over the whole action spec: the env's error
+    names the illegal move and where legal moves come from; ``policy=env.rand_action`` collects."""
+    from ers_deep.envs.hanabi.state import IllegalMoveError
+
+    env = HanabiTorchRLEnv("Hanabi-Very-Small", batch_size=4, seed=0)
+    with pytest.raises(IllegalMoveError, match=r"illegal move .*action_mask.*policy=env\.rand_action"):
+        for _ in Collector(env, None, frames_per_batch=40, total_frames=400):
+            pass
+    batches = list(Collector(env, env.rand_action, frames_per_batch=40, total_frames=80))
+    assert [b.batch_size for b in batches] == [torch.Size([4, 10])] * 2

@@ -297,6 +297,11 @@ def build_net(
     if config.kind == "tabular":
         return TabularActorCritic(seeds, obs_shape, num_actions, init=config.tabular_init)
     if config.kind == "cnn-gru":
+        if len(obs_shape) != 3:
+            raise ValueError(
+                f"NetConfig.kind = 'cnn-gru' reads grid observations (height, width, channels), not shape "
+                f"{tuple(obs_shape)}: use 'mlp' (or 'tabular' for a tabular game)"
+            )
         return RecurrentCNN(
             seeds, obs_shape, num_actions, hidden=config.hidden, conv=config.conv, spatial=config.spatial
         )

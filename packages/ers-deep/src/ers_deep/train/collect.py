@@ -177,6 +177,12 @@ class FastCollection:
         c = self.fast.carry
         return RunnerState(c["first"], NetState.from_tensors(c, "hidden/"), self.ep_return, self.ep_shaped)
 
+    def restart(self) -> None:
+        """Start every game afresh from the env's current state (e.g. after ``env.reset(seed=...)``): the fast
+        path's fresh carry (``first`` True, the net's initial state) and zero running returns."""
+        self.fast.restart()
+        self.ep_return, self.ep_shaped = torch.zeros_like(self.ep_return), torch.zeros_like(self.ep_shaped)
+
     def load(self, state: RunnerState) -> None:
         """Continue from ``state`` and the env's current state (e.g. both restored from a checkpoint)."""
         carry = self.fast.carry

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import numbers
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -31,6 +32,7 @@ from ers_deep.envs.hanabi.config import canonical_preset
 from ers_deep.nets import NetConfig
 from ers_deep.nets.blas import CpuProducts
 from ers_exact.util.options import (
+    MAX_SEED,
     UsageError,
     at_least,
     between,
@@ -48,6 +50,20 @@ UpdateMode = Literal["auto", "eager", "compile", "graph", "compile-graph"]
 LossMean = Literal["all", "acting"]
 HanabiKnowledge = Literal["plausible", "v0-belief"]
 ParallelCompile = Literal["auto", "on", "off"]
+
+
+def checked_seeds(seeds: Any) -> tuple[int, ...]:
+    """``seeds`` as a tuple of ints, each an integer (not a bool, float or string) in 0 .. ``MAX_SEED``."""
+    if isinstance(seeds, str | bytes) or not hasattr(seeds, "__iter__"):
+        raise UsageError(f"TrainConfig.seeds = {seeds!r}: give a sequence of integer seeds, e.g. (0, 1, 2)")
+    out = []
+    for s in seeds:
+        if isinstance(s, bool) or not isinstance(s, numbers.Integral) or not 0 <= int(s) <= MAX_SEED:
+            raise UsageError(
+                f"TrainConfig.seeds = {tuple(seeds)!r}: {s!r} is not an integer in 0 .. {MAX_SEED}"
+            )
+        out.append(int(s))
+    return tuple(out)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -127,7 +143,7 @@ class TrainConfig:
     keep_checkpoints: int = 2
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "seeds", tuple(int(s) for s in self.seeds))
+        object.__setattr__(self, "seeds", checked_seeds(self.seeds))
         # very-small and Hanabi-Very-Small are one game: one name in every config, result and comparison
         object.__setattr__(self, "hanabi_preset", canonical_preset(self.hanabi_preset))
         if isinstance(self.net, dict):
@@ -158,6 +174,11 @@ class TrainConfig:
             raise UsageError(f"TrainConfig.advantage = 'exact' needs a tabular env, not {self.env!r}")
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
             raise UsageError(f"TrainConfig.seeds = {self.seeds!r}: give distinct seeds")
+        if self.net.kind == "cnn-gru" and self.env_kind != "overcooked-v2":
+            raise UsageError(
+                f"TrainConfig.net.kind = 'cnn-gru' reads Overcooked V2's grid, not {self.env!r}: use 'mlp'"
+                + (" or 'tabular'" if self.env_kind == "tabular" else "")
+            )
 
     # ---- derived ---------------------------------------------------------------------------------------------
     @property

@@ -1,43 +1,50 @@
 """``FastCollector``: the fast collection (``ers_deep.train.collect``) behind TorchRL's collector interface.
 
-A ``torchrl.collectors.BaseCollector`` whose batches are TensorDicts of batch size ``[T, S*B]`` (steps, games)
-built from one ``FastCollection.collect`` (compiled / CUDA-graph-captured on CUDA), with the entries of the
-reference path ``ers_deep.train.collector`` (``torchrl.collectors.Collector`` over ``LearnerEnv``):
+A ``torchrl.collectors.BaseCollector`` whose batches are TensorDicts of batch size ``[S*B, T]`` (games, steps;
+dims named ``[None, "time"]``, TorchRL's collector layout) built from one ``FastCollection.collect``
+(compiled / CUDA-graph-captured on CUDA), with the entries and layout of the reference path
+``ers_deep.train.collector`` (``torchrl.collectors.Collector`` over ``LearnerEnv``):
 
-* ``("agents", "observation")`` [T, S*B, P, *O], ``("agents", "action_mask")`` [T, S*B, P, A] (the policy's
-  mask), ``("agents", "mask")`` [T, S*B, P, 1] (the move is played), ``("agents", "action")``,
-  ``("agents", "logp")``, ``("agents", "state_value")`` [T, S*B, P], ``"is_init"`` [T, S*B, 1];
-* ``("next", "done")`` / ``("next", "terminated")`` [T, S*B, 1], ``("next", "agents", "reward")``
-  [T, S*B, P, 1] (the training reward: team + annealed shaped).
+* ``("agents", "observation")`` [S*B, T, P, *O], ``("agents", "action_mask")`` [S*B, T, P, A] (the policy's
+  mask), ``("agents", "mask")`` [S*B, T, P, 1] (the move is played), ``("agents", "action")``,
+  ``("agents", "logp")``, ``("agents", "state_value")`` [S*B, T, P], ``"is_init"`` [S*B, T, 1];
+* ``("next", "done")`` / ``("next", "terminated")`` [S*B, T, 1], ``("next", "agents", "reward")``
+  [S*B, T, P, 1] (the training reward: team + annealed shaped).
 
-So TorchRL's losses, advantage modules and replay buffers take it as they take the reference collector's
-batches (which are [S*B, T]: transpose one to compare). The learner itself reads the ``Rollout`` directly
-(``rollout`` after each batch): one collection path, two views. ``state_dict`` / ``load_state_dict`` hold the
-env state, both generators and the runner state (exact resume, as the learner's checkpoints).
+So TorchRL's losses, advantage modules (time is the dim named ``"time"``) and replay buffers (an ``ndim=2``
+storage holds ``[batch, time]``; ``SliceSampler`` slices along time) take it as they take the reference
+collector's batches. Each batch is fresh memory: in graph modes the rollout's tensors are the capture's static
+buffers, which the next batch rewrites, so the batch copies them out. The learner itself reads the ``Rollout``
+directly (``rollout`` after each batch): one collection path, two views. ``state_dict`` / ``load_state_dict``
+hold the env state, both generators and the runner state (exact resume, as the learner's checkpoints).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+import torch
 from tensordict import TensorDict, TensorDictBase
-from torch import Tensor
+from torch import Tensor, nn
 from torchrl.collectors import BaseCollector
 
 from ers_deep.train.collect import FastCollection, Rollout, RunnerState
 
 
 def rollout_tensordict(ro: Rollout, P: int) -> TensorDict:
-    """A ``Rollout`` [S, T, N, ...] as the [T, S*B] TensorDict of the module docstring (N = B x P)."""
+    """A ``Rollout`` [S, T, N, ...] as the [S*B, T] TensorDict of the module docstring (N = B x P), in memory
+    of its own (never a view of the rollout's buffers)."""
     S, T, N = ro.action.shape
     B = N // P
 
-    def games(x: Tensor) -> Tensor:  # [S, T, N, *r] -> [T, S*B, P, *r]
-        return x.transpose(0, 1).reshape(T, S * B, P, *x.shape[3:])
+    def games(x: Tensor) -> Tensor:  # [S, T, N, *r] -> [S*B, T, P, *r], copied
+        r = x.shape[3:]
+        moved = x.reshape(S, T, B, P, *r).transpose(1, 2)
+        return moved.clone(memory_format=torch.contiguous_format).view(S * B, T, P, *r)
 
-    def per_game(x: Tensor) -> Tensor:  # [S, T, N] -> [T, S*B, 1] (the entry of agent 0: equal for all)
-        return games(x)[..., :1]
+    def per_game(x: Tensor) -> Tensor:  # [S, T, N] -> [S*B, T, 1] (the entry of agent 0: equal for all)
+        return games(x[..., None])[..., 0, :].clone()
 
     done = per_game(ro.done)
     agents = {
@@ -49,18 +56,22 @@ def rollout_tensordict(ro: Rollout, P: int) -> TensorDict:
         "state_value": games(ro.value),
     }
     nxt = {"done": done, "terminated": done.clone(), "agents": {"reward": games(ro.reward)[..., None]}}
-    return TensorDict(
+    td = TensorDict(
         {"agents": agents, "is_init": per_game(ro.first), "next": nxt},
-        batch_size=[T, S * B],
+        batch_size=[S * B, T],
         device=ro.obs.device,
     )
+    return td.refine_names(None, "time")
 
 
 class FastCollector(BaseCollector):
-    """TorchRL collector over a ``FastCollection`` (the learner's ``fast``); ``total_batches`` < 0: endless.
-    ``shaped_coef`` (a callable of the batch index; None: always 1) weights Overcooked V2's shaped reward in
-    the batches' rewards, e.g. ``lambda i: ippo.shaped_coef(config, i * config.steps_per_update)``, the
-    learner's annealing."""
+    """TorchRL collector over a ``FastCollection`` (the learner's ``fast``); ``total_batches`` < 0: endless
+    (``total_frames`` -1, as TorchRL's). ``shaped_coef`` (a callable of the batch index; None: always 1)
+    weights Overcooked V2's shaped reward in the batches' rewards, e.g.
+    ``lambda i: ippo.shaped_coef(config, i * config.steps_per_update)``, the learner's annealing.
+    ``episode_stats`` holds the ended-episode statistics of the last batch (``stats()`` is TorchRL's
+    progress snapshot). The policy is the collection's net itself, so ``update_policy_weights_()`` has
+    nothing to send; given weights (a module or a state dict) are copied into the net."""
 
     def __init__(
         self,
@@ -73,30 +84,55 @@ class FastCollector(BaseCollector):
         self.collection, self.runner, self.total_batches = collection, state, int(total_batches)
         self.shaped_coef = shaped_coef
         self.rollout: Rollout | None = None
-        self.stats: dict[str, Tensor] = {}
+        self.episode_stats: dict[str, Tensor] = {}
         self.batches = 0
-        steps = collection.fast.steps
-        self.requested_frames_per_batch = steps * collection.env.batch_size
-        self.total_frames = self.total_batches * self.requested_frames_per_batch
+        self.requested_frames_per_batch = collection.fast.steps * collection.env.batch_size
+        endless = self.total_batches < 0
+        self.total_frames = -1 if endless else self.total_batches * self.requested_frames_per_batch
         self.trajs_per_batch = None
         self._iterator = None
+
+    @property
+    def frames_per_batch(self) -> int:
+        """Env steps per batch: ``num_steps`` x the env's games (S x B)."""
+        return self.requested_frames_per_batch
+
+    @property
+    def _frames(self) -> int:  # read by BaseCollector.stats()
+        return self.batches * self.requested_frames_per_batch
+
+    @property
+    def _iter(self) -> int:  # read by BaseCollector.stats(): the index of the last batch
+        return self.batches - 1
 
     def iterator(self) -> Iterator[TensorDictBase]:
         while self.total_batches < 0 or self.batches < self.total_batches:
             if self.pre_collect_hook is not None:
                 self.pre_collect_hook()
             coef = 1.0 if self.shaped_coef is None else float(self.shaped_coef(self.batches))
-            self.rollout, self.runner, self.stats = self.collection.collect(self.runner, coef)
+            self.rollout, self.runner, self.episode_stats = self.collection.collect(self.runner, coef)
             self.batches += 1
             td = rollout_tensordict(self.rollout, self.collection.P)
             if self.post_collect_hook is not None:
                 self.post_collect_hook(td)
             yield td
 
+    def update_policy_weights_(
+        self, policy_or_weights: nn.Module | Mapping[str, Tensor] | None = None, **kwargs: Any
+    ) -> None:
+        """Nothing to do for the collection's own net (None, or the net itself); other weights (a module or a
+        state dict of the net's parameters) are copied into it, in place (a captured collection reads them)."""
+        net = self.collection.net
+        weights = kwargs.get("weights", kwargs.get("policy", policy_or_weights))
+        if weights is None or weights is net:
+            return
+        state = weights.state_dict() if isinstance(weights, nn.Module) else dict(weights)
+        net.load_state_dict(state)
+
     def set_seed(self, seed: int, static_seed: bool = False) -> int:
-        """Re-seed the env's generator (its seeding rule) and restart every game."""
+        """Re-seed the env's generator (its seeding rule) and restart every game (running returns zeroed)."""
         self.collection.env.reset(seed=seed)
-        self.collection.fast.restart()
+        self.collection.restart()
         self.runner = self.collection.state
         return seed
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from typing import cast
 
 import numpy as np
 
@@ -122,7 +123,7 @@ class Game:
 
     def with_horizon(self, horizon: int) -> Game:
         """The same game with another horizon H."""
-        return replace(self, horizon=int(horizon))
+        return replace(self, horizon=_plain_horizon(horizon))
 
     def with_discount(self, discount: float) -> Game:
         """The same game with another discount gamma."""
@@ -242,6 +243,12 @@ def _validate(g: Game) -> None:
                 raise GameError(f"agent {i} has an empty legal action set after {where}")
 
 
+def _plain_horizon(horizon: object) -> int:
+    """A numpy integer horizon as a Python int; anything else as given, for ``Game``'s check to refuse (a
+    float or bool is never truncated into another game's H)."""
+    return int(horizon) if isinstance(horizon, np.integer) else cast(int, horizon)
+
+
 def make_game(
     name: str,
     states: Sequence[str],
@@ -269,7 +276,7 @@ def make_game(
         observation=np.asarray(observation),
         reward=reward,
         initial_belief=np.asarray(initial_belief),
-        horizon=int(horizon),
+        horizon=_plain_horizon(horizon),
         discount=discount,
         legal_actions=None if legal_actions is None else tuple(legal_actions),
         description=description,

@@ -168,12 +168,14 @@ MAX_ENTRIES = 20_000_000
 
 def sequence_form(tree: HistoryTree) -> SequenceForm | None:
     """The tree's sequence form when it is a two-agent game of at most :data:`MAX_ENTRIES` entries of W
-    (built once per tree), else None. Also None when some gamma^t of the tree's histories is below the
-    smallest normal float (gamma = 0, or a tiny gamma at depth): W carries gamma^t, and Q^i divides it out
-    again, which would be 0 / 0 there (the tree pass has no such division)."""
+    (built once per tree), else None. Also None when some gamma^t of the tree's histories is below the square
+    root of the smallest normal float, ~1.5e-154 (gamma = 0, or a tiny gamma at depth): W carries gamma^t times
+    a path's weight, and Q^i divides gamma^t out again, so there a weight far above the tree pass's own
+    underflow (~1e-300) would reach subnormal floats and read as 0 (once: Q = [1, 0] for [1 - 1e-8, 1e-8] at
+    gamma = 1e-150, H = 3); the tree pass has no such product."""
     if tree.game.n_agents != 2 or tree.n_joint_nodes * len(tree.game.joint_actions) > MAX_ENTRIES:
         return None
     deepest = max(int(h.time.max()) for h in tree.local if len(h.time))
-    if tree.game.discount ** float(deepest) < np.finfo(np.float64).tiny:
+    if tree.game.discount ** float(deepest) < np.sqrt(np.finfo(np.float64).tiny):
         return None
     return tree.derived("values.sequence_form", lambda: SequenceForm(tree))

@@ -60,11 +60,15 @@ def uniform_policy(tree: HistoryTree) -> tuple[np.ndarray, ...]:
 
 def _agent_array(p: object, agent: int) -> np.ndarray:
     try:
-        return np.asarray(p, dtype=np.float64)
+        arr = np.asarray(p)
+        real = np.asarray(arr, dtype=np.float64) if not np.iscomplexobj(arr) else None
     except (TypeError, ValueError):
         raise PolicyError(
             f"policy of agent {agent} is not a rectangular array of numbers (histories x actions)"
         ) from None
+    if real is None:  # a cast to float64 would drop the imaginary part with only a warning
+        raise PolicyError(f"policy of agent {agent} has complex entries: give real probabilities")
+    return real
 
 
 def check_policy(tree: HistoryTree, policy: Policy) -> tuple[tuple[np.ndarray, ...], bool]:
@@ -78,6 +82,8 @@ def check_policy(tree: HistoryTree, policy: Policy) -> tuple[tuple[np.ndarray, .
     if len({a.ndim for a in arrays}) > 1:  # one agent a table, another a batch: say so, never use a part
         dims = ", ".join(f"agent {i}: {np.shape(a)}" for i, a in enumerate(arrays))
         raise PolicyError(f"the agents' policies mix one table and a batch of tables ({dims}); give one kind")
+    if batched and any(len(a) == 0 for a in arrays):
+        raise PolicyError("the batch holds no joint policy (P = 0): give at least one")
     out = []
     for i, (arr, hist) in enumerate(zip(arrays, tree.local)):
         if arr.ndim == 2:

@@ -110,7 +110,6 @@ def refine_colours(game: Game, rounds: int = 50) -> tuple[np.ndarray, list[np.nd
     n = game.n_agents
     Tc, Rc, Uc = (value_classes(x) for x in (game.transition, game.reward, game.observation))
     ja, jo = game.joint_actions, game.joint_observations
-    Tpos = game.transition != 0
     state = value_classes(game.initial_belief)
     # legal sets: an action keeps its flag at t = 0 and how many observations allow it; an observation keeps
     # how many actions it allows
@@ -121,8 +120,10 @@ def refine_colours(game: Game, rounds: int = 50) -> tuple[np.ndarray, list[np.nd
     for _ in range(rounds):
         ja_h = joint_colours(acts, ja)  # [A]
         jo_h = joint_colours(obs, jo)  # [O]
-        # (s, a, s') facts; zero-T entries still carry R (R must be invariant everywhere)
-        tr = _mix(Tc, Rc, ja_h[None, :, None], Tpos)
+        # (s, a, s') facts; zero-T entries still carry R (R must be invariant everywhere). T enters by its
+        # ATOL classes only (an exact-zero test split a 1e-13 entry from a 0 one, which the symmetry check
+        # counts equal, and lost that symmetry)
+        tr = _mix(Tc, Rc, ja_h[None, :, None])
         out_h = (_mix(tr, state[None, None, :])).sum(axis=(1, 2))
         in_h = (_mix(tr, state[:, None, None], np.uint64(7))).sum(axis=(0, 1))
         uo = _mix(Uc, ja_h[:, None, None], jo_h[None, None, :])  # [A, S', O]

@@ -20,7 +20,7 @@ from torchrl.data import Binary, Categorical, TensorSpec, Unbounded
 
 from ers_deep.envs.hanabi.config import HanabiConfig
 from ers_deep.envs.hanabi.env import HanabiEnv
-from ers_deep.envs.hanabi.state import HanabiStep
+from ers_deep.envs.hanabi.state import HanabiStep, IllegalMoveError
 from ers_deep.envs.torchrl_base import GROUP, BatchedTorchRLEnv
 
 
@@ -74,6 +74,16 @@ class HanabiTorchRLEnv(BatchedTorchRLEnv):
             {"observation": out.obs, "action_mask": mask, "mask": acting},
             {"current_player": out.cur_player[:, None], "score": self.game.state.score[:, None].clone()},
         )
+
+    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        try:
+            return super()._step(tensordict)
+        except IllegalMoveError as err:
+            raise IllegalMoveError(
+                f"{err}. The legal moves are the observation's ('agents', 'action_mask'), not the action spec's: "
+                "sample from them (e.g. MaskedCategorical) or play random legal moves with policy=env.rand_action "
+                "(TorchRL's RandomPolicy, Collector(env, None)'s default, draws from the whole action spec)"
+            ) from err
 
     def _partial_reset_output(self) -> HanabiStep:
         s = self.game.state
