@@ -155,16 +155,16 @@ EXACT_CASES = [
         "policy-budget",
         ["optimal", "dectiger", "--horizon", "3", "--method", "exhaustive", "--max-policies", "1000"],
         {},
-        "1,000",
+        "1,000 (raise --max-policies",  # the flag that raises it, not the library's max_policies
     ),
     (
         "children-budget",
         ["optimal", "dectiger", "--horizon", "3", "--method", "gmaa", "--max-children", "50"],
         {},
-        "50",
+        "--max-children",
     ),
     ("method-choice", ["optimal", "dectiger", "--method", "dfs"], {}, "dfs"),
-    ("history-budget", ["solve", "dectiger", "--alpha", "1", "--max-nodes", "10"], {}, "max_nodes = 10"),
+    ("history-budget", ["solve", "dectiger", "--alpha", "1", "--max-nodes", "10"], {}, "--max-nodes = 10"),
     (  # the whole process (what is resident, the index structures, one Newton step) over --memory-budget
         "solve-memory-budget",
         ["solve", "dectiger", "--horizon", "3", "--alpha", "1", "--memory-budget", "0.01"],

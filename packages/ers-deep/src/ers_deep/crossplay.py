@@ -7,7 +7,7 @@ seat draw), with the standard error of that mean. Two-player envs only.
 ``population_report(policies, ...)`` is the ``ZSCReport`` row of one population (``ers_exact.interface``):
 self-play (the diagonal), XP (mean of the off-diagonal), XP(*) (its median), XP(*)+MDP (the same after
 symmetrising every policy over the env's Dec-POMDP symmetries: Hanabi colour permutations, the Overcooked V2
-vertical flip; NaN where the env exposes none), XP(*)+ER (NaN: no learned ER symmetries yet). Medians carry a
+vertical flip, a tabular game's Phi_MDP (found by ers-exact); NaN where the env exposes none), XP(*)+ER (NaN: no learned ER symmetries yet). Medians carry a
 seeded bootstrap standard error, as in ``ers_exact.zsc.pipeline``.
 """
 
@@ -39,7 +39,9 @@ __all__ = [
 
 
 def env_symmetries(config: TrainConfig) -> tuple[IndexSymmetry, ...]:
-    """The Dec-POMDP symmetries the env of ``config`` exposes (identity included), () when none."""
+    """The Dec-POMDP symmetries the env of ``config`` exposes (identity included), () when none: Hanabi's
+    colour permutations, Overcooked V2's vertical flip, a tabular game's Phi_MDP on policies with one action
+    map for all agents (``ers_deep.envs.tabular.symmetry``)."""
     if config.env == "hanabi":
         from ers_deep.envs.hanabi import HanabiConfig, colour_permutations
 
@@ -54,7 +56,11 @@ def env_symmetries(config: TrainConfig) -> tuple[IndexSymmetry, ...]:
         if flip is None:
             return ()
         return (flip.compose(flip.inverse()), flip)
-    return ()
+    from ers_deep.envs.tabular.symmetry import tabular_symmetries
+    from ers_deep.train.config import make_env
+
+    found = tabular_symmetries(make_env(config, 1, 0))  # type: ignore[arg-type]
+    return tuple(found) if len(found) > 1 else ()
 
 
 def _env_text(c: TrainConfig) -> str:

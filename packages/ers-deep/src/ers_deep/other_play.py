@@ -6,8 +6,8 @@ Phi is a set of symmetries phi = (phi_O, phi_A) with the identity included (``op
 
 * ``"none"``: Phi = {identity}; OP is then self-play, bit for bit (tests/deep/test_other_play.py);
 * ``"mdp"``: the env's Dec-POMDP symmetries (``ers_deep.crossplay.env_symmetries``: the colors! Hanabi colour
-  permutations, the Overcooked V2 flip with the identity); {identity} where the env exposes none (tabular
-  games for now);
+  permutations, the Overcooked V2 flip with the identity, a tabular game's Phi_MDP from ers-exact); {identity}
+  where the env exposes none (a layout without the flip, a tabular game whose Phi_MDP is trivial);
 * a discovery output (``ers-deep discover``'s folder or its discovery.json): Phi = {identity} plus the l
   learned ER symmetries (``ers_deep.discovery.load_symmetries``).
 

@@ -21,13 +21,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from ers_exact.util.errors import InputError
-from ers_exact.util.options import Options, add_options, from_namespace, options_markdown
+from ers_exact.util.options import Options, add_options, flag_name, from_namespace, options_markdown
 from ers_exact.util.output import dumps
 
 __all__ = ["Command", "OneLineParser", "build_parser", "commands_markdown", "one_line", "run_cli"]
@@ -78,6 +79,19 @@ def _default_show(result: dict[str, Any]) -> None:
         print(f"{k}: {v}")
 
 
+def with_flags(message: str, options: type[Options]) -> str:
+    """``message`` with every library parameter that is one of the command's options (a name with an
+    underscore, e.g. ``max_nodes``) written as the command's flag (``--max-nodes``): a budget refusal names the
+    option that raises it."""
+    names = [
+        f.name for f in dataclasses.fields(options) if "_" in f.name and not f.metadata.get("positional")
+    ]
+    if not names:
+        return message
+    pattern = re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, names)) + r")(?![\w-])")
+    return pattern.sub(lambda m: flag_name(m.group(1)), message)
+
+
 def run_cli(
     prog: str,
     description: str,
@@ -100,7 +114,7 @@ def run_cli(
         print(f"{where}: interrupted", file=sys.stderr)
         return 130
     except user_errors as err:
-        print(f"{where}: error: {one_line(err)}", file=sys.stderr)
+        print(f"{where}: error: {with_flags(one_line(err), cmd.options)}", file=sys.stderr)
         return USAGE_ERROR
     except Exception as err:  # a bug, not bad input: say so in one line unless debugging
         if os.environ.get("ERS_DEBUG"):
