@@ -285,3 +285,30 @@ def test_file_errors_name_the_file(tmp_path: Path) -> None:
     path.write_text(pre() + "T: a c : s0 : s1 : abc\n")
     with pytest.raises(DpomdpError, match=r"oops\.dpomdp: line 13: expected a probability"):
         read_dpomdp(path)
+
+
+@pytest.mark.parametrize("char", ["\f", "\v", "\x1c", "\x85", "\u2028"])
+def test_a_comment_runs_to_the_end_of_its_line_whatever_it_holds(char: str) -> None:
+    """Lines end at \\n, \\r\\n or \\r only: a form feed (or U+2028, ...) in a comment once split it, the rest
+    read as a preamble line, and every later line number was off by one."""
+    text = f"# page{char}break\n" + pre() + UNIFORM_TO + "R: * : * : * : * : 1\n"
+    assert parse_dpomdp(text).reward.max() == 1.0
+    with pytest.raises(DpomdpError, match=r"^line 19: expected a reward, got 'oops'"):
+        parse_dpomdp(text + "R: * : * : * : * : oops\n")
+
+
+def test_a_number_beyond_the_largest_float_names_its_line() -> None:
+    """1e400 read as inf and was refused after parsing, with no line."""
+    with pytest.raises(
+        DpomdpError, match=r"^line 17: expected a reward, got '1e400' \(beyond the largest float\)"
+    ):
+        parse_dpomdp(pre() + UNIFORM_TO + "R: * : * : * : * : 1e400\n")
+
+
+@pytest.mark.parametrize("agents, actions", [(8, 256), (7, 512)])
+def test_joint_sizes_past_int64_are_refused_before_anything_is_allocated(agents: int, actions: int) -> None:
+    """256^8 = 2^64 wrapped to 0 joint actions in numpy's int64 (512^7 to a negative count), which passed the
+    model-size budget and failed later as an internal error."""
+    text = pre(states="1", actions=(str(actions),) * agents, obs=("1",) * agents, start="start:\nuniform")
+    with pytest.raises(DpomdpError, match=f"{actions**agents} joint actions"):
+        parse_dpomdp(text)

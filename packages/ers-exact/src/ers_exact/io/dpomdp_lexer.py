@@ -6,6 +6,7 @@ comment block kept as the description) into numbers, probabilities, rows, matric
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -29,6 +30,16 @@ __all__ = [
 ]
 
 IDENT_RE = re.compile(r"[A-Za-z][A-Za-z0-9_\-]*\Z")
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def file_lines(text: str) -> list[str]:
+    """The lines of a .dpomdp text, ended by \\n, \\r\\n or \\r only (``str.splitlines`` also breaks at form
+    feeds, vertical tabs, U+0085, U+2028, ..., which split a comment and shifted every later line number)."""
+    lines = _LINE_BREAK.split(text)
+    return lines[:-1] if lines and lines[-1] == "" else lines
+
+
 _NUMBER_RE = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\Z")
 UINT_RE = re.compile(r"\d+\Z")
 PREAMBLE = ("agents", "discount", "values", "states", "start", "actions", "observations")
@@ -82,7 +93,7 @@ class DpomdpLexer:
     """The text's lines and tokens: numbers, probabilities, data rows and matrices, and name declarations."""
 
     def __init__(self, text: str) -> None:
-        self.lines = text.splitlines()
+        self.lines = file_lines(text)
         self.pos = 0
         head: list[str] = []
         for raw in self.lines:
@@ -119,7 +130,10 @@ class DpomdpLexer:
     @staticmethod
     def number(tok: str, ln: int, what: str = "a number") -> float:
         if _NUMBER_RE.match(tok):
-            return float(tok)
+            value = float(tok)
+            if not math.isfinite(value):
+                raise DpomdpError(f"expected {what}, got {tok!r} (beyond the largest float)", ln)
+            return value
         raise DpomdpError(f"expected {what}, got {tok!r}", ln)
 
     def prob(self, tok: str, ln: int) -> float:

@@ -29,6 +29,8 @@ parser here extends with the preamble, name and index resolution, and the T/O/R 
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ers_exact.io.dpomdp_lexer import (
@@ -191,8 +193,8 @@ class _Parser(DpomdpLexer):
         """The last preamble entry: sizes are known, so the (zero) model arrays are allocated."""
         self._agent_lines(rest, "observation", ln)
         self.sizes = {k: tuple(len(d) for d in self.names[k]) for k in ("action", "observation")}
-        self.A = int(np.prod(self.sizes["action"]))
-        self.O = int(np.prod(self.sizes["observation"]))
+        self.A = math.prod(self.sizes["action"])  # Python ints: never wraps
+        self.O = math.prod(self.sizes["observation"])
         check_model_size(self.S, self.A, self.O, ln)
         self.T = np.zeros((self.S, self.A, self.S))
         self.U = np.zeros((self.A, self.S, self.O))

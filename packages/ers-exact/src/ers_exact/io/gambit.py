@@ -38,6 +38,7 @@ that caused (float round-off, or up to the game's row-sum tolerance).
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -130,7 +131,7 @@ def efg_node_count(tree: HistoryTree) -> int:
     decision nodes (one per joint action prefix of the agents before i) and an outcome node per joint action
     (measured within 1.3x on Dec-Tiger H = 2..4)."""
     game = tree.game
-    prefixes = sum(int(np.prod(game.n_actions[:i])) for i in range(game.n_agents + 1))
+    prefixes = sum(math.prod(game.n_actions[:i]) for i in range(game.n_agents + 1))
     return sum(len(layer) * game.n_states ** (t + 1) * (1 + prefixes) for t, layer in enumerate(tree.layers))
 
 

@@ -20,6 +20,7 @@ Validation raises :class:`GameError` naming the offending entry. Nothing is reno
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -94,11 +95,11 @@ class Game:
 
     @property
     def n_joint_actions(self) -> int:
-        return int(np.prod(self.n_actions))
+        return math.prod(self.n_actions)
 
     @property
     def n_joint_observations(self) -> int:
-        return int(np.prod(self.n_observations))
+        return math.prod(self.n_observations)
 
     @cached_property
     def joint_actions(self) -> np.ndarray:
