@@ -134,6 +134,33 @@ def test_sweep_detects_the_toy_bifurcation_and_plots(tmp_path, capsys) -> None:
     assert png.stat().st_size > 1000
 
 
+def test_a_pitchfork_at_alpha_lists_its_root_once() -> None:
+    """two-lever bifurcates at alpha = 0.5 (a pitchfork from the uniform point, kernel of dimension 5). There
+    the residual of a point at distance e from the root shrinks like e^3, so Newton runs that stopped at
+    residual 5e-13 still sat 1.6e-4 from it (Newton's step 1.2e-4) and were listed as a second, "optimal"
+    fixed point with J = 1 + 5e-8 beside the exact uniform point. A point is converged when Newton's step
+    there is small too; the runs that converge only linearly count in the uniform point's basin."""
+    tree = enumerate_histories(get_game("two-lever"))
+    fs = solve_fixed_points(tree, 0.5, SolverConfig(progress=False))
+    assert len(fs.points) == 1 and fs.unconverged == 0
+    (point,) = fs.points
+    assert abs(point.J - 1.0) <= 1e-12 and abs(fs.J_star - 1.0) <= 1e-12
+    assert point.optimal and len(fs.optimal_points) == 1
+    np.testing.assert_allclose(np.concatenate(point.policy), 0.5, atol=1e-12)
+    assert fs.converged_starts == fs.n_starts and point.basin > fs.n_starts  # most of the two runs per start
+    # without the radius the near-roots are still not fixed points: counted as left out, never listed
+    fs = solve_fixed_points(tree, 0.5, SolverConfig(progress=False, near_radius=0.0))
+    assert len(fs.points) == 1 and fs.unconverged > 0 and fs.converged_starts < fs.n_starts
+
+
+@pytest.mark.parametrize("starts", [32, 64])
+def test_sweep_through_a_pitchfork_counts_one_point_there(starts: int, capsys) -> None:
+    assert main(["sweep", "two-lever", "--alphas", "0.5,0.55", "--starts", str(starts), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [(p["n_fixed_points"], p["n_optimal"]) for p in out["per_alpha"]] == [(1, 1), (1, 1)]
+    assert out["bifurcations"] == [] and out["per_alpha"][0]["J_star"] == pytest.approx(1.0, abs=1e-12)
+
+
 def test_result_records_how_it_was_found(toy) -> None:
     out = run_solve(SolveOptions(game="toy-coordination", alpha=0.2, starts=10, seed=3))
     assert out["config"]["seed"] == 3 and out["complete"] is True

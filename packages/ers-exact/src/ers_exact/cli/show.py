@@ -49,6 +49,11 @@ def show_solve(result: dict[str, Any]) -> None:
         f"{'' if result['complete'] else '>= '}{result['n_fixed_points']} fixed point(s) (all proven: "
         f"{result['complete']}), J* = {result['J_star']:.6f}, |Pi*| = {result['n_optimal']}; {result['completeness']}"
     )
+    if result["n_unconverged"]:
+        print(
+            f"not listed: {result['n_unconverged']} near-root(s) whose residual passed but whose Newton step did "
+            "not (converging only linearly: a singular root, a bifurcation at this alpha)"
+        )
     print_table(
         result["fixed_points"],
         ["J", "residual", "spectral_radius", "stable", "certified", "optimal", "basin"],

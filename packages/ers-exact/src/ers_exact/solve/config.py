@@ -33,6 +33,8 @@ class NewtonSettings:
     max_step: float = 2.0  # cap on a step (inf-norm, logit units), or ||g||_inf where larger
     line_search: int = 4  # step halvings tried at once when the full step does not reduce ||g||_inf
     stall_steps: int = 12  # a start whose residual has not halved in this many steps is given up
+    step_tol: float = 1e-9  # ... and its full Newton step ||delta||_inf < step_tol * max(1, ||y||_inf)
+    polish_steps: int = 3  # full Newton steps taken to bring a converged point's step under step_tol
 
 
 @dataclass(frozen=True)
@@ -90,7 +92,13 @@ class SolverConfig:
     max_newton_step: float = 2.0  # cap on a Newton step (inf-norm, logit units), or ||g||_inf where larger
     line_search: int = 4  # step halvings tried when a Newton step does not reduce ||g||_inf
     stall_steps: int = 12  # a start whose residual has not halved in this many Newton steps is given up
-    tol: float = 1e-11  # converged when ||y - M(y)||_inf < tol * max(1, ||y||_inf)
+    tol: float = 1e-11  # converged when ||y - M(y)||_inf < tol * max(1, ||y||_inf) ...
+    # ... and the full Newton step there ||delta||_inf < step_tol * max(1, ||y||_inf) after at most polish_steps
+    # more steps (near a singular root, at a bifurcation, the residual is tiny far from the root)
+    step_tol: float = 1e-9
+    polish_steps: int = 3
+    # a run whose step stays larger belongs to a listed point within near_radius x its step (policies, max abs)
+    near_radius: float = 10.0
     dedup_tol: float = 1e-7  # two points are one when their policies differ by less (max abs)
     optimal_tol: float = 1e-9  # pi is self-play optimal when J(pi) >= J* - optimal_tol
     stable_margin: float = 1e-6  # stable when spectral radius < 1 - margin
@@ -128,6 +136,8 @@ class SolverConfig:
             max_step=self.max_newton_step,
             line_search=self.line_search,
             stall_steps=self.stall_steps,
+            step_tol=self.step_tol,
+            polish_steps=self.polish_steps,
         )
 
     @property

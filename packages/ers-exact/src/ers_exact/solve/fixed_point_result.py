@@ -72,6 +72,9 @@ class FixedPointSet:
         "continuation from lambda = 0 with branch switching; Krawczyk certificates"
     )
     continuation: ContinuationResult | None = None
+    # distinct near-roots left out of ``points``: residual below tol but Newton's step above step_tol there and
+    # no listed point within their convergence radius (SolverConfig.near_radius); not fixed points
+    unconverged: int = 0
 
     @property
     def J_star(self) -> float:
@@ -93,6 +96,7 @@ class FixedPointSet:
             "fixed_points": [p.to_json(with_policy) for p in self.points],
             "n_starts": self.n_starts,
             "converged_starts": self.converged_starts,
+            "n_unconverged": self.unconverged,
             "complete": self.complete,
             "complete_scope": COMPLETE_SCOPE,
             "n_fixed_points_is": "exact" if self.complete else "lower bound",

@@ -8,8 +8,13 @@ points), then Newton on g(y) = y - M(y) in logit coordinates with the EXACT Jaco
 (:mod:`ers_exact.solve.derivatives`) and a backtracking line search on ||g||_inf (reaches unstable points
 too). Continuation (:mod:`ers_exact.solve.continuation`): the branches traced from the unique
 high-temperature point at lambda = 0 and split off at bifurcations; every crossing of lambda = 1 / alpha is
-a fixed point. Both lists are merged (de-duplication in probability space); each point records the method
-that found it and its continuation branch. Then per point: residual, J, spectral radius of DM (stable iff
+a fixed point. A point is converged when its residual is below ``tol`` and the full Newton step there below
+``step_tol`` (after at most ``polish_steps`` more steps, :func:`~ers_exact.solve.newton.polish`): near a
+singular root (a bifurcation at this alpha) the residual shrinks like the distance squared or cubed, so a
+small residual alone would list points far from the root. A run that converges only linearly belongs to a
+listed point within ``near_radius`` x its step (its basin); others are counted (``unconverged``), never
+listed. Both lists are merged (de-duplication in probability space); each point records the method that
+found it and its continuation branch. Then per point: residual, J, spectral radius of DM (stable iff
 < 1) and an interval Krawczyk certificate (:mod:`ers_exact.solve.certify`). ``memory_budget_bytes`` bounds
 the whole process: work is chunked under what is left of it once the tree and the evaluator's index
 structures are built (refused at once when one policy's step cannot fit); BLAS runs single-threaded
@@ -38,7 +43,7 @@ from ers_exact.solve.damped import damped
 from ers_exact.solve.dense import MAX_DENSE_BYTES, dense_structure_bytes
 from ers_exact.solve.derivatives import MemoryBudgetError
 from ers_exact.solve.fixed_point_result import FixedPoint, FixedPointSet
-from ers_exact.solve.newton import dedup, flat_policies, newton, policy_bytes
+from ers_exact.solve.newton import dedup, flat_policies, newton, policy_bytes, polish
 from ers_exact.solve.subdivision import enumerate_all
 from ers_exact.util.blas import blas_threads
 from ers_exact.util.budget import check_memory, format_bytes, resident_bytes
@@ -129,6 +134,39 @@ def _merge(
             return False
     found.append(_Found(y, 0, {method}, branch))
     return True
+
+
+def _absorb(
+    coords: LogitCoordinates,
+    found: list[_Found],
+    near: list[tuple[np.ndarray, float, str, int | None]],
+    radius: float,
+) -> tuple[np.ndarray, int]:
+    """Near-roots (residual below tol, Newton step above step_tol: Newton converges only linearly to a singular
+    root, at a bifurcation) belong to a listed point whose policy lies within ``radius`` x their step (max abs;
+    a logit step moves a policy by at most half as much): a multistart run counts in its basin, a crossing labels
+    it. Returns which were absorbed and how many distinct near-roots are left, listed nowhere (not fixed points:
+    ``FixedPointSet.unconverged``)."""
+    absorbed = np.zeros(len(near), dtype=bool)
+    if not near:
+        return absorbed, 0
+    listed = flat_policies(coords, np.array([f.y for f in found])) if found else np.zeros((0, 0))
+    left: list[tuple[np.ndarray, float]] = []
+    for k in sorted(range(len(near)), key=lambda k: near[k][1]):
+        yk, step, method, branch = near[k]
+        fy, r = flat_policies(coords, yk)[0], radius * step * max(1.0, float(np.abs(yk).max(initial=0.0)))
+        dist = np.abs(listed - fy).max(axis=1) if len(listed) else np.zeros(0)
+        if len(dist) and dist.min() < r:
+            absorbed[k] = True
+            hit = found[int(np.argmin(dist))]
+            if method == "multistart":
+                hit.basin += 1
+            else:
+                hit.methods.add(method)
+                hit.branch = branch if hit.branch is None else hit.branch
+        elif not any(np.abs(fl - fy).max() < max(r, rl) for fl, rl in left):
+            left.append((fy, r))
+    return absorbed, len(left)
 
 
 def _budgeted_coordinates(tree: HistoryTree, cfg: SolverConfig, base: float) -> LogitCoordinates:
@@ -244,15 +282,28 @@ def _solve(
         runs = np.concatenate([short, long])
         reps, label = _cluster(coords, runs, cfg.cluster_tol)  # runs that already coincide: one Newton run
         y_rep, res_rep = newton(coords, runs[reps], alpha, cfg.newton_settings, bound, bar)
+        y_rep, res_rep, step_rep = polish(coords, y_rep, res_rep, alpha, cfg.newton_settings, bound)
         bar.update(max(0, bar.total - bar.done))  # the iterations stop early when every run has converged
-        y, res = y_rep[label], res_rep[label]
-    ok = np.isfinite(res) & (res < cfg.tol)
-    ok = ok[: len(y0)] | ok[len(y0) :]  # a start converged when either of its two Newton runs did
-    conv = np.isfinite(res) & (res < cfg.tol)
+        y, res, step = y_rep[label], res_rep[label], step_rep[label]
+    conv = step <= cfg.step_tol  # residual below tol and Newton's step below step_tol (see polish)
     found = [_Found(yk, b, {"multistart"}) for yk, b in dedup(coords, y[conv], res[conv], cfg.dedup_tol)]
-    if cont is not None:
-        for yc, b in zip(cont.points, cont.point_branch):
-            _merge(coords, found, yc, "continuation", b, max(cfg.dedup_tol, 1e-6))
+    near_runs = np.flatnonzero(np.isfinite(step) & ~conv)
+    near: list[tuple[np.ndarray, float, str, int | None]] = [
+        (y[k], float(step[k]), "multistart", None) for k in near_runs
+    ]
+    if cont is not None and len(cont.points):
+        # a crossing is judged by its Newton step alone (its residual is the continuation's polish_tol)
+        crossings = np.array(cont.points, dtype=float).reshape(len(cont.points), coords.dim)
+        yc, _, step_c = polish(coords, crossings, np.zeros(len(crossings)), alpha, cfg.newton_settings, bound)
+        for k, b in enumerate(cont.point_branch):
+            if step_c[k] <= cfg.step_tol:
+                _merge(coords, found, yc[k], "continuation", b, max(cfg.dedup_tol, 1e-6))
+            else:
+                near.append((yc[k], float(step_c[k]), "continuation", b))
+    absorbed, unconverged = _absorb(coords, found, near, cfg.near_radius)
+    ok = conv.copy()
+    ok[near_runs] = absorbed[: len(near_runs)]  # a run that converged (linearly) to a listed point
+    ok = ok[: len(y0)] | ok[len(y0) :]  # a start converged when either of its two Newton runs did
     complete, completeness = False, "multistart and continuation: no proof that the list is complete"
     completeness_hint = "; for Pi*_alpha proven complete run `ers-exact optimal-set`"
     if cfg.complete_search and coords.dim > cfg.max_complete_input_dim:
@@ -269,7 +320,8 @@ def _solve(
                 cfg.newton_settings,
                 bound,
             )
-            roots = dedup(coords, y_r[res_r < cfg.tol], res_r[res_r < cfg.tol], cfg.dedup_tol)
+            y_r, res_r, step_r = polish(coords, y_r, res_r, alpha, cfg.newton_settings, bound)
+            roots = dedup(coords, y_r[step_r <= cfg.step_tol], res_r[step_r <= cfg.step_tol], cfg.dedup_tol)
             n_before = len(found)
             for root, _ in roots:
                 _merge(coords, found, root, "certified search", None, cfg.dedup_tol)
@@ -288,6 +340,7 @@ def _solve(
         config=cfg,
         n_starts=len(y0),
         converged_starts=int(ok.sum()),
+        unconverged=unconverged,
         complete=complete,
         completeness=completeness,
         seconds=time.perf_counter() - start,

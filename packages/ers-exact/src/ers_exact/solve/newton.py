@@ -16,7 +16,9 @@ __all__ = [
     "dedup",
     "flat_policies",
     "newton",
+    "newton_steps",
     "policy_bytes",
+    "polish",
     "scaled_residual",
 ]
 
@@ -114,6 +116,64 @@ def newton(
         res[active] = scaled_residual(g_try, y_try)
         history.append(res.copy())
     return y, res
+
+
+def newton_steps(
+    coords: LogitCoordinates, y: np.ndarray, alpha: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The full Newton step delta = (I - DM)^{-1} g at each row (chunked under the memory budget), its scaled
+    size ||delta||_inf / max(1, ||y||_inf) and the scaled residual: ``(delta, step, res)``. At a simple root
+    the step estimates the distance to the root; at a singular one (a bifurcation at this alpha) Newton
+    converges only linearly and the step stays of the order of that distance while the residual is tiny."""
+    y = np.atleast_2d(np.asarray(y, dtype=np.float64))
+    delta, g = np.zeros_like(y), np.zeros_like(y)
+    if len(y) == 0 or y.shape[1] == 0:
+        return delta, np.zeros(len(y)), np.zeros(len(y))
+    chunk = max(1, coords.memory_budget // policy_bytes(coords))
+    eye = np.eye(y.shape[1])[None]
+    for lo in range(0, len(y), chunk):
+        part = slice(lo, lo + chunk)
+        ev = coords.evaluate(y[part], alpha, jacobian=True)
+        assert ev.jacobian is not None
+        g[part] = y[part] - ev.values
+        delta[part] = _solve_batched(eye - ev.jacobian, g[part])
+        del ev
+    delta[~np.isfinite(delta)] = np.inf
+    return delta, scaled_residual(delta, y), scaled_residual(g, y)
+
+
+def polish(
+    coords: LogitCoordinates, y: np.ndarray, res: np.ndarray, alpha: float, cfg: NewtonSettings, bound: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Certify convergence by the Newton step: the rows with a residual below ``cfg.tol`` take up to
+    ``cfg.polish_steps`` full Newton steps while their step is above ``cfg.step_tol`` (one step brings a simple
+    root to rounding level; a step that would leave residual < tol is not taken). Returns (y, res, step) with
+    res and step measured at the returned y; ``step`` is inf where the given residual was not below tol. A point
+    is converged when its step is at most ``step_tol``: near a singular root the residual shrinks like
+    the distance squared (fold) or cubed (pitchfork), so a small residual alone accepts points far from it."""
+    y, res = np.array(y, dtype=np.float64), np.array(res, dtype=np.float64)
+    step = np.full(len(y), np.inf)
+    rows = np.flatnonzero(np.isfinite(res) & (res < cfg.tol))  # the others keep step = inf
+    for it in range(cfg.polish_steps + 1):
+        if rows.size == 0:
+            break
+        delta, step[rows], res[rows] = newton_steps(coords, y[rows], alpha)
+        if it == cfg.polish_steps:
+            break
+        far = step[rows] > cfg.step_tol
+        rows, delta = rows[far], delta[far]
+        if rows.size == 0:
+            break
+        y_try = np.clip(y[rows] - delta, -bound, bound)
+        better = np.isfinite(delta).all(axis=1)
+        r_try = np.full(len(rows), np.inf)
+        if better.any():
+            yb = y_try[better]
+            r_try[better] = scaled_residual(yb - coords.logit_map(yb, alpha), yb)
+        better &= r_try < cfg.tol  # a step that leaves the converged region is not taken
+        y[rows[better]] = y_try[better]
+        rows = rows[better]
+    return y, res, step
 
 
 def flat_policies(coords: LogitCoordinates, y: np.ndarray) -> np.ndarray:

@@ -60,6 +60,7 @@ class SweepResult:
                     "J_star": s.J_star,
                     "n_fixed_points": len(s.points),
                     "n_optimal": len(s.optimal_points),
+                    "n_unconverged": s.unconverged,
                     "complete": s.complete,
                     "fixed_points": [
                         {"J": p.J, "stable": p.stable, "optimal": p.optimal, "certified": p.certified}
