@@ -90,6 +90,33 @@ def test_saved_optimal_policy_is_read_back_by_value(tmp_path: Path) -> None:
     assert val["J"] == pytest.approx(opt["value"])
 
 
+@pytest.mark.parametrize("method", ["exhaustive", "gmaa"])
+def test_optimal_json_is_a_policy_file_value_reads(method: str, tmp_path: Path, capsys) -> None:
+    """``optimal --json``'s ``policy`` is the policy-file format (one [histories x actions] table per agent, as
+    ``--save-policy`` writes it), so ``value --policy`` reads the JSON itself and gives back J*; the action
+    per history is ``actions``. It was the action indices, which ``value --policy`` refused (shape (7,))."""
+    assert main(["optimal", "dectiger", "--method", method, "--json"]) == 0
+    path = tmp_path / "optimal.json"
+    path.write_text(capsys.readouterr().out)
+    out = json.loads(path.read_text())
+    saved = tmp_path / "saved.json"
+    run_optimal(OptimalOptions(game="dectiger", method=method, save_policy=str(saved)))
+    assert out["policy"] == json.loads(saved.read_text())["policy"]
+    assert out["actions"] == [np.argmax(p, axis=1).tolist() for p in out["policy"]]
+    assert run_value(ValueOptions(game="dectiger", policy=str(path)))["J"] == pytest.approx(
+        out["value"], abs=1e-12
+    )
+
+
+def test_an_ice_result_without_tables_points_to_save_policy(tmp_path: Path, capsys) -> None:
+    assert main(["optimal", "dectiger", "--method", "ice", "--json"]) == 0
+    path = tmp_path / "ice.json"
+    path.write_text(capsys.readouterr().out)
+    assert "policy_trees" in json.loads(path.read_text())
+    assert main(["value", "dectiger", "--policy", str(path)]) == 2
+    assert "optimal --save-policy FILE" in capsys.readouterr().err
+
+
 def test_an_optimal_set_point_is_a_policy_file_value_reads(tmp_path: Path, capsys) -> None:
     """``optimal-set --json --with-policy``: each point's object is a policy file (pi^i a [histories x actions]
     table, no batch axis) whose J(pi) ``value --policy`` gives back, and ``root_policy`` its root rows."""

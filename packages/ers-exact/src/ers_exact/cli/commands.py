@@ -388,7 +388,7 @@ def run_demo(o: DemoOptions) -> dict[str, Any]:
             opt = self_play_optimum(tree, max_policies=o.max_policies)
             row.update(
                 J_star=opt.value,
-                optimal_policy=opt.to_json()["policy"],
+                optimal_policy=opt.to_json()["actions"],
                 search_candidates=opt.n_candidates,
                 search_seconds=round(opt.seconds, 4),
             )

@@ -1,4 +1,6 @@
-"""Policy files: the JSON written by ``optimal --save-policy`` and read by ``value --policy``.
+"""Policy files: the JSON written by ``optimal --save-policy`` and read by ``value --policy``; the JSON of
+``optimal --json`` (where it lists ``policy``), of ``op --json`` and of an ``optimal-set --with-policy`` point
+is such a file too.
 
 Format: ``{"game": name, "horizon": H, "policy": [pi^1, ..., pi^n]}`` where pi^i is agent i's
 [histories x actions] array of rows on the simplex, indexed like
@@ -55,7 +57,13 @@ def read_policy_file(path: str | Path, tree: HistoryTree) -> tuple[np.ndarray, .
     except FileFormatError as err:
         raise PolicyError(str(err)) from None
     if isinstance(data, dict) and "policy" not in data:
-        raise PolicyError(f'{path}: the JSON object has no "policy" key; expected {POLICY_FORMAT}')
+        trees = (
+            " (an `optimal` result whose search ran without the history tree, its policy as "
+            "`policy_trees`: `optimal --save-policy FILE` writes it as a policy file)"
+            if "policy_trees" in data
+            else ""
+        )
+        raise PolicyError(f'{path}: the JSON object has no "policy" key{trees}; expected {POLICY_FORMAT}')
     agents = data["policy"] if isinstance(data, dict) else data
     if not isinstance(agents, list):
         raise PolicyError(f"{path}: expected {POLICY_FORMAT}, got {_JSON_TYPES.get(type(agents), 'a value')}")

@@ -120,7 +120,7 @@ class ValueOptions(GameOptions):
         metavar="uniform|FILE",
         help="'uniform' (uniform over legal actions) or a JSON file {\"policy\": [one "
         "histories x actions array per agent]}, as `ers-exact optimal --save-policy` "
-        "writes it",
+        "writes it (the JSON of `optimal --json` is one too where it lists `policy`)",
     )
 
 

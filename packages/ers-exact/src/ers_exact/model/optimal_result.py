@@ -72,9 +72,13 @@ class OptimalResult:
         }
 
     def _policy_json(self) -> dict[str, Any]:
+        """``policy``: per agent its [histories x actions] table (one-hot rows), the policy-file format that
+        ``value --policy`` reads and ``--save-policy`` writes; ``actions``: the same as one action index per
+        local history; ``policy_trees`` (ice): one action per observation sequence, without the history tree."""
         out: dict[str, Any] = {}
         if self.policy:
-            out["policy"] = [np.argmax(p, axis=1).tolist() for p in self.policy]
+            out["policy"] = [np.asarray(p, dtype=float).tolist() for p in self.policy]
+            out["actions"] = [np.argmax(p, axis=1).tolist() for p in self.policy]
         if self.policy_trees is not None:
             out["policy_trees"] = [[stage.tolist() for stage in agent] for agent in self.policy_trees]
         return out
