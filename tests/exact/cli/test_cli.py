@@ -141,6 +141,24 @@ def test_optimal_methods_agree_and_print_their_work(method: str, capsys: pytest.
     assert "J* = 5.19081" in text and ("policy trees" if method == "exhaustive" else "expanded") in text
 
 
+@pytest.mark.parametrize("method", ["gmaa", "ice"])
+def test_optimal_upper_bound_is_the_searchs_final_bound(method: str) -> None:
+    """``upper_bound`` is the bound the search ends with, value <= J* <= upper_bound: the value itself once
+    proven (it was the heuristic's bound at the empty policy, 11.02 against J* 4.80 on Dec-Tiger H = 4, while
+    ``search.upper_bound`` held the final one); the root's bound is ``search.root_bound``."""
+    out = run_optimal(OptimalOptions(game="dectiger", horizon=4, method=method))
+    assert out["optimal"] is True and out["upper_bound"] == pytest.approx(out["value"], abs=1e-9)
+    assert out["search"]["root_bound"] > out["value"] + 1
+    assert out["search"].get("upper_bound", out["upper_bound"]) == out["upper_bound"]
+
+
+def test_a_stopped_search_reports_its_final_bound(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["optimal", "dectiger", "--horizon", "6", "--memory-budget", "0.0004", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["optimal"] is False and out["upper_bound"] == out["search"]["upper_bound"]
+    assert out["value"] <= out["upper_bound"] < out["search"]["root_bound"]
+
+
 def test_optimal_dectiger_h6_without_the_history_tree(
     dpomdp_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

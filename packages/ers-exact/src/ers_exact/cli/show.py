@@ -152,13 +152,13 @@ def show_optimal(result: dict[str, Any]) -> None:
         print(
             f"{head}: NOT PROVEN OPTIMAL, stopped ({result['stopped']}): "
             f"{'-inf' if result['value'] is None else format(result['value'], '.6f')} <= J* <= "
-            f"{result['search']['upper_bound']:.6f}"
+            f"{result['upper_bound']:.6f}"
         )
     work = (
         f"{result['n_candidates']:,} policy trees"
         if result["method"] == "exhaustive"
         else f"{result['nodes_expanded']:,} partial policies expanded, {result['n_candidates']:,} children "
-        f"evaluated, upper bound {result['upper_bound']:.6f}"
+        f"evaluated, heuristic bound at the root {result['search']['root_bound']:.6f}"
     )
     print(f"{result['method']}: {work}; {result['seconds']:.3f} s")
     print(f"({result['description']}; the policy: --json or --save-policy)")

@@ -114,7 +114,7 @@ def optimal_value(
         seconds=out.seconds,
         method="gmaa",
         nodes_expanded=out.nodes_expanded,
-        upper_bound=out.root_bound,
+        upper_bound=out.value,  # GMAA* ends only with the bound closed: J* = value (the root's is search's)
         search=out.stats(),
     )
 
@@ -169,7 +169,7 @@ def _ice_result(game: Game, out: IceOutcome, tree: HistoryTree | None) -> Optima
         seconds=out.seconds,
         method="ice",
         nodes_expanded=out.nodes_expanded,
-        upper_bound=out.root_bound,
+        upper_bound=out.upper_bound,  # the search's final bound (stopped: above the value)
         search=out.stats(),
         optimal=out.optimal,
         stopped=out.stopped,

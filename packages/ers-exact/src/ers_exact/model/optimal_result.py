@@ -1,7 +1,7 @@
 """The result of the exact self-play optimum J* = max_pi J(pi) over deterministic joint policies: J*, one
 optimal deterministic joint policy (per agent i, one action per local history tau^i), and how the search
-found it (method, candidates evaluated, partial policies expanded, the heuristic's upper bound at the empty
-policy, whether optimality was proven). Built by :mod:`ers_exact.model.exhaustive` and
+found it (method, candidates evaluated, partial policies expanded, the search's final upper bound on J*,
+whether optimality was proven). Built by :mod:`ers_exact.model.exhaustive` and
 :mod:`ers_exact.model.optimal`, which re-exports it.
 """
 
@@ -31,8 +31,9 @@ class OptimalResult:
 
     ``method`` is ``"exhaustive"`` or ``"gmaa"``; ``n_candidates`` counts the policy trees enumerated
     (exhaustive) or the children whose priority GMAA* evaluated; ``nodes_expanded`` the partial policies
-    GMAA* expanded (None for exhaustive); ``upper_bound`` the heuristic's bound at the empty policy (>= J*);
-    ``search`` the search's other statistics."""
+    GMAA* expanded (None for exhaustive); ``upper_bound`` the search's final bound, value <= J* <= upper_bound
+    (equal to the value when optimality is proven; None for exhaustive, whose value is J*); ``search`` the
+    search's other statistics (``root_bound``: the heuristic's bound at the empty policy)."""
 
     game: str
     horizon: int
