@@ -59,7 +59,7 @@ EXACT_CASES = [
     ("horizon-huge", ["info", "dectiger", "--horizon", "100000"], {}, "100000"),
     ("horizon-zero", ["info", "dectiger", "--horizon", "0"], {}, "--horizon 0"),
     ("horizon-negative", ["value", "dectiger", "--horizon", "-2"], {}, "--horizon -2"),
-    ("discount-zero", ["value", "dectiger", "--discount", "0"], {}, "--discount 0"),
+    ("discount-negative", ["value", "dectiger", "--discount", "-0.5"], {}, "--discount -0.5"),
     ("discount-above-one", ["optimal", "dectiger", "--discount", "1.5"], {}, "--discount 1.5"),
     ("policy-empty-object", ["value", "dectiger", "--policy", "@F"], {"F": "{}"}, "F.json"),
     ("policy-number", ["value", "dectiger", "--policy", "@F"], {"F": "42"}, "F.json"),

@@ -28,7 +28,8 @@ from ers_exact.games import get_game, load_game
 from ers_exact.io.dpomdp import read_dpomdp, write_dpomdp
 from ers_exact.io.dpomdp_parse import DpomdpError
 from ers_exact.model.histories import enumerate_histories, estimate_history_count, history_count_log10
-from ers_exact.model.values import PolicyError, check_policy
+from ers_exact.model.optimal import optimal_for_game
+from ers_exact.model.values import PolicyError, check_policy, expected_return, uniform_policy
 from ers_exact.solve.fixed_points import SolverConfig
 from ers_exact.solve.sweep import parse_alphas
 from ers_exact.util.options import UsageError, flag_name
@@ -172,6 +173,23 @@ def test_optimal_dectiger_h6_without_the_history_tree(
     assert main(["optimal", path, "--horizon", "6", "--discount", "1", "--memory-budget", "0.0004"]) == 0
     text = capsys.readouterr().out
     assert "NOT PROVEN OPTIMAL" in text and "memory budget" in text
+
+
+def test_discount_zero_is_accepted_as_the_library_accepts_it(capsys: pytest.CaptureFixture[str]) -> None:
+    """gamma = 0 (only the first stage's reward counts) is a game the library analyses (Q^i by the tree pass,
+    where gamma^t underflows the sequence form) and a .dpomdp file may declare; ``--discount 0`` was refused
+    ("must be in (0, 1]"). J and J* are the library's, and J* is the best first-stage reward."""
+    game = get_game("dectiger", horizon=3).with_discount(0.0)
+    tree = enumerate_histories(game)
+    assert main(["value", "dectiger", "--horizon", "3", "--discount", "0", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["discount"] == 0.0
+    assert out["J"] == pytest.approx(expected_return(tree, uniform_policy(tree)), abs=1e-12)
+    assert main(["optimal", "dectiger", "--horizon", "3", "--discount", "0", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    stage = np.einsum("s,sat,sat->a", game.initial_belief, game.transition, game.reward)  # E[R_0 | a]
+    assert out["value"] == pytest.approx(stage.max(), abs=1e-12)
+    assert out["value"] == pytest.approx(optimal_for_game(game).value, abs=1e-12)
 
 
 def test_value_names_the_game_a_policy_file_was_written_for(tmp_path: Path) -> None:

@@ -90,8 +90,8 @@ class GameOptions(Options):
     )
     discount: float | None = option(
         None,
-        help="discount gamma in (0, 1]",
-        check=between(0, 1, open_lo=True),
+        help="discount gamma in [0, 1] (0: only the first stage's reward counts)",
+        check=between(0, 1),
         default_text="the game's own",
     )
     max_nodes: int = option(
