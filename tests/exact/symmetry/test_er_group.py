@@ -143,6 +143,23 @@ def test_a_budget_gives_a_lower_bound_that_says_so() -> None:
         next(group.elements(0))
 
 
+@pytest.mark.parametrize("method", ["exhaustive", "generators"])
+def test_both_methods_say_whether_every_element_is_listed(method: str) -> None:
+    """One key for both methods and Phi_MDP: ``elements_listed`` (the exhaustive search said
+    ``elements_truncated``, with the opposite sense). The toy game's Phi_ER has 2 policy parts."""
+    tree = enumerate_histories(get_game("toy-coordination"))
+    for cap, listed in ((2, True), (1, False)):
+        rep = symmetry_report(tree, 0.25, max_elements=cap, er_method=method)
+        er = rep["er"]
+        assert (
+            er["order_on_policies"] == 2
+            and er["elements_listed"] is listed
+            and "elements_truncated" not in er
+        )
+        assert len(er["elements"]) == (2 if listed else {"exhaustive": 1, "generators": 0}[method])
+        assert rep["mdp"]["elements_listed"] is True
+
+
 def test_grid3x3corners_h2_group_too_large_to_list(dpomdp_dir: Path) -> None:
     """Matching refused here (1,194,393,600 candidates onto one pool point); the group needs none listed."""
     tree = enumerate_histories(load_game(dpomdp_dir / "Grid3x3corners.dpomdp", horizon=2))

@@ -96,7 +96,8 @@ class ERResult:
             "order": self.order(n_states),
             "order_on_policies": self.order_on_policies,
             "elements": members,
-            "elements_truncated": len(self.members) > max_elements,
+            # True when "elements" holds every element (else the first max_elements), as er_group's and Phi_MDP's
+            "elements_listed": len(self.members) <= max_elements,
             "elements_note": "policy parts; every state permutation may be composed with each",
             "n_candidates": self.n_candidates,
             "n_inadmissible": self.n_inadmissible,
