@@ -280,6 +280,18 @@ def test_incomplete_model_is_a_game_error_naming_the_entry(tmp_path: Path) -> No
         parse_dpomdp(pre() + "T: * :\nuniform\n")  # O left at its default 0
 
 
+def test_an_empty_file_names_no_line(tmp_path: Path) -> None:
+    """An empty file was "line 0: missing preamble entry 'agents:'"; it has no line to name."""
+    with pytest.raises(DpomdpError, match=r"^the file is empty: no preamble \(agents, discount") as info:
+        parse_dpomdp("")
+    assert info.value.line is None
+    (tmp_path / "empty.dpomdp").write_text("")
+    with pytest.raises(DpomdpError, match=r"^\S*empty\.dpomdp: the file is empty"):
+        read_dpomdp(tmp_path / "empty.dpomdp")
+    with pytest.raises(DpomdpError, match=r"^line 2: missing preamble entry 'agents:' \(end of file\)"):
+        parse_dpomdp("# a comment\n\n")
+
+
 def test_file_errors_name_the_file(tmp_path: Path) -> None:
     path = tmp_path / "oops.dpomdp"
     path.write_text(pre() + "T: a c : s0 : s1 : abc\n")

@@ -99,6 +99,8 @@ class _Parser(DpomdpLexer):
     def preamble(self) -> None:
         for key in PREAMBLE:
             item = self.next_line()
+            if item is None and not self.lines:  # no line to name
+                raise DpomdpError(f"the file is empty: no preamble ({', '.join(PREAMBLE)})")
             if item is None:
                 raise DpomdpError(f"missing preamble entry '{key}:' (end of file)", len(self.lines))
             ln, line = item
