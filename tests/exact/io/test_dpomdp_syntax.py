@@ -268,16 +268,25 @@ def test_malformed_input_names_line(text: str, line: int, reason: str) -> None:
     assert reason in str(info.value)
 
 
-def test_incomplete_model_is_a_game_error_naming_the_entry(tmp_path: Path) -> None:
+def test_a_row_that_does_not_sum_to_one_names_the_line_that_wrote_it(tmp_path: Path) -> None:
+    """A transition or observation row off the simplex is refused at the line of the entry that last wrote
+    into it (it named the row's indices alone, as the game's own check does); a row no entry wrote names
+    no line."""
     text = pre() + "T: * :\nuniform\nT: a c : s1 : s0 : 0.3\nO: * :\nuniform\n"
-    with pytest.raises(GameError, match=r"transition\[s=1, a=0\] sums to \S*0\.8") as info:
+    with pytest.raises(DpomdpError, match=r"^line 15: transition\[s=1, a=0\] sums to \S*0\.8") as info:
         parse_dpomdp(text)
-    assert not isinstance(info.value, DpomdpError)
+    assert info.value.line == 15
     (tmp_path / "bad.dpomdp").write_text(text)
-    with pytest.raises(GameError, match=r"bad\.dpomdp: transition"):
+    with pytest.raises(GameError, match=r"bad\.dpomdp: line 15: transition\[s=1, a=0\]"):
         read_dpomdp(tmp_path / "bad.dpomdp")
-    with pytest.raises(GameError, match=r"observation\[a=0, s'=0\] sums to \S*0\.0"):
+    rows = pre() + "T: * :\nuniform\nO: * :\nuniform\nO: b d : s0 :\n0.5 0.5 0.5 0\n"
+    with pytest.raises(DpomdpError, match=r"^line 17: observation\[a=3, s'=0\] sums to 1\.5") as info:
+        parse_dpomdp(rows)
+    with pytest.raises(
+        DpomdpError, match=r"observation\[a=0, s'=0\] sums to \S*0\.0.*written by no entry"
+    ) as info:
         parse_dpomdp(pre() + "T: * :\nuniform\n")  # O left at its default 0
+    assert info.value.line is None and str(info.value).startswith("observation")
 
 
 def test_an_empty_file_names_no_line(tmp_path: Path) -> None:

@@ -46,7 +46,7 @@ from ers_exact.io.dpomdp_lexer import (
     Index,
     check_model_size,
 )
-from ers_exact.model.game import Game, GameError, make_game
+from ers_exact.model.game import ROW_SUM_TOL, Game, GameError, make_game
 
 __all__ = ["IDENT_RE", "MAX_MODEL_BYTES", "PREAMBLE", "RESERVED", "DpomdpError", "parse_dpomdp"]
 
@@ -54,14 +54,16 @@ __all__ = ["IDENT_RE", "MAX_MODEL_BYTES", "PREAMBLE", "RESERVED", "DpomdpError",
 def parse_dpomdp(text: str, horizon: int = 2, name: str = "dpomdp", source: str | None = None) -> Game:
     """Parse ``.dpomdp`` text into a :class:`Game` with horizon ``horizon`` (the format has none).
 
-    Raises :class:`DpomdpError` (line number and reason) for malformed text, and :class:`GameError` when
-    the parsed model is not a valid game (e.g. a transition row that does not sum to 1). ``source`` (the
+    Raises :class:`DpomdpError` (line number and reason) for malformed text and for a transition or
+    observation row that does not sum to 1 (the line that last wrote into it), and :class:`GameError` when
+    the parsed model is otherwise not a valid game (e.g. rewards too large). ``source`` (the
     file the text came from, if any) is named in both errors.
     """
     parser = _Parser(text)
     try:
         parser.preamble()
         parser.body()
+        parser.check_rows()
     except DpomdpError as e:
         if source is None:
             raise
@@ -200,6 +202,9 @@ class _Parser(DpomdpLexer):
         check_model_size(self.S, self.A, self.O, ln)
         self.T = np.zeros((self.S, self.A, self.S))
         self.U = np.zeros((self.A, self.S, self.O))
+        # the line that last wrote into each row T(. | s, a) and U(. | a, s') (0: none), named by check_rows
+        self.T_line = np.zeros((self.S, self.A), dtype=np.int64)
+        self.U_line = np.zeros((self.A, self.S), dtype=np.int64)
         self.R = np.zeros((self.S, self.A))
         self.all = {"state": np.arange(self.S), "action": np.arange(self.A), "observation": np.arange(self.O)}
 
@@ -310,9 +315,11 @@ class _Parser(DpomdpLexer):
             mat = self.matrix(S, S, "the |S|x|S| transition matrix", ln, True, ("uniform", "identity"))
             if isinstance(mat, str):
                 mat = np.eye(S) if mat == "identity" else np.full((S, S), 1.0 / S)
-            _assign(T, (self.all["state"], ja, self.all["state"]), mat[:, None, :])
+            s = self.all["state"]
+            _assign(T, (s, ja, self.all["state"]), mat[:, None, :])
         else:
             raise self._bad_form("T", ln)
+        _assign(self.T_line, (s, ja), ln)
 
     def _entry_O(self, f: list[str], ln: int) -> None:
         O, U = self.O, self.U
@@ -320,16 +327,19 @@ class _Parser(DpomdpLexer):
         if len(f) == 4 and f[3]:
             sp, jo = self.resolve_state(f[1], ln), self.resolve_joint(f[2], "observation", ln)
             _assign(U, (ja, sp, jo), self.prob(f[3], ln))
+            _assign(self.U_line, (ja, sp), ln)
         elif len(f) == 3 and not f[2]:
             sp = self.resolve_state(f[1], ln)
             row = self.row(O, "observation probabilities, one per joint observation", ln, True, ("uniform",))
             row = np.full(O, 1.0 / O) if isinstance(row, str) else row
             _assign(U, (ja, sp, self.all["observation"]), row)
+            _assign(self.U_line, (ja, sp), ln)
         elif len(f) == 2 and not f[1]:
             mat = self.matrix(self.S, O, "the |S|x|JO| observation matrix", ln, True, ("uniform",))
             if isinstance(mat, str):
                 mat = np.full((self.S, O), 1.0 / O)
             _assign(U, (ja, self.all["state"], self.all["observation"]), mat)
+            _assign(self.U_line, (ja, self.all["state"]), ln)
         else:
             raise self._bad_form("O", ln)
 
@@ -357,6 +367,29 @@ class _Parser(DpomdpLexer):
         else:
             mat = self.matrix(S, O, "the |S|x|JO| reward matrix", ln, False)
             self._add_reward(s, ja, self.all["state"], mat, None)
+
+    def check_rows(self) -> None:
+        """Every row T(. | s, a) and U(. | a, s') sums to 1 (within the game's ROW_SUM_TOL), else a
+        :class:`DpomdpError` at the line that last wrote into the offending row (the game's own check names
+        only its indices); a row no entry wrote into sums to 0 and is named without a line."""
+        rows = (
+            ("transition", "T(. | s, a)", self.T, self.T_line, ("s", "a")),
+            ("observation", "O(. | a, s')", self.U, self.U_line, ("a", "s'")),
+        )
+        for name, what, arr, lines, labels in rows:
+            sums = arr.sum(axis=-1)
+            bad = np.argwhere(np.abs(sums - 1.0) > ROW_SUM_TOL)
+            if not len(bad):
+                continue
+            idx = tuple(int(i) for i in bad[0])
+            where = ", ".join(f"{k}={v}" for k, v in zip(labels, idx))
+            line = int(lines[idx])
+            told = "last written by the entry on this line" if line else "written by no entry"
+            raise DpomdpError(
+                f"{name}[{where}] sums to {float(sums[idx])!r}, not 1 (tolerance {ROW_SUM_TOL}): the row "
+                f"{what} is {told}; ers never renormalises silently",
+                line or None,
+            )
 
     def _add_reward(self, s: Index, ja: Index, sp: Index, vals: np.ndarray | None, r: float | None) -> None:
         """R(s, ja) += sum_s' T(s'|s,ja) [r, or sum_jo U(jo|ja,s') vals[s', jo]], T and U as parsed so far."""
