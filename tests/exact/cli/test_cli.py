@@ -267,6 +267,22 @@ def test_parse_alphas_refuses_with_the_text(text: str) -> None:
         parse_alphas(text)
 
 
+@pytest.mark.parametrize("command", ["sweep", "atlas"])
+@pytest.mark.parametrize("text", ["0.3,0.3,0.6", "0.3,0.6,0.30", "1:1.000000000000001:1e-16"])
+def test_a_repeated_alpha_is_refused(command: str, text: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """A temperature given twice made two identical rows of a sweep or atlas (and a warm start from itself);
+    it is refused, naming it, as is a range whose step is below the 15 significant digits kept."""
+    assert main([command, "toy-coordination", "--alphas", text]) == 2
+    err = capsys.readouterr().err
+    assert f"alphas {text!r}: " in err and "appears more than once" in err
+    tree = enumerate_histories(get_game("toy-coordination"))
+    from ers_exact.analysis.report import atlas
+    from ers_exact.solve.sweep import sweep
+
+    with pytest.raises(ValueError, match=r"0\.3 is given more than once"):
+        {"sweep": sweep, "atlas": atlas}[command](tree, [0.3, 0.6, 0.3])
+
+
 def test_zsc_config_refuses_nonsense() -> None:
     for kwargs in ({"agents": 1}, {"k": 0}, {"l": 0}, {"episodes": 0}, {"pool": "deep"}, {"alpha": 0.0}):
         with pytest.raises(ValueError):

@@ -11,6 +11,7 @@ import numpy as np
 
 from ers_exact.model.histories import HistoryTree
 from ers_exact.model.transformation import Transformation, apply_to_policy, distinct_on_policies
+from ers_exact.solve.config import repeated_alpha
 from ers_exact.solve.fixed_points import FixedPointSet, SolverConfig, solve_fixed_points
 from ers_exact.symmetry.er import MAX_EXHAUSTIVE, er_symmetries
 from ers_exact.symmetry.groups import is_subset, summarise
@@ -206,6 +207,8 @@ def atlas(
     """|Pi*_alpha| (found, or proven complete where ``prove_seconds`` allows: :func:`symmetry_report`),
     |Phi_ER(alpha)| and |Phi_MDP| over a grid of alphas."""
     cfg = config or SolverConfig()
+    if repeated_alpha(alphas) is not None:
+        raise ValueError(f"atlas: alpha {repeated_alpha(alphas)!r} is given more than once; give each once")
     rows = []
     for k, alpha in enumerate(sorted(alphas)):
         rep = symmetry_report(

@@ -133,7 +133,8 @@ class GridOptions(SolverOptions, GameOptions):
     """A grid of temperatures (sweep, atlas), with an optional plot."""
 
     alphas: str = option(
-        help="temperatures: start:stop:step (stop included) or a comma list, at most 1000",
+        help="temperatures: start:stop:step (stop included) or a comma list, at most 1000, each once "
+        "(a repeated one is refused)",
         check=alpha_grid,
         metavar="GRID",
     )

@@ -7,6 +7,7 @@ accepts (:func:`parse_alphas`). The command line builds its options from these d
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -18,6 +19,7 @@ __all__ = [
     "OptimalSetConfig",
     "SolverConfig",
     "parse_alphas",
+    "repeated_alpha",
 ]
 
 #: Default bound on the solver's whole process (peak resident bytes); batched work is chunked under what is left.
@@ -205,7 +207,7 @@ MAX_ALPHAS = 1000
 
 
 def parse_alphas(text: str, max_points: int | None = None) -> list[float]:
-    """'0.05:2:0.05' (start:stop:step, stop included) or '0.2,0.3,0.45': finite, positive temperatures.
+    """'0.05:2:0.05' (start:stop:step, stop included) or '0.2,0.3,0.45': finite, positive, distinct temperatures.
 
     Raises ``ValueError`` ``"alphas '<text>': <what is wrong>"``; a grid of more than ``max_points`` (default
     :data:`MAX_ALPHAS`) is refused, as each point is a full solve."""
@@ -237,4 +239,19 @@ def parse_alphas(text: str, max_points: int | None = None) -> list[float]:
         raise ValueError(
             f"alphas {text!r}: more than {limit} points (each is a full solve); use a coarser grid"
         )
+    repeated = repeated_alpha(values)
+    if repeated is not None:  # each would be a second, identical row of the sweep or atlas
+        why = "a step below the 15 significant digits kept" if ":" in text else "give each temperature once"
+        raise ValueError(f"alphas {text!r}: {repeated!r} appears more than once; {why}")
     return values
+
+
+def repeated_alpha(alphas: Sequence[float]) -> float | None:
+    """A temperature that appears more than once in ``alphas`` (compared as floats: 0.3 and 0.30 are one),
+    else None. Sweeps and atlases refuse such grids: each alpha is one row."""
+    seen: set[float] = set()
+    for a in alphas:
+        if float(a) in seen:
+            return float(a)
+        seen.add(float(a))
+    return None

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ers_exact.model.histories import HistoryTree
-from ers_exact.solve.config import MAX_ALPHAS, parse_alphas
+from ers_exact.solve.config import MAX_ALPHAS, parse_alphas, repeated_alpha
 from ers_exact.solve.fixed_points import FixedPointSet, SolverConfig, solve_fixed_points
 from ers_exact.util.progress import Progress
 
@@ -80,6 +80,8 @@ def sweep(
 ) -> SweepResult:
     """Solve at every alpha (ascending), warm-starting from the neighbour's fixed points."""
     cfg = config or SolverConfig()
+    if repeated_alpha(alphas) is not None:
+        raise ValueError(f"sweep: alpha {repeated_alpha(alphas)!r} is given more than once; give each once")
     sets: list[FixedPointSet] = []
     warm: np.ndarray | None = None
     previous = None
