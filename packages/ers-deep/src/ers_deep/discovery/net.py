@@ -175,16 +175,22 @@ class DiscoveryNet(ActorCritic):
         )
         self.critic = build_net(critic_cfg, self.seeds, first.obs_shape, A)
         self.register_buffer("action_maps", action_maps.long().clone())
-        self.earlier = ObsMap(len(earlier), size) if earlier else None
+        self.earlier = None
         if earlier:
+            # the earlier maps as they were learned: a tabular map's last layer is linear (its rows are softmax
+            # of its logits), so rebuilding it with the default ReLU output would clip its negative logits
+            relu = {e.obs_map.relu_output for e in earlier}
+            if len(relu) != 1:
+                raise ValueError("earlier symmetries mix ReLU and linear output layers (maps of other envs)")
+            self.earlier = ObsMap(len(earlier), size, relu_output=relu.pop())
             with torch.no_grad():
                 for k, e in enumerate(earlier):
                     for dst, src in zip(
-                        [*self.earlier.weights, *self.earlier.biases],  # type: ignore[union-attr]
+                        [*self.earlier.weights, *self.earlier.biases],
                         [*e.obs_map.weights, *e.obs_map.biases],
                     ):
                         dst[k] = src[0]
-            self.earlier.requires_grad_(False)  # type: ignore[union-attr]
+            self.earlier.requires_grad_(False)
             maps = torch.stack([e.action_map.long().cpu() for e in earlier])
         else:
             maps = torch.zeros(0, A, dtype=torch.long)
