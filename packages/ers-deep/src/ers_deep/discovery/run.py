@@ -8,8 +8,9 @@
    sampled (``eval_games`` per policy), except on tabular envs, where they are exact (``exact_scores``): there
    the sampled ranking was noise (three-lever: a wrong candidate's J 0.013 below the right ones', against a
    standard error of ~0.03 at 300 games, was kept);
-4. Table 2's metrics on the held-out policies: J_1, J_2, J_3 (self-play return after composing 1, 2, 3
-   learned symmetries drawn uniformly with replacement from the l kept) and the relative reconstruction loss
+4. Table 2's metrics on the held-out policies: J_1, J_2, J_3 (mean self-play return after composing 1, 2, 3
+   of the l kept: J_1 over every kept phi, J_2 and J_3 over every ordered k-tuple, or a random subset of
+   ``COMPOSITIONS`` distinct ones when there are more) and the relative reconstruction loss
    mean_o ||o - phi(phi(o))|| / ||o|| (the official diagnostic), over observations of held-out self-play;
 5. round every kept phi to its nearest permutation (``rounding``) and, on tabular games, to an ers-exact
    transformation, written into ``OUT/discovery.json`` next to ``OUT/symmetries.safetensors`` (phi_O weights
@@ -19,6 +20,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -160,16 +162,38 @@ def _score(sym: Symmetry | None, test: list[Policy], xp: bool, value: Value) -> 
     return float(np.mean(vals))
 
 
+#: the most k-tuples of kept phi (k = 2, 3) J_k averages over, by scoring: every tuple when there are at most
+#: this many, else this many distinct ones drawn at random (exact: ers-exact's ``group_metrics``; a sampled
+#: score costs ``eval_games`` games per held-out policy, so fewer)
+COMPOSITIONS = {"exact": 256, "sampled": 6}
+
+
+def _tuples(n: int, k: int, most: int, rng: np.random.Generator) -> list[tuple[int, ...]]:
+    """Every ordered k-tuple of range(n) when there are at most ``most`` (k = 1: always), else ``most``
+    distinct ones drawn uniformly (without replacement)."""
+    if k == 1 or n**k <= most:
+        return list(itertools.product(range(n), repeat=k))
+    picks = rng.choice(n**k, size=most, replace=False)
+    return [tuple(int(i) for i in np.unravel_index(int(p), (n,) * k)) for p in picks]
+
+
 def _group_metrics(
-    syms: list[LearnedSymmetry], test: list[Policy], obs: Tensor, value: Value, seed: int
+    syms: list[LearnedSymmetry],
+    test: list[Policy],
+    obs: Tensor,
+    value: Value,
+    seed: int,
+    most: int = COMPOSITIONS["exact"],
 ) -> dict[str, float]:
-    """J_1, J_2, J_3 and the relative reconstruction loss on the held-out policies."""
+    """J_1, J_2, J_3 and the relative reconstruction loss on the held-out policies. J_k (paper, Table 2) is
+    E_{phi_1..phi_k} E_{pi} J((phi_1 o ... o phi_k)(pi)), phi_i uniform over the kept: the mean over every
+    k-tuple (J_1: every kept phi), or over ``most`` distinct tuples drawn at random when there are more."""
     rng = np.random.default_rng(seed)
     out: dict[str, float] = {}
     for k in (1, 2, 3):
-        draws = [rng.integers(len(syms), size=k) for _ in range(min(6, len(syms) ** k))]
+        tuples = _tuples(len(syms), k, most, rng)
         out[f"J_{k}"] = float(
-            np.mean([_score(compose([syms[i] for i in d]), test, False, value) for d in draws])
+            np.mean([_score(compose([syms[i] for i in t]), test, False, value) for t in tuples])
         )
     x = obs.reshape(obs.shape[0], -1).float()
     norms = x.norm(dim=1).clamp_min(1e-12)
@@ -287,7 +311,8 @@ def discover(
     order = sorted(range(len(candidates)), key=lambda c: -all_scores[c])[: config.top]
     kept = [dataclasses.replace(candidates[c], name=f"phi-{r}") for r, c in enumerate(order)]
     obs = sample_observations(test_set[0], seed=config.seed)
-    metrics = _group_metrics(kept, test_set, obs, value, config.seed)
+    most = COMPOSITIONS["exact" if exact_scoring else "sampled"]
+    metrics = _group_metrics(kept, test_set, obs, value, config.seed, most)
     pool_return = _score(None, test_set, False, value)
     path, digest = save_symmetries(out, kept, {"obs_shape": list(probe.obs_shape), "env": cfg.env})
     records, nearest = [], []

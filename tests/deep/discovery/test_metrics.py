@@ -1,0 +1,98 @@
+"""Table 2's metrics of a deep discovery (``discovery.run._group_metrics``) against the paper's definitions, on
+three-lever with random tabular policies and hand-built symmetries, scored exactly: J_k = E_{phi_1..phi_k}
+E_{pi} J((phi_1 o ... o phi_k)(pi)) with phi_i uniform over the kept, and the relative reconstruction loss."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+import torch
+
+from ers_deep.discovery import LearnedSymmetry, compose
+from ers_deep.discovery.run import _group_metrics, _score, _tuples, exact_value, sample_observations
+from ers_deep.envs.tabular import TabularEnv
+from ers_deep.nets import NetConfig, build_net
+from ers_deep.nets.phi import ObsMap
+from ers_deep.pools import Policy
+from ers_deep.train.config import paper_config
+
+GAME = "three-lever"
+
+
+@pytest.fixture(scope="module")
+def held_out() -> list[Policy]:
+    """Two random (untrained, far from uniform) three-lever policies: symmetries change their J."""
+    cfg = paper_config(f"tabular:{GAME}", seeds=(0,))
+    env = TabularEnv(GAME)
+    out = []
+    for s in (0, 1):
+        net = build_net(NetConfig(kind="tabular"), [s], env.obs_shape, env.num_actions)
+        with torch.no_grad():
+            g = torch.Generator().manual_seed(100 + s)
+            for p in net.parameters():
+                p.copy_(2.0 * torch.randn(p.shape, generator=g))
+        out.append(Policy(net, cfg, s, f"random-{s}"))
+    return out
+
+
+def _symmetry(
+    env: TabularEnv, actions: tuple[int, ...], observations: tuple[int, ...], name: str
+) -> LearnedSymmetry:
+    """A tabular phi whose rows are (within e^-30) the observation permutation o -> observations[o]."""
+    n = env.n_observations
+    phi = ObsMap(1, n, relu_output=False)
+    with torch.no_grad():
+        last = torch.zeros(n, n)
+        last[torch.arange(n), torch.tensor(observations)] = 10.0  # ObsMap computes x @ W: row o of W
+        phi.weights[-1][0] = last
+    return LearnedSymmetry(phi, torch.tensor(actions), name, env.obs_shape, env.history_lift)
+
+
+@pytest.fixture(scope="module")
+def symmetries() -> list[LearnedSymmetry]:
+    """A lever relabelling (levers and observations 0 <-> 1), an action transposition alone, the identity."""
+    env = TabularEnv(GAME)
+    return [
+        _symmetry(env, (1, 0, 2), (1, 0, 2), "levers"),
+        _symmetry(env, (2, 1, 0), (0, 1, 2), "actions"),
+        _symmetry(env, (0, 1, 2), (0, 1, 2), "identity"),
+    ]
+
+
+def test_j_k_average_every_composition_of_the_kept(
+    held_out: list[Policy], symmetries: list[LearnedSymmetry]
+) -> None:
+    """J_1 is the mean J(phi(pi)) over every kept phi and J_2, J_3 over every ordered pair and triple (as
+    ers-exact's group_metrics). J_1 was a mean over min(6, l^k) draws with replacement: with two kept of
+    different J, the seed decided whether one of them counted twice and the other not at all."""
+    test, syms = held_out, symmetries
+    value = exact_value(TabularEnv(GAME))
+    obs = sample_observations(test[0])
+    one = [_score(s, test, False, value) for s in syms]
+    assert max(one) - min(one) > 0.1  # the kept differ in J, so which are averaged matters
+    expected = {
+        k: np.mean(
+            [
+                _score(compose([syms[i] for i in t]), test, False, value)
+                for t in itertools.product(range(3), repeat=k)
+            ]
+        )
+        for k in (1, 2, 3)
+    }
+    assert expected[1] == pytest.approx(np.mean(one), abs=1e-12)
+    for seed in range(4):
+        metrics = _group_metrics(syms, test, obs, value, seed)
+        for k in (1, 2, 3):
+            assert metrics[f"J_{k}"] == pytest.approx(expected[k], abs=1e-12), (seed, k)
+    two = _group_metrics(syms[:2], test, obs, value, 0)
+    assert two["J_1"] == pytest.approx(np.mean(one[:2]), abs=1e-12)
+
+
+def test_beyond_the_budget_j_k_draws_distinct_compositions() -> None:
+    rng = np.random.default_rng(0)
+    assert _tuples(11, 1, 6, rng) == [(i,) for i in range(11)]  # J_1: every kept phi, whatever the budget
+    assert _tuples(2, 2, 6, rng) == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    drawn = _tuples(3, 3, 6, rng)
+    assert len(drawn) == len(set(drawn)) == 6 and all(len(t) == 3 and max(t) < 3 for t in drawn)
