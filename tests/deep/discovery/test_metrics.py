@@ -69,7 +69,7 @@ def test_j_k_average_every_composition_of_the_kept(
     different J, the seed decided whether one of them counted twice and the other not at all."""
     test, syms = held_out, symmetries
     value = exact_value(TabularEnv(GAME))
-    obs = sample_observations(test[0])
+    obs = [sample_observations(p) for p in test]
     one = [_score(s, test, False, value) for s in syms]
     assert max(one) - min(one) > 0.1  # the kept differ in J, so which are averaged matters
     expected = {
@@ -96,3 +96,22 @@ def test_beyond_the_budget_j_k_draws_distinct_compositions() -> None:
     assert _tuples(2, 2, 6, rng) == [(0, 0), (0, 1), (1, 0), (1, 1)]
     drawn = _tuples(3, 3, 6, rng)
     assert len(drawn) == len(set(drawn)) == 6 and all(len(t) == 3 and max(t) < 3 for t in drawn)
+
+
+def test_reconstruction_loss_averages_every_held_out_policys_self_play(held_out: list[Policy]) -> None:
+    """The relative reconstruction loss is E_pi E_{tau ~ pi} ||tau - phi_O^2(tau)|| / ||tau|| over the held-out
+    policies (paper, Table 2). It was the mean over every local history of a tabular game, whatever the
+    policies (``sample_observations`` gave every history), and over the first held-out policy's observations
+    elsewhere. phi_O here maps observation L1 to L2 (not a permutation), so phi^2 moves exactly the
+    histories that observed L1, and how often a policy's play reaches them decides its loss."""
+    env = TabularEnv(GAME)
+    merge = _symmetry(env, (0, 1, 2), (1, 1, 2), "merge")
+    seen = [sample_observations(p) for p in held_out]
+    K = env.obs_shape[0]
+    for o in seen:  # one-hot local histories of the acting seats: 64 games x 64 steps x 2 seats
+        assert o.shape == (64 * 64 * 2, K) and torch.equal(o.sum(1), torch.ones(len(o)))
+    assert not torch.equal(seen[0].mean(0), seen[1].mean(0))  # each policy's own play
+    per = [float((o - merge.apply_obs(merge.apply_obs(o))).norm(dim=1).mean()) for o in seen]
+    assert abs(per[0] - per[1]) > 0.1
+    metrics = _group_metrics([merge], held_out, seen, exact_value(env), 0)
+    assert metrics["reconstruction_loss"] == pytest.approx(np.mean(per), abs=1e-6)

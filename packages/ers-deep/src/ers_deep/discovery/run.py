@@ -11,7 +11,8 @@
 4. Table 2's metrics on the held-out policies: J_1, J_2, J_3 (mean self-play return after composing 1, 2, 3
    of the l kept: J_1 over every kept phi, J_2 and J_3 over every ordered k-tuple, or a random subset of
    ``COMPOSITIONS`` distinct ones when there are more) and the relative reconstruction loss
-   mean_o ||o - phi(phi(o))|| / ||o|| (the official diagnostic), over observations of held-out self-play;
+   E_pi E_{o ~ pi} ||o - phi(phi(o))|| / ||o|| (paper, Table 2; the official diagnostic): over the observations
+   of every held-out policy's self-play (tabular envs too: the one-hot local histories its play reaches);
 5. round every kept phi to its nearest permutation (``rounding``) and, on tabular games, to an ers-exact
    transformation, written into ``OUT/discovery.json`` next to ``OUT/symmetries.safetensors`` (phi_O weights
    and action maps; the JSON records the file's SHA-256) and ``OUT/discovery-config.json``.
@@ -99,10 +100,9 @@ def _action_maps(env: Any, config: DeepDiscoveryConfig) -> Tensor:
 
 @torch.no_grad()
 def sample_observations(policy: Policy, games: int = 64, steps: int = 64, seed: int = 0) -> Tensor:
-    """Observations [n, *O] of the acting players in ``policy``'s self-play (tabular: every local history)."""
+    """Observations [n, *O] of the acting players in ``policy``'s self-play (``games`` games, ``steps`` steps
+    with auto-reset; tabular envs: the one-hot local histories reached, as often as they are reached)."""
     env = make_env(policy.config, games, seed=seed)
-    if isinstance(env, TabularEnv):
-        return env.history_obs()
     env.reset(seed=seed)
     gen = torch.Generator(device=env.device).manual_seed(seed)
     seen = []
@@ -180,14 +180,18 @@ def _tuples(n: int, k: int, most: int, rng: np.random.Generator) -> list[tuple[i
 def _group_metrics(
     syms: list[LearnedSymmetry],
     test: list[Policy],
-    obs: Tensor,
+    obs: list[Tensor],
     value: Value,
     seed: int,
     most: int = COMPOSITIONS["exact"],
 ) -> dict[str, float]:
-    """J_1, J_2, J_3 and the relative reconstruction loss on the held-out policies. J_k (paper, Table 2) is
+    """J_1, J_2, J_3 and the relative reconstruction loss on the held-out policies ``test`` (``obs[i]``: the
+    observations of ``test[i]``'s self-play, ``sample_observations``). J_k (paper, Table 2) is
     E_{phi_1..phi_k} E_{pi} J((phi_1 o ... o phi_k)(pi)), phi_i uniform over the kept: the mean over every
-    k-tuple (J_1: every kept phi), or over ``most`` distinct tuples drawn at random when there are more."""
+    k-tuple (J_1: every kept phi), or over ``most`` distinct tuples drawn at random when there are more. The
+    loss is E_phi E_pi E_{o ~ pi} ||o - phi_O^2(o)|| / ||o|| (observations of norm 0 have no relative loss)."""
+    if len(obs) != len(test):
+        raise ValueError(f"{len(test)} held-out policies, observations of {len(obs)}")
     rng = np.random.default_rng(seed)
     out: dict[str, float] = {}
     for k in (1, 2, 3):
@@ -195,9 +199,12 @@ def _group_metrics(
         out[f"J_{k}"] = float(
             np.mean([_score(compose([syms[i] for i in t]), test, False, value) for t in tuples])
         )
-    x = obs.reshape(obs.shape[0], -1).float()
-    norms = x.norm(dim=1).clamp_min(1e-12)
-    losses = [((x - s.apply_obs(s.apply_obs(x))).norm(dim=1) / norms).mean() for s in syms]
+    losses = []
+    for o in obs:  # E_pi of E_{o ~ pi}: each held-out policy weighs the same, however many observations
+        x = o.reshape(o.shape[0], -1).float()
+        norms = x.norm(dim=1)
+        x, norms = x[norms > 0], norms[norms > 0]
+        losses += [((x - s.apply_obs(s.apply_obs(x))).norm(dim=1) / norms).mean() for s in syms]
     out["reconstruction_loss"] = float(torch.stack(losses).mean())
     return out
 
@@ -310,9 +317,10 @@ def discover(
     all_scores = [_score(s, test_set, xp, value) for s in candidates]
     order = sorted(range(len(candidates)), key=lambda c: -all_scores[c])[: config.top]
     kept = [dataclasses.replace(candidates[c], name=f"phi-{r}") for r, c in enumerate(order)]
-    obs = sample_observations(test_set[0], seed=config.seed)
+    seen = [sample_observations(p, seed=config.seed) for p in test_set]
     most = COMPOSITIONS["exact" if exact_scoring else "sampled"]
-    metrics = _group_metrics(kept, test_set, obs, value, config.seed, most)
+    metrics = _group_metrics(kept, test_set, seen, value, config.seed, most)
+    obs = torch.cat(seen)
     pool_return = _score(None, test_set, False, value)
     path, digest = save_symmetries(out, kept, {"obs_shape": list(probe.obs_shape), "env": cfg.env})
     records, nearest = [], []
