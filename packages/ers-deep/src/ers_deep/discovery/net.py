@@ -154,6 +154,8 @@ class DiscoveryNet(ActorCritic):
             raise ValueError(f"action_maps must be [{L}, {A}], got {tuple(action_maps.shape)}")
         if mode == "xp" and len(pool) < 2:
             raise ValueError("xp-max needs at least two pool policies")
+        if mode == "xp" and num_agents < 2:
+            raise ValueError("xp-max needs two seats or more (one plays pi_m, another phi(pi_m'))")
         self.M, self.P, self.mode = len(pool), int(num_agents), mode
         self.compose_prob, self.invertibility = float(compose_prob), float(invertibility)
         size = int(torch.tensor(first.obs_shape).prod()) if obs_map_size is None else int(obs_map_size)

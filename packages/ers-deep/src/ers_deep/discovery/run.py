@@ -4,7 +4,8 @@
 2. train L candidates at once with the IPPO learner on ``DiscoveryNet`` (a run directory ``OUT/run`` that
    resumes after a kill like every training run);
 3. score each candidate on the held-out policies (sp-max, sp-max-reg: mean J(phi(pi)); xp-max: mean
-   XP(pi_i, phi(pi_j)) over ordered pairs, both seat orders) and keep the ``top`` best (l). Returns are
+   XP(pi_i, phi(pi_j)) over ordered pairs, phi(pi_j) in each seat in turn) and keep the ``top`` best (l); on
+   a one-agent game xp-max is refused before anything is trained (no cross-play). Returns are
    sampled (``eval_games`` per policy), except on tabular envs, where they are exact (``exact_scores``): there
    the sampled ranking was noise (three-lever: a wrong candidate's J 0.013 below the right ones', against a
    standard error of ~0.03 at 300 games, was kept);
@@ -148,17 +149,20 @@ def exact_value(env: TabularEnv) -> Value:
 
 
 def _score(sym: Symmetry | None, test: list[Policy], xp: bool, value: Value) -> float:
-    """Held-out objective: mean J(phi(pi)) (sp) or mean XP(pi_i, phi(pi_j)), i != j, both seat orders (xp)."""
+    """Held-out objective: mean J(phi(pi)) (sp) or mean XP(pi_i, phi(pi_j)) over i != j (xp): phi(pi_j) in
+    each seat in turn and pi_i in the others (two seats: eq. XP, both seat orders), as DiscoveryNet trains."""
     P = make_env(test[0].config, 1, seed=0).num_agents
     syms: tuple[Symmetry, ...] = () if sym is None else (sym,)
     if not xp:
         return float(np.mean([value([Agent(p.net, syms)] * P) for p in test]))
+    if P < 2:
+        raise ValueError("cross-play needs two seats or more")
     vals = []
     for a in test:
         for b in test:
             if a is not b:
-                vals.append(value([Agent(a.net), Agent(b.net, syms)]))
-                vals.append(value([Agent(b.net, syms), Agent(a.net)]))
+                for seat in reversed(range(P)):
+                    vals.append(value([Agent(b.net, syms) if k == seat else Agent(a.net) for k in range(P)]))
     return float(np.mean(vals))
 
 
@@ -263,6 +267,11 @@ def discover(
     pool_cfg = train_set[0].config
     cfg = _train_config(pool_cfg, config)
     probe = make_env(cfg, 1, seed=0)
+    if config.algorithm == "xp-max" and probe.num_agents < 2:
+        raise PoolError(
+            f"{pool.path}: xp-max (Algorithm 3) cross-plays pool policies in different seats, and {cfg.game} "
+            "has one agent; use sp-max"
+        )
     maps = _action_maps(probe, config).to(cfg.device)
     lift = probe.history_lift if isinstance(probe, TabularEnv) else None
     earlier: list[LearnedSymmetry] = []
