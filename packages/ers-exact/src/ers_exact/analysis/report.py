@@ -207,8 +207,8 @@ def atlas(
     """|Pi*_alpha| (found, or proven complete where ``prove_seconds`` allows: :func:`symmetry_report`),
     |Phi_ER(alpha)| and |Phi_MDP| over a grid of alphas."""
     cfg = config or SolverConfig()
-    if repeated_alpha(alphas) is not None:
-        raise ValueError(f"atlas: alpha {repeated_alpha(alphas)!r} is given more than once; give each once")
+    if (repeated := repeated_alpha(alphas)) is not None:
+        raise ValueError(f"atlas: alpha {repeated!r} is given more than once; give each once")
     rows = []
     for k, alpha in enumerate(sorted(alphas)):
         rep = symmetry_report(

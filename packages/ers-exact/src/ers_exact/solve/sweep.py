@@ -80,8 +80,8 @@ def sweep(
 ) -> SweepResult:
     """Solve at every alpha (ascending), warm-starting from the neighbour's fixed points."""
     cfg = config or SolverConfig()
-    if repeated_alpha(alphas) is not None:
-        raise ValueError(f"sweep: alpha {repeated_alpha(alphas)!r} is given more than once; give each once")
+    if (repeated := repeated_alpha(alphas)) is not None:
+        raise ValueError(f"sweep: alpha {repeated!r} is given more than once; give each once")
     sets: list[FixedPointSet] = []
     warm: np.ndarray | None = None
     previous = None
