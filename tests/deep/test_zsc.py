@@ -128,3 +128,16 @@ def test_table1_on_cuda(tmp_path: Path) -> None:
     )
     report, _ = run_table1(config, tmp_path, progress=False)
     assert len(report.rows) == 3 and all(math.isfinite(r.sp.value) for r in report.rows)
+
+
+def test_sp_max_reg_draws_its_candidates_from_another_seed_than_the_agents_sp_max() -> None:
+    """Algorithm 2 trains "another set of random transpositions" than the sp-max run it composes with: table2
+    gave both runs of an agent one seed, so sp-max-reg started from the same action maps and weights."""
+    cfg = PopulationConfig(agents=3, seed=2)
+    seeds = {
+        (a, algo): cfg.discovery_config(a, algo).seed
+        for a in range(cfg.agents)
+        for algo in ("sp-max", "sp-max-reg")
+    }
+    assert len(set(seeds.values())) == len(seeds)  # every agent's every run draws its own candidates
+    assert cfg.discovery_config(1).seed == seeds[1, cfg.algorithm]  # the population's algorithm by default

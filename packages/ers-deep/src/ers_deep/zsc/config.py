@@ -113,9 +113,15 @@ class PopulationConfig:
         return tuple(self.seed * 10_000 + agent * 100 + offset + s for s in range(self.m))
 
     def discovery_config(self, agent: int, algorithm: str | None = None) -> DeepDiscoveryConfig:
+        """Agent ``agent``'s discovery run of ``algorithm`` (default: the population's). Its seed draws the
+        candidates' action transpositions and initial maps: sp-max-reg composes with the agent's own sp-max
+        symmetries, so it draws from another seed ("another set of random transpositions", Algorithm 2), as
+        ``discover`` gives its own earlier sp-max run seed + 1."""
         tabular = not self.env.startswith(("hanabi", "overcooked"))
+        algorithm = algorithm or self.algorithm
+        offset = 50 if algorithm == "sp-max-reg" else 0  # as op_seeds: apart from every agent's (< 50 agents)
         return DeepDiscoveryConfig(
-            algorithm=algorithm or self.algorithm,  # type: ignore[arg-type]
+            algorithm=algorithm,  # type: ignore[arg-type]
             candidates=self.candidates,
             top=self.l,
             total_env_steps=self.discovery_steps,
@@ -124,7 +130,7 @@ class PopulationConfig:
             lr=self.discovery_lr,
             alpha=None,  # the pool's alpha: on three-lever 26/27 kept symmetries exact, against 20/27 at 0
             eval_games=self.games,
-            seed=self.seed * 100 + agent,
+            seed=self.seed * 100 + agent + offset,
         )
 
     def to_json(self) -> dict[str, Any]:
