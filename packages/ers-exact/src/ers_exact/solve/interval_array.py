@@ -162,8 +162,10 @@ class IArray:
         """log over the interval; a lower end <= 0 (e.g. a sum of positive terms whose rounding margin reaches
         below 0) gives -inf there, never NaN (a NaN end would later be dropped by min / max unnoticed)."""
         with np.errstate(divide="ignore", invalid="ignore"):
-            lo = np.where(self.lo > 0, np.log(np.maximum(self.lo, _TINY)), -np.inf)
-            hi = np.where(self.hi > 0, np.log(np.maximum(self.hi, _TINY)), -np.inf)
+            # a subnormal end keeps its own log (log 5e-324 = -744.4): raised to the smallest normal float it
+            # gave -708.4, a lower bound above the true log (a lse over a box wider than ~708 logits did)
+            lo = np.where(self.lo > 0, np.log(np.where(self.lo > 0, self.lo, 1.0)), -np.inf)
+            hi = np.where(self.hi > 0, np.log(np.where(self.hi > 0, self.hi, 1.0)), -np.inf)
             hi = np.where(np.isnan(self.hi), np.nan, hi)
             return IArray(_dn(lo - LIBM_ULPS * _EPS * np.abs(lo)), _up(hi + LIBM_ULPS * _EPS * np.abs(hi)))
 
