@@ -69,6 +69,29 @@ class LogitEvaluation:
     J: np.ndarray  # [P] expected return of pi(y)
 
 
+def _own_log_softmax(lp: IArray, zlo: np.ndarray, zhi: np.ndarray, legal: np.ndarray) -> IArray:
+    """Tighten the enclosure ``lp`` of log pi(a | tau) over a box of logits z in [zlo, zhi] ([K, A, P]; legal
+    [K, A]) by log pi(a) = -log(1 + sum_{b != a} exp(z_b - z_a)): the own logit cancels, so the enclosure
+    no longer grows with the box's width where a dominates. (z_a - lse(z) over the box holds z_a's own
+    interval twice: its width stayed about the width of the box, so an action saturated at probability 1
+    off the reference kept a range [e^-w, 1] and M, DM ranges of ~ w / alpha, which no Krawczyk box could
+    contract at low temperature.) Both are enclosures; their intersection is returned, <= 0."""
+    K, A, P = zlo.shape
+    ok = legal[:, :, None]
+    zl, zh = np.where(ok, zlo, 0.0), np.where(ok, zhi, 0.0)  # illegal actions: no term (no inf - inf)
+    s = IArray(np.zeros((K, A, P)))
+    with np.errstate(over="ignore"):  # a sum overflowing to +inf is an outward bound (log pi >= -inf)
+        for b in range(A):
+            d = IArray(zl[:, b : b + 1], zh[:, b : b + 1]) - IArray(zl, zh)  # z_b - z_a, [K, A, P]
+            e = d.exp()
+            term = (np.arange(A) != b)[None, :, None] & ok[:, b : b + 1]
+            s = s + IArray(np.where(term, e.lo, 0.0), np.where(term, e.hi, 0.0))
+        own = -(s + 1.0).log()
+    lo = np.where(ok, np.maximum(lp.lo, own.lo), lp.lo)
+    hi = np.minimum(np.where(ok, np.minimum(lp.hi, own.hi), lp.hi), 0.0)  # a log-probability is <= 0
+    return IArray(lo, hi)
+
+
 def _segment_max(x: np.ndarray, order: np.ndarray, starts: np.ndarray) -> np.ndarray:
     """Max of rows of ``x`` [N, P] grouped by local history (groups given by a sort order and starts)."""
     return np.maximum.reduceat(x[order], starts, axis=0)
@@ -212,8 +235,7 @@ class LogitDerivatives(LogitStructure):
                 # lse >= max_b z_b >= max_b zlo_b exactly: a floor where the sum's lower end underflows to 0
                 # on a wide box (log 0 = -inf, and then -inf - -inf at the illegal actions)
                 lse = IArray(np.maximum(lse.lo, zlo.max(axis=1, keepdims=True)), lse.hi)
-                lp = z - lse
-                lp = IArray(lp.lo, np.minimum(lp.hi, 0.0))  # a log-probability is <= 0
+                lp = _own_log_softmax(z - lse, zlo, zhi, legal)
                 p = lp.exp()
                 p = IArray(
                     np.where(legal[:, :, None], p.lo, 0.0),
