@@ -5,10 +5,13 @@
 seat draw), with the standard error of that mean. Two-player envs only.
 
 ``population_report(policies, ...)`` is the ``ZSCReport`` row of one population (``ers_exact.interface``):
-self-play (the diagonal), XP (mean of the off-diagonal), XP(*) (its median), XP(*)+MDP (the same after
-symmetrising every policy over the env's Dec-POMDP symmetries: Hanabi colour permutations, the Overcooked V2
-vertical flip, a tabular game's Phi_MDP (found by ers-exact); NaN where the env exposes none), XP(*)+ER (NaN: no learned ER symmetries yet). Medians carry a
-seeded bootstrap standard error, as in ``ers_exact.zsc.pipeline``.
+self-play (the diagonal), XP (the mean over unordered pairs i < j of XP_ij = (M_ij + M_ji) / 2: entries (i, j)
+and (j, i) are two estimates of the same XP(pi_i, pi_j), eq. XP, so each pair is one unit, as in
+``ers_exact.zsc.pipeline``), XP(*) (the median of those pairs), XP(*)+MDP (the same after symmetrising every
+policy over the env's Dec-POMDP symmetries: Hanabi colour permutations, the Overcooked V2 vertical flip, a
+tabular game's Phi_MDP (found by ers-exact); NaN where the env exposes none), XP(*)+ER (NaN: no learned ER
+symmetries yet). Means carry std(ddof=1) / sqrt(n), medians a seeded bootstrap standard error, both NaN for
+one value (two agents: one pair), as in ``ers_exact.zsc.pipeline``.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ __all__ = [
     "env_symmetries",
     "heatmap",
     "mean_se",
+    "pairwise_scores",
     "population_report",
     "xp_estimates",
 ]
@@ -134,21 +138,29 @@ def mean_se(values: Sequence[float] | np.ndarray) -> Estimate:
 
 
 def _estimate(values: np.ndarray, median: bool, seed: int) -> Estimate:
-    if values.size == 0 or not median:
+    if values.size <= 1 or not median:  # one value: no spread to estimate (a bootstrap SE of 0 claimed one)
         return mean_se(values)
     rng = np.random.default_rng(seed)
     boot = [np.median(rng.choice(values, size=values.size)) for _ in range(500)]
     return Estimate(float(np.median(values)), float(np.std(boot)))
 
 
+def pairwise_scores(matrix: dict[str, Any]) -> np.ndarray:
+    """[n (n - 1) / 2] XP of every unordered pair i < j of a population's square matrix: (M_ij + M_ji) / 2."""
+    m = np.asarray(matrix["mean"], float)
+    i, j = np.triu_indices(len(m), k=1)
+    return (m[i, j] + m[j, i]) / 2
+
+
 def xp_estimates(matrix: dict[str, Any], seed: int = 0) -> dict[str, Estimate]:
-    """SP (diagonal mean), XP (off-diagonal mean), XP(*) (off-diagonal median) of a square matrix."""
-    m = np.asarray(matrix["mean"])
-    off = m[~np.eye(len(m), dtype=bool)]
+    """SP (diagonal mean), XP (mean over unordered pairs, :func:`pairwise_scores`), XP(*) (their median)
+    of a population's square matrix; the standard errors count each pair once (module docstring)."""
+    m = np.asarray(matrix["mean"], float)
+    pairs = pairwise_scores(matrix)
     return {
         "sp": _estimate(np.diag(m), False, seed),
-        "xp": _estimate(off, False, seed),
-        "xp_median": _estimate(off, True, seed),
+        "xp": _estimate(pairs, False, seed),
+        "xp_median": _estimate(pairs, True, seed),
     }
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ers_deep.crossplay import crossplay_matrix, mean_se
+from ers_deep.crossplay import crossplay_matrix, mean_se, pairwise_scores
 from ers_deep.pools import Pool, PoolError, load_pool
 from ers_deep.zsc import POPULATIONS
 from ers_exact.util.output import save_figure
@@ -79,13 +79,6 @@ def population_matrix(source: str, games: int, *, seed: int = 0) -> dict[str, An
     matrix = crossplay_matrix(pool.policies, pool.policies, games, seed=seed)
     matrix["source"] = str(pool.path)
     return matrix
-
-
-def pairwise_scores(matrix: dict[str, Any]) -> np.ndarray:
-    """[n (n - 1) / 2] XP of every unordered pair i < j: (M_ij + M_ji) / 2."""
-    m = np.asarray(matrix["mean"], float)
-    i, j = np.triu_indices(len(m), k=1)
-    return (m[i, j] + m[j, i]) / 2
 
 
 def bimodality(values: np.ndarray) -> float:
