@@ -52,7 +52,9 @@ class Table1Options(Options):
     )
     candidates: int = option(8, help="symmetries trained per agent", check=at_least(1))
     l: int = option(4, help="symmetries kept per agent", check=at_least(1))
-    m: int = option(1, help="OP seeds per agent (the first is deployed)", check=at_least(1))
+    m: int = option(
+        1, help="OP seeds per agent (the one with the best self-play return is deployed)", check=at_least(1)
+    )
     algorithm: str = option(
         "sp-max", help="discovery algorithm of the ER population", check=one_of(_ALGORITHMS)
     )

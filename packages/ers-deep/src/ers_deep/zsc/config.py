@@ -36,7 +36,7 @@ class PopulationConfig:
     k: int = 4  # self-play seeds per ER agent (its pool)
     candidates: int = 8  # symmetries trained per agent
     l: int = 4  # symmetries kept (the paper's l)
-    m: int = 1  # OP seeds per agent (the first is deployed)
+    m: int = 1  # OP seeds per agent (the one with the best self-play return is deployed)
     algorithm: str = "sp-max"  # discovery algorithm of the ER population
     sp_steps: int = 600_000  # env steps per self-play seed
     op_steps: int = 600_000  # env steps per OP seed
