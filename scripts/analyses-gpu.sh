@@ -4,7 +4,7 @@
 # 1. Overcooked V2 cross-play distribution ("XP score distribution"): the population protocol on
 #    grounded_coord_simple with the official CNN + GRU (conv 128, GRU 128) at 256 envs x 256 steps, 64
 #    minibatches; P = 5 agents, each ER agent k = 12 self-play seeds, l = 16 symmetries by Algorithm 3
-#    (xp-max) out of CANDIDATES, m = 3 OP seeds. The IPPO population (the first self-play seed of each agent)
+#    (xp-max) out of CANDIDATES, m = 3 OP seeds. The IPPO population (the best self-play seed of each agent)
 #    is the paper's baseline of 5 IPPO agents. Then the histogram of both populations' pairwise XP.
 # 2. OP-optimality preservation ("Preserves OP Optimality") and 3. conditional action matrices
 #    ("Interpretability") on the Hanabi-Full run of scripts/table1-gpu.sh (5 OP^Phi policies per agent with

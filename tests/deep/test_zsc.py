@@ -6,10 +6,13 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
+from ers_deep.pools import Pool
 from ers_deep.zsc import PopulationConfig, run_table1, run_table2
+from ers_deep.zsc.population import _deployed
 from ers_exact.interface import ZSCReport
 from ers_exact.util.options import UsageError
 
@@ -141,3 +144,26 @@ def test_sp_max_reg_draws_its_candidates_from_another_seed_than_the_agents_sp_ma
     }
     assert len(set(seeds.values())) == len(seeds)  # every agent's every run draws its own candidates
     assert cfg.discovery_config(1).seed == seeds[1, cfg.algorithm]  # the population's algorithm by default
+
+
+def _scored_pool(scores: dict[int, float]) -> Pool:
+    """A pool of stand-in policies (only their seeds) with the self-play scores pool.json records."""
+    info = {"policies": [{"seed": s, "self_play": {"mean": v}} for s, v in scores.items()]}
+    return Pool(Path("pool"), info, tuple(SimpleNamespace(seed=s) for s in scores))  # type: ignore[misc]
+
+
+def test_every_population_deploys_each_agents_best_self_play_seed() -> None:
+    """The paper's argmax_k J(pi_{i,k}) for every population (ers-exact's pipeline deploys its SP agents'
+    best too): IPPO among the agent's k self-play seeds (it deployed the first), OP among its m OP seeds;
+    ties go to the earlier seed."""
+    cfg = PopulationConfig(env="tabular:toy-coordination", agents=2, k=3, m=2)
+    assert cfg.sp_seeds(1) == (100, 101, 102) and cfg.op_seeds(1, "er") == (170, 171)
+    sp = _scored_pool({0: 0.5, 1: 0.9, 2: 0.7, 100: 0.8, 101: 0.8, 102: 0.1})
+    mdp = _scored_pool({50: 0.2, 51: 0.3, 150: 0.4, 151: 0.4})
+    er = [_scored_pool({70: 1.0, 71: 0.9}), _scored_pool({170: 0.1, 171: 0.6})]
+    deployed = _deployed(cfg, sp, mdp, er)
+    assert {tag: [p.seed for p in pols] for tag, pols in deployed.items()} == {
+        "ippo": [1, 100],
+        "op-mdp": [51, 150],
+        "op-er": [70, 171],
+    }

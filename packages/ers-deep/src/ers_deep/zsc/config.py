@@ -3,8 +3,8 @@
 P agents per population; each ER agent trains k self-play seeds (its pool: the first half trains the
 symmetries, the rest is held out), learns ``candidates`` symmetries and keeps l, then trains m OP seeds with
 them and deploys the one with the best self-play return (the paper's argmax_k J(pi_{i,k})). The IPPO
-population deploys the first self-play seed of each agent's pool; the OP-MDP population trains m OP seeds
-per agent with the env's Dec-POMDP symmetries and deploys the best likewise. The paper's Hanabi scale:
+population deploys the best self-play seed of each agent's pool likewise; the OP-MDP population trains m OP
+seeds per agent with the env's Dec-POMDP symmetries and deploys the best likewise. The paper's Hanabi scale:
 P = 5, k = 6, 64 candidates, l = 11, m = 5, sp-max-reg (``scripts/table1-gpu.sh``); its Overcooked V2 scale
 (``grounded_coord_simple``, the CNN + GRU policies): P = 5, k = 12, l = 16 by xp-max (Algorithm 3), m = 3
 (``scripts/analyses-gpu.sh``). Every size is a field, so the reduced CPU run and the paper's GPU scale are the

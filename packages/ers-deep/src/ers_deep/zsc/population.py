@@ -6,8 +6,9 @@
 2. discovery: per agent, ``discover`` on its k policies (half train, half held out) -> ``OUT/agent-A/discovery``;
 3. other-play: ``OUT/op-mdp`` (m seeds per agent, the env's Dec-POMDP symmetries, trained together) and, per
    agent, ``OUT/agent-A/op-er`` (m seeds with that agent's learned symmetries);
-4. deployed policies: IPPO = each agent's first self-play seed, IPPO + OP-MDP and IPPO + OP-ER = each agent's
-   OP seed with the best self-play return; per population the exact-seat cross-play matrix (``OUT/xp-POP.json``, ``.png``), and the
+4. deployed policies: each agent deploys, of the policies it trained for the population, the one with the
+   best self-play return (the paper's argmax_k J(pi_{i,k}); as ers-exact's pipeline): IPPO among its k
+   self-play seeds, IPPO + OP-MDP and IPPO + OP-ER among its m OP seeds; per population the exact-seat cross-play matrix (``OUT/xp-POP.json``, ``.png``), and the
    row of Table 1: SP, XP, XP(*) (median), XP(*) after symmetrising every policy over Phi_MDP and over its own
    learned Phi_ER (each agent's), and the OP objective E_{phi in Phi} J(pi, phi(pi)) of the deployed
    policies (Phi: the population's OP set; IPPO: Phi_MDP).
@@ -112,11 +113,11 @@ def _best(pool: Pool, seeds: Sequence[int]) -> Policy:
 def _deployed(
     config: PopulationConfig, sp: Pool, op_mdp: Pool, op_er: Sequence[Pool]
 ) -> dict[str, list[Policy]]:
-    """The deployed policies per population tag: IPPO the first self-play seed of each agent, OP-MDP and OP-ER
-    each agent's OP seed with the best self-play return."""
+    """The deployed policies per population tag: each agent's policy with the best self-play return among
+    its k self-play seeds (IPPO) and among its m OP seeds (OP-MDP, OP-ER)."""
     P = range(config.agents)
     return {
-        "ippo": [_first(sp, config.sp_seeds(a)[0]) for a in P],
+        "ippo": [_best(sp, list(config.sp_seeds(a))) for a in P],
         "op-mdp": [_best(op_mdp, list(config.op_seeds(a, "mdp"))) for a in P],
         "op-er": [_best(op_er[a], list(config.op_seeds(a, "er"))) for a in P],
     }
