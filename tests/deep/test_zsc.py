@@ -106,6 +106,24 @@ def test_population_config_checks() -> None:
         PopulationConfig(agents=1)
 
 
+def test_population_seeds_never_collide_within_the_bounds() -> None:
+    """At the largest sizes, across two runs' seeds, every self-play, OP-MDP and OP-ER seed is distinct and
+    every discovery seed too; one past any bound is refused (k = 51 made an agent's last self-play seed its
+    first OP-MDP seed, m = 21 an OP-MDP seed an OP-ER one, 51 agents two agents' discovery seeds one)."""
+    from ers_deep.zsc.config import MAX_AGENTS, MAX_K, MAX_M
+
+    train, disc = [], []
+    for seed in (0, 1):
+        c = PopulationConfig(env="tabular:toy-coordination", agents=MAX_AGENTS, k=MAX_K, m=MAX_M, seed=seed)
+        for a in range(c.agents):
+            train += [*c.sp_seeds(a), *c.op_seeds(a, "mdp"), *c.op_seeds(a, "er")]
+            disc += [c.discovery_config(a, alg).seed for alg in ("sp-max", "sp-max-reg")]
+    assert len(set(train)) == len(train) and len(set(disc)) == len(disc)
+    for field in ({"agents": MAX_AGENTS + 1}, {"k": MAX_K + 1}, {"m": MAX_M + 1}):
+        with pytest.raises(UsageError, match=next(iter(field))):
+            PopulationConfig(env="tabular:toy-coordination", **field)  # type: ignore[arg-type]
+
+
 @pytest.mark.gpu
 def test_table1_on_cuda(tmp_path: Path) -> None:
     """The same protocol on a CUDA device (Hanabi-Very-Small, tiny budgets); the paper's scale is

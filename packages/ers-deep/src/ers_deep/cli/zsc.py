@@ -13,6 +13,7 @@ from ers_deep.cli.common import PRESET_NAMES, device_check, draw_pool_curve, env
 from ers_exact.util.options import (
     Options,
     at_least,
+    between,
     non_negative,
     one_of,
     option,
@@ -44,16 +45,18 @@ class Table1Options(Options):
     )
     preset: str = option("Hanabi-Very-Small", help="Hanabi: HLE preset", check=one_of(PRESET_NAMES))
     out: str = option(help="folder of the run (pools, discoveries, tables)", check=output_folder)
-    agents: int = option(3, help="P, agents per population", check=at_least(2))
+    agents: int = option(3, help="P, agents per population, 2 to 50 (the seed layout)", check=between(2, 50))
     k: int = option(
         4,
-        help="self-play seeds per ER agent (half train the symmetries, half are held out)",
-        check=at_least(2),
+        help="self-play seeds per ER agent, 2 to 50 (half train the symmetries, half are held out)",
+        check=between(2, 50),
     )
     candidates: int = option(8, help="symmetries trained per agent", check=at_least(1))
     l: int = option(4, help="symmetries kept per agent", check=at_least(1))
     m: int = option(
-        1, help="OP seeds per agent (the one with the best self-play return is deployed)", check=at_least(1)
+        1,
+        help="OP seeds per agent, 1 to 20 (the one with the best self-play return is deployed)",
+        check=between(1, 20),
     )
     algorithm: str = option(
         "sp-max", help="discovery algorithm of the ER population", check=one_of(_ALGORITHMS)

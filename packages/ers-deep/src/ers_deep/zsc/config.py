@@ -21,9 +21,26 @@ from ers_deep.discovery import DeepDiscoveryConfig
 from ers_deep.envs.hanabi.config import canonical_preset
 from ers_deep.nets import NetConfig
 from ers_deep.train.config import TrainConfig, paper_config
-from ers_exact.util.options import UsageError, at_least, check_fields, check_types, non_negative, one_of
+from ers_exact.util.options import (
+    UsageError,
+    at_least,
+    between,
+    check_fields,
+    check_types,
+    non_negative,
+    one_of,
+)
 
-__all__ = ["PopulationConfig"]
+__all__ = ["MAX_AGENTS", "MAX_K", "MAX_M", "PopulationConfig"]
+
+# The seed layout: agent A of a run with seed S trains its self-play seeds S * 10000 + 100 A + [0, k), its
+# OP-MDP seeds + 50 + [0, m) and its OP-ER seeds + 70 + [0, m); its discovery draws from S * 100 + A (+ 50 for
+# sp-max-reg). Within these bounds no two of them (nor two runs' agents) share a seed: past them an agent's
+# self-play seed was its OP-MDP seed (the same policy where Phi_MDP is the identity), its OP-MDP seeds its
+# OP-ER ones, or two agents' pools overlapped.
+MAX_AGENTS = 50
+MAX_K = 50
+MAX_M = 20
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,11 +77,11 @@ class PopulationConfig:
         check_types(self)
         check_fields(
             self,
-            agents=at_least(2),
-            k=at_least(2),
+            agents=between(2, MAX_AGENTS),
+            k=between(2, MAX_K),
             candidates=at_least(1),
             l=at_least(1),
-            m=at_least(1),
+            m=between(1, MAX_M),
             algorithm=one_of(("sp-max", "sp-max-reg", "xp-max")),
             sp_steps=at_least(1),
             op_steps=at_least(1),
