@@ -13,6 +13,7 @@ from ers_exact.interface import (
     ArtifactError,
     DiscoveryResult,
     LearnedTransformation,
+    SymmetryMatch,
     Transformation,
     file_sha256,
 )
@@ -56,6 +57,37 @@ def test_learned_json_round_trip_bare() -> None:
     assert {k: v for k, v in vars(again).items() if k != "distance"} == {
         k: v for k, v in vars(t).items() if k != "distance"
     }
+
+
+@pytest.mark.parametrize(
+    ("known", "match"),
+    [
+        pytest.param(SymmetryMatch(3, "colours(1, 2, 0)", 1.0, True, 602), "colours(1, 2, 0)", id="match"),
+        pytest.param(SymmetryMatch(0, "identity", 1.0, False, 16), None, id="other-actions"),
+        pytest.param(SymmetryMatch(0, "identity", 0.875, True, 16), None, id="nearest"),
+        pytest.param(
+            SymmetryMatch(1, "vertical-flip(1, 0, 2)", math.nan, True, 0), None, id="nothing-varies"
+        ),
+    ],
+)
+def test_learned_json_round_trip_with_the_known_symmetry(known: SymmetryMatch, match: str | None) -> None:
+    t = _learned(obs_permutation=(1, 0, 2), distance=0.01, known=known)
+    data = json.loads(json.dumps(t.to_json(), allow_nan=False))
+    assert known.match == data["known"]["match"] == match
+    assert _round_trip(t) == t and hash(_round_trip(t)) == hash(t)
+    result = _result((t,))
+    assert DiscoveryResult.from_json(json.loads(json.dumps(result.to_json(), allow_nan=False))) == result
+
+
+def test_old_learned_records_without_the_known_symmetry_still_load() -> None:
+    """discovery.json written before ``known`` was recorded: no key, read as None (not checked)."""
+    t = _learned(obs_permutation=(1, 0, 2), distance=0.01)
+    old = t.to_json()
+    del old["known"]
+    loaded = _result((LearnedTransformation.from_json(old),))
+    assert loaded.transformations[0] == t and loaded.transformations[0].known is None  # type: ignore[union-attr]
+    data = {**_result((t,)).to_json(), "transformations": [old]}
+    assert DiscoveryResult.from_json(data) == _result((t,))
 
 
 def _result(transformations: tuple) -> DiscoveryResult:

@@ -12,7 +12,7 @@ import pytest
 from ers_deep.cli import main
 from ers_deep.cli.discover import DiscoverOptions
 from ers_deep.discovery import TABULAR_SETTINGS
-from ers_exact.interface import DiscoveryResult
+from ers_exact.interface import DiscoveryResult, LearnedTransformation
 from ers_exact.util.options import UsageError
 
 
@@ -177,3 +177,35 @@ def test_games_beyond_the_memory_budget_are_refused_before_any_file(
     games = "8,000,000,000" if flag.endswith("candidates") else "1,000,000,000"  # 8 candidates by default
     assert len(err) == 1 and f"{flag}: {games} games" in err[0] and "budget" in err[0], err
     assert not out.exists()
+
+
+def test_hanabi_discovery_records_the_known_symmetry_of_each_rounding(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On Hanabi (no ers-exact game to round to) each kept phi's rounding is compared with the colour
+    permutations: discovery.json and the text name the known symmetry it equals or the nearest (a barely
+    trained 2-policy Hanabi-Small pool; 2 candidates of a few updates)."""
+    from ers_deep.nets import NetConfig
+    from ers_deep.pools import train_pool
+    from ers_deep.train.config import paper_config
+
+    pool = tmp_path / "pool"
+    small = {"num_envs": 16, "num_steps": 16, "minibatches": 2, "total_env_steps": 16 * 16 * 2}
+    cfg = paper_config(
+        "hanabi", hanabi_preset="Hanabi-Small", seeds=(0, 1), net=NetConfig(hidden=32), **small
+    )
+    train_pool(cfg, pool, eval_games=8, progress=False)
+    argv = [
+        *_argv(pool, tmp_path / "disc", "--num-envs", "16", "--num-steps", "16"),
+        *("--total-steps", "512", "--eval-games", "8", "--candidates", "2", "--top", "2"),
+    ]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    result = DiscoveryResult.from_json(json.loads((tmp_path / "disc" / "discovery.json").read_text()))
+    assert "exact" not in result.config and "known Dec-POMDP symmetry" in text
+    names = {"identity", "colours(1, 0)"}
+    for t in result.transformations:
+        assert isinstance(t, LearnedTransformation) and t.nearest is None and t.known is not None
+        assert t.known.name in names and 0.0 <= t.known.agreement <= 1.0 and t.known.varying > 0
+        assert t.known.match in (*names, None)
+        assert (t.known.match or f"nearest {t.known.name}") in text

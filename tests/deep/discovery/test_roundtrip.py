@@ -31,6 +31,7 @@ def test_discovery_json_loads_as_the_result(toy_discovery: tuple[Path, Discovery
     for r, t in enumerate(loaded.transformations):
         assert isinstance(t, LearnedTransformation)
         assert (t.checkpoint, t.key, t.sha256) == ("symmetries.safetensors", f"phi/{r}/", digest)
+        assert t.known is None  # tabular: ers-exact judges the rounding (config["exact"]), no known group
     assert loaded.permutations() == tuple(t.nearest for t in loaded.transformations)  # type: ignore[union-attr]
     assert json.loads((out / "discovery-config.json").read_text())["candidates"] == 3
 

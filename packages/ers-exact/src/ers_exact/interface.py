@@ -5,7 +5,10 @@ halves on the same game and compare their outputs field by field.
 * :class:`~ers_exact.model.transformation.Transformation` -- phi = (phi_S, phi_A^i, phi_O^i) as permutations.
 * :class:`LearnedTransformation` -- what deep discovery learns: phi_O is a network (stored in a safetensors
   checkpoint, named by path and SHA-256), phi_A an action map, plus the exact transformation it rounds to
-  when one exists (``nearest``, with its ``distance``), so ers-exact can score a rounded deep result exactly.
+  when one exists (``nearest``, with its ``distance``), so ers-exact can score a rounded deep result exactly,
+  and on envs with known Dec-POMDP symmetries (Hanabi, Overcooked V2) how its rounding compares with them.
+* :class:`SymmetryMatch` -- that comparison: the env's known symmetry nearest the rounding, whether the rounding
+  is that symmetry, and on what fraction of the varying observation features they agree.
 * :class:`DiscoveryResult` -- the l best learned transformations with their scores (mean J(phi(pi)) over
   the pool, eq. sp-max) and the paper's Table 2 group metrics: J_1, J_2, J_3 (expected return after
   composing 1-3 random learned transformations) and the relative reconstruction loss.
@@ -37,6 +40,7 @@ __all__ = [
     "Estimate",
     "LearnedTransformation",
     "PopulationRow",
+    "SymmetryMatch",
     "Transformation",
     "ZSCReport",
     "file_sha256",
@@ -82,6 +86,53 @@ def _nan_hash(self: Any) -> int:
 
 
 @dataclass(frozen=True)
+class SymmetryMatch:
+    """A learned phi's rounding against the env's known Dec-POMDP symmetries (index permutations: Hanabi's
+    colour permutations, Overcooked V2's vertical flip; ``ers_deep.discovery.rounding.match_known``).
+
+    ``index`` and ``name`` give the known symmetry nearest the rounding (its position in the env's list,
+    identity first at 0); ``agreement`` is the fraction of the ``varying`` observation features (those not
+    constant over the sampled observations the rounding was measured on) on which the rounded observation
+    permutation and that symmetry agree (NaN when no feature varies: nothing to compare); ``same_actions``
+    whether phi_A is its action map. The rounding *is* that symmetry (``match``: its name, else None) when
+    the action maps are equal and they agree on every varying feature."""
+
+    index: int
+    name: str
+    agreement: float
+    same_actions: bool
+    varying: int
+
+    __eq__ = _nan_equal
+    __hash__ = _nan_hash
+
+    @property
+    def match(self) -> str | None:
+        """The known symmetry's name when the rounding equals it, else None."""
+        return self.name if self.same_actions and self.agreement == 1.0 else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "match": self.match,  # derived, for readers of the file; from_json ignores it
+            "index": self.index,
+            "name": self.name,
+            "agreement": None if math.isnan(self.agreement) else self.agreement,
+            "same_actions": self.same_actions,
+            "varying": self.varying,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SymmetryMatch:
+        return cls(
+            index=int(data["index"]),
+            name=str(data["name"]),
+            agreement=_number(data["agreement"]),
+            same_actions=bool(data["same_actions"]),
+            varying=int(data["varying"]),
+        )
+
+
+@dataclass(frozen=True)
 class LearnedTransformation:
     """phi = (phi_A, phi_O) learned by ers-deep (torch-free record).
 
@@ -91,7 +142,9 @@ class LearnedTransformation:
     ``obs_permutation`` is the index permutation nearest to phi_O (observation features; on tabular envs the
     one-hot local-history index) when the rounding gives a permutation, with ``distance`` the relative
     squared distance E||phi_O(o) - o[perm]||^2 / E||o||^2 over the observations it was measured on;
-    ``nearest`` is the ers-exact transformation it rounds to (tabular games only), None otherwise."""
+    ``nearest`` is the ers-exact transformation it rounds to (tabular games only), None otherwise; ``known``
+    compares the rounding with the env's known Dec-POMDP symmetries (Hanabi, Overcooked V2; None on tabular
+    games, which ``nearest`` covers, and in files written before it was recorded)."""
 
     name: str
     checkpoint: str
@@ -101,6 +154,7 @@ class LearnedTransformation:
     obs_permutation: tuple[int, ...] | None = None
     distance: float = math.nan
     nearest: Transformation | None = None
+    known: SymmetryMatch | None = None
 
     __eq__ = _nan_equal
     __hash__ = _nan_hash
@@ -116,11 +170,13 @@ class LearnedTransformation:
             "obs_permutation": None if self.obs_permutation is None else list(self.obs_permutation),
             "distance": None if math.isnan(self.distance) else self.distance,
             "nearest": None if self.nearest is None else self.nearest.to_json(),
+            "known": None if self.known is None else self.known.to_json(),
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> LearnedTransformation:
         perm, dist, near = data.get("obs_permutation"), data.get("distance"), data.get("nearest")
+        known = data.get("known")
         return cls(
             name=str(data["name"]),
             checkpoint=str(data["checkpoint"]),
@@ -130,6 +186,7 @@ class LearnedTransformation:
             obs_permutation=None if perm is None else tuple(int(k) for k in perm),
             distance=math.nan if dist is None else float(dist),
             nearest=None if near is None else Transformation.from_json(near),
+            known=None if known is None else SymmetryMatch.from_json(known),
         )
 
     def verify(self, base: str | os.PathLike[str] | None = None) -> Path:

@@ -3,7 +3,9 @@
 Trains ``--candidates`` phi = (phi_O network, fixed phi_A) through the frozen pool, keeps the ``--top`` best on
 held-out policies and writes ``OUT/discovery.json`` (a ``DiscoveryResult``), ``OUT/symmetries.safetensors``
 and the run directory ``OUT/run`` (``--resume`` continues it). On tabular pools every kept phi is rounded to
-an ers-exact transformation and scored exactly (admissible, Dec-POMDP symmetry, ER symmetry, exact mean J).
+an ers-exact transformation and scored exactly (admissible, Dec-POMDP symmetry, ER symmetry, exact mean J);
+on Hanabi and Overcooked V2 its rounding is compared with the env's known Dec-POMDP symmetries (which one it
+equals, or the nearest, and the fraction of varying observation features on which they agree).
 """
 
 from __future__ import annotations
@@ -334,6 +336,18 @@ def _nearest_text(t: dict[str, Any]) -> str:
     return "identity" if moved == 0 else f"permutation moving {moved} of {len(perm)} entries"
 
 
+def _known_text(known: dict[str, Any] | None) -> str:
+    """The known Dec-POMDP symmetry the rounding equals, or the nearest and on what it differs."""
+    if known is None:
+        return "-"
+    agreement = known.get("agreement")
+    share = "-" if agreement is None else f"{agreement:.3f}"
+    if known.get("match") is not None:
+        return f"{known['match']} ({share} of {known['varying']} varying)"
+    actions = "" if known.get("same_actions") else ", other actions"
+    return f"none (nearest {known['name']}: {share} of {known['varying']} varying{actions})"
+
+
 def _yes(v: object) -> str:
     return "-" if v is None else ("yes" if v else "no")
 
@@ -353,6 +367,9 @@ def show_discover(res: dict[str, Any]) -> None:
     header = f"  {'#':>2}  {'name':<8} {'held-out':>9}  {'action map':<14} {'distance':>9}  {'nearest':<28}"
     if cfg.get("exact") is not None:
         header += f"  {'admissible':>10} {'Dec-POMDP':>9} {'ER':>4} {'exact mean J':>12}"
+    known = any(t.get("known") is not None for t in res["transformations"])
+    if known:
+        header += "  known Dec-POMDP symmetry (features agreeing)"
     print(header)
     for r, (t, score, e) in enumerate(zip(res["transformations"], res["scores"], exact)):
         dist = t.get("distance")
@@ -366,6 +383,8 @@ def show_discover(res: dict[str, Any]) -> None:
                 f"  {_yes(e['admissible']):>10} {_yes(e['decpomdp_symmetry']):>9} {_yes(e['er_symmetry']):>4} "
                 f"{'-' if mean is None else format(mean, '12.6f'):>12}"
             )
+        if known:
+            line += f"  {_known_text(t.get('known'))}"
         print(line)
     print(
         f"Table 2 (held-out policies): pool return {res['pool_return']:.3f}, J_1 {res['J_1']:.3f}, "

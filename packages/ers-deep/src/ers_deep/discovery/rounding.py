@@ -11,6 +11,9 @@
   with the relative distance sum ||phi(o) - o[pi]||^2 / sum ||o||^2.
 * :func:`round_tabular` -- on a tabular env, where phi_O acts on single observations and is lifted to local
   histories, the ers-exact transformation a learned symmetry rounds to.
+* :func:`match_known` -- on an env with known Dec-POMDP symmetries (Hanabi's colour permutations, Overcooked
+  V2's vertical flip: ``crossplay.env_symmetries``), the one nearest a rounding and whether the rounding is it,
+  compared on the features that vary in the sampled observations (a ``SymmetryMatch``).
 
 Convention: ers-deep's phi(pi)(a | o) = pi(A(a) | phi_O(o)) (``LearnedSymmetry``) is ers-exact's phi^-1
 (``phi(pi)(phi(a) | phi(tau)) = pi(a | tau)``), so the exact transformation is the inverse of the one whose
@@ -20,6 +23,8 @@ action permutation is A and whose history map is the rounded phi_O.
 from __future__ import annotations
 
 import itertools
+import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -29,10 +34,11 @@ from torch import Tensor
 
 from ers_deep.discovery.net import LearnedSymmetry, observation_rows
 from ers_deep.envs.base import BatchedEnv
-from ers_exact.interface import Transformation
+from ers_deep.envs.symmetry import IndexSymmetry
+from ers_exact.interface import SymmetryMatch, Transformation
 from ers_exact.model.transformation import is_admissible
 
-__all__ = ["action_candidates", "nearest_permutation", "round_tabular"]
+__all__ = ["action_candidates", "match_known", "nearest_permutation", "round_tabular"]
 
 
 def _transpositions(groups: list[list[int]], A: int) -> list[tuple[int, ...]]:
@@ -87,6 +93,47 @@ def nearest_permutation(symmetry: LearnedSymmetry, obs: Tensor) -> tuple[tuple[i
     perm[rows] = cols
     total = float(cost.cpu().numpy()[rows, cols].sum())
     return tuple(int(p) for p in perm), max(0.0, total) / max(float((x * x).sum()), 1e-12)
+
+
+@torch.no_grad()
+def match_known(
+    perm: Sequence[int], action_map: Tensor, obs: Tensor, group: Sequence[IndexSymmetry]
+) -> SymmetryMatch | None:
+    """The element of ``group`` (known symmetries, identity first) nearest the rounding of a learned phi: its
+    observation permutation ``perm`` (``nearest_permutation``: phi_O(o)[k] ~ o[perm[k]]) and ``action_map``,
+    compared on the observations ``obs`` [n, *O] it was rounded on. None for an empty group.
+
+    The comparison uses the features that vary in ``obs``. The rounding cannot tell two features apart whose
+    sampled columns are equal (every constant-zero feature, say: Hanabi's cards no one drew): swapping them
+    costs nothing, so ``perm`` is arbitrary among them. So the rounding and element g agree at output feature k
+    when they read equal columns, o[:, perm[k]] == o[:, g.obs_index[k]]; ``agreement`` is the fraction of the k
+    where g reads a varying feature on which they agree (agreement 1 means phi_O rounds to g on every feature
+    the samples constrain). Nearest: equal first, then the highest agreement, then equal action maps, then
+    the lowest index."""
+    if not group:
+        return None
+    x = obs.reshape(obs.shape[0], -1)
+    idx = torch.stack([g.obs_index.to(x.device) for g in group])  # [G, N]
+    if len(perm) != x.shape[1] or idx.shape[1] != x.shape[1]:
+        raise ValueError(
+            f"a rounding of {len(perm)} features, observations of {x.shape[1]}, group {idx.shape[1]}"
+        )
+    column = torch.unique(x.T, dim=0, return_inverse=True)[1]  # [N]: equal sampled columns share an id
+    varying = (x != x[:1]).any(0)  # [N]
+    reads = varying[idx]  # [G, N]: g reads a varying feature at k
+    agree = (column[torch.as_tensor(perm, device=x.device)][None] == column[idx]) & reads
+    n_varying = int(varying.sum())
+    fraction = (agree.sum(1).double() / n_varying).tolist() if n_varying else [math.nan] * len(group)
+    same = [torch.equal(g.action_map.cpu(), action_map.cpu()) for g in group]
+
+    def key(i: int) -> tuple[bool, float, bool, int]:
+        whole = fraction[i] == 1.0
+        return (whole and same[i], -1.0 if math.isnan(fraction[i]) else fraction[i], same[i], -i)
+
+    best = max(range(len(group)), key=key)
+    g = group[best]
+    name = "identity" if g.is_identity() else g.name
+    return SymmetryMatch(best, name, float(fraction[best]), same[best], n_varying)
 
 
 #: the most observations whose every permutation ``round_tabular`` scores (8! = 40,320 candidates, ~20 MB)

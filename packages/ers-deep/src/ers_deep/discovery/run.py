@@ -15,7 +15,8 @@
    E_pi E_{o ~ pi} ||o - phi(phi(o))|| / ||o|| (paper, Table 2; the official diagnostic): over the observations
    of every held-out policy's self-play (tabular envs too: the one-hot local histories its play reaches);
 5. round every kept phi to its nearest permutation (``rounding``) and, on tabular games, to an ers-exact
-   transformation, written into ``OUT/discovery.json`` next to ``OUT/symmetries.safetensors`` (phi_O weights
+   transformation, elsewhere (Hanabi, Overcooked V2) compare it with the env's known Dec-POMDP symmetries
+   (``match_known``), written into ``OUT/discovery.json`` next to ``OUT/symmetries.safetensors`` (phi_O weights
    and action maps; the JSON records the file's SHA-256) and ``OUT/discovery-config.json``.
 """
 
@@ -32,11 +33,11 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ers_deep.crossplay import check_compatible
+from ers_deep.crossplay import check_compatible, env_symmetries
 from ers_deep.discovery.config import TABULAR_SETTINGS, DeepDiscoveryConfig
 from ers_deep.discovery.files import load_symmetries, save_symmetries, symmetries_for
 from ers_deep.discovery.net import DiscoveryNet, LearnedSymmetry, compose
-from ers_deep.discovery.rounding import action_candidates, nearest_permutation, round_tabular
+from ers_deep.discovery.rounding import action_candidates, match_known, nearest_permutation, round_tabular
 from ers_deep.envs.symmetry import Symmetry
 from ers_deep.envs.tabular import TabularEnv
 from ers_deep.nets import masked_logits, policy_mask, sample
@@ -333,6 +334,7 @@ def discover(
     pool_return = _score(None, test_set, False, value)
     path, digest = save_symmetries(out, kept, {"obs_shape": list(probe.obs_shape), "env": cfg.env})
     records, nearest = [], []
+    group = () if isinstance(probe, TabularEnv) else env_symmetries(cfg)  # tabular: ers-exact judges them
     for r, sym in enumerate(kept):
         if isinstance(probe, TabularEnv):
             perm, dist, exact = round_tabular(probe, sym)
@@ -349,6 +351,7 @@ def discover(
                 obs_permutation=perm,
                 distance=dist,
                 nearest=exact,
+                known=match_known(perm, sym.action_map, obs, group),
             )
         )
     extra: dict[str, Any] = {
