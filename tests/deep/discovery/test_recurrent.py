@@ -57,6 +57,7 @@ def test_xp_max_on_an_overcooked_pool_end_to_end(tmp_path) -> None:  # type: ign
     from ers_deep.discovery import DeepDiscoveryConfig, discover, load_symmetries
     from ers_deep.pools import load_pool, train_pool
     from ers_deep.train.config import paper_config
+    from ers_exact.interface import LearnedTransformation
 
     cfg = paper_config(
         "overcooked-v2",
@@ -81,3 +82,6 @@ def test_xp_max_on_an_overcooked_pool_end_to_end(tmp_path) -> None:  # type: ign
     (sym,) = load_symmetries(tmp_path / "disc")
     assert result.algorithm == "xp-max" and len(result.transformations) == 1
     assert sym.action_map.tolist() == list(range(6))
+    (t,) = result.transformations
+    assert isinstance(t, LearnedTransformation) and t.known is not None  # against the identity and the flip
+    assert t.known.name in ("identity", "vertical-flip(1, 0, 2)") and t.known.match in ("identity", None)
