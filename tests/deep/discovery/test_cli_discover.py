@@ -209,3 +209,11 @@ def test_hanabi_discovery_records_the_known_symmetry_of_each_rounding(
         assert t.known.name in names and 0.0 <= t.known.agreement <= 1.0 and t.known.varying > 0
         assert t.known.match in (*names, None)
         assert (t.known.match or f"nearest {t.known.name}") in text
+    # --resume with the options that have no default on Hanabi (the run's own values, and one that differs):
+    # they were compared against defaults that lack them, an internal KeyError('total_env_steps')
+    resume = [*argv, "--resume"]
+    assert main(resume) == 0
+    capsys.readouterr()
+    assert main([*resume[:-1], "--num-envs", "32", "--resume"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--num-envs = 32 (the run's: 16)" in err[0], err

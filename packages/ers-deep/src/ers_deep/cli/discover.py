@@ -257,7 +257,9 @@ def _resumed_config(opts: DiscoverOptions, env: str) -> Any:
     saved = read_json(path, "the config of a discovery run")
     default = DiscoverOptions(pool=opts.pool, out=str(opts.out_dir()), resume=True)
     g, d = opts.config_fields(env), default.config_fields(env)
-    changed = [k for k in g if g[k] != d[k] and g[k] != saved.get(k, g[k])]
+    # a field the defaults leave out (--total-steps, --num-envs, --num-steps, --lr: unset means the env's own) is
+    # given whenever it is there
+    changed = [k for k in g if g[k] != d.get(k) and g[k] != saved.get(k, g[k])]
     if changed:
         raise UsageError(
             f"{opts.out_dir()}: --resume continues the discovery run with the options it was started with; "

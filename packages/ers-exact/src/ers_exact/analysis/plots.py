@@ -70,7 +70,17 @@ def plot_atlas(result: dict[str, Any], path: str | Path) -> Path:
     rows = result["rows"]
     a = [r["alpha"] for r in rows]
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    ax.plot(a, [r["pool_size"] for r in rows], "o-", label=r"$|\Pi^*_\alpha|$ (found)")
+    pool = [r["pool_size"] for r in rows]
+    proven = [bool(r.get("optimal_set_complete")) for r in rows]  # Pi*_alpha proven complete at that alpha
+    line = ax.plot(
+        a, pool, "o-", mfc="white", label=r"$|\Pi^*_\alpha|$ (open: found, filled: proven complete)"
+    )
+    ax.plot(
+        [x for x, p in zip(a, proven) if p],
+        [y for y, p in zip(pool, proven) if p],
+        "o",
+        color=line[0].get_color(),
+    )
     ax.plot(a, [r["er_order_on_policies"] for r in rows], "s-", label=r"$|\Phi^{ER}(\alpha)|$ on policies")
     ax.plot(a, [r["mdp_order"] for r in rows], "^--", label=r"$|\Phi^{MDP}|$")
     ax.axhline(result["psi_order_on_policies"], color="grey", lw=0.8, ls=":", label=r"$|\Psi|$ on policies")
