@@ -302,7 +302,42 @@ def test_budget_stop_reports_what_is_left() -> None:
     result = certified_optimal_set(tree, 0.25, cfg, solver=SOLVER)
     assert not result.complete
     assert result.boxes_left > 0 and 0 < result.volume_left <= 1
+    assert result.log10_volume_left == pytest.approx(np.log10(result.volume_left), abs=1e-12)
     assert "NOT proven complete" in result.note
+
+
+def test_a_share_below_float64_is_reported_by_its_logarithm() -> None:
+    """toy-coordination at alpha 1e-4 stops with boxes of widths near 1e-303 or far out in the saturated
+    logits: their share underflows (volume_left 0.0, and the note said "volume share 0" while boxes were left);
+    log10_volume_left keeps it, and the note prints it as a power of ten."""
+    tree = enumerate_histories(get_game("toy-coordination"))
+    cfg = dataclasses.replace(FAST, max_boxes=2_000)
+    result = certified_optimal_set(tree, 1e-4, cfg, solver=SOLVER)
+    assert not result.complete and result.boxes_left > 0 and result.volume_left == 0.0
+    assert -1e6 < result.log10_volume_left < -300
+    assert f"volume share 10^{result.log10_volume_left:.1f}" in result.note
+    assert result.to_json()["log10_volume_left"] == result.log10_volume_left
+
+
+def test_log_logistic_width_against_arbitrary_precision() -> None:
+    """log(sigma(hi) - sigma(lo)) without the difference's cancellation, against mpmath at 800 digits (the saturated side mirrored), on
+    intervals at every scale: saturated (both ends beyond 40), straddling 0 at widths down to 1e-300, wide."""
+    import mpmath as mp
+
+    from ers_exact.solve.optimal_set_result import log_logistic_width
+
+    rng = np.random.default_rng(0)
+    ends = [np.sort(rng.uniform(-c, c, 2)) for c in (1, 10, 100, 700, 1e4) for _ in range(40)]
+    ends += [np.array([c, c + w]) for c in (-200.0, -50.0, 50.0, 700.0) for w in (1e-9, 1.0, 30.0)]
+    ends += [np.array([-w, w]) for w in (1e-300, 1e-100, 1e-8, 3.0)]
+    with mp.workdps(800):
+        for lo, hi in ends:
+            sig = lambda x: 1 / (1 + mp.exp(-mp.mpf(x)))  # noqa: E731
+            # sigma(hi) - sigma(lo) = sigma(-lo) - sigma(-hi): both near 1 would need ~hi / 2.3 digits
+            exact = mp.log(sig(-lo) - sig(-hi) if lo > 0 else sig(hi) - sig(lo))
+            got = float(log_logistic_width(np.array(lo), np.array(hi)))
+            assert got == pytest.approx(float(exact), rel=1e-12, abs=1e-12), (lo, hi)
+    assert log_logistic_width(np.array(3.0), np.array(3.0)) == -np.inf  # no width
 
 
 def test_search_finds_the_optimum_the_candidates_miss() -> None:

@@ -15,7 +15,6 @@ from ers_exact.solve.boltzmann import LogitCoordinates, logit_bound
 from ers_exact.solve.config import OptimalSetConfig, SolverConfig
 from ers_exact.solve.fixed_point_result import FixedPointSet
 from ers_exact.solve.newton import newton
-from ers_exact.solve.optimal_set_boxes import sigmoid
 from ers_exact.solve.optimal_set_roots import Roots
 
 __all__ = ["CertifiedFixedPoint", "OptimalSetResult", "build_result"]
@@ -69,7 +68,7 @@ class OptimalSetResult:
     region: str
     boxes: int  # boxes examined
     boxes_left: int
-    volume_left: float  # share of the domain (logistic measure) in the boxes left
+    volume_left: float  # share of the domain (logistic measure) in the boxes left (0.0 where it underflows)
     pruned: dict[str, int]  # boxes closed by each test
     candidates: int  # fixed points the solver found (all J)
     candidates_certified: int
@@ -77,6 +76,7 @@ class OptimalSetResult:
     note: str
     config: OptimalSetConfig
     reductions: tuple[str, ...] = ()  # proven reductions of the search (equivalence ties, symmetry domain)
+    log10_volume_left: float = -np.inf  # log10 of volume_left, finite where volume_left underflows to 0
     method: str = (
         "certified branch-and-bound over |y| <= B/alpha: probability-space enclosures of M and J, "
         "contraction Y <- Y n M(Y), value bound J < J* - eps, batched Krawczyk tests, bisection"
@@ -101,6 +101,7 @@ class OptimalSetResult:
             "boxes": self.boxes,
             "boxes_left": self.boxes_left,
             "volume_left": self.volume_left,
+            "log10_volume_left": None if np.isinf(self.log10_volume_left) else self.log10_volume_left,
             "pruned": dict(self.pruned),
             "candidates": self.candidates,
             "candidates_certified": self.candidates_certified,
@@ -163,12 +164,8 @@ def build_result(
             )
     points.sort(key=lambda p: -p.J)
     n_left = len(left_lo)
-    if n_left:
-        width = np.clip(sigmoid(left_hi) - sigmoid(left_lo), 1e-300, 1.0)
-        total = np.clip(sigmoid(np.array(B)) - sigmoid(np.array(-B)), 1e-300, 1.0)
-        volume = float(np.exp(np.log(width).sum(axis=1) - D * np.log(total)).sum())
-    else:
-        volume = 0.0
+    log10_volume = _log10_volume(left_lo, left_hi, B)
+    volume = 10.0**log10_volume  # 0.0 where the share underflows; log10_volume_left keeps it
     complete = n_left == 0 and roots.ambiguous == 0 and roots.unmapped == 0 and bool(points)
     region = f"|y_d| <= B/alpha = {B:.6g} for all {D} logit coordinates (every fixed point lies there)"
     if complete:
@@ -177,7 +174,11 @@ def build_result(
             f"({len(points)} point(s), {boxes:,} boxes)"
         )
     else:
-        why = [f"{n_left:,} box(es) left unexplored (volume share {volume:.3g})"] if n_left else []
+        why = (
+            [f"{n_left:,} box(es) left unexplored (volume share {_share_text(log10_volume)})"]
+            if n_left
+            else []
+        )
         why += [f"{roots.ambiguous} overlapping root boxes not proven distinct"] if roots.ambiguous else []
         why += [f"{roots.unmapped} image(s) of roots not certified"] if roots.unmapped else []
         why += ["no certified fixed point"] if not points else []
@@ -195,6 +196,7 @@ def build_result(
         boxes=boxes,
         boxes_left=n_left,
         volume_left=volume,
+        log10_volume_left=log10_volume,
         pruned=pruned,
         candidates=len(found.points),
         candidates_certified=n_cert,
@@ -203,3 +205,38 @@ def build_result(
         config=cfg,
         reductions=reductions,
     )
+
+
+def log_logistic_width(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """log(sigma(hi) - sigma(lo)) elementwise, lo <= hi, without the cancellation of the difference: on a
+    saturated interval (lo = 50, hi = 60) sigma(hi) - sigma(lo) is 0 in float64 while the width is ~2e-22. For
+    lo >= 0 it is -lo + log(1 - e^{lo - hi}) - softplus(-lo) - softplus(-hi) (sigma(hi) - sigma(lo) =
+    sigma(-lo) - sigma(-hi)); for hi <= 0 the same of (-hi, -lo); across 0 (tanh(hi / 2) - tanh(lo / 2)) / 2,
+    a sum of two non-negative parts (+-1e-303 is a width of 5.6e-304, where sigma(hi) - sigma(lo) is 0).
+    -inf where lo == hi."""
+    lo, hi = np.broadcast_arrays(np.asarray(lo, float), np.asarray(hi, float))
+    flip = hi <= 0
+    a, b = np.where(flip, -hi, lo), np.where(flip, -lo, hi)  # a >= 0 unless the interval holds 0
+    with np.errstate(divide="ignore"):
+        d = (
+            a - b
+        )  # <= 0: log(1 - e^d) as log(-expm1(d)) near 0, log1p(-e^d) below -log 2 (Maechler's log1mexp)
+        log1mexp = np.where(d > -np.log(2.0), np.log(-np.expm1(d)), np.log1p(-np.exp(d)))
+        tail = -a + log1mexp - np.logaddexp(0.0, -a) - np.logaddexp(0.0, -b)
+        middle = np.log(0.5 * (np.tanh(0.5 * hi) - np.tanh(0.5 * lo)))
+    return np.where(a >= 0, tail, middle)
+
+
+def _log10_volume(lo: np.ndarray, hi: np.ndarray, B: float) -> float:
+    """log10 of the boxes' [n, D] share of the domain |y_d| <= B in the logistic measure (a sum over boxes of
+    prod_d width_d / total^D, taken in logs so that it does not underflow); -inf for no boxes."""
+    if len(lo) == 0:
+        return -np.inf
+    D = lo.shape[1]
+    per_box = log_logistic_width(lo, hi).sum(axis=1) - D * log_logistic_width(np.array(-B), np.array(B))
+    return float(np.logaddexp.reduce(per_box) / np.log(10.0))
+
+
+def _share_text(log10_share: float) -> str:
+    """A volume share for the note: as a number where float64 holds it, else as a power of ten."""
+    return f"{10.0**log10_share:.3g}" if log10_share > -300 else f"10^{log10_share:.1f}"
