@@ -177,6 +177,29 @@ def test_a_trend_is_binned_at_its_marks(tmp_path: Path) -> None:
     assert far["sides"]["ers"]["n"] == [1, 0] and math.isnan(far["sides"]["ers"]["mean"][1])
 
 
+def test_a_point_on_the_edge_of_two_default_bins_counts_once(tmp_path: Path) -> None:
+    """64 updates of 100 env-steps: the default marks (800, 1600, ...) have bins of +-400 that share their edges
+    1200, 2000, ..., 6000, which are logged points. Each counts half in either bin, as it lies as far from both
+    marks (it counted fully in both: a return of 1 at the edges only gave 2/9 in every inner bin, not 1/8)."""
+    edges = {1200 + 800 * k for k in range(7)}
+    ers = ers_curves(
+        [_ers_log(tmp_path / "e.jsonl", {0: [float(100 * (u + 1) in edges) for u in range(64)]})]
+    )
+    r = compare_sides({"ers": ers})
+    assert r["marks"] == [800.0 * k for k in range(1, 9)] and r["window"] == 400.0
+    means = r["sides"]["ers"]["per_run"]["seed 0"]
+    assert means == pytest.approx([0.5 / 8.5] + [1 / 8] * 6 + [0.5 / 4.5])
+    rising = ers_curves([_ers_log(tmp_path / "r.jsonl", {0: [float(u + 1) ** 2 for u in range(64)]})])
+    got = compare_sides({"ers": rising})["sides"]["ers"]["per_run"]["seed 0"]
+    steps = [100 * (u + 1) for u in range(64)]
+    weights = [
+        [0.5 if x in edges and abs(x - m) == 400 else float(abs(x - m) <= 400) for x in steps]
+        for m in r["marks"]
+    ]
+    want = [sum(w * (x / 100) ** 2 for w, x in zip(ws, steps)) / sum(ws) for ws in weights]
+    assert got == pytest.approx(want)
+
+
 def test_the_command_writes_its_json_and_figure(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     e = _ers_log(tmp_path / "e.jsonl", {0: [1.0] * 12, 1: [2.0] * 12})
     a = [_anchor_log(tmp_path / f"learn-anchor-seed{s}.jsonl", s, [1.5, 1.5]) for s in (0, 1)]

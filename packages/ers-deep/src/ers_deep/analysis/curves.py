@@ -13,6 +13,7 @@ from ers_deep.train.run import read_metrics
 from ers_exact.util.output import save_figure
 
 __all__ = [
+    "bin_means",
     "column_curves",
     "curves",
     "learning_curve",
@@ -91,6 +92,24 @@ def value_at(curves: Iterable[Curve], mark: float, window: float) -> float:
     curves' first entry counts) of ``mark``; NaN where none."""
     values = [v for pts in curves for step, v, _ in pts if abs(step - mark) <= window]
     return sum(values) / len(values) if values else math.nan
+
+
+def bin_means(curves: Iterable[Curve], marks: Sequence[float], window: float) -> list[float]:
+    """Per mark, ``value_at``'s mean over the curves' points within ``window`` of it, except that a point on the
+    edge two marks' bins share (``window`` from both: bins of half the gap between marks tile the axis) counts
+    half in each rather than fully in both; NaN where a mark has no point. Wider windows overlap, and their
+    points count in every bin they lie in, as with ``value_at``."""
+    sums, weights = [0.0] * len(marks), [0.0] * len(marks)
+    for pts in curves:
+        for step, value, _ in pts:
+            dist = [abs(step - m) for m in marks]
+            inside = [i for i, d in enumerate(dist) if d <= window]
+            shared = sum(math.isclose(dist[i], window, rel_tol=1e-12) for i in inside) > 1
+            for i in inside:
+                w = 0.5 if shared and math.isclose(dist[i], window, rel_tol=1e-12) else 1.0
+                sums[i] += w * value
+                weights[i] += w
+    return [s / w if w else math.nan for s, w in zip(sums, weights)]
 
 
 def seed_mean(per_seed: dict[int, Curve]) -> tuple[list[int], list[float]]:

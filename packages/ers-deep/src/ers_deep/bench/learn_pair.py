@@ -7,7 +7,8 @@ seconds).
 
 Per side and mark (env-steps per seed, or seconds on each side's own clock): each run's training return
 averaged over its points in the mark's bin (``window`` either side: by default half the gap between marks, so
-the bins tile the axis and each point counts once, or half a coarser log's mean spacing), the mean over runs
+the bins tile the axis and each point counts once -- a point on the edge two bins share counts half in each,
+``analysis.curves.bin_means`` --, or half a coarser log's mean spacing), the mean over runs
 and its standard error (``n``: the runs that reach the mark), and per mark the difference of the means with Welch's t (unequal variances). Written
 to ``OUT/learn-pair.json`` with a figure (``learn-pair.png``: every run thin, the binned means +- se).
 
@@ -29,7 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from ers_deep.analysis.curves import Curve, trailing_mean, value_at
+from ers_deep.analysis.curves import Curve, bin_means, trailing_mean
 from ers_exact.util.errors import InputError
 from ers_exact.util.output import save_figure
 
@@ -222,7 +223,7 @@ def compare_sides(
     window = max(gap, spacing) / 2 if window is None else window
     out: dict[str, Any] = {"axis": axis, "marks": marks, "window": window, "reach": reach, "sides": {}}
     for name, side in on.items():
-        per_run = {k: [value_at([c], m, window) for m in marks] for k, c in side.items()}
+        per_run = {k: bin_means([c], marks, window) for k, c in side.items()}
         stats = [mean_se([v[i] for v in per_run.values()]) for i in range(len(marks))]
         out["sides"][name] = {
             "runs": list(side),
