@@ -80,3 +80,28 @@ def test_cli_writes_json_config_and_figure(lever_pool: Path, tmp_path: Path) -> 
     assert main(["xp-distribution", "--table1", str(t1)]) == 0
     table = json.loads((t1 / "analysis" / "xp-distribution.json").read_text())["populations"]
     assert [table[n]["xp"]["value"] for n in table] == [0.0, 1.0, 2.0]
+
+
+def test_the_legend_gives_both_standard_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The legend shows mean SP and mean XP each with its standard error (XP had none), and a mean alone where a
+    population of two agents has one pair (no standard error, not "± nan")."""
+    import sys
+
+    from ers_deep.analysis import distribution_figure
+
+    labels: list[str] = []
+
+    def keep(fig: object, path: object) -> None:
+        labels.extend(t.get_text() for t in fig.axes[0].get_legend().get_texts())  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(sys.modules["ers_deep.analysis.xp_distribution"], "save_figure", keep)
+    four = population_summary(
+        {"rows": list("abcd"), "mean": [[2, 0, 1, 0], [0, 2, 0, 1], [1, 0, 2, 0], [0, 1, 0, 3]]}
+    )
+    two = population_summary({"rows": list("ab"), "mean": [[1.0, 0.5], [0.5, 1.0]]})
+    distribution_figure({"four": four, "two": two}, tmp_path / "x.png")
+    sp, xp = four["sp"], four["xp"]
+    assert labels == [
+        f"four: SP {sp['value']:.2f} ± {sp['se']:.2f}, XP {xp['value']:.2f} ± {xp['se']:.2f} (n = 6)",
+        "two: SP 1.00 ± 0.00, XP 0.50 (n = 1)",
+    ]

@@ -112,11 +112,18 @@ def population_summary(matrix: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _pm(est: dict[str, Any]) -> str:
+    """``mean ± se`` with two decimals; the mean alone where there is no standard error (one value)."""
+    se = est["se"]
+    return f"{est['value']:.2f}" + ("" if se is None or math.isnan(se) else f" ± {se:.2f}")
+
+
 def distribution_figure(
     summaries: dict[str, dict[str, Any]], path: str | Path, title: str = "", bins: int = 20
 ) -> Path:
     """Histograms of every population's pairwise XP scores on one axis (shared bins, each bar the fraction of
-    that population's pairs), mean SP and mean XP in the legend, each mean XP as a dashed line."""
+    that population's pairs), mean SP and mean XP with their standard errors in the legend, each mean XP as a
+    dashed line."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -129,7 +136,7 @@ def distribution_figure(
     for k, (name, s) in enumerate(summaries.items()):
         colour = f"C{k}"
         sp, xp = s["sp"], s["xp"]
-        label = f"{name}: SP {sp['value']:.2f} ± {sp['se']:.2f}, XP {xp['value']:.2f} (n = {len(s['pairs'])})"
+        label = f"{name}: SP {_pm(sp)}, XP {_pm(xp)} (n = {len(s['pairs'])})"
         pairs = np.asarray(s["pairs"], float)
         weights = np.full(pairs.size, 1.0 / pairs.size)  # fractions: populations of different sizes compare
         ax.hist(pairs, bins=edges.tolist(), weights=weights, alpha=0.55, color=colour, label=label)
