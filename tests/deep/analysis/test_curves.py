@@ -109,3 +109,17 @@ def test_time_to_fraction_of_a_negative_curve_is_none(tmp_path: Path) -> None:
     assert "NaN" not in dumps(t)
     _metrics(tmp_path / "zero" / "run", [(1, 10, 0, -1.0), (2, 20, 0, 0.0)])
     assert time_to_fraction(tmp_path / "zero" / "run", 0.9, smooth=1)["env_steps"] == 20
+
+
+def test_a_smoothing_window_below_one_is_refused(run_dir: Path, tmp_path: Path) -> None:
+    """smooth = 0 (or less) names the window in a ValueError (it was a ZeroDivisionError); 1 leaves a curve."""
+    from ers_deep.analysis.curves import trailing_mean
+
+    assert trailing_mean([1.0, 3.0, 5.0], 1) == [1.0, 3.0, 5.0] and trailing_mean([1.0, 3.0], 2) == [1.0, 2.0]
+    for k in (0, -2):
+        with pytest.raises(ValueError, match=f"smoothing window {k}"):
+            trailing_mean([1.0, 2.0], k)
+    with pytest.raises(ValueError, match="smoothing window 0"):
+        time_to_fraction(run_dir, 0.9, smooth=0)
+    with pytest.raises(ValueError, match="smoothing window 0"):
+        learning_curve(run_dir, tmp_path / "c.png", smooth=0)

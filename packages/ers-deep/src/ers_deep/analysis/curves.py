@@ -80,7 +80,10 @@ def pool_curve(
 
 
 def trailing_mean(values: list[float], k: int) -> list[float]:
-    """Each value replaced by the mean of it and the up to ``k - 1`` values before it."""
+    """Each value replaced by the mean of it and the up to ``k - 1`` values before it (``k`` = 1: unchanged);
+    ``ValueError`` for ``k`` < 1 (it was a ZeroDivisionError)."""
+    if k < 1:
+        raise ValueError(f"smoothing window {k}: must be at least 1 (1 leaves the curve as it is)")
     return [
         sum(values[max(0, i - k + 1) : i + 1]) / len(values[max(0, i - k + 1) : i + 1])
         for i in range(len(values))
