@@ -131,8 +131,9 @@ def time_to_fraction(
 ) -> dict[str, float | None]:
     """The best smoothed mean-over-seeds value of ``column``, best = max_u R_u, and the first wall-clock time
     (s) and env step at which the smoothed mean reached ``fraction`` * best. Both are None where no update
-    reached it: a curve whose best is negative (Overcooked early in training, every return below 0), where
-    ``fraction`` * best lies above the best, or a ``fraction`` above 1 (None, not NaN: strict JSON)."""
+    reached it, i.e. where ``fraction`` * best lies above the best: a ``fraction`` above 1 with a positive best,
+    or one below 1 with a negative best (Overcooked early in training, every return below 0); None, not NaN:
+    strict JSON."""
     per_seed = curves(run_dir, column)
     steps, mean = seed_mean(per_seed)
     if not steps:
