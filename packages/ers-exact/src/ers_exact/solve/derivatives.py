@@ -27,7 +27,8 @@ no division by a probability, nothing underflows. Three kinds of factor remain:
 Ancestor/descendant pairs number sum_n depth(n) <= H N, so a whole Jacobian costs a few evaluations of M,
 not the 2D of central differences. Then d gap = (d num(a) - d num(r) - alpha gap d den) / (den alpha).
 For robustness at low temperature p^{-i} is carried in logs and rescaled per local history (the ratio
-num / den does not change), so Q stays finite where the plain product would underflow.
+num / den does not change), so Q stays finite where the plain product would underflow; on intervals relative
+to a pivot node, with the factors it shares cancelled (:mod:`~ers_exact.solve.reach`).
 
 The same code runs on :class:`~ers_exact.solve.interval_array.IArray` boxes, which gives the interval
 enclosures of M and DM over a box that the Krawczyk test needs (chance weights and rewards enclosed too).
@@ -50,6 +51,7 @@ from ers_exact.model.histories import HistoryTree
 from ers_exact.solve.config import DEFAULT_MEMORY_BUDGET
 from ers_exact.solve.interval_array import IArray, concat, exp, log, spmm
 from ers_exact.solve.logit_structure import LogitStructure, MemoryBudgetError, coordinate_index
+from ers_exact.solve.reach import hull_of_ratios, own_log_softmax, reference_difference
 
 __all__ = [
     "DEFAULT_MEMORY_BUDGET",
@@ -67,29 +69,6 @@ class LogitEvaluation:
     values: np.ndarray  # [P, D] M(y) (an IArray [D, P] in interval mode, see LogitDerivatives.enclose)
     jacobian: np.ndarray | None  # [P, D, D] DM(y)
     J: np.ndarray  # [P] expected return of pi(y)
-
-
-def _own_log_softmax(lp: IArray, zlo: np.ndarray, zhi: np.ndarray, legal: np.ndarray) -> IArray:
-    """Tighten the enclosure ``lp`` of log pi(a | tau) over a box of logits z in [zlo, zhi] ([K, A, P]; legal
-    [K, A]) by log pi(a) = -log(1 + sum_{b != a} exp(z_b - z_a)): the own logit cancels, so the enclosure
-    no longer grows with the box's width where a dominates. (z_a - lse(z) over the box holds z_a's own
-    interval twice: its width stayed about the width of the box, so an action saturated at probability 1
-    off the reference kept a range [e^-w, 1] and M, DM ranges of ~ w / alpha, which no Krawczyk box could
-    contract at low temperature.) Both are enclosures; their intersection is returned, <= 0."""
-    K, A, P = zlo.shape
-    ok = legal[:, :, None]
-    zl, zh = np.where(ok, zlo, 0.0), np.where(ok, zhi, 0.0)  # illegal actions: no term (no inf - inf)
-    s = IArray(np.zeros((K, A, P)))
-    with np.errstate(over="ignore"):  # a sum overflowing to +inf is an outward bound (log pi >= -inf)
-        for b in range(A):
-            d = IArray(zl[:, b : b + 1], zh[:, b : b + 1]) - IArray(zl, zh)  # z_b - z_a, [K, A, P]
-            e = d.exp()
-            term = (np.arange(A) != b)[None, :, None] & ok[:, b : b + 1]
-            s = s + IArray(np.where(term, e.lo, 0.0), np.where(term, e.hi, 0.0))
-        own = -(s + 1.0).log()
-    lo = np.where(ok, np.maximum(lp.lo, own.lo), lp.lo)
-    hi = np.minimum(np.where(ok, np.minimum(lp.hi, own.hi), lp.hi), 0.0)  # a log-probability is <= 0
-    return IArray(lo, hi)
 
 
 def _segment_max(x: np.ndarray, order: np.ndarray, starts: np.ndarray) -> np.ndarray:
@@ -235,7 +214,7 @@ class LogitDerivatives(LogitStructure):
                 # lse >= max_b z_b >= max_b zlo_b exactly: a floor where the sum's lower end underflows to 0
                 # on a wide box (log 0 = -inf, and then -inf - -inf at the illegal actions)
                 lse = IArray(np.maximum(lse.lo, zlo.max(axis=1, keepdims=True)), lse.hi)
-                lp = _own_log_softmax(z - lse, zlo, zhi, legal)
+                lp = own_log_softmax(z - lse, zlo, zhi, legal)
                 p = lp.exp()
                 p = IArray(
                     np.where(legal[:, :, None], p.lo, 0.0),
@@ -279,31 +258,53 @@ class LogitDerivatives(LogitStructure):
         G_all, V_all = concat(G, axis=0), concat(V, axis=0)  # [N, A, P], [N, P]
         # ----- local Q as num / den, with p^{-i} rescaled per local history -----
         values = []
-        keep: dict[str, list[Any]] = {"w": [], "gbar": [], "numn": [], "denn": [], "logpm": [], "shift": []}
-        num_all, den_all = [], []
+        keep: dict[str, list[Any]] = {
+            k: [] for k in ("w", "gbar", "numn", "denn", "logpm", "shift", "gi", "lastf")
+        }
+        gap_all, den_all = [], []
         N_all = len(self.node_local)
+        if interval:  # reach relative to a pivot node of each history, shared factors cancelled (reach.py)
+            facs = [self.reach.last_factor(j, logpi[j]) for j in range(n)]
+            suffixes = [self.reach.suffix(j, facs[j]) for j in range(n)]
         for i in range(n):
             others = [logpath[j] for j in range(n) if j != i]
             lpm: Any = others[0] if others else np.zeros((N_all, P))
             for x in others[1:]:
                 lpm = lpm + x
+            order, starts, group = flat["order"][i], flat["starts"][i], flat["group"][i]
             top = lpm.hi if isinstance(lpm, IArray) else lpm
-            shift = _segment_max(top, flat["order"][i], flat["starts"][i])[flat["group"][i]]  # [N, P]
-            w = exp(lpm - shift)
+            shift = _segment_max(top, order, starts)[group]  # [N, P]
             gbar = self._contract(G_all, act, [i])  # [N, A_i, P]
-            numn = w.reshape(N_all, 1, P) * gbar
+            k, a, r = self.index[i]
+            # intervals: relative log weights; gi = Gbar(a) - Gbar(r), so pi^{-i} enters num(a) - num(r) once
+            if interval:
+                lw = self.reach.log_weights(i, lpm - shift, top, suffixes, order, starts, group)
+                gi = self._contract(reference_difference(G_all, i, na, self.reference[i]), act, [i])
+                keep["logpm"].append(lw)
+                keep["lastf"].append(self.reach.others_last(i, facs))
+            else:
+                lw, gi = lpm - shift, gbar
+                keep["logpm"].append(lpm)
+                keep["shift"].append(shift)
+            w = exp(lw)
+            numn = w.reshape(N_all, 1, P) * gi
             denn = w * prob.reshape(N_all, 1)
             both = spmm(flat["proj"][i], concat([numn.reshape(N_all, -1), denn], axis=1))  # one projection
             num = both[:, : na[i] * P].reshape(self.K[i], na[i], P)
             den = both[:, na[i] * P :]  # [K_i, P]
-            for name, x in zip(keep, (w, gbar, numn, denn, lpm, shift)):
+            for name, x in zip(("w", "gbar", "numn", "denn", "gi"), (w, gbar, numn, denn, gi)):
                 keep[name].append(x)
-            num_all.append(num)
+            if interval:  # num holds num(a) - num(r) already; the gap is also in the hull of gi_n / c(n)
+                gap = num[k, a] / den[k]
+                hull = hull_of_ratios(gi, prob, order, starts)[self.coord_group[i], a]
+                gap = IArray(np.maximum(gap.lo, hull.lo), np.minimum(gap.hi, hull.hi))
+            else:
+                gap = (num[k, a] - num[k, r]) / den[k]  # [D_i, P]
+            gap_all.append(gap)
             den_all.append(den)
-            k, a, r = self.index[i]
-            values.append((num[k, a] - num[k, r]) / den[k] / alpha)  # [D_i, P]
+            values.append(gap / alpha)
         M = concat(values, axis=0)
-        state = (pi, act, p_joint, G_all, V_all, keep, num_all, den_all)
+        state = (pi, act, p_joint, G_all, V_all, keep, gap_all, den_all)
         if cache_key is not None:
             self._last = (cache_key, (M.copy(), np.array(J, copy=True), state))
         if not jacobian:
@@ -320,7 +321,7 @@ class LogitDerivatives(LogitStructure):
         G: Any,
         V: Any,
         keep: dict[str, list[Any]],
-        num_all: list,
+        gap_all: list,
         den_all: list,
     ) -> Any:
         """DM [D, D, P] from the forward and backward pass of :meth:`_run` (all arrays over the flat nodes)."""
@@ -332,10 +333,13 @@ class LogitDerivatives(LogitStructure):
         pi_sel = [pi[j][k, a] for j, (k, a, _) in enumerate(self.index)]  # pi^j(c | sigma)  # [D_j, P]
         blocks: list[list[Any]] = [[None] * n for _ in range(n)]
         for i in range(n):
-            k_i, a_i, r_i = self.index[i]
+            k_i = self.index[i][0]
             D_i = len(k_i)
-            num, den = num_all[i], den_all[i]
-            gap0 = (num[k_i, a_i] - num[k_i, r_i]) / den[k_i]  # [D_i, P]
+            den, gap0 = den_all[i], gap_all[i]  # [K_i, P], [D_i, P]
+            if keep["lastf"] and n > 1:  # intervals: (B) on G[n, (a, .)] - G[n, (r, .)] too
+                Gi = reference_difference(G, i, na, self.reference[i])
+            else:
+                Gi = G
             if self.n_pairs:
                 Xg = self._ancestor_weights(i, jp, keep) * self.pair_gamma[:, None]  # [n_pairs, P]
                 numn_pairs = keep["numn"][i][pair_node].reshape(self.n_pairs * na[i], P)
@@ -361,8 +365,8 @@ class LogitDerivatives(LogitStructure):
                             j
                         ].reshape(1, D_j, P)
                     # (B): the factor of agent j at the node itself
-                    gij = self._contract(G, act, [i, j])  # [N, A_i, A_j, P]
-                    gi = keep["gbar"][i].reshape(N_all, na[i], 1, P)
+                    gij = self._contract(Gi, act, [i, j])  # [N, A_i, A_j, P]
+                    gi = keep["gi"][i].reshape(N_all, na[i], 1, P)
                     w = keep["w"][i].reshape(N_all, 1, 1, P)
                     vb = w * act[j].reshape(N_all, 1, na[j], P) * (gij - gi)
                     out = out + spmm(mats[("B", i, j)], vb.reshape(N_all * na[i] * na[j], P))
@@ -377,13 +381,16 @@ class LogitDerivatives(LogitStructure):
         """X^i(anc -> desc) of every ancestor pair (module docstring, term (C)), rescaled by the ancestor's
         local-history shift, in the pairs' (t, d, node) order.  # [n_pairs, P]"""
         tree, bounds = self.tree, self.flat["bounds"]
-        lpm, shift = keep["logpm"][i], keep["shift"][i]
+        lpm, shift, lastf = keep["logpm"][i], keep["shift"], keep["lastf"]
         X: list[Any] = []
         x_prev: list[Any] = []  # per depth d at layer t - 1
         for t in range(1, self.H):
             layer = tree.layers[t]
             par = layer.parent + bounds[t - 1]  # flat index of each node's parent
-            x1 = exp(lpm[bounds[t] : bounds[t + 1]] - shift[par])
+            if lastf:  # intervals: the parent's log weight (relative to its pivot) plus the last factors
+                x1 = exp(lpm[par] + lastf[i][bounds[t] : bounds[t + 1]])
+            else:
+                x1 = exp(lpm[bounds[t] : bounds[t + 1]] - shift[i][par])
             edge = jp[par, layer.action]  # [N_t, P]
             x_t = [x1] + [x_prev[d - 1][layer.parent] * edge for d in range(1, t)]
             X += x_t

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ers_exact.model.histories import HistoryTree
+from ers_exact.solve.reach import RelativeReach
 from ers_exact.util.budget import format_bytes
 from ers_exact.util.errors import InputError
 from ers_exact.util.sparse import DENSE_ENTRIES, SparseMatrix
@@ -247,6 +248,23 @@ class LogitStructure:
             "pair_anc": anc_of_pair,
             "prob": np.concatenate(self.prob),
         }
+
+    @cached_property
+    def reach(self) -> RelativeReach:
+        """The relative reach weights of the evaluator's interval mode (:mod:`ers_exact.solve.reach`)."""
+        return RelativeReach(self.tree, self.node_local)
+
+    @cached_property
+    def reference(self) -> list[np.ndarray]:
+        """Per agent, the reference action (first legal) of its local history at each flat node.  # [N]"""
+        return [np.argmax(h.legal, axis=1)[self.node_local[:, i]] for i, h in enumerate(self.tree.local)]
+
+    @cached_property
+    def coord_group(self) -> list[np.ndarray]:
+        """Per agent, the node group (``flat["group"]``) of each coordinate's history.  # [D_i]"""
+        return [
+            np.searchsorted(np.unique(self.node_local[:, i]), k) for i, (k, _, _) in enumerate(self.index)
+        ]
 
     # ----- memory -----
     @functools.cache  # noqa: B019  (one evaluator per tree, kept as long as the tree)
