@@ -115,8 +115,15 @@ class IArray:
             if o.lo is o.hi or self.lo is self.hi:  # a point factor: two corners
                 p, q = (self.lo * o.lo, self.hi * o.lo) if o.lo is o.hi else (self.lo * o.lo, self.lo * o.hi)
                 lo, hi = np.minimum(p, q), np.maximum(p, q)
-            elif (self.lo >= 0).all() and (o.lo >= 0).all():  # lo * lo <= every corner <= hi * hi
-                lo, hi = self.lo * o.lo, self.hi * o.hi
+            elif (o.lo >= 0).all():  # x b over b >= 0 is extreme at x's ends: two corners each
+                if (self.lo >= 0).all():  # lo * lo <= every corner <= hi * hi
+                    lo, hi = self.lo * o.lo, self.hi * o.hi
+                else:
+                    lo = np.minimum(self.lo * o.lo, self.lo * o.hi)
+                    hi = np.maximum(self.hi * o.lo, self.hi * o.hi)
+            elif (self.lo >= 0).all():  # the same with the factors' roles swapped
+                lo = np.minimum(self.lo * o.lo, self.hi * o.lo)
+                hi = np.maximum(self.lo * o.hi, self.hi * o.hi)
             else:
                 p, q, r, s = self.lo * o.lo, self.lo * o.hi, self.hi * o.lo, self.hi * o.hi
                 lo = np.minimum(np.minimum(p, q), np.minimum(r, s))
