@@ -200,3 +200,16 @@ def test_gambit_principal_branch_qre_is_one_of_our_fixed_points(name: str, horiz
     assert min(dist) < tol, (
         f"Gambit's QRE is not among our {len(fs.points)} fixed points (closest {min(dist):.2e})"
     )
+
+
+@pytest.mark.parametrize("delta", [1e-6, 1e-7])
+def test_ill_conditioned_roots_near_a_pitchfork_are_listed(delta: float) -> None:
+    """Just below two-lever's pitchfork at alpha = 0.5 the branch points J = 1 + 6 delta are simple roots, but
+    cond(I - DM) is ~2e8 (7e9 at delta = 1e-7): Newton's step there is rounding noise of ~1e-8 while the
+    residual stays at 2-7e-16. A step rule alone (step <= 1e-9) left them out as near-roots; a residual that
+    stalls at rounding level counts as converged, so they are listed and nothing is left over."""
+    tree = enumerate_histories(get_game("two-lever"))
+    fs = solve_fixed_points(tree, 0.5 - delta, SolverConfig(progress=False))
+    assert fs.unconverged == 0 and fs.converged_starts == fs.n_starts
+    branch = [p for p in fs.points if abs(p.J - (1 + 6 * delta)) <= 1e-3 * delta]
+    assert branch and all(p.residual < 1e-12 for p in branch)

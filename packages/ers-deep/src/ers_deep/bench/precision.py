@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from ers_deep.analysis.curves import Curve, column_curves, trailing_mean, value_at
+from ers_deep.analysis.curves import Curve, bin_means, column_curves, trailing_mean
 from ers_deep.nets import NetConfig
 from ers_deep.nets.precision import MANTISSA_BITS, emulate_matmuls
 from ers_deep.train import Learner, TrainConfig, paper_config
@@ -95,10 +95,10 @@ def compare(
     result = {
         "marks": marks,
         "window_env_steps": window,
-        "return_at": {f: [value_at(c.values(), m, window) for m in marks] for f, c in runs.items()},
+        # bins of half the gap tile the axis: a point on a shared edge counts half in each (bin_means)
+        "return_at": {f: bin_means(c.values(), marks, window) for f, c in runs.items()},
         "per_seed": {
-            f: {s: [value_at([pts], m, window) for m in marks] for s, pts in sorted(c.items())}
-            for f, c in runs.items()
+            f: {s: bin_means([pts], marks, window) for s, pts in sorted(c.items())} for f, c in runs.items()
         },
         "config": cfg,
     }

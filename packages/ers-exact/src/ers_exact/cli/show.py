@@ -52,7 +52,8 @@ def show_solve(result: dict[str, Any]) -> None:
     if result["n_unconverged"]:
         print(
             f"not listed: {result['n_unconverged']} near-root(s) whose residual passed but whose Newton step did "
-            "not (converging only linearly: a singular root, a bifurcation at this alpha)"
+            "not (still converging, only linearly: a singular root, a bifurcation at this alpha; not resolved in "
+            "float64)"
         )
     print_table(
         result["fixed_points"],

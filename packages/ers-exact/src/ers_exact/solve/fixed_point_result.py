@@ -72,8 +72,9 @@ class FixedPointSet:
         "continuation from lambda = 0 with branch switching; Krawczyk certificates"
     )
     continuation: ContinuationResult | None = None
-    # distinct near-roots left out of ``points``: residual below tol but Newton's step above step_tol there and
-    # no listed point within their convergence radius (SolverConfig.near_radius); not fixed points
+    # distinct near-roots left out of ``points``: residual below tol, but Newton's step above step_tol there and
+    # still shrinking the residual (converging linearly, as to a singular root at a bifurcation), with no listed
+    # point within their convergence radius (SolverConfig.near_radius): not resolved in float64
     unconverged: int = 0
 
     @property

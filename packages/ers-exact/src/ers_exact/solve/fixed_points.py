@@ -8,11 +8,13 @@ points), then Newton on g(y) = y - M(y) in logit coordinates with the EXACT Jaco
 (:mod:`ers_exact.solve.derivatives`) and a backtracking line search on ||g||_inf (reaches unstable points
 too). Continuation (:mod:`ers_exact.solve.continuation`): the branches traced from the unique
 high-temperature point at lambda = 0 and split off at bifurcations; every crossing of lambda = 1 / alpha is
-a fixed point. A point is converged when its residual is below ``tol`` and the full Newton step there below
-``step_tol`` (after at most ``polish_steps`` more steps, :func:`~ers_exact.solve.newton.polish`): near a
-singular root (a bifurcation at this alpha) the residual shrinks like the distance squared or cubed, so a
-small residual alone would list points far from the root. A run that converges only linearly belongs to a
-listed point within ``near_radius`` x its step (its basin); others are counted (``unconverged``), never
+a fixed point. A point is converged when its residual is below ``tol`` and the full Newton step there is
+below ``step_tol`` or stalls (a step that no longer halves the residual: rounding level, as at an
+ill-conditioned root near a bifurcation), after at most ``polish_steps`` more steps
+(:func:`~ers_exact.solve.newton.polish`): at a singular root (a bifurcation at this alpha) the residual shrinks
+like the distance squared or cubed, so a small residual alone would list points far from the root. Converged
+points within ``near_radius`` x the larger step of the two are one. A run that converges only linearly belongs
+to a listed point within ``near_radius`` x its step (its basin); others are counted (``unconverged``), never
 listed. Both lists are merged (de-duplication in probability space); each point records the method that
 found it and its continuation branch. Then per point: residual, J, spectral radius of DM (stable iff
 < 1) and an interval Krawczyk certificate (:mod:`ers_exact.solve.certify`). ``memory_budget_bytes`` bounds
@@ -43,7 +45,7 @@ from ers_exact.solve.damped import damped
 from ers_exact.solve.dense import MAX_DENSE_BYTES, dense_structure_bytes
 from ers_exact.solve.derivatives import MemoryBudgetError
 from ers_exact.solve.fixed_point_result import FixedPoint, FixedPointSet
-from ers_exact.solve.newton import dedup, flat_policies, newton, policy_bytes, polish
+from ers_exact.solve.newton import dedup, flat_policies, newton, policy_bytes, polish, step_radius
 from ers_exact.solve.subdivision import enumerate_all
 from ers_exact.util.blas import blas_threads
 from ers_exact.util.budget import check_memory, format_bytes, resident_bytes
@@ -142,9 +144,9 @@ def _absorb(
     near: list[tuple[np.ndarray, float, str, int | None]],
     radius: float,
 ) -> tuple[np.ndarray, int]:
-    """Near-roots (residual below tol, Newton step above step_tol: Newton converges only linearly to a singular
-    root, at a bifurcation) belong to a listed point whose policy lies within ``radius`` x their step (max abs;
-    a logit step moves a policy by at most half as much): a multistart run counts in its basin, a crossing labels
+    """Near-roots (residual below tol, Newton step above step_tol and still shrinking: Newton converges only
+    linearly to a singular root, at a bifurcation) belong to a listed point whose policy lies within ``radius``
+    x their step (``newton.step_radius``, capped): a multistart run counts in its basin, a crossing labels
     it. Returns which were absorbed and how many distinct near-roots are left, listed nowhere (not fixed points:
     ``FixedPointSet.unconverged``)."""
     absorbed = np.zeros(len(near), dtype=bool)
@@ -154,7 +156,7 @@ def _absorb(
     left: list[tuple[np.ndarray, float]] = []
     for k in sorted(range(len(near)), key=lambda k: near[k][1]):
         yk, step, method, branch = near[k]
-        fy, r = flat_policies(coords, yk)[0], radius * step * max(1.0, float(np.abs(yk).max(initial=0.0)))
+        fy, r = flat_policies(coords, yk)[0], float(step_radius(yk, np.array([step]), radius)[0])
         dist = np.abs(listed - fy).max(axis=1) if len(listed) else np.zeros(0)
         if len(dist) and dist.min() < r:
             absorbed[k] = True
@@ -282,11 +284,12 @@ def _solve(
         runs = np.concatenate([short, long])
         reps, label = _cluster(coords, runs, cfg.cluster_tol)  # runs that already coincide: one Newton run
         y_rep, res_rep = newton(coords, runs[reps], alpha, cfg.newton_settings, bound, bar)
-        y_rep, res_rep, step_rep = polish(coords, y_rep, res_rep, alpha, cfg.newton_settings, bound)
+        y_rep, res_rep, step_rep, conv_rep = polish(coords, y_rep, res_rep, alpha, cfg.newton_settings, bound)
         bar.update(max(0, bar.total - bar.done))  # the iterations stop early when every run has converged
-        y, res, step = y_rep[label], res_rep[label], step_rep[label]
-    conv = step <= cfg.step_tol  # residual below tol and Newton's step below step_tol (see polish)
-    found = [_Found(yk, b, {"multistart"}) for yk, b in dedup(coords, y[conv], res[conv], cfg.dedup_tol)]
+        y, res, step, conv = y_rep[label], res_rep[label], step_rep[label], conv_rep[label]
+    # converged: residual below tol, and Newton's step below step_tol or stalled at rounding level (polish)
+    distinct = dedup(coords, y[conv], res[conv], cfg.dedup_tol, step[conv], cfg.near_radius)
+    found = [_Found(yk, b, {"multistart"}) for yk, b in distinct]
     near_runs = np.flatnonzero(np.isfinite(step) & ~conv)
     near: list[tuple[np.ndarray, float, str, int | None]] = [
         (y[k], float(step[k]), "multistart", None) for k in near_runs
@@ -294,9 +297,11 @@ def _solve(
     if cont is not None and len(cont.points):
         # a crossing is judged by its Newton step alone (its residual is the continuation's polish_tol)
         crossings = np.array(cont.points, dtype=float).reshape(len(cont.points), coords.dim)
-        yc, _, step_c = polish(coords, crossings, np.zeros(len(crossings)), alpha, cfg.newton_settings, bound)
+        yc, _, step_c, conv_c = polish(
+            coords, crossings, np.zeros(len(crossings)), alpha, cfg.newton_settings, bound
+        )
         for k, b in enumerate(cont.point_branch):
-            if step_c[k] <= cfg.step_tol:
+            if conv_c[k]:
                 _merge(coords, found, yc[k], "continuation", b, max(cfg.dedup_tol, 1e-6))
             else:
                 near.append((yc[k], float(step_c[k]), "continuation", b))
@@ -320,8 +325,10 @@ def _solve(
                 cfg.newton_settings,
                 bound,
             )
-            y_r, res_r, step_r = polish(coords, y_r, res_r, alpha, cfg.newton_settings, bound)
-            roots = dedup(coords, y_r[step_r <= cfg.step_tol], res_r[step_r <= cfg.step_tol], cfg.dedup_tol)
+            # each box is certified to hold exactly one root: none is dropped, however ill-conditioned
+            y_r, res_r, step_r, _ = polish(coords, y_r, res_r, alpha, cfg.newton_settings, bound)
+            keep = res_r < cfg.tol
+            roots = dedup(coords, y_r[keep], res_r[keep], cfg.dedup_tol, step_r[keep], cfg.near_radius)
             n_before = len(found)
             for root, _ in roots:
                 _merge(coords, found, root, "certified search", None, cfg.dedup_tol)

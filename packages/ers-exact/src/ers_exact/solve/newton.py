@@ -12,6 +12,8 @@ from ers_exact.util.progress import Progress
 
 __all__ = [
     "DENSE_COPIES",
+    "MAX_STEP_RADIUS",
+    "STALL_RESIDUAL",
     "NewtonSettings",
     "dedup",
     "flat_policies",
@@ -20,6 +22,7 @@ __all__ = [
     "policy_bytes",
     "polish",
     "scaled_residual",
+    "step_radius",
 ]
 
 #: dense D x D float arrays alive beside one policy's evaluation: DM, I - DM and LAPACK's copy in Newton;
@@ -144,15 +147,20 @@ def newton_steps(
 
 def polish(
     coords: LogitCoordinates, y: np.ndarray, res: np.ndarray, alpha: float, cfg: NewtonSettings, bound: float
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Certify convergence by the Newton step: the rows with a residual below ``cfg.tol`` take up to
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Decide convergence by Newton's step: the rows with a residual below ``cfg.tol`` take up to
     ``cfg.polish_steps`` full Newton steps while their step is above ``cfg.step_tol`` (one step brings a simple
-    root to rounding level; a step that would leave residual < tol is not taken). Returns (y, res, step) with
-    res and step measured at the returned y; ``step`` is inf where the given residual was not below tol. A point
-    is converged when its step is at most ``step_tol``: near a singular root the residual shrinks like
-    the distance squared (fold) or cubed (pitchfork), so a small residual alone accepts points far from it."""
+    root to rounding level; a step that would take the residual to ``tol`` or above is not taken). Returns
+    (y, res, step, converged), res and step measured at the returned y (``step`` inf where the given residual
+    was not below tol). A row is converged when its step is at most ``step_tol``, or when its residual *stalled*:
+    a full step that did not halve it, at rounding level (``STALL_RESIDUAL``). Near a singular root (a bifurcation at this alpha) the residual shrinks
+    like the distance squared (fold) or cubed (pitchfork), so a small residual alone accepts points far from it;
+    there every step divides the residual by ~4 or ~27/8 and the step stays of the order of the distance. At an
+    ill-conditioned simple root (near, not at, a bifurcation) the step is rounding noise amplified by the
+    condition number of I - DM (~1e-8 at 1e8) while the residual stays at rounding level: it stalls."""
     y, res = np.array(y, dtype=np.float64), np.array(res, dtype=np.float64)
     step = np.full(len(y), np.inf)
+    stalled = np.zeros(len(y), dtype=bool)
     rows = np.flatnonzero(np.isfinite(res) & (res < cfg.tol))  # the others keep step = inf
     for it in range(cfg.polish_steps + 1):
         if rows.size == 0:
@@ -160,7 +168,7 @@ def polish(
         delta, step[rows], res[rows] = newton_steps(coords, y[rows], alpha)
         if it == cfg.polish_steps:
             break
-        far = step[rows] > cfg.step_tol
+        far = (step[rows] > cfg.step_tol) & ~stalled[rows]
         rows, delta = rows[far], delta[far]
         if rows.size == 0:
             break
@@ -171,9 +179,11 @@ def polish(
             yb = y_try[better]
             r_try[better] = scaled_residual(yb - coords.logit_map(yb, alpha), yb)
         better &= r_try < cfg.tol  # a step that leaves the converged region is not taken
+        # stalled: at rounding level and no more progress (near a singular root the steps keep dividing it)
+        stalled[rows[better]] = (r_try[better] > 0.5 * res[rows[better]]) & (r_try[better] <= STALL_RESIDUAL)
         y[rows[better]] = y_try[better]
         rows = rows[better]
-    return y, res, step
+    return y, res, step, np.isfinite(step) & ((step <= cfg.step_tol) | stalled)
 
 
 def flat_policies(coords: LogitCoordinates, y: np.ndarray) -> np.ndarray:
@@ -181,17 +191,44 @@ def flat_policies(coords: LogitCoordinates, y: np.ndarray) -> np.ndarray:
     return np.concatenate([p.reshape(len(y), -1) for p in coords.to_policy(y)], axis=1)
 
 
+#: a scaled residual at rounding level: a polish step that leaves it there without halving it has stalled
+#: (ill-conditioned roots near a bifurcation sit at 2-7e-16; points 1e-4 from a singular root at ~1e-13)
+STALL_RESIDUAL = 64 * np.finfo(np.float64).eps
+
+#: the largest policy distance (max abs) a Newton step's size may merge over (dedup, the near-roots' basins)
+MAX_STEP_RADIUS = 1e-2
+
+
+def step_radius(y: np.ndarray, step: np.ndarray, factor: float) -> np.ndarray:
+    """[R] the policy distance within which a run whose (scaled) Newton step is ``step`` may lie from the root it
+    approaches: ``factor`` x its step in logits (a logit step moves a policy by at most half as much), capped
+    at :data:`MAX_STEP_RADIUS`."""
+    y = np.atleast_2d(y)
+    scale = np.maximum(1.0, np.abs(y).max(axis=1, initial=0.0))
+    return np.minimum(factor * np.asarray(step, dtype=float) * scale, MAX_STEP_RADIUS)
+
+
 def dedup(
-    coords: LogitCoordinates, y: np.ndarray, res: np.ndarray, tol: float
+    coords: LogitCoordinates,
+    y: np.ndarray,
+    res: np.ndarray,
+    tol: float,
+    step: np.ndarray | None = None,
+    step_factor: float = 0.0,
 ) -> list[tuple[np.ndarray, int]]:
+    """The distinct points of ``y`` (policies within the larger of two points' radii are one; the point kept is
+    the one with the smaller Newton ``step``, then residual) with their basins. A radius is ``tol``, or
+    100 sqrt(res), or ``step_radius(step, step_factor)`` where larger."""
     if len(y) == 0:
         return []
-    order = np.argsort(res)
+    order = np.lexsort((res, step)) if step is not None else np.argsort(res)
     flat = flat_policies(coords, y)
     kept: list[int] = []
     basin: list[int] = []
     # near a singular (bifurcating) root Newton converges slowly: a residual r leaves an error ~ sqrt(r)
     radius = np.maximum(tol, 100.0 * np.sqrt(np.maximum(res, 0.0)))
+    if step is not None:  # a stalled run near a singular root: as far from it as its step is long
+        radius = np.maximum(radius, step_radius(y, step, step_factor))
     for k in order:
         dist = np.abs(flat[kept] - flat[k]).max(axis=1) if kept else np.zeros(0)
         hit = int(np.argmin(dist)) if len(dist) else -1

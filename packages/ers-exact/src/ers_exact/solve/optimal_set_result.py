@@ -212,7 +212,7 @@ def log_logistic_width(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     saturated interval (lo = 50, hi = 60) sigma(hi) - sigma(lo) is 0 in float64 while the width is ~2e-22. For
     lo >= 0 it is -lo + log(1 - e^{lo - hi}) - softplus(-lo) - softplus(-hi) (sigma(hi) - sigma(lo) =
     sigma(-lo) - sigma(-hi)); for hi <= 0 the same of (-hi, -lo); across 0 (tanh(hi / 2) - tanh(lo / 2)) / 2,
-    a sum of two non-negative parts (+-1e-303 is a width of 5.6e-304, where sigma(hi) - sigma(lo) is 0).
+    a sum of two non-negative parts (+-1e-303 is a width of 5.0e-304, where sigma(hi) - sigma(lo) is 0).
     -inf where lo == hi."""
     lo, hi = np.broadcast_arrays(np.asarray(lo, float), np.asarray(hi, float))
     flip = hi <= 0
