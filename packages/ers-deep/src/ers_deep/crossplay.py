@@ -129,20 +129,8 @@ def crossplay_matrix(
 
 def mean_se(values: Sequence[float] | np.ndarray) -> Estimate:
     """The mean of ``values`` with its standard error std(ddof=1) / sqrt(n) (NaN when n < 2; both NaN when
-    there are none)."""
-    arr = np.asarray(values, dtype=float)
-    if arr.size == 0:
-        return Estimate(math.nan, math.nan)
-    se = float(arr.std(ddof=1) / math.sqrt(arr.size)) if arr.size > 1 else math.nan
-    return Estimate(float(arr.mean()), se)
-
-
-def _estimate(values: np.ndarray, median: bool, seed: int) -> Estimate:
-    if values.size <= 1 or not median:  # one value: no spread to estimate (a bootstrap SE of 0 claimed one)
-        return mean_se(values)
-    rng = np.random.default_rng(seed)
-    boot = [np.median(rng.choice(values, size=values.size)) for _ in range(500)]
-    return Estimate(float(np.median(values)), float(np.std(boot)))
+    there are none): ``Estimate.of``, as ers-exact's pipeline reports it."""
+    return Estimate.of(values)
 
 
 def pairwise_scores(matrix: dict[str, Any]) -> np.ndarray:
@@ -158,9 +146,9 @@ def xp_estimates(matrix: dict[str, Any], seed: int = 0) -> dict[str, Estimate]:
     m = np.asarray(matrix["mean"], float)
     pairs = pairwise_scores(matrix)
     return {
-        "sp": _estimate(np.diag(m), False, seed),
-        "xp": _estimate(pairs, False, seed),
-        "xp_median": _estimate(pairs, True, seed),
+        "sp": Estimate.of(np.diag(m), False, seed),
+        "xp": Estimate.of(pairs, False, seed),
+        "xp_median": Estimate.of(pairs, True, seed),
     }
 
 

@@ -29,6 +29,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ers_exact.model.transformation import Transformation
 from ers_exact.util.errors import InputError
 from ers_exact.util.output import dumps as strict_dumps
@@ -294,6 +296,23 @@ class Estimate:
 
     __eq__ = _nan_equal
     __hash__ = _nan_hash
+
+    @classmethod
+    def of(cls, values: Any, median: bool = False, seed: int = 0) -> Estimate:
+        """The mean of ``values`` with its standard error std(ddof=1) / sqrt(n), or (``median``) their median
+        with the standard deviation of 500 bootstrap medians drawn with ``seed``. One value has no spread to
+        estimate (se NaN, not 0); no values give NaN for both. ers-exact's ZSC pipeline and ers-deep's
+        cross-play tables report their columns through it."""
+        x = np.asarray(values, dtype=float).ravel()
+        if x.size == 0:
+            return cls(math.nan, math.nan)
+        if x.size == 1:
+            return cls(float(x[0]), math.nan)
+        if not median:
+            return cls(float(x.mean()), float(x.std(ddof=1) / math.sqrt(x.size)))
+        rng = np.random.default_rng(seed)
+        boot = [np.median(rng.choice(x, size=x.size)) for _ in range(500)]
+        return cls(float(np.median(x)), float(np.std(boot)))
 
 
 def _estimate(d: dict[str, Any]) -> Estimate:

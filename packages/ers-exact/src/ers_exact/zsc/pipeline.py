@@ -41,18 +41,6 @@ __all__ = ["AGENT_SEED_STRIDE", "ZSCConfig", "run_zsc"]
 AGENT_SEED_STRIDE = 1000
 
 
-def _estimate(values: np.ndarray, median: bool, seed: int) -> Estimate:
-    if len(values) == 0:
-        return Estimate(float("nan"), float("nan"))
-    if len(values) == 1:  # one pair: no spread to estimate (an SE of 0 claimed an exact value)
-        return Estimate(float(values[0]), float("nan"))
-    if not median:
-        return Estimate(float(values.mean()), float(values.std(ddof=1) / np.sqrt(len(values))))
-    rng = np.random.default_rng(seed)
-    boot = [np.median(rng.choice(values, size=len(values))) for _ in range(500)]
-    return Estimate(float(np.median(values)), float(np.std(boot)))
-
-
 def _xp_values(tree: HistoryTree, policies: Sequence[tuple[np.ndarray, ...]]) -> np.ndarray:
     pairs = [(a, b) for a in range(len(policies)) for b in range(len(policies)) if a < b]
     if not pairs:
@@ -79,12 +67,12 @@ def _row(
     sym_er = [symmetrise(tree, p, phis) if phis else p for p, phis in zip(deployed, learned)]
     return PopulationRow(
         name=name,
-        sp=_estimate(sp, False, seed),
-        xp=_estimate(xp, False, seed),
-        xp_median=_estimate(xp, True, seed),
-        xp_median_mdp=_estimate(_xp_values(tree, sym_mdp), True, seed),
-        xp_median_er=_estimate(_xp_values(tree, sym_er), True, seed),
-        op=_estimate(op, False, seed),
+        sp=Estimate.of(sp, False, seed),
+        xp=Estimate.of(xp, False, seed),
+        xp_median=Estimate.of(xp, True, seed),
+        xp_median_mdp=Estimate.of(_xp_values(tree, sym_mdp), True, seed),
+        xp_median_er=Estimate.of(_xp_values(tree, sym_er), True, seed),
+        op=Estimate.of(op, False, seed),
     )
 
 
