@@ -14,10 +14,10 @@ import torch
 from ers_deep.discovery import DeepDiscoveryConfig, DiscoveryNet, discover
 from ers_deep.discovery.run import _score, exact_value
 from ers_deep.envs.tabular import TabularEnv
-from ers_deep.nets import NetConfig, build_net
-from ers_deep.pools import Policy, Pool, PoolError
-from ers_deep.train.config import paper_config
+from ers_deep.nets import NetConfig
+from ers_deep.pools import Pool, PoolError
 from ers_deep.train.evaluate import Agent
+from tests.deep.discovery.random_policies import random_tabular_policies
 
 ONE_AGENT = """agents: 1
 discount: 1.0
@@ -61,17 +61,8 @@ def _pool(folder: Path, text: str, n: int) -> Pool:
     """n random (far from uniform) tabular policies of the game ``text`` (a .dpomdp written into ``folder``)."""
     game = folder / "game.dpomdp"
     game.write_text(text)
-    cfg = paper_config(f"tabular:{game}", seeds=(0,))
-    env = TabularEnv(str(game))
-    policies = []
-    for s in range(n):
-        net = build_net(NetConfig(kind="tabular"), [s], env.obs_shape, env.num_actions)
-        with torch.no_grad():
-            g = torch.Generator().manual_seed(100 + s)
-            for p in net.parameters():
-                p.copy_(2.0 * torch.randn(p.shape, generator=g))
-        policies.append(Policy(net, cfg, s, f"random-{s}"))
-    return Pool(folder, {"env": cfg.env, "policies": []}, tuple(policies))
+    policies = random_tabular_policies(str(game), range(n))
+    return Pool(folder, {"env": policies[0].config.env, "policies": []}, tuple(policies))
 
 
 def test_xp_max_on_a_one_agent_game_is_refused_before_training(tmp_path: Path) -> None:

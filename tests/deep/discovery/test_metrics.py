@@ -13,10 +13,9 @@ import torch
 from ers_deep.discovery import LearnedSymmetry, compose
 from ers_deep.discovery.run import _group_metrics, _score, _tuples, exact_value, sample_observations
 from ers_deep.envs.tabular import TabularEnv
-from ers_deep.nets import NetConfig, build_net
 from ers_deep.nets.phi import ObsMap
 from ers_deep.pools import Policy
-from ers_deep.train.config import paper_config
+from tests.deep.discovery.random_policies import random_tabular_policies
 
 GAME = "three-lever"
 
@@ -24,17 +23,7 @@ GAME = "three-lever"
 @pytest.fixture(scope="module")
 def held_out() -> list[Policy]:
     """Two random (untrained, far from uniform) three-lever policies: symmetries change their J."""
-    cfg = paper_config(f"tabular:{GAME}", seeds=(0,))
-    env = TabularEnv(GAME)
-    out = []
-    for s in (0, 1):
-        net = build_net(NetConfig(kind="tabular"), [s], env.obs_shape, env.num_actions)
-        with torch.no_grad():
-            g = torch.Generator().manual_seed(100 + s)
-            for p in net.parameters():
-                p.copy_(2.0 * torch.randn(p.shape, generator=g))
-        out.append(Policy(net, cfg, s, f"random-{s}"))
-    return out
+    return random_tabular_policies(GAME, (0, 1))
 
 
 def _symmetry(
