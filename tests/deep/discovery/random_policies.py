@@ -8,21 +8,26 @@ from collections.abc import Sequence
 import torch
 
 from ers_deep.envs.tabular import TabularEnv
-from ers_deep.nets import NetConfig, build_net
+from ers_deep.nets import ActorCritic, NetConfig, build_net
 from ers_deep.pools import Policy
 from ers_deep.train.config import paper_config
 
 
-def random_tabular_policies(game: str, seeds: Sequence[int]) -> list[Policy]:
-    """One random policy of the tabular ``game`` (a built-in name or a .dpomdp path) per seed."""
-    cfg = paper_config(f"tabular:{game}", seeds=(0,))
-    env = TabularEnv(game)
-    out = []
+def random_tabular_nets(env: TabularEnv, seeds: Sequence[int]) -> list[ActorCritic]:
+    """One random tabular net of ``env`` per seed (logits 2 N(0, 1), drawn from seed 100 + s)."""
+    nets = []
     for s in seeds:
         net = build_net(NetConfig(kind="tabular"), [s], env.obs_shape, env.num_actions)
         with torch.no_grad():
             g = torch.Generator().manual_seed(100 + s)
             for p in net.parameters():
                 p.copy_(2.0 * torch.randn(p.shape, generator=g))
-        out.append(Policy(net, cfg, s, f"random-{s}"))
-    return out
+        nets.append(net)
+    return nets
+
+
+def random_tabular_policies(game: str, seeds: Sequence[int]) -> list[Policy]:
+    """One random policy of the tabular ``game`` (a built-in name or a .dpomdp path) per seed."""
+    cfg = paper_config(f"tabular:{game}", seeds=(0,))
+    nets = random_tabular_nets(TabularEnv(game), seeds)
+    return [Policy(net, cfg, s, f"random-{s}") for net, s in zip(nets, seeds)]

@@ -20,6 +20,7 @@ from ers_deep.nets.layers import SLinear
 from ers_deep.nets.phi import ObsMap
 from ers_deep.train.config import paper_config
 from ers_deep.train.evaluate import Agent, play
+from tests.deep.discovery.random_policies import random_tabular_nets
 
 SMALL = "Hanabi-Small"  # 2 colours: the colour swap is its one non-identity Dec-POMDP symmetry
 
@@ -123,21 +124,9 @@ def test_hand_built_colour_permutation_scores_as_an_er_symmetry() -> None:
 
 
 # ----- DiscoveryNet -------------------------------------------------------------------------------------------
-def _random_tabular(env: TabularEnv, seeds: list[int]) -> list[ActorCritic]:
-    nets = []
-    for s in seeds:
-        net = build_net(NetConfig(kind="tabular"), [s], env.obs_shape, env.num_actions)
-        with torch.no_grad():
-            g = torch.Generator().manual_seed(100 + s)
-            for p in net.parameters():
-                p.copy_(2.0 * torch.randn(p.shape, generator=g))
-        nets.append(net)
-    return nets
-
-
 def _tabular_net(mode: str = "sp", members: int = 3, **kw: object) -> tuple[DiscoveryNet, list[ActorCritic]]:
     env = TabularEnv("three-lever")
-    pool = _random_tabular(env, list(range(members)))
+    pool = random_tabular_nets(env, list(range(members)))
     maps = torch.tensor([[2, 1, 0], [1, 0, 2]])
     net = DiscoveryNet(
         (0, 1),
@@ -333,7 +322,7 @@ def test_untrained_tabular_candidates_start_apart_and_near_the_identity() -> Non
     """Tabular maps start as softmax rows of a noisy identity: every row puts most mass on its own observation,
     and two candidates with the same phi_A do not start equal (the seeded noise)."""
     env = TabularEnv("three-lever")
-    pool = _random_tabular(env, [0])
+    pool = random_tabular_nets(env, [0])
     maps = torch.tensor([[2, 1, 0], [2, 1, 0]])
     net = DiscoveryNet(
         (0, 1),
