@@ -304,7 +304,7 @@ class LogitDerivatives(LogitStructure):
             den_all.append(den)
             values.append(gap / alpha)
         M = concat(values, axis=0)
-        state = (pi, act, p_joint, G_all, V_all, keep, gap_all, den_all)
+        state = (pi, act, p_joint, G_all, V_all, keep, gap_all, den_all, bool(interval))
         if cache_key is not None:
             self._last = (cache_key, (M.copy(), np.array(J, copy=True), state))
         if not jacobian:
@@ -323,8 +323,10 @@ class LogitDerivatives(LogitStructure):
         keep: dict[str, list[Any]],
         gap_all: list,
         den_all: list,
+        interval: bool,
     ) -> Any:
-        """DM [D, D, P] from the forward and backward pass of :meth:`_run` (all arrays over the flat nodes)."""
+        """DM [D, D, P] from the forward and backward pass of :meth:`_run` (all arrays over the flat nodes;
+        ``interval``: the pass enclosed a box, its weights relative to each history's pivot node)."""
         n, na, K = self.n, self.n_actions, self.K
         mats, pair_node = self.mats, self.flat["pair_node"]
         N_all = len(self.node_local)
@@ -336,12 +338,12 @@ class LogitDerivatives(LogitStructure):
             k_i = self.index[i][0]
             D_i = len(k_i)
             den, gap0 = den_all[i], gap_all[i]  # [K_i, P], [D_i, P]
-            if keep["lastf"] and n > 1:  # intervals: (B) on G[n, (a, .)] - G[n, (r, .)] too
+            if interval and n > 1:  # intervals: (B) on G[n, (a, .)] - G[n, (r, .)] too
                 Gi = reference_difference(G, i, na, self.reference[i])
             else:
                 Gi = G
             if self.n_pairs:
-                Xg = self._ancestor_weights(i, jp, keep) * self.pair_gamma[:, None]  # [n_pairs, P]
+                Xg = self._ancestor_weights(i, jp, keep, interval) * self.pair_gamma[:, None]  # [n_pairs, P]
                 numn_pairs = keep["numn"][i][pair_node].reshape(self.n_pairs * na[i], P)
                 denn_pairs = keep["denn"][i][pair_node]  # [n_pairs, P]
             for j in range(n):
@@ -377,7 +379,7 @@ class LogitDerivatives(LogitStructure):
         rows = [concat(blocks[i], axis=1) for i in range(n)]
         return concat(rows, axis=0)  # [D, D, P]
 
-    def _ancestor_weights(self, i: int, jp: Any, keep: dict[str, list[Any]]) -> Any:
+    def _ancestor_weights(self, i: int, jp: Any, keep: dict[str, list[Any]], interval: bool) -> Any:
         """X^i(anc -> desc) of every ancestor pair (module docstring, term (C)), rescaled by the ancestor's
         local-history shift, in the pairs' (t, d, node) order.  # [n_pairs, P]"""
         tree, bounds = self.tree, self.flat["bounds"]
@@ -387,7 +389,7 @@ class LogitDerivatives(LogitStructure):
         for t in range(1, self.H):
             layer = tree.layers[t]
             par = layer.parent + bounds[t - 1]  # flat index of each node's parent
-            if lastf:  # intervals: the parent's log weight (relative to its pivot) plus the last factors
+            if interval:  # intervals: the parent's log weight (relative to its pivot) plus the last factors
                 x1 = exp(lpm[par] + lastf[i][bounds[t] : bounds[t + 1]])
             else:
                 x1 = exp(lpm[bounds[t] : bounds[t + 1]] - shift[i][par])
