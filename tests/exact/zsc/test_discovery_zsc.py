@@ -13,6 +13,7 @@ from ers_exact.games import get_game
 from ers_exact.model.histories import enumerate_histories
 from ers_exact.model.objectives import cross_play, other_play
 from ers_exact.model.transformation import Transformation, apply_to_policy
+from ers_exact.model.values import expected_return
 from ers_exact.solve.fixed_points import solve_fixed_points
 from ers_exact.symmetry.search import decpomdp_symmetries
 from ers_exact.zsc.discovery import DiscoveryConfig, discover, group_metrics, learn_action_distribution
@@ -170,3 +171,47 @@ def test_ties_within_rounding_are_broken_by_candidate_order() -> None:
     assert discovery._ranking(scores) == [1, 2, 4, 0, 5, 3]
     assert discovery._first_best(np.array(scores)) == 1
     assert discovery._first_best(np.array([0.0, -1.0, 3.0])) == 2
+
+
+def _xp_by_hand(tree, a, b) -> float:
+    """eq. XP for two agents, from J alone: 1/2 (J(a^1, b^2) + J(b^1, a^2))."""
+    return 0.5 * (expected_return(tree, (a[0], b[1])) + expected_return(tree, (b[0], a[1])))
+
+
+def test_er_agents_use_the_identity_and_their_learned_set(monkeypatch) -> None:
+    """An OP + Phi_ER agent's Phi is {Id} united with its learned symmetries, as in the official code and
+    ers-deep (``op_symmetries``): OP averages XP over [pi], which holds pi. On the toy game xp-max learns
+    the swap alone; without Id, OP trained XP(pi, swap(pi)) only and the "+ER" symmetriser returned
+    swap(pi), a relabelled policy, not a symmetrised one."""
+    from ers_exact.zsc import pipeline
+
+    tree = enumerate_histories(get_game("toy-coordination"))
+    calls = []  # (Phi, deployed policy) of every OP training, per agent OP + Phi_MDP then OP + Phi_ER
+    real = pipeline.train_other_play
+
+    def spy(tree_, phis, config):
+        result = real(tree_, phis, config)
+        calls.append((list(phis), result.policy))
+        return result
+
+    monkeypatch.setattr(pipeline, "train_other_play", spy)
+    cfg = ZSCConfig(agents=3, pool="exact", alpha=0.3, k=2, l=2, m=2, op_steps=60, algorithm="xp-max")
+    report, discoveries = run_zsc(tree, cfg)
+    ident = Transformation.identity(tree.game)
+    er_calls = calls[1::2]
+    for (phis, _), found in zip(er_calls, discoveries):
+        assert ident not in found.transformations  # what makes the rule matter here
+        assert len(phis) == len(set(phis)) and set(phis) == {ident, *found.transformations}
+    # the OP column: OP^Phi of each deployed policy, spelled out as the mean over Phi of XP(pi, phi(pi))
+    op = [
+        np.mean([_xp_by_hand(tree, pol, apply_to_policy(tree, f, pol)) for f in phis])
+        for phis, pol in er_calls
+    ]
+    assert report.rows[2].op.value == pytest.approx(np.mean(op), abs=1e-9)
+    # XP(*)+ER: the median XP of the policies symmetrised by hand over the same Phi
+    sym = [
+        tuple(np.mean([apply_to_policy(tree, f, pol)[i] for f in phis], axis=0) for i in range(2))
+        for phis, pol in er_calls
+    ]
+    xp = [_xp_by_hand(tree, sym[a], sym[b]) for a in range(3) for b in range(a + 1, 3)]
+    assert report.rows[2].xp_median_er.value == pytest.approx(np.median(xp), abs=1e-9)

@@ -15,9 +15,10 @@ halves on the same game and compare their outputs field by field.
 * :class:`ZSCReport` -- per population the columns of the paper's Table 1: SP, XP mean, XP median
   (XP(*)), XP(*) after symmetrising with Phi_MDP and with Phi_ER, each with a standard error; and the
   OP objective of the deployed policies (mean and standard error), Phi being the set the population
-  trains OP with (OP + Phi_MDP: Phi_MDP; OP + learned Phi_ER: each agent's own learned set) and, for
-  the self-play population, which trains no OP, Phi_MDP (how much its conventions break the Dec-POMDP
-  symmetries). Reports written before the OP column load with ``op = None``.
+  trains OP with (OP + Phi_MDP: Phi_MDP; OP + learned Phi_ER: {Id} united with each agent's own learned
+  set, which XP(*)+ER symmetrises with too) and, for the self-play population, which trains no OP, Phi_MDP
+  (how much its conventions break the Dec-POMDP symmetries). Reports written before the OP column load
+  with ``op = None``.
 """
 
 from __future__ import annotations

@@ -7,12 +7,16 @@ Each of P independent agents (own seeds) and each population:
   (OP value first, ties by J: :func:`~ers_exact.zsc.other_play.train_other_play`);
 * ``OP+ER``: trains its pool of k policies, discovers l symmetries (Algorithm 1/2/3), trains m OP
   policies with them and deploys the best.
+An ER agent's Phi (:func:`learned_phi`) is {Id} united with its l learned symmetries, as in the official
+code (OP and the symmetriser draw from the loaded symmetries plus an appended identity) and ers-deep
+(``ers_deep.other_play.op_symmetries``): the paper's OP averages XP over [pi], which holds pi itself, and
+Algorithm 3 can learn a set without Id (the toy game's xp-max learns the swap alone).
 Within each population every pair of distinct agents is cross-played (XP, eq. XP). XP(*) is the median;
-"+MDP" / "+ER" symmetrise every deployed policy first, with Phi_MDP / with the symmetries learned by the
-OP+ER agent of the same index. The OP column is the mean OP^Phi of the deployed policies, Phi being the
-set each agent trains OP with (Phi_MDP; its own learned set); the SP population trains no OP and reports
-OP^{Phi_MDP}, how much its conventions break the Dec-POMDP symmetries. Standard errors: SD / sqrt(n) for
-means, seeded bootstrap for medians.
+"+MDP" / "+ER" symmetrise every deployed policy first, with Phi_MDP / with the Phi of the OP+ER agent of
+the same index. The OP column is the mean OP^Phi of the deployed policies, Phi being the set each agent
+trains OP with (Phi_MDP; its own Phi); the SP population trains no OP and reports OP^{Phi_MDP}, how much
+its conventions break the Dec-POMDP symmetries. Standard errors: SD / sqrt(n) for means, seeded bootstrap
+for medians.
 """
 
 from __future__ import annotations
@@ -34,11 +38,16 @@ from ers_exact.zsc.discovery import discover
 from ers_exact.zsc.other_play import train_other_play
 from ers_exact.zsc.pools import UNSEEN_POOL_SEED_OFFSET, build_pools
 
-__all__ = ["AGENT_SEED_STRIDE", "ZSCConfig", "run_zsc"]
+__all__ = ["AGENT_SEED_STRIDE", "ZSCConfig", "learned_phi", "run_zsc"]
 
 # Agent a of a run with seed s trains with seed s * AGENT_SEED_STRIDE + a, so runs with different seeds
 # never share an agent seed (for fewer than AGENT_SEED_STRIDE agents).
 AGENT_SEED_STRIDE = 1000
+
+
+def learned_phi(tree: HistoryTree, learned: Sequence[Transformation]) -> list[Transformation]:
+    """Phi of an ER agent: {Id} united with its ``learned`` symmetries (Id first, each element once)."""
+    return list(dict.fromkeys([Transformation.identity(tree.game), *learned]))
 
 
 def _xp_values(tree: HistoryTree, policies: Sequence[tuple[np.ndarray, ...]]) -> np.ndarray:
@@ -55,7 +64,7 @@ def _row(
     name: str,
     deployed: Sequence[tuple[np.ndarray, ...]],
     mdp: Sequence[Transformation],
-    learned: Sequence[Sequence[Transformation]],
+    er_phis: Sequence[Sequence[Transformation]],
     *,
     seed: int,
     op_sets: Sequence[Sequence[Transformation]],
@@ -64,7 +73,7 @@ def _row(
     op = np.array([other_play(tree, p, phis) for p, phis in zip(deployed, op_sets)])
     xp = _xp_values(tree, deployed)
     sym_mdp = [symmetrise(tree, p, mdp) for p in deployed]
-    sym_er = [symmetrise(tree, p, phis) if phis else p for p, phis in zip(deployed, learned)]
+    sym_er = [symmetrise(tree, p, phis) for p, phis in zip(deployed, er_phis)]
     return PopulationRow(
         name=name,
         sp=Estimate.of(sp, False, seed),
@@ -82,7 +91,7 @@ def run_zsc(
     """Run the three populations; return Table 1 and every ER agent's discovery result."""
     mdp = decpomdp_symmetries(tree.game)
     op_cfg = OPConfig(seeds=config.m, steps=config.op_steps)
-    sp_deployed, mdp_deployed, er_deployed, learned, discoveries = [], [], [], [], []
+    sp_deployed, mdp_deployed, er_deployed, er_phis, discoveries = [], [], [], [], []
     seeds = [config.seed * AGENT_SEED_STRIDE + agent for agent in range(config.agents)]
     # every agent's training and unseen pool at once (IQL: one batch of runs, each as if trained alone)
     unseen_seeds = [s + UNSEEN_POOL_SEED_OFFSET for s in seeds]
@@ -94,25 +103,25 @@ def run_zsc(
             disc_cfg = DiscoveryConfig(algorithm=config.algorithm, top=config.l, seed=seed)
             result = discover(tree, pool, disc_cfg, unseen_pool=unseen)
             discoveries.append(result)
-            learned.append(list(result.permutations()))
+            er_phis.append(learned_phi(tree, result.permutations()))
             sp_deployed.append(sp_policy)
             mdp_deployed.append(train_other_play(tree, mdp, replace(op_cfg, seed=seed)).policy)
-            er_op = train_other_play(tree, result.permutations(), replace(op_cfg, seed=seed))
+            er_op = train_other_play(tree, er_phis[-1], replace(op_cfg, seed=seed))
             er_deployed.append(er_op.policy)
             bar.update()
     mdp_sets = [mdp] * config.agents
     seed = config.seed
     rows = (
-        _row(tree, f"SP ({config.pool})", sp_deployed, mdp, learned, seed=seed, op_sets=mdp_sets),
-        _row(tree, "OP + Phi_MDP", mdp_deployed, mdp, learned, seed=seed, op_sets=mdp_sets),
+        _row(tree, f"SP ({config.pool})", sp_deployed, mdp, er_phis, seed=seed, op_sets=mdp_sets),
+        _row(tree, "OP + Phi_MDP", mdp_deployed, mdp, er_phis, seed=seed, op_sets=mdp_sets),
         _row(
             tree,
             f"OP + learned Phi_ER ({config.algorithm})",
             er_deployed,
             mdp,
-            learned,
+            er_phis,
             seed=seed,
-            op_sets=learned,
+            op_sets=er_phis,
         ),
     )
     report = ZSCReport(
