@@ -176,6 +176,18 @@ EXACT_CASES = [
     ("m-zero", ["zsc", "three-lever", "--m", "0"], {}, "--m 0"),
     ("episodes-zero", ["zsc", "three-lever", "--episodes", "0"], {}, "--episodes 0"),
     ("xp-max-one-policy", ["discover", "three-lever", "--algorithm", "xp-max", "--k", "1"], {}, "--k 1"),
+    (  # the solver finds one optimal fixed point at alpha 0.6: once an "internal error" (exit 1)
+        "xp-max-one-optimal-point",
+        ["discover", "toy-coordination", "--pool", "exact", "--alpha", "0.6", "--algorithm", "xp-max"],
+        {},
+        "the pool has 1",
+    ),
+    (
+        "zsc-xp-max-one-optimal-point",
+        ["zsc", "toy-coordination", "--pool", "exact", "--alpha", "0.6", "--k", "2", "--algorithm", "xp-max"],
+        {},
+        "the pool has 1",
+    ),
     ("algorithm-choice", ["zsc", "three-lever", "--algorithm", "op"], {}, "'op'"),
     ("search-choice", ["discover", "three-lever", "--search", "random"], {}, "random"),
     ("census-out-is-a-file", ["census", "--games", "1", "--out", "@F"], {"F": "x"}, "F.dpomdp"),

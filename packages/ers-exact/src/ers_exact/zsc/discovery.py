@@ -29,6 +29,7 @@ from ers_exact.model.objectives import cross_play
 from ers_exact.model.transformation import Transformation, apply_to_policy
 from ers_exact.model.values import expected_return, local_history_reach
 from ers_exact.symmetry.candidates import CandidateSpace, stack_pool
+from ers_exact.util.options import UsageError
 from ers_exact.zsc.config import ALGORITHMS, SEARCHES, DiscoveryConfig
 
 StackedPolicy = tuple[np.ndarray, ...]  # a pool stacked per agent: arrays [P, K_i, |A^i|]
@@ -202,10 +203,11 @@ def discover(
     combos = space.admissible_combos()
     stacked = stack_pool(pool)
     if config.algorithm == "xp-max":
-        if len(pool) < 2:
-            raise ValueError(
-                f"xp-max (Algorithm 3) cross-plays distinct pool policies; the pool has "
-                f"{len(pool)} (use a larger pool, or sp-max)"
+        if len(pool) < 2:  # bad input, not a bug: an exact pool is one point where Pi*_alpha is one point
+            raise UsageError(
+                f"xp-max (Algorithm 3) cross-plays distinct pool policies; the pool has {len(pool)} "
+                "(an exact pool holds at most |Pi*_alpha| points, one where the optimal fixed point is "
+                "unique at this alpha: use a larger pool, another alpha, or sp-max)"
             )
         picks, scores = _xp_max(tree, space, combos, list(pool), config)
     elif config.algorithm in ("sp-max", "sp-max-reg"):
