@@ -10,7 +10,12 @@ import pytest
 from ers_exact.games import GAMES, get_game
 from ers_exact.games.random import planted_game, random_small_game
 from ers_exact.model.histories import enumerate_histories
-from ers_exact.model.transformation import Transformation, apply_to_policy, is_decpomdp_symmetry
+from ers_exact.model.transformation import (
+    InadmissibleError,
+    Transformation,
+    apply_to_policy,
+    is_decpomdp_symmetry,
+)
 from ers_exact.model.values import expected_return
 from ers_exact.solve.boltzmann import boltzmann_residual
 from ers_exact.solve.fixed_points import SolverConfig, solve_fixed_points
@@ -96,6 +101,37 @@ def test_er_members_really_preserve_the_optimal_pool(toy) -> None:
             image = apply_to_policy(toy, phi, pi)
             assert boltzmann_residual(toy, image, 0.3) < 1e-8
             assert expected_return(toy, image) == pytest.approx(fs.J_star, abs=1e-8)
+
+
+def test_a_pool_with_a_repeated_point_lists_each_member_once(toy) -> None:
+    """Matching found each member once per copy of pi_0 in the pool (3 members for the toy's 2); both
+    methods must give the brute force over every policy part of Psi, each element once."""
+    fs = solve_fixed_points(toy, 0.3)
+    pool = [p.policy for p in fs.optimal_points]
+    pool = pool + [pool[0]]
+    game = toy.game
+    brute = set()
+    for parts in itertools.product(
+        *[itertools.product(itertools.permutations(range(a)), itertools.permutations(range(o)))
+          for a, o in zip(game.n_actions, game.n_observations)]
+    ):  # fmt: skip
+        phi = Transformation(
+            tuple(range(game.n_states)), tuple(a for a, _ in parts), tuple(o for _, o in parts)
+        )
+        try:
+            images = [apply_to_policy(toy, phi, pi) for pi in pool]
+        except InadmissibleError:
+            continue
+        if all(
+            boltzmann_residual(toy, im, 0.3) <= 1e-8 and abs(expected_return(toy, im) - fs.J_star) <= 1e-8
+            for im in images
+        ):
+            brute.add(phi)
+    assert len(brute) == 2
+    for method in ("exhaustive", "matching"):
+        er = er_symmetries(toy, pool, 0.3, fs.J_star, method=method, progress=False)
+        assert len(er.members) == len(set(er.members)) == er.order_on_policies
+        assert set(er.members) == brute
 
 
 @pytest.mark.parametrize("name", list(GAMES))

@@ -289,7 +289,9 @@ def _matching(
                     members.append(Transformation(tuple(range(game.n_states)), acts, obs))
                     images.append([b.reshape(C, P, *b.shape[1:])[c] for b in batch])
                 bar.update(C)
-    members_sorted = sorted(zip(members, images), key=lambda m: (m[0].actions, m[0].observations))
+    # a pool holding a point twice (within _MATCH_TOL) matches a member onto each copy: list it once
+    unique = dict(zip(members, images))
+    members_sorted = sorted(unique.items(), key=lambda m: (m[0].actions, m[0].observations))
     return ([m for m, _ in members_sorted], [im for _, im in members_sorted], policy_part_order(game), tested)
 
 
