@@ -215,3 +215,25 @@ def test_er_agents_use_the_identity_and_their_learned_set(monkeypatch) -> None:
     ]
     xp = [_xp_by_hand(tree, sym[a], sym[b]) for a in range(3) for b in range(a + 1, 3)]
     assert report.rows[2].xp_median_er.value == pytest.approx(np.median(xp), abs=1e-9)
+
+
+def test_algorithm_2_composes_with_the_identity_and_the_known_symmetries(lever3) -> None:
+    """eq. sp-max-with-reg-stoch draws phi_i, phi_j from {Id} united with the known symmetries (the official
+    code appends the identity; so does ers-deep). Given a 3-cycle alone, every score must equal the objective
+    spelled out here over {Id, cycle}^2 (it averaged J(cycle o phi o cycle) alone before)."""
+    pool = iql_pool(lever3, 1.0, IQLConfig(runs=3, episodes=300, seed=0))
+    cycle = Transformation((0,), ((1, 2, 0), (1, 2, 0)), ((1, 2, 0), (1, 2, 0)))
+    cfg = DiscoveryConfig(algorithm="sp-max-reg", top=36)
+    found = discover(lever3, pool, cfg, known=[cycle])
+    drawn = [Transformation.identity(lever3.game), cycle]
+
+    def mean_j(phi):
+        return np.mean([expected_return(lever3, apply_to_policy(lever3, phi, pi)) for pi in pool])
+
+    for phi, score in zip(found.transformations, found.scores):
+        composed = np.mean([mean_j(f.compose(phi).compose(g)) for f in drawn for g in drawn])
+        moved = [np.mean(np.asarray(o)[np.asarray(o)] != np.arange(len(o))) for o in phi.observations]
+        expected = (
+            (1 - cfg.lambda1) * mean_j(phi) + cfg.lambda1 * composed - cfg.lambda2 * 2.0 * np.mean(moved)
+        )
+        assert score == pytest.approx(expected, abs=1e-9)

@@ -6,8 +6,10 @@
   softmax distribution over each agent's observation permutations by REINFORCE on exact returns (the
   paper's policy-gradient path), so it can be checked against the exhaustive answer.
 * Algorithm 2 (eq. sp-max-with-reg-stoch): (1 - lambda_1) J(phi(pi)) + lambda_1 E_{i,j} J(phi_i o phi o
-  phi_j (pi)) - lambda_2 E_o d(o, phi_O^2(o))^2 with previously learned phi_i, phi_j and the discrete
-  metric on one-hot observations (d^2 = 2 when different), in expectation rather than sampled.
+  phi_j (pi)) - lambda_2 E_o d(o, phi_O^2(o))^2 with phi_i, phi_j drawn from {Id} united with the
+  previously learned symmetries (:func:`learned_phi`; the official code appends the identity to the loaded
+  symmetries, as ers-deep does) and the discrete metric on one-hot observations (d^2 = 2 when different),
+  in expectation rather than sampled.
 * Algorithm 3 (eq. xp-max): for pairs (pi_i, pi_j), i != j, maximise XP(pi_i, phi(pi_j)) over phi.
 
 Only admissible transformations are candidates (DESIGN.md). The result reports the paper's Table 2
@@ -65,7 +67,15 @@ __all__ = [
     "discover",
     "group_metrics",
     "learn_action_distribution",
+    "learned_phi",
 ]
+
+
+def learned_phi(tree: HistoryTree, learned: Sequence[Transformation]) -> list[Transformation]:
+    """{Id} united with ``learned`` symmetries (Id first, each element once): the set an agent composes
+    with in Algorithm 2 and other-plays and symmetrises with (:mod:`ers_exact.zsc.pipeline`), as the
+    official code (learned symmetries plus an appended identity) and ers-deep do."""
+    return list(dict.fromkeys([Transformation.identity(tree.game), *learned]))
 
 
 def _action_key(space: CandidateSpace, combo: np.ndarray) -> tuple[tuple[int, ...], ...]:
@@ -155,17 +165,18 @@ def _regularised(
 ) -> np.ndarray:
     """eq. sp-max-with-reg-stoch in expectation over the known symmetries and observations."""
     index = {tuple(c): k for k, c in enumerate(combos)}
+    drawn = learned_phi(space.tree, known)
     out = np.empty(len(combos))
     for k, combo in enumerate(combos):
         phi = space.transformation(combo)
         comp = []
-        for f, g in itertools.product(known, known):
+        for f, g in itertools.product(drawn, drawn):
             j = index.get(tuple(space.combo(f.compose(phi).compose(g))))
             comp.append(table[j] if j is not None else -np.inf)
         penalty = np.mean(
             [2.0 * np.mean(np.asarray(o)[np.asarray(o)] != np.arange(len(o))) for o in phi.observations]
         )
-        composed = np.mean(comp) if comp else table[k]
+        composed = np.mean(comp)
         out[k] = (1 - cfg.lambda1) * table[k] + cfg.lambda1 * composed - cfg.lambda2 * penalty
     return out
 

@@ -7,10 +7,11 @@ Each of P independent agents (own seeds) and each population:
   (OP value first, ties by J: :func:`~ers_exact.zsc.other_play.train_other_play`);
 * ``OP+ER``: trains its pool of k policies, discovers l symmetries (Algorithm 1/2/3), trains m OP
   policies with them and deploys the best.
-An ER agent's Phi (:func:`learned_phi`) is {Id} united with its l learned symmetries, as in the official
-code (OP and the symmetriser draw from the loaded symmetries plus an appended identity) and ers-deep
-(``ers_deep.other_play.op_symmetries``): the paper's OP averages XP over [pi], which holds pi itself, and
-Algorithm 3 can learn a set without Id (the toy game's xp-max learns the swap alone).
+An ER agent's Phi (:func:`~ers_exact.zsc.discovery.learned_phi`) is {Id} united with its l learned
+symmetries, as in the official code (OP and the symmetriser draw from the loaded symmetries plus an
+appended identity) and ers-deep (``ers_deep.other_play.op_symmetries``): the paper's OP averages XP over
+[pi], which holds pi itself, and Algorithm 3 can learn a set without Id (the toy game's xp-max learns the
+swap alone).
 Within each population every pair of distinct agents is cross-played (XP, eq. XP). XP(*) is the median;
 "+MDP" / "+ER" symmetrise every deployed policy first, with Phi_MDP / with the Phi of the OP+ER agent of
 the same index. The OP column is the mean OP^Phi of the deployed policies, Phi being the set each agent
@@ -34,7 +35,7 @@ from ers_exact.model.values import expected_return
 from ers_exact.symmetry.search import decpomdp_symmetries
 from ers_exact.util.progress import Progress
 from ers_exact.zsc.config import DiscoveryConfig, OPConfig, ZSCConfig
-from ers_exact.zsc.discovery import discover
+from ers_exact.zsc.discovery import discover, learned_phi
 from ers_exact.zsc.other_play import train_other_play
 from ers_exact.zsc.pools import UNSEEN_POOL_SEED_OFFSET, build_pools
 
@@ -43,11 +44,6 @@ __all__ = ["AGENT_SEED_STRIDE", "ZSCConfig", "learned_phi", "run_zsc"]
 # Agent a of a run with seed s trains with seed s * AGENT_SEED_STRIDE + a, so runs with different seeds
 # never share an agent seed (for fewer than AGENT_SEED_STRIDE agents).
 AGENT_SEED_STRIDE = 1000
-
-
-def learned_phi(tree: HistoryTree, learned: Sequence[Transformation]) -> list[Transformation]:
-    """Phi of an ER agent: {Id} united with its ``learned`` symmetries (Id first, each element once)."""
-    return list(dict.fromkeys([Transformation.identity(tree.game), *learned]))
 
 
 def _xp_values(tree: HistoryTree, policies: Sequence[tuple[np.ndarray, ...]]) -> np.ndarray:
