@@ -7,8 +7,9 @@
 3. other-play: ``OUT/op-mdp`` (m seeds per agent, the env's Dec-POMDP symmetries, trained together) and, per
    agent, ``OUT/agent-A/op-er`` (m seeds with that agent's learned symmetries);
 4. deployed policies: each agent deploys, of the policies it trained for the population, the one with the
-   best self-play return (the paper's argmax_k J(pi_{i,k}); as ers-exact's pipeline): IPPO among its k
-   self-play seeds, IPPO + OP-MDP and IPPO + OP-ER among its m OP seeds; per population the exact-seat cross-play matrix (``OUT/xp-POP.json``, ``.png``), and the
+   best self-play return (the paper's argmax_k J(pi_{i,k})): IPPO among its k self-play seeds, IPPO + OP-MDP
+   and IPPO + OP-ER among its m OP seeds (ers-exact's pipeline deploys its SP agents so too, but its OP agents
+   by the best OP value, ties by J); per population the exact-seat cross-play matrix (``OUT/xp-POP.json``, ``.png``), and the
    row of Table 1: SP, XP, XP(*) (median), XP(*) after symmetrising every policy over Phi_MDP and over its own
    learned Phi_ER (each agent's), and the OP objective E_{phi in Phi} J(pi, phi(pi)) of the deployed
    policies (Phi: the population's OP set; IPPO: Phi_MDP).
