@@ -128,6 +128,31 @@ def test_reset_games_only_touches_masked_games(branch_free: bool) -> None:
 
 
 @pytest.mark.parametrize("branch_free", [False, True])
+def test_step_after_reset_games_checks_the_new_deals_moves(branch_free: bool) -> None:
+    """``reset_games`` then ``step``: the moves are checked against the new deal, as HLE would (a discard with
+    all information tokens is illegal in a fresh game, even where the old game had spent one)."""
+    cfg = HanabiConfig()
+    env = HanabiEnv(cfg, batch_size=2, seed=0, auto_reset=False, branch_free=branch_free)
+    deck = torch.as_tensor(cfg.full_deck())
+    env.reset(decks=deck.repeat(2, 1))
+    env.step(torch.tensor([10, 10]))  # P0 reveals a colour: 7 tokens left, discards become legal
+    env.step(torch.tensor([0, 0]))  # P1 discards slot 0: back to 8 tokens
+    env.step(torch.tensor([10, 10]))  # P0 reveals again: 7 tokens
+    env.reset_games(torch.tensor([True, False]))  # game 0: a fresh deal with 8 tokens, P0 to move
+    game = HLEGame(cfg)
+    game.new_game(env.state.deck[0].numpy())
+    assert not game.legal_mask()[0, 0]  # HLE: no discard with 8 tokens
+    with pytest.raises(IllegalMoveError, match=r"illegal move 0 \(Discard 0\) in game 0"):
+        env.step(torch.tensor([0, 5]))  # game 0's discard is illegal (game 1's P1 plays)
+    hint = int(game.legal_moves()[-1])  # a move HLE allows in the new deal
+    out = env.step(torch.tensor([hint, 5]))
+    reward, done = game.step(hint)
+    assert np.array_equal(out.obs[0].numpy().astype(np.uint8), game.observations())
+    assert (float(out.reward[0]), bool(out.done[0])) == (reward, done)
+    game.close()
+
+
+@pytest.mark.parametrize("branch_free", [False, True])
 def test_auto_reset_stays_equal_to_hle(branch_free: bool) -> None:
     """Auto-reset (both reset paths) keeps every game equal to HLE, final scores included."""
     cfg = HanabiConfig()

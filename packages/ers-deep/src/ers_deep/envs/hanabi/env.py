@@ -197,7 +197,13 @@ class HanabiEnv(HanabiObservation):
         """Deal the games where ``mask`` [B] is True anew (random deals, or those rows of ``decks`` [B, D]).
 
         Unless ``branch_free`` only the masked games draw new deals; branch-free (or with ``decks``) a full batch
-        is drawn and selected with ``torch.where`` so that no device sync is needed."""
+        is drawn and selected with ``torch.where`` so that no device sync is needed. The legal moves that
+        ``step`` checks are those of the new deals afterwards."""
+        self._reset_games(mask, decks)
+        self.legal_mask()  # refresh the current players' legal moves (``step`` checks against them)
+
+    def _reset_games(self, mask: Tensor, decks: Tensor | None = None) -> None:
+        """``reset_games`` without the refresh of the legal-move cache (``step`` refreshes it after)."""
         s, P, H = self.state, self.config.players, self.config.hand
         mask = torch.as_tensor(mask, dtype=torch.bool, device=self.device).reshape(self.batch_size)
         if decks is None and not self.branch_free:  # index only the finished games (no sync cost on CPU)
@@ -267,7 +273,7 @@ class HanabiEnv(HanabiObservation):
         reward = self._advance(self.state, a)
         done, score = self.state.done.clone(), self.state.score.clone()  # resets below write in place
         if self.auto_reset:
-            self.reset_games(done)
+            self._reset_games(done)
         return self._output(reward, done, score)
 
     def step_state(
