@@ -109,6 +109,24 @@ def test_bad_decks_are_rejected() -> None:
 
 
 @pytest.mark.parametrize("branch_free", [False, True])
+def test_given_decks_are_copied(branch_free: bool) -> None:
+    """``reset(decks=...)`` keeps a copy: a later ``reset_games`` writes neither the caller's tensor nor, for
+    an expanded one (every row one memory), the decks of the games it does not reset."""
+    cfg = HanabiConfig()
+    env = HanabiEnv(cfg, batch_size=2, seed=0, auto_reset=False, branch_free=branch_free)
+    deck = torch.as_tensor(cfg.full_deck())
+    decks = torch.stack([deck, deck.flip(0)])
+    env.reset(decks=decks)
+    env.reset_games(torch.tensor([True, False]))
+    assert torch.equal(decks, torch.stack([deck, deck.flip(0)]))
+    shared = deck.clone().expand(2, -1)
+    env.reset(decks=shared)
+    env.reset_games(torch.tensor([True, False]))
+    assert torch.equal(shared[0], deck) and torch.equal(env.state.deck[1], deck)
+    assert not torch.equal(env.state.deck[0], deck)  # game 0 has a new deal
+
+
+@pytest.mark.parametrize("branch_free", [False, True])
 def test_reset_games_only_touches_masked_games(branch_free: bool) -> None:
     # branch_free exercises the sync-free torch.where path used on GPUs
     env = HanabiEnv(batch_size=8, seed=0, branch_free=branch_free)

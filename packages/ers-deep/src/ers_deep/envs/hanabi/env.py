@@ -177,7 +177,8 @@ class HanabiEnv(HanabiObservation):
         return HanabiState(deck=decks, hand=decks[:, : P * H].reshape(n, P, H).clone(), **values)
 
     def _check_decks(self, decks: Tensor) -> Tensor:
-        decks = torch.as_tensor(decks, dtype=torch.long, device=self.device)
+        """``decks`` [n, D] checked, as a tensor of the env's own (the caller's array is never written to)."""
+        decks = torch.as_tensor(decks, dtype=torch.long, device=self.device).clone()
         if decks.ndim != 2 or decks.shape[1] != self.deck_size:
             raise ValueError(f"decks must have shape [n, {self.deck_size}], got {tuple(decks.shape)}")
         if not torch.equal(decks.sort(dim=1).values, self._t["full_deck"].expand_as(decks)):
