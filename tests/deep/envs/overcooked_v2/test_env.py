@@ -219,6 +219,20 @@ def test_observation_shape_and_seed(paper: bool, channels: int) -> None:
     assert full.shape == (4, 2, 5, 8, 40)
 
 
+def test_view_size_zero_is_the_full_grid() -> None:
+    """JaxMARL reads ``agent_view_size=0`` as the full grid (its observation is then [H, W, C]); negative sizes
+    are refused (JaxMARL fails inside its crop)."""
+    ref = OvercookedV2Env(batch_size=8, seed=3, agent_view_size=None)
+    env = OvercookedV2Env(batch_size=8, seed=3, agent_view_size=0)
+    assert env.obs_shape == ref.obs_shape == (5, 8, 40)
+    g = torch.Generator().manual_seed(0)
+    for _ in range(30):
+        act = torch.randint(6, (8, 2), generator=g)
+        assert torch.equal(env.step(act).obs, ref.step(act).obs)
+    with pytest.raises(ValueError, match="agent_view_size"):
+        OvercookedV2Env(agent_view_size=-1)
+
+
 @pytest.mark.parametrize("branch_free", [False, True])
 def test_random_positions_in_own_rooms_and_auto_reset(branch_free: bool) -> None:
     env = OvercookedV2Env(batch_size=256, seed=1, max_steps=10, branch_free=branch_free)

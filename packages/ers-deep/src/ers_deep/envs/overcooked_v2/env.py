@@ -79,7 +79,8 @@ class OvercookedV2Env:
         seed: seed of the env's generator (resets and recipe resampling; None: a random seed).
             ``reset(seed=s)`` re-seeds it, ``reset()`` continues it.
         max_steps: episode length.
-        agent_view_size: view radius (2 gives 5x5 crops, zero-padded outside the map); None for the full grid.
+        agent_view_size: view radius (2 gives 5x5 crops, zero-padded outside the map); None (or 0, as in
+            JaxMARL) for the full grid.
         negative_rewards, sample_recipe_on_delivery, random_agent_positions, start_cooking_interaction,
         indicate_successful_delivery: as in JaxMARL (defaults are the ERS paper's settings).
         paper_obs: 38-channel observation of the ERS paper (first 18+4(n+2) channels) instead of 40.
@@ -110,8 +111,12 @@ class OvercookedV2Env:
         branch_free: bool | None = None,
     ) -> None:
         self.layout = lay = get_layout(layout)
+        if agent_view_size is not None and agent_view_size < 0:
+            raise ValueError(
+                f"agent_view_size must be >= 1, or None (0) for the full grid, not {agent_view_size}"
+            )
         self.batch_size, self.device = int(batch_size), torch.device(device)
-        self.max_steps, self.view = int(max_steps), agent_view_size
+        self.max_steps, self.view = int(max_steps), agent_view_size or None  # JaxMARL: 0 is the full grid
         self.negative_rewards, self.sample_recipe_on_delivery = negative_rewards, sample_recipe_on_delivery
         self.random_agent_positions, self.start_cooking = random_agent_positions, start_cooking_interaction
         self.indicate_delivery, self.paper_obs, self.auto_reset = (
@@ -133,7 +138,7 @@ class OvercookedV2Env:
         self.obs_channels = 18 + 4 * (n + 2) if paper_obs else self.num_channels
         self.dynamics = Dynamics(lay, Rules(negative_rewards, start_cooking_interaction), dev)
         self.encoder = ObservationEncoder(
-            lay, agent_view_size, self.obs_channels, indicate_successful_delivery, dev
+            lay, self.view, self.obs_channels, indicate_successful_delivery, dev
         )
         self.view_h, self.view_w = self.encoder.view_h, self.encoder.view_w
         self.state = self.initial_state(self.batch_size)
