@@ -126,3 +126,25 @@ def test_random_legal_play_with_auto_reset(name: str) -> None:
         assert out.obs.shape == (B, env.num_agents, *env.obs_shape) and out.reward.shape == (B,)
         ended += out.done.long()
     assert (ended > 0).any()  # some games ended and were restarted inside step
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("batch_size", [0, -1, 2.5])
+def test_bad_batch_size_is_refused(name: str, batch_size: float) -> None:
+    """A batch of no games, a negative or a fractional one: a ValueError naming ``batch_size`` (Hanabi built
+    an env of no games that failed at its first step, a negative batch failed inside torch.arange; 2.5 was
+    silently truncated to 2)."""
+    with pytest.raises(ValueError, match="batch_size"):
+        make_env(name, batch_size=batch_size, seed=0, **EXTRA.get(name, {}))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_reset_games_mask_needs_one_entry_per_game(name: str) -> None:
+    """A mask of the wrong size is refused (Overcooked V2 restarted the games it named and ignored the rest)."""
+    env = _env(name)
+    before = env.state.clone()
+    with pytest.raises(ValueError, match=f"one entry per game \\({B}\\)"):
+        env.reset_games(torch.ones(B - 1, dtype=torch.bool))
+    assert _equal(env.state, before)
+    env.reset_games(torch.zeros(B, dtype=torch.long))  # an integer 0/1 mask of the right size is fine
+    assert _equal(env.state, before)

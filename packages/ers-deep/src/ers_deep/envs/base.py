@@ -109,6 +109,21 @@ class BatchedEnv(Protocol):
         ...
 
 
+def check_batch_size(batch_size: int) -> int:
+    """B, the constructors' ``batch_size``, as an int; ``ValueError`` unless it is a whole number >= 1."""
+    if isinstance(batch_size, bool) or not float(batch_size).is_integer() or batch_size < 1:
+        raise ValueError(f"batch_size must be a whole number of games >= 1, not {batch_size!r}")
+    return int(batch_size)
+
+
+def batch_mask(mask: Tensor, batch_size: int, device: torch.device) -> Tensor:
+    """``reset_games``' ``mask`` as a [B] bool tensor on ``device``; ``ValueError`` unless it has B entries."""
+    m = torch.as_tensor(mask, device=device)
+    if m.numel() != batch_size:
+        raise ValueError(f"mask must have one entry per game ({batch_size}), got shape {tuple(m.shape)}")
+    return m.reshape(batch_size).bool()
+
+
 def make_generator(seed: int | None, device: torch.device) -> torch.Generator:
     """The env's generator on ``device``, seeded with ``seed`` (None: a fresh random seed from torch)."""
     generator = torch.Generator(device=device)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ers_deep.envs.base import make_generator, reseed
+from ers_deep.envs.base import batch_mask, check_batch_size, make_generator, reseed
 from ers_deep.envs.hanabi.config import HanabiConfig, resolve_config, step_tables
 from ers_deep.envs.hanabi.observe import HanabiObservation, Knowledge
 from ers_deep.envs.hanabi.state import HanabiState, HanabiStep, HanabiTransition, IllegalMoveError
@@ -73,7 +73,7 @@ class HanabiEnv(HanabiObservation):
         if knowledge == "v0-belief" and not obs_dtype.is_floating_point:
             raise ValueError(f"knowledge='v0-belief' needs a floating obs_dtype, not {obs_dtype}")
         self.knowledge = knowledge
-        self.batch_size = int(batch_size)
+        self.batch_size = check_batch_size(batch_size)
         self.device = torch.device(device)
         self.auto_reset, self.check_legal, self.obs_dtype = auto_reset, check_legal, obs_dtype
         self.generator = make_generator(seed, self.device)
@@ -206,7 +206,7 @@ class HanabiEnv(HanabiObservation):
     def _reset_games(self, mask: Tensor, decks: Tensor | None = None) -> None:
         """``reset_games`` without the refresh of the legal-move cache (``step`` refreshes it after)."""
         s, P, H = self.state, self.config.players, self.config.hand
-        mask = torch.as_tensor(mask, dtype=torch.bool, device=self.device).reshape(self.batch_size)
+        mask = batch_mask(mask, self.batch_size, self.device)
         if decks is None and not self.branch_free:  # index only the finished games (no sync cost on CPU)
             rows = mask.nonzero().flatten()
             if rows.numel() == 0:

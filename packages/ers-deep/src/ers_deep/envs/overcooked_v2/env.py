@@ -22,7 +22,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from ers_deep.envs.base import make_generator, reseed
+from ers_deep.envs.base import batch_mask, check_batch_size, make_generator, reseed
 from ers_deep.envs.overcooked_v2 import layouts as L
 from ers_deep.envs.overcooked_v2.dynamics import INTERACT, Dynamics, Rules
 from ers_deep.envs.overcooked_v2.layouts import OvercookedLayout, get_layout
@@ -115,7 +115,7 @@ class OvercookedV2Env:
             raise ValueError(
                 f"agent_view_size must be >= 1, or None (0) for the full grid, not {agent_view_size}"
             )
-        self.batch_size, self.device = int(batch_size), torch.device(device)
+        self.batch_size, self.device = check_batch_size(batch_size), torch.device(device)
         self.max_steps, self.view = int(max_steps), agent_view_size or None  # JaxMARL: 0 is the full grid
         self.negative_rewards, self.sample_recipe_on_delivery = negative_rewards, sample_recipe_on_delivery
         self.random_agent_positions, self.start_cooking = random_agent_positions, start_cooking_interaction
@@ -237,7 +237,7 @@ class OvercookedV2Env:
 
     def reset_games(self, mask: Tensor) -> None:
         """Start the games where ``mask`` [B] is True anew (index-based, or ``torch.where`` when branch-free)."""
-        s = self.state
+        s, mask = self.state, batch_mask(mask, self.batch_size, self.device)
         if not self.branch_free:
             rows = mask.nonzero().flatten()
             if rows.numel() == 0:

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ers_deep.envs.base import make_generator, reseed
+from ers_deep.envs.base import batch_mask, check_batch_size, make_generator, reseed
 from ers_exact.games import load_game
 from ers_exact.model.game import Game
 from ers_exact.model.histories import HistoryTree, enumerate_histories
@@ -98,7 +98,7 @@ class TabularEnv:
         self.game = game
         self.tree = enumerate_histories(game)
         self._device = torch.device(device)
-        self._batch = int(batch_size)
+        self._batch = check_batch_size(batch_size)
         self.auto_reset, self.check_legal = auto_reset, check_legal
         self.generator = make_generator(seed, self._device)
         dev, P = self._device, game.n_agents
@@ -189,7 +189,7 @@ class TabularEnv:
         return self._output(zeros, self.state.done.clone())
 
     def reset_games(self, mask: Tensor) -> None:
-        self.state = self._fresh(mask.to(self._device), self.state)
+        self.state = self._fresh(batch_mask(mask, self._batch, self._device), self.state)
 
     def observe(self, state: TabularState | None = None) -> Tensor:
         s = self.state if state is None else state
