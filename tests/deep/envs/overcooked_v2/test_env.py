@@ -245,3 +245,22 @@ def test_random_positions_in_own_rooms_and_auto_reset(branch_free: bool) -> None
     s = env.state  # the restarted games are fresh episodes in the agents' own rooms
     assert (s.pos[:, 0, 0] <= 2).all() and (s.pos[:, 1, 0] >= 5).all()
     assert (s.inv == 0).all() and (s.items == 0).all() and not s.new_correct_delivery.any()
+
+
+@pytest.mark.parametrize("branch_free", [False, True])
+def test_bad_actions_are_refused(branch_free: bool) -> None:
+    """Actions outside 0..5 and a wrong shape raise a ValueError naming them (a negative action indexed the
+    action tables from the end: -1 stayed, -3 moved up; 6 raised an IndexError; [B] actions an IndexError)."""
+    env = OvercookedV2Env(batch_size=3, seed=0, branch_free=branch_free)
+    before = env.state.clone()
+    for bad in (-1, -3, 6):
+        actions = torch.full((3, 2), 4)
+        actions[1, 0] = bad
+        with pytest.raises(ValueError, match=f"action {bad} of agent 0 in game 1"):
+            env.step(actions)
+        with pytest.raises(ValueError, match=f"action {bad} of agent 0 in game 1"):
+            env.transition(env.state, actions)
+    with pytest.raises(ValueError, match=r"shape \[B, A\] = \[3, 2\]"):
+        env.step(torch.zeros(3, dtype=torch.long))
+    assert all(torch.equal(getattr(env.state, k), v) for k, v in vars(before).items())
+    env.step(torch.full((3, 2), 5))  # valid actions still step

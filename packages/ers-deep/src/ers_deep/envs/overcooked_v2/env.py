@@ -90,6 +90,9 @@ class OvercookedV2Env:
         branch_free: restart finished games with ``torch.where`` over a full batch of fresh starts drawn every
             step (no device sync, no data-dependent branch: ``step_state``) instead of indexing the finished
             rows. None (default): branch-free everywhere but on CPU. The two draw different numbers.
+        check_actions: ``step`` and ``transition`` raise ``ValueError`` on an action outside 0..5 (one device
+            sync per step; ``step_state`` never checks). None (default): on CPU only, where it costs no sync.
+            The shape [B, A] is always checked.
     """
 
     def __init__(
@@ -109,6 +112,7 @@ class OvercookedV2Env:
         auto_reset: bool = True,
         obs_dtype: torch.dtype = torch.uint8,
         branch_free: bool | None = None,
+        check_actions: bool | None = None,
     ) -> None:
         self.layout = lay = get_layout(layout)
         if agent_view_size is not None and agent_view_size < 0:
@@ -125,6 +129,7 @@ class OvercookedV2Env:
             auto_reset,
         )
         self.obs_dtype = obs_dtype
+        self.check_actions = self.device.type == "cpu" if check_actions is None else bool(check_actions)
         self.branch_free = self.device.type != "cpu" if branch_free is None else bool(branch_free)
         self.generator = make_generator(seed, self.device)
         dev, n = self.device, lay.num_ingredients
@@ -252,9 +257,10 @@ class OvercookedV2Env:
     def step(self, actions: Tensor) -> OvercookedStep:
         """Apply ``actions`` [B, A] (0 right, 1 down, 2 left, 3 up, 4 stay, 5 interact) to every game (branch-free:
         by ``step_state``)."""
+        actions = self._checked(actions, self.batch_size)
         if self.branch_free:
             return self.step_state(self.state, actions, self.draw_noise())
-        self.state, reward, shaped, done = self.transition(self.state, actions)
+        self.state, reward, shaped, done = self._transition(self.state, actions)
         if self.auto_reset:
             self.reset_games(done)
         return OvercookedStep(self.observe(self.state), reward, shaped, done)
@@ -266,7 +272,7 @@ class OvercookedV2Env:
         auto-reset): no device sync, no generator (recipes and fresh episodes come from ``noise``, see
         ``draw_noise``). What ``step`` runs when ``branch_free``, and what ``ers_deep.accel`` compiles and
         captures. ``observe=False``: ``obs`` is empty [B, A, 0] (the state-only rate)."""
-        ns, reward, shaped, done = self.transition(state, actions, noise.get("recipe"))
+        ns, reward, shaped, done = self._transition(state, actions, noise.get("recipe"))
         if self.auto_reset:
             ns = _select(done, self.initial_state(self.batch_size, noise), ns)
         for f in fields(state):
@@ -279,7 +285,31 @@ class OvercookedV2Env:
     ) -> OvercookedTransition:
         """The pure transition (no reset; ``s`` is unchanged): returns (next state, reward [B], shaped_reward
         [B, A], done [B]). A recipe resampled after a delivery is the game's entry of ``recipes`` [B] (None:
-        drawn from the env's generator)."""
+        drawn from the env's generator). ``actions`` [B, A] are checked (``check_actions``)."""
+        return self._transition(s, self._checked(actions, s.step.shape[0]), recipes)
+
+    def _checked(self, actions: Tensor, B: int) -> Tensor:
+        """``actions`` as a [B, A] long tensor; ``ValueError`` on another shape or (``check_actions``) on an
+        action outside 0..5 (a negative one indexed the action tables from the end: -1 stayed, -3 moved up)."""
+        a = torch.as_tensor(actions, device=self.device).long()
+        if a.shape != (B, self.A):
+            raise ValueError(
+                f"actions must have shape [B, A] = [{B}, {self.A}] (one per agent), got {tuple(a.shape)}"
+            )
+        if self.check_actions:
+            bad = (a < 0) | (a >= NUM_ACTIONS)
+            if bool(bad.any()):
+                b, i = (int(x) for x in bad.nonzero()[0])
+                raise ValueError(
+                    f"action {int(a[b, i])} of agent {i} in game {b} is not one of 0..{NUM_ACTIONS - 1} "
+                    "(0 right, 1 down, 2 left, 3 up, 4 stay, 5 interact)"
+                )
+        return a
+
+    def _transition(
+        self, s: OvercookedState, actions: Tensor, recipes: Tensor | None = None
+    ) -> OvercookedTransition:
+        """``transition`` without the checks (what ``step`` and ``step_state`` run)."""
         actions = torch.as_tensor(actions, device=self.device).long()
         B, dyn = actions.shape[0], self.dynamics
         cell, new_dir = dyn.move_agents(s.pos[..., 1] * self.W + s.pos[..., 0], s.dir, actions)
