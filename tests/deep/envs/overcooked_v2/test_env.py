@@ -264,3 +264,25 @@ def test_bad_actions_are_refused(branch_free: bool) -> None:
         env.step(torch.zeros(3, dtype=torch.long))
     assert all(torch.equal(getattr(env.state, k), v) for k, v in vars(before).items())
     env.step(torch.full((3, 2), 5))  # valid actions still step
+
+
+@pytest.mark.parametrize("sample_recipe", [False, True])
+def test_next_state_shares_no_tensor_with_the_input(sample_recipe: bool) -> None:
+    """``transition`` leaves its input unchanged, also after the next state is reset in place (the next state
+    held the input's recipe tensor without ``sample_recipe_on_delivery``: restarting a game then rewrote the
+    recipe of the state held from before the step)."""
+    env = OvercookedV2Env(
+        batch_size=64, seed=0, max_steps=3, sample_recipe_on_delivery=sample_recipe, branch_free=False
+    )
+    s = env.state
+    tr = env.transition(s, torch.zeros(64, 2, dtype=torch.long))
+    assert all(
+        a.untyped_storage().data_ptr() != b.untyped_storage().data_ptr()
+        for a, b in zip(vars(s).values(), vars(tr.state).values())
+    )
+    prev = env.state
+    held = prev.clone()
+    for _ in range(3):
+        env.step(torch.full((64, 2), 4))  # the third step ends every game: reset_games restarts them in place
+    assert len(set(env.state.recipe.tolist())) == 2  # the new episodes drew both recipes
+    assert all(torch.equal(getattr(prev, k), v) for k, v in vars(held).items())

@@ -322,7 +322,7 @@ class OvercookedV2Env:
             reward, correct_any = reward + r, correct_any | ok
             shaped.append(sh)
         dyn.tick(items, extra)
-        recipe = s.recipe
+        recipe = s.recipe.clone()  # a tensor of the next state's own (reset_games writes it in place)
         if self.sample_recipe_on_delivery:
             recipe = torch.where(correct_any, self.draw_recipes(B) if recipes is None else recipes, recipe)
         step = s.step + 1
