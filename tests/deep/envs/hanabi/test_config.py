@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ers_deep.envs.hanabi.config import PRESETS, HanabiConfig
+from ers_deep.envs.hanabi.config import PRESETS, HanabiConfig, resolve_config
 from ers_deep.envs.hanabi.hle import HLEGame
 
 # (obs 2p, moves 2p, obs 3p, moves 3p) measured with HLE (shared notes, verified again below)
@@ -53,6 +53,8 @@ def test_aliases_and_errors() -> None:
         HanabiConfig(players=6)
     with pytest.raises(ValueError, match="exceed the deck"):
         HanabiConfig(colors=1, ranks=2, hand_size=3, players=2)
+    with pytest.raises(TypeError, match="HanabiConfig, a preset name or None, not dict"):
+        resolve_config({"players": 3})  # type: ignore[arg-type]  # was an AttributeError deep in the env
 
 
 def test_layout_sections_full() -> None:

@@ -257,6 +257,8 @@ def resolve_config(config: HanabiConfig | str | None = None, players: int = 2) -
         return HanabiConfig(players=players)
     if isinstance(config, str):
         return HanabiConfig.preset(config, players=players)
+    if not isinstance(config, HanabiConfig):
+        raise TypeError(f"config must be a HanabiConfig, a preset name or None, not {type(config).__name__}")
     return config
 
 
