@@ -270,3 +270,21 @@ def test_a_resumed_runs_seconds_count_the_whole_run(tmp_path: Path, recorded: bo
     assert summary["seconds"] >= segment["seconds"] + (3 * 0.05 if recorded else 0.0)
     assert summary["env_steps_per_s"] == pytest.approx(summary["env_steps"] * 2 / summary["seconds"])
     assert segment["env_steps_per_s"] == pytest.approx(4 * 16 * 2 / segment["seconds"])
+
+
+@pytest.mark.parametrize("tail", ["1", "11,176,0,0.5", "\n"], ids=["update-prefix", "cut-row", "blank-line"])
+def test_a_row_cut_by_the_kill_is_dropped_on_resume(tmp_path: Path, tail: str) -> None:
+    """A kill while metrics.csv's rows of update 11 are written (the buffer of many seeds' rows is flushed in
+    parts) leaves a cut last line; resume from the checkpoint of update 10 drops it, though "1", the cut
+    "11", reads as an update <= 10 (it was kept, and the pool's final returns then failed on its missing
+    seed), and gives the uninterrupted run's rows."""
+    config = paper_config("tabular:toy-coordination", **{**TINY, "total_env_steps": 4 * 4 * 12})
+    with single_thread():
+        train(config, tmp_path / "full")
+        train(config, tmp_path / "killed", max_updates=10)
+        with open(tmp_path / "killed" / "metrics.csv", "a", newline="") as f:
+            f.write(tail)
+        resume(tmp_path / "killed")
+    got, want = _curve(tmp_path / "killed"), _curve(tmp_path / "full")
+    assert all(None not in row.values() and None not in row for row in got)
+    assert got == want

@@ -139,9 +139,11 @@ def _write_rows(path: Path, m: dict[str, Any], seeds: tuple[int, ...], seconds: 
 
 
 def _truncate_metrics(path: Path, update: int) -> None:
-    """Keep the header and the rows of updates <= ``update`` (rows written after the checkpoint go)."""
+    """Keep the header and the complete rows of updates <= ``update``: rows written after the checkpoint go, and
+    so does a row a kill cut short (its update may read as an earlier one: "1" of "11,...")."""
     rows = list(csv.reader(io.StringIO(path.read_text()))) if path.exists() else []
-    keep = [r for r in rows[1:] if r and int(r[0]) <= update]
+    full = len(METRIC_COLUMNS)
+    keep = [r for r in rows[1:] if len(r) == full and r[0].isdigit() and int(r[0]) <= update]
     buf = io.StringIO()
     csv.writer(buf).writerows([list(METRIC_COLUMNS), *keep])
     atomic_write_bytes(path, buf.getvalue().encode())
