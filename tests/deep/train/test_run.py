@@ -288,3 +288,28 @@ def test_a_row_cut_by_the_kill_is_dropped_on_resume(tmp_path: Path, tail: str) -
     got, want = _curve(tmp_path / "killed"), _curve(tmp_path / "full")
     assert all(None not in row.values() and None not in row for row in got)
     assert got == want
+
+
+def test_resume_refuses_an_edited_config_naming_the_field(tmp_path: Path) -> None:
+    """config.json edited after the run started (it was resumed with the edited values, silently): resume
+    names each changed field; the unedited run resumes twice (its resumed checkpoints record the resolved
+    ``cpu_products``, which is no change)."""
+    from ers_deep.train.run import RunError
+
+    with single_thread():
+        train(paper_config("tabular:toy-coordination", **TINY), tmp_path, max_updates=2)
+        resume(tmp_path, max_updates=4)
+        text = (tmp_path / "config.json").read_text()
+        info = json.loads(text)
+        info["config"]["alpha"] = 0.5
+        info["config"]["net"]["hidden"] = 3
+        (tmp_path / "config.json").write_text(json.dumps(info))
+        with pytest.raises(
+            RunError,
+            match=r"alpha = 0\.5 \(the checkpoint's: 0\.25\), net\.hidden = 3 \(the checkpoint's: 0\)",
+        ) as e:
+            resume(tmp_path)
+        assert "update-000004.safetensors" in str(e.value)
+        (tmp_path / "config.json").write_text(text)
+        learner, summary = resume(tmp_path)
+    assert summary["finished"] and learner.update == 8

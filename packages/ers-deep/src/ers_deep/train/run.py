@@ -299,6 +299,7 @@ def _restore(learner: Learner, path: Path) -> float:
         isinstance(counters, dict) and all(type(counters.get(k)) is int for k in ("update", "env_steps"))
     ):
         raise CheckpointError(f"{path}: not a training checkpoint (no update and env-step counters)")
+    _check_config(learner.config, meta.get("config"), path)
     try:
         learner.load_state_tensors(tensors, counters)
     except (KeyError, RuntimeError, ValueError, TypeError) as e:
@@ -306,6 +307,34 @@ def _restore(learner: Learner, path: Path) -> float:
         raise CheckpointError(f"{path}: its tensors do not fit this run's learner ({first})") from None
     seconds = counters.get("seconds")
     return float(seconds) if isinstance(seconds, (int, float)) and math.isfinite(seconds) else math.nan
+
+
+def _check_config(config: TrainConfig, recorded: Any, path: Path) -> None:
+    """Refuse to resume ``config`` (config.json's) from the checkpoint ``path`` written with another config
+    (``recorded``, its metadata's; ``cpu_products`` aside: a resumed run's records what ``auto`` resolved to):
+    a :class:`RunError` naming each changed field. A config that is no training config is the checkpoint's
+    damage (:class:`CheckpointError`); a checkpoint without one is not checked."""
+    if recorded is None:
+        return
+    try:
+        then = TrainConfig.from_json(recorded).replace(cpu_products=config.cpu_products)
+    except (KeyError, TypeError, ValueError) as e:
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise CheckpointError(f"{path}: its recorded config is not a training config ({first})") from None
+    now, was = _flat(config.to_json()), _flat(then.to_json())
+    changed = [f"{k} = {now[k]!r} (the checkpoint's: {was.get(k)!r})" for k in now if now[k] != was.get(k)]
+    if changed:
+        raise RunError(
+            f"{path.parent.parent / 'config.json'}: {', '.join(changed)}; the run's checkpoint {path.name} was "
+            "written with the config the run started with, and a resumed run keeps it (restore config.json, "
+            "or train a new run)"
+        )
+
+
+def _flat(config: dict[str, Any]) -> dict[str, Any]:
+    """A config's JSON with the net's fields as ``net.FIELD``."""
+    net = config.get("net") or {}
+    return {**{k: v for k, v in config.items() if k != "net"}, **{f"net.{k}": v for k, v in net.items()}}
 
 
 def _metrics_seconds(run_dir: Path) -> float:
