@@ -321,3 +321,15 @@ def test_symmetries_of_another_observation_encoding_are_refused(toy_discovery: P
     with pytest.raises(PoolError, match="map the observations of tabular:toy-coordination another-encoding"):
         op_symmetries(_toy(), str(other))
     assert [s.name for s in op_symmetries(_toy(), str(toy_discovery))] == ["identity", "phi-0"]
+
+
+def test_a_refused_config_leaves_no_other_play_record(tmp_path: Path) -> None:
+    """A config the learner refuses (more minibatches than actors) left run/other_play.json behind; a self-play
+    pool trained into that folder then resumed with neither train-sp ("an other-play pool") nor train-op (its
+    checkpoint does not fit an other-play net)."""
+    with pytest.raises(UsageError, match="minibatches"):
+        train_op_pool(_toy(minibatches=10_000), "mdp", tmp_path)
+    assert not (tmp_path / "run" / "other_play.json").exists()
+    train_pool(_toy(), tmp_path, eval_games=10, max_updates=2)
+    assert main(["train-sp", "--resume", str(tmp_path), "--eval-games", "10"]) == 0
+    assert load_pool(tmp_path).info["training"]["finished"]

@@ -30,7 +30,9 @@ pool.json adds ``"other_play": {"source", "path", "symmetries", "discovery_sha25
 * ``final_return``: the learner's training return (mean of the last 10 updates), an on-policy estimate of that
   same OP objective during training.
 
-The run records its symmetry source in ``POOL/run/other_play.json`` before training; ``resume_run=True``
+The run records its symmetry source in ``POOL/run/other_play.json`` before training (once the learner has
+taken the config: a refused config leaves no record, which would mark the folder as an other-play run);
+``resume_run=True``
 rebuilds Phi from it (a discovery output must be unchanged: names and discovery.json's SHA-256 are checked)
 and continues exactly (``ers_deep.train.run``).
 """
@@ -232,12 +234,13 @@ def train_op_pool(
         rec = op_record(cfg, source, symmetries)
     if cfg.advantage == "exact" and len(symmetries) > 1:
         raise UsageError("advantage 'exact' is self-play's all-actions update: use gae for other-play")
-    if not resume_run:
-        (out / "run").mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(out / "run" / RECORD, dumps(rec, indent=2).encode())
 
     def make(c: TrainConfig) -> Learner:
-        return Learner(c, net=op_net(c, symmetries))
+        learner = Learner(c, net=op_net(c, symmetries))
+        if not resume_run:  # once the learner takes the config: a refused one leaves no record behind
+            (out / "run").mkdir(parents=True, exist_ok=True)
+            atomic_write_bytes(out / "run" / RECORD, dumps(rec, indent=2).encode())
+        return learner
 
     return train_pool(
         cfg,
