@@ -217,3 +217,23 @@ def test_seeds_beyond_32_bits_are_refused(capsys: pytest.CaptureFixture[str]) ->
     assert parse_seeds("4294967295") == (4294967295,)
     assert main(["crossplay", "/tmp/ers-never-pool", "--seed", "18446744073709551615"]) == 2
     assert "must be a seed, an integer in 0 .. 4294967295" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["train-sp", "train-op"])
+def test_a_ray_pool_is_not_stopped_to_resume(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    """--max-updates with --ray made a pool that --resume could not continue (its seeds' runs are in
+    runs/seed-N/, no run/): refused before any job; --resume of such a pool (a killed one) says what it is
+    (it said "no run to resume (config.json missing)")."""
+    args = [command, "--env", "tabular:toy-coordination", "--out", str(tmp_path / "new"), "--ray", "local"]
+    assert (
+        main([*args, "--max-updates", "2", *(["--symmetries", "none"] if command == "train-op" else [])]) == 2
+    )
+    err = capsys.readouterr().err
+    assert "--max-updates" in err and "Ray pool" in err and not (tmp_path / "new").exists()
+    pool = tmp_path / "ray-pool"
+    (pool / "runs" / "seed-0" / "run").mkdir(parents=True)
+    assert main([command, "--resume", str(pool)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and f"--resume {pool}: a Ray pool" in err

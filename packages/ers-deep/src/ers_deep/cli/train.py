@@ -137,7 +137,7 @@ class TrainSPOptions(Options):
     ray: str | None = option(
         None,
         help="train each seed as a separate job on this Ray cluster (local: a local Ray instance; "
-        "needs the ray extra)",
+        "needs the ray extra); such a pool trains to the end: no --max-updates, no --resume",
         metavar="ADDRESS",
     )
 
@@ -156,6 +156,11 @@ class TrainSPOptions(Options):
         if self.ray is not None and self.resume is not None:
             raise UsageError(
                 "--resume cannot be combined with --ray (a Ray pool trains each seed in one job)"
+            )
+        if self.ray is not None and self.max_updates is not None:
+            raise UsageError(
+                "--max-updates stops a pool to continue it with --resume, which a Ray pool (one job per seed) "
+                "cannot be: train it to --total-steps, or drop --ray"
             )
         if self.ray is not None and not self.ray.strip():
             raise UsageError("--ray needs an address (local, auto or HOST:PORT)")
@@ -225,10 +230,17 @@ _RUN_FIELDS = ("env", "seeds", "out", "hidden", "conv", *_CONFIG_FIELDS)
 
 
 def check_resume_updates(folder: Path, max_updates: int | None) -> None:
-    """Refuse ``--max-updates`` at or below the update the run to resume has already reached."""
+    """Refuse ``--resume`` of a Ray pool (its seeds' runs in ``runs/seed-N/``, no ``run/``; it was a one-line "no
+    run to resume (config.json missing)"), and ``--max-updates`` at or below the update the run to resume has
+    already reached."""
     from ers_deep.train.checkpoint import CheckpointError, read_metadata
     from ers_deep.train.run import checkpoints
 
+    if not (folder / "run" / "config.json").exists() and (folder / "runs").is_dir():
+        raise UsageError(
+            f"--resume {folder}: a Ray pool (one run per seed in runs/seed-N/), which --resume cannot continue "
+            "(it continues a pool trained in one process); train it again with --force"
+        )
     if max_updates is None:
         return
     for path in reversed(checkpoints(folder / "run")):
