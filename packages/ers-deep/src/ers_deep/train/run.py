@@ -11,8 +11,9 @@
 Resume: ``resume(run_dir)`` rebuilds the learner from ``config.json``, loads the newest checkpoint that
 verifies (model, Adam moments, learning-rate schedule and shaped-reward annealing -- both pure functions of
 the update counter --, the env's full state and generator, the learner's sampling generator, the recurrent
-state and the running episode returns, the counters), drops the metrics rows written after that checkpoint,
-and continues. A checkpoint also records the run's wall-clock seconds up to it, so a resumed run's summary
+state and the running episode returns, the counters), drops the metrics rows written after that checkpoint
+(and a row a kill cut short), and continues. A config.json that differs from the config the checkpoint
+recorded (edited since the run started) is a ``RunError`` naming each changed field. A checkpoint also records the run's wall-clock seconds up to it, so a resumed run's summary
 (``seconds``, ``env_steps_per_s``: pool.json's ``training``) counts the whole run, and its ``segment`` this
 process's part alone (a checkpoint written before that record: the ``seconds`` column of metrics.csv up to
 it, which leaves out the checkpoint writes). Nothing is re-seeded: on the same machine and thread count the
