@@ -41,6 +41,18 @@ def _broken(root: Path, kind: str, pools: dict[str, Path]) -> Path:
     elif kind == "run-config-garbage":
         shutil.copytree(pools["partial"], folder)
         (folder / "run" / "config.json").write_bytes(b"\xff\xfe garbage")
+    elif kind == "run-config-no-net":
+        shutil.copytree(pools["partial"], folder)
+        (folder / "run" / "config.json").write_text('{"config": {"alpha": 1}}')
+    elif kind.startswith("op-run-config-"):  # other-play's reader was json.loads, then info["config"]
+        shutil.copytree(pools["op-partial"], folder)
+        text = {"garbage": b"\xff\xfe garbage", "list": b"[1, 2]", "no-net": b'{"config": {"alpha": 1}}'}
+        (folder / "run" / "config.json").write_bytes(text[kind.removeprefix("op-run-config-")])
+    elif kind.startswith("op-record-"):  # the pool.json of a partial pool holds the record too
+        shutil.copytree(pools["op-partial"], folder)
+        (folder / "pool.json").unlink()
+        text = {"garbage": b"\xff\xfe garbage", "no-source": b'{"symmetries": []}'}
+        (folder / "run" / "other_play.json").write_bytes(text[kind.removeprefix("op-record-")])
     return folder
 
 
@@ -61,6 +73,16 @@ FILE_CASES = [
         "a pool, not a discovery output",
     ),
     ("resume-config-garbage", ["train-sp", "--resume", "@BROKEN:run-config-garbage"], "config.json"),
+    ("resume-config-no-net", ["train-sp", "--resume", "@BROKEN:run-config-no-net"], "has no 'net'"),
+    ("op-resume-config-garbage", ["train-op", "--resume", "@BROKEN:op-run-config-garbage"], "config.json"),
+    ("op-resume-config-a-list", ["train-op", "--resume", "@BROKEN:op-run-config-list"], "JSON list"),
+    ("op-resume-config-no-net", ["train-op", "--resume", "@BROKEN:op-run-config-no-net"], "has no 'net'"),
+    ("op-resume-record-garbage", ["train-op", "--resume", "@BROKEN:op-record-garbage"], "other_play.json"),
+    (
+        "op-resume-record-no-source",
+        ["train-op", "--resume", "@BROKEN:op-record-no-source"],
+        "other_play.json",
+    ),
     # class 5: --resume keeps the run's config
     (
         "resume-with-options",

@@ -59,6 +59,7 @@ from ers_deep.train.checkpoint import atomic_write_bytes
 from ers_deep.train.config import TrainConfig, make_env
 from ers_deep.train.evaluate import Agent, play
 from ers_deep.train.ippo import Learner
+from ers_deep.train.run import read_run_config
 from ers_exact.interface import file_sha256
 from ers_exact.util.options import UsageError
 from ers_exact.util.output import dumps
@@ -157,11 +158,11 @@ def _op_score(
 
 
 def _run_config(out: Path) -> TrainConfig:
-    try:
-        info = json.loads((out / "run" / "config.json").read_text())
-    except OSError:
-        raise PoolError(f"{out}: no other-play run to resume (run/config.json missing)") from None
-    return TrainConfig.from_json(info["config"])
+    """The config of the run to resume (``ers_deep.train.run.read_run_config``: a damaged config.json is one
+    line naming it)."""
+    if not (out / "run" / "config.json").is_file():
+        raise PoolError(f"{out}: no other-play run to resume (run/config.json missing)")
+    return read_run_config(out / "run")[1]
 
 
 def _recorded(out: Path, source: str | None) -> dict[str, Any]:
@@ -170,13 +171,23 @@ def _recorded(out: Path, source: str | None) -> dict[str, Any]:
     for path, key in ((out / "pool.json", "other_play"), (out / "run" / RECORD, None)):
         try:
             data = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError):
+        except (OSError, ValueError):  # missing, not UTF-8, not JSON
             continue
-        rec = data.get(key) if key else data
+        rec = (data.get(key) if isinstance(data, dict) else None) if key else data
         if rec is not None:
             break
+    if rec is None and (out / "run" / RECORD).is_file():
+        raise PoolError(f"{out / 'run' / RECORD}: not an other-play record (not UTF-8 JSON, or damaged)")
     if rec is None:
         raise PoolError(f"{out}: not an other-play pool (no {RECORD} in its run); resume it with train-sp")
+    fields: dict[str, type | tuple[type, ...]] = {
+        "source": str,
+        "path": (str, type(None)),
+        "symmetries": list,
+        "discovery_sha256": (str, type(None)),
+    }
+    if not (isinstance(rec, dict) and all(isinstance(rec.get(k), t) for k, t in fields.items())):
+        raise PoolError(f"{path}: not an other-play record (no symmetry source, path, names and digest)")
     if source is not None and not _same_source(source, rec):
         raise PoolError(
             f"--symmetries {source}: {out} was trained with symmetries {rec['source']!r}; --resume keeps the "

@@ -51,6 +51,7 @@ __all__ = [
     "checkpoints",
     "latest_checkpoint",
     "read_metrics",
+    "read_run_config",
     "resume",
     "train",
 ]
@@ -264,10 +265,9 @@ def resume(
     run_dir = Path(run_dir)
     if not (run_dir / "config.json").is_file():
         raise RunError(f"{run_dir}: no run to resume (config.json missing)")
-    info = read_json(run_dir / "config.json", "a training run's config", ("config",))
+    info, config = read_run_config(run_dir)
     if threads:
         torch.set_num_threads(threads)
-    config = TrainConfig.from_json(info["config"])
     # the products the run began with (what its cpu_products resolved to), not what auto would pick here
     if info.get("cpu_products") in ("torch", "openblas"):
         config = config.replace(cpu_products=info["cpu_products"])
@@ -289,6 +289,20 @@ def resume(
     if math.isnan(seconds):  # a checkpoint from before the record: the updates' own seconds
         seconds = _metrics_seconds(run_dir)
     return learner, _loop(learner, run_dir, max_updates, progress, on_update, seconds)
+
+
+def read_run_config(run_dir: str | os.PathLike[str]) -> tuple[dict[str, Any], TrainConfig]:
+    """A run's config.json (the record ``train`` wrote) and its ``TrainConfig``; ``FileFormatError`` or
+    :class:`RunError` naming the file when it is not one (a field missing or of a wrong value)."""
+    path = Path(run_dir) / "config.json"
+    info = read_json(path, "a training run's config", ("config",))
+    try:
+        return info, TrainConfig.from_json(info["config"])
+    except KeyError as e:
+        raise RunError(f"{path}: its 'config' has no {e} (not a training run's config)") from None
+    except (TypeError, ValueError) as e:  # UsageError is a ValueError
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise RunError(f"{path}: its 'config' is not a training config ({first})") from None
 
 
 def _restore(learner: Learner, path: Path) -> float:
