@@ -82,6 +82,35 @@ def test_cli_writes_json_config_and_figure(lever_pool: Path, tmp_path: Path) -> 
     assert [table[n]["xp"]["value"] for n in table] == [0.0, 1.0, 2.0]
 
 
+def test_text_output_leaves_undefined_values_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The printed summary shows "-" for a bimodality coefficient that is undefined (fewer than 4 pairs or no
+    spread) and the mean alone where a population of two agents has one pair, never "nan" (it printed
+    "XP 0.040 ± nan   pairs 1, bimodality nan"), as the JSON has null and the legend the mean alone."""
+    from ers_deep.cli import main
+
+    t1 = tmp_path / "t1"
+    t1.mkdir()
+    rng = np.random.default_rng(0)
+    sizes = {"ippo": 2, "op-mdp": 6, "op-er": 3}
+    for tag, n in sizes.items():
+        mean = rng.uniform(0, 2, size=(n, n))
+        (t1 / f"xp-{tag}-plain.json").write_text(
+            json.dumps({"rows": [f"s{i}" for i in range(n)], "mean": mean.tolist()})
+        )
+    capsys.readouterr()
+    assert main(["xp-distribution", "--table1", str(t1)]) == 0
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if " SP " in ln]
+    table = json.loads((t1 / "analysis" / "xp-distribution.json").read_text())["populations"]
+    assert len(lines) == 3 and "nan" not in "\n".join(lines).lower()
+    for line, s in zip(lines, table.values()):
+        pairs = len(s["pairs"])
+        assert f"pairs {pairs}," in line
+        assert line.endswith("bimodality -") == (s["bimodality"] is None)
+        assert ("XP" in line and line.split("XP")[1].count("±") == 1) == (s["xp"]["se"] is not None)
+    assert [len(s["pairs"]) for s in table.values()] == [1, 15, 3]
+    assert table["IPPO + OP-MDP"]["bimodality"] is not None
+
+
 def test_the_legend_gives_both_standard_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The legend shows mean SP and mean XP each with its standard error (XP had none), and a mean alone where a
     population of two agents has one pair (no standard error, not "± nan")."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -307,11 +308,21 @@ def run_xp_distribution(opts: XPDistributionOptions) -> dict[str, Any]:
     return {**result, "files": files}
 
 
+def _defined(x: float | None) -> bool:
+    return x is not None and math.isfinite(x)
+
+
+def _pm(est: dict[str, Any]) -> str:
+    """``mean ± se``; the mean alone (padded to the same width) where there is no standard error (one pair)."""
+    se = est["se"]
+    return f"{est['value']:8.3f}" + (f" ± {se:.3f}" if _defined(se) else " " * 8)
+
+
 def show_xp_distribution(res: dict[str, Any]) -> None:
     for name, s in res["populations"].items():
-        sp, xp = s["sp"], s["xp"]
+        b = s["bimodality"]
         print(
-            f"  {name:<28} SP {sp['value']:8.3f} ± {sp['se']:.3f}   XP {xp['value']:8.3f} ± {xp['se']:.3f}   "
-            f"pairs {len(s['pairs'])}, bimodality {s['bimodality']:.3f}"
+            f"  {name:<28} SP {_pm(s['sp'])}   XP {_pm(s['xp'])}   "
+            f"pairs {len(s['pairs'])}, bimodality {f'{b:.3f}' if _defined(b) else '-'}"
         )
     print("files: " + ", ".join(res["files"].values()))
