@@ -286,3 +286,29 @@ def test_next_state_shares_no_tensor_with_the_input(sample_recipe: bool) -> None
         env.step(torch.full((64, 2), 4))  # the third step ends every game: reset_games restarts them in place
     assert len(set(env.state.recipe.tolist())) == 2  # the new episodes drew both recipes
     assert all(torch.equal(getattr(prev, k), v) for k, v in vars(held).items())
+
+
+@pytest.mark.parametrize(
+    "text, where",
+    [
+        ("\nWWWWWWW\n A0BPXR\nWWWWWWW\n", "row 1, column 0"),  # left column, beside the agent
+        ("\nW WWWWWW\nW A0BPXR\nWWWWWWWW\n", "row 0, column 1"),  # top row, two cells away
+    ],
+)
+def test_a_free_cell_on_the_top_or_left_edge_is_refused(text: str, where: str) -> None:
+    """JaxMARL reads an agent's facing cell at index -1 there (the far side of the map), ers clips to the map: a
+    layout where the two would differ is refused, naming the cell."""
+    from ers_deep.envs.overcooked_v2.layouts import parse_layout
+
+    with pytest.raises(ValueError, match=where):
+        parse_layout(text)
+
+
+def test_free_cells_on_the_bottom_and_right_edges_and_the_shipped_layouts_are_accepted() -> None:
+    from ers_deep.envs.overcooked_v2.layouts import LAYOUT_STRINGS, get_layout, parse_layout
+
+    lay = parse_layout("\nWWWWWWW\nWA  0BPXR \nWW WWWWWWW\n")  # free cells at the right and bottom edges
+    assert lay.static.shape == (3, 10)  # and one padded free cell in the top row no agent can reach
+    assert parse_layout("\n W\nWW\nWA0BPXR\nWWWWWWW\n").static[0, 0] == 0  # a free corner no agent reaches
+    for name in LAYOUT_STRINGS:
+        assert get_layout(name).name == name

@@ -141,6 +141,7 @@ def parse_layout(text: str, recipes: list[list[int]] | None = None, name: str = 
             has_recipe_indicator |= obj == RECIPE_INDICATOR
     if not agents or n_ing < 1:
         raise ValueError("a layout needs at least one agent and one ingredient pile")
+    _check_edges(static, agents)
     if recipes is None:
         if not has_recipe_indicator:
             raise ValueError("a layout without a recipe indicator needs explicit recipes")
@@ -150,6 +151,28 @@ def parse_layout(text: str, recipes: list[list[int]] | None = None, name: str = 
     return OvercookedLayout(
         name, static, tuple(agents), n_ing, tuple((int(r[0]), int(r[1]), int(r[2])) for r in recipes)
     )
+
+
+def _check_edges(static: np.ndarray, agents: list[tuple[int, int]]) -> None:
+    """Refuse a layout where an agent can stand in the top row or left column (a free cell connected to an agent's
+    start, the cells ``random_agent_positions`` draws from too): facing off the map there, it interacts with the
+    cell JaxMARL reads at index -1 (the far side of the map: JAX wraps negative indices), where ers clips to the
+    map, so the two envs would differ. (Off the bottom and right edges JAX clamps the read and drops the write,
+    which leaves a free cell alone as ers's clip does.)"""
+    H, W = static.shape
+    seen, todo = set(agents), [(x, y) for x, y in agents]
+    while todo:
+        x, y = todo.pop()
+        if x == 0 or y == 0:
+            raise ValueError(
+                f"an agent can stand on the map's top row or left column (row {y}, column {x}): JaxMARL's facing "
+                "cell wraps around the map there (index -1) and ers clips it, so surround the map with walls or "
+                "counters"
+            )
+        for nx, ny in ((x + 1, y), (x - 1, y), (x, y + 1), (x, y - 1)):
+            if 0 <= nx < W and 0 <= ny < H and (nx, ny) not in seen and static[ny, nx] == EMPTY:
+                seen.add((nx, ny))
+                todo.append((nx, ny))
 
 
 def get_layout(layout: str | OvercookedLayout) -> OvercookedLayout:
