@@ -9,7 +9,10 @@ Phi is a set of symmetries phi = (phi_O, phi_A) with the identity included (``op
   permutations, the Overcooked V2 flip with the identity, a tabular game's Phi_MDP from ers-exact); {identity}
   where the env exposes none (a layout without the flip, a tabular game whose Phi_MDP is trivial);
 * a discovery output (``ers-deep discover``'s folder or its discovery.json): Phi = {identity} plus the l
-  learned ER symmetries (``ers_deep.discovery.load_symmetries``).
+  learned ER symmetries (``ers_deep.discovery.load_symmetries``); on a tabular game also ers-exact's
+  discovery result (``ers-exact discover GAME --json`` saved as FOLDER/discovery.json): Phi = {identity} plus
+  its exact transformations, each element once (as ``ers_exact.zsc.discovery.learned_phi``), each acting on
+  pi as ers-exact's ``apply_to_policy(phi, pi)`` (``ers_deep.discovery.exact_symmetries_for``).
 
 As in the official code, every actor (agent of a game) draws its own phi uniformly from Phi at the start of
 each of its episodes (``ers_deep.nets.other_play``), so the learner's objective and training return are
@@ -50,7 +53,7 @@ from typing import Any
 import torch
 
 from ers_deep.crossplay import env_symmetries
-from ers_deep.discovery import LearnedSymmetry, symmetries_for
+from ers_deep.discovery import exact_symmetries_for, symmetries_for
 from ers_deep.envs.symmetry import IndexSymmetry, Symmetry
 from ers_deep.nets import ActorCritic, build_net
 from ers_deep.nets.other_play import OtherPlayNet
@@ -98,11 +101,25 @@ def _discovery_folder(source: str) -> Path:
     return folder
 
 
-def _learned(config: TrainConfig, source: str) -> list[LearnedSymmetry]:
-    """The learned symmetries of a discovery output, checked against the env of ``config``."""
-    syms = symmetries_for(config, _discovery_folder(source))
-    dev = torch.device(config.device)
-    return [replace(s, obs_map=s.obs_map.to(dev), action_map=s.action_map.to(dev)) for s in syms]
+def _learned(config: TrainConfig, source: str) -> list[Symmetry]:
+    """{identity} plus the symmetries of a discovery output (learned by ers-deep, or exact ones of an
+    ers-exact result: each element once), checked against the env of ``config``."""
+    folder, dev = _discovery_folder(source), torch.device(config.device)
+    identity = identity_symmetry(config)
+    exact = exact_symmetries_for(config, folder)
+    if exact is not None:
+        out: list[IndexSymmetry] = [identity]
+        for s in (e.to(dev) for e in exact):
+            if not any(_same_map(s, t) for t in out):
+                out.append(s)
+        return list[Symmetry](out)
+    syms = symmetries_for(config, folder)
+    learned = [replace(s, obs_map=s.obs_map.to(dev), action_map=s.action_map.to(dev)) for s in syms]
+    return [identity, *learned]
+
+
+def _same_map(a: IndexSymmetry, b: IndexSymmetry) -> bool:
+    return torch.equal(a.obs_index, b.obs_index) and torch.equal(a.action_index, b.action_index)
 
 
 def op_symmetries(config: TrainConfig, source: str) -> tuple[Symmetry, ...]:
@@ -117,7 +134,7 @@ def op_symmetries(config: TrainConfig, source: str) -> tuple[Symmetry, ...]:
         if len(found) <= 1:
             return (identity_symmetry(config),)
         return tuple(s.to(config.device) for s in found)
-    return (identity_symmetry(config), *_learned(config, source))
+    return tuple(_learned(config, source))
 
 
 def op_record(config: TrainConfig, source: str, symmetries: tuple[Symmetry, ...]) -> dict[str, Any]:

@@ -36,7 +36,8 @@ class TrainOPOptions(TrainSPOptions):
     symmetries: str | None = option(
         None,
         help="Phi, the identity included: none (self-play), mdp (the env's Dec-POMDP symmetries) or a "
-        "discovery output folder (learned ER symmetries); required unless --resume",
+        "discovery output folder (learned ER symmetries; on a tabular game also an ers-exact discover --json "
+        "result saved as DIR/discovery.json); required unless --resume",
         check=symmetries_check,
         metavar="none|mdp|DIR",
     )

@@ -3,7 +3,7 @@
 ``discover`` (``run``)."""
 
 from ers_deep.discovery.config import TABULAR_SETTINGS, DeepDiscoveryConfig
-from ers_deep.discovery.files import load_symmetries, symmetries_for
+from ers_deep.discovery.files import exact_symmetries_for, load_symmetries, symmetries_for
 from ers_deep.discovery.net import DiscoveryNet, LearnedSymmetry, compose
 from ers_deep.discovery.run import discover
 from ers_deep.envs.symmetry import Symmetry
@@ -16,6 +16,7 @@ __all__ = [
     "Symmetry",
     "compose",
     "discover",
+    "exact_symmetries_for",
     "load_symmetries",
     "symmetries_for",
 ]

@@ -1,6 +1,9 @@
 """A discovery output's learned symmetries on disk: ``save_symmetries`` writes OUT/symmetries.safetensors,
 ``load_symmetries`` reads them back (hash-checked against discovery.json), ``symmetries_for`` also checks
-they are of a given env (its game, observation encoding and shapes) for other-play and sp-max-reg."""
+they are of a given env (its game, observation encoding and shapes) for other-play and sp-max-reg.
+``exact_symmetries_for`` reads a discovery result of ers-exact (``ers-exact discover GAME --json`` saved as
+FOLDER/discovery.json: the same interface, its transformations exact permutations) as index maps of a
+tabular env, each acting on policies as ers-exact's phi does."""
 
 from __future__ import annotations
 
@@ -12,15 +15,17 @@ from torch import Tensor
 
 from ers_deep.discovery.net import LearnedSymmetry
 from ers_deep.envs.overcooked_v2.layouts import LAYOUT_STRINGS
+from ers_deep.envs.symmetry import IndexSymmetry
 from ers_deep.envs.tabular import TabularEnv
+from ers_deep.envs.tabular.symmetry import exact_symmetry
 from ers_deep.nets.phi import ObsMap
 from ers_deep.pools import PoolError
 from ers_deep.train.checkpoint import load_checkpoint, save_checkpoint
 from ers_deep.train.config import TrainConfig, make_env
-from ers_exact.interface import DiscoveryResult, LearnedTransformation, file_sha256
+from ers_exact.interface import DiscoveryResult, LearnedTransformation, Transformation, file_sha256
 from ers_exact.util.output import read_json
 
-__all__ = ["learned_game", "load_symmetries", "save_symmetries", "symmetries_for"]
+__all__ = ["exact_symmetries_for", "learned_game", "load_symmetries", "save_symmetries", "symmetries_for"]
 
 
 def save_symmetries(out: Path, syms: list[LearnedSymmetry], meta: dict[str, Any]) -> tuple[Path, str]:
@@ -40,19 +45,24 @@ def _folder(path: str | os.PathLike[str]) -> Path:
     return path.parent if path.suffix == ".json" else path
 
 
-def load_symmetries(path: str | os.PathLike[str]) -> list[LearnedSymmetry]:
-    """The learned symmetries of a discovery output (its folder or its discovery.json), hash-checked."""
-    folder = _folder(path)
+def _result(folder: Path) -> DiscoveryResult:
+    """The discovery result in FOLDER/discovery.json (``PoolError`` naming the file when there is none)."""
     if not (folder / "discovery.json").is_file():
         what = "a pool, not a discovery output" if (folder / "pool.json").is_file() else "no discovery.json"
         raise PoolError(f"{folder}: {what} (give the --out folder of an ers-deep discover run)")
     data = read_json(folder / "discovery.json", "a discovery result written by ers-deep discover")
     try:
-        result = DiscoveryResult.from_json(data)
+        return DiscoveryResult.from_json(data)
     except (KeyError, TypeError, ValueError) as e:
         raise PoolError(
             f"{folder / 'discovery.json'}: not a discovery result ({type(e).__name__}: {e})"
         ) from None
+
+
+def load_symmetries(path: str | os.PathLike[str]) -> list[LearnedSymmetry]:
+    """The learned symmetries of a discovery output (its folder or its discovery.json), hash-checked."""
+    folder = _folder(path)
+    result = _result(folder)
     out: list[LearnedSymmetry] = []
     lift = None
     for t in result.transformations:
@@ -119,3 +129,28 @@ def symmetries_for(config: TrainConfig, source: str | os.PathLike[str]) -> list[
                 f"{s.action_map.numel()} actions, the env has {tuple(env.obs_shape)} and {env.num_actions}"
             )
     return syms
+
+
+def exact_symmetries_for(config: TrainConfig, source: str | os.PathLike[str]) -> list[IndexSymmetry] | None:
+    """The transformations of an ers-exact discovery result ``source`` (its folder or discovery.json) as index
+    maps of the tabular env of ``config``, in the file's order, each acting on policies as ers-exact's
+    ``apply_to_policy(phi, .)`` (``ers_deep.envs.tabular.symmetry.exact_symmetry``); None when the result
+    holds learned transformations (ers-deep's: :func:`symmetries_for`). ``PoolError`` naming ``source`` when
+    it mixes both, is of another game or env, or a transformation cannot act on the env's policies."""
+    folder = _folder(source)
+    result = _result(folder)
+    exact = [t for t in result.transformations if isinstance(t, Transformation)]
+    if not exact:
+        return None
+    if len(exact) != len(result.transformations):
+        raise PoolError(f"symmetries {str(source)!r}: exact and learned transformations mixed in one result")
+    if config.env_kind != "tabular":
+        raise PoolError(f"symmetries {str(source)!r} are ers-exact transformations: tabular games only")
+    env = make_env(config, 1, seed=0)
+    assert isinstance(env, TabularEnv)
+    if result.game != env.game.name:
+        raise PoolError(f"symmetries {str(source)!r} were learned on {result.game}, not on {env.game.name}")
+    try:
+        return [exact_symmetry(env, phi) for phi in exact]
+    except ValueError as e:
+        raise PoolError(f"symmetries {str(source)!r}: {e}") from None

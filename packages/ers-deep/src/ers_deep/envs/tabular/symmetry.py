@@ -11,6 +11,11 @@ shared network's action head), so the elements whose agents' action maps differ 
 one action map each gives one with one action map). For the index convention see
 ``ers_deep.envs.symmetry``: the mapped game's one-hot of history k is at phi(k), its legal entry of
 phi_A(a) is the original's of a, so ``obs_index`` and ``action_index`` are the inverse maps.
+
+Convention: such a map acts on a policy as pi(phi_A(a) | phi(tau)) (``ers_deep.envs.symmetry.Symmetry``),
+which is ers-exact's phi^-1(pi) (``phi(pi)(phi(a) | phi(tau)) = pi(a | tau)``). Over a group the two readings
+give the same set; a single transformation read from ers-exact (a discovery result's ``Transformation``) is
+built from phi^-1 by :func:`exact_symmetry`, so that it acts as ers-exact's phi.
 """
 
 from __future__ import annotations
@@ -21,11 +26,11 @@ import torch
 from ers_deep.envs.symmetry import IndexSymmetry
 from ers_deep.envs.tabular.env import TabularEnv
 from ers_exact.interface import Transformation
-from ers_exact.model.transformation import history_map
+from ers_exact.model.transformation import history_map, is_admissible
 from ers_exact.symmetry.mdp_group import decpomdp_group
 from ers_exact.util.options import UsageError
 
-__all__ = ["MAX_TABULAR_SYMMETRIES", "tabular_symmetries"]
+__all__ = ["MAX_TABULAR_SYMMETRIES", "exact_symmetry", "tabular_symmetries"]
 
 #: the most Dec-POMDP symmetries other-play and the symmetrised cross-play draw from (Hanabi-Full has 120)
 MAX_TABULAR_SYMMETRIES = 1024
@@ -65,3 +70,23 @@ def tabular_symmetries(env: TabularEnv, max_symmetries: int = MAX_TABULAR_SYMMET
         if actions is not None:
             out.append(_as_index_symmetry(env, phi, actions))
     return sorted(out, key=lambda s: not s.is_identity())
+
+
+def exact_symmetry(env: TabularEnv, phi: Transformation) -> IndexSymmetry:
+    """ers-exact's transformation phi as an index map of ``env`` that acts on policies as ers-exact's
+    ``apply_to_policy(phi, pi)``: phi(pi)(a | tau) = pi(phi_A^-1(a) | phi^-1(tau)) (module docstring: the map
+    of phi^-1). ``ValueError`` when phi does not fit the game, is not admissible (DESIGN.md) or its agents'
+    action maps differ (one action map for every agent: a shared network's action head)."""
+    phi.check_game(env.game)
+    if not is_admissible(env.tree, phi):
+        raise ValueError(f"{env.game.name}: {phi} maps a possible history or a legal action onto none")
+    inverse = phi.inverse()
+    actions = _shared_action_map(inverse, env.num_actions)
+    if actions is None:
+        raise ValueError(
+            f"{env.game.name}: {phi} permutes the agents' actions differently {list(phi.actions)}; other-play "
+            "here plays one action map for every agent"
+        )
+    sym = _as_index_symmetry(env, inverse, actions)
+    name = f"exact(actions {tuple(phi.actions)}, observations {tuple(phi.observations)})"
+    return IndexSymmetry(sym.obs_index, sym.action_index, name, sym.obs_shape)
