@@ -130,3 +130,29 @@ def test_train_op_with_an_exact_result_scores_the_exact_per_seat_op(tmp_path: Pa
     )
     score = pool["policies"][0]["other_play"]
     assert abs(score["mean"] - exact) < 4.5 * score["se"] + 1e-9
+
+
+def test_the_op_score_of_three_agents_is_the_per_seat_average_not_ers_exacts_op(tmp_path: Path) -> None:
+    """n = 3, Phi = Phi_MDP: the score is E over (phi_1, phi_2, phi_3) in Phi^3 of J(phi_i(pi)^i) (every seat its
+    own draw, as the official code), which for n > 2 is not ers-exact's OP^Phi (the mean of XP(pi, phi(pi))
+    over the 2^n - 2 seat assignments of two policies): both computed by ers-exact, 20,000 games."""
+    from ers_deep.other_play import _op_score
+    from ers_deep.pools import Policy
+    from ers_exact.model.objectives import other_play
+    from ers_exact.symmetry.mdp_group import decpomdp_group
+
+    config = _cases(tmp_path)[1][0]
+    env, net, pi = _policy(config, 2)
+    phis = decpomdp_group(env.game).policy_parts
+    images = [apply_to_policy(env.tree, phi, pi) for phi in phis]
+    per_seat = np.mean(
+        [
+            expected_return(env.tree, tuple(images[c][i] for i, c in enumerate(combo)))
+            for combo in itertools.product(range(len(phis)), repeat=3)
+        ]
+    )
+    syms = op_symmetries(config, "mdp")
+    assert len(syms) == len(phis) == 6
+    score = _op_score(config, syms, 20_000, Policy(net, config, 0, "x"))["other_play"]  # type: ignore[arg-type]
+    assert abs(score["mean"] - per_seat) < 4.5 * score["se"]
+    assert abs(per_seat - other_play(env.tree, pi, phis)) > 5 * score["se"]  # 0.022 here: 7 SE

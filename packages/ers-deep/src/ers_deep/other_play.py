@@ -19,8 +19,12 @@ each of its episodes (``ers_deep.nets.other_play``), so the learner's objective 
 
     E_{phi_1, phi_2 ~ U(Phi)} J(phi_1(pi), phi_2(pi)),
 
-which equals OP^Phi(pi) above when Phi is a group (J is invariant under applying one symmetry to every
-agent: J(phi_1(pi), phi_2(pi)) = J(pi, phi_1^-1 phi_2(pi))); for a learned set it is its per-agent reading.
+which, for two agents, equals OP^Phi(pi) above when Phi is a group (J is invariant under applying one
+symmetry to every agent: J(phi_1(pi), phi_2(pi)) = J(pi, phi_1^-1 phi_2(pi))); for a learned set it is its
+per-agent reading. With n > 2 agents every seat draws its own phi_i, E J(phi_1(pi)^1, ..., phi_n(pi)^n) (the
+official code's reading), which is not ers-exact's n-agent OP^Phi (``ers_exact.model.objectives``: the mean of
+XP(pi, phi(pi)) over the 2^n - 2 seat assignments of two policies) even over a group: -0.148 against -0.222 on
+a random 3-agent game with a planted symmetry (``tests/deep/test_op_exact_symmetries.py``).
 
 ``train_op_pool(config, source, out)`` trains the seeds of ``config`` together into a pool with exactly
 ``ers_deep.pools.train_pool``'s layout; the frozen ``policies/seed-S.safetensors`` are the trainable pi (the
