@@ -172,6 +172,32 @@ def test_resume_names_the_damaged_checkpoint_it_skips(
     assert newest.name in err and "skipped" in err
 
 
+def test_resume_max_updates_counts_from_the_checkpoint_resume_uses(
+    pools: dict[str, Path], tmp_path: Path, deep: Callable[..., tuple[int, str, str]]
+) -> None:
+    """A newest checkpoint whose header reads but whose tensors are damaged: resume falls back to the older
+    one, and so does ``--max-updates``'s check (it read the damaged header: "already at update 12")."""
+    import shutil
+
+    from ers_deep.train.checkpoint import read_metadata
+    from ers_deep.train.run import checkpoints
+
+    folder = tmp_path / "partial"
+    shutil.copytree(pools["partial"], folder)
+    older, newest = checkpoints(folder / "run")[-2:]
+    done = read_metadata(older)["counters"]["update"]
+    assert read_metadata(newest)["counters"]["update"] == 12 and done < 12
+    data = bytearray(newest.read_bytes())
+    data[-1] ^= 0x55  # a tensor byte: the header still reads
+    newest.write_bytes(bytes(data))
+    code, _, err = deep("train-sp", "--resume", str(folder), "--max-updates", str(done))
+    assert_refused("ers-deep", code, err, f"already at update {done}")
+    code, _, err = deep("train-sp", "--resume", str(folder), "--max-updates", "12")
+    assert code == 0, err
+    assert newest.name in err and "skipped" in err
+    assert read_metadata(checkpoints(folder / "run")[-1])["counters"]["update"] == 12
+
+
 def test_one_and_three_agent_games_solve(tmp_path: Path, exact: Callable[..., tuple[int, str, str]]) -> None:
     for name, text in (("one", ONE_AGENT), ("three", THREE_AGENTS)):
         game = tmp_path / f"{name}.dpomdp"

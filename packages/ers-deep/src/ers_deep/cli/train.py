@@ -232,9 +232,10 @@ _RUN_FIELDS = ("env", "seeds", "out", "hidden", "conv", *_CONFIG_FIELDS)
 def check_resume_updates(folder: Path, max_updates: int | None) -> None:
     """Refuse ``--resume`` of a Ray pool (its seeds' runs in ``runs/seed-N/``, no ``run/``; it was a one-line "no
     run to resume (config.json missing)"), and ``--max-updates`` at or below the update the run to resume has
-    already reached."""
-    from ers_deep.train.checkpoint import CheckpointError, read_metadata
-    from ers_deep.train.run import checkpoints
+    already reached: that of the newest checkpoint that verifies, the one ``resume`` falls back to (a damaged
+    newest file's header once gave an "already at update N" that resume would not have reached)."""
+    from ers_deep.train.checkpoint import CheckpointError
+    from ers_deep.train.run import checkpoints, read_checkpoint
 
     if not (folder / "run" / "config.json").exists() and (folder / "runs").is_dir():
         raise UsageError(
@@ -245,8 +246,8 @@ def check_resume_updates(folder: Path, max_updates: int | None) -> None:
         return
     for path in reversed(checkpoints(folder / "run")):
         try:
-            done = int(read_metadata(path)["counters"]["update"])
-        except (CheckpointError, KeyError, TypeError, ValueError):
+            done = int(read_checkpoint(path)[1]["counters"]["update"])
+        except CheckpointError:
             continue
         if max_updates <= done:
             raise UsageError(

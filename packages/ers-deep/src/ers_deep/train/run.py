@@ -50,6 +50,7 @@ __all__ = [
     "RunError",
     "checkpoints",
     "latest_checkpoint",
+    "read_checkpoint",
     "read_metrics",
     "read_run_config",
     "resume",
@@ -305,15 +306,24 @@ def read_run_config(run_dir: str | os.PathLike[str]) -> tuple[dict[str, Any], Tr
         raise RunError(f"{path}: its 'config' is not a training config ({first})") from None
 
 
-def _restore(learner: Learner, path: Path) -> float:
-    """Load the checkpoint ``path`` into ``learner``; the run's seconds up to it (NaN when not recorded).
-    :class:`CheckpointError` naming the file when it is damaged or not a checkpoint of this run's learner."""
+def read_checkpoint(path: str | os.PathLike[str]) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+    """A run's checkpoint (tensors, metadata), verified against its digest, whose metadata holds integer
+    ``counters["update"]`` and ``["env_steps"]``; :class:`CheckpointError` naming the file otherwise. What
+    ``resume`` and ``--resume --max-updates``'s check both read (an unverified header may be a damaged file's)."""
     tensors, meta = load_checkpoint(path)
     counters = meta.get("counters")
     if not (
         isinstance(counters, dict) and all(type(counters.get(k)) is int for k in ("update", "env_steps"))
     ):
         raise CheckpointError(f"{path}: not a training checkpoint (no update and env-step counters)")
+    return tensors, meta
+
+
+def _restore(learner: Learner, path: Path) -> float:
+    """Load the checkpoint ``path`` into ``learner``; the run's seconds up to it (NaN when not recorded).
+    :class:`CheckpointError` naming the file when it is damaged or not a checkpoint of this run's learner."""
+    tensors, meta = read_checkpoint(path)
+    counters = meta["counters"]
     _check_config(learner.config, meta.get("config"), path)
     try:
         learner.load_state_tensors(tensors, counters)
