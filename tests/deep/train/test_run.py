@@ -313,3 +313,60 @@ def test_resume_refuses_an_edited_config_naming_the_field(tmp_path: Path) -> Non
         (tmp_path / "config.json").write_text(text)
         learner, summary = resume(tmp_path)
     assert summary["finished"] and learner.update == 8
+
+
+#: a writer killed mid-write: ``write_atomic`` of argv[1], SIGKILLed where it would rename its temporary file
+KILLED_WRITER = textwrap.dedent("""
+    import os, signal, sys
+    from ers_exact.util.output import write_atomic
+    os.replace = lambda *args: os.kill(os.getpid(), signal.SIGKILL)
+    write_atomic(sys.argv[1], b"half")
+""")
+
+
+def _killed_writer(target: Path) -> int:
+    """The PID of a process killed while it wrote ``target`` (it left its temporary file)."""
+    proc = subprocess.Popen([sys.executable, "-c", KILLED_WRITER, str(target)])
+    assert proc.wait(timeout=60) == -signal.SIGKILL
+    return proc.pid
+
+
+def test_resume_removes_the_temporary_files_of_killed_writers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A kill mid-write leaves ``.NAME.tmp-PID``; resume removes those of writers no longer running (they were
+    left forever), in the run folder and checkpoints/, and nothing else: not a running writer's, not a name
+    of another pattern, a link, a folder or a subfolder's file."""
+    with single_thread():
+        train(paper_config("tabular:toy-coordination", **TINY), tmp_path, max_updates=2)
+    dead = _killed_writer(tmp_path / "checkpoints" / "update-000004.safetensors")
+    stale = [
+        tmp_path / "checkpoints" / f".update-000004.safetensors.tmp-{dead}",
+        tmp_path / f".metrics.csv.tmp-{_killed_writer(tmp_path / 'metrics.csv')}",
+    ]
+    assert all(p.read_bytes() == b"half" for p in stale)
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        kept = [
+            tmp_path / f".config.json.tmp-{live.pid}",  # a running writer's
+            tmp_path / f"metrics.csv.tmp-{dead}",
+            tmp_path / f".metrics.csv.tmp-{dead}x",
+            tmp_path / f".metrics.csv.tmp-{dead}.bak",
+            tmp_path / "checkpoints" / "old" / f".update-000002.safetensors.tmp-{dead}",
+        ]
+        for p in kept:
+            p.parent.mkdir(exist_ok=True)
+            p.write_text("keep")
+        (tmp_path / f".folder.tmp-{dead}").mkdir()
+        (tmp_path / f".link.tmp-{dead}").symlink_to(tmp_path / "config.json")
+        with single_thread():
+            learner, _ = resume(tmp_path, max_updates=4)
+    finally:
+        live.kill()
+        live.wait()
+    assert learner.update == 4
+    assert not any(p.exists() for p in stale)
+    assert all(p.read_text() == "keep" for p in kept)
+    assert (tmp_path / f".folder.tmp-{dead}").is_dir() and (tmp_path / f".link.tmp-{dead}").is_symlink()
+    err = capsys.readouterr().err
+    assert all(f"resume: removed {p}, left by a write" in err for p in stale) and err.count("removed") == 2

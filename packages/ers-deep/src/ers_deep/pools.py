@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,7 +46,7 @@ from ers_deep.train.exact import exact_report
 from ers_deep.train.ippo import Learner
 from ers_deep.train.run import read_metrics, resume, train
 from ers_exact.util.errors import InputError
-from ers_exact.util.output import dumps, read_json
+from ers_exact.util.output import dumps, read_json, remove_stale_temporaries
 
 
 class PoolError(ValueError, InputError):
@@ -231,6 +232,8 @@ def train_pool(
         progress=progress, threads=threads, max_updates=max_updates, make_learner=make_learner
     )
     if resume_run:
+        for path in remove_stale_temporaries(out) + remove_stale_temporaries(out / "policies"):
+            print(f"resume: removed {path}, left by a write that was interrupted", file=sys.stderr)
         learner, summary = resume(run_dir, **runs)
     else:
         if (out / "pool.json").exists() or (run_dir / "config.json").exists():

@@ -12,8 +12,11 @@ Resume: ``resume(run_dir)`` rebuilds the learner from ``config.json``, loads the
 verifies (model, Adam moments, learning-rate schedule and shaped-reward annealing -- both pure functions of
 the update counter --, the env's full state and generator, the learner's sampling generator, the recurrent
 state and the running episode returns, the counters), drops the metrics rows written after that checkpoint
-(and a row a kill cut short), and continues. A config.json that differs from the config the checkpoint
-recorded (edited since the run started) is a ``RunError`` naming each changed field. A checkpoint also records the run's wall-clock seconds up to it, so a resumed run's summary
+(and a row a kill cut short), removes the temporary files of writes a kill interrupted (``.NAME.tmp-PID`` of a
+process no longer running, in the run directory and checkpoints/: ``remove_stale_temporaries``), and
+continues. A config.json that differs from the config the checkpoint recorded (edited since the run started)
+is a ``RunError`` naming each changed field. A checkpoint also records the run's wall-clock seconds up to it,
+so a resumed run's summary
 (``seconds``, ``env_steps_per_s``: pool.json's ``training``) counts the whole run, and its ``segment`` this
 process's part alone (a checkpoint written before that record: the ``seconds`` column of metrics.csv up to
 it, which leaves out the checkpoint writes). Nothing is re-seeded: on the same machine and thread count the
@@ -43,7 +46,7 @@ from ers_deep.train.checkpoint import CheckpointError, atomic_write_bytes, load_
 from ers_deep.train.config import TrainConfig
 from ers_deep.train.ippo import Learner
 from ers_exact.util.errors import InputError
-from ers_exact.util.output import read_json
+from ers_exact.util.output import read_json, remove_stale_temporaries
 
 __all__ = [
     "METRIC_COLUMNS",
@@ -267,6 +270,9 @@ def resume(
     if not (run_dir / "config.json").is_file():
         raise RunError(f"{run_dir}: no run to resume (config.json missing)")
     info, config = read_run_config(run_dir)
+    for folder in (run_dir, run_dir / "checkpoints"):
+        for path in remove_stale_temporaries(folder):
+            print(f"resume: removed {path}, left by a write that was interrupted", file=sys.stderr)
     if threads:
         torch.set_num_threads(threads)
     # the products the run began with (what its cpu_products resolved to), not what auto would pick here

@@ -2,8 +2,10 @@
 
 * :func:`write_atomic` writes bytes or text to a temporary file in the target's folder, flushes, ``fsync``s,
   ``os.replace``s it onto the target and ``fsync``s the folder: a crash or a full disk at any moment leaves the
-  earlier file byte for byte, never a truncated one. It refuses (:class:`OutputError`, exit 2) a target that
-  is one of the files the command reads (``reads``), e.g. ``optimal GAME.dpomdp --save-policy GAME.dpomdp``.
+  earlier file byte for byte, never a truncated one. A writer killed mid-write (SIGKILL) leaves its temporary
+  file, ``.NAME.tmp-PID``; :func:`remove_stale_temporaries` removes those of writers no longer running.
+  It refuses (:class:`OutputError`, exit 2) a target that is one of the files the command reads
+  (``reads``), e.g. ``optimal GAME.dpomdp --save-policy GAME.dpomdp``.
 * :func:`write_json` / :func:`dumps` write strict JSON (RFC 8259): non-finite floats become ``null``, numpy
   scalars and arrays become numbers and lists; never a bare ``NaN`` or ``Infinity`` token.
 * :func:`save_figure` renders a matplotlib figure into memory and writes it with :func:`write_atomic`.
@@ -20,6 +22,7 @@ import io
 import json
 import math
 import os
+import re
 import shutil
 import stat
 from collections.abc import Iterable
@@ -38,6 +41,7 @@ __all__ = [
     "jsonable",
     "load_json",
     "read_json",
+    "remove_stale_temporaries",
     "replace_run_folder",
     "same_file",
     "save_figure",
@@ -84,6 +88,49 @@ def _write_target(path: Path) -> Path:
     return target
 
 
+#: the name of :func:`write_atomic`'s temporary file: ``.NAME.tmp-PID`` beside the target ``NAME``
+_TEMPORARY = re.compile(r"^\.(?P<name>.+)\.tmp-(?P<pid>[1-9][0-9]*)$")
+
+
+def _temporary(target: Path, pid: int) -> Path:
+    return target.with_name(f".{target.name}.tmp-{pid}")
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` may be running (only a definite "no such process" is False)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (OSError, OverflowError):  # PermissionError: running as another user
+        return True
+    return True
+
+
+def remove_stale_temporaries(folder: PathLike) -> list[Path]:
+    """Remove the temporary files that :func:`write_atomic` left in ``folder`` (not its subfolders) when its
+    process was killed mid-write: regular files named ``.NAME.tmp-PID`` whose process PID no longer runs on
+    this machine; nothing else (a live or unknown writer's file, a link, a folder) is touched. The removed
+    paths, in name order. POSIX only (elsewhere nothing is removed); a folder shared with another machine's
+    writer would see its live PIDs as dead: resume a run on one machine at a time."""
+    folder = Path(folder)
+    if os.name != "posix" or not folder.is_dir():
+        return []
+    removed = []
+    for path in sorted(folder.iterdir()):
+        m = _TEMPORARY.match(path.name)
+        if m is None or not path.is_file() or path.is_symlink() or _running(int(m["pid"])):
+            continue
+        try:
+            path.unlink()
+        except FileNotFoundError:  # removed meanwhile
+            continue
+        removed.append(path)
+    return removed
+
+
 def write_atomic(path: PathLike, data: bytes | str, *, reads: Iterable[PathLike] = ()) -> Path:
     """Write ``data`` (text is UTF-8) to ``path`` atomically (module docstring); returns the path.
 
@@ -93,7 +140,7 @@ def write_atomic(path: PathLike, data: bytes | str, *, reads: Iterable[PathLike]
     _refuse_inputs(path, reads)
     target = _write_target(path)
     raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
-    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    tmp = _temporary(target, os.getpid())
     try:
         with open(tmp, "wb") as f:
             f.write(raw)
