@@ -370,3 +370,42 @@ def test_resume_removes_the_temporary_files_of_killed_writers(
     assert (tmp_path / f".folder.tmp-{dead}").is_dir() and (tmp_path / f".link.tmp-{dead}").is_symlink()
     err = capsys.readouterr().err
     assert all(f"resume: removed {p}, left by a write" in err for p in stale) and err.count("removed") == 2
+
+
+#: a tabular run (argv[2]: TINY's fields) SIGKILLed right after update argv[3]
+KILLED_RUN = textwrap.dedent("""
+    import json, os, signal, sys, torch
+    from ers_deep.train.config import paper_config
+    from ers_deep.train.run import train
+    torch.set_num_threads(1)
+    stop = int(sys.argv[3])
+    kill = lambda m: m["update"] == stop and os.kill(os.getpid(), signal.SIGKILL)
+    train(paper_config("tabular:toy-coordination", **json.loads(sys.argv[2])), sys.argv[1], on_update=kill)
+""")
+
+
+def test_tensorboard_shows_each_update_once_after_a_kill_and_resume(tmp_path: Path) -> None:
+    """Killed after update 7 (checkpoints 4 and 6, the newest then damaged) and resumed from update 4: the
+    event files read back hold every update's scalars once, equal to metrics.csv; those of the re-run updates
+    5 and 6 were there twice (the killed process's and the resumed one's: no ``purge_step``)."""
+    pytest.importorskip("tensorboard")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    child = subprocess.Popen([sys.executable, "-c", KILLED_RUN, str(tmp_path), json.dumps(TINY), "7"])
+    assert child.wait(timeout=120) == -signal.SIGKILL
+    assert [p.name for p in checkpoints(tmp_path)] == [
+        "update-000004.safetensors",
+        "update-000006.safetensors",
+    ]
+    newest = checkpoints(tmp_path)[-1]
+    newest.write_bytes(newest.read_bytes()[:100])
+    time.sleep(1.1)  # event files are read in name order, whose time is in whole seconds (then the pid)
+    with single_thread():
+        learner, _ = resume(tmp_path)
+    assert learner.update == 8
+    events = EventAccumulator(str(tmp_path / "tensorboard"))
+    events.Reload()
+    rows = [r for r in read_metrics(tmp_path) if r["seed"] == "1"]
+    got = [(e.step, e.value) for e in events.Scalars("return/seed1")]
+    assert [step for step, _ in got] == [int(r["env_steps"]) for r in rows] == [16 * u for u in range(1, 9)]
+    assert [v for _, v in got] == pytest.approx([float(r["return"]) for r in rows], rel=1e-6, nan_ok=True)

@@ -6,7 +6,8 @@
                                   is the only wall-clock column)
       checkpoints/update-NNNNNN.safetensors   the full learner state (``ers_deep.train.checkpoint``), the last
                                   ``keep_checkpoints`` kept
-      tensorboard/                scalars, when the ``tensorboard`` extra is installed
+      tensorboard/                scalars, when the ``tensorboard`` extra is installed (at env steps; a resumed run
+                                  purges the re-run updates' earlier ones: ``purge_step``)
 
 Resume: ``resume(run_dir)`` rebuilds the learner from ``config.json``, loads the newest checkpoint that
 verifies (model, Adam moments, learning-rate schedule and shaped-reward annealing -- both pure functions of
@@ -126,12 +127,15 @@ class _Bar:
             sys.stderr.write("\n")
 
 
-def _tensorboard(run_dir: Path) -> Any:
+def _tensorboard(run_dir: Path, purge_step: int | None) -> Any:
+    """The run's TensorBoard writer (None without the ``tensorboard`` extra). A resumed run passes
+    ``purge_step``, the first env step after its checkpoint: TensorBoard then hides the earlier process's
+    scalars from that step on (those of the updates re-run, which would otherwise show twice)."""
     try:
         from torch.utils.tensorboard import SummaryWriter
     except ImportError:  # the optional `tensorboard` extra
         return None
-    return SummaryWriter(str(run_dir / "tensorboard"))
+    return SummaryWriter(str(run_dir / "tensorboard"), purge_step=purge_step)
 
 
 def _write_rows(path: Path, m: dict[str, Any], seeds: tuple[int, ...], seconds: float) -> None:
@@ -179,12 +183,14 @@ def _loop(
     progress: bool | None,
     on_update: Callable[[dict[str, Any]], None] | None,
     seconds_before: float = 0.0,
+    resumed: bool = False,
 ) -> dict[str, Any]:
     """Train to ``max_updates`` (or the end), checkpointing; the run's summary (``seconds_before``: the seconds
-    the run had taken up to the checkpoint it resumed from)."""
+    the run had taken up to the checkpoint it resumed from; ``resumed``: TensorBoard purges what follows it)."""
     cfg = learner.config
     stop = cfg.num_updates if max_updates is None else min(cfg.num_updates, max_updates)
-    tb, bar, history = _tensorboard(run_dir), _Bar(cfg.num_updates, progress), []
+    tb = _tensorboard(run_dir, learner.env_steps + 1 if resumed else None)
+    bar, history = _Bar(cfg.num_updates, progress), []
     start, steps0, update0 = time.perf_counter(), learner.env_steps, learner.update
     m: dict[str, Any] = {}
     while learner.update < stop:
@@ -295,7 +301,7 @@ def resume(
     _truncate_metrics(run_dir / "metrics.csv", learner.update)
     if math.isnan(seconds):  # a checkpoint from before the record: the updates' own seconds
         seconds = _metrics_seconds(run_dir)
-    return learner, _loop(learner, run_dir, max_updates, progress, on_update, seconds)
+    return learner, _loop(learner, run_dir, max_updates, progress, on_update, seconds, resumed=True)
 
 
 def read_run_config(run_dir: str | os.PathLike[str]) -> tuple[dict[str, Any], TrainConfig]:
