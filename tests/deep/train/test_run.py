@@ -409,3 +409,40 @@ def test_tensorboard_shows_each_update_once_after_a_kill_and_resume(tmp_path: Pa
     got = [(e.step, e.value) for e in events.Scalars("return/seed1")]
     assert [step for step, _ in got] == [int(r["env_steps"]) for r in rows] == [16 * u for u in range(1, 9)]
     assert [v for _, v in got] == pytest.approx([float(r["return"]) for r in rows], rel=1e-6, nan_ok=True)
+
+
+@pytest.mark.parametrize(
+    ("drop", "named"),
+    [
+        (None, None),
+        ({("3", "1"), ("5", "0"), ("5", "1"), ("6", "0")}, "3, 5-6 (of the 6"),
+        ("all", "1-6"),
+    ],
+    ids=["complete", "rows-missing", "file-deleted"],
+)
+def test_resume_names_the_updates_metrics_csv_lacks(
+    tmp_path: Path, drop: Any, named: str | None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Rows of updates at or below the checkpoint that are missing (metrics.csv edited or deleted) stay missing
+    after resume (it re-runs only the later updates): resume names them on stderr (it said nothing)."""
+    import csv
+
+    metrics = tmp_path / "metrics.csv"
+    with single_thread():
+        train(paper_config("tabular:toy-coordination", **TINY), tmp_path, max_updates=6)
+        if drop == "all":
+            metrics.unlink()
+        elif drop is not None:
+            rows = list(csv.reader(metrics.read_text().splitlines()))
+            keep = [rows[0], *(r for r in rows[1:] if (r[0], r[2]) not in drop)]
+            metrics.write_text("".join(",".join(r) + "\n" for r in keep))
+        capsys.readouterr()
+        learner, _ = resume(tmp_path)
+    assert learner.update == 8
+    err = capsys.readouterr().err
+    if named is None:
+        assert "lacks" not in err
+    else:
+        assert f"{metrics} lacks the rows of updates {named}" in err and "gap" in err
+    want = 2 * 8 - (2 * 6 if drop == "all" else len(drop or ()))
+    assert len(read_metrics(tmp_path)) == want

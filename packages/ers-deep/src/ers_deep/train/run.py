@@ -13,9 +13,9 @@ Resume: ``resume(run_dir)`` rebuilds the learner from ``config.json``, loads the
 verifies (model, Adam moments, learning-rate schedule and shaped-reward annealing -- both pure functions of
 the update counter --, the env's full state and generator, the learner's sampling generator, the recurrent
 state and the running episode returns, the counters), drops the metrics rows written after that checkpoint
-(and a row a kill cut short), removes the temporary files of writes a kill interrupted (``.NAME.tmp-PID`` of a
-process no longer running, in the run directory and checkpoints/: ``remove_stale_temporaries``), and
-continues. A config.json that differs from the config the checkpoint recorded (edited since the run started)
+(and a row a kill cut short; rows missing at or below it are named on stderr: ``ers_deep.train.gaps``),
+removes the temporary files of writes a kill interrupted (``.NAME.tmp-PID`` of a process no longer running,
+in the run directory and checkpoints/: ``remove_stale_temporaries``), and continues. A config.json that differs from the config the checkpoint recorded (edited since the run started)
 is a ``RunError`` naming each changed field. A checkpoint also records the run's wall-clock seconds up to it,
 so a resumed run's summary
 (``seconds``, ``env_steps_per_s``: pool.json's ``training``) counts the whole run, and its ``segment`` this
@@ -45,6 +45,7 @@ import torch
 
 from ers_deep.train.checkpoint import CheckpointError, atomic_write_bytes, load_checkpoint, save_checkpoint
 from ers_deep.train.config import TrainConfig
+from ers_deep.train.gaps import gap_warning, missing_updates
 from ers_deep.train.ippo import Learner
 from ers_exact.util.errors import InputError
 from ers_exact.util.output import read_json, remove_stale_temporaries
@@ -148,15 +149,16 @@ def _write_rows(path: Path, m: dict[str, Any], seeds: tuple[int, ...], seconds: 
         os.fsync(f.fileno())
 
 
-def _truncate_metrics(path: Path, update: int) -> None:
+def _truncate_metrics(path: Path, update: int) -> list[list[str]]:
     """Keep the header and the complete rows of updates <= ``update``: rows written after the checkpoint go, and
-    so does a row a kill cut short (its update may read as an earlier one: "1" of "11,...")."""
+    so does a row a kill cut short (its update may read as an earlier one: "1" of "11,..."); the rows kept."""
     rows = list(csv.reader(io.StringIO(path.read_text()))) if path.exists() else []
     full = len(METRIC_COLUMNS)
     keep = [r for r in rows[1:] if len(r) == full and r[0].isdigit() and int(r[0]) <= update]
     buf = io.StringIO()
     csv.writer(buf).writerows([list(METRIC_COLUMNS), *keep])
     atomic_write_bytes(path, buf.getvalue().encode())
+    return keep
 
 
 def _save(learner: Learner, run_dir: Path, seconds: float) -> Path:
@@ -298,7 +300,10 @@ def resume(
         if errors:
             raise CheckpointError("; ".join(errors))
         # killed before the first checkpoint: start over (the fresh learner is the state at update 0)
-    _truncate_metrics(run_dir / "metrics.csv", learner.update)
+    kept = _truncate_metrics(run_dir / "metrics.csv", learner.update)
+    missing = missing_updates(kept, learner.update, learner.config.seeds)
+    if (warning := gap_warning(run_dir / "metrics.csv", missing, learner.update)) is not None:
+        print(warning, file=sys.stderr)
     if math.isnan(seconds):  # a checkpoint from before the record: the updates' own seconds
         seconds = _metrics_seconds(run_dir)
     return learner, _loop(learner, run_dir, max_updates, progress, on_update, seconds, resumed=True)
