@@ -237,3 +237,31 @@ def test_a_ray_pool_is_not_stopped_to_resume(
     assert main([command, "--resume", str(pool)]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and f"--resume {pool}: a Ray pool" in err
+
+
+def test_total_steps_is_rounded_down_to_whole_updates_at_least_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--total-steps 1`` trains one whole update (num_envs x num_steps env steps per seed), as its help now
+    says; pool.json's config keeps the value given, its training the steps trained."""
+    import dataclasses
+
+    fields = {f.name: f for f in dataclasses.fields(TrainSPOptions)}
+    assert "rounded down to whole updates" in fields["total_steps"].metadata["help"]
+    small = [
+        "--num-envs",
+        "4",
+        "--num-steps",
+        "4",
+        "--minibatches",
+        "1",
+        "--eval-games",
+        "4",
+        "--threads",
+        "1",
+    ]
+    for total, updates in (("1", 1), ("47", 2)):
+        argv = ["train-sp", "--env", "tabular:toy-coordination", "--seeds", "0-1", "--total-steps", total]
+        res = _json(capsys, [*argv, *small, "--out", str(tmp_path / total), "--json"])
+        assert res["config"]["total_env_steps"] == int(total)
+        assert res["training"]["updates"] == updates and res["training"]["env_steps"] == 16 * updates

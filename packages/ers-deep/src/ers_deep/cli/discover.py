@@ -98,7 +98,7 @@ class DiscoverOptions(Options):
     )
     total_steps: int | None = option(
         None,
-        help="env steps per candidate",
+        help="env steps per candidate, rounded down to whole updates of --num-envs x --num-steps, at least one",
         check=at_least(1),
         default_text="tabular: 300,000; otherwise 400,000",
     )

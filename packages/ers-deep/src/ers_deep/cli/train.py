@@ -64,7 +64,13 @@ class TrainSPOptions(Options):
         check=non_negative,
         default_text="the env's paper value",
     )
-    total_steps: int | None = option(None, help="env steps per seed", check=at_least(1), default_text=PAPERS)
+    total_steps: int | None = option(
+        None,
+        help="env steps per seed, rounded down to whole updates of --num-envs x --num-steps, at least one "
+        "(pool.json's config keeps the value given, its training.env_steps the steps trained)",
+        check=at_least(1),
+        default_text=PAPERS,
+    )
     num_envs: int | None = option(None, help="games per seed", check=at_least(1), default_text=PAPERS)
     num_steps: int | None = option(
         None, help="steps per game per update", check=at_least(1), default_text=PAPERS

@@ -81,7 +81,7 @@ class TrainConfig:
     # collection
     num_envs: int = 1024  # games per seed
     num_steps: int = 128  # steps per game per update
-    total_env_steps: int = 10**10  # per seed
+    total_env_steps: int = 10**10  # per seed; trained in whole updates, at least one (num_updates)
     collector: CollectorKind = "fast"  # "torchrl" / "native": the reference collections (same rollouts)
     collect_mode: FastMode = (
         "auto"  # the fast collection's mode (ers_deep.accel): auto picks per device/batch
@@ -188,6 +188,8 @@ class TrainConfig:
 
     @property
     def num_updates(self) -> int:
+        """Updates of the run: ``total_env_steps`` rounded down to whole updates, at least one (a run trains
+        ``num_updates x steps_per_update`` env steps per seed, which can differ from ``total_env_steps``)."""
         return max(1, self.total_env_steps // self.steps_per_update)
 
     @property
