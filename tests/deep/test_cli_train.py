@@ -265,3 +265,32 @@ def test_total_steps_is_rounded_down_to_whole_updates_at_least_one(
         res = _json(capsys, [*argv, *small, "--out", str(tmp_path / total), "--json"])
         assert res["config"]["total_env_steps"] == int(total)
         assert res["training"]["updates"] == updates and res["training"]["env_steps"] == 16 * updates
+
+
+def test_the_summary_says_which_counts_are_per_seed_and_which_all_seeds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``env_steps`` is per seed, ``env_steps_per_s`` all seeds together: the printed summary said "env steps
+    per seed, N env-steps/s" and pool.json had no name that told; both say so now (the old keys stay)."""
+    argv = ["train-sp", "--env", "tabular:toy-coordination", "--seeds", "0-1", "--total-steps", "32"]
+    argv += [
+        "--num-envs",
+        "4",
+        "--num-steps",
+        "4",
+        "--minibatches",
+        "1",
+        "--eval-games",
+        "4",
+        "--threads",
+        "1",
+    ]
+    assert main([*argv, "--out", str(tmp_path / "pool")]) == 0
+    out = capsys.readouterr().out
+    t = json.loads((tmp_path / "pool" / "pool.json").read_text())["training"]
+    assert t["env_steps"] == t["env_steps_per_seed"] == 32 and t["env_steps_all_seeds"] == 64
+    assert t["env_steps_per_s"] == t["env_steps_per_s_all_seeds"] == pytest.approx(64 / t["seconds"])
+    assert t["segment"]["env_steps_per_s_all_seeds"] == t["segment"]["env_steps_per_s"]
+    assert re.search(
+        r"2 updates, 32 env steps per seed \(64 for the 2 seeds\), [\d,]+ env-steps/s for the 2 seeds", out
+    )

@@ -36,7 +36,13 @@ def test_ray_pool_equals_one_seed_pools(tmp_path: Path) -> None:
     pool = load_pool(tmp_path / "rp")
     assert [p.seed for p in pool.policies] == [0, 4] and pool.name == "rp"
     assert json.loads((tmp_path / "rp" / "pool.json").read_text()) == info
-    assert info["training"]["finished"] and info["training"]["ray"]["tasks"] == 2
+    t = info["training"]
+    assert t["finished"] and t["ray"]["tasks"] == 2
+    assert (
+        t["env_steps_per_seed"] == t["env_steps"] == 64 * 2 * 3
+        and t["env_steps_all_seeds"] == 2 * t["env_steps"]
+    )
+    assert t["env_steps_per_s_all_seeds"] == t["env_steps_per_s"]
     # each seed equals the in-process pool of that seed alone (same thread count), bit for bit
     with single_thread():
         alone = train_pool(_config((4,)), tmp_path / "alone", eval_games=200)

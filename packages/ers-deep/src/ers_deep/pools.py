@@ -376,11 +376,15 @@ def train_pool_ray(
             {**info["policies"][0], "file": str(file.relative_to(out)), "run": f"runs/seed-{seed}"}
         )
         runs.append(info["training"])
-    training = {
+    rate = sum(r["env_steps_per_s"] for r in runs)
+    training = {  # as train_pool's (ers_deep.train.run): env_steps per seed, env_steps_per_s all seeds together
         "updates": min(r["updates"] for r in runs),
         "env_steps": min(r["env_steps"] for r in runs),
+        "env_steps_per_seed": min(r["env_steps"] for r in runs),
+        "env_steps_all_seeds": sum(r["env_steps"] for r in runs),
         "seconds": max(r["seconds"] for r in runs),
-        "env_steps_per_s": sum(r["env_steps_per_s"] for r in runs),
+        "env_steps_per_s": rate,
+        "env_steps_per_s_all_seeds": rate,
         "finished": all(r["finished"] for r in runs),
         "ray": {"address": address, "tasks": len(runs)},
         "runs": runs,

@@ -361,9 +361,11 @@ def show_figure(res: dict[str, Any]) -> None:
 def show_pool(res: dict[str, Any]) -> None:
     """A pool summary: size, env, training, and each seed's self-play score (exact values on tabular games)."""
     t, n = res["training"], len(res["policies"])
+    together = "" if n == 1 else f" ({t.get('env_steps_all_seeds', t['env_steps'] * n):,} for the {n} seeds)"
+    rate = "" if n == 1 else f" for the {n} seeds together"
     print(
         f"pool of {n} seed{'s' if n != 1 else ''} on {res['env']} (alpha {res['alpha']}): {t['updates']} updates, "
-        f"{t['env_steps']:,} env steps per seed, {t['env_steps_per_s']:,.0f} env-steps/s"
+        f"{t['env_steps']:,} env steps per seed{together}, {t['env_steps_per_s']:,.0f} env-steps/s{rate}"
     )
     for p in res["policies"]:
         sp = p["self_play"]

@@ -18,7 +18,8 @@ removes the temporary files of writes a kill interrupted (``.NAME.tmp-PID`` of a
 in the run directory and checkpoints/: ``remove_stale_temporaries``), and continues. A config.json that differs from the config the checkpoint recorded (edited since the run started)
 is a ``RunError`` naming each changed field. A checkpoint also records the run's wall-clock seconds up to it,
 so a resumed run's summary
-(``seconds``, ``env_steps_per_s``: pool.json's ``training``) counts the whole run, and its ``segment`` this
+(pool.json's ``training``: ``env_steps`` = ``env_steps_per_seed`` per seed, ``env_steps_all_seeds``;
+``seconds``; ``env_steps_per_s`` = ``env_steps_per_s_all_seeds``, all seeds together) counts the whole run, and its ``segment`` this
 process's part alone (a checkpoint written before that record: the ``seconds`` column of metrics.csv up to
 it, which leaves out the checkpoint writes). Nothing is re-seeded: on the same machine and thread count the
 resumed curve equals the uninterrupted one bit for bit (tests/deep/train/test_run.py kills a run with SIGKILL
@@ -215,17 +216,25 @@ def _loop(
     if tb is not None:
         tb.close()
     seconds = time.perf_counter() - start
-    total = seconds_before + seconds
-    return {
+    total, n = seconds_before + seconds, len(cfg.seeds)
+    rate, segment_rate = (
+        learner.env_steps * n / max(total, 1e-9),
+        (learner.env_steps - steps0) * n / max(seconds, 1e-9),
+    )
+    return {  # env_steps: per seed; env_steps_per_s: all seeds together (the explicit names say so)
         "run_dir": str(run_dir),
         "updates": learner.update,
         "env_steps": learner.env_steps,
+        "env_steps_per_seed": learner.env_steps,
+        "env_steps_all_seeds": learner.env_steps * n,
         "seconds": total,
-        "env_steps_per_s": learner.env_steps * len(cfg.seeds) / max(total, 1e-9),
+        "env_steps_per_s": rate,
+        "env_steps_per_s_all_seeds": rate,
         "segment": {  # this process's part of the run (all of it unless resumed)
             "from_update": update0,
             "seconds": seconds,
-            "env_steps_per_s": (learner.env_steps - steps0) * len(cfg.seeds) / max(seconds, 1e-9),
+            "env_steps_per_s": segment_rate,
+            "env_steps_per_s_all_seeds": segment_rate,
         },
         "finished": learner.update >= cfg.num_updates,
     }
