@@ -68,3 +68,20 @@ def test_layout_sections_full() -> None:
     }
     deck = HanabiConfig().full_deck()
     assert len(deck) == 50 and np.bincount(deck).tolist() == [3, 2, 2, 2, 1] * 5
+
+
+def test_players_beside_a_config_object_must_agree() -> None:
+    """``HanabiEnv(HanabiConfig(...), players=3)`` built the config's 2-player game, the 3 ignored: a value
+    that differs from the config's is refused; the default, an equal value and presets work as before."""
+    from ers_deep.envs.hanabi import HanabiEnv
+
+    small = HanabiConfig.preset("Hanabi-Very-Small")
+    with pytest.raises(ValueError, match=r"players=3 conflicts with the given HanabiConfig's players=2"):
+        HanabiEnv(small, players=3)
+    with pytest.raises(ValueError, match="players=2 conflicts"):
+        resolve_config(HanabiConfig.preset("Hanabi-Very-Small", players=3), players=2)
+    assert HanabiEnv(small).num_players == HanabiEnv(small, players=2).num_players == 2
+    three = HanabiConfig.preset("Hanabi-Very-Small", players=3)
+    assert HanabiEnv(three).num_players == HanabiEnv(three, players=3).num_players == 3
+    assert HanabiEnv("Hanabi-Very-Small", players=3).num_players == 3
+    assert HanabiEnv().num_players == 2 and HanabiEnv().config == HanabiConfig()

@@ -251,14 +251,20 @@ def _move_table(cfg: HanabiConfig) -> np.ndarray:
     return np.asarray(rows, dtype=np.int64)
 
 
-def resolve_config(config: HanabiConfig | str | None = None, players: int = 2) -> HanabiConfig:
-    """A config from a config, a preset name, or None (2-player Full)."""
+def resolve_config(config: HanabiConfig | str | None = None, players: int | None = None) -> HanabiConfig:
+    """A config from a config, a preset name, or None (Full). ``players``: of a preset or None (default 2); a
+    ``HanabiConfig`` has its own, and a different explicit ``players`` is a ``ValueError`` (it was ignored)."""
     if config is None:
-        return HanabiConfig(players=players)
+        return HanabiConfig(players=2 if players is None else players)
     if isinstance(config, str):
-        return HanabiConfig.preset(config, players=players)
+        return HanabiConfig.preset(config, players=2 if players is None else players)
     if not isinstance(config, HanabiConfig):
         raise TypeError(f"config must be a HanabiConfig, a preset name or None, not {type(config).__name__}")
+    if players is not None and players != config.players:
+        raise ValueError(
+            f"players={players} conflicts with the given HanabiConfig's players={config.players}: a config "
+            "object sets its own (give HanabiConfig(players=...) or a preset name with players=)"
+        )
     return config
 
 

@@ -39,7 +39,8 @@ class HanabiEnv(HanabiObservation):
         auto_reset: after a move that ends a game, deal that game anew inside ``step``.
         check_legal: raise ``IllegalMoveError`` on an illegal move (costs one device sync per step).
         obs_dtype: dtype of the observation tensor (the vector is 0/1).
-        players: number of players when ``config`` is a preset name or None.
+        players: number of players when ``config`` is a preset name or None (default 2); a ``HanabiConfig``
+            has its own, and a different value here is a ``ValueError``.
         branch_free: re-deal finished games with ``torch.where`` over a full batch of fresh deals drawn every
             step (no device sync, no data-dependent branch: ``step_state``), instead of indexing only the
             finished rows. None (default): branch-free everywhere but on CPU, where indexing is faster at
@@ -63,7 +64,7 @@ class HanabiEnv(HanabiObservation):
         auto_reset: bool = True,
         check_legal: bool = True,
         obs_dtype: torch.dtype = torch.float32,
-        players: int = 2,
+        players: int | None = None,
         branch_free: bool | None = None,
         knowledge: Knowledge = "plausible",
     ) -> None:

@@ -42,7 +42,9 @@ def _pyhanabi() -> Any:
 class HLEGame:
     """One HLE game. ``new_game(deck)`` deals the card ids of ``deck`` [D] in order (None: HLE's own RNG)."""
 
-    def __init__(self, config: HanabiConfig | str | None = None, players: int = 2, seed: int = 1) -> None:
+    def __init__(
+        self, config: HanabiConfig | str | None = None, players: int | None = None, seed: int = 1
+    ) -> None:
         self.config = cfg = resolve_config(config, players)
         ph = _pyhanabi()
         self._ffi, self._lib = ffi, lib = ph.ffi, ph.lib
@@ -245,7 +247,7 @@ def replay(
     config: HanabiConfig | str | None,
     deck: Sequence[int] | np.ndarray,
     moves: Sequence[int],
-    players: int = 2,
+    players: int | None = None,
 ) -> list[HLERecord]:
     """Replay an ers game in HLE: record 0 is the initial observation, record t the result of move t-1."""
     game = HLEGame(config, players=players)
@@ -266,7 +268,11 @@ class HLEBatch:
     ``step`` returns (obs [B, P, O] uint8, legal [B, P, M] bool, reward [B] float32, done [B] bool)."""
 
     def __init__(
-        self, config: HanabiConfig | str | None = None, batch_size: int = 1, players: int = 2, seed: int = 1
+        self,
+        config: HanabiConfig | str | None = None,
+        batch_size: int = 1,
+        players: int | None = None,
+        seed: int = 1,
     ) -> None:
         self.config = resolve_config(config, players)
         self.games = [HLEGame(self.config, seed=seed + i) for i in range(batch_size)]

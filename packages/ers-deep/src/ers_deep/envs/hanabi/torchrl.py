@@ -36,7 +36,7 @@ class HanabiTorchRLEnv(BatchedTorchRLEnv):
         batch_size: int = 1,
         device: str | torch.device = "cpu",
         seed: int | None = 0,
-        players: int = 2,
+        players: int | None = None,
         check_legal: bool = True,
     ) -> None:
         game = HanabiEnv(
