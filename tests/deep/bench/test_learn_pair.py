@@ -289,3 +289,18 @@ def test_anchor_processes_run_at_once(tmp_path: Path) -> None:
     out = bench_anchors(child, [[a, b], [b, a]], env=None, timeout=60)
     assert [r["lines"][-1]["me"] for r in out["runs"]] == ["a", "b"]
     assert all("error" not in r and "cores_used" not in r for r in out["runs"]) and out["cores_used"] >= 0
+
+
+def test_the_table_shows_no_nan_for_a_side_of_one_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One anchor run: its se and the Welch t are undefined, and the table printed ``1.50 +- nan`` and
+    ``+0.00 (nan)``; now the mean alone, the difference alone, and ``-`` at a mark no run reached."""
+    e = _ers_log(tmp_path / "e.jsonl", {0: [1.0] * 12, 1: [2.0] * 12})
+    a = _anchor_log(tmp_path / "learn-anchor-seed0.jsonl", 0, [1.5, 1.5])
+    argv = ["--ers", str(e), "--anchor", str(a), "--out", str(tmp_path / "o"), "--no-figure"]
+    main([*argv, "--marks", "400,800,5000", "--window", "100"])
+    out = capsys.readouterr().out
+    assert "nan" not in out.lower()
+    assert "| 400 | 1.50 +- 0.50 | 1.50 | +0.00 |" in out
+    assert "| 5,000 | - (n=0) | - (n=0) | - |" in out

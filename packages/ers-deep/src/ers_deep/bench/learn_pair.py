@@ -271,19 +271,37 @@ def figure(sides: dict[str, Side], result: dict[str, Any], path: str | os.PathLi
     return out
 
 
+def _defined(x: float | None) -> bool:
+    return x is not None and math.isfinite(x)
+
+
+def _pm(mean: float, se: float) -> str:
+    """``mean +- se``; the mean alone where the se is undefined (one run), ``-`` where the mean is (no run)."""
+    if not _defined(mean):
+        return "-"
+    return f"{mean:.2f}" + (f" +- {se:.2f}" if _defined(se) else "")
+
+
+def _diff(mean: float, t: float) -> str:
+    """The difference and its Welch t in parentheses; the difference alone where t is undefined."""
+    if not _defined(mean):
+        return "-"
+    return f"{mean:+.2f}" + (f" ({t:.1f})" if _defined(t) else "")
+
+
 def _table(result: dict[str, Any]) -> str:
+    """The markdown table main prints: no ``nan`` (``_pm``, ``_diff``: as ``xp-distribution``'s text)."""
     names = list(result["sides"])
     head = f"| {result['axis']} | " + " | ".join(f"{n} (n={len(result['sides'][n]['runs'])})" for n in names)
     lines = [head + (" | difference (Welch t) |" if "difference" in result else " |")]
     lines.append("|" + " --- |" * (len(names) + 1 + ("difference" in result)))
     for i, m in enumerate(result["marks"]):
         cells = [
-            f"{x['mean'][i]:.2f} +- {x['se'][i]:.2f}"
-            + (f" (n={x['n'][i]})" if x["n"][i] != len(x["runs"]) else "")
+            _pm(x["mean"][i], x["se"][i]) + (f" (n={x['n'][i]})" if x["n"][i] != len(x["runs"]) else "")
             for x in (result["sides"][n] for n in names)
         ]
         d = result.get("difference")
-        extra = f" {d['mean'][i]:+.2f} ({d['welch_t'][i]:.1f}) |" if d else ""
+        extra = f" {_diff(d['mean'][i], d['welch_t'][i])} |" if d else ""
         lines.append(f"| {m:,.0f} | " + " | ".join(cells) + " |" + extra)
     return "\n".join(lines)
 
