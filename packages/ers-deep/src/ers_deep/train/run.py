@@ -15,13 +15,13 @@ the update counter --, the env's full state and generator, the learner's samplin
 state and the running episode returns, the counters), drops the metrics rows written after that checkpoint
 (and a row a kill cut short; rows missing at or below it are named on stderr: ``ers_deep.train.gaps``),
 removes the temporary files of writes a kill interrupted (``.NAME.tmp-PID`` of a process no longer running,
-in the run directory and checkpoints/: ``remove_stale_temporaries``), and continues. A config.json that differs from the config the checkpoint recorded (edited since the run started)
-is a ``RunError`` naming each changed field. A checkpoint also records the run's wall-clock seconds up to it,
-so a resumed run's summary
+in the run directory and checkpoints/: ``remove_stale_temporaries``), and continues. A config.json that
+differs from the config the checkpoint recorded (edited since the run started) is a ``RunError`` naming each
+changed field. A checkpoint also records the run's wall-clock seconds up to it, so a resumed run's summary
 (pool.json's ``training``: ``env_steps`` = ``env_steps_per_seed`` per seed, ``env_steps_all_seeds``;
-``seconds``; ``env_steps_per_s`` = ``env_steps_per_s_all_seeds``, all seeds together) counts the whole run, and its ``segment`` this
-process's part alone (a checkpoint written before that record: the ``seconds`` column of metrics.csv up to
-it, which leaves out the checkpoint writes). Nothing is re-seeded: on the same machine and thread count the
+``seconds``; ``env_steps_per_s`` = ``env_steps_per_s_all_seeds``, all seeds together) counts the whole run,
+and its ``segment`` this process's part alone (a checkpoint written before that record: the ``seconds``
+column of metrics.csv up to it, which leaves out the checkpoint writes). Nothing is re-seeded: on the same machine and thread count the
 resumed curve equals the uninterrupted one bit for bit (tests/deep/train/test_run.py kills a run with SIGKILL
 and compares). The same holds with ``collector="torchrl"``: the new learner builds a new ``Collector``, which
 deals no games of its own; every batch starts from the learner's env state, here the restored one
