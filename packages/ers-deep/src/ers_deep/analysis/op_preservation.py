@@ -136,8 +136,9 @@ def _exact_policy(env: TabularEnv, agent: Agent) -> tuple[np.ndarray, ...]:
     obs = env.history_obs()
     K = obs.shape[0]
     first = torch.ones(K, dtype=torch.bool, device=obs.device)
-    logits, _ = agent.logits(obs, first, agent.initial_state(K, obs.device))
-    return env.split_policy(torch.softmax(masked_logits(logits.double(), env.legal_table()), -1))
+    legal = env.legal_table()
+    logits, _ = agent.logits(obs, first, agent.initial_state(K, obs.device), legal)
+    return env.split_policy(torch.softmax(masked_logits(logits.double(), legal), -1))
 
 
 def learned_exact_op_preservation(

@@ -141,7 +141,7 @@ def exact_value(env: TabularEnv) -> Value:
     def value(agents: list[Agent]) -> float:
         parts = []
         for i, agent in enumerate(agents):
-            logits, _ = agent.logits(obs, first, agent.initial_state(K, obs.device))
+            logits, _ = agent.logits(obs, first, agent.initial_state(K, obs.device), legal)
             probs = torch.softmax(masked_logits(logits.double(), legal), -1)
             parts.append(env.split_policy(probs)[i])
         return float(expected_return(env.tree, tuple(parts)))

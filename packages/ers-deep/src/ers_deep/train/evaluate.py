@@ -5,9 +5,19 @@ An ``Agent`` is what sits in one seat: a single-seed network (``ActorCritic`` wi
 symmetrised. ``play(agents, config, games)`` plays ``games`` complete episodes with ``agents[i]`` in seat i of
 the env of ``config`` and returns the mean team return and its standard error.
 
-The symmetriser (as the official code's ``cross_play.py``): for a set Phi of symmetries (``IndexSymmetry``),
-the logits of the symmetrised policy at observation o are the mean over phi in Phi of the *unmasked* logits
-of pi at phi_O(o), mapped back to the original actions (phi_A^-1); illegal actions are masked afterwards.
+The symmetriser of ``Agent(net, symmetries, average)`` over a set Phi of symmetries (``Symmetry``: phi(pi)(a | o)
+= pi(phi_A(a) | phi_O(o)), ``action_map`` as phi_A), one of two quantities:
+
+* ``average="logits"`` (the default; the official code's ``SymmetrizedIPPOAgent``): the logits at o are
+  1/|Phi| sum_phi l(phi_O(o))[phi_A(.)], the mean of pi's *unmasked* logits l, mapped back; illegal actions are
+  masked afterwards. Its policy is softmax of a mean, not a mean of policies.
+* ``average="probabilities"`` (the paper's symmetriser S(pi) = 1/|Phi| sum_phi phi(pi), and ers-exact's
+  ``symmetrise``): the distribution at o is 1/|Phi| sum_phi phi(pi)(. | o), each phi(pi)(. | o) the masked
+  softmax of the mapped-back logits under o's legal mask (every action allowed for an agent with none, the
+  Hanabi waiting player: ``policy_mask``). ``Agent.logits`` returns its log, so sampling and argmax draw from
+  the averaged distribution itself.
+
+Both keep one recurrent state per phi and seat (the net runs on the |Phi| mapped observation streams).
 """
 
 from __future__ import annotations
@@ -15,15 +25,20 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 import torch
 from torch import Tensor
 
 from ers_deep.envs.symmetry import Symmetry
-from ers_deep.nets import ActorCritic, NetState, masked_logits, sample
+from ers_deep.nets import ActorCritic, NetState, masked_logits, policy_mask, sample
 from ers_deep.train.config import TrainConfig, make_env
 
-__all__ = ["Agent", "play"]
+__all__ = ["AVERAGES", "Agent", "Average", "play"]
+
+#: what the symmetriser averages over Phi (module docstring): the official code's logits or the paper's policies
+Average = Literal["logits", "probabilities"]
+AVERAGES: tuple[str, ...] = get_args(Average)
 
 #: safety bound on the steps of one evaluation (the longest episodes here: Overcooked V2, 400 steps)
 MAX_STEPS = 10_000
@@ -31,10 +46,16 @@ MAX_STEPS = 10_000
 
 @dataclass(frozen=True)
 class Agent:
-    """A single-seed network in one seat, optionally symmetrised over ``symmetries``."""
+    """A single-seed network in one seat, optionally symmetrised over ``symmetries`` by averaging ``average``
+    (module docstring; without symmetries the two are the same policy, pi)."""
 
     net: ActorCritic
     symmetries: tuple[Symmetry, ...] = ()
+    average: Average = "logits"
+
+    def __post_init__(self) -> None:
+        if self.average not in AVERAGES:
+            raise ValueError(f"average={self.average!r}: choose one of {', '.join(AVERAGES)}")
 
     @property
     def group(self) -> int:
@@ -45,9 +66,13 @@ class Agent:
         return self.net.initial_state(n * self.group, device)
 
     @torch.no_grad()
-    def logits(self, obs: Tensor, first: Tensor, hidden: NetState) -> tuple[Tensor, NetState]:
-        """Unmasked logits [n, A] for observations [n, *O] (episode-start flags ``first`` [n]) and the state
-        after the step."""
+    def logits(
+        self, obs: Tensor, first: Tensor, hidden: NetState, legal: Tensor | None = None
+    ) -> tuple[Tensor, NetState]:
+        """Logits [n, A] for observations [n, *O] (episode-start flags ``first`` [n]) whose softmax under the
+        legal mask ``legal`` [n, A] is the agent's policy, and the state after the step. Unmasked for pi and
+        the logit average; for the probability average log S(pi)(. | o) (-inf on illegal actions), which needs
+        ``legal`` (``ValueError`` without it)."""
         if not self.symmetries:
             out, _, h = self.net(obs[None, None], first[None, None], hidden)
             return out[0, 0], h
@@ -56,7 +81,13 @@ class Agent:
         out, _, h = self.net(mapped[None, None], first.repeat(G)[None, None], hidden)
         out = out[0, 0].view(G, n, -1)
         back = [out[g].index_select(-1, s.action_map.to(out.device)) for g, s in enumerate(self.symmetries)]
-        return torch.stack(back).mean(0), h
+        if self.average == "logits":
+            return torch.stack(back).mean(0), h
+        if legal is None:
+            raise ValueError("the probability average of the symmetriser needs the legal mask")
+        mask = policy_mask(legal.to(out.device))
+        probs = torch.softmax(masked_logits(torch.stack(back).double(), mask), -1).mean(0)  # S(pi)(. | o)
+        return probs.log().to(out.dtype), h
 
 
 @torch.no_grad()
@@ -88,7 +119,7 @@ def play(
         legal = legal | ~acting
         actions = []
         for i, agent in enumerate(agents):
-            logits, hidden[i] = agent.logits(obs[:, i], first, hidden[i])
+            logits, hidden[i] = agent.logits(obs[:, i], first, hidden[i], legal[:, i])
             if greedy:
                 actions.append(masked_logits(logits, legal[:, i]).argmax(-1))
             else:
