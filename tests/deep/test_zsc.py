@@ -185,3 +185,34 @@ def test_every_population_deploys_each_agents_best_self_play_seed() -> None:
         "op-mdp": [51, 150],
         "op-er": [70, 171],
     }
+
+
+def test_table1_symmetriser_is_recorded_and_an_older_config_without_it_resumes(
+    table1: tuple[Path, ZSCReport], tmp_path: Path
+) -> None:
+    """``symmetriser`` reaches XP(*)+MDP / +ER (xp-TAG-mdp/er.json) and table1.json's config; a config.json
+    written before the field existed resumes as the logit average (nothing retrained), and the same pools
+    re-reported with ``symmetriser="probabilities"`` record it."""
+    import dataclasses
+    import shutil
+
+    out, report = table1
+    assert report.config["symmetriser"] == "logits"
+    assert json.loads((out / "xp-ippo-er.json").read_text())["symmetriser"] == "logits"
+    old = tmp_path / "old"
+    shutil.copytree(out, old)
+    cfg = json.loads((old / "config.json").read_text())
+    del cfg["symmetriser"]
+    (old / "config.json").write_text(json.dumps(cfg))
+    stamp = {p: p.stat().st_mtime_ns for p in old.rglob("pool.json")}
+    run_table1(TINY, old, progress=False)
+    assert {p: p.stat().st_mtime_ns for p in old.rglob("pool.json")} == stamp
+    prob = dataclasses.replace(TINY, symmetriser="probabilities")
+    (old / "config.json").write_text(json.dumps(prob.to_json()))  # as if the run had been made with it
+    again, _ = run_table1(prob, old, progress=False)
+    assert again.config["symmetriser"] == "probabilities"
+    assert {p: p.stat().st_mtime_ns for p in old.rglob("pool.json")} == stamp
+    for tag in ("ippo", "op-mdp", "op-er"):
+        assert json.loads((old / f"xp-{tag}-er.json").read_text())["symmetriser"] == "probabilities"
+    with pytest.raises(UsageError, match="symmetriser"):
+        PopulationConfig(symmetriser="policies")

@@ -12,6 +12,11 @@ policy over the env's Dec-POMDP symmetries: Hanabi colour permutations, the Over
 tabular game's Phi_MDP (found by ers-exact); NaN where the env exposes none), XP(*)+ER (NaN: no learned ER
 symmetries yet). Means carry std(ddof=1) / sqrt(n), medians a seeded bootstrap standard error, both NaN for
 one value (two agents: one pair), as in ``ers_exact.zsc.pipeline``.
+
+``average`` picks the symmetriser (``ers_deep.train.evaluate``): ``"logits"`` (the default, the official
+code's mean of unmasked logits) or ``"probabilities"`` (the paper's S(pi) = 1/|Phi| sum_phi phi(pi), the
+policy ers-exact's XP(*)+MDP / +ER columns cross-play); a symmetrised matrix and the report's config record
+it as ``"symmetriser"``.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ import numpy as np
 from ers_deep.envs.symmetry import IndexSymmetry, Symmetry
 from ers_deep.pools import Policy, PoolError
 from ers_deep.train.config import TrainConfig
-from ers_deep.train.evaluate import Agent, play
+from ers_deep.train.evaluate import Agent, Average, play
 from ers_exact.interface import Estimate, PopulationRow, ZSCReport
 from ers_exact.util.output import save_figure
 
@@ -95,10 +100,12 @@ def crossplay_matrix(
     seed: int = 0,
     symmetries: Sequence[Symmetry] = (),
     symmetries_of: Callable[[Policy], Sequence[Symmetry]] | None = None,
+    average: Average = "logits",
 ) -> dict[str, Any]:
     """XP matrix (mean over both seat orders) with standard errors; see the module docstring. Every policy
     is symmetrised over ``symmetries`` or, when given, over its own set ``symmetries_of(policy)`` (XP(*)+ER:
-    each agent with the ER symmetries it learned)."""
+    each agent with the ER symmetries it learned), by the symmetriser ``average`` (logits or
+    probabilities; recorded as ``"symmetriser"``, None when nothing is symmetrised)."""
     config = check_compatible([*rows, *cols])
     sym = tuple(symmetries)
 
@@ -109,7 +116,7 @@ def crossplay_matrix(
     se = np.zeros_like(mean)
     for i, a in enumerate(rows):
         for j, b in enumerate(cols):
-            agents = (Agent(a.net, own(a)), Agent(b.net, own(b)))
+            agents = (Agent(a.net, own(a), average), Agent(b.net, own(b), average))
             first = play(agents, config, games, greedy=greedy, seed=seed + 7919 * i + 104729 * j)
             second = play(agents[::-1], config, games, greedy=greedy, seed=seed + 7919 * i + 104729 * j + 1)
             mean[i, j] = (first["mean"] + second["mean"]) / 2
@@ -123,6 +130,7 @@ def crossplay_matrix(
         "greedy": greedy,
         "seed": seed,
         "symmetries": len(sym) if symmetries_of is None else "own",
+        "symmetriser": average if sym or symmetries_of is not None else None,
         "env": config.env,
     }
 
@@ -153,16 +161,25 @@ def xp_estimates(matrix: dict[str, Any], seed: int = 0) -> dict[str, Estimate]:
 
 
 def population_report(
-    name: str, policies: Sequence[Policy], games: int, *, greedy: bool = False, seed: int = 0
+    name: str,
+    policies: Sequence[Policy],
+    games: int,
+    *,
+    greedy: bool = False,
+    seed: int = 0,
+    average: Average = "logits",
 ) -> tuple[ZSCReport, dict[str, Any], dict[str, Any] | None]:
-    """(report, plain XP matrix, symmetrised XP matrix or None) of one population (module docstring)."""
+    """(report, plain XP matrix, symmetrised XP matrix or None) of one population (module docstring);
+    XP(*)+MDP by the symmetriser ``average``."""
     config = check_compatible(policies)
     plain = crossplay_matrix(policies, policies, games, greedy=greedy, seed=seed)
     est = xp_estimates(plain, seed)
     sym = env_symmetries(config)
     sym_matrix, mdp = None, Estimate(math.nan, math.nan)
     if len(sym) > 1:
-        sym_matrix = crossplay_matrix(policies, policies, games, greedy=greedy, seed=seed, symmetries=sym)
+        sym_matrix = crossplay_matrix(
+            policies, policies, games, greedy=greedy, seed=seed, symmetries=sym, average=average
+        )
         mdp = xp_estimates(sym_matrix, seed)["xp_median"]
     row = PopulationRow(
         name=name,
@@ -180,6 +197,7 @@ def population_report(
             "greedy": greedy,
             "seed": seed,
             "mdp_symmetries": len(sym),
+            "symmetriser": average,
             "er_symmetries": "none learned (NaN)",
             "source": "ers-deep crossplay",
         },

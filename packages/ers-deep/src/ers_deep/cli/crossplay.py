@@ -7,10 +7,12 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from ers_deep.train.evaluate import AVERAGES
 from ers_exact.util.options import (
     Options,
     at_least,
     force_option,
+    one_of,
     option,
     output_folder,
     seed_range,
@@ -47,6 +49,13 @@ class CrossplayOptions(Options):
     )
     force: bool = force_option()
     no_mdp: bool = option(False, help="skip the matrix symmetrised over the env's Dec-POMDP symmetries")
+    symmetriser: str = option(
+        "logits",
+        help="what XP(*)+MDP's symmetriser averages over Phi: logits (the official code's mean of unmasked "
+        "logits) or probabilities (the paper's S(pi) = mean of phi(pi), as ers-exact's columns); recorded in "
+        "report.json and xp.json",
+        check=one_of(AVERAGES),
+    )
     threads: int | None = option(
         None, help="torch CPU threads", check=thread_count, default_text="torch's choice"
     )
@@ -96,6 +105,7 @@ def run_crossplay(opts: CrossplayOptions) -> dict[str, Any]:
             "games_per_seat_order": opts.games,
             "greedy": opts.greedy,
             "seed": opts.seed,
+            "symmetriser": None if opts.no_mdp else opts.symmetriser,
             "source": "ers-deep crossplay",
         },
     )
@@ -134,7 +144,14 @@ def _population(
     from ers_exact.interface import Estimate, PopulationRow
 
     if not opts.no_mdp:
-        report, plain, sym = population_report(name, policies, opts.games, greedy=opts.greedy, seed=opts.seed)
+        report, plain, sym = population_report(
+            name,
+            policies,
+            opts.games,
+            greedy=opts.greedy,
+            seed=opts.seed,
+            average=opts.symmetriser,  # type: ignore[arg-type]
+        )
         return report.rows[0], plain, sym
     m = crossplay_matrix(policies, policies, opts.games, greedy=opts.greedy, seed=opts.seed)
     est = xp_estimates(m, opts.seed)

@@ -10,6 +10,7 @@ from typing import Any
 import torch
 
 from ers_deep.cli.common import PRESET_NAMES, device_check, draw_pool_curve, env_check, require_two_seat_env
+from ers_deep.train.evaluate import AVERAGES
 from ers_exact.util.options import (
     Options,
     at_least,
@@ -82,6 +83,13 @@ class Table1Options(Options):
         None, help="IPPO entropy coefficient = temperature", check=non_negative, default_text="the paper's"
     )
     games: int = option(500, help="cross-play games per pair and seat order", check=at_least(1))
+    symmetriser: str = option(
+        "logits",
+        help="what the XP(*)+MDP / XP(*)+ER symmetriser averages over Phi: logits (the official code's mean of "
+        "unmasked logits) or probabilities (the paper's S(pi) = mean of phi(pi), as ers-exact's columns); "
+        "recorded in config.json and table1.json",
+        check=one_of(AVERAGES),
+    )
     seed: int = option(0, help="seed of the whole experiment", check=seed_range)
     device: str = option("cpu", help="torch device: cpu, cuda or cuda:N", check=device_check)
     threads: int | None = option(

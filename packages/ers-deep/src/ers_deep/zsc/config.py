@@ -21,6 +21,7 @@ from ers_deep.discovery import DeepDiscoveryConfig
 from ers_deep.envs.hanabi.config import canonical_preset
 from ers_deep.nets import NetConfig
 from ers_deep.train.config import TrainConfig, paper_config
+from ers_deep.train.evaluate import AVERAGES
 from ers_exact.util.options import (
     UsageError,
     at_least,
@@ -69,6 +70,9 @@ class PopulationConfig:
     discovery_lr: float = 1e-3
     alpha: float | None = None  # IPPO entropy = temperature (None: the paper's)
     games: int = 500  # cross-play games per pair and seat order
+    symmetriser: str = (
+        "logits"  # XP(*)+MDP / +ER: average "logits" (official code) or "probabilities" (paper)
+    )
     seed: int = 0
     device: str = "cpu"
 
@@ -91,6 +95,7 @@ class PopulationConfig:
             hidden=at_least(1),
             conv=at_least(1),
             games=at_least(1),
+            symmetriser=one_of(AVERAGES),
             seed=non_negative,
         )
         if self.l > self.candidates:

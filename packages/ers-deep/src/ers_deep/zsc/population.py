@@ -11,8 +11,9 @@
    and IPPO + OP-ER among its m OP seeds (ers-exact's pipeline deploys its SP agents so too, but its OP agents
    by the best OP value, ties by J); per population the exact-seat cross-play matrix (``OUT/xp-POP.json``, ``.png``), and the
    row of Table 1: SP, XP, XP(*) (median), XP(*) after symmetrising every policy over Phi_MDP and over its own
-   learned Phi_ER (each agent's), and the OP objective E_{phi in Phi} J(pi, phi(pi)) of the deployed
-   policies (Phi: the population's OP set; IPPO: Phi_MDP).
+   learned Phi_ER (each agent's; the symmetriser averages ``config.symmetriser``: the official code's
+   logits by default, or the paper's probabilities, as ers-exact's columns), and the OP objective
+   E_{phi in Phi} J(pi, phi(pi)) of the deployed policies (Phi: the population's OP set; IPPO: Phi_MDP).
 
 Every stage is skipped when its output exists and resumed when its run was interrupted, so a killed run
 continues with the same command. A folder holding a run with another config is refused unless ``force``
@@ -26,7 +27,7 @@ import dataclasses
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -36,7 +37,7 @@ from ers_deep.envs.symmetry import Symmetry
 from ers_deep.other_play import op_symmetries, train_op_pool
 from ers_deep.pools import Policy, Pool, PoolError, load_pool, train_pool
 from ers_deep.train.checkpoint import atomic_write_bytes
-from ers_deep.train.evaluate import Agent, play
+from ers_deep.train.evaluate import Agent, Average, play
 from ers_deep.zsc.config import PopulationConfig
 from ers_exact.interface import DiscoveryResult, Estimate, PopulationRow, ZSCReport
 from ers_exact.util.output import MARKER, OutputError, claim_folder, dumps
@@ -171,10 +172,15 @@ def _row(
     games, seed = config.games, config.seed
     plain = crossplay_matrix(deployed, deployed, games, seed=seed)
     est = xp_estimates(plain, seed)
+    average = cast(Average, config.symmetriser)
     sym_mdp = (
-        plain if len(mdp) <= 1 else crossplay_matrix(deployed, deployed, games, seed=seed, symmetries=mdp)
+        plain
+        if len(mdp) <= 1
+        else crossplay_matrix(deployed, deployed, games, seed=seed, symmetries=mdp, average=average)
     )
-    sym_er = crossplay_matrix(deployed, deployed, games, seed=seed, symmetries_of=lambda p: learned[p.name])
+    sym_er = crossplay_matrix(
+        deployed, deployed, games, seed=seed, symmetries_of=lambda p: learned[p.name], average=average
+    )
     for key, m in (("plain", plain), ("mdp", sym_mdp), ("er", sym_er)):
         atomic_write_bytes(out / f"xp-{tag}-{key}.json", dumps(m, indent=2).encode())
     heatmap(plain, out / f"xp-{tag}.png", f"cross-play: {name}")
@@ -189,6 +195,10 @@ def _row(
     )
 
 
+#: PopulationConfig fields added after runs were written: a config.json without one ran with this value
+ADDED_FIELDS: dict[str, Any] = {"symmetriser": "logits"}
+
+
 def _claim(config: PopulationConfig, out: Path, force: bool, command: str) -> None:
     """Prepare ``out`` for ``config``'s run (module docstring): continue the same config's run, refuse
     another's unless ``force`` (then remove it), and write config.json."""
@@ -199,6 +209,8 @@ def _claim(config: PopulationConfig, out: Path, force: bool, command: str) -> No
             old = json.loads(file.read_text())
         except (OSError, ValueError):
             old = None
+        if isinstance(old, dict):
+            old = {**ADDED_FIELDS, **old}
         if old == new:
             return
         if not force:
