@@ -39,6 +39,7 @@ LAYERS: dict[str, dict[str, int]] = {
         "nets": 2,
         "accel": 3,
         "train": 4,
+        "policies": 5,
         "pools": 5,
         "crossplay": 6,
         "discovery": 7,
