@@ -121,3 +121,50 @@ def test_cli_writes_json_config_and_figure(toy_inputs: dict[str, Path], tmp_path
     assert json.loads((out / "op-preservation-config.json").read_text())["games"] == 300
     assert set(result) >= {"deep", "exact", "learned_exact", "symmetries", "pool_trained_with_set"}
     assert (out / "op-preservation.png").stat().st_size > 5000
+
+
+def test_an_ers_exact_result_is_scored_exactly_with_its_own_transformations(tmp_path: Path) -> None:
+    """A pool trained with an ers-exact discovery result (train-op accepts one): ``exact`` is ers-exact's OP of
+    the pool's exact policies with Phi = {identity} + the result's transformations, each once, as other-play
+    draws them (it was None, "some learned phi rounds to no ers-exact transformation": an exact phi has no
+    rounding); it equals ``learned_exact`` (the same maps, evaluated on the nets) and a direct computation."""
+    import torch
+
+    from ers_deep.envs.tabular import TabularEnv
+    from ers_deep.other_play import train_op_pool
+    from ers_deep.train.config import paper_config
+    from ers_deep.train.exact import tabular_policies
+    from ers_exact.interface import DiscoveryResult
+    from ers_exact.model.objectives import other_play
+    from ers_exact.model.transformation import Transformation, apply_to_policy
+
+    env = TabularEnv("three-lever")
+    ident, cycle = Transformation.identity(env.game), Transformation((0,), ((1, 2, 0),) * 2, ((1, 2, 0),) * 2)
+    phis = (ident, cycle, cycle)  # the identity and a repeat: other-play draws {identity, cycle}
+    disc = tmp_path / "exact"
+    disc.mkdir()
+    result = DiscoveryResult("three-lever", "sp-max", phis, (1.0,) * 3, 1.0, 1.0, 1.0, 1.0, 0.0)
+    (disc / "discovery.json").write_text(json.dumps(result.to_json()))
+    config = paper_config("tabular:three-lever", seeds=(0, 1), num_envs=32, total_env_steps=32 * 2 * 2)
+    train_op_pool(config, str(disc), tmp_path / "op", eval_games=50, progress=False)
+    pool = load_pool(tmp_path / "op")
+    gen = torch.Generator().manual_seed(0)
+    with torch.no_grad():  # peaked policies, so that a wrong Phi would change the values
+        for p in pool.policies:
+            for w in p.net.parameters():
+                w.add_(3.0 * torch.randn(w.shape, generator=gen, dtype=w.dtype))
+    res = op_preservation(disc, pool, 200, seed=0)
+    assert res["pool_trained_with_set"] and len(res["symmetries"]) == 2
+    assert res["exact"] is not None and "exact_note" not in res
+    assert res["exact"]["transformations"] == [ident.to_json(), cycle.to_json()]
+    for p, row, learned in zip(pool.policies, res["exact"]["policies"], res["learned_exact"]["policies"]):
+        pi = tabular_policies(p.net, env)[0]
+        op = other_play(env.tree, pi, [ident, cycle])
+        shifted = np.mean(
+            [other_play(env.tree, apply_to_policy(env.tree, t, pi), [ident, cycle]) for t in (ident, cycle)]
+        )
+        assert row["op"] == pytest.approx(op, abs=1e-12) and row["shifted"] == pytest.approx(
+            shifted, abs=1e-12
+        )
+        assert row["op"] == pytest.approx(learned["op"], abs=1e-9)
+        assert row["shifted"] == pytest.approx(learned["shifted"], abs=1e-9)

@@ -15,7 +15,8 @@ as pi itself.
   the Monte-Carlo error of that mean (``mc_se``).
 * ``exact_op_preservation`` (tabular games): the same numbers exactly, with ers-exact -- the pool's exact
   policies (``train.exact.tabular_policies``) and every learned phi rounded to its nearest ers-exact
-  transformation (the discovery's ``nearest``), Phi = {identity} + the rounded phi.
+  transformation (the discovery's ``nearest``), Phi = {identity} + the rounded phi; for an ers-exact discovery
+  result (which train-op also takes) its own transformations, each once, as other-play draws them.
 * ``learned_exact_op_preservation`` (tabular games): the exact values of the *learned* phi networks: the
   exact policies that pi, phi(pi) and psi(phi(pi)) define on every local history, paired by ers-exact's
   ``cross_play``. The Monte-Carlo estimate converges to these; the rounded values above differ from them by
@@ -35,13 +36,13 @@ import numpy as np
 import torch
 
 from ers_deep.crossplay import mean_se
-from ers_deep.discovery import compose
+from ers_deep.discovery import compose, exact_symmetries_for
 from ers_deep.envs.symmetry import Symmetry
 from ers_deep.envs.tabular import TabularEnv
 from ers_deep.nets import masked_logits
-from ers_deep.other_play import op_symmetries
+from ers_deep.other_play import identity_symmetry, op_symmetries
 from ers_deep.pools import Policy, Pool, PoolError
-from ers_deep.train.config import make_env
+from ers_deep.train.config import TrainConfig, make_env
 from ers_deep.train.evaluate import Agent, play
 from ers_deep.train.exact import tabular_policies
 from ers_exact.interface import DiscoveryResult, file_sha256
@@ -260,12 +261,34 @@ def op_preservation(discovery: str | Path, pool: Pool, games: int, *, seed: int 
     env = make_env(config, 1, seed=0)
     if isinstance(env, TabularEnv):
         out["learned_exact"] = learned_exact_op_preservation(env, pool.policies, phis)
-        result = DiscoveryResult.from_json(json.loads((folder / "discovery.json").read_text()))
-        nearest = [getattr(t, "nearest", None) for t in result.transformations]
-        if all(t is not None for t in nearest):
-            exact_phis = [Transformation.identity(env.game), *(t for t in nearest if t is not None)]
+        exact_phis = _exact_set(env, config, folder)
+        if exact_phis is not None:
             out["exact"] = exact_op_preservation(env, pool.policies, exact_phis)
         else:
             out["exact"] = None
             out["exact_note"] = "some learned phi rounds to no ers-exact transformation"
+    return out
+
+
+def _exact_set(env: TabularEnv, config: TrainConfig, folder: Path) -> list[Transformation] | None:
+    """Phi as ers-exact transformations, element for element the set other-play draws from
+    (``other_play.op_symmetries``): the identity, then for a deep discovery each learned phi's rounding
+    (``nearest``; None where one has none), for an ers-exact result its transformations themselves, each once
+    (op_symmetries drops the repeats and the identity by their index maps, compared here the same way)."""
+    result = DiscoveryResult.from_json(json.loads((folder / "discovery.json").read_text()))
+    out = [Transformation.identity(env.game)]
+    maps = exact_symmetries_for(config, folder)
+    if maps is None:  # learned by ers-deep
+        nearest = [getattr(t, "nearest", None) for t in result.transformations]
+        rounded = [t for t in nearest if isinstance(t, Transformation)]
+        return out + rounded if len(rounded) == len(nearest) else None
+    kept = [identity_symmetry(config).to("cpu")]
+    exact = [t for t in result.transformations if isinstance(t, Transformation)]  # all of them (checked)
+    for t, m in zip(exact, maps):
+        if not any(
+            torch.equal(m.obs_index, k.obs_index) and torch.equal(m.action_index, k.action_index)
+            for k in kept
+        ):
+            kept.append(m)
+            out.append(t)
     return out
