@@ -304,3 +304,24 @@ def test_the_table_shows_no_nan_for_a_side_of_one_run(
     assert "nan" not in out.lower()
     assert "| 400 | 1.50 +- 0.50 | 1.50 | +0.00 |" in out
     assert "| 5,000 | - (n=0) | - (n=0) | - |" in out
+
+
+def test_learn_pair_json_is_strict_where_values_are_undefined(tmp_path: Path) -> None:
+    """One anchor run: its se, the Welch t and the means at a mark no run reached are NaN; learn-pair.json held
+    bare ``NaN`` tokens (``json.dumps``, not strict JSON) and was written in place; now ``null``, atomically."""
+    e = _ers_log(tmp_path / "e.jsonl", {0: [1.0] * 12, 1: [2.0] * 12})
+    a = _anchor_log(tmp_path / "learn-anchor-seed0.jsonl", 0, [1.5, 1.5])
+    out = tmp_path / "o"
+    argv = ["--ers", str(e), "--anchor", str(a), "--out", str(out), "--no-figure"]
+    result = main([*argv, "--marks", "400,800,5000", "--window", "100"])
+    assert math.isnan(result["sides"]["anchor"]["se"][0]) and math.isnan(result["difference"]["welch_t"][0])
+
+    def refuse(token: str) -> None:
+        raise AssertionError(f"learn-pair.json holds {token}")
+
+    stored = json.loads((out / "learn-pair.json").read_text(), parse_constant=refuse)
+    assert stored["sides"]["anchor"]["se"][:2] == [None, None] and stored["difference"]["welch_t"][0] is None
+    assert stored["sides"]["ers"]["mean"][2] is None and stored["sides"]["ers"]["mean"][0] == pytest.approx(
+        1.5
+    )
+    assert sorted(p.name for p in out.iterdir()) == ["learn-pair.json"]  # no temporary left

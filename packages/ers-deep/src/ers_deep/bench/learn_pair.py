@@ -32,7 +32,7 @@ from typing import Any, Literal
 
 from ers_deep.analysis.curves import Curve, bin_means, trailing_mean
 from ers_exact.util.errors import InputError
-from ers_exact.util.output import save_figure
+from ers_exact.util.output import save_figure, write_json
 
 __all__ = ["LogError", "anchor_curves", "compare_sides", "ers_curves", "main", "mean_se", "welch_t"]
 
@@ -327,7 +327,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     result = compare_sides(sides, marks, a.window, a.axis)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "learn-pair.json").write_text(json.dumps(result, indent=1))
+    write_json(out / "learn-pair.json", result, indent=1)  # strict (NaN as null), atomic
     if not a.no_figure:
         figure(sides, result, out / "learn-pair.png")
     print(_table(result))
