@@ -137,12 +137,47 @@ def test_cli_table1_picks_the_best_cross_play_agent(lever_pool: Path, tmp_path: 
         "op-er": [[1, 0.5, 0.1], [0.5, 1, 0.4], [0.1, 0.4, 1]],
     }
     for tag, mean in rows.items():
-        (t1 / f"xp-{tag}-plain.json").write_text(json.dumps({"mean": mean}))
+        (t1 / f"xp-{tag}-plain.json").write_text(json.dumps({"rows": ["a", "b", "c"], "mean": mean}))
     out = tmp_path / "am"
     assert main(["action-matrix", "--table1", str(t1), "--games", "200", "--out", str(out)]) == 0
     titles = [m["title"] for m in json.loads((out / "action-matrix.json").read_text())["matrices"]]
     assert [t.split(":")[0] for t in titles] == ["IPPO", "IPPO + OP-MDP", "IPPO + OP-ER"]
     assert "sp/seed-200 " in titles[0] and "op-mdp/seed-50 " in titles[1] and "op-er/seed-170 " in titles[2]
+
+
+def test_cli_table1_with_a_damaged_matrix_is_refused_in_one_line(
+    lever_pool: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A table1 folder whose xp-op-er-plain.json is not JSON, lacks 'mean', or is not the deployed agents'
+    square matrix: exit 2 naming the file (it was an internal error, exit 1: JSONDecodeError, KeyError, or an
+    IndexError / a wrong pick for a matrix of another size)."""
+    from ers_deep.cli import main
+    from ers_deep.zsc import PopulationConfig
+
+    t1 = tmp_path / "t1"
+    t1.mkdir()
+    config = PopulationConfig(env="tabular:three-lever", agents=3, k=2, m=1, candidates=1, l=1)
+    (t1 / "config.json").write_text(json.dumps(config.to_json()))
+    sp = load_pool(lever_pool)
+    layout = {"sp": (0, 1, 100, 101, 200, 201), "op-mdp": (50, 150, 250)}
+    layout |= {f"agent-{a}/op-er": (100 * a + 70,) for a in range(3)}
+    for name, seeds in layout.items():
+        _fake_pool(sp, t1 / name, seeds)
+    good = {"rows": ["a", "b", "c"], "mean": np.eye(3).tolist()}
+    for tag in ("ippo", "op-mdp"):
+        (t1 / f"xp-{tag}-plain.json").write_text(json.dumps(good))
+    damaged = [
+        "{",
+        json.dumps({"rows": ["a", "b", "c"]}),
+        json.dumps({"rows": ["a", "b", "c"], "mean": [[1, 2], [3]]}),
+        json.dumps({"rows": ["a", "b"], "mean": np.eye(2).tolist()}),  # 2 agents, 3 deployed
+    ]
+    for text in damaged:
+        (t1 / "xp-op-er-plain.json").write_text(text)
+        capsys.readouterr()
+        assert main(["action-matrix", "--table1", str(t1), "--games", "10", "--force"]) == 2, text
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "xp-op-er-plain.json" in err and "internal" not in err, err
 
 
 def _fake_pool(source: Pool, folder: Path, seeds: tuple[int, ...]) -> None:

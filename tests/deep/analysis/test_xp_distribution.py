@@ -134,3 +134,32 @@ def test_the_legend_gives_both_standard_errors(tmp_path: Path, monkeypatch: pyte
         f"four: SP {sp['value']:.2f} ± {sp['se']:.2f}, XP {xp['value']:.2f} ± {xp['se']:.2f} (n = 6)",
         "two: SP 1.00 ± 0.00, XP 0.50 (n = 1)",
     ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{",
+        json.dumps({"rows": ["a", "b"]}),
+        json.dumps({"rows": ["a", "b"], "mean": [[1, 2], [3]]}),
+        json.dumps({"rows": ["a", "b", "c"], "mean": [[1, 2], [3, 4]]}),
+        json.dumps({"rows": ["a"], "mean": [[1.0]]}),
+    ],
+)
+def test_a_damaged_table1_matrix_is_refused_in_one_line(
+    text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """xp-TAG-plain.json not JSON, without 'mean', ragged, not square over its rows, or of one agent: exit 2
+    naming the file (it was an internal error, exit 1: JSONDecodeError, KeyError, or a ValueError of numpy's
+    on the empty pairs of one agent)."""
+    from ers_deep.cli import main
+
+    t1 = tmp_path / "t1"
+    t1.mkdir()
+    for tag in ("ippo", "op-mdp"):
+        (t1 / f"xp-{tag}-plain.json").write_text(json.dumps({"rows": ["a", "b"], "mean": [[1, 0], [0, 1]]}))
+    (t1 / "xp-op-er-plain.json").write_text(text)
+    assert main(["xp-distribution", "--table1", str(t1)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "xp-op-er-plain.json" in err and "internal" not in err, err
+    assert not (t1 / "analysis" / "xp-distribution.json").exists()

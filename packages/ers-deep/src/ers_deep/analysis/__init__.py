@@ -27,6 +27,7 @@ from ers_deep.analysis.xp_distribution import (
     population_matrix,
     population_summary,
     source_pool,
+    table1_matrix,
     table1_sources,
     xp_distribution,
 )
@@ -53,6 +54,7 @@ __all__ = [
     "preservation_figure",
     "record_actions",
     "source_pool",
+    "table1_matrix",
     "table1_sources",
     "time_to_fraction",
     "xp_distribution",

@@ -18,7 +18,6 @@ population of an ``ers-deep table1`` folder (TAG ``ippo``, ``op-mdp``, ``op-er``
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,7 +28,7 @@ import numpy as np
 from ers_deep.crossplay import crossplay_matrix, mean_se, pairwise_scores
 from ers_deep.pools import Pool, PoolError, load_pool
 from ers_deep.zsc import POPULATIONS
-from ers_exact.util.output import save_figure
+from ers_exact.util.output import FileFormatError, read_json, save_figure
 
 __all__ = [
     "bimodality",
@@ -39,6 +38,7 @@ __all__ = [
     "population_matrix",
     "population_summary",
     "source_pool",
+    "table1_matrix",
     "table1_sources",
     "xp_distribution",
 ]
@@ -59,20 +59,35 @@ def source_pool(source: str) -> Pool | None:
     return None if _table1_tag(source) else load_pool(source)
 
 
+def table1_matrix(folder: str | Path, tag: str) -> dict[str, Any]:
+    """The plain XP matrix of population ``tag`` of a table1 folder (``FOLDER/xp-TAG-plain.json``, its path as
+    ``source``); ``PoolError`` naming the file when it is missing, not JSON, or not a square matrix of 2 or
+    more agents with their names (``rows``)."""
+    path = Path(folder) / f"xp-{tag}-plain.json"
+    if not path.is_file():
+        raise PoolError(f"{folder}:{tag}: {path} is missing (run ers-deep table1 {folder} to the end)")
+    try:
+        matrix = read_json(path, "an XP matrix written by ers-deep table1", ("mean", "rows"))
+        m = np.asarray(matrix["mean"], float)
+    except (FileFormatError, TypeError, ValueError) as e:
+        raise PoolError(
+            str(e) if isinstance(e, FileFormatError) else f"{path}: 'mean' is not a matrix"
+        ) from None
+    n = len(matrix["rows"]) if isinstance(matrix["rows"], list) else -1
+    if m.ndim != 2 or m.shape != (n, n):
+        raise PoolError(
+            f"{path}: 'mean' of shape {list(m.shape)} is not the square matrix of its 'rows' (damaged)"
+        )
+    if n < 2:
+        raise PoolError(f"{path}: one agent; a population needs 2 or more for pairwise cross-play")
+    return {**matrix, "source": str(path)}
+
+
 def population_matrix(source: str, games: int, *, seed: int = 0) -> dict[str, Any]:
     """The XP matrix of a population source (module docstring); ``PoolError`` naming it when it is none."""
     table1 = _table1_tag(source)
     if table1 is not None:
-        folder, tag = table1
-        path = Path(folder) / f"xp-{tag}-plain.json"
-        try:
-            matrix: dict[str, Any] = json.loads(path.read_text())
-        except OSError:
-            raise PoolError(
-                f"{source}: {path} is missing (run ers-deep table1 {folder} to the end)"
-            ) from None
-        matrix["source"] = str(path)
-        return matrix
+        return table1_matrix(*table1)
     pool = load_pool(source)
     if len(pool.policies) < 2:
         raise PoolError(f"{source}: one policy; a population needs 2 or more for pairwise cross-play")

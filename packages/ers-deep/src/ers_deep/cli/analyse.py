@@ -4,7 +4,6 @@ writing ``NAME.json`` beside ``NAME-config.json`` (the options) and ``NAME.png``
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -129,18 +128,19 @@ def _best_per_population(folder: Path) -> list[tuple[str, Any]]:
     against the others (its row of ``xp-TAG-plain.json``)."""
     import numpy as np
 
+    from ers_deep.analysis import table1_matrix
     from ers_deep.pools import PoolError
     from ers_deep.zsc import POPULATIONS, load_deployed
 
     _, deployed = load_deployed(folder)
     out = []
     for tag, name in POPULATIONS.items():
-        try:
-            m = np.asarray(json.loads((folder / f"xp-{tag}-plain.json").read_text())["mean"], float)
-        except OSError:
+        matrix = table1_matrix(folder, tag)
+        m = np.asarray(matrix["mean"], float)
+        if len(m) != len(deployed[tag]):
             raise PoolError(
-                f"{folder}: xp-{tag}-plain.json is missing (run ers-deep table1 to the end)"
-            ) from None
+                f"{matrix['source']}: {len(m)} agents, but {folder} deploys {len(deployed[tag])} (damaged folder)"
+            )
         pair = (m + m.T) / 2
         score = (pair.sum(1) - np.diag(pair)) / (len(m) - 1)
         best = int(np.argmax(score))
