@@ -123,3 +123,18 @@ def test_a_smoothing_window_below_one_is_refused(run_dir: Path, tmp_path: Path) 
         time_to_fraction(run_dir, 0.9, smooth=0)
     with pytest.raises(ValueError, match="smoothing window 0"):
         learning_curve(run_dir, tmp_path / "c.png", smooth=0)
+
+
+def test_a_gap_in_the_updates_does_not_restart_the_clock(tmp_path: Path) -> None:
+    """Rows of update 3 missing (a kill cut them; resume names such gaps): update 4's time is the seconds of
+    the updates logged before it plus its own (it was its own alone, as if the run had restarted: update 4 at
+    1 s, before update 2 at 2 s, and total_seconds 2 of the 4 logged)."""
+    rows = [(u, 100 * u, s, float(u)) for u in (1, 2, 4, 5) for s in (0, 1)]
+    _metrics(tmp_path / "run", rows)
+    got = curves(tmp_path / "run")
+    logged = dict.fromkeys((1, 2, 4, 5), 1.0)  # _metrics: 1 s per update
+    want = [sum(sec for v, sec in logged.items() if v <= u) for u in (1, 2, 4, 5)]
+    for seed in (0, 1):
+        assert [t for _, _, t in got[seed]] == want
+    t = time_to_fraction(tmp_path / "run", 0.7, smooth=1)  # 0.7 x 5 = 3.5: first reached at update 4
+    assert t["env_steps"] == 400 and t["seconds"] == want[2] and t["total_seconds"] == sum(logged.values())

@@ -37,10 +37,15 @@ def column_curves(run_dir: RunDirs, columns: Sequence[str]) -> dict[str, dict[in
     dirs = [run_dir] if isinstance(run_dir, (str, os.PathLike)) else list(run_dir)
     out: dict[str, dict[int, Curve]] = {c: defaultdict(list) for c in columns}
     for d in dirs:
-        clock: dict[int, float] = {}
+        clock: dict[
+            int, float
+        ] = {}  # per update, the seconds of the updates logged up to it (one row per seed)
+        elapsed = 0.0
         for row in read_metrics(d):
             u = int(row["update"])
-            clock.setdefault(u, clock.get(u - 1, 0.0) + float(row["seconds"]))
+            if u not in clock:  # a gap in the updates (rows a kill cut) does not restart the clock
+                elapsed += float(row["seconds"])
+                clock[u] = elapsed
             for c in columns:
                 value = float(row.get(c) or "nan")
                 if not math.isnan(value):
