@@ -168,3 +168,19 @@ def test_an_ers_exact_result_is_scored_exactly_with_its_own_transformations(tmp_
         )
         assert row["op"] == pytest.approx(learned["op"], abs=1e-9)
         assert row["shifted"] == pytest.approx(learned["shifted"], abs=1e-9)
+
+
+def test_text_output_of_a_one_policy_pool_shows_no_nan(capsys: pytest.CaptureFixture[str]) -> None:
+    """A pool of one policy: the standard errors across policies are undefined (NaN) and the summary printed
+    "E[OP(pi)] = 0.7350 ± nan"; now the value alone there, and "value ± se" where the se is defined."""
+    from ers_deep.cli.analyse import show_op_preservation
+
+    one = summarise([{"op": 0.5, "op_mc_se": 0.02, "shifted": 0.25, "shifted_mc_se": 0.03}])
+    exact = summarise([{"op": 0.75, "shifted": 0.5}, {"op": 0.25, "shifted": 0.5}])
+    assert math.isnan(one["op"]["se"]) and exact["op"]["se"] == pytest.approx(0.25)
+    res = {"symmetries": ["identity"], "pool_trained_with_set": True, "deep": one, "exact": exact}
+    show_op_preservation({**res, "files": {"json": "x.json"}})
+    lines = capsys.readouterr().out.splitlines()
+    assert "nan" not in "\n".join(lines).lower()
+    assert "E[OP(pi)] = 0.5000   E[E_phi OP(phi(pi))] = 0.2500 (MC" in lines[1]
+    assert "E[OP(pi)] = 0.5000 ± 0.2500   E[E_phi OP(phi(pi))] = 0.5000 ± 0.0000" in lines[2]

@@ -225,13 +225,15 @@ def run_op_preservation(opts: OPPreservationOptions) -> dict[str, Any]:
     return {**result, "files": files}
 
 
+def _est(e: dict[str, Any]) -> str:
+    """``value ± se``; the value alone where the se across policies is undefined (a pool of one policy)."""
+    return f"{e['value']:.4f}" + (f" ± {e['se']:.4f}" if _defined(e["se"]) else "")
+
+
 def _line(label: str, r: dict[str, Any]) -> str:
     op, sh = r["op"], r["shifted"]
     mc = f" (MC {op['mc_se']:.4f}, {sh['mc_se']:.4f})" if op.get("mc_se") else ""
-    return (
-        f"  {label:<32} E[OP(pi)] = {op['value']:.4f} ± {op['se']:.4f}   "
-        f"E[E_phi OP(phi(pi))] = {sh['value']:.4f} ± {sh['se']:.4f}{mc}"
-    )
+    return f"  {label:<32} E[OP(pi)] = {_est(op)}   E[E_phi OP(phi(pi))] = {_est(sh)}{mc}"
 
 
 def show_op_preservation(res: dict[str, Any]) -> None:
