@@ -239,6 +239,24 @@ def test_a_ray_pool_is_not_stopped_to_resume(
     assert len(err.strip().splitlines()) == 1 and f"--resume {pool}: a Ray pool" in err
 
 
+@pytest.mark.parametrize("command", ["train-sp", "train-op"])
+def test_resume_of_a_folder_that_is_no_pool_removes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    """A mistyped --resume path is refused before anything in it is touched: a file named like a killed
+    writer's temporary (``.NAME.tmp-PID``, PID no longer running) stays (train-sp removed it, then refused)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True
+    )
+    stale = tmp_path / f".notes.txt.tmp-{int(done.stdout)}"
+    stale.write_text("someone else's")
+    assert main([command, "--resume", str(tmp_path)]) == 2
+    assert "no " in capsys.readouterr().err and stale.read_text() == "someone else's"
+
+
 def test_total_steps_is_rounded_down_to_whole_updates_at_least_one(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

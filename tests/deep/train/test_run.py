@@ -311,8 +311,12 @@ def test_resume_refuses_an_edited_config_naming_the_field(tmp_path: Path) -> Non
             resume(tmp_path)
         assert "update-000004.safetensors" in str(e.value)
         (tmp_path / "config.json").write_text(text)
+        info = json.loads(text)  # how the run executes may change between segments (EXECUTION_FIELDS)
+        info["config"] |= {"checkpoint_every": 3, "keep_checkpoints": 1, "update_mode": "eager"}
+        (tmp_path / "config.json").write_text(json.dumps(info))
         learner, summary = resume(tmp_path)
     assert summary["finished"] and learner.update == 8
+    assert [p.name for p in checkpoints(tmp_path)] == ["update-000008.safetensors"]
 
 
 #: a writer killed mid-write: ``write_atomic`` of argv[1], SIGKILLed where it would rename its temporary file

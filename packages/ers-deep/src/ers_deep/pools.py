@@ -118,7 +118,13 @@ def train_pool(
         progress=progress, threads=threads, max_updates=max_updates, make_learner=make_learner
     )
     if resume_run:
-        for path in remove_stale_temporaries(out) + remove_stale_temporaries(out / "policies"):
+        # only in a pool's folder (a mistyped --resume path is refused by resume, with nothing removed)
+        stale = (
+            remove_stale_temporaries(out) + remove_stale_temporaries(out / "policies")
+            if (run_dir / "config.json").is_file()
+            else []
+        )
+        for path in stale:
             print(f"resume: removed {path}, left by a write that was interrupted", file=sys.stderr)
         learner, summary = resume(run_dir, **runs)
     else:

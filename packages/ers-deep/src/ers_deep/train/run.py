@@ -360,15 +360,33 @@ def _restore(learner: Learner, path: Path) -> float:
     return float(seconds) if isinstance(seconds, (int, float)) and math.isfinite(seconds) else math.nan
 
 
+#: fields that choose how a run executes, not what it computes (modes, compile and memory settings,
+#: checkpoint cadence): config.json may change them between segments of a run
+EXECUTION_FIELDS = (
+    "cpu_products",
+    "checkpoint_every",
+    "keep_checkpoints",
+    "update_mode",
+    "collect_mode",
+    "cudnn_benchmark",
+    "parallel_compile",
+    "autotune_pointwise",
+    "gemm_autotune",
+    "keep_cpu_memory",
+)
+
+
 def _check_config(config: TrainConfig, recorded: Any, path: Path) -> None:
     """Refuse to resume ``config`` (config.json's) from the checkpoint ``path`` written with another config
-    (``recorded``, its metadata's; ``cpu_products`` aside: a resumed run's records what ``auto`` resolved to):
-    a :class:`RunError` naming each changed field. A config that is no training config is the checkpoint's
-    damage (:class:`CheckpointError`); a checkpoint without one is not checked."""
+    (``recorded``, its metadata's; ``EXECUTION_FIELDS`` aside: ``cpu_products`` is what ``auto`` resolved to,
+    the others choose how the run executes): a :class:`RunError` naming each changed field. A config that is no
+    training config is the checkpoint's damage (:class:`CheckpointError`); a checkpoint without one is not
+    checked."""
     if recorded is None:
         return
     try:
-        then = TrainConfig.from_json(recorded).replace(cpu_products=config.cpu_products)
+        keep = {k: getattr(config, k) for k in EXECUTION_FIELDS}
+        then = TrainConfig.from_json(recorded).replace(**keep)
     except (KeyError, TypeError, ValueError) as e:
         first = (str(e).strip().splitlines() or [type(e).__name__])[0]
         raise CheckpointError(f"{path}: its recorded config is not a training config ({first})") from None

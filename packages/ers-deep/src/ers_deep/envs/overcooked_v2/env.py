@@ -322,9 +322,10 @@ class OvercookedV2Env:
             reward, correct_any = reward + r, correct_any | ok
             shaped.append(sh)
         dyn.tick(items, extra)
-        recipe = s.recipe.clone()  # a tensor of the next state's own (reset_games writes it in place)
-        if self.sample_recipe_on_delivery:
-            recipe = torch.where(correct_any, self.draw_recipes(B) if recipes is None else recipes, recipe)
+        if self.sample_recipe_on_delivery:  # torch.where: a tensor of the next state's own
+            recipe = torch.where(correct_any, self.draw_recipes(B) if recipes is None else recipes, s.recipe)
+        else:  # a copy of the next state's own (reset_games writes it in place)
+            recipe = s.recipe.clone()
         step = s.step + 1
         ns = OvercookedState(
             pos=dyn.xy[cell],
