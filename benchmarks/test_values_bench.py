@@ -62,5 +62,5 @@ def test_values_vectorised_vs_reference(benchmark, name: str, horizon: int) -> N
         f"\n{name} H={horizon}: reference {reference_s:.3f}s, vectorised {vec_s * 1e3:.2f}ms "
         f"(+ enumeration {enumerate_s * 1e3:.1f}ms): {ratio:.0f}x"
     )
-    if (name, horizon) in LARGEST:
+    if (name, horizon) in LARGEST and not benchmark.disabled:  # one untimed call is not a measurement
         assert ratio >= MIN_RATIO_AT_LARGEST
