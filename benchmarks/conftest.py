@@ -1,6 +1,7 @@
 """Benchmarks import the slow references that live in tests/ (one copy, shared); torch env benchmarks time with one
-CPU thread (``one_thread``). Under ``--benchmark-disable`` each benchmarked function runs once and that one call's
-wall time stands in for ``benchmark.stats`` (``benchmark``), so every file runs as a quick correctness check."""
+CPU thread (``one_thread``), and every benchmark runs numpy's BLAS on one thread (``one_blas_thread``). Under
+``--benchmark-disable`` each benchmarked function runs once and that one call's wall time stands in for
+``benchmark.stats`` (``benchmark``), so every file runs as a quick correctness check."""
 
 import sys
 import time
@@ -36,6 +37,19 @@ def benchmark(benchmark: Any) -> Any:
         benchmark._raw = _one_shot(benchmark, benchmark._raw)
         benchmark._raw_pedantic = _one_shot(benchmark, benchmark._raw_pedantic)
     return benchmark
+
+
+@pytest.fixture(autouse=True)
+def one_blas_thread() -> Iterator[None]:
+    """numpy's (and a loaded scipy's) OpenBLAS with one thread in every benchmark (``ers_exact.util.blas``): the
+    solvers pin it themselves (``SolverConfig.blas_threads``), the evaluators timed directly (dense logit map,
+    sequence form, values) did not, and on the shared 2-core machine a second BLAS thread spinning on a busy
+    core made Dec-Tiger H=4's dense M and DM of one policy 264 ms instead of 86 ms. Processes of their own
+    (``run_json``, the command line) keep their defaults."""
+    from ers_exact.util.blas import blas_threads
+
+    with blas_threads(1):
+        yield
 
 
 @pytest.fixture
