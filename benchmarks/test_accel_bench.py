@@ -87,7 +87,8 @@ def test_gpu_policy_rollout(benchmark, env: str, mode: str) -> None:  # type: ig
 
 
 def test_cpu_policy_rollout_runs(one_thread) -> None:  # type: ignore[no-untyped-def]
-    """The rollout benchmark on CPU at toy sizes (eager and compiled agree on what they record)."""
+    """The rollout benchmark runs on CPU at toy sizes, eager and compiled (it reports rates only; that the compiled
+    rollout records what the eager steps do is ``tests/deep/accel/test_fast_step.py``'s)."""
     small = NetConfig(kind="cnn-gru", hidden=8, conv=8)
     for mode in ("eager", "compile"):
         res = bench_policy_rollout(
