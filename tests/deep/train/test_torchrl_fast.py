@@ -135,7 +135,7 @@ def test_torchrl_gae_and_slice_sampler_read_the_batch_along_time() -> None:
     assert bool((game[:, 0] == game[:, 1]).all() and (step[:, 1] == step[:, 0] + 1).all())
 
     def advantage(batch: TensorDictBase) -> torch.Tensor:
-        value = batch["agents", "state_value"][..., None]
+        value = batch["agents", "state_value"]
         done = batch["next", "done"][..., None, :].expand_as(value)
         return generalized_advantage_estimate(
             0.99,
@@ -149,6 +149,62 @@ def test_torchrl_gae_and_slice_sampler_read_the_batch_along_time() -> None:
         )[0]
 
     assert torch.equal(advantage(td), advantage(want))
+
+
+@pytest.mark.parametrize("shifted", [False, True])
+def test_torchrl_gae_on_a_batch_equals_ers_gae(shifted: bool) -> None:
+    """TorchRL's ``GAE`` over a batch gives ers's ``ppo.gae`` of the batch's rollout (bootstrap included),
+    reading the stored values and next values (``value_network=None``) or running the collection's own critic
+    as a ``TensorDictModule`` over the batch's observations and next observations; ``compact_obs`` leaves the
+    next observations out. Before the batch carried them, GAE with a value network raised and, shifted,
+    bootstrapped every unfinished game from V(s_{T-1}) instead of V(s_T) (advantages 1.03 apart)."""
+    from tensordict.nn import TensorDictModule
+    from torchrl.objectives.value import GAE
+
+    from ers_deep.train.ppo import gae
+
+    learner = Learner(tiny_config("hanabi", collect_mode="eager"))
+    assert learner.fast is not None
+    S, B, P, net = learner.S, learner.B, learner.P, learner.fast.net
+    collector = FastCollector(learner.fast, learner.fast.state, total_batches=2)
+    td = list(collector)[-1]
+    ro = collector.rollout
+    assert ro is not None and ro.done.any() and (~ro.done[:, -1]).any()
+    T = td.batch_size[1]
+    adv, target = gae(ro.reward, ro.value, ro.last_value, ro.done, 0.99, 0.95)
+
+    def games(x: torch.Tensor) -> torch.Tensor:  # [S, T, N] -> [S*B, T, P, 1]
+        return x.reshape(S, T, B, P).transpose(1, 2).reshape(S * B, T, P, 1)
+
+    class Critic(torch.nn.Module):
+        def forward(self, obs: torch.Tensor) -> torch.Tensor:  # [..., P, O] -> [..., P, 1]
+            x = obs.reshape(S, 1, -1, obs.shape[-1])
+            first = torch.zeros(x.shape[:3], dtype=torch.bool)
+            return net(x, first, net.initial_state(x.shape[2]))[1].reshape(*obs.shape[:-1], 1)
+
+    critic = TensorDictModule(Critic(), [("agents", "observation")], [("agents", "state_value")])
+    for value_network in (None, critic):
+        estimator = GAE(gamma=0.99, lmbda=0.95, value_network=value_network, shifted=shifted)
+        estimator.set_keys(
+            value=("agents", "state_value"),
+            reward=("agents", "reward"),
+            done=("agents", "done"),
+            terminated=("agents", "terminated"),
+            advantage=("agents", "advantage"),
+            value_target=("agents", "value_target"),
+        )
+        batch = td.clone()
+        for key in ("done", "terminated"):
+            batch["next", "agents", key] = batch["next", key][..., None, :].expand(S * B, T, P, 1)
+        with torch.no_grad():
+            estimator(batch)
+        torch.testing.assert_close(batch["agents", "advantage"], games(adv), atol=1e-5, rtol=0)
+        torch.testing.assert_close(batch["agents", "value_target"], games(target), atol=1e-5, rtol=0)
+    learner = Learner(tiny_config("hanabi", collect_mode="eager"))
+    assert learner.fast is not None
+    compact = next(iter(FastCollector(learner.fast, learner.fast.state, total_batches=1, compact_obs=True)))
+    assert ("next", "agents", "observation") not in compact.keys(True)
+    assert ("next", "agents", "state_value") in compact.keys(True)
 
 
 def test_fast_collector_speaks_torchrl_collector_interface() -> None:

@@ -156,7 +156,7 @@ class LearnerEnv(BatchedTorchRLEnv):
 class StackedPolicy(TensorDictModuleBase):
     """The learner's stacked network as a TorchRL policy: reads ``("agents", "observation")`` [S*B, P, *O],
     ``("agents", "action_mask")`` and ``is_init``; writes ``("agents", "action")``, ``("agents", "logp")``
-    and ``("agents", "state_value")`` [S*B, P]. Actions are drawn with ``generator`` exactly as the native
+    [S*B, P] and ``("agents", "state_value")`` [S*B, P, 1]. Actions are drawn with ``generator`` exactly as the native
     loop draws them ([S*B, P, ...] is viewed as [S, B*P, ...], seed-major). ``hidden`` (a ``NetState``, fields
     [S, B*P, ...]) is the net's state, carried from call to call."""
 
@@ -174,7 +174,7 @@ class StackedPolicy(TensorDictModuleBase):
                 GROUP: Composite(
                     action=Categorical(net.num_actions, shape=(B, P), dtype=torch.long),
                     logp=Unbounded(shape=(B, P), dtype=torch.float32),
-                    state_value=Unbounded(shape=(B, P), dtype=torch.float32),
+                    state_value=Unbounded(shape=(B, P, 1), dtype=torch.float32),
                     shape=(B, P),
                 )
             },
@@ -193,7 +193,7 @@ class StackedPolicy(TensorDictModuleBase):
         action, logp = sample(logits[:, 0], policy_mask(legal), generator)
         tensordict.set((GROUP, "action"), action.view(SB, P))
         tensordict.set((GROUP, "logp"), logp.view(SB, P))
-        tensordict.set((GROUP, "state_value"), value[:, 0].reshape(SB, P))
+        tensordict.set((GROUP, "state_value"), value[:, 0].reshape(SB, P, 1))
         return tensordict
 
 
@@ -275,7 +275,7 @@ class TorchRLCollection:
             hidden0=state.hidden,
             action=seat(td.get((GROUP, "action"))),
             logp=seat(td.get((GROUP, "logp"))),
-            value=seat(td.get((GROUP, "state_value"))),
+            value=seat(td.get((GROUP, "state_value"))[..., 0]),
             reward=reward,
             done=per_actor(done, S, P),
             last_value=bootstrap_value(lr.net, lr.env.observe(), first_next, self.policy.hidden),

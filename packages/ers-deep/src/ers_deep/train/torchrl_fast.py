@@ -7,13 +7,20 @@ dims named ``[None, "time"]``, TorchRL's collector layout) built from one ``Fast
 
 * ``("agents", "observation")`` [S*B, T, P, *O], ``("agents", "action_mask")`` [S*B, T, P, A] (the policy's
   mask), ``("agents", "mask")`` [S*B, T, P, 1] (the move is played), ``("agents", "action")``,
-  ``("agents", "logp")``, ``("agents", "state_value")`` [S*B, T, P], ``"is_init"`` [S*B, T, 1];
+  ``("agents", "logp")`` [S*B, T, P], ``("agents", "state_value")`` [S*B, T, P, 1] (a ``ValueOperator``'s
+  shape), ``"is_init"`` [S*B, T, 1];
 * ``("next", "done")`` / ``("next", "terminated")`` [S*B, T, 1], ``("next", "agents", "reward")``
-  [S*B, T, P, 1] (the training reward: team + annealed shaped).
+  [S*B, T, P, 1] (the training reward: team + annealed shaped);
+* beyond the reference (whose ``Collector`` runs with ``compact_obs=True``): ``("next", "agents",
+  "state_value")`` [S*B, T, P, 1], the critic at the next step (at the last step the learner's bootstrap
+  value of the games as they stand), and, unless ``compact_obs``, ``("next", "agents", "observation")``
+  (at the last step the observation the next batch starts from). Where a game ended, both are the fresh
+  game's (a branch-free env deals it inside its step): ``terminated`` masks them out.
 
-So TorchRL's losses, advantage modules (time is the dim named ``"time"``) and replay buffers (an ``ndim=2``
-storage holds ``[batch, time]``; ``SliceSampler`` slices along time) take it as they take the reference
-collector's batches. Each batch is fresh memory: in graph modes the rollout's tensors are the capture's static
+So TorchRL's losses, advantage modules (time is the dim named ``"time"``; ``GAE`` with ``value_network=None``
+reads both values, with a feed-forward value network the next observation, and gives ers's ``ppo.gae``) and
+replay buffers (an ``ndim=2`` storage holds ``[batch, time]``; ``SliceSampler`` slices along time) take it
+as they take the reference collector's batches. Each batch is fresh memory: in graph modes the rollout's tensors are the capture's static
 buffers, which the next batch rewrites, so the batch copies them out. The learner itself reads the ``Rollout``
 directly (``rollout`` after each batch): one collection path, two views. ``state_dict`` / ``load_state_dict``
 hold the env state, both generators and the runner state (exact resume, as the learner's checkpoints).
@@ -32,9 +39,10 @@ from torchrl.collectors import BaseCollector
 from ers_deep.train.collect import FastCollection, Rollout, RunnerState
 
 
-def rollout_tensordict(ro: Rollout, P: int) -> TensorDict:
+def rollout_tensordict(ro: Rollout, P: int, next_obs: Tensor | None = None) -> TensorDict:
     """A ``Rollout`` [S, T, N, ...] as the [S*B, T] TensorDict of the module docstring (N = B x P), in memory
-    of its own (never a view of the rollout's buffers)."""
+    of its own (never a view of the rollout's buffers). ``next_obs`` [S*B, P, *O], the observation after the
+    last step, adds ``("next", "agents", "observation")`` (the next step's observation; None: left out)."""
     S, T, N = ro.action.shape
     B = N // P
 
@@ -53,9 +61,14 @@ def rollout_tensordict(ro: Rollout, P: int) -> TensorDict:
         "mask": games(ro.acting)[..., None],
         "action": games(ro.action),
         "logp": games(ro.logp),
-        "state_value": games(ro.value),
+        "state_value": games(ro.value)[..., None],
     }
-    nxt = {"done": done, "terminated": done.clone(), "agents": {"reward": games(ro.reward)[..., None]}}
+    next_value = torch.cat([ro.value[:, 1:], ro.last_value[:, None]], 1)  # V(s_{t+1}); V(s_T): the bootstrap
+    next_agents = {"reward": games(ro.reward)[..., None], "state_value": games(next_value)[..., None]}
+    if next_obs is not None:
+        last = next_obs.reshape(S * B, 1, P, *next_obs.shape[2:])
+        next_agents["observation"] = torch.cat([agents["observation"][:, 1:], last.to(ro.obs.dtype)], 1)
+    nxt = {"done": done, "terminated": done.clone(), "agents": next_agents}
     td = TensorDict(
         {"agents": agents, "is_init": per_game(ro.first), "next": nxt},
         batch_size=[S * B, T],
@@ -69,6 +82,7 @@ class FastCollector(BaseCollector):
     (``total_frames`` -1, as TorchRL's). ``shaped_coef`` (a callable of the batch index; None: always 1)
     weights Overcooked V2's shaped reward in the batches' rewards, e.g.
     ``lambda i: ippo.shaped_coef(config, i * config.steps_per_update)``, the learner's annealing.
+    ``compact_obs`` (as TorchRL's ``Collector``): leave ``("next", "agents", "observation")`` out.
     ``episode_stats`` holds the ended-episode statistics of the last batch (``stats()`` is TorchRL's
     progress snapshot). The policy is the collection's net itself, so ``update_policy_weights_()`` has
     nothing to send; given weights (a module or a state dict) are copied into the net."""
@@ -79,10 +93,11 @@ class FastCollector(BaseCollector):
         state: RunnerState,
         total_batches: int = -1,
         shaped_coef: Callable[[int], float] | None = None,
+        compact_obs: bool = False,
     ) -> None:
         super().__init__()
         self.collection, self.runner, self.total_batches = collection, state, int(total_batches)
-        self.shaped_coef = shaped_coef
+        self.shaped_coef, self.compact_obs = shaped_coef, bool(compact_obs)
         self.rollout: Rollout | None = None
         self.episode_stats: dict[str, Tensor] = {}
         self.batches = 0
@@ -112,7 +127,8 @@ class FastCollector(BaseCollector):
             coef = 1.0 if self.shaped_coef is None else float(self.shaped_coef(self.batches))
             self.rollout, self.runner, self.episode_stats = self.collection.collect(self.runner, coef)
             self.batches += 1
-            td = rollout_tensordict(self.rollout, self.collection.P)
+            next_obs = None if self.compact_obs else self.collection.fast.carry["obs"]
+            td = rollout_tensordict(self.rollout, self.collection.P, next_obs)
             if self.post_collect_hook is not None:
                 self.post_collect_hook(td)
             yield td
