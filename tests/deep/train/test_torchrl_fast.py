@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from tensordict import TensorDictBase
+from tensordict import TensorDict, TensorDictBase
 from torchrl.collectors import BaseCollector
 
 from ers_deep.accel import rollout as rollout_module
@@ -229,7 +229,28 @@ def test_fast_collector_speaks_torchrl_collector_interface() -> None:
     zeros = {k: torch.zeros_like(v) for k, v in net.state_dict().items()}
     collector.update_policy_weights_(zeros)
     assert all(not v.any() for v in net.state_dict().values())
+    ones = TensorDict.from_module(net).apply(torch.ones_like)  # TorchRL's weights format (raised before)
+    collector.update_policy_weights_(ones)
+    assert all(bool((v == 1).all()) for v in net.state_dict().values())
     assert FastCollector(learner.fast, learner.fast.state).total_frames == -1
+
+
+def test_reset_deals_new_games_and_restarts_the_runner() -> None:
+    """``reset()`` (TorchRL's ``Collector.reset``; missing before): every game starts afresh from a new deal
+    of the env's generator, running returns zeroed, the frame count kept; a partial reset is refused."""
+    learner = Learner(tiny_config("tabular:dectiger", collect_mode="eager", num_envs=16, num_steps=1))
+    assert learner.fast is not None
+    collector = FastCollector(learner.fast, learner.fast.state)
+    it = iter(collector)
+    next(it)
+    before = learner.env.generator.get_state()
+    assert collector.runner.ep_return.abs().sum() > 0 and not collector.runner.first.all()
+    collector.reset()
+    assert not torch.equal(learner.env.generator.get_state(), before)  # dealt anew
+    assert bool(collector.runner.first.all()) and not collector.runner.ep_return.any()
+    assert bool(next(it)["is_init"].all()) and collector.stats()["frames"] == 2 * collector.frames_per_batch
+    with pytest.raises(ValueError, match="partial"):
+        collector.reset(index=0)
 
 
 def test_set_seed_restarts_games_and_their_running_returns() -> None:

@@ -136,14 +136,32 @@ class FastCollector(BaseCollector):
     def update_policy_weights_(
         self, policy_or_weights: nn.Module | Mapping[str, Tensor] | None = None, **kwargs: Any
     ) -> None:
-        """Nothing to do for the collection's own net (None, or the net itself); other weights (a module or a
-        state dict of the net's parameters) are copied into it, in place (a captured collection reads them)."""
+        """Nothing to do for the collection's own net (None, or the net itself); other weights (a module, a
+        state dict of the net's parameters or TorchRL's ``TensorDict.from_module(net)``) are copied into it, in
+        place (a captured collection reads them)."""
         net = self.collection.net
         weights = kwargs.get("weights", kwargs.get("policy", policy_or_weights))
         if weights is None or weights is net:
             return
-        state = weights.state_dict() if isinstance(weights, nn.Module) else dict(weights)
+        if isinstance(weights, nn.Module):
+            state = weights.state_dict()
+        elif isinstance(weights, TensorDictBase):
+            state = dict(weights.flatten_keys(".").items())
+        else:
+            state = dict(weights)
         net.load_state_dict(state)
+
+    def reset(self, index: Any = None, **kwargs: Any) -> None:
+        """Start every game anew (TorchRL's ``Collector.reset()``: a new deal from the env's generator, not
+        re-seeded; running returns and the net's state restarted; frame count kept). Partial resets
+        (``index``) are not supported."""
+        if index is not None:
+            raise ValueError(
+                "FastCollector.reset: partial resets (index) are not supported; reset every game"
+            )
+        self.collection.env.reset()
+        self.collection.restart()
+        self.runner = self.collection.state
 
     def set_seed(self, seed: int, static_seed: bool = False) -> int:
         """Re-seed the env's generator (its seeding rule) and restart every game (running returns zeroed)."""
