@@ -235,6 +235,23 @@ def test_fast_collector_speaks_torchrl_collector_interface() -> None:
     assert FastCollector(learner.fast, learner.fast.state).total_frames == -1
 
 
+def test_total_frames_counts_env_steps_and_stops_as_torchrl_collector() -> None:
+    """``total_frames`` (TorchRL's keyword; a TypeError before) counts env steps (games x steps, not agents)
+    and, as ``Collector``, runs whole batches until it is reached; a second loop yields nothing."""
+    learner = Learner(tiny_config("hanabi", collect_mode="eager", num_steps=4))
+    assert learner.fast is not None
+    frames = learner.config.num_steps * learner.env.batch_size
+    collector = FastCollector(learner.fast, learner.fast.state, total_frames=2 * frames + 1)
+    assert len(collector) == 3 and collector.total_frames == 2 * frames + 1
+    batches = list(collector)
+    assert [td.numel() for td in batches] == [frames] * 3 and batches[0]["agents", "action"].shape[-1] == 2
+    assert collector.stats()["frames"] == 3 * frames and collector.stats()["completed"]
+    assert list(collector) == []
+    assert FastCollector(learner.fast, learner.fast.state, total_frames=-1).total_frames == -1
+    with pytest.raises(ValueError, match="not both"):
+        FastCollector(learner.fast, learner.fast.state, 2, total_frames=frames)
+
+
 def test_reset_deals_new_games_and_restarts_the_runner() -> None:
     """``reset()`` (TorchRL's ``Collector.reset``; missing before): every game starts afresh from a new deal
     of the env's generator, running returns zeroed, the frame count kept; a partial reset is refused."""

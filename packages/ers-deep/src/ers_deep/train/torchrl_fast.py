@@ -79,7 +79,9 @@ def rollout_tensordict(ro: Rollout, P: int, next_obs: Tensor | None = None) -> T
 
 class FastCollector(BaseCollector):
     """TorchRL collector over a ``FastCollection`` (the learner's ``fast``); ``total_batches`` < 0: endless
-    (``total_frames`` -1, as TorchRL's). ``shaped_coef`` (a callable of the batch index; None: always 1)
+    (``total_frames`` -1, as TorchRL's). Or ``total_frames``, as TorchRL's ``Collector``: frames are env steps
+    (games x steps, each holding the P agents' entries), and it stops after the first batch that reaches
+    ``total_frames`` (rounded up to whole batches of ``frames_per_batch``). ``shaped_coef`` (a callable of the batch index; None: always 1)
     weights Overcooked V2's shaped reward in the batches' rewards, e.g.
     ``lambda i: ippo.shaped_coef(config, i * config.steps_per_update)``, the learner's annealing.
     ``compact_obs`` (as TorchRL's ``Collector``): leave ``("next", "agents", "observation")`` out.
@@ -94,6 +96,8 @@ class FastCollector(BaseCollector):
         total_batches: int = -1,
         shaped_coef: Callable[[int], float] | None = None,
         compact_obs: bool = False,
+        *,
+        total_frames: int | None = None,
     ) -> None:
         super().__init__()
         self.collection, self.runner, self.total_batches = collection, state, int(total_batches)
@@ -101,9 +105,15 @@ class FastCollector(BaseCollector):
         self.rollout: Rollout | None = None
         self.episode_stats: dict[str, Tensor] = {}
         self.batches = 0
-        self.requested_frames_per_batch = collection.fast.steps * collection.env.batch_size
+        self.requested_frames_per_batch = frames = collection.fast.steps * collection.env.batch_size
+        if total_frames is not None:  # TorchRL's budget: whole batches until at least total_frames
+            if total_batches != -1:
+                raise ValueError("FastCollector: give total_batches or total_frames, not both")
+            self.total_batches = -1 if total_frames < 0 else -(-int(total_frames) // frames)
         endless = self.total_batches < 0
-        self.total_frames = -1 if endless else self.total_batches * self.requested_frames_per_batch
+        self.total_frames = -1 if endless else self.total_batches * frames
+        if total_frames is not None and not endless:
+            self.total_frames = int(total_frames)
         self.trajs_per_batch = None
         self._iterator = None
 
