@@ -5,6 +5,8 @@ another order) into steps of lr * g / (|g| + eps) ~ 5e-5, so there the bound is 
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
 
@@ -49,3 +51,29 @@ def test_a_twin_with_another_learning_rate_drifts_apart() -> None:
     cfg = tiny_config("hanabi", collect_mode="eager")
     ref, twin = same_rollouts_params(cfg, cfg.replace(lr=cfg.lr * 1.5), updates=2)
     assert max_difference(ref, twin) > 1e-4
+
+
+@pytest.mark.parametrize("update_mode", ["eager", "compile"])
+def test_an_error_in_the_first_eager_step_is_raised_once(
+    update_mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An error in the loss of the first step is the error raised: the eager update raises it at once; the
+    compiled one, whose fallback to eager is for compilation failures, retries eagerly once and raises it.
+    (The eager step took its own loss for a compiled one that failed and retried itself, warning "torch.compile
+    failed" each time, until a RecursionError hid the error.)"""
+    import ers_deep.train.update as update
+
+    calls: list[int] = []
+
+    def broken_loss(*args: object, **kwargs: object) -> None:
+        calls.append(1)
+        raise ValueError("a real error in the loss")
+
+    monkeypatch.setattr(update, "ppo_loss", broken_loss)
+    learner = Learner(tiny_config("hanabi", collect_mode="eager", update_mode=update_mode))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(ValueError, match="a real error in the loss"):
+            learner.train_step()
+    assert len(calls) == (1 if update_mode == "eager" else 2)
+    assert sum("torch.compile failed" in str(w.message) for w in caught) == len(calls) - 1

@@ -180,9 +180,9 @@ class PPOUpdate:
             loss.backward()
             parts["grad_norm"] = self.clip_fn()
         except Exception as e:  # compilation failed before anything was applied: redo the step eagerly
-            if (
-                self.loss_fn is self._loss or self.optimizer.state
-            ):  # eager, or steps were applied: a real error
+            # eager (``==``: each ``self._loss`` is a new bound method, never ``is`` the stored one), or steps
+            # were applied: a real error
+            if self.loss_fn == self._loss or self.optimizer.state:
                 raise
             warnings.warn(f"torch.compile failed ({type(e).__name__}: {e}); updating eagerly", stacklevel=2)
             self.loss_fn, self.clip_fn = self._loss, self._clip
