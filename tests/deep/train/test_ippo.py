@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -78,6 +79,18 @@ def test_schedules() -> None:
     assert lr_at(oc, 99) < 1e-6
     assert shaped_coef(oc, 0) == 1.0 and math.isclose(shaped_coef(oc, 7_500_000), 0.5)
     assert shaped_coef(oc, 10**9) == 0.0
+
+
+def test_the_warmup_never_passes_the_peak_learning_rate() -> None:
+    """Warm-up then cosine never exceeds ``lr``, rises then falls, also where the warm-up is a fractional
+    number of updates (the paper's Overcooked V2 run: 5 % of 457 = 22.85, whose update 22 ran at 1.0066 lr)."""
+    for total in (256 * 256 * 100, 30_000_000, 256 * 256 * 7):
+        oc = paper_config("overcooked-v2", total_env_steps=total)
+        lrs = [lr_at(oc, u) for u in range(oc.num_updates)]
+        assert max(lrs) <= oc.lr, (oc.num_updates, max(lrs) / oc.lr)
+        top = lrs.index(max(lrs))
+        steps = list(itertools.pairwise(lrs))
+        assert all(a <= b for a, b in steps[:top]) and all(a >= b for a, b in steps[top:])
 
 
 def test_paper_defaults() -> None:

@@ -85,8 +85,9 @@ def lr_at(config: TrainConfig, update: int) -> float:
     if config.lr_schedule == "linear":
         return config.lr * (1.0 - frac)
     if config.lr_schedule == "warmup-cosine":
+        # capped at 1: with a fractional W, (update + 1) / W passes 1 at the last warm-up update
         if frac < config.warmup:
-            return config.lr * (update + 1) / max(1.0, config.warmup * config.num_updates)
+            return config.lr * min(1.0, (update + 1) / max(1.0, config.warmup * config.num_updates))
         rest = (frac - config.warmup) / max(1e-12, 1.0 - config.warmup)
         return config.lr * 0.5 * (1.0 + math.cos(math.pi * min(rest, 1.0)))
     return config.lr
