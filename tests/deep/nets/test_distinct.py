@@ -113,6 +113,24 @@ def test_pointwise_distinct_falls_back_where_it_does_not_apply() -> None:
         pointwise_distinct(spread[0], params)
 
 
+@pytest.mark.parametrize("low, high", [(-2, 3), (2**61, 2**61 + 3), (2**62, 2**62 + 3)])
+def test_pointwise_distinct_falls_back_on_integers_it_cannot_pack(low: int, high: int) -> None:
+    """Integer cells that repeat but do not pack into the dedup's words (negative entries; entries of 62 bits
+    beside the row ids; 63 bits) take the plain layers, as float cells do, instead of raising."""
+    g = torch.Generator().manual_seed(6)
+    w, b = (
+        torch.randn(2, 5, 3, generator=g, dtype=torch.float64),
+        torch.randn(2, 1, 3, generator=g, dtype=torch.float64),
+    )
+    cells = torch.randint(low, high, (1, 4, 5), generator=g).repeat(
+        2, 10, 1
+    )  # 4 distinct rows, 10 times each
+    with pytest.raises(ValueError):
+        distinct_rows(cells.view(-1, 5))
+    out = pointwise_distinct(cells, [(w, b)], dtype=torch.float64)
+    assert torch.allclose(out, torch.relu(torch.baddbmm(b, cells.double(), w)), rtol=1e-12, atol=0)
+
+
 def _overcooked_batch(T: int = 16, B: int = 4) -> tuple[torch.Tensor, torch.Tensor]:
     """[1, T, 2B, V, V, C] uint8 observations of random legal play on grounded_coord_simple, and ``first``."""
     from ers_deep.envs.overcooked_v2 import OvercookedV2Env

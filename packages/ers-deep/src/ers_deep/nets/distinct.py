@@ -12,7 +12,8 @@ rounding aside (the products run over U rows instead of 2,048-row chunks, ~1e-6)
 
 * the observation is not of an integer dtype (a learned transformation's output, say), or needs its own
   gradient (the gather would hand it to one row per cell only);
-* fewer than four rows per distinct cell: the dedup would not pay.
+* fewer than four rows per distinct cell: the dedup would not pay;
+* entries that ``distinct_rows`` cannot pack (negative, or too wide for the 62-bit words).
 
 Distinct rows are found exactly (:func:`distinct_rows`): each row's entries, non-negative integers of b bits,
 packed into int64 words, the words folded into one dense id per distinct row by 1-D ``torch.unique`` calls (a
@@ -34,7 +35,8 @@ _WORD_BITS = 62  # bits per packed int64 word (no sign bit, room for the shifts)
 def distinct_rows(x: Tensor) -> tuple[Tensor, Tensor]:
     """(first [U], inverse [R]) for x [R, C] of non-negative integers: ``first[u]`` the index of one row of the
     u-th distinct row, ``inverse[r]`` the distinct row of row r, so ``x[first][inverse]`` equals x and the
-    rows of ``x[first]`` are pairwise different. Exact for any integer dtype whose values fit in 62 bits."""
+    rows of ``x[first]`` are pairwise different. Exact for any integer dtype; ValueError for entries that do
+    not pack: negative ones, and wider ones than a 62-bit word holds (beside the row ids, for C > 1)."""
     if x.dim() != 2 or x.is_floating_point() or x.is_complex():
         raise ValueError(f"distinct_rows needs an integer tensor [R, C]; got {x.dtype} {tuple(x.shape)}")
     R, C = x.shape
@@ -81,7 +83,10 @@ def pointwise_distinct(
     S, M, C = cells.shape
     if cells.is_floating_point() or M == 0:  # integer tensors never need a gradient
         return pointwise_stack(cells.to(dtype), params, chunk)
-    first, inverse = distinct_rows(cells.reshape(S * M, C))
+    try:
+        first, inverse = distinct_rows(cells.reshape(S * M, C))
+    except ValueError:  # entries that do not pack (negative, or too wide): the rows as they are
+        return pointwise_stack(cells.to(dtype), params, chunk)
     U = first.shape[0]
     if U * MIN_REPEATS > S * M:
         return pointwise_stack(cells.to(dtype), params, chunk)
