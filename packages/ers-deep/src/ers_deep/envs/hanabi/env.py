@@ -110,6 +110,12 @@ class HanabiEnv(HanabiObservation):
         """(O,), the canonical observation of one player."""
         return (self.obs_size,)
 
+    @property
+    def current_legal(self) -> Tensor:
+        """[B, M] bool legal moves of the player to move in every game of ``env.state``: the mask ``step``
+        checks (refreshed by ``reset``, ``step`` and ``legal_mask()``). Not a copy."""
+        return self._legal_cur
+
     # ---- deals and resets -----------------------------------------------------------------------------------
     def random_decks(self, n: int | None = None) -> Tensor:
         """[n, D] uniformly shuffled deck orders drawn from the env's generator (n defaults to B)."""

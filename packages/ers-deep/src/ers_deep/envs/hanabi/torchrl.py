@@ -88,7 +88,10 @@ class HanabiTorchRLEnv(BatchedTorchRLEnv):
     def _partial_reset_output(self) -> HanabiStep:
         s = self.game.state
         zeros = torch.zeros(self.batch_size[0], device=self.device)
-        return self.game._output(zeros, s.done.clone(), s.score.clone())
+        legal = (
+            self.game.legal_mask()
+        )  # first: it refreshes the current player's mask, as reset's output does
+        return HanabiStep(self.game.observe(), legal, s.cur.clone(), zeros, s.done.clone(), s.score.clone())
 
     def rand_action(self, tensordict: TensorDictBase | None = None) -> TensorDictBase:
         """Uniformly random *legal* moves (the spec's own ``rand`` would ignore the legal mask)."""
@@ -96,7 +99,7 @@ class HanabiTorchRLEnv(BatchedTorchRLEnv):
             tensordict = TensorDict(batch_size=self.batch_size, device=self.device)
         mask = tensordict.get((GROUP, "action_mask"), None)
         if mask is None:
-            mask = self.game._legal_cur[:, None].expand(-1, self.config.players, -1)
+            mask = self.game.current_legal[:, None].expand(-1, self.config.players, -1)
         keys = torch.rand(mask.shape, device=self.device)
         tensordict.set((GROUP, "action"), (keys * mask).argmax(-1))
         return tensordict
