@@ -88,9 +88,7 @@ class HanabiTorchRLEnv(BatchedTorchRLEnv):
     def _partial_reset_output(self) -> HanabiStep:
         s = self.game.state
         zeros = torch.zeros(self.batch_size[0], device=self.device)
-        legal = (
-            self.game.legal_mask()
-        )  # first: it refreshes the current player's mask, as reset's output does
+        legal = self.game.legal_mask()  # first: it refreshes the mask step checks, as reset does
         return HanabiStep(self.game.observe(), legal, s.cur.clone(), zeros, s.done.clone(), s.score.clone())
 
     def rand_action(self, tensordict: TensorDictBase | None = None) -> TensorDictBase:
