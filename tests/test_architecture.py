@@ -2,7 +2,9 @@
 
 Folders name the layers and imports point down them: a module may import from its own layer or a lower one,
 never a higher one; there is no import cycle between modules; no module imports another module's private
-(underscore) names; ers-exact never imports ers-deep or torch.
+(underscore) names or reads them through an object; ers-exact never imports ers-deep or torch. Also: imports
+are absolute (the checks read no relative ones), every public function is annotated, and no module passes
+MAX_MODULE_LINES.
 """
 
 from __future__ import annotations
@@ -180,3 +182,102 @@ def test_ers_exact_never_imports_torch() -> None:
         if m.split(".")[0] in ("torch", "ers_deep")
     ]
     assert not bad, "\n".join(bad)
+
+
+def test_no_relative_imports() -> None:
+    """The layering checks read absolute imports only: a relative one would pass unseen."""
+    bad = [
+        f"{name}:{node.lineno}"
+        for name, path in MODULES.items()
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ImportFrom) and node.level > 0
+    ]
+    assert not bad, "relative imports (write them absolute):\n" + "\n".join(bad)
+
+
+NAMEDTUPLE_API = {"_asdict", "_fields", "_field_defaults", "_make", "_replace"}
+
+
+def _private_uses(path: Path) -> list[str]:
+    """Private attributes (``x._name``) a module reads that it does not define itself: another module's private
+    names reached through an object. A class's own and inherited members (``self._x``, ``super()._x``: the
+    protected hooks of a base class), attributes of third-party modules (``os._exit``) and the namedtuple API
+    are not counted."""
+    tree = ast.parse(path.read_text())
+    defined, foreign = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defined.add(node.name)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            defined.add(node.attr)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            defined.add(node.id)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
+            defined.add(node.value)  # __slots__, setattr(obj, "_name", ...)
+        elif isinstance(node, ast.Import):
+            foreign |= {
+                (a.asname or a.name).split(".")[0] for a in node.names if not a.name.startswith("ers_")
+            }
+    bad = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Attribute) or not node.attr.startswith("_") or node.attr.startswith("__"):
+            continue
+        root = node.value
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if node.attr in defined or node.attr in NAMEDTUPLE_API or getattr(root, "id", None) in foreign:
+            continue
+        if _is_self(node.value):
+            continue
+        bad.append(f"{path.name}:{node.lineno} {ast.unparse(node)}")
+    return bad
+
+
+def _is_self(node: ast.expr) -> bool:
+    """``self``, ``cls`` or ``super()``."""
+    if isinstance(node, ast.Call):
+        return isinstance(node.func, ast.Name) and node.func.id == "super"
+    return isinstance(node, ast.Name) and node.id in ("self", "cls")
+
+
+def test_no_private_attributes_across_modules() -> None:
+    bad = [use for path in MODULES.values() for use in _private_uses(path)]
+    assert not bad, "another module's private attributes used (add a public name):\n" + "\n".join(bad)
+
+
+def _public_functions(tree: ast.Module) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """Module-level functions and methods of module-level classes whose names have no leading underscore
+    (dunders count as public: ``__init__``, ``__call__``)."""
+
+    def public(name: str) -> bool:
+        return not name.startswith("_") or (name.startswith("__") and name.endswith("__"))
+
+    out = []
+    for node in tree.body:
+        members = node.body if isinstance(node, ast.ClassDef) and public(node.name) else [node]
+        out += [
+            f for f in members if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and public(f.name)
+        ]
+    return out
+
+
+def test_public_functions_are_annotated() -> None:
+    bad = []
+    for name, path in MODULES.items():
+        for f in _public_functions(ast.parse(path.read_text())):
+            a = f.args
+            params = [*a.posonlyargs, *a.args, *a.kwonlyargs, *filter(None, (a.vararg, a.kwarg))]
+            missing = [p.arg for p in params if p.annotation is None and p.arg not in ("self", "cls")]
+            missing += ["return"] if f.returns is None and f.name != "__init__" else []
+            if missing:
+                bad.append(f"{name}.{f.name} (line {f.lineno}): {', '.join(missing)}")
+    assert not bad, "public functions without type annotations:\n" + "\n".join(bad)
+
+
+MAX_MODULE_LINES = 450  # the guide's "~400 lines", as a hard ceiling
+
+
+def test_modules_stay_small() -> None:
+    sizes = {name: path.read_text().count("\n") for name, path in MODULES.items()}
+    bad = [f"{name}: {n} lines" for name, n in sorted(sizes.items()) if n > MAX_MODULE_LINES]
+    assert not bad, f"modules over {MAX_MODULE_LINES} lines (split them by concept):\n" + "\n".join(bad)
