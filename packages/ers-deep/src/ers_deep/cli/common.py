@@ -78,6 +78,7 @@ def parse_seeds(text: str) -> tuple[int, ...]:
 
 
 def seeds_check(value: object) -> str | None:
+    """The options' check of a seed list (``0-4``, ``0,2,5``): None if valid, else what is wrong."""
     try:
         parse_seeds(str(value))
     except ValueError:

@@ -95,11 +95,13 @@ def checkpoints(run_dir: str | os.PathLike[str]) -> list[Path]:
 
 
 def latest_checkpoint(run_dir: str | os.PathLike[str]) -> Path | None:
+    """The newest checkpoint file of a run, or None if it has none."""
     found = checkpoints(run_dir)
     return found[-1] if found else None
 
 
 def read_metrics(run_dir: str | os.PathLike[str]) -> list[dict[str, str]]:
+    """The rows of a run's metrics.csv, as strings keyed by column."""
     with open(Path(run_dir) / "metrics.csv", newline="") as f:
         return list(csv.DictReader(f))
 

@@ -32,6 +32,7 @@ class Seed:
 
 
 def near_known(z: np.ndarray, known: list[np.ndarray], eps: float) -> bool:
+    """Whether the curve point z = (y, lambda) lies within ``eps`` (relative, max norm) of one of ``known``."""
     return any(np.abs(z - k).max() < eps * max(1.0, float(np.abs(k).max())) for k in known)
 
 

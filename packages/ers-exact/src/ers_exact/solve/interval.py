@@ -111,6 +111,7 @@ Num = Interval | float | int
 
 
 def as_interval(x: Num) -> Interval:
+    """``x`` as an :class:`Interval` (a float becomes the point interval [x, x])."""
     return x if isinstance(x, Interval) else Interval(float(x))
 
 

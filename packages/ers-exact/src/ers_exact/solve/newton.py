@@ -187,6 +187,8 @@ def polish(
 
 
 def flat_policies(coords: LogitCoordinates, y: np.ndarray) -> np.ndarray:
+    """The joint policies of logits y [K, D] (or [D]), every agent's pi^i flattened and concatenated: [K, sum_i
+    n_histories_i * n_actions_i]."""
     y = np.atleast_2d(y)
     return np.concatenate([p.reshape(len(y), -1) for p in coords.to_policy(y)], axis=1)
 

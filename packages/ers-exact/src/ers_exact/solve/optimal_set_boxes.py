@@ -12,6 +12,7 @@ __all__ = ["face_cuts", "logit_mean", "pop", "score", "sigmoid", "split"]
 
 
 def sigmoid(x: np.ndarray) -> np.ndarray:
+    """sigma(x) = 1 / (1 + e^-x), elementwise, through tanh (no overflow)."""
     return 0.5 * (1.0 + np.tanh(0.5 * x))
 
 

@@ -129,6 +129,8 @@ def build_result(
     start: float,
     reductions: tuple[str, ...] = (),
 ) -> OptimalSetResult:
+    """The :class:`OptimalSetResult` of a finished (or stopped) search: the certified roots whose J can reach
+    the best lower bound J*_lo - eps, polished by Newton, with the search's counts and the boxes left open."""
     D = coords.dim
     best_lo = max((j[0] for j in roots.J), default=-np.inf)
     best_hi = max((j[1] for j in roots.J), default=-np.inf)
