@@ -38,6 +38,24 @@ def test_toy_double_action_swap_is_er_not_mdp(toy, alpha: float) -> None:
     assert twin["observations"][0][x] == m and twin["observations"][0][m] == x
 
 
+@pytest.mark.parametrize("er_method", ["exhaustive", "generators"])
+def test_er_report_refuses_a_temperature_where_policies_underflow(toy, er_method: str, capsys) -> None:
+    """At alpha = 0.001 the toy game's optimal points have logit gaps near 1 / alpha = 1000, beyond the ~745
+    where exp underflows: action probabilities are exactly 0, the histories after them unreachable in float64,
+    and every residual on policies NaN. The exhaustive test then rejected every candidate, the identity
+    included (|Phi_ER| = 0 and "Phi_MDP <= Phi_ER: False", against the definition: the identity maps any pool
+    onto itself), and the generator search let the NaN pool pass and dropped the double swap (1 on policies,
+    where 0.0014, just above the underflow, gives 2 as README's 0.2-0.45). Refused now, by symmetries and atlas."""
+    from ers_exact.solve.boltzmann import TemperatureError
+
+    ok = symmetry_report(toy, 0.0014, er_method=er_method)  # the smallest logits still representable
+    assert ok["er"]["order_on_policies"] == 2 and ok["mdp_subgroup_of_er"]
+    with pytest.raises(TemperatureError, match="underflow"):
+        symmetry_report(toy, 0.001, er_method=er_method)
+    assert main(["atlas", "toy-coordination", "--alphas", "0.001,0.3"]) == 2
+    assert "underflow" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("alpha, er_order", [(0.25, 6), (0.5, 1296), (1.0, 1296)])
 def test_three_lever_er_symmetries(alpha: float, er_order: int) -> None:
     rep = symmetry_report(enumerate_histories(get_game("three-lever")), alpha, SolverConfig(n_starts=16))

@@ -36,7 +36,7 @@ from ers_exact.model.histories import HistoryTree
 from ers_exact.model.transformation import Transformation, history_map
 from ers_exact.model.values import expected_return
 from ers_exact.solve.boltzmann import boltzmann_residual
-from ers_exact.symmetry.candidates import CandidateSpace, stack_pool
+from ers_exact.symmetry.candidates import CandidateSpace, pool_residuals, stack_pool
 from ers_exact.symmetry.er_search import pool_orbits
 from ers_exact.symmetry.search import permutation_table, policy_part_order
 from ers_exact.util.errors import InputError
@@ -132,6 +132,7 @@ def er_symmetries(
         raise ValueError(f"unknown method {method!r}: use 'exhaustive', 'matching' or 'auto'")
     pols = list(stack_pool(pool))  # [P, K, A] per agent
     P = pols[0].shape[0]
+    pool_residuals(tree, tuple(pols), alpha)  # refuses a temperature where no residual can be evaluated
     if method == "exhaustive":
         members, images, total, tested = _exhaustive(tree, pols, alpha, J_star, tol, progress)
         inadmissible: int | None = total - tested  # every admissible candidate is tested

@@ -42,7 +42,7 @@ from ers_exact.model.histories import HistoryTree
 from ers_exact.model.transformation import Transformation, apply_to_policy
 from ers_exact.model.values import expected_return
 from ers_exact.solve.boltzmann import boltzmann_residual
-from ers_exact.symmetry.candidates import stack_pool
+from ers_exact.symmetry.candidates import pool_residuals, stack_pool
 from ers_exact.symmetry.er_search import MATCH_TOL, SearchBudgetError, Searcher, pool_orbits, pool_permutation
 from ers_exact.symmetry.mdp_group import format_order
 from ers_exact.util.errors import InputError
@@ -267,9 +267,9 @@ def er_group(
     game = tree.game
     pols = stack_pool(pool)
     P = pols[0].shape[0]
-    res = np.atleast_1d(boltzmann_residual(tree, pols, alpha))
+    res = pool_residuals(tree, pols, alpha)  # (refuses a temperature where none can be evaluated)
     J = np.atleast_1d(expected_return(tree, pols))
-    bad = np.flatnonzero((res > tol) | (np.abs(J - J_star) > tol))
+    bad = np.flatnonzero(~((res <= tol) & (np.abs(J - J_star) <= tol)))
     if len(bad):
         p = int(bad[0])
         raise InputError(
