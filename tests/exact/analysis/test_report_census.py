@@ -56,6 +56,43 @@ def test_er_report_refuses_a_temperature_where_policies_underflow(toy, er_method
     assert "underflow" in capsys.readouterr().err
 
 
+def test_atlas_psi_order_beyond_float_precision_is_exact_digits_as_symmetries_gives() -> None:
+    """|Psi| = |S|! x (action and observation permutations) passes 2^53 at 19 states: ``symmetries`` writes
+    it as a string of its digits (a JSON reader that parses numbers as doubles would round it), ``atlas`` wrote
+    the bare integer. Both now give the digits, checked against math.factorial. (The reward grows with the
+    state, so that Phi_MDP permutes no states and stays small.)"""
+    import math
+
+    import numpy as np
+
+    from ers_exact.analysis.report import atlas
+    from ers_exact.model.game import make_game
+
+    S = 19
+    game = make_game(
+        name="wide",
+        states=tuple(f"s{k}" for k in range(S)),
+        actions=(("a", "b"), ("a", "b")),
+        observations=(("n",), ("n",)),
+        transition=np.full((S, 4, S), 1.0 / S),
+        observation=np.ones((4, S, 1)),
+        reward=np.array([1.0, 0.0, 0.0, 1.0])[None, :, None]
+        * (1.0 + np.arange(S))[:, None, None]
+        / S
+        * np.ones((S, 4, S)),
+        initial_belief=np.full(S, 1.0 / S),
+        horizon=1,
+        discount=1.0,
+    )
+    tree = enumerate_histories(game)
+    expected = math.factorial(S) * 2 * 2  # |S|! x (2 action permutations per agent), one observation each
+    assert expected > 2**53
+    res = atlas(tree, [1.0], SolverConfig(n_starts=2))
+    assert (
+        res["psi_order"] == str(expected) == symmetry_report(tree, 1.0, SolverConfig(n_starts=2))["psi_order"]
+    )
+
+
 @pytest.mark.parametrize("alpha, er_order", [(0.25, 6), (0.5, 1296), (1.0, 1296)])
 def test_three_lever_er_symmetries(alpha: float, er_order: int) -> None:
     rep = symmetry_report(enumerate_histories(get_game("three-lever")), alpha, SolverConfig(n_starts=16))

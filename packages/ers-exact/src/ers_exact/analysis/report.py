@@ -234,7 +234,7 @@ def atlas(
     return {
         "game": tree.game.name,
         "horizon": tree.game.horizon,
-        "psi_order": psi_order(tree.game),
+        "psi_order": _big(psi_order(tree.game)),  # as symmetry_report's: exact digits as a string past 2^53
         "psi_order_on_policies": policy_part_order(tree.game),
         "rows": rows,
     }
