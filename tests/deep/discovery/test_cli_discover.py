@@ -217,3 +217,21 @@ def test_hanabi_discovery_records_the_known_symmetry_of_each_rounding(
     assert main([*resume[:-1], "--num-envs", "32", "--resume"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--num-envs = 32 (the run's: 16)" in err[0], err
+
+
+@pytest.mark.parametrize("env", ["hanabi", "overcooked-v2"])
+def test_action_set_permutations_on_a_deep_env_is_refused(
+    env: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--action-set permutations on a Hanabi or Overcooked V2 pool: there the candidates' phi_A come from
+    transpositions of moves of one kind (Hanabi) or the identity (Overcooked V2) whatever the option, so it was
+    ignored and discovery.json recorded ``"action_set": "permutations"`` for maps that were none of them. Now a
+    one-line refusal (as --lambda1 without sp-max-reg), before any file; checked from pool.json alone."""
+    pool = tmp_path / "pool"
+    pool.mkdir()
+    (pool / "pool.json").write_text(json.dumps({"env": env, "policies": [f"seed-{s}" for s in range(4)]}))
+    out = tmp_path / "out"
+    assert main(_argv(pool, out, "--action-set", "permutations")) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--action-set permutations only applies to tabular pools" in err[0], err
+    assert f"a pool of {env}" in err[0] and not out.exists()

@@ -95,3 +95,26 @@ def test_xp_score_plays_the_transformed_policy_in_each_seat(tmp_path: Path) -> N
     solo = [value([Agent(p.net)] * 3) for p in (a, b)]
     assert abs(expected - np.mean(solo)) > 0.01  # cross-play differs from self-play here
     assert _score(None, [a, b], True, value) == pytest.approx(expected, abs=1e-12)
+
+
+def test_action_set_permutations_on_hanabi_is_refused_before_any_file(tmp_path: Path) -> None:
+    """``discover`` itself: Hanabi's candidates carry move transpositions whatever ``action_set`` says
+    (``action_candidates``), so ``"permutations"`` was ignored and recorded as if used; now refused."""
+    from ers_deep.envs.hanabi import HanabiEnv
+    from ers_deep.nets import build_net
+    from ers_deep.pools import Policy
+    from ers_deep.train.config import paper_config
+    from ers_exact.util.options import UsageError
+
+    net_cfg = NetConfig(hidden=16)
+    cfg = paper_config("hanabi", hanabi_preset="Hanabi-Small", seeds=(0,), net=net_cfg)
+    env = HanabiEnv("Hanabi-Small", batch_size=1)
+    policies = tuple(
+        Policy(build_net(net_cfg, [s], env.obs_shape, env.num_actions), cfg, s, f"seed-{s}") for s in range(4)
+    )
+    pool = Pool(tmp_path / "pool", {"env": "hanabi", "policies": []}, policies)
+    out = tmp_path / "out"
+    config = DeepDiscoveryConfig(action_set="permutations", candidates=2, top=1)
+    with pytest.raises(UsageError, match="only applies to tabular games, not to hanabi:Hanabi-Small"):
+        discover(pool, config, out, progress=False)
+    assert not out.exists()

@@ -33,6 +33,11 @@ from ers_exact.util.options import (
 __all__ = ["DiscoverOptions", "discovery_check", "pool_check", "run_discover", "show_discover"]
 
 DEEP_ENVS = ("hanabi", "overcooked-v2")
+#: the phi_A a candidate of a deep env carries, whatever --action-set (``rounding.action_candidates``)
+_FIXED_ACTION_MAPS = {
+    "hanabi": "one transposition of two moves of one kind",
+    "overcooked-v2": "the identity action map",
+}
 
 
 def pool_check(value: object) -> str | None:
@@ -176,7 +181,13 @@ class DiscoverOptions(Options):
         if changed and self.algorithm != "sp-max-reg":
             verb = "applies" if len(changed) == 1 else "apply"
             raise UsageError(f"{' and '.join(changed)} only {verb} to --algorithm sp-max-reg (Algorithm 2)")
-        n = len(_pool_info(self.pool, "--pool")["policies"])
+        info = _pool_info(self.pool, "--pool")
+        if self.action_set != "transpositions" and info["env"] in DEEP_ENVS and not self.resume:
+            raise UsageError(
+                f"--action-set {self.action_set} only applies to tabular pools; --pool {self.pool!r} is a pool of "
+                f"{info['env']}, whose candidates carry {_FIXED_ACTION_MAPS[info['env']]}"
+            )
+        n = len(info["policies"])
         need = 2 if self.algorithm == "xp-max" else 1
         if self.held_out is not None:
             m = len(_pool_info(self.held_out, "--held-out")["policies"])

@@ -273,6 +273,12 @@ def discover(
             f"{pool.path}: xp-max (Algorithm 3) cross-plays pool policies in different seats, and {cfg.game} "
             "has one agent; use sp-max"
         )
+    if config.action_set != "transpositions" and not isinstance(probe, TabularEnv) and not resuming:
+        # action_candidates draws phi_A from transpositions (Hanabi) or the identity (Overcooked V2) there
+        raise UsageError(
+            f"action_set = {config.action_set!r} only applies to tabular games, not to {cfg.game} (its "
+            "candidates carry a fixed transposition or the identity)"
+        )
     maps = _action_maps(probe, config).to(cfg.device)
     lift = probe.history_lift if isinstance(probe, TabularEnv) else None
     earlier: list[LearnedSymmetry] = []
