@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from ers_exact.analysis.report import symmetry_report
+from ers_exact.analysis.report import atlas, symmetry_report
 from ers_exact.cli import main
 from ers_exact.games import get_game
 from ers_exact.io.dpomdp import read_dpomdp
@@ -45,15 +45,22 @@ def test_er_report_refuses_a_temperature_where_policies_underflow(toy, er_method
     and every residual on policies NaN. The exhaustive test then rejected every candidate, the identity
     included (|Phi_ER| = 0 and "Phi_MDP <= Phi_ER: False", against the definition: the identity maps any pool
     onto itself), and the generator search let the NaN pool pass and dropped the double swap (1 on policies,
-    where 0.0014, just above the underflow, gives 2 as README's 0.2-0.45). Refused now, by symmetries and atlas."""
+    where 0.0014, just above the underflow, gives 2 as README's 0.2-0.45). Refused now by symmetries; atlas
+    marks that row undefined (None, with the reason) and goes on with the other alphas."""
     from ers_exact.solve.boltzmann import TemperatureError
 
     ok = symmetry_report(toy, 0.0014, er_method=er_method)  # the smallest logits still representable
     assert ok["er"]["order_on_policies"] == 2 and ok["mdp_subgroup_of_er"]
     with pytest.raises(TemperatureError, match="underflow"):
         symmetry_report(toy, 0.001, er_method=er_method)
-    assert main(["atlas", "toy-coordination", "--alphas", "0.001,0.3"]) == 2
-    assert "underflow" in capsys.readouterr().err
+    result = atlas(toy, [0.3, 0.001])
+    low, high = result["rows"]
+    assert low["alpha"] == 0.001 and "underflow" in low["er_undefined"]
+    assert low["er_order_on_policies"] is None and low["pool_size"] is None
+    assert high["er_order_on_policies"] == 2 and "er_undefined" not in high
+    assert low["mdp_order"] == high["mdp_order"] == 1  # |Phi_MDP| does not depend on alpha
+    assert main(["atlas", "toy-coordination", "--alphas", "0.001,0.3"]) == 0
+    assert "alpha 0.001: " in capsys.readouterr().out
 
 
 def test_atlas_psi_order_beyond_float_precision_is_exact_digits_as_symmetries_gives() -> None:

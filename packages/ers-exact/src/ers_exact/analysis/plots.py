@@ -4,6 +4,7 @@ dependency (the ``plot`` extra), imported only when a figure is drawn."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -70,7 +71,11 @@ def plot_atlas(result: dict[str, Any], path: str | Path) -> Path:
     rows = result["rows"]
     a = [r["alpha"] for r in rows]
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    pool = [r["pool_size"] for r in rows]
+
+    def column(key: str) -> list[float]:  # None (an alpha where the ER test is undefined) as a gap
+        return [math.nan if r[key] is None else r[key] for r in rows]
+
+    pool = column("pool_size")
     proven = [bool(r.get("optimal_set_complete")) for r in rows]  # Pi*_alpha proven complete at that alpha
     line = ax.plot(
         a, pool, "o-", mfc="white", label=r"$|\Pi^*_\alpha|$ (open: found, filled: proven complete)"
@@ -81,8 +86,8 @@ def plot_atlas(result: dict[str, Any], path: str | Path) -> Path:
         "o",
         color=line[0].get_color(),
     )
-    ax.plot(a, [r["er_order_on_policies"] for r in rows], "s-", label=r"$|\Phi^{ER}(\alpha)|$ on policies")
-    ax.plot(a, [r["mdp_order"] for r in rows], "^--", label=r"$|\Phi^{MDP}|$")
+    ax.plot(a, column("er_order_on_policies"), "s-", label=r"$|\Phi^{ER}(\alpha)|$ on policies")
+    ax.plot(a, column("mdp_order"), "^--", label=r"$|\Phi^{MDP}|$")
     ax.axhline(result["psi_order_on_policies"], color="grey", lw=0.8, ls=":", label=r"$|\Psi|$ on policies")
     ax.set_yscale("log")
     ax.set_xlabel(r"temperature $\alpha$")

@@ -11,6 +11,7 @@ import numpy as np
 
 from ers_exact.model.histories import HistoryTree
 from ers_exact.model.transformation import Transformation, apply_to_policy, distinct_on_policies
+from ers_exact.solve.boltzmann import TemperatureError
 from ers_exact.solve.config import repeated_alpha
 from ers_exact.solve.fixed_points import FixedPointSet, SolverConfig, solve_fixed_points
 from ers_exact.symmetry.er import MAX_EXHAUSTIVE, er_symmetries
@@ -197,6 +198,18 @@ def _close_under(
     return out
 
 
+#: an atlas row's entries besides alpha (None where the ER test is undefined at that alpha)
+_ATLAS_ENTRIES = (
+    "pool_size",
+    "er_order",
+    "er_order_on_policies",
+    "mdp_order",
+    "mdp_subgroup_of_er",
+    "fixed_points_complete",
+    "optimal_set_complete",
+)
+
+
 def atlas(
     tree: HistoryTree,
     alphas: Sequence[float],
@@ -205,20 +218,26 @@ def atlas(
     prove_workers: int = 1,
 ) -> dict[str, Any]:
     """|Pi*_alpha| (found, or proven complete where ``prove_seconds`` allows: :func:`symmetry_report`),
-    |Phi_ER(alpha)| and |Phi_MDP| over a grid of alphas."""
+    |Phi_ER(alpha)| and |Phi_MDP| over a grid of alphas. At an alpha so low that the optimal points'
+    probabilities underflow (the ER test's ``TemperatureError``) the row says so in ``er_undefined`` and its
+    other entries are None (|Phi_MDP|, which does not depend on alpha, aside); the other alphas go on."""
     cfg = config or SolverConfig()
     if (repeated := repeated_alpha(alphas)) is not None:
         raise ValueError(f"atlas: alpha {repeated!r} is given more than once; give each once")
     rows = []
     for k, alpha in enumerate(sorted(alphas)):
-        rep = symmetry_report(
-            tree,
-            alpha,
-            replace(cfg, seed=cfg.seed + k),
-            max_elements=0,
-            prove_seconds=prove_seconds,
-            prove_workers=prove_workers,
-        )
+        try:
+            rep = symmetry_report(
+                tree,
+                alpha,
+                replace(cfg, seed=cfg.seed + k),
+                max_elements=0,
+                prove_seconds=prove_seconds,
+                prove_workers=prove_workers,
+            )
+        except TemperatureError as e:
+            rows.append({"alpha": alpha, **dict.fromkeys(_ATLAS_ENTRIES), "er_undefined": str(e)})
+            continue
         rows.append(
             {
                 "alpha": alpha,
@@ -231,6 +250,9 @@ def atlas(
                 "optimal_set_complete": rep["optimal_set_complete"],
             }
         )
+    orders = [r["mdp_order"] for r in rows if r["mdp_order"] is not None]
+    for r in rows:  # |Phi_MDP| does not depend on alpha
+        r["mdp_order"] = orders[0] if orders else None
     return {
         "game": tree.game.name,
         "horizon": tree.game.horizon,

@@ -133,6 +133,9 @@ def show_atlas(result: dict[str, Any]) -> None:
             "optimal_set_complete",
         ],
     )
+    for r in result["rows"]:
+        if r.get("er_undefined"):
+            print(f"alpha {r['alpha']:g}: {r['er_undefined']}")
     _wrote(result)
 
 
