@@ -257,6 +257,10 @@ def test_resume_of_a_folder_that_is_no_pool_removes_nothing(
     assert "no " in capsys.readouterr().err and stale.read_text() == "someone else's"
 
 
+#: a tiny train-sp run's options (4 games x 4 steps, one minibatch, 4 evaluation games, one thread)
+TINY = ["--num-envs", "4", "--num-steps", "4", "--minibatches", "1", "--eval-games", "4", "--threads", "1"]
+
+
 def test_total_steps_is_rounded_down_to_whole_updates_at_least_one(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -266,21 +270,9 @@ def test_total_steps_is_rounded_down_to_whole_updates_at_least_one(
 
     fields = {f.name: f for f in dataclasses.fields(TrainSPOptions)}
     assert "rounded down to whole updates" in fields["total_steps"].metadata["help"]
-    small = [
-        "--num-envs",
-        "4",
-        "--num-steps",
-        "4",
-        "--minibatches",
-        "1",
-        "--eval-games",
-        "4",
-        "--threads",
-        "1",
-    ]
     for total, updates in (("1", 1), ("47", 2)):
         argv = ["train-sp", "--env", "tabular:toy-coordination", "--seeds", "0-1", "--total-steps", total]
-        res = _json(capsys, [*argv, *small, "--out", str(tmp_path / total), "--json"])
+        res = _json(capsys, [*argv, *TINY, "--out", str(tmp_path / total), "--json"])
         assert res["config"]["total_env_steps"] == int(total)
         assert res["training"]["updates"] == updates and res["training"]["env_steps"] == 16 * updates
 
@@ -291,18 +283,7 @@ def test_the_summary_says_which_counts_are_per_seed_and_which_all_seeds(
     """``env_steps`` is per seed, ``env_steps_per_s`` all seeds together: the printed summary said "env steps
     per seed, N env-steps/s" and pool.json had no name that told; both say so now (the old keys stay)."""
     argv = ["train-sp", "--env", "tabular:toy-coordination", "--seeds", "0-1", "--total-steps", "32"]
-    argv += [
-        "--num-envs",
-        "4",
-        "--num-steps",
-        "4",
-        "--minibatches",
-        "1",
-        "--eval-games",
-        "4",
-        "--threads",
-        "1",
-    ]
+    argv += TINY
     assert main([*argv, "--out", str(tmp_path / "pool")]) == 0
     out = capsys.readouterr().out
     t = json.loads((tmp_path / "pool" / "pool.json").read_text())["training"]

@@ -116,21 +116,28 @@ def test_cli_chosen_policies_of_a_pool(lever_pool: Path, tmp_path: Path) -> None
     assert (out / "action-matrix.png").stat().st_size > 5000
 
 
-def test_cli_table1_picks_the_best_cross_play_agent(lever_pool: Path, tmp_path: Path) -> None:
-    """A table1-shaped folder (config, pools, XP matrices): per population the agent with the highest mean XP."""
-    from ers_deep.cli import main
+def _fake_table1(lever_pool: Path, tmp_path: Path) -> Path:
+    """A table1-shaped folder of 3 three-lever agents (config and pools, no XP matrices): run_table1's layout,
+    sp/ (agent A's seeds 100 A + s), op-mdp/ (100 A + 50), agent-A/op-er/ (100 A + 70)."""
     from ers_deep.zsc import PopulationConfig
 
     t1 = tmp_path / "t1"
-    config = PopulationConfig(env="tabular:three-lever", agents=3, k=2, m=1, candidates=1, l=1)
     t1.mkdir()
+    config = PopulationConfig(env="tabular:three-lever", agents=3, k=2, m=1, candidates=1, l=1)
     (t1 / "config.json").write_text(json.dumps(config.to_json()))
     sp = load_pool(lever_pool)
-    # run_table1's layout: sp/ (agent A's seeds 100 A + s), op-mdp/ (100 A + 50), agent-A/op-er/ (100 A + 70)
     layout = {"sp": (0, 1, 100, 101, 200, 201), "op-mdp": (50, 150, 250)}
     layout |= {f"agent-{a}/op-er": (100 * a + 70,) for a in range(3)}
     for name, seeds in layout.items():
         _fake_pool(sp, t1 / name, seeds)
+    return t1
+
+
+def test_cli_table1_picks_the_best_cross_play_agent(lever_pool: Path, tmp_path: Path) -> None:
+    """A table1-shaped folder (config, pools, XP matrices): per population the agent with the highest mean XP."""
+    from ers_deep.cli import main
+
+    t1 = _fake_table1(lever_pool, tmp_path)
     rows = {  # mean XP against the others: the best agent is 2, 0 and 1
         "ippo": [[1, 0.1, 0.2], [0.1, 1, 0.3], [0.2, 0.3, 1]],
         "op-mdp": [[1, 0.5, 0.4], [0.5, 1, 0.1], [0.4, 0.1, 1]],
@@ -152,17 +159,8 @@ def test_cli_table1_with_a_damaged_matrix_is_refused_in_one_line(
     square matrix: exit 2 naming the file (it was an internal error, exit 1: JSONDecodeError, KeyError, or an
     IndexError / a wrong pick for a matrix of another size)."""
     from ers_deep.cli import main
-    from ers_deep.zsc import PopulationConfig
 
-    t1 = tmp_path / "t1"
-    t1.mkdir()
-    config = PopulationConfig(env="tabular:three-lever", agents=3, k=2, m=1, candidates=1, l=1)
-    (t1 / "config.json").write_text(json.dumps(config.to_json()))
-    sp = load_pool(lever_pool)
-    layout = {"sp": (0, 1, 100, 101, 200, 201), "op-mdp": (50, 150, 250)}
-    layout |= {f"agent-{a}/op-er": (100 * a + 70,) for a in range(3)}
-    for name, seeds in layout.items():
-        _fake_pool(sp, t1 / name, seeds)
+    t1 = _fake_table1(lever_pool, tmp_path)
     good = {"rows": ["a", "b", "c"], "mean": np.eye(3).tolist()}
     for tag in ("ippo", "op-mdp"):
         (t1 / f"xp-{tag}-plain.json").write_text(json.dumps(good))
