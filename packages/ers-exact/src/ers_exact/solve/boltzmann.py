@@ -97,15 +97,33 @@ def _check_alpha(alpha: float) -> None:
         raise TemperatureError(f"temperature alpha must be a positive number, got {alpha}")
 
 
+def rounding_scale(tree: HistoryTree, alpha: float) -> float:
+    """(max |R| x sum_t gamma^t) / alpha: the values' magnitude in logit units. Q-gaps are differences of values
+    of that magnitude, so a logit carries float64 rounding of ~ this x 1e-16 even where the rewards' spread (and
+    so ``logit_bound``) is small: rewards all 1e39 at alpha 1 left no fixed point to find."""
+    game = tree.game
+    horizon_weight = sum(game.discount**t for t in range(game.horizon))
+    return float(np.abs(game.reward).max(initial=0.0)) * horizon_weight / alpha
+
+
 def check_temperature(tree: HistoryTree, alpha: float) -> None:
     """Refuse an alpha at which the logits of fixed points, up to B / alpha, could leave floating point:
-    every alpha > 0 works in log space unless (reward spread x horizon) / alpha exceeds :data:`LOGIT_LIMIT`."""
+    every alpha > 0 works in log space unless (reward spread x horizon) / alpha exceeds :data:`LOGIT_LIMIT`,
+    or the values' magnitude in logit units (:func:`rounding_scale`) does, whose rounding the logits carry."""
     _check_alpha(alpha)
     bound = logit_bound(tree, alpha)
     if not bound <= LOGIT_LIMIT:
         raise TemperatureError(
             f"alpha {alpha:g} is too small for {tree.game.name}'s rewards: logits could reach {bound:.3g}, "
             f"beyond {LOGIT_LIMIT:.0e}; use alpha >= {logit_bound(tree, 1.0) / LOGIT_LIMIT:.3g}"
+        )
+    scale = rounding_scale(tree, alpha)
+    if not scale <= LOGIT_LIMIT:
+        raise TemperatureError(
+            f"alpha {alpha:g} is too small for {tree.game.name}'s reward magnitude: values up to "
+            f"{scale * alpha:.3g} carry float64 rounding of {scale:.3g} x 1e-16 in logit units, beyond "
+            f"{LOGIT_LIMIT:.0e} x 1e-16; use alpha >= {rounding_scale(tree, 1.0) / LOGIT_LIMIT:.3g}, or shift the "
+            "rewards towards 0 (a constant added to every reward changes no Q-gap, so no fixed point)"
         )
 
 
