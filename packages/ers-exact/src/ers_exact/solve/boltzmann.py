@@ -77,8 +77,12 @@ def logit_bound(tree: HistoryTree, alpha: float) -> float:
     """|y| <= B / alpha at every fixed point, B = max reward-to-go gap = sum_t gamma^t (R_max - R_min)."""
     game = tree.game
     spread = float(game.reward.max() - game.reward.min())
-    horizon_weight = sum(game.discount**t for t in range(game.horizon))
-    return spread * horizon_weight / alpha + 1.0
+    return spread * _horizon_weight(tree) / alpha + 1.0
+
+
+def _horizon_weight(tree: HistoryTree) -> float:
+    """sum_t gamma^t over the horizon: a reward's largest weight in a return."""
+    return float(sum(tree.game.discount**t for t in range(tree.game.horizon)))
 
 
 #: the largest logit bound B / alpha the solver accepts (y, M(y), DM(y) and their intervals stay finite)
@@ -101,9 +105,7 @@ def rounding_scale(tree: HistoryTree, alpha: float) -> float:
     """(max |R| x sum_t gamma^t) / alpha: the values' magnitude in logit units. Q-gaps are differences of values
     of that magnitude, so a logit carries float64 rounding of ~ this x 1e-16 even where the rewards' spread (and
     so ``logit_bound``) is small: rewards all 1e39 at alpha 1 left no fixed point to find."""
-    game = tree.game
-    horizon_weight = sum(game.discount**t for t in range(game.horizon))
-    return float(np.abs(game.reward).max(initial=0.0)) * horizon_weight / alpha
+    return float(np.abs(tree.game.reward).max(initial=0.0)) * _horizon_weight(tree) / alpha
 
 
 def check_temperature(tree: HistoryTree, alpha: float) -> None:
