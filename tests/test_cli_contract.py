@@ -396,6 +396,14 @@ DISCOVER_CASES = [
     ("earlier-without-reg", ["--pool", "@POOL", "--earlier", "@EMPTY"], "EMPTY"),
     ("alpha-negative", ["--pool", "@POOL", "--alpha", "-0.1"], "--alpha -0.1"),
     ("lambda1-above-one", ["--pool", "@POOL", "--lambda1", "1.5"], "--lambda1 1.5"),
+    # lambda_1 in [0, 1) (the paper, Algorithm 2): at 1 no rollout trains phi_theta alone
+    (
+        "lambda1-one",
+        ["--pool", "@POOL", "--algorithm", "sp-max-reg", "--lambda1", "1"],
+        "--lambda1 1.0: must be in [0, 1)",
+    ),
+    ("defaults-paper-tabular", ["--pool", "@POOL", "--defaults", "paper"], "--defaults paper"),
+    ("lr-schedule-choice", ["--pool", "@POOL", "--lr-schedule", "cosine"], "cosine"),
     ("total-steps-zero", ["--pool", "@POOL", "--total-steps", "0"], "--total-steps 0"),
     ("out-is-a-file", ["--pool", "@POOL", "--out", "@FILE"], "FILE"),
     ("policy-files-missing", ["--pool", "@NOFILES", "--total-steps", "10"], "seed-0.safetensors"),

@@ -100,23 +100,40 @@ class DiscoverOptions(Options):
     action_set: Literal["transpositions", "permutations"] = option(
         "transpositions", help="tabular: the fixed phi_A maps candidates draw from"
     )
+    defaults: Literal["cpu", "paper"] = option(
+        "cpu",
+        help="where the options not given come from: cpu (sizes for a CPU run) or paper (the paper's discovery "
+        "hyper-parameters for the pool's env, Appendix A; Hanabi and Overcooked V2 pools only)",
+    )
     total_steps: int | None = option(
         None,
         help="env steps per candidate, rounded down to whole updates of --num-envs x --num-steps, at least one",
         check=at_least(1),
-        default_text="tabular: 300,000; otherwise 400,000",
+        default_text="tabular: 300,000; otherwise 400,000 (--defaults paper: Hanabi 2.25e9, Overcooked V2 1.5e8)",
     )
     num_envs: int | None = option(
-        None, help="games per candidate", check=at_least(1), default_text="tabular: 256; otherwise 128"
+        None,
+        help="games per candidate",
+        check=at_least(1),
+        default_text="tabular: 256; otherwise 128 (--defaults paper: Hanabi 1024 per training policy, Overcooked "
+        "V2 256)",
     )
     num_steps: int | None = option(
-        None, help="steps per game per update", check=at_least(1), default_text="tabular: 4; otherwise 32"
+        None,
+        help="steps per game per update",
+        check=at_least(1),
+        default_text="tabular: 4; otherwise 32 (--defaults paper: Hanabi 128, Overcooked V2 256)",
     )
     lr: float | None = option(
         None,
         help="Adam learning rate of phi_O and the critic",
         check=positive,
-        default_text="tabular: 0.01; otherwise 0.001",
+        default_text="tabular: 0.01; otherwise 0.001 (--defaults paper: 1e-5)",
+    )
+    lr_schedule: Literal["linear", "constant"] | None = option(
+        None,
+        help="the learning rate over the run: annealed linearly to 0, or constant",
+        default_text="linear (--defaults paper: Hanabi linear, Overcooked V2 constant)",
     )
     alpha: float | None = option(
         None,
@@ -124,15 +141,17 @@ class DiscoverOptions(Options):
         check=non_negative,
         default_text="the pool's alpha (tabular: its temperature; Hanabi: 0.01)",
     )
-    lambda1: float = option(
-        0.35,
-        help="sp-max-reg: probability of a rollout composed with earlier symmetries",
-        check=between(0, 1),
+    lambda1: float | None = option(
+        None,
+        help="sp-max-reg: probability of a rollout composed with earlier symmetries, in [0, 1)",
+        check=between(0, 1, open_hi=True),
+        default_text="0.35 (--defaults paper: Hanabi 0.65)",
     )
-    lambda2: float = option(
-        0.01,
+    lambda2: float | None = option(
+        None,
         help="sp-max-reg: weight of the invertibility penalty E||o - phi(phi(o))||^2",
         check=non_negative,
+        default_text="0.01 (--defaults paper: Hanabi 2.5e-9)",
     )
     earlier: str | None = option(
         None,
@@ -173,14 +192,18 @@ class DiscoverOptions(Options):
             raise UsageError(f"--top {self.top} is more than --candidates {self.candidates}")
         if self.earlier is not None and self.algorithm != "sp-max-reg":
             raise UsageError(f"--earlier {self.earlier!r} only applies to --algorithm sp-max-reg")
-        defaults = {f.name: f.default for f in dataclasses.fields(self)}
         changed = [
-            f"--{k} {getattr(self, k)}" for k in ("lambda1", "lambda2") if getattr(self, k) != defaults[k]
+            f"--{k} {getattr(self, k)}" for k in ("lambda1", "lambda2") if getattr(self, k) is not None
         ]
         if changed and self.algorithm != "sp-max-reg":
             verb = "applies" if len(changed) == 1 else "apply"
             raise UsageError(f"{' and '.join(changed)} only {verb} to --algorithm sp-max-reg (Algorithm 2)")
         info = _pool_info(self.pool, "--pool")
+        if self.defaults == "paper" and info["env"] not in DEEP_ENVS:
+            raise UsageError(
+                f"--defaults paper: the paper gives discovery hyper-parameters for Hanabi and Overcooked V2 "
+                f"pools, and --pool {self.pool!r} is a pool of {info['env']} (use --defaults cpu)"
+            )
         if self.action_set != "transpositions" and info["env"] in DEEP_ENVS and not self.resume:
             raise UsageError(
                 f"--action-set {self.action_set} only applies to tabular pools; --pool {self.pool!r} is a pool of "
@@ -215,26 +238,39 @@ class DiscoverOptions(Options):
         out = self.out_dir()
         return (out / "run" / "config.json").exists() or (out / "discovery.json").exists()
 
+    def training_policies(self) -> int:
+        """The number of policies phi trains on: all of --pool with --held-out, else its first half."""
+        n = len(_pool_info(self.pool, "--pool")["policies"])
+        return n if self.held_out is not None else (n + 1) // 2
+
     def out_dir(self) -> Path:
         """``--out``, or POOL/discovery-ALGORITHM."""
         return Path(self.out) if self.out is not None else Path(self.pool) / f"discovery-{self.algorithm}"
 
     def config(self, env: str) -> Any:
-        """The ``DeepDiscoveryConfig`` for a pool of ``env`` (tabular pools start from ``TABULAR_SETTINGS``)."""
+        """The ``DeepDiscoveryConfig`` for a pool of ``env``: the options given, over ``--defaults`` (cpu: the
+        dataclass defaults, tabular pools ``TABULAR_SETTINGS``; paper: ``paper_discovery_settings`` for the
+        number of policies phi trains on)."""
         from ers_deep.discovery.config import DeepDiscoveryConfig
 
         return DeepDiscoveryConfig(**self.config_fields(env))
 
     def config_fields(self, env: str) -> dict[str, Any]:
         """The fields of :meth:`config`, not yet checked (a resume merges them with the run's own)."""
-        from ers_deep.discovery.config import TABULAR_SETTINGS
+        from ers_deep.discovery.config import TABULAR_SETTINGS, paper_discovery_settings
 
-        over: dict[str, Any] = dict(TABULAR_SETTINGS) if env not in DEEP_ENVS else {}
+        if self.defaults == "paper":
+            over = paper_discovery_settings(env, self.training_policies())
+        else:
+            over = dict(TABULAR_SETTINGS) if env not in DEEP_ENVS else {}
         for field, key in (
             ("total_steps", "total_env_steps"),
             ("num_envs", "num_envs"),
             ("num_steps", "num_steps"),
             ("lr", "lr"),
+            ("lr_schedule", "lr_schedule"),
+            ("lambda1", "lambda1"),
+            ("lambda2", "lambda2"),
         ):
             if getattr(self, field) is not None:
                 over[key] = getattr(self, field)
@@ -243,8 +279,6 @@ class DiscoverOptions(Options):
             "candidates": self.candidates,
             "top": self.top,
             "action_set": self.action_set,
-            "lambda1": self.lambda1,
-            "lambda2": self.lambda2,
             "earlier": self.earlier,
             "alpha": self.alpha,
             "eval_games": self.eval_games,
@@ -259,12 +293,14 @@ def _resumed_config(opts: DiscoverOptions, env: str) -> Any:
     repeated; an option given (other than its default) must agree with the run's, else ``UsageError``. (An
     option given at its default value cannot be told from one left out: the run's value is kept.)"""
     from ers_deep.discovery import DeepDiscoveryConfig
+    from ers_deep.discovery.config import FILLED_IN
     from ers_exact.util.output import read_json
 
     path = opts.out_dir() / "discovery-config.json"
     if not path.is_file():  # killed before the run began: it starts with these options
         return opts.config(env)
-    saved = read_json(path, "the config of a discovery run")
+    # a field the file lacks (written before it was added) is the value that run used
+    saved = {**FILLED_IN, **read_json(path, "the config of a discovery run")}
     default = DiscoverOptions(pool=opts.pool, out=str(opts.out_dir()), resume=True)
     g, d = opts.config_fields(env), default.config_fields(env)
     # a field the defaults leave out (--total-steps, --num-envs, --num-steps, --lr: unset means the env's own) is

@@ -2,10 +2,15 @@
 (``net``), action candidates and rounding to permutations (``rounding``), the run's settings (``config``) and
 ``discover`` (``run``)."""
 
-from ers_deep.discovery.config import TABULAR_SETTINGS, DeepDiscoveryConfig
+from ers_deep.discovery.config import (
+    TABULAR_SETTINGS,
+    DeepDiscoveryConfig,
+    paper_discovery_config,
+    paper_discovery_settings,
+)
 from ers_deep.discovery.files import exact_symmetries_for, load_symmetries, symmetries_for
 from ers_deep.discovery.net import DiscoveryNet, LearnedSymmetry, compose
-from ers_deep.discovery.run import discover
+from ers_deep.discovery.run import discover, discovery_train_config
 from ers_deep.envs.symmetry import Symmetry
 
 __all__ = [
@@ -16,7 +21,10 @@ __all__ = [
     "Symmetry",
     "compose",
     "discover",
+    "discovery_train_config",
     "exact_symmetries_for",
     "load_symmetries",
+    "paper_discovery_config",
+    "paper_discovery_settings",
     "symmetries_for",
 ]

@@ -34,7 +34,7 @@ import torch
 from torch import Tensor
 
 from ers_deep.crossplay import check_compatible, env_symmetries
-from ers_deep.discovery.config import TABULAR_SETTINGS, DeepDiscoveryConfig
+from ers_deep.discovery.config import FILLED_IN, TABULAR_SETTINGS, DeepDiscoveryConfig
 from ers_deep.discovery.files import load_symmetries, save_symmetries, symmetries_for
 from ers_deep.discovery.net import DiscoveryNet, LearnedSymmetry, compose
 from ers_deep.discovery.rounding import action_candidates, match_known, nearest_permutation, round_tabular
@@ -56,6 +56,7 @@ __all__ = [
     "TABULAR_SETTINGS",
     "DeepDiscoveryConfig",
     "discover",
+    "discovery_train_config",
     "exact_value",
     "load_symmetries",
 ]
@@ -76,15 +77,17 @@ def _split(pool: Pool, held_out: Pool | None, algorithm: str) -> tuple[list[Poli
     return train_set, test_set
 
 
-def _train_config(pool_cfg: TrainConfig, config: DeepDiscoveryConfig) -> TrainConfig:
-    """The learner's config: the pool's env and PPO settings, the discovery run's sizes and schedule."""
+def discovery_train_config(pool_cfg: TrainConfig, config: DeepDiscoveryConfig) -> TrainConfig:
+    """The learner's config: the pool's env and PPO settings (epochs, minibatches at most 2 per game, gamma,
+    GAE lambda, clipping, value weight, max grad norm), the discovery run's sizes, learning rate and its
+    schedule (``config.lr_schedule``: annealed linearly to 0, or constant) and entropy coefficient."""
     return pool_cfg.replace(
         seeds=tuple(config.seed * 1000 + c for c in range(config.candidates)),
         num_envs=config.num_envs,
         num_steps=config.num_steps,
         total_env_steps=config.total_env_steps,
         lr=config.lr,
-        lr_schedule="linear",
+        lr_schedule=config.lr_schedule,
         alpha=config.entropy(pool_cfg),
         minibatches=min(pool_cfg.minibatches, 2 * config.num_envs),
         advantage="gae",
@@ -234,11 +237,12 @@ def _exact_scores(env: TabularEnv, pool: Pool, nearest: list[Any], alpha: float)
 
 def _check_resumed_config(out: Path, config: DeepDiscoveryConfig) -> None:
     """A resumed run keeps the config it was started with (OUT/discovery-config.json): its candidates, action
-    maps and sizes shape the run's checkpoints. ``UsageError`` naming every field ``config`` changes."""
+    maps and sizes shape the run's checkpoints. ``UsageError`` naming every field ``config`` changes (a field
+    the file lacks, written before the field was added: the value that run used, ``DeepDiscoveryConfig.from_json``)."""
     path = out / "discovery-config.json"
     if not path.is_file():
         return
-    saved = read_json(path, "the config of a discovery run")
+    saved = {**FILLED_IN, **read_json(path, "the config of a discovery run")}
     given = config.to_json()
     changed = [f"{k} = {given[k]!r} (the run's: {saved.get(k)!r})" for k in given if saved.get(k) != given[k]]
     if changed:
@@ -266,7 +270,7 @@ def discover(
     train_set, test_set = _split(pool, held_out, config.algorithm)
     check_compatible([*train_set, *test_set])  # one env and one observation encoding (Hanabi's knowledge)
     pool_cfg = train_set[0].config
-    cfg = _train_config(pool_cfg, config)
+    cfg = discovery_train_config(pool_cfg, config)
     probe = make_env(cfg, 1, seed=0)
     if config.algorithm == "xp-max" and probe.num_agents < 2:
         raise PoolError(
