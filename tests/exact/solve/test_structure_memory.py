@@ -13,7 +13,7 @@ import pytest
 from ers_exact.games import get_game
 from ers_exact.io.dpomdp import read_dpomdp
 from ers_exact.model.histories import HistoryTree, enumerate_histories
-from ers_exact.solve import boltzmann, fixed_points
+from ers_exact.solve import boltzmann, fixed_point_budget
 from ers_exact.solve.boltzmann import LogitCoordinates
 from ers_exact.solve.dense import MAX_DENSE_BYTES, dense_logit_map, dense_structure_bytes
 from ers_exact.solve.derivatives import LogitDerivatives
@@ -108,7 +108,7 @@ def test_certificates_release_the_dense_evaluator_where_both_do_not_fit(monkeypa
     der = coords.derivatives
     search = der.structure_bytes() - der.interval_bytes()
     budget = int(search + DENSE_BUILD_PEAK * dense_structure_bytes(tree) + policy_bytes(coords)) + 1
-    monkeypatch.setattr(fixed_points, "resident_bytes", _fake_resident(tree))
+    monkeypatch.setattr(fixed_point_budget, "resident_bytes", _fake_resident(tree))
     built = []
     monkeypatch.setattr(
         boltzmann, "dense_logit_map", lambda t, cap: built.append(t) or dense_logit_map(t, cap)
@@ -127,7 +127,7 @@ def test_the_solve_takes_a_dense_evaluator_past_the_default_limit_where_its_budg
     counts the dense arrays in its budget and takes them past that limit (Mars H=3: 564 MB)."""
     tree = enumerate_histories(get_game("dectiger", horizon=3))
     huge = MAX_DENSE_BYTES + 1  # what the estimate says; the real map is small
-    for module in (boltzmann, fixed_points):
+    for module in (boltzmann, fixed_point_budget):
         monkeypatch.setattr(module, "dense_structure_bytes", lambda t: huge)
     assert LogitCoordinates(tree).dense_map is None
     built = []

@@ -38,27 +38,32 @@ import numpy as np
 from ers_exact.model.histories import HistoryTree
 from ers_exact.model.optimal import PolicyBudgetError, self_play_optimum
 from ers_exact.solve.boltzmann import LogitCoordinates, check_temperature, logit_bound
-from ers_exact.solve.certify import certificate_bytes, certify_points
+from ers_exact.solve.certify import certify_points
 from ers_exact.solve.config import SolverConfig
-from ers_exact.solve.continuation import continuation
+from ers_exact.solve.continuation import ContinuationResult, continuation
 from ers_exact.solve.damped import damped
-from ers_exact.solve.dense import MAX_DENSE_BYTES, dense_structure_bytes
-from ers_exact.solve.derivatives import MemoryBudgetError
+from ers_exact.solve.fixed_point_budget import (
+    DENSE_BUILD_PEAK,
+    START_BYTES_PER_COORDINATE,
+    budget_base,
+    budgeted_coordinates,
+    certificate_coordinates,
+    check_start_memory,
+)
 from ers_exact.solve.fixed_point_result import FixedPoint, FixedPointSet
 from ers_exact.solve.newton import dedup, flat_policies, newton, policy_bytes, polish, step_radius
 from ers_exact.solve.subdivision import enumerate_all
 from ers_exact.util.blas import blas_threads
-from ers_exact.util.budget import check_memory, format_bytes, resident_bytes
 from ers_exact.util.progress import Progress
 
-__all__ = ["FixedPoint", "FixedPointSet", "SolverConfig", "solve_fixed_points"]
-
-
-#: memory of one start of the multistart search per logit coordinate: y, its damped and Newton copies, the
-#: residuals and the policies of the de-duplication (measured: 3-6x the [P, D] array of starts)
-START_BYTES_PER_COORDINATE = 8 * 12
-#: the dense evaluator's build peaks at this multiple of its estimate (measured: Dec-Tiger H=4, 1.2x)
-DENSE_BUILD_PEAK = 1.25
+__all__ = [
+    "DENSE_BUILD_PEAK",
+    "START_BYTES_PER_COORDINATE",
+    "FixedPoint",
+    "FixedPointSet",
+    "SolverConfig",
+    "solve_fixed_points",
+]
 
 
 def _starts(coords: LogitCoordinates, cfg: SolverConfig, warm: np.ndarray | None) -> np.ndarray:
@@ -171,80 +176,6 @@ def _absorb(
     return absorbed, len(left)
 
 
-def _budgeted_coordinates(tree: HistoryTree, cfg: SolverConfig, base: float) -> LogitCoordinates:
-    """The logit coordinates whose batched work is chunked under what ``memory_budget_bytes`` leaves for it
-    in the whole process (``memory_scope="process"``, the CLI) or above what was resident at the call
-    (``"call"``, ``base``): the budget less what is resident once the evaluator's index structures are built
-    (interpreter, libraries, the tree). Refused at once (:class:`MemoryBudgetError`, before any
-    iteration) when not even one policy's Newton or continuation step fits beside the index structures and
-    their interval parts. The dense evaluator of a small two-agent game (:mod:`ers_exact.solve.dense`) is
-    used where its arrays fit beside the reference's; the interval parts are built only by the certificates,
-    which run after the search and release the dense evaluator first where both would not fit
-    (:func:`_certificate_coordinates`)."""
-    budget = cfg.memory_budget_bytes
-    coords = LogitCoordinates(tree, memory_budget=budget)
-    der = coords.derivatives
-    der.chunk_size(True, budget)  # one evaluation alone over the budget: refused before building anything
-    per, structures = policy_bytes(coords), (0 if der.prepared else der.structure_bytes())
-    resident = resident_bytes() - base
-    if resident + structures + per > budget:
-        _refuse(tree, coords, cfg, resident, structures, per)
-    # the dense evaluator (two-agent games) wherever its arrays fit the budget beside the reference's
-    size = dense_structure_bytes(tree)
-    search = structures - (der.interval_bytes() if structures else 0)  # the search builds no interval parts
-    dense = size is not None and resident + search + DENSE_BUILD_PEAK * size + per <= budget
-    der.prepare()
-    largest = max(size or 0, MAX_DENSE_BYTES)  # past the default limit where the budget holds it
-    if dense:  # built now, so that the memory measured next holds it
-        LogitCoordinates(tree, max_dense_bytes=largest).dense_map  # noqa: B018
-    resident = resident_bytes() - base
-    if not dense:  # no evaluator to release before the certificates: their parts count from the start
-        resident += der.interval_bytes()
-    if resident + per > budget:
-        _refuse(tree, coords, cfg, resident, 0, per)
-    return LogitCoordinates(tree, memory_budget=int(budget - resident), dense=dense, max_dense_bytes=largest)
-
-
-def _certificate_coordinates(coords: LogitCoordinates, cfg: SolverConfig, base: float) -> LogitCoordinates:
-    """The coordinates the certificates run on (reference evaluator on interval arrays, never the dense one),
-    with the budget that is left for their boxes once the interval parts of the index structures are built
-    (:meth:`~ers_exact.solve.logit_structure.LogitStructure.interval_bytes`); the tree's dense evaluator is
-    released first where it and one box's test (:func:`~ers_exact.solve.certify.certificate_bytes`) would not
-    fit together (it is rebuilt if a later solve of the tree needs it)."""
-    der, budget = coords.derivatives, cfg.memory_budget_bytes
-    parts = 0 if der.interval_built else der.interval_bytes()
-    if coords.dense_map is not None and (
-        resident_bytes() - base + parts + certificate_bytes(coords) > budget
-    ):
-        coords.release_dense()
-    left = budget - (resident_bytes() - base) - parts
-    return LogitCoordinates(coords.tree, memory_budget=max(1, int(left)), dense=False)
-
-
-def _refuse(
-    tree: HistoryTree,
-    coords: LogitCoordinates,
-    cfg: SolverConfig,
-    resident: float,
-    structures: float,
-    per: float,
-) -> None:
-    game, budget = tree.game, cfg.memory_budget_bytes
-    built = f" + {format_bytes(structures)} for its index structures" if structures else ""
-    scope, held = (
-        ("the whole process", "interpreter, libraries, the history tree")
-        if cfg.memory_scope == "process"
-        else ("the solve", "added since the call")
-    )
-    raise MemoryBudgetError(
-        f"{game.name} H={game.horizon}: {scope} needs at least "
-        f"{format_bytes(resident + structures + per)} ({format_bytes(resident)} in use: {held}{built}; "
-        f"{format_bytes(per)} for one policy's Newton or continuation step, "
-        f"D = {coords.dim:,} coordinates, {tree.n_joint_nodes:,} joint nodes); the memory budget is "
-        f"{format_bytes(budget)}. Raise --memory-budget (GB) or lower the horizon."
-    )
-
-
 def solve_fixed_points(
     tree: HistoryTree, alpha: float, config: SolverConfig | None = None, warm_starts: np.ndarray | None = None
 ) -> FixedPointSet:
@@ -257,26 +188,63 @@ def solve_fixed_points(
 def _solve(
     tree: HistoryTree, alpha: float, cfg: SolverConfig, warm_starts: np.ndarray | None
 ) -> FixedPointSet:
+    """The solve in named steps: budget the coordinates, trace the continuation, run the multistart, add the
+    continuation's crossings, absorb the near-roots, then the certified search and the per-point checks."""
     start = time.perf_counter()
     check_temperature(tree, alpha)
-    # "call": memory already resident when the solve starts (other work of the process) is not the solve's
-    base = resident_bytes() if cfg.memory_scope == "call" else 0.0
-    coords = _budgeted_coordinates(tree, cfg, base)
+    base = budget_base(cfg)
+    coords = budgeted_coordinates(tree, cfg, base)
     bound = logit_bound(tree, alpha)
     n_runs = cfg.n_starts + 2 + (0 if warm_starts is None else len(warm_starts))
-    batch = min(
-        cfg.memory_budget_bytes, n_runs * coords.derivatives.bytes_per_policy(True)
-    )  # chunked under it
-    check_memory(
-        f"--starts {cfg.n_starts:,} on {tree.game.name} H={tree.game.horizon}",
-        n_runs * START_BYTES_PER_COORDINATE * max(1, coords.dim) + batch,
-        "lower --starts",
-    )
+    check_start_memory(tree, coords, cfg, n_runs)  # the starts and one batch (chunked under the budget)
     cont = (
         continuation(coords, alpha, cfg.continuation_config, progress=cfg.progress)
         if cfg.continuation
         else None
     )
+    ms = _multistart(coords, alpha, cfg, bound, warm_starts)
+    if cont is not None and len(cont.points):
+        _add_crossings(coords, cont, alpha, cfg, bound, ms.found, ms.near)
+    absorbed, unconverged = _absorb(coords, ms.found, ms.near, cfg.near_radius)
+    ok = ms.conv.copy()
+    ok[ms.near_runs] = absorbed[: len(ms.near_runs)]  # a run that converged (linearly) to a listed point
+    ok = ok[: ms.n_starts] | ok[ms.n_starts :]  # a start converged when either of its two Newton runs did
+    complete, completeness = _certified_search(coords, alpha, cfg, bound, ms.found)
+    points = _describe(coords, ms.found, alpha, cfg, base)
+    return FixedPointSet(
+        game=tree.game.name,
+        horizon=tree.game.horizon,
+        alpha=float(alpha),
+        points=points,
+        config=cfg,
+        n_starts=ms.n_starts,
+        converged_starts=int(ok.sum()),
+        unconverged=unconverged,
+        complete=complete,
+        completeness=completeness,
+        seconds=time.perf_counter() - start,
+        continuation=cont,
+    )
+
+
+@dataclass
+class _Multistart:
+    """What the multistart found: the distinct converged points, the near-roots (candidates for absorption),
+    which runs converged, which of them are near-roots, and the number of starts (two Newton runs each)."""
+
+    found: list[_Found]
+    near: list[tuple[np.ndarray, float, str, int | None]]
+    conv: np.ndarray
+    near_runs: np.ndarray
+    n_starts: int
+
+
+def _multistart(
+    coords: LogitCoordinates, alpha: float, cfg: SolverConfig, bound: float, warm_starts: np.ndarray | None
+) -> _Multistart:
+    """The starts, their damped iteration (two runs per start: short and long), one Newton run per cluster of
+    coinciding runs and its polish; the converged runs de-duplicated (module docstring)."""
+    tree = coords.tree
     y0 = _starts(coords, cfg, warm_starts)
     desc = f"multistart {tree.game.name} alpha={alpha:g} ({len(y0)} starts)"
     with Progress(cfg.damped_steps + cfg.newton_steps, desc, enabled=cfg.progress) as bar:
@@ -294,23 +262,39 @@ def _solve(
     near: list[tuple[np.ndarray, float, str, int | None]] = [
         (y[k], float(step[k]), "multistart", None) for k in near_runs
     ]
-    if cont is not None and len(cont.points):
-        # a crossing is judged by its Newton step alone (its residual is the continuation's polish_tol)
-        crossings = np.array(cont.points, dtype=float).reshape(len(cont.points), coords.dim)
-        yc, _, step_c, conv_c = polish(
-            coords, crossings, np.zeros(len(crossings)), alpha, cfg.newton_settings, bound
-        )
-        for k, b in enumerate(cont.point_branch):
-            if conv_c[k]:
-                _merge(coords, found, yc[k], "continuation", b, max(cfg.dedup_tol, 1e-6))
-            else:
-                near.append((yc[k], float(step_c[k]), "continuation", b))
-    absorbed, unconverged = _absorb(coords, found, near, cfg.near_radius)
-    ok = conv.copy()
-    ok[near_runs] = absorbed[: len(near_runs)]  # a run that converged (linearly) to a listed point
-    ok = ok[: len(y0)] | ok[len(y0) :]  # a start converged when either of its two Newton runs did
+    return _Multistart(found, near, conv, near_runs, len(y0))
+
+
+def _add_crossings(
+    coords: LogitCoordinates,
+    cont: ContinuationResult,
+    alpha: float,
+    cfg: SolverConfig,
+    bound: float,
+    found: list[_Found],
+    near: list[tuple[np.ndarray, float, str, int | None]],
+) -> None:
+    """Polish the continuation's crossings of lambda = 1 / alpha and merge the converged ones into ``found``
+    (labelled with their branch); the others join ``near``. A crossing is judged by its Newton step alone
+    (its residual is the continuation's polish_tol)."""
+    crossings = np.array(cont.points, dtype=float).reshape(len(cont.points), coords.dim)
+    yc, _, step_c, conv_c = polish(
+        coords, crossings, np.zeros(len(crossings)), alpha, cfg.newton_settings, bound
+    )
+    for k, b in enumerate(cont.point_branch):
+        if conv_c[k]:
+            _merge(coords, found, yc[k], "continuation", b, max(cfg.dedup_tol, 1e-6))
+        else:
+            near.append((yc[k], float(step_c[k]), "continuation", b))
+
+
+def _certified_search(
+    coords: LogitCoordinates, alpha: float, cfg: SolverConfig, bound: float, found: list[_Found]
+) -> tuple[bool, str]:
+    """(complete, completeness note): the certified subdivision search for all fixed points where asked and
+    small enough, its roots polished, de-duplicated and merged into ``found``; complete when they are all the
+    points listed."""
     complete, completeness = False, "multistart and continuation: no proof that the list is complete"
-    completeness_hint = "; for Pi*_alpha proven complete run `ers-exact optimal-set`"
     if cfg.complete_search and coords.dim > cfg.max_complete_input_dim:
         completeness += f" (no certified search: {coords.dim} coordinates > {cfg.max_complete_input_dim})"
     elif cfg.complete_search:
@@ -337,22 +321,8 @@ def _solve(
                 f"; it holds {len(roots)} fixed point(s), multistart and continuation found {n_before}"
             )
     if not complete:
-        completeness += completeness_hint
-    points = _describe(coords, found, alpha, cfg, base)
-    return FixedPointSet(
-        game=tree.game.name,
-        horizon=tree.game.horizon,
-        alpha=float(alpha),
-        points=points,
-        config=cfg,
-        n_starts=len(y0),
-        converged_starts=int(ok.sum()),
-        unconverged=unconverged,
-        complete=complete,
-        completeness=completeness,
-        seconds=time.perf_counter() - start,
-        continuation=cont,
-    )
+        completeness += "; for Pi*_alpha proven complete run `ers-exact optimal-set`"
+    return complete, completeness
 
 
 def _describe(
@@ -381,9 +351,7 @@ def _describe(
             bar.update(len(ys[part]))
         if certify:
             certified = list(
-                certify_points(
-                    _certificate_coordinates(coords, cfg, base), ys, alpha, on_certified=bar.update
-                )
+                certify_points(certificate_coordinates(coords, cfg, base), ys, alpha, on_certified=bar.update)
             )
             bar.update(n - sum(bool(c) for c in certified))  # the points no radius certified
     j_star = J.max()
