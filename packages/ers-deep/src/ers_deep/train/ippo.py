@@ -48,7 +48,6 @@ standardisation ignores the loss mask of non-acting Hanabi players (``../shared/
 from __future__ import annotations
 
 import contextlib
-import math
 import time
 from typing import Any
 
@@ -73,31 +72,11 @@ from ers_deep.train.ppo import (
     update_data,
 )
 from ers_deep.train.precompile import UpdatePrecompile, wanted
+from ers_deep.train.schedule import lr_at, shaped_coef
 from ers_deep.train.update import PPOUpdate
 from ers_exact.util.options import UsageError
 
 __all__ = ["Learner", "Rollout", "RunnerState", "lr_at", "shaped_coef"]
-
-
-def lr_at(config: TrainConfig, update: int) -> float:
-    """The learning rate of update ``update`` (0-based) under ``config.lr_schedule``."""
-    frac = update / config.num_updates
-    if config.lr_schedule == "linear":
-        return config.lr * (1.0 - frac)
-    if config.lr_schedule == "warmup-cosine":
-        # capped at 1: with a fractional W, (update + 1) / W passes 1 at the last warm-up update
-        if frac < config.warmup:
-            return config.lr * min(1.0, (update + 1) / max(1.0, config.warmup * config.num_updates))
-        rest = (frac - config.warmup) / max(1e-12, 1.0 - config.warmup)
-        return config.lr * 0.5 * (1.0 + math.cos(math.pi * min(rest, 1.0)))
-    return config.lr
-
-
-def shaped_coef(config: TrainConfig, env_steps: int) -> float:
-    """Weight of the shaped reward after ``env_steps`` steps per seed (linear 1 -> 0; horizon 0: always 1)."""
-    if config.shaped_reward_horizon <= 0:
-        return 1.0
-    return max(0.0, 1.0 - env_steps / config.shaped_reward_horizon)
 
 
 #: joint steps a CPU run must take before ``collect_mode="auto"`` compiles its step (compilation takes 10-40 s
