@@ -28,6 +28,9 @@ Budgets: ``budget_bytes`` bounds the DAG (refused while it is built, :class:`Bud
 next step would pass it, the search stops cleanly and reports the best policy found (its value L, a lower
 bound) and the largest open priority (an upper bound on J*). ``max_children`` and ``max_seconds`` stop it
 the same way.
+
+The nodes and what a search shares (their Bayesian games, children and memory) are in
+:mod:`ers_exact.model.ice_nodes`; here the best-first loop over them.
 """
 
 from __future__ import annotations
@@ -40,21 +43,18 @@ from typing import Any
 
 import numpy as np
 
-from ers_exact.model.bayes_bnb import BestFirstRules, best_rule_bnb
-from ers_exact.model.bayes_game import BayesGame, LazyChildren, RuleSource, SortedRules, best_rule
-from ers_exact.model.belief_dag import BeliefDag, belief_dag, dag_heuristic
+from ers_exact.model.bayes_bnb import best_rule_bnb
+from ers_exact.model.bayes_game import LazyChildren, best_rule
+from ers_exact.model.belief_dag import belief_dag, dag_heuristic
 from ers_exact.model.game import Game
 from ers_exact.model.gmaa import search_stats
-from ers_exact.model.ice_clustering import cluster_types
-from ers_exact.util.budget import format_bytes, memory_budget, resident_bytes
+from ers_exact.model.ice_nodes import IceContext, IceNode, IceStop, node_policy_trees
+from ers_exact.util.budget import memory_budget
 
 __all__ = ["IceOutcome", "ice_search"]
 
 DEFAULT_MAX_CHILDREN = 5_000_000
 DEFAULT_SORT_RULES = 0  # two-agent expansions with more enumerated rules are generated best first
-_BYTES_PER_ENTRY = (
-    40  # per (enumerated rule, responder class, action): payoff, sorted payoff and order, temporaries
-)
 _RSS_EVERY = 64  # check the resident memory every so many iterations
 
 
@@ -98,156 +98,6 @@ class IceOutcome:
         }
 
 
-class _Node:
-    """A partial joint policy phi_t: its clustered Bayesian game of stage t and how it was reached."""
-
-    __slots__ = ("bg", "bid", "f", "g", "jt", "kids", "legal_row", "parent", "prev_acts", "step", "t", "w")
-
-    def __init__(self, t: int, g: float, f: float, jt: np.ndarray, bid: np.ndarray, w: np.ndarray) -> None:
-        self.t, self.g, self.f = t, g, f
-        self.jt, self.bid, self.w = jt, bid, w  # joint types [m, n], belief index [m], chance weight [m]
-        self.legal_row: list[np.ndarray] = []  # per agent, per type: row of legal_mask (0: t = 0, 1 + o^i)
-        self.step: list[np.ndarray] | None = None  # per agent [K_{t-1}, |O^i|]: type after (type, o^i)
-        self.prev_acts: list[np.ndarray] | None = None  # per agent: the parent's action per parent type
-        self.parent: _Node | None = None
-        self.bg: BayesGame | None = None
-        self.kids: LazyChildren | None = None
-
-    @property
-    def nbytes(self) -> int:
-        live = sum(a.nbytes for a in (self.jt, self.bid, self.w) if a is not None)
-        return live + (0 if self.kids is None else self.kids.nbytes) + 200
-
-
-class _Stop(Exception):
-    """The search must stop before the next step (the reason is the message)."""
-
-
-class _Search:
-    def __init__(self, game: Game, dag: BeliefDag, q: tuple[np.ndarray, ...], cfg: dict[str, Any]) -> None:
-        self.game, self.dag, self.q = game, dag, q
-        self.cluster: bool = cfg["cluster"]
-        self.max_children: int = cfg["max_children"]
-        self.sort_rules: int = cfg["sort_rules"]
-        self.budget: float = cfg["budget_bytes"]
-        self.deadline: float = cfg["deadline"]
-        self.fixed = dag.nbytes + sum(a.nbytes for a in q)
-        self.tracked = self.fixed
-        self.rss0 = (
-            resident_bytes()
-        )  # the process before the search: imports and the caller's data are not ours
-        self.peak = self.tracked
-        self.max_types = [1] * game.n_agents
-        self.jo = game.joint_observations
-        self.masks = [game.legal_mask(i) for i in range(game.n_agents)]
-
-    # ----- memory -----
-    def charge(self, n_bytes: int, what: str) -> None:
-        if self.tracked + n_bytes > self.budget:
-            raise _Stop(
-                f"memory budget: {what} needs {format_bytes(n_bytes)} more, the search holds "
-                f"{format_bytes(self.tracked)} of {format_bytes(self.budget)}"
-            )
-        self.tracked += n_bytes
-        self.peak = max(self.peak, self.tracked)
-
-    def check_process(self) -> None:
-        grown = resident_bytes() - self.rss0 + self.fixed
-        if grown > self.budget:
-            raise _Stop(
-                f"memory budget: the search holds {format_bytes(grown)} of {format_bytes(self.budget)}"
-            )
-        if time.perf_counter() > self.deadline:
-            raise _Stop("time limit reached")
-
-    # ----- Bayesian games -----
-    def bayes_game(self, node: _Node) -> BayesGame:
-        options = [[np.flatnonzero(self.masks[i][r]) for r in rows] for i, rows in enumerate(node.legal_row)]
-        for i, opts in enumerate(options):
-            self.max_types[i] = max(self.max_types[i], len(opts))
-        return BayesGame([node.jt[:, i] for i in range(self.game.n_agents)], options, self.game.n_actions)
-
-    def rule_source(self, node: _Node, bg: BayesGame) -> RuleSource:
-        """The enumerated agents' rules of ``node``'s game best first: all sorted at once when there are at
-        most ``sort_rules`` (or more than two agents, up to ``max_children``), else by best-first branch and
-        bound (two agents; memory follows the rules generated)."""
-        if len(bg.enumerated) == 1 and bg.n_e > self.sort_rules:
-            return BestFirstRules(bg, self.payoffs(node))
-        if bg.n_e > self.max_children:
-            raise _Stop(
-                f"an expansion needs {bg.n_e:,} rules of agents {bg.enumerated} ({bg.sizes()}); "
-                f"max_children is {self.max_children:,}"
-            )
-        entries = bg.n_e * bg.legal_r.size
-        self.charge(entries * _BYTES_PER_ENTRY, f"expanding a stage-{node.t} policy ({bg.sizes()})")
-        S = np.concatenate([c for _, c in bg.payoff_chunks(self.payoffs(node))])
-        self.tracked -= entries * _BYTES_PER_ENTRY
-        return SortedRules(S)
-
-    def payoffs(self, node: _Node) -> np.ndarray:
-        return node.w[:, None] * self.q[node.t][node.bid]  # [m, A]
-
-    def child(self, node: _Node, index: int, f: float) -> _Node:
-        """The partial policy phi_t o delta for the rule ``index`` of ``node``'s game, clustered."""
-        game, t = self.game, node.t
-        assert node.bg is not None
-        actions = node.bg.decode(index)
-        ja = node.bg.joint_action(actions)
-        g = node.g + game.discount**t * float(node.w @ self.dag.reward[t][node.bid, ja])
-        prob = self.dag.prob[t][node.bid, ja]  # [m, O]
-        e, o = np.nonzero(prob > 0)
-        w = node.w[e] * prob[e, o]
-        bid = self.dag.child[t][node.bid, ja][e, o]
-        jt = np.empty((len(e), game.n_agents), dtype=np.int64)
-        codes = []
-        for i in range(game.n_agents):
-            n_o = game.n_observations[i]
-            uniq, inv = np.unique(node.jt[e, i] * n_o + self.jo[o, i], return_inverse=True)
-            jt[:, i] = inv.reshape(-1)
-            codes.append(uniq)
-        legal_row = [1 + c % game.n_observations[i] for i, c in enumerate(codes)]
-        jt, bid, w, maps, legal_row = cluster_types(jt, bid, w, legal_row, self.cluster)
-        kid = _Node(t + 1, g, f, jt, bid, w)
-        kid.legal_row, kid.prev_acts, kid.parent = legal_row, actions, node
-        kid.step = []
-        for i, c in enumerate(codes):
-            n_o = game.n_observations[i]
-            step = np.full((len(node.legal_row[i]), n_o), -1, dtype=np.int64)
-            step[c // n_o, c % n_o] = maps[i]
-            kid.step.append(step)
-        return kid
-
-
-def _policy_trees(game: Game, leaf: _Node, last: list[np.ndarray]) -> tuple[tuple[np.ndarray, ...], ...]:
-    """Per agent and stage, the action after every observation sequence (-1: never reached)."""
-    chain = []
-    node: _Node | None = leaf
-    while node is not None:
-        chain.append(node)
-        node = node.parent
-    chain.reverse()  # stage 0 .. H-1
-    acts: list[list[np.ndarray]] = []
-    for c in chain[1:]:
-        assert c.prev_acts is not None
-        acts.append(c.prev_acts)
-    acts.append(last)
-    out = []
-    for i in range(game.n_agents):
-        n_o = game.n_observations[i]
-        types = np.zeros(1, dtype=np.int64)
-        stages = []
-        for t, node in enumerate(chain):
-            if t > 0:
-                assert node.step is not None
-                prev = np.repeat(types, n_o)
-                obs = np.tile(np.arange(n_o), len(types))
-                types = np.where(prev >= 0, node.step[i][np.maximum(prev, 0), obs], -1)
-            a = acts[t][i]
-            stages.append(np.where(types >= 0, a[np.maximum(types, 0)], -1))
-        out.append(tuple(stages))
-    return tuple(out)
-
-
 def ice_search(
     game: Game,
     heuristic: str = "Q_BG",
@@ -280,105 +130,23 @@ def ice_search(
         "budget_bytes": budget,
         "deadline": start + max_seconds,
     }
-    s = _Search(game, dag, q, cfg)
-    H, gamma = game.horizon, game.discount
-    root_legal = np.ones(game.n_joint_actions, dtype=bool)
-    for i in range(game.n_agents):
-        root_legal &= game.legal_mask(i)[0][game.joint_actions[:, i]]
-    root_bound = float(q[0][0][root_legal].max())
-    zero = np.zeros(1, dtype=np.int64)
-    root = _Node(0, 0.0, root_bound, np.zeros((1, game.n_agents), dtype=np.int64), zero, np.ones(1))
-    root.legal_row = [np.zeros(1, dtype=np.int64) for _ in range(game.n_agents)]
-    slack = tol * max(1.0, abs(root.f))
-    counter = itertools.count()
-    open_list: list[tuple[float, int, int, _Node]] = [(-root.f, 0, next(counter), root)]
-    lower, incumbent = -np.inf, None
-    counts = {"expanded": 0, "solves": 0, "evaluated": 0, "generated": 0, "max_open": 1}
-    stopped = None
-    top = root.f  # priority of the node being worked on (an upper bound on what is left)
-    try:
-        s.charge(root.nbytes, "the root")
-        forced: _Node | None = None
-        if dive:  # follow the best child down to a complete policy first: a lower bound from the start
-            forced = heapq.heappop(open_list)[3]
-        for it in itertools.count():
-            if it % _RSS_EVERY == 0:
-                s.check_process()
-            if forced is not None:
-                node, forced = forced, None
-            else:
-                if not open_list:
-                    break
-                key, _, _, node = open_list[0]
-                if -key <= lower + slack:
-                    break
-                top = -key
-                heapq.heappop(open_list)
-            if node.t == H - 1:
-                dive = False
-                bg = s.bayes_game(node)
-                scale = gamma**node.t
-                if len(bg.enumerated) == 1:
-                    need = (lower - node.g) / scale if scale > 0 and lower > -np.inf else -np.inf
-                    best, last = best_rule_bnb(bg, s.payoffs(node), need)
-                else:
-                    if bg.n_e > max_children:
-                        raise _Stop(
-                            f"a last-stage Bayesian game needs {bg.n_e:,} rules (max_children {max_children:,})"
-                        )
-                    best, last = best_rule(bg, s.payoffs(node), max_children)
-                counts["solves"] += 1
-                value = node.g + scale * best
-                if last is not None and value > lower:
-                    lower, incumbent = value, (node, last)
-                s.tracked -= node.nbytes
-                node.jt = node.bid = node.w = None  # type: ignore[assignment]
-                continue
-            if node.kids is None:  # expand: the rules' priorities, children generated lazily
-                bg = s.bayes_game(node)
-                node.bg, node.kids = bg, LazyChildren(bg, s.rule_source(node, bg), node.g, gamma**node.t)
-                s.charge(node.kids.nbytes, "the children's priorities")
-                counts["evaluated"] += node.kids.source.evaluated
-                counts["expanded"] += 1
-                if dive:  # its best child next, then the parent goes back with its next priority
-                    forced = node
-                    continue
-            else:  # generate the next-best child
-                assert node.kids is not None
-                before, evaluated = node.kids.nbytes, node.kids.source.evaluated
-                f, index = node.kids.pop()
-                counts["evaluated"] += node.kids.source.evaluated - evaluated
-                kid = s.child(node, index, f)
-                s.charge(kid.nbytes + node.kids.nbytes - before, "a new partial policy")
-                counts["generated"] += 1
-                if dive:
-                    forced = kid
-                else:
-                    heapq.heappush(open_list, (-kid.f, -kid.t, next(counter), kid))
-            assert node.kids is not None
-            nxt = node.kids.peek()
-            if nxt > lower + slack:
-                heapq.heappush(open_list, (-nxt, -node.t, next(counter), node))
-            else:  # done with this parent: keep only what the policy of a descendant needs
-                s.tracked -= node.nbytes
-                node.kids = node.bg = None
-                node.jt = node.bid = node.w = None  # type: ignore[assignment]
-                s.tracked += node.nbytes
-            counts["max_open"] = max(counts["max_open"], len(open_list))
-    except _Stop as err:
-        stopped = str(err)
-    upper = lower
+    s = IceContext(game, dag, q, cfg)
+    root = _root(game, q)
+    search = _BestFirst(s, root, tol, dive)
+    stopped = search.run(root)
+    upper = search.lower
     if stopped is not None:
-        upper = max(lower, top, -open_list[0][0] if open_list else -np.inf)
-    trees = None if incumbent is None else _policy_trees(game, incumbent[0], incumbent[1])
+        upper = max(search.lower, search.top, -search.open[0][0] if search.open else -np.inf)
+    incumbent, counts = search.incumbent, search.counts
+    trees = None if incumbent is None else node_policy_trees(game, incumbent[0], incumbent[1])
     return IceOutcome(
-        value=float(lower),
+        value=float(search.lower),
         upper_bound=float(upper),
         optimal=stopped is None,
         stopped=stopped,
         policy_trees=trees,
         heuristic=heuristic,
-        root_bound=root_bound,
+        root_bound=root.f,
         nodes_expanded=counts["expanded"],
         last_stage_solves=counts["solves"],
         children_evaluated=counts["evaluated"],
@@ -392,3 +160,138 @@ def ice_search(
         peak_tracked_bytes=int(s.peak),
         budget_bytes=budget,
     )
+
+
+def _root(game: Game, q: tuple[np.ndarray, ...]) -> IceNode:
+    """The empty policy phi_0: one joint type of weight 1 at the initial belief; its priority, the root bound,
+    is the heuristic's best legal joint action there."""
+    root_legal = np.ones(game.n_joint_actions, dtype=bool)
+    for i in range(game.n_agents):
+        root_legal &= game.legal_mask(i)[0][game.joint_actions[:, i]]
+    root_bound = float(q[0][0][root_legal].max())
+    zero = np.zeros(1, dtype=np.int64)
+    root = IceNode(0, 0.0, root_bound, np.zeros((1, game.n_agents), dtype=np.int64), zero, np.ones(1))
+    root.legal_row = [np.zeros(1, dtype=np.int64) for _ in range(game.n_agents)]
+    return root
+
+
+class _BestFirst:
+    """The best-first loop of :func:`ice_search`: the open list (by priority, deeper first, then first come),
+    the incumbent (the best complete policy, its value the lower bound L), the node a dive works on next, the
+    priority being worked on (``top``, an upper bound on what is left) and the counts."""
+
+    def __init__(self, s: IceContext, root: IceNode, tol: float, dive: bool) -> None:
+        self.s, self.dive = s, dive
+        self.slack = tol * max(1.0, abs(root.f))
+        self.counter = itertools.count()
+        self.open: list[tuple[float, int, int, IceNode]] = [(-root.f, 0, next(self.counter), root)]
+        self.lower: float = -np.inf
+        self.incumbent: tuple[IceNode, list[np.ndarray]] | None = None
+        self.counts = {"expanded": 0, "solves": 0, "evaluated": 0, "generated": 0, "max_open": 1}
+        self.top = root.f
+        self.forced: IceNode | None = None
+
+    def run(self, root: IceNode) -> str | None:
+        """Search until the largest priority left is <= L (None: L = J*) or a budget stops it (the reason)."""
+        try:
+            self.s.charge(root.nbytes, "the root")
+            if (
+                self.dive
+            ):  # follow the best child down to a complete policy first: a lower bound from the start
+                self.forced = heapq.heappop(self.open)[3]
+            for it in itertools.count():
+                if it % _RSS_EVERY == 0:
+                    self.s.check_process()
+                node = self.next_node()
+                if node is None:
+                    break
+                if node.t == self.s.game.horizon - 1:
+                    self.complete(node)
+                    continue
+                if node.kids is None:
+                    if self.expand(node):
+                        continue
+                else:
+                    self.generate(node)
+                self.requeue(node)
+        except IceStop as err:
+            return str(err)
+        return None
+
+    def next_node(self) -> IceNode | None:
+        """The node a dive forces, else the open node of largest priority; None when that priority is <= L."""
+        if self.forced is not None:
+            node, self.forced = self.forced, None
+            return node
+        if not self.open:
+            return None
+        key, _, _, node = self.open[0]
+        if -key <= self.lower + self.slack:
+            return None
+        self.top = -key
+        heapq.heappop(self.open)
+        return node
+
+    def complete(self, node: IceNode) -> None:
+        """A stage H-1 node: solve its Bayesian game of immediate rewards exactly (a better policy is the new
+        incumbent) and release its arrays."""
+        s = self.s
+        self.dive = False
+        bg = s.bayes_game(node)
+        scale = s.game.discount**node.t
+        if len(bg.enumerated) == 1:
+            need = (self.lower - node.g) / scale if scale > 0 and self.lower > -np.inf else -np.inf
+            best, last = best_rule_bnb(bg, s.payoffs(node), need)
+        else:
+            if bg.n_e > s.max_children:
+                raise IceStop(
+                    f"a last-stage Bayesian game needs {bg.n_e:,} rules (max_children {s.max_children:,})"
+                )
+            best, last = best_rule(bg, s.payoffs(node), s.max_children)
+        self.counts["solves"] += 1
+        value = node.g + scale * best
+        if last is not None and value > self.lower:
+            self.lower, self.incumbent = value, (node, last)
+        s.tracked -= node.nbytes
+        node.jt = node.bid = node.w = None  # type: ignore[assignment]
+
+    def expand(self, node: IceNode) -> bool:
+        """The rules' priorities of ``node``, its children generated lazily; True when a dive goes on to its
+        best child (the parent goes back to the open list with its next priority after)."""
+        s = self.s
+        bg = s.bayes_game(node)
+        node.bg, node.kids = bg, LazyChildren(bg, s.rule_source(node, bg), node.g, s.game.discount**node.t)
+        s.charge(node.kids.nbytes, "the children's priorities")
+        self.counts["evaluated"] += node.kids.source.evaluated
+        self.counts["expanded"] += 1
+        if self.dive:
+            self.forced = node
+        return self.dive
+
+    def generate(self, node: IceNode) -> None:
+        """The next-best child of an expanded ``node``: into the open list, or next when diving."""
+        assert node.kids is not None
+        before, evaluated = node.kids.nbytes, node.kids.source.evaluated
+        f, index = node.kids.pop()
+        self.counts["evaluated"] += node.kids.source.evaluated - evaluated
+        kid = self.s.child(node, index, f)
+        self.s.charge(kid.nbytes + node.kids.nbytes - before, "a new partial policy")
+        self.counts["generated"] += 1
+        if self.dive:
+            self.forced = kid
+        else:
+            heapq.heappush(self.open, (-kid.f, -kid.t, next(self.counter), kid))
+
+    def requeue(self, node: IceNode) -> None:
+        """``node`` back into the open list at its next child's priority while that passes L, else done with
+        it: keep only what the policy of a descendant needs."""
+        assert node.kids is not None
+        nxt = node.kids.peek()
+        if nxt > self.lower + self.slack:
+            heapq.heappush(self.open, (-nxt, -node.t, next(self.counter), node))
+        else:
+            self.s.tracked -= node.nbytes
+            node.kids = node.bg = None
+            node.jt = node.bid = node.w = None  # type: ignore[assignment]
+            self.s.tracked += node.nbytes
+        self.counts["max_open"] = max(self.counts["max_open"], len(self.open))
