@@ -35,12 +35,12 @@ enclosures of M and DM over a box that the Krawczyk test needs (chance weights a
 
 The index structure this evaluator needs (coordinates, ancestor pairs, flat node index, the composed scatter
 matrices of (A), (B), (C), memory estimates) is built once per tree by
-:class:`~ers_exact.solve.logit_structure.LogitStructure`, which :class:`LogitDerivatives` derives from.
+:class:`~ers_exact.solve.logit_structure.LogitStructure`; DM from the pass by its subclass
+:class:`~ers_exact.solve.logit_jacobian.LogitJacobian`, which :class:`LogitDerivatives` derives from.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -50,7 +50,8 @@ import numpy as np
 from ers_exact.model.histories import HistoryTree
 from ers_exact.solve.config import DEFAULT_MEMORY_BUDGET
 from ers_exact.solve.interval_array import IArray, concat, exp, log, spmm
-from ers_exact.solve.logit_structure import LogitStructure, MemoryBudgetError, coordinate_index
+from ers_exact.solve.logit_jacobian import LogitJacobian
+from ers_exact.solve.logit_structure import MemoryBudgetError, coordinate_index
 from ers_exact.solve.reach import hull_of_ratios, own_log_softmax, reference_difference
 
 __all__ = [
@@ -76,7 +77,7 @@ def _segment_max(x: np.ndarray, order: np.ndarray, starts: np.ndarray) -> np.nda
     return np.maximum.reduceat(x[order], starts, axis=0)
 
 
-class LogitDerivatives(LogitStructure):
+class LogitDerivatives(LogitJacobian):
     """Evaluator of M, DM and J over batches of policies on the pre-built index structure of a tree (build once
     per tree; see module doc)."""
 
@@ -151,38 +152,12 @@ class LogitDerivatives(LogitStructure):
             prob.append(w.sum(axis=1))
         return rewards, prob
 
-    def _contract(self, g: Any, act: Sequence[Any], keep: Sequence[int]) -> Any:
-        """sum over the agents not in ``keep`` of their probabilities times g [N, A, P]; axes of ``keep``
-        in the order given.  # [N, A_keep..., P]"""
-        N, P = g.shape[0], g.shape[-1]
-        n, na = self.n, self.n_actions
-        m = g.reshape(N, *na, P)
-        drop = [a for a in range(n) if a not in keep]
-        if drop and not isinstance(g, IArray) and n <= 20:  # floats: one einsum (2x the products and sums)
-            ax = "abcdefghijklmopqrstu"
-            sub = f"n{ax[:n]}z," + ",".join(f"n{ax[a]}z" for a in drop)
-            return np.einsum(f"{sub}->n{''.join(ax[a] for a in keep)}z", m, *[act[a] for a in drop])
-        for agent in reversed(range(n)):
-            if agent in keep:
-                continue
-            shape = [N] + [1] * n + [P]
-            shape[1 + agent] = na[agent]
-            m = (m * act[agent].reshape(*shape)).sum(axis=1 + agent, keepdims=True)
-        ordered = sorted(keep)
-        m = m.reshape(N, *[na[a] for a in ordered], P)
-        perm = [ordered.index(a) for a in keep]
-        if perm != sorted(perm):
-            m = m.transpose(0, *[1 + p for p in perm], len(keep) + 1)
-        return m
-
     def _run(self, yT: Any, alpha: float, jacobian: bool, chance: Any) -> tuple[Any, Any, Any]:
         """One chunk: yT [D, P] floats or an IArray. Returns (M [D, P], DM [D, D, P] | None, J [P]).
 
         The forward and backward pass of the last single float policy is kept: a path follower asks for DM
         at the point whose M it has just checked, and then only the Jacobian's own pass runs."""
-        tree, n, na = self.tree, self.n, self.n_actions
-        flat = self.flat
-        bounds = flat["bounds"]
+        n, flat = self.n, self.flat
         interval = isinstance(yT, IArray)
         P = yT.shape[1]
         cache_key = None if interval or P != 1 else (float(alpha), np.asarray(yT, dtype=np.float64).tobytes())
@@ -194,31 +169,39 @@ class LogitDerivatives(LogitStructure):
             prob = concat(prob_t, axis=0)
         else:
             rewards, prob = self.rewards, flat["prob"]
-        # ----- policies: logits, log-softmax; per agent [K_j, A_j, P] -----
+        pi, logpi = self._policies(yT, P, interval)
+        # ----- forward, all nodes at once: each agent's action probabilities and log path probability -----
+        act = [pi[j][self.node_local[:, j]] for j in range(n)]  # [N, A_j, P]
+        logpath = [spmm(flat["path"][j], logpi[j].reshape(-1, P)) for j in range(n)]  # [N, P]
+        p_joint = act[0][:, self.ja[:, 0]]
+        for j in range(1, n):
+            p_joint = p_joint * act[j][:, self.ja[:, j]]  # [N, A, P]
+        G_all, V_all, J = self._backward(p_joint, rewards, P, interval)
+        M, keep, gap_all, den_all = self._gaps(alpha, P, logpi, logpath, act, G_all, prob, interval)
+        state = (pi, act, p_joint, G_all, V_all, keep, gap_all, den_all, bool(interval))
+        if cache_key is not None:
+            self._last = (cache_key, (M.copy(), np.array(J, copy=True), state))
+        if not jacobian:
+            return M, None, J
+        return M, self._jacobian(alpha, P, *state), J
+
+    def _policies(self, yT: Any, P: int, interval: bool) -> tuple[list[Any], list[Any]]:
+        """The policies of the logits yT: per agent pi and log pi [K_j, A_j, P] (the log-softmax of the logits,
+        the reference action's logit 0, illegal actions at the base's -inf)."""
         pi: list[Any] = []
         logpi: list[Any] = []
         offset = 0
-        for hist, (k, a, _) in zip(tree.local, self.index):
-            legal, base = hist.legal, self.base[len(pi)]
+        for hist, (k, a, _) in zip(self.tree.local, self.index):
+            base = self.base[len(pi)]
             if interval:
-                zlo = np.repeat(base, P, axis=2)
-                zhi = zlo.copy()
-                zlo[k, a] = yT.lo[offset : offset + len(k)]
-                zhi[k, a] = yT.hi[offset : offset + len(k)]
-                z = IArray(zlo, zhi)
-                shift = zhi.max(axis=1, keepdims=True)
-                terms = (z - shift).exp()
-                tot = terms.sum(axis=1, keepdims=True)  # >= its largest term (all >= 0), kept above 0
-                tot = IArray(np.maximum(tot.lo, terms.lo.max(axis=1, keepdims=True)), tot.hi)
-                lse = log(tot) + shift
-                # lse >= max_b z_b >= max_b zlo_b exactly: a floor where the sum's lower end underflows to 0
-                # on a wide box (log 0 = -inf, and then -inf - -inf at the illegal actions)
-                lse = IArray(np.maximum(lse.lo, zlo.max(axis=1, keepdims=True)), lse.hi)
-                lp = own_log_softmax(z - lse, zlo, zhi, legal)
-                p = lp.exp()
-                p = IArray(
-                    np.where(legal[:, :, None], p.lo, 0.0),
-                    np.where(legal[:, :, None], np.minimum(p.hi, 1.0), 0.0),  # a probability is <= 1
+                p, lp = _interval_log_softmax(
+                    base,
+                    k,
+                    a,
+                    yT.lo[offset : offset + len(k)],
+                    yT.hi[offset : offset + len(k)],
+                    hist.legal,
+                    P,
                 )
             else:
                 zf = np.repeat(base, P, axis=2)
@@ -229,13 +212,12 @@ class LogitDerivatives(LogitStructure):
             offset += len(k)
             pi.append(p)
             logpi.append(lp)
-        # ----- forward, all nodes at once: each agent's action probabilities and log path probability -----
-        act = [pi[j][self.node_local[:, j]] for j in range(n)]  # [N, A_j, P]
-        logpath = [spmm(flat["path"][j], logpi[j].reshape(-1, P)) for j in range(n)]  # [N, P]
-        p_joint = act[0][:, self.ja[:, 0]]
-        for j in range(1, n):
-            p_joint = p_joint * act[j][:, self.ja[:, j]]  # [N, A, P]
-        # ----- backward, layer by layer: G [N_t, A, P] (reward-to-go after each joint action), V [N_t, P] -----
+        return pi, logpi
+
+    def _backward(self, p_joint: Any, rewards: Any, P: int, interval: bool) -> tuple[Any, Any, Any]:
+        """Layer by layer from the last: G [N, A, P] (the reward-to-go after each joint action), V [N, P] over
+        the flat nodes, and J [P] = V at the root."""
+        bounds = self.flat["bounds"]
         G: list[Any] = [None] * self.H
         V: list[Any] = [None] * self.H
         nxt = None
@@ -254,9 +236,22 @@ class LogitDerivatives(LogitStructure):
             G[t] = g
             V[t] = (p_joint[bounds[t] : bounds[t + 1]] * g).sum(axis=1)
             nxt = V[t]
-        J = V[0][0]
-        G_all, V_all = concat(G, axis=0), concat(V, axis=0)  # [N, A, P], [N, P]
-        # ----- local Q as num / den, with p^{-i} rescaled per local history -----
+        return concat(G, axis=0), concat(V, axis=0), V[0][0]
+
+    def _gaps(
+        self,
+        alpha: float,
+        P: int,
+        logpi: list[Any],
+        logpath: list[Any],
+        act: list[Any],
+        G_all: Any,
+        prob: Any,
+        interval: bool,
+    ) -> tuple[Any, dict[str, list[Any]], list[Any], list[Any]]:
+        """M [D, P]: per agent the local Q gaps num / den / alpha, with p^{-i} rescaled per local history; and
+        what the Jacobian reuses (``keep``: weights, contractions, node terms; the gaps and denominators)."""
+        n, na, flat = self.n, self.n_actions, self.flat
         values = []
         keep: dict[str, list[Any]] = {
             k: [] for k in ("w", "gbar", "numn", "denn", "logpm", "shift", "gi", "lastf")
@@ -303,98 +298,36 @@ class LogitDerivatives(LogitStructure):
             gap_all.append(gap)
             den_all.append(den)
             values.append(gap / alpha)
-        M = concat(values, axis=0)
-        state = (pi, act, p_joint, G_all, V_all, keep, gap_all, den_all, bool(interval))
-        if cache_key is not None:
-            self._last = (cache_key, (M.copy(), np.array(J, copy=True), state))
-        if not jacobian:
-            return M, None, J
-        return M, self._jacobian(alpha, P, *state), J
+        return concat(values, axis=0), keep, gap_all, den_all
 
-    def _jacobian(
-        self,
-        alpha: float,
-        P: int,
-        pi: list,
-        act: list,
-        jp: Any,
-        G: Any,
-        V: Any,
-        keep: dict[str, list[Any]],
-        gap_all: list,
-        den_all: list,
-        interval: bool,
-    ) -> Any:
-        """DM [D, D, P] from the forward and backward pass of :meth:`_run` (all arrays over the flat nodes;
-        ``interval``: the pass enclosed a box, its weights relative to each history's pivot node)."""
-        n, na, K = self.n, self.n_actions, self.K
-        mats, pair_node = self.mats, self.flat["pair_node"]
-        N_all = len(self.node_local)
-        # S^j_m[c] = pi^j(c|m) (Gbar^j_m[c] - V_m) at every node  # [N, A_j, P]
-        S = [act[j] * (keep["gbar"][j] - V.reshape(N_all, 1, P)) for j in range(n)]
-        pi_sel = [pi[j][k, a] for j, (k, a, _) in enumerate(self.index)]  # pi^j(c | sigma)  # [D_j, P]
-        blocks: list[list[Any]] = [[None] * n for _ in range(n)]
-        for i in range(n):
-            k_i = self.index[i][0]
-            D_i = len(k_i)
-            den, gap0 = den_all[i], gap_all[i]  # [K_i, P], [D_i, P]
-            if interval and n > 1:  # intervals: (B) on G[n, (a, .)] - G[n, (r, .)] too
-                Gi = reference_difference(G, i, na, self.reference[i])
-            else:
-                Gi = G
-            if self.n_pairs:
-                Xg = self._ancestor_weights(i, jp, keep, interval) * self.pair_gamma[:, None]  # [n_pairs, P]
-                numn_pairs = keep["numn"][i][pair_node].reshape(self.n_pairs * na[i], P)
-                denn_pairs = keep["denn"][i][pair_node]  # [n_pairs, P]
-            for j in range(n):
-                k_j = self.index[j][0]
-                D_j = len(k_j)
-                if D_i == 0 or D_j == 0:
-                    blocks[i][j] = np.zeros((D_i, D_j, P))
-                    continue
-                out: Any = np.zeros((D_i * D_j, P))
-                if self.n_pairs:
-                    vals = Xg.reshape(self.n_pairs, 1, P) * S[j][pair_node]  # [n_pairs, A_j, P]
-                    out = out + spmm(mats[("C", i, j)], vals.reshape(self.n_pairs * na[j], P))
-                dd = None
-                if j != i:
-                    if self.n_pairs:
-                        out = out + spmm(mats[("A1", i, j)], numn_pairs)
-                        t2 = spmm(mats[("A2", i, j)], numn_pairs).reshape(D_i, K[j], P)[:, k_j]
-                        out = out - (t2 * pi_sel[j].reshape(1, D_j, P)).reshape(D_i * D_j, P)
-                        d2 = spmm(mats[("D2", i, j)], denn_pairs).reshape(D_i, K[j], P)[:, k_j]
-                        dd = spmm(mats[("D1", i, j)], denn_pairs).reshape(D_i, D_j, P) - d2 * pi_sel[
-                            j
-                        ].reshape(1, D_j, P)
-                    # (B): the factor of agent j at the node itself
-                    gij = self._contract(Gi, act, [i, j])  # [N, A_i, A_j, P]
-                    gi = keep["gi"][i].reshape(N_all, na[i], 1, P)
-                    w = keep["w"][i].reshape(N_all, 1, 1, P)
-                    vb = w * act[j].reshape(N_all, 1, na[j], P) * (gij - gi)
-                    out = out + spmm(mats[("B", i, j)], vb.reshape(N_all * na[i] * na[j], P))
-                out = out.reshape(D_i, D_j, P)
-                if dd is not None:
-                    out = out - gap0.reshape(D_i, 1, P) * dd
-                blocks[i][j] = out / den[k_i].reshape(D_i, 1, P) / alpha
-        rows = [concat(blocks[i], axis=1) for i in range(n)]
-        return concat(rows, axis=0)  # [D, D, P]
 
-    def _ancestor_weights(self, i: int, jp: Any, keep: dict[str, list[Any]], interval: bool) -> Any:
-        """X^i(anc -> desc) of every ancestor pair (module docstring, term (C)), rescaled by the ancestor's
-        local-history shift, in the pairs' (t, d, node) order.  # [n_pairs, P]"""
-        tree, bounds = self.tree, self.flat["bounds"]
-        lpm, shift, lastf = keep["logpm"][i], keep["shift"], keep["lastf"]
-        X: list[Any] = []
-        x_prev: list[Any] = []  # per depth d at layer t - 1
-        for t in range(1, self.H):
-            layer = tree.layers[t]
-            par = layer.parent + bounds[t - 1]  # flat index of each node's parent
-            if interval:  # intervals: the parent's log weight (relative to its pivot) plus the last factors
-                x1 = exp(lpm[par] + lastf[i][bounds[t] : bounds[t + 1]])
-            else:
-                x1 = exp(lpm[bounds[t] : bounds[t + 1]] - shift[i][par])
-            edge = jp[par, layer.action]  # [N_t, P]
-            x_t = [x1] + [x_prev[d - 1][layer.parent] * edge for d in range(1, t)]
-            X += x_t
-            x_prev = x_t
-        return concat(X, axis=0)
+def _interval_log_softmax(
+    base: np.ndarray,
+    k: np.ndarray,
+    a: np.ndarray,
+    ylo: np.ndarray,
+    yhi: np.ndarray,
+    legal: np.ndarray,
+    P: int,
+) -> tuple[IArray, IArray]:
+    """One agent's pi and log pi [K, A, P] enclosed over a box of its logits [ylo, yhi] [D_j, P]."""
+    zlo = np.repeat(base, P, axis=2)
+    zhi = zlo.copy()
+    zlo[k, a] = ylo
+    zhi[k, a] = yhi
+    z = IArray(zlo, zhi)
+    shift = zhi.max(axis=1, keepdims=True)
+    terms = (z - shift).exp()
+    tot = terms.sum(axis=1, keepdims=True)  # >= its largest term (all >= 0), kept above 0
+    tot = IArray(np.maximum(tot.lo, terms.lo.max(axis=1, keepdims=True)), tot.hi)
+    lse = log(tot) + shift
+    # lse >= max_b z_b >= max_b zlo_b exactly: a floor where the sum's lower end underflows to 0
+    # on a wide box (log 0 = -inf, and then -inf - -inf at the illegal actions)
+    lse = IArray(np.maximum(lse.lo, zlo.max(axis=1, keepdims=True)), lse.hi)
+    lp = own_log_softmax(z - lse, zlo, zhi, legal)
+    p = lp.exp()
+    p = IArray(
+        np.where(legal[:, :, None], p.lo, 0.0),
+        np.where(legal[:, :, None], np.minimum(p.hi, 1.0), 0.0),  # a probability is <= 1
+    )
+    return p, lp
