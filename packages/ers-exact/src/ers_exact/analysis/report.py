@@ -4,7 +4,7 @@ alphas (``atlas``), with the group checks of the paper (closure, Phi_MDP <= Phi_
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -16,7 +16,7 @@ from ers_exact.solve.config import repeated_alpha
 from ers_exact.solve.fixed_points import FixedPointSet, SolverConfig, solve_fixed_points
 from ers_exact.symmetry.er import MAX_EXHAUSTIVE, er_symmetries
 from ers_exact.symmetry.groups import is_subset, summarise
-from ers_exact.symmetry.mdp_group import decpomdp_group, format_order
+from ers_exact.symmetry.mdp_group import MdpGroup, decpomdp_group, format_order
 from ers_exact.symmetry.search import policy_part_order, psi_order
 
 __all__ = ["ER_MAX_SECONDS", "atlas", "symmetry_report"]
@@ -68,46 +68,11 @@ def symmetry_report(
             found, J_star, complete = proven[0], proven[1], True
             n_listed = len(found)
     pool = _close_under(tree, found, mdp)  # Phi_MDP maps Pi*_alpha onto itself (paper, appendix)
-    mdp_keys = {(m.actions, m.observations) for m in mdp}
+    test = _PoolTest(tree, pool, alpha, J_star, tol, complete, cfg.progress)
     if er_method == "generators":
-        from ers_exact.symmetry.er_group import er_group
-
-        erg = er_group(
-            tree, pool, alpha, J_star, tol=tol, pool_complete=complete, seeds=group.generators,
-            max_seconds=ER_MAX_SECONDS, progress=cfg.progress,
-        )  # fmt: skip
-        er_json = {**erg.to_json(max_elements), "closed": True, "distinct_on_policies": None}  # not listed
-        mdp_in_er = all(erg.contains(m) for m in group.generators)
-        n_extra = erg.order_on_policies - len(mdp)
-        extra = [g for g in erg.generators if (g.actions, g.observations) not in mdp_keys]
+        er = _er_by_generators(test, group, mdp, max_elements)
     else:
-        er = er_symmetries(tree, pool, alpha, J_star, tol=tol, pool_complete=complete, progress=cfg.progress)
-        er_json = er.to_json(game.n_states, max_elements)
-        order = er.order(game.n_states)
-        er_json["order_text"] = f"{game.n_states}! * {len(er.members):,} ({format_order(order)})"
-        if order >= 2**53:
-            er_json["order"] = str(er_json["order"])
-        if er.members:
-            from ers_exact.symmetry.er_group import label_orbits
-
-            summary = summarise(er.members, include_states=False)
-            er_json.update(summary.to_json())
-            er_json["n_generators"] = len(summary.generators)
-            er_json["orbits"] = label_orbits(
-                summary.generators, tuple(zip(game.n_actions, game.n_observations))
-            )
-        er_json["complete"] = True
-        er_json["order_is_lower_bound"] = False
-        er_json["distinct_on_policies"] = distinct_on_policies(tree, er.members)
-        er_json["claim"] = (
-            f"Phi_ER relative to the pool Pi' (certified all of Pi*_alpha: {complete}"
-            f"{' by optimal-set' if proof is not None and proof['complete'] else ''}) = S_|S| x the "
-            f"{len(er.members):,} admissible policy parts phi with every phi(pi), pi in Pi', an optimal "
-            f"Boltzmann fixed point: all {er.n_candidates:,} candidates of Psi's policy part tested"
-        )
-        mdp_in_er = is_subset(mdp, er.members)
-        extra = [m for m in er.members if (m.actions, m.observations) not in mdp_keys]
-        n_extra = len(extra)
+        er = _er_exhaustive(test, mdp, proof is not None and proof["complete"], max_elements)
     listed = list(group.elements(max_elements)) if group.order <= max_elements else []
     return {
         "game": game.name,
@@ -134,12 +99,90 @@ def symmetry_report(
             "max_elements": max_elements,
             "distinct_on_policies": distinct_on_policies(tree, mdp),
         },
-        "er": er_json,
-        "mdp_subgroup_of_er": mdp_in_er,
-        "er_not_mdp_on_policies": n_extra,
-        "er_not_mdp_examples": [m.to_json() for m in extra[:5]],
+        "er": er.json,
+        "mdp_subgroup_of_er": er.mdp_in_er,
+        "er_not_mdp_on_policies": er.n_extra,
+        "er_not_mdp_examples": [m.to_json() for m in er.extra[:5]],
         "convention": "admissible transformations only (DESIGN.md); Phi_ER = S_|S| x policy part",
     }
+
+
+@dataclass(frozen=True)
+class _PoolTest:
+    """What Phi_ER is tested against: the pool Pi' of optimal fixed points at alpha, J*, the tolerance and
+    whether Pi' is certified to be all of Pi*_alpha."""
+
+    tree: HistoryTree
+    pool: list[tuple[np.ndarray, ...]]
+    alpha: float
+    J_star: float
+    tol: float
+    complete: bool
+    progress: bool | None
+
+
+@dataclass(frozen=True)
+class _ERPart:
+    """Phi_ER's part of a report: its JSON, whether Phi_MDP lies in it, how many of its policy parts are not
+    Phi_MDP's and some of those (generators, when found by generators)."""
+
+    json: dict[str, Any]
+    mdp_in_er: bool
+    n_extra: int
+    extra: list[Transformation]
+
+
+def _er_by_generators(t: _PoolTest, group: MdpGroup, mdp: list[Transformation], max_elements: int) -> _ERPart:
+    """Phi_ER by generators and order (:func:`~ers_exact.symmetry.er_group.er_group`, Phi_MDP's generators as
+    its seeds), never listed."""
+    from ers_exact.symmetry.er_group import er_group
+
+    erg = er_group(
+        t.tree, t.pool, t.alpha, t.J_star, tol=t.tol, pool_complete=t.complete, seeds=group.generators,
+        max_seconds=ER_MAX_SECONDS, progress=t.progress,
+    )  # fmt: skip
+    mdp_keys = {(m.actions, m.observations) for m in mdp}
+    return _ERPart(
+        {**erg.to_json(max_elements), "closed": True, "distinct_on_policies": None},  # not listed
+        all(erg.contains(m) for m in group.generators),
+        erg.order_on_policies - len(mdp),
+        [g for g in erg.generators if (g.actions, g.observations) not in mdp_keys],
+    )
+
+
+def _er_exhaustive(
+    t: _PoolTest, mdp: list[Transformation], by_optimal_set: bool, max_elements: int
+) -> _ERPart:
+    """Phi_ER by testing every admissible candidate of Psi's policy part, its members summarised as a group
+    (``by_optimal_set``: the pool is Pi*_alpha as optimal-set proved it)."""
+    game = t.tree.game
+    er = er_symmetries(
+        t.tree, t.pool, t.alpha, t.J_star, tol=t.tol, pool_complete=t.complete, progress=t.progress
+    )
+    er_json = er.to_json(game.n_states, max_elements)
+    order = er.order(game.n_states)
+    er_json["order_text"] = f"{game.n_states}! * {len(er.members):,} ({format_order(order)})"
+    if order >= 2**53:
+        er_json["order"] = str(er_json["order"])
+    if er.members:
+        from ers_exact.symmetry.er_group import label_orbits
+
+        summary = summarise(er.members, include_states=False)
+        er_json.update(summary.to_json())
+        er_json["n_generators"] = len(summary.generators)
+        er_json["orbits"] = label_orbits(summary.generators, tuple(zip(game.n_actions, game.n_observations)))
+    er_json["complete"] = True
+    er_json["order_is_lower_bound"] = False
+    er_json["distinct_on_policies"] = distinct_on_policies(t.tree, er.members)
+    er_json["claim"] = (
+        f"Phi_ER relative to the pool Pi' (certified all of Pi*_alpha: {t.complete}"
+        f"{' by optimal-set' if by_optimal_set else ''}) = S_|S| x the "
+        f"{len(er.members):,} admissible policy parts phi with every phi(pi), pi in Pi', an optimal "
+        f"Boltzmann fixed point: all {er.n_candidates:,} candidates of Psi's policy part tested"
+    )
+    mdp_keys = {(m.actions, m.observations) for m in mdp}
+    extra = [m for m in er.members if (m.actions, m.observations) not in mdp_keys]
+    return _ERPart(er_json, is_subset(mdp, er.members), len(extra), extra)
 
 
 def _proven_optimal_set(
