@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -45,63 +45,11 @@ from ers_exact.solve.boltzmann import boltzmann_residual
 from ers_exact.symmetry.candidates import pool_residuals, stack_pool
 from ers_exact.symmetry.er_search import MATCH_TOL, SearchBudgetError, Searcher, pool_orbits, pool_permutation
 from ers_exact.symmetry.mdp_group import format_order
+from ers_exact.symmetry.policy_points import from_points, label_orbits, point_orbit, to_points
 from ers_exact.util.errors import InputError
 from ers_exact.util.progress import Progress
 
 __all__ = ["ERGroup", "ERGroupBudgetError", "er_group", "label_orbits"]
-
-
-def _to_points(phi: Transformation) -> np.ndarray:
-    """The policy part of phi as one permutation of the base-order points [A^0 | O^0 | A^1 | O^1 | ...]."""
-    out, offset = [], 0
-    for acts, obs in zip(phi.actions, phi.observations):
-        out += [offset + v for v in acts]
-        offset += len(acts)
-        out += [offset + v for v in obs]
-        offset += len(obs)
-    return np.array(out, dtype=np.int64)
-
-
-def _from_points(
-    img: Sequence[int] | np.ndarray, n_states: int, sizes: Sequence[tuple[int, int]]
-) -> Transformation:
-    acts, obs, offset = [], [], 0
-    for n_a, n_o in sizes:
-        acts.append(tuple(int(v) - offset for v in img[offset : offset + n_a]))
-        offset += n_a
-        obs.append(tuple(int(v) - offset for v in img[offset : offset + n_o]))
-        offset += n_o
-    return Transformation(tuple(range(n_states)), tuple(acts), tuple(obs))
-
-
-def _orbit(point: int, gens: Sequence[np.ndarray]) -> frozenset[int]:
-    seen, frontier = {point}, [point]
-    while frontier:
-        nxt = [int(g[x]) for x in frontier for g in gens if int(g[x]) not in seen]
-        seen.update(nxt)
-        frontier = nxt
-    return frozenset(seen)
-
-
-def label_orbits(
-    generators: Sequence[Transformation], sizes: Sequence[tuple[int, int]]
-) -> dict[str, list[list[int]]]:
-    """Non-trivial orbits of <generators> on each agent's actions and observations (``sizes``: (|A^i|,
-    |O^i|) per agent)."""
-    gens = [_to_points(g) for g in generators]
-    out, offset = {}, 0
-    for i, (n_a, n_o) in enumerate(sizes):
-        for name, size in ((f"actions_{i}", n_a), (f"observations_{i}", n_o)):
-            pts, seen = [], set[int]()
-            for x in range(offset, offset + size):
-                if x not in seen:
-                    orb = _orbit(x, gens)
-                    seen |= orb
-                    if len(orb) > 1:
-                        pts.append(sorted(v - offset for v in orb))
-            out[name] = pts
-            offset += size
-    return out
 
 
 @dataclass(frozen=True)
@@ -140,14 +88,14 @@ class ERGroup:
         from sympy.combinatorics import Permutation, PermutationGroup
 
         n = sum(a + o for a, o in self.sizes)
-        perms = [Permutation(list(_to_points(g))) for g in self.generators]
+        perms = [Permutation(list(to_points(g))) for g in self.generators]
         return PermutationGroup(perms or [Permutation(list(range(n)))])
 
     def contains(self, phi: Transformation) -> bool:
         """phi's policy part is in the group the generators generate (sympy's sifting)."""
         from sympy.combinatorics import Permutation
 
-        return bool(self._group.contains(Permutation(list(_to_points(phi)))))
+        return bool(self._group.contains(Permutation(list(to_points(phi)))))
 
     def generated_order(self) -> int:
         """The order of <generators> by sympy's Schreier-Sims: equals ``order_on_policies`` when complete."""
@@ -161,7 +109,7 @@ class ERGroup:
                 f"--max-elements {max_elements:,} lists (its order, generators and orbits need no list)"
             )
         for perm in self._group.generate_schreier_sims():
-            yield _from_points(perm.array_form, self.n_states, self.sizes)
+            yield from_points(perm.array_form, self.n_states, self.sizes)
 
     def orbits(self) -> dict[str, list[list[int]]]:
         """Non-trivial orbits of H on each agent's actions and observations."""
@@ -267,19 +215,11 @@ def er_group(
     game = tree.game
     pols = stack_pool(pool)
     P = pols[0].shape[0]
-    res = pool_residuals(tree, pols, alpha)  # (refuses a temperature where none can be evaluated)
-    J = np.atleast_1d(expected_return(tree, pols))
-    bad = np.flatnonzero(~((res <= tol) & (np.abs(J - J_star) <= tol)))
-    if len(bad):
-        p = int(bad[0])
-        raise InputError(
-            f"{game.name}: pool point {p} is not a self-play-optimal Boltzmann fixed point at alpha = {alpha} "
-            f"(residual {res[p]:.2e}, J - J* = {J[p] - J_star:.2e}, tol {tol:g})"
-        )
+    _check_pool(tree, pols, alpha, J_star, tol)
     sizes = tuple(zip(game.n_actions, game.n_observations))
 
     def images(img: np.ndarray) -> tuple[np.ndarray, ...]:
-        return apply_to_policy(tree, _from_points(img, game.n_states, sizes), pols)
+        return apply_to_policy(tree, from_points(img, game.n_states, sizes), pols)
 
     def exact_test(img: np.ndarray) -> bool:
         batch = images(img)
@@ -288,35 +228,11 @@ def er_group(
         return bool(np.all(r <= tol) and np.all(np.abs(j - J_star) <= tol))
 
     searcher = Searcher(tree, pols, exact_test, max_nodes=max_nodes, max_seconds=max_seconds)
-    N = searcher.n_points
-    gens_at: list[list[np.ndarray]] = [[] for _ in range(N)]
+    gens_at: list[list[np.ndarray]] = [[] for _ in range(searcher.n_points)]
     sigmas: list[np.ndarray] = []
     n_seeds = _distribute_seeds(seeds, pols, images, gens_at, sigmas)
-    prefixes = searcher.identity_prefixes()
-    orbit_sets: list[frozenset[int]] = [frozenset({j}) for j in range(N)]
-    lengths = [1] * N
-    stopped_at: int | None = None
-    with Progress(N, f"Phi_ER by generators ({N} base points, pool of {P})", enabled=progress) as bar:
-        for k in reversed(range(N)):
-            known = [g for level in gens_at[k:] for g in level]
-            orbit, excluded = _orbit(k, known), set[int]()
-            try:
-                for gamma in range(k + 1, int(searcher.block[k][1])):
-                    if gamma in orbit or gamma in excluded:
-                        continue
-                    found = searcher.search(k, gamma, prefixes[k], orbit_sets)
-                    if found is None:
-                        excluded |= _orbit(gamma, known)
-                    else:
-                        gens_at[k].append(found[0])
-                        sigmas.append(found[1])
-                        known.append(found[0])
-                        orbit = _orbit(k, known)
-            except SearchBudgetError:
-                stopped_at = k
-                break
-            orbit_sets[k], lengths[k] = orbit, len(orbit)
-            bar.update(1)
+    desc = f"Phi_ER by generators ({searcher.n_points} base points, pool of {P})"
+    lengths, stopped_at = _search_levels(searcher, gens_at, sigmas, desc, progress)
     gens = [g for level in gens_at for g in level]
     result = ERGroup(
         game=game.name,
@@ -326,7 +242,7 @@ def er_group(
         sizes=sizes,
         pool_size=P,
         pool_complete=pool_complete,
-        generators=tuple(_from_points(g, game.n_states, sizes) for g in gens),
+        generators=tuple(from_points(g, game.n_states, sizes) for g in gens),
         n_seeds=n_seeds,
         orbit_lengths=tuple(lengths),
         order_on_policies=math.prod(lengths),
@@ -340,15 +256,62 @@ def er_group(
     )
     generated = result.generated_order()
     if stopped_at is not None:
-        return _replace_order(result, generated)
+        return replace(result, order_on_policies=generated)
     assert generated == result.order_on_policies, (generated, result.order_on_policies)
     return result
 
 
-def _replace_order(result: ERGroup, order: int) -> ERGroup:
-    from dataclasses import replace
+def _check_pool(
+    tree: HistoryTree, pols: tuple[np.ndarray, ...], alpha: float, J_star: float, tol: float
+) -> None:
+    """Every pool point a self-play-optimal Boltzmann fixed point at ``alpha`` (residual and |J - J*| within
+    ``tol``), else an :class:`InputError` naming the first that is not."""
+    res = pool_residuals(tree, pols, alpha)  # (refuses a temperature where none can be evaluated)
+    J = np.atleast_1d(expected_return(tree, pols))
+    bad = np.flatnonzero(~((res <= tol) & (np.abs(J - J_star) <= tol)))
+    if len(bad):
+        p = int(bad[0])
+        raise InputError(
+            f"{tree.game.name}: pool point {p} is not a self-play-optimal Boltzmann fixed point at alpha = "
+            f"{alpha} (residual {res[p]:.2e}, J - J* = {J[p] - J_star:.2e}, tol {tol:g})"
+        )
 
-    return replace(result, order_on_policies=order)
+
+def _search_levels(
+    searcher: Searcher,
+    gens_at: list[list[np.ndarray]],
+    sigmas: list[np.ndarray],
+    desc: str,
+    progress: bool | None,
+) -> tuple[list[int], int | None]:
+    """The levels of the base from the last point to the first (module docstring, steps 1-2): the generators
+    found at each level into ``gens_at`` (their pool permutations into ``sigmas``); the basic orbit lengths
+    and the level where a search budget stopped it (None: finished)."""
+    N = searcher.n_points
+    prefixes = searcher.identity_prefixes()
+    orbit_sets: list[frozenset[int]] = [frozenset({j}) for j in range(N)]
+    lengths = [1] * N
+    with Progress(N, desc, enabled=progress) as bar:
+        for k in reversed(range(N)):
+            known = [g for level in gens_at[k:] for g in level]
+            orbit, excluded = point_orbit(k, known), set[int]()
+            try:
+                for gamma in range(k + 1, int(searcher.block[k][1])):
+                    if gamma in orbit or gamma in excluded:
+                        continue
+                    found = searcher.search(k, gamma, prefixes[k], orbit_sets)
+                    if found is None:
+                        excluded |= point_orbit(gamma, known)
+                    else:
+                        gens_at[k].append(found[0])
+                        sigmas.append(found[1])
+                        known.append(found[0])
+                        orbit = point_orbit(k, known)
+            except SearchBudgetError:
+                return lengths, k
+            orbit_sets[k], lengths[k] = orbit, len(orbit)
+            bar.update(1)
+    return lengths, None
 
 
 def _distribute_seeds(
@@ -361,7 +324,7 @@ def _distribute_seeds(
     """Strong generators of <seeds> along the base (sympy), each filed under the first point it moves."""
     perms = []
     for phi in seeds:
-        img = _to_points(phi)
+        img = to_points(phi)
         if np.array_equal(img, np.arange(len(img))):
             continue
         if pool_permutation(pols, images(img)) is None:
