@@ -29,6 +29,7 @@ LAYERS: dict[str, dict[str, int]] = {
         "io": 2,
         "games": 3,
         "interface": 4,
+        "deployment": 4,
         "solve": 5,
         "symmetry": 6,
         "zsc": 7,
