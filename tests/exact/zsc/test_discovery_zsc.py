@@ -189,13 +189,14 @@ def test_er_agents_use_the_identity_and_their_learned_set(monkeypatch) -> None:
     calls = []  # (Phi, deployed policy) of every OP training, per agent OP + Phi_MDP then OP + Phi_ER
     real = pipeline.train_other_play
 
+    cfg = ZSCConfig(agents=3, pool="exact", alpha=0.3, k=2, l=2, m=2, op_steps=60, algorithm="xp-max")
+
     def spy(tree_, phis, config):
         result = real(tree_, phis, config)
-        calls.append((list(phis), result.policy))
+        calls.append((list(phis), pipeline.deployed_policy(result, cfg.select_by)))
         return result
 
     monkeypatch.setattr(pipeline, "train_other_play", spy)
-    cfg = ZSCConfig(agents=3, pool="exact", alpha=0.3, k=2, l=2, m=2, op_steps=60, algorithm="xp-max")
     report, discoveries = run_zsc(tree, cfg)
     ident = Transformation.identity(tree.game)
     er_calls = calls[1::2]

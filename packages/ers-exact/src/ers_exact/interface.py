@@ -18,7 +18,8 @@ halves on the same game and compare their outputs field by field.
   trains OP with (OP + Phi_MDP: Phi_MDP; OP + learned Phi_ER: {Id} united with each agent's own learned
   set, which XP(*)+ER symmetrises with too) and, for the self-play population, which trains no OP, Phi_MDP
   (how much its conventions break the Dec-POMDP symmetries). Reports written before the OP column load
-  with ``op = None``.
+  with ``op = None``. Its ``config`` names the deployment rule ``select_by`` and the OP score's reading
+  ``op_reading`` (:mod:`ers_exact.deployment`).
 """
 
 from __future__ import annotations

@@ -314,6 +314,7 @@ def run_zsc(o: ZSCOptions) -> dict[str, Any]:
         k=o.k,
         l=o.l,
         m=o.m,
+        select_by=o.select_by,
         episodes=o.episodes,
         algorithm=o.algorithm,
     )

@@ -31,6 +31,7 @@ from ers_exact.cli.option_groups import (
     alpha_grid,
     default_demo_dir,
 )
+from ers_exact.deployment import SELECT_BY
 from ers_exact.model.config import (
     AUTO_EXHAUSTIVE_MAX,
     DEFAULT_MAX_CHILDREN,
@@ -293,6 +294,12 @@ class ZSCOptions(PoolOptions):
     )
     l: int = option(_ZSC.l, help="learned symmetries l kept per agent", check=at_least(1))
     m: int = option(_ZSC.m, help="other-play seeds m per agent", check=at_least(1))
+    select_by: str = option(
+        _ZSC.select_by,
+        help="which of its m OP seeds an agent deploys: sp_return (the paper: the best self-play return J, ties "
+        "by OP) or op_value (the best OP value, ties by J); recorded in the report's config",
+        check=one_of(SELECT_BY),
+    )
     out: str | None = option(
         None,
         help="folder for the JSON result (created)",

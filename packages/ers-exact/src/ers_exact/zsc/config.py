@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ers_exact.deployment import DEFAULT_SELECT_BY, SELECT_BY
 from ers_exact.util.options import (
     UsageError,
     at_least,
@@ -158,6 +159,8 @@ class ZSCConfig:
     k: int = 20  # pool size per agent
     l: int = 6  # learned symmetries kept
     m: int = 5  # OP seeds per agent
+    select_by: str = DEFAULT_SELECT_BY  # which OP seed an agent deploys (ers_exact.deployment): the paper's
+    # "sp_return" (argmax_k J(pi_{i,k})) or "op_value" (the best OP^Phi, ties by J)
     alpha: float = 1.0
     pool: str = "iql"  # "iql" or "exact" (Boltzmann fixed points from the solver)
     episodes: int = 10_000
@@ -175,6 +178,7 @@ class ZSCConfig:
             agents=between(2, UNSEEN_POOL_SEED_OFFSET),
             l=at_least(1),
             m=at_least(1),
+            select_by=one_of(SELECT_BY),
             algorithm=one_of(ALGORITHMS),
             op_steps=at_least(1),
             seed=non_negative,

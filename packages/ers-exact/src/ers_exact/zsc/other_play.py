@@ -24,9 +24,11 @@ seeds ("trainings", as in the paper) therefore runs
   independently, and it replaces the seed's gradient result only when it is better by more than 1e-6
   (where OP is flat, e.g. the toy game under its learned swap, the trained policy stays).
 
-Deployment across seeds: the best OP value, ties (within 1e-6) broken by self-play J (the paper keeps
-the best J; with exact objectives OP-suboptimal seeds can have a higher J, so OP optimality comes
-first). Parameter sharing (one policy for agents whose local history trees coincide) is the default and
+The result's ``policy`` is the best OP value across seeds, ties (within 1e-6) broken by self-play J: the
+OP optimum found, which ``ers-exact op`` reports (``ers_exact.deployment.deploy_index`` under
+``"op_value"``). Every seed's policy is kept (``seed_policies``), so the population pipeline deploys by its
+own rule (``ZSCConfig.select_by``; the paper keeps the best J, and with exact objectives OP-suboptimal
+seeds can have a higher J). Parameter sharing (one policy for agents whose local history trees coincide) is the default and
 an option: the two-lever OP^{Phi_MDP} optimum is 5/4 with it (and needs a mixed policy: deterministic
 shared ones reach 1) and 3/2 without (tests/exact/zsc/test_other_play.py).
 
@@ -47,6 +49,7 @@ from typing import Any
 
 import numpy as np
 
+from ers_exact.deployment import deploy_index
 from ers_exact.model.histories import HistoryTree
 from ers_exact.model.transformation import Transformation
 from ers_exact.model.values import expected_return
@@ -107,6 +110,7 @@ class OPResult:
     played: tuple[
         dict[str, Any], ...
     ] = ()  # the histories the deployed policy reaches: :func:`played_histories`
+    seed_policies: tuple[tuple[np.ndarray, ...], ...] = ()  # every seed's policy, as ``policy``
 
     def to_json(self, with_policy: bool = True) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -330,7 +334,7 @@ def train_other_play(
         else:
             results.append((tuple(p[r] for p in grad_pols), float(grad_op[r]), float(grad_J[r]), "gradient"))
 
-    k = _pick(np.array([r[1] for r in results]), np.array([r[2] for r in results]))
+    k = deploy_index([r[2] for r in results], [r[1] for r in results], "op_value", tie=_TIE)
     grad_desc = (
         f"Adam on the exact OP gradient from {config.restarts} starts per seed (random, symmetrised"
         + (", deterministic optimum + uniform" if det is not None and config.restarts > 2 else "")
@@ -364,6 +368,7 @@ def train_other_play(
         seconds=time.perf_counter() - start,
         config=config.to_json(),
         played=played_histories(tree, results[k][0], phis),
+        seed_policies=tuple(r[0] for r in results),
     )
 
 

@@ -3,10 +3,11 @@
 Each of P independent agents (own seeds) and each population:
 * ``SP``: trains k self-play policies (IQL, or exact Boltzmann fixed points) and deploys its best one
   (greedy w.r.t. Q for IQL: the trained convention; the Boltzmann point itself for exact pools);
-* ``OP+MDP``: trains m OP^{Phi_MDP} policies (Phi_MDP from the exact search) and deploys the best
-  (OP value first, ties by J: :func:`~ers_exact.zsc.other_play.train_other_play`);
+* ``OP+MDP``: trains m OP^{Phi_MDP} policies (Phi_MDP from the exact search) and deploys one of them by
+  ``config.select_by`` (:func:`~ers_exact.deployment.deploy_index`): the paper's best self-play return
+  J(pi_{i,k}) by default (ties by OP value), or the best OP value (ties by J);
 * ``OP+ER``: trains its pool of k policies, discovers l symmetries (Algorithm 1/2/3), trains m OP
-  policies with them and deploys the best.
+  policies with them and deploys one of them by the same rule.
 An ER agent's Phi (:func:`~ers_exact.zsc.discovery.learned_phi`) is {Id} united with its l learned
 symmetries, as in the official code (OP and the symmetriser draw from the loaded symmetries plus an
 appended identity) and ers-deep (``ers_deep.other_play.op_symmetries``): the paper's OP averages XP over
@@ -16,7 +17,9 @@ Within each population every pair of distinct agents is cross-played (XP, eq. XP
 "+MDP" / "+ER" symmetrise every deployed policy first, with Phi_MDP / with the Phi of the OP+ER agent of
 the same index. The OP column is the mean OP^Phi of the deployed policies, Phi being the set each agent
 trains OP with (Phi_MDP; its own Phi); the SP population trains no OP and reports OP^{Phi_MDP}, how much
-its conventions break the Dec-POMDP symmetries. Standard errors: SD / sqrt(n) for means, seeded bootstrap
+its conventions break the Dec-POMDP symmetries. OP^Phi is eq. other-play with eq. XP's n-agent reading (the
+mean over the 2^n - 2 seatings of pi and phi(pi)); the report's config names it ``op_reading: "seatings"``
+(ers-deep's is ``"per-seat"``: :data:`~ers_exact.deployment.OP_READINGS`) beside ``select_by``. Standard errors: SD / sqrt(n) for means, seeded bootstrap
 for medians.
 """
 
@@ -27,6 +30,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from ers_exact.deployment import deploy_index
 from ers_exact.interface import DiscoveryResult, Estimate, PopulationRow, ZSCReport
 from ers_exact.model.histories import HistoryTree
 from ers_exact.model.objectives import cross_play, other_play, symmetrise
@@ -36,10 +40,10 @@ from ers_exact.symmetry.search import decpomdp_symmetries
 from ers_exact.util.progress import Progress
 from ers_exact.zsc.config import DiscoveryConfig, OPConfig, ZSCConfig
 from ers_exact.zsc.discovery import discover, learned_phi
-from ers_exact.zsc.other_play import train_other_play
+from ers_exact.zsc.other_play import OPResult, train_other_play
 from ers_exact.zsc.pools import UNSEEN_POOL_SEED_OFFSET, build_pools
 
-__all__ = ["AGENT_SEED_STRIDE", "ZSCConfig", "learned_phi", "run_zsc"]
+__all__ = ["AGENT_SEED_STRIDE", "ZSCConfig", "deployed_policy", "learned_phi", "run_zsc"]
 
 # Agent a of a run with seed s trains with seed s * AGENT_SEED_STRIDE + a, so runs with different seeds
 # never share an agent seed (for fewer than AGENT_SEED_STRIDE agents).
@@ -81,6 +85,13 @@ def _row(
     )
 
 
+def deployed_policy(result: OPResult, select_by: str) -> tuple[np.ndarray, ...]:
+    """The seed an agent deploys of its m OP seeds in ``result``, by rule ``select_by``
+    (:func:`~ers_exact.deployment.deploy_index` over the seeds' J and OP^Phi)."""
+    k = deploy_index(result.seed_J, result.seed_op_values, select_by)
+    return result.seed_policies[k]
+
+
 def run_zsc(
     tree: HistoryTree, config: ZSCConfig = ZSCConfig(), progress: bool | None = None
 ) -> tuple[ZSCReport, list[DiscoveryResult]]:
@@ -101,9 +112,10 @@ def run_zsc(
             discoveries.append(result)
             er_phis.append(learned_phi(tree, result.permutations()))
             sp_deployed.append(sp_policy)
-            mdp_deployed.append(train_other_play(tree, mdp, replace(op_cfg, seed=seed)).policy)
+            mdp_op = train_other_play(tree, mdp, replace(op_cfg, seed=seed))
+            mdp_deployed.append(deployed_policy(mdp_op, config.select_by))
             er_op = train_other_play(tree, er_phis[-1], replace(op_cfg, seed=seed))
-            er_deployed.append(er_op.policy)
+            er_deployed.append(deployed_policy(er_op, config.select_by))
             bar.update()
     mdp_sets = [mdp] * config.agents
     seed = config.seed
@@ -123,6 +135,11 @@ def run_zsc(
     report = ZSCReport(
         game=tree.game.name,
         rows=rows,
-        config={**config.to_json(), "mdp_order": len(mdp), "horizon": tree.game.horizon},
+        config={
+            **config.to_json(),
+            "op_reading": "seatings",
+            "mdp_order": len(mdp),
+            "horizon": tree.game.horizon,
+        },
     )
     return report, discoveries
