@@ -164,9 +164,15 @@ def test_sp_max_reg_draws_its_candidates_from_another_seed_than_the_agents_sp_ma
     assert cfg.discovery_config(1).seed == seeds[1, cfg.algorithm]  # the population's algorithm by default
 
 
-def _scored_pool(scores: dict[int, float]) -> Pool:
-    """A pool of stand-in policies (only their seeds) with the self-play scores pool.json records."""
-    info = {"policies": [{"seed": s, "self_play": {"mean": v}} for s, v in scores.items()]}
+def _scored_pool(scores: dict[int, float], op: dict[int, float] | None = None) -> Pool:
+    """A pool of stand-in policies (only their seeds) with the self-play scores pool.json records and, for an
+    other-play pool, its ``other_play`` scores ``op``."""
+    info = {
+        "policies": [
+            {"seed": s, "self_play": {"mean": v}, **({"other_play": {"mean": op[s]}} if op else {})}
+            for s, v in scores.items()
+        ]
+    }
     return Pool(Path("pool"), info, tuple(SimpleNamespace(seed=s) for s in scores))  # type: ignore[misc]
 
 
@@ -216,3 +222,63 @@ def test_table1_symmetriser_is_recorded_and_an_older_config_without_it_resumes(
         assert json.loads((old / f"xp-{tag}-er.json").read_text())["symmetriser"] == "probabilities"
     with pytest.raises(UsageError, match="symmetriser"):
         PopulationConfig(symmetriser="policies")
+
+
+@pytest.mark.parametrize("rule", ["sp_return", "op_value"])
+def test_op_agents_deploy_the_seed_select_by_names(rule: str) -> None:
+    """Each agent's OP seeds where the two rules disagree (seed 50: J 0.9, OP 0.3; seed 51: J 0.5, OP 0.8):
+    ``sp_return`` (the paper's argmax_k J) deploys 50, ``op_value`` (pool.json's other_play) 51, in both OP
+    populations; the IPPO population deploys its best self-play seed under either rule."""
+    cfg = PopulationConfig(env="tabular:toy-coordination", agents=2, k=2, m=2, select_by=rule)
+    sp = _scored_pool({0: 0.2, 1: 0.7, 100: 0.6, 101: 0.1})
+    mdp = _scored_pool({50: 0.9, 51: 0.5, 150: 0.9, 151: 0.5}, {50: 0.3, 51: 0.8, 150: 0.3, 151: 0.8})
+    er = [
+        _scored_pool({70: 0.9, 71: 0.5}, {70: 0.3, 71: 0.8}),
+        _scored_pool({170: 0.9, 171: 0.5}, {170: 0.3, 171: 0.8}),
+    ]
+    picked = {tag: [p.seed for p in pols] for tag, pols in _deployed(cfg, sp, mdp, er).items()}
+    first = rule == "sp_return"
+    assert picked == {
+        "ippo": [1, 100],
+        "op-mdp": [50, 150] if first else [51, 151],
+        "op-er": [70, 170] if first else [71, 171],
+    }
+
+
+def test_op_value_needs_the_other_play_scores() -> None:
+    from ers_deep.pools import PoolError
+
+    cfg = PopulationConfig(env="tabular:toy-coordination", agents=2, k=2, m=2, select_by="op_value")
+    plain = _scored_pool({50: 0.9, 51: 0.5, 150: 0.9, 151: 0.5})
+    er = [_scored_pool({70: 0.9, 71: 0.5}), _scored_pool({170: 0.9, 171: 0.5})]
+    with pytest.raises(PoolError, match="other_play"):
+        _deployed(cfg, _scored_pool({0: 0.2, 1: 0.7, 100: 0.6, 101: 0.1}), plain, er)
+
+
+def test_select_by_defaults_to_the_papers_rule_as_in_ers_exact() -> None:
+    from ers_exact.zsc.config import ZSCConfig
+
+    assert PopulationConfig().select_by == ZSCConfig().select_by == "sp_return"
+    with pytest.raises(UsageError, match="select_by"):
+        PopulationConfig(select_by="best")
+
+
+def test_table1_records_select_by_and_the_op_reading(table1: tuple[Path, ZSCReport], tmp_path: Path) -> None:
+    """table1.json's config names the rule and the OP reading (ers-deep's per-seat draw) and keeps them
+    through its JSON round trip; a config.json written before ``select_by`` existed resumes as the rule it
+    ran with (sp_return: nothing retrained)."""
+    import shutil
+
+    out, report = table1
+    back = ZSCReport.from_json(json.loads((out / "table1.json").read_text()))
+    assert (back.config["select_by"], back.config["op_reading"]) == ("sp_return", "per-seat")
+    assert back.config == report.config
+    old = tmp_path / "old"
+    shutil.copytree(out, old)
+    cfg = json.loads((old / "config.json").read_text())
+    del cfg["select_by"]
+    (old / "config.json").write_text(json.dumps(cfg))
+    stamp = {p: p.stat().st_mtime_ns for p in old.rglob("pool.json")}
+    again, _ = run_table1(TINY, old, progress=False)
+    assert {p: p.stat().st_mtime_ns for p in old.rglob("pool.json")} == stamp
+    assert again.config["select_by"] == "sp_return"

@@ -11,6 +11,7 @@ import torch
 
 from ers_deep.cli.common import PRESET_NAMES, device_check, draw_pool_curve, env_check, require_two_seat_env
 from ers_deep.train.evaluate import AVERAGES
+from ers_exact.deployment import DEFAULT_SELECT_BY, SELECT_BY
 from ers_exact.util.options import (
     Options,
     at_least,
@@ -55,9 +56,14 @@ class Table1Options(Options):
     candidates: int = option(8, help="symmetries trained per agent", check=at_least(1))
     l: int = option(4, help="symmetries kept per agent", check=at_least(1))
     m: int = option(
-        1,
-        help="OP seeds per agent, 1 to 20 (the one with the best self-play return is deployed)",
-        check=between(1, 20),
+        1, help="OP seeds per agent, 1 to 20 (--select-by picks the one deployed)", check=between(1, 20)
+    )
+    select_by: str = option(
+        DEFAULT_SELECT_BY,
+        help="which of its m OP seeds an agent deploys: sp_return (the paper: the best self-play return, ties "
+        "by OP) or op_value (the best OP score, pool.json's other_play, ties by self-play); recorded in "
+        "config.json and table1.json",
+        check=one_of(SELECT_BY),
     )
     algorithm: str = option(
         "sp-max", help="discovery algorithm of the ER population", check=one_of(_ALGORITHMS)

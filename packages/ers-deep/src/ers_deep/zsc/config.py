@@ -2,9 +2,11 @@
 
 P agents per population; each ER agent trains k self-play seeds (its pool: the first half trains the
 symmetries, the rest is held out), learns ``candidates`` symmetries and keeps l, then trains m OP seeds with
-them and deploys the one with the best self-play return (the paper's argmax_k J(pi_{i,k})). The IPPO
-population deploys the best self-play seed of each agent's pool likewise; the OP-MDP population trains m OP
-seeds per agent with the env's Dec-POMDP symmetries and deploys the best likewise. The paper's Hanabi scale:
+them and deploys one by ``select_by`` (``ers_exact.deployment``, the same field as ers-exact's ``ZSCConfig``):
+the paper's best self-play return argmax_k J(pi_{i,k}) by default, or the best OP score (pool.json's
+``other_play``: the per-seat draw). The OP-MDP population trains m OP seeds per agent with the env's
+Dec-POMDP symmetries and deploys by the same rule; the IPPO population deploys the best self-play seed of each
+agent's pool under either rule (it has no OP score). The paper's Hanabi scale:
 P = 5, k = 6, 64 candidates, l = 11, m = 5, sp-max-reg (``scripts/table1-gpu.sh``); its Overcooked V2 scale
 (``grounded_coord_simple``, the CNN + GRU policies): P = 5, k = 12, l = 16 by xp-max (Algorithm 3), m = 3
 (``scripts/analyses-gpu.sh``). Every size is a field, so the reduced CPU run and the paper's GPU scale are the
@@ -22,6 +24,7 @@ from ers_deep.envs.hanabi.config import canonical_preset
 from ers_deep.nets import NetConfig
 from ers_deep.train.config import TrainConfig, paper_config
 from ers_deep.train.evaluate import AVERAGES
+from ers_exact.deployment import DEFAULT_SELECT_BY, SELECT_BY
 from ers_exact.util.options import (
     UsageError,
     at_least,
@@ -54,7 +57,8 @@ class PopulationConfig:
     k: int = 4  # self-play seeds per ER agent (its pool)
     candidates: int = 8  # symmetries trained per agent
     l: int = 4  # symmetries kept (the paper's l)
-    m: int = 1  # OP seeds per agent (the one with the best self-play return is deployed)
+    m: int = 1  # OP seeds per agent (the one ``select_by`` picks is deployed)
+    select_by: str = DEFAULT_SELECT_BY  # "sp_return" (the paper: argmax_k J(pi_{i,k})) or "op_value"
     algorithm: str = "sp-max"  # discovery algorithm of the ER population
     sp_steps: int = 600_000  # env steps per self-play seed
     op_steps: int = 600_000  # env steps per OP seed
@@ -86,6 +90,7 @@ class PopulationConfig:
             candidates=at_least(1),
             l=at_least(1),
             m=between(1, MAX_M),
+            select_by=one_of(SELECT_BY),
             algorithm=one_of(("sp-max", "sp-max-reg", "xp-max")),
             sp_steps=at_least(1),
             op_steps=at_least(1),

@@ -6,10 +6,13 @@
 2. discovery: per agent, ``discover`` on its k policies (half train, half held out) -> ``OUT/agent-A/discovery``;
 3. other-play: ``OUT/op-mdp`` (m seeds per agent, the env's Dec-POMDP symmetries, trained together) and, per
    agent, ``OUT/agent-A/op-er`` (m seeds with that agent's learned symmetries);
-4. deployed policies: each agent deploys, of the policies it trained for the population, the one with the
-   best self-play return (the paper's argmax_k J(pi_{i,k})): IPPO among its k self-play seeds, IPPO + OP-MDP
-   and IPPO + OP-ER among its m OP seeds (ers-exact's pipeline deploys its SP agents so too, but its OP agents
-   by the best OP value, ties by J); per population the exact-seat cross-play matrix (``OUT/xp-POP.json``, ``.png``), and the
+4. deployed policies: each agent deploys, of the policies it trained for the population, one by
+   ``config.select_by`` (``ers_exact.deployment.deploy_index``, the rule ers-exact's pipeline applies too):
+   IPPO + OP-MDP and IPPO + OP-ER among its m OP seeds, by the best self-play return (the paper's
+   argmax_k J(pi_{i,k}), the default) or the best OP score (pool.json's ``other_play``, the per-seat draw
+   E J(phi_1(pi), phi_2(pi)): ``op_reading: "per-seat"`` in the report), ties by the other score; IPPO by
+   the best self-play return among its k self-play seeds (no OP score); per population the exact-seat
+   cross-play matrix (``OUT/xp-POP.json``, ``.png``), and the
    row of Table 1: SP, XP, XP(*) (median), XP(*) after symmetrising every policy over Phi_MDP and over its own
    learned Phi_ER (each agent's; the symmetriser averages ``config.symmetriser``: the official code's
    logits by default, or the paper's probabilities, as ers-exact's columns), and the OP objective
@@ -39,6 +42,7 @@ from ers_deep.pools import Policy, Pool, PoolError, load_pool, train_pool
 from ers_deep.train.checkpoint import atomic_write_bytes
 from ers_deep.train.evaluate import Agent, Average, play
 from ers_deep.zsc.config import PopulationConfig
+from ers_exact.deployment import deploy_index
 from ers_exact.interface import DiscoveryResult, Estimate, PopulationRow, ZSCReport
 from ers_exact.util.output import MARKER, OutputError, claim_folder, dumps
 
@@ -106,22 +110,31 @@ def _first(pool: Pool, seed: int) -> Policy:
     return next(p for p in pool.policies if p.seed == seed)
 
 
-def _best(pool: Pool, seeds: Sequence[int]) -> Policy:
-    """The policy of ``seeds`` with the highest self-play score recorded in pool.json (ties: first seed)."""
-    score = {int(e["seed"]): float(e["self_play"]["mean"]) for e in pool.info["policies"]}
-    return _first(pool, max(seeds, key=lambda s: (score[s], -seeds.index(s))))
+def _best(pool: Pool, seeds: Sequence[int], select_by: str = "sp_return") -> Policy:
+    """The policy of ``seeds`` that rule ``select_by`` deploys (``ers_exact.deployment.deploy_index``) by the
+    scores pool.json records: ``self_play`` and, for an other-play pool, ``other_play``."""
+    entries = {int(e["seed"]): e for e in pool.info["policies"]}
+    sp = [float(entries[s]["self_play"]["mean"]) for s in seeds]
+    op = None
+    if select_by == "op_value":
+        if any("other_play" not in entries[s] for s in seeds):
+            raise PoolError(f"{pool.path}: no other_play score per policy; select_by 'op_value' needs one")
+        op = [float(entries[s]["other_play"]["mean"]) for s in seeds]
+    elif all("other_play" in entries[s] for s in seeds):
+        op = [float(entries[s]["other_play"]["mean"]) for s in seeds]  # the ties
+    return _first(pool, seeds[deploy_index(sp, op, select_by)])
 
 
 def _deployed(
     config: PopulationConfig, sp: Pool, op_mdp: Pool, op_er: Sequence[Pool]
 ) -> dict[str, list[Policy]]:
     """The deployed policies per population tag: each agent's policy with the best self-play return among
-    its k self-play seeds (IPPO) and among its m OP seeds (OP-MDP, OP-ER)."""
-    P = range(config.agents)
+    its k self-play seeds (IPPO), and the one ``config.select_by`` picks among its m OP seeds (OP-MDP, OP-ER)."""
+    P, rule = range(config.agents), config.select_by
     return {
         "ippo": [_best(sp, list(config.sp_seeds(a))) for a in P],
-        "op-mdp": [_best(op_mdp, list(config.op_seeds(a, "mdp"))) for a in P],
-        "op-er": [_best(op_er[a], list(config.op_seeds(a, "er"))) for a in P],
+        "op-mdp": [_best(op_mdp, list(config.op_seeds(a, "mdp")), rule) for a in P],
+        "op-er": [_best(op_er[a], list(config.op_seeds(a, "er")), rule) for a in P],
     }
 
 
@@ -196,7 +209,7 @@ def _row(
 
 
 #: PopulationConfig fields added after runs were written: a config.json without one ran with this value
-ADDED_FIELDS: dict[str, Any] = {"symmetriser": "logits"}
+ADDED_FIELDS: dict[str, Any] = {"symmetriser": "logits", "select_by": "sp_return"}
 
 
 def _claim(config: PopulationConfig, out: Path, force: bool, command: str) -> None:
@@ -256,6 +269,7 @@ def run_table1(
         config={
             **config.to_json(),
             "source": "ers-deep table1",
+            "op_reading": "per-seat",
             "mdp_symmetries": len(mdp),
             "learned_symmetries": [len(s) - 1 for s in own],
         },
