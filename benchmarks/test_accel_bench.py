@@ -17,7 +17,7 @@ import torch
 
 from ers_deep.bench.compare import bench_env, jaxmarl_env
 from ers_deep.bench.rollout import bench_policy_rollout
-from ers_deep.bench.timing import jaxmarl_available
+from ers_deep.bench.timing import jaxmarl_installed
 from ers_deep.nets import NetConfig
 
 
@@ -25,10 +25,13 @@ def _rate(env: str, batch: int, steps: int, device: str, mode: str, repeats: int
     return bench_env(env, batch, steps, device, mode, repeats=repeats)
 
 
-def _jaxmarl(env: str, batch: int) -> float | None:
-    if not jaxmarl_available():
+def _jaxmarl(env: str, batch: int) -> dict[str, Any] | None:
+    """JaxMARL's rate and cores in its own process; None without jaxmarl (found without importing it)."""
+    if not jaxmarl_installed():
         return None
-    return jaxmarl_env(env, batch, 256).get("env_steps_per_s")
+    jm = jaxmarl_env(env, batch, 256)
+    assert "error" not in jm, jm
+    return jm
 
 
 @pytest.mark.parametrize(
@@ -48,7 +51,12 @@ def test_cpu_compiled_step(benchmark, one_thread, env: str, batch: int) -> None:
     }
     jm = _jaxmarl(env, batch)
     if jm:
-        info.update(jaxmarl_env_steps_per_s=jm, ratio_compiled_vs_jaxmarl=compiled["env_steps_per_s"] / jm)
+        info.update(
+            compiled_cores_used=compiled["cores_used"],
+            jaxmarl_env_steps_per_s=jm["env_steps_per_s"],
+            jaxmarl_cores_used=jm["cores_used"],
+            ratio_compiled_vs_jaxmarl=compiled["env_steps_per_s"] / jm["env_steps_per_s"],
+        )
     benchmark.extra_info.update(info)
     print(info)
     if batch == 1:
@@ -67,7 +75,11 @@ def test_gpu_env_steps(benchmark, env: str, batch: int, mode: str) -> None:  # t
     info = {"device": torch.cuda.get_device_name(), **res}
     jm = _jaxmarl(env, batch)
     if jm:
-        info.update(jaxmarl_env_steps_per_s=jm, ratio_vs_jaxmarl=res["env_steps_per_s"] / jm)
+        info.update(
+            jaxmarl_env_steps_per_s=jm["env_steps_per_s"],
+            jaxmarl_cores_used=jm["cores_used"],
+            ratio_vs_jaxmarl=res["env_steps_per_s"] / jm["env_steps_per_s"],
+        )
     benchmark.extra_info.update(info)
     print(info)
 

@@ -26,7 +26,7 @@ import torch
 
 from ers_deep.bench.compare import bench_env, jaxmarl_env
 from ers_deep.bench.rollout import PAPER, bench_policy_rollout
-from ers_deep.bench.timing import jaxmarl_available
+from ers_deep.bench.timing import jaxmarl_installed
 
 VARIANTS = {"hanabi": ["obs"], "overcooked-v2": ["obs", "state"]}
 
@@ -212,9 +212,9 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [e for e in args.envs if e not in VARIANTS] + [m for m in args.modes if m not in bench_modes()]
     if unknown:
         ap.error(f"unknown env or mode {unknown[0]!r}")
-    if args.jaxmarl and not jaxmarl_available():
+    if args.jaxmarl and not jaxmarl_installed():
         print(
-            "jaxmarl is not importable: measuring ers only (install the wheels, see gpu-anchors)",
+            "jaxmarl is not installed: measuring ers only (install the wheels, see gpu-anchors)",
             file=sys.stderr,
         )
         args.jaxmarl = False

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -19,6 +20,8 @@ def test_env_bench_json_against_hle(capsys: pytest.CaptureFixture[str]) -> None:
     assert hle["env_steps_per_s"] > 0 and hle["ratio"] == pytest.approx(
         res["env_steps_per_s"] / hle["env_steps_per_s"]
     )
+    for side in (res, hle):  # CPU seconds over wall seconds of the timed span, every thread counted
+        assert 0 < side["cores_used"] <= (os.cpu_count() or 1) + 0.5
 
 
 @pytest.mark.parametrize("env", ["hanabi", "overcooked-v2"])
@@ -26,7 +29,7 @@ def test_env_bench_text_and_missing_jaxmarl(
     env: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     for module in (bench, bench_overcooked):  # as on a machine without the reference extra
-        monkeypatch.setattr(module, "jaxmarl_available", lambda: False)
+        monkeypatch.setattr(module, "jaxmarl_installed", lambda: False)
     assert (
         main(
             [
@@ -47,11 +50,11 @@ def test_env_bench_text_and_missing_jaxmarl(
         == 0
     )
     out = capsys.readouterr().out
-    assert "env-steps/s" in out and "jaxmarl" in out and "not installed" in out
+    assert "env-steps/s" in out and "cores)" in out and "jaxmarl" in out and "not installed" in out
 
 
 @pytest.mark.slow  # ~20 s of JAX compilation; the port's equality with JaxMARL is checked by the env's differential test
-@pytest.mark.skipif(not bench.jaxmarl_available(), reason="needs the reference extra (jaxmarl)")
+@pytest.mark.skipif(not bench.jaxmarl_installed(), reason="needs the reference extra (jaxmarl)")
 def test_overcooked_env_bench_json_against_jaxmarl(capfd: pytest.CaptureFixture[str]) -> None:
     """The user command of the issue: JSON on stdout (jaxmarl's import banner goes to stderr), ratio consistent."""
     assert (

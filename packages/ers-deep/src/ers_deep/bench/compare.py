@@ -10,6 +10,7 @@ from typing import Any
 from ers_deep.bench import hanabi as bench_hanabi
 from ers_deep.bench import overcooked_v2 as bench_overcooked
 from ers_deep.bench.runner import reference_in_subprocess
+from ers_deep.bench.timing import JAXMARL_MISSING, jaxmarl_installed
 
 _MODULES = {"hanabi": "hanabi", "overcooked-v2": "overcooked_v2"}
 
@@ -33,9 +34,25 @@ def bench_env(
     return bench_overcooked.bench_ers(observations=observations, repeats=repeats, **kw)
 
 
-def jaxmarl_env(env: str, batch: int, steps: int, observations: bool = True) -> dict[str, Any]:
-    """JaxMARL's env-steps/s of ``env`` (its module's ``bench_jaxmarl``) in a fresh process, or ``{"error": ...}``."""
-    kwargs: dict[str, Any] = {"batch": batch, "steps": steps}
-    if env != "hanabi":
+def jaxmarl_env(
+    env: str,
+    batch: int,
+    steps: int,
+    observations: bool = True,
+    scan_length: int = 128,
+    repeats: int = 1,
+) -> dict[str, Any]:
+    """JaxMARL's env-steps/s of ``env`` (its module's ``bench_jaxmarl``: at least ``steps`` steps in jitted scans
+    of ``scan_length``, the best of ``repeats``) in a fresh process (``bench.runner``), with the cores that
+    process kept busy (``cores_used``); ``{"error": ...}`` where it fails or jaxmarl is not installed (found
+    without importing it: JAX never starts in the caller's process). ``observations=False``: Overcooked V2
+    only, its state-only rate."""
+    if not jaxmarl_installed():
+        return {"error": JAXMARL_MISSING}
+    kwargs: dict[str, Any] = {"batch": batch, "steps": steps, "scan_length": scan_length, "repeats": repeats}
+    if env == "hanabi":
+        if not observations:
+            raise ValueError("the state-only rate is an Overcooked V2 measurement")
+    else:
         kwargs["observations"] = observations
     return reference_in_subprocess(_MODULES[env], "bench_jaxmarl", kwargs)

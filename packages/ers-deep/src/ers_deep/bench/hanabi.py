@@ -16,7 +16,15 @@ import numpy as np
 import torch
 
 from ers_deep.bench.runner import random_legal_runner, reference_in_subprocess
-from ers_deep.bench.timing import jaxmarl_available, profile_steps, throughput, time_jax_rollout, time_steps
+from ers_deep.bench.timing import (
+    JAXMARL_MISSING,
+    import_jaxmarl_quietly,
+    jaxmarl_installed,
+    profile_steps,
+    throughput,
+    time_jax_rollout,
+    time_steps,
+)
 from ers_deep.envs.hanabi.config import HanabiConfig, resolve_config
 from ers_deep.envs.hanabi.env import HanabiEnv
 
@@ -65,8 +73,8 @@ def bench_ers(
     ``unroll``) after ``warmup`` steps, in ``mode`` (``ers_deep.accel``), the best of ``repeats``."""
     env, run, how = _hanabi_runner(resolve_config(config), batch, device, seed, check_legal, mode, unroll)
     steps = math.ceil(steps / how["unroll"]) * how["unroll"]
-    seconds = time_steps(run, steps, env.device, warmup, repeats)
-    return {**throughput(batch, steps, seconds, env.device), **how}
+    seconds, cores = time_steps(run, steps, env.device, warmup, repeats)
+    return {**throughput(batch, steps, seconds, env.device, cores), **how}
 
 
 def profile_ers(
@@ -91,8 +99,9 @@ def bench_hle(
     seed: int = 0,
     max_env_steps: int = 20_000,
 ) -> dict[str, Any]:
-    """Env-steps/s of HLE (``HLEBatch``: B games one after another, all players' observations and legal masks).
-    Steps are capped so that at most ``max_env_steps`` env-steps run (HLE's rate does not depend on B)."""
+    """Env-steps/s of HLE (``HLEBatch``: B games one after another, all players' observations and legal masks)
+    and the cores the timed span kept busy (``cores_used``). Steps are capped so that at most ``max_env_steps``
+    env-steps run (HLE's rate does not depend on B)."""
     from ers_deep.envs.hanabi.hle import HLEBatch
 
     cfg = resolve_config(config)
@@ -108,17 +117,23 @@ def bench_hle(
             _, legal, _, _ = ref.step(keys.argmax(1))
 
     run(1)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     run(steps)
-    seconds = time.perf_counter() - t0
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     ref.close()
-    return {"env_steps_per_s": batch * steps / seconds, "seconds": seconds, "batch": batch, "steps": steps}
+    return {
+        "env_steps_per_s": batch * steps / seconds,
+        "seconds": seconds,
+        "batch": batch,
+        "steps": steps,
+        "cores_used": cpu / seconds,
+    }
 
 
 def jaxmarl_hanabi(cfg: HanabiConfig) -> Any:
     """JaxMARL's Hanabi env (``jaxmarl.make("hanabi", ...)``) for the game of ``cfg``: players, colours, ranks,
     hand size, tokens and copies per rank (what the benchmark times and the differential test compares)."""
-    jaxmarl_available()  # the first import of jaxmarl, with its banner kept off stdout
+    import_jaxmarl_quietly()  # the first import of jaxmarl, with its banner kept off stdout
     import jaxmarl
 
     return jaxmarl.make(
@@ -139,10 +154,12 @@ def bench_jaxmarl(
     steps: int = 100,
     seed: int = 0,
     scan_length: int = 128,
+    repeats: int = 1,
 ) -> dict[str, Any]:
     """Env-steps/s of JaxMARL's hanabi (vmapped, jitted ``env.step`` with its auto-reset, random legal actions,
-    ``lax.scan`` over ``scan_length`` steps per call as in PureJaxRL); compile time is excluded. Observations and
-    rewards feed a checksum so that XLA cannot skip computing them."""
+    ``lax.scan`` over ``scan_length`` steps per call as in PureJaxRL), the best of ``repeats``; compile time is
+    excluded. Observations and rewards feed a checksum so that XLA cannot skip computing them. It imports JAX:
+    call it through ``bench.runner.reference_in_subprocess`` (``env_bench``, ``compare.jaxmarl_env``)."""
     cfg = HanabiConfig(**config) if isinstance(config, dict) else resolve_config(config)
     env = jaxmarl_hanabi(cfg)  # imports jaxmarl first, its banner kept off stdout
     import jax
@@ -165,7 +182,7 @@ def bench_jaxmarl(
 
     key = jax.random.PRNGKey(seed)
     _, state = jax.vmap(env.reset)(jax.random.split(key, batch))
-    return time_jax_rollout(one_step, (state, key, jnp.float32(0)), batch, steps, scan_length)
+    return time_jax_rollout(one_step, (state, key, jnp.float32(0)), batch, steps, scan_length, repeats)
 
 
 def _jaxmarl_kwargs(cfg: HanabiConfig, batch: int, steps: int, seed: int) -> dict[str, Any]:
@@ -212,10 +229,8 @@ def env_bench(
     for name in against:
         if name not in REFERENCES:
             raise ValueError(f"unknown reference {name!r}; choose from {REFERENCES}")
-        if name == "jaxmarl" and not jaxmarl_available():
-            refs[name] = {
-                "error": "jaxmarl is not installed (the reference extra: pip install -e packages/ers-deep[reference])"
-            }
+        if name == "jaxmarl" and not jaxmarl_installed():
+            refs[name] = {"error": JAXMARL_MISSING}
             continue
         if name == "hle":
             r = bench_hle(cfg, batch, steps, seed)

@@ -18,7 +18,15 @@ from typing import Any
 import torch
 
 from ers_deep.bench.runner import random_legal_runner, reference_in_subprocess
-from ers_deep.bench.timing import jaxmarl_available, profile_steps, throughput, time_jax_rollout, time_steps
+from ers_deep.bench.timing import (
+    JAXMARL_MISSING,
+    import_jaxmarl_quietly,
+    jaxmarl_installed,
+    profile_steps,
+    throughput,
+    time_jax_rollout,
+    time_steps,
+)
 from ers_deep.envs.overcooked_v2.env import NUM_ACTIONS, OvercookedV2Env
 
 DTYPES = {"uint8": torch.uint8, "float32": torch.float32}
@@ -83,9 +91,9 @@ def bench_ers(
     multiple of ``unroll``) after ``warmup`` steps in ``mode`` (``ers_deep.accel``), the best of ``repeats``."""
     env, run, how = _runner(layout, batch, device, seed, obs_dtype, observations, mode, unroll, **env_kwargs)
     steps = math.ceil(steps / how["unroll"]) * how["unroll"]
-    seconds = time_steps(run, steps, env.device, warmup, repeats)
+    seconds, cores = time_steps(run, steps, env.device, warmup, repeats)
     return {
-        **throughput(batch, steps, seconds, env.device),
+        **throughput(batch, steps, seconds, env.device, cores),
         **how,
         "obs_dtype": obs_dtype,
         "observations": observations,
@@ -116,8 +124,9 @@ def bench_jaxmarl(
 ) -> dict[str, Any]:
     """Env-steps/s of JaxMARL's overcooked_v2 (the paper's settings: view 2, negative rewards, recipe resampling,
     random agent positions), as PureJaxRL runs it: ``env.step`` (with its auto-reset) vmapped over the batch and
-    ``lax.scan``-ned over ``scan_length`` steps per jitted call; compile time excluded."""
-    jaxmarl_available()  # the first import of jaxmarl, with its banner kept off stdout
+    ``lax.scan``-ned over ``scan_length`` steps per jitted call; compile time excluded. It imports JAX: call it
+    through ``bench.runner.reference_in_subprocess`` (``env_bench``, ``compare.jaxmarl_env``)."""
+    import_jaxmarl_quietly()  # the first import of jaxmarl, with its banner kept off stdout
     import jax
     import jax.numpy as jnp
     from jaxmarl.environments.overcooked_v2.overcooked import OvercookedV2
@@ -186,11 +195,8 @@ def env_bench(
     for name in against:
         if name != "jaxmarl":
             raise ValueError(f"unknown reference {name!r} for overcooked-v2; choose from ('jaxmarl',)")
-        if not jaxmarl_available():
-            refs[name] = {
-                "error": "jaxmarl is not installed (the reference extra: pip install -e "
-                "packages/ers-deep[reference])"
-            }
+        if not jaxmarl_installed():
+            refs[name] = {"error": JAXMARL_MISSING}
             continue
         kwargs = {
             "layout": layout,

@@ -56,7 +56,7 @@ def bench_policy_rollout(
         for _ in range(math.ceil(n / steps)):
             roll()
 
-    seconds = time_steps(run, calls * steps, e.device, warmup=0, repeats=repeats)
+    seconds, cores = time_steps(run, calls * steps, e.device, warmup=0, repeats=repeats)
     return {
         "env": env,
         "mode": roll.mode,
@@ -65,5 +65,6 @@ def bench_policy_rollout(
         "net": net.to_json(),
         "device": str(e.device),
         "env_steps_per_s": batch * calls * steps / seconds,
+        "cores_used": cores,
         "setup_seconds": setup,
     }

@@ -1,13 +1,21 @@
 """The timing loop shared by the env benchmarks (best-of-n timings, a torch profile of ``run(steps)``) and the
-JaxMARL helpers (a quiet import check, a jitted ``lax.scan`` rollout timer) for the reference columns.
+JaxMARL helpers (an install check that imports nothing, a quiet import, a jitted ``lax.scan`` rollout timer) for
+the reference columns.
 
 Every bench module builds ``run(n)`` (n batched steps of its env, random actions drawn inside the loop) and
 hands it to ``time_steps`` / ``profile_steps``; ``time_jax_rollout`` times JaxMARL the way PureJaxRL runs it.
+Both report ``cores_used``: the process's CPU seconds over the wall seconds of the timed span (all threads).
+
+JAX is imported only by ``import_jaxmarl_quietly`` and ``time_jax_rollout``, which run in the reference's own
+process (``bench.runner.reference_in_subprocess``); the torch side asks ``jaxmarl_installed``, which finds the
+package without importing it (an import of ``jaxmarl.environments`` starts JAX's backend: XLA's CPU thread
+pool, and on a GPU machine its allocator).
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import math
 import os
 import sys
@@ -25,21 +33,27 @@ def _sync(device: torch.device) -> None:
 
 def time_steps(
     run: Callable[[int], None], steps: int, device: torch.device, warmup: int = 5, repeats: int = 1
-) -> float:
-    """Seconds that ``run(steps)`` takes after ``run(warmup)``, the best of ``repeats`` timings (device synced)."""
+) -> tuple[float, float]:
+    """Seconds that ``run(steps)`` takes after ``run(warmup)``, the best of ``repeats`` timings (device synced),
+    and the cores that timing kept busy (``cores_used``: CPU seconds of the process over wall seconds)."""
     run(warmup)
-    seconds = math.inf
+    seconds, cores = math.inf, math.nan
     for _ in range(repeats):
         _sync(device)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         run(steps)
         _sync(device)
-        seconds = min(seconds, time.perf_counter() - t0)
-    return seconds
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        if wall < seconds:
+            seconds, cores = wall, cpu / wall
+    return seconds, cores
 
 
-def throughput(batch: int, steps: int, seconds: float, device: torch.device) -> dict[str, Any]:
-    """The fields every env benchmark reports: env-steps/s = batch * steps / seconds, and how it was run."""
+def throughput(
+    batch: int, steps: int, seconds: float, device: torch.device, cores_used: float
+) -> dict[str, Any]:
+    """The fields every env benchmark reports: env-steps/s = batch * steps / seconds, and how it was run (torch's
+    thread count, the cores the timed span kept busy)."""
     return {
         "env_steps_per_s": batch * steps / seconds,
         "seconds": seconds,
@@ -47,6 +61,7 @@ def throughput(batch: int, steps: int, seconds: float, device: torch.device) -> 
         "steps": steps,
         "device": str(device),
         "threads": torch.get_num_threads(),
+        "cores_used": cores_used,
     }
 
 
@@ -91,8 +106,21 @@ def _stdout_to_stderr() -> Iterator[None]:
         os.close(saved)
 
 
-def jaxmarl_available() -> bool:
-    """Whether jaxmarl (the ``reference`` extra) imports; imports it quietly."""
+#: what a reference column reports where jaxmarl is not installed
+JAXMARL_MISSING = (
+    "jaxmarl is not installed (the reference extra: pip install -e packages/ers-deep[reference])"
+)
+
+
+def jaxmarl_installed() -> bool:
+    """Whether jaxmarl (the ``reference`` extra) is installed, found without importing it (nor JAX): the torch
+    process asks this, and the reference runs in its own process (``bench.runner``)."""
+    return importlib.util.find_spec("jaxmarl") is not None
+
+
+def import_jaxmarl_quietly() -> bool:
+    """Whether jaxmarl imports; imports it with its banner kept off stdout. For the reference's own process
+    only: it starts JAX's backend in the caller."""
     try:
         with _stdout_to_stderr():
             import jaxmarl.environments  # noqa: F401
@@ -106,7 +134,8 @@ def time_jax_rollout(
 ) -> dict[str, Any]:
     """Env-steps/s of a jitted ``lax.scan`` of ``one_step`` (carry -> (carry, None)) over ``scan_length`` steps per
     call, as PureJaxRL runs a JaxMARL env, for at least ``steps`` steps; compile time is excluded. With
-    ``repeats`` > 1 the best of that many timings (the usual defence against a noisy shared machine)."""
+    ``repeats`` > 1 the best of that many timings (the usual defence against a noisy shared machine), and the
+    cores it kept busy (``cores_used``: XLA's CPU runtime runs its own threads)."""
     import jax
 
     @jax.jit
@@ -117,18 +146,21 @@ def time_jax_rollout(
     carry = jax.block_until_ready(
         rollout(carry)
     )  # a carried state may retrace once (weak types): warm that too
-    calls, seconds = max(1, math.ceil(steps / scan_length)), math.inf
+    calls, seconds, cores = max(1, math.ceil(steps / scan_length)), math.inf, math.nan
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         for _ in range(calls):
             carry = rollout(carry)
         jax.block_until_ready(carry)
-        seconds = min(seconds, time.perf_counter() - t0)
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        if wall < seconds:
+            seconds, cores = wall, cpu / wall
     return {
         "env_steps_per_s": batch * calls * scan_length / seconds,
         "seconds": seconds,
         "batch": batch,
         "steps": calls * scan_length,
+        "cores_used": cores,
         "jax": jax.__version__,
         "backend": jax.default_backend(),
     }

@@ -152,7 +152,7 @@ def show_env_bench(res: dict[str, Any]) -> None:
     print(
         f"ers {res['env']}  batch {res['batch']:>6}  device {res['device']:<6}  "
         f"{res['env_steps_per_s']:>14,.0f} env-steps/s  ({res['mode']}, unroll {res['unroll']}, "
-        f"setup {res['setup_seconds']:.1f} s)"
+        f"setup {res['setup_seconds']:.1f} s, {res['cores_used']:.2f} cores)"
     )
     for name, r in res["references"].items():
         if "error" in r:
@@ -160,7 +160,7 @@ def show_env_bench(res: dict[str, Any]) -> None:
         else:
             print(
                 f"{name:<10} batch {r['batch']:>6}  {r['env_steps_per_s']:>29,.0f} env-steps/s  "
-                f"ratio ers/{name} = {r['ratio']:.1f}x"
+                f"ratio ers/{name} = {r['ratio']:.1f}x  ({r['cores_used']:.2f} cores)"
             )
     for row in res.get("profile", []):
         print(
