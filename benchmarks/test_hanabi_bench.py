@@ -36,7 +36,7 @@ def test_hanabi_env_steps(benchmark, one_thread, batch: int) -> None:
     def run() -> None:
         for _ in range(steps):
             keys = torch.rand(batch, cfg.num_moves, generator=gen)
-            env.step((keys * env._legal_cur).argmax(1))
+            env.step((keys * env.current_legal).argmax(1))
 
     run()  # warm-up
     t0, c0 = time.perf_counter(), time.process_time()

@@ -26,10 +26,17 @@ class DiffStats:
     scores: list[int] = field(default_factory=list)
 
 
+def current_step(env: HanabiEnv, reward: torch.Tensor, done: torch.Tensor, score: torch.Tensor) -> HanabiStep:
+    """The ``HanabiStep`` of ``env.state`` as it stands (after ``reset_games``, which returns nothing): every
+    player's observation, the legal moves (``legal_mask()`` also refreshes ``current_legal``) and the player to
+    move, with the given ``reward``, ``done`` and ``score``; public API only."""
+    return HanabiStep(env.observe(), env.legal_mask(), env.state.cur.clone(), reward, done, score)
+
+
 def biased_moves(env: HanabiEnv, gen: torch.Generator) -> torch.Tensor:
     """[B] random legal moves; odd slots weight plays of playable cards x20 and other plays x0.05."""
     cfg, s = env.config, env.state
-    legal = env._legal_cur.float()
+    legal = env.current_legal.float()
     H, R = cfg.hand, cfg.ranks
     own = s.hand[torch.arange(env.batch_size), s.cur]  # [B, H]
     colour, rank = (own // R).clamp(max=cfg.colors - 1), own % R
@@ -69,7 +76,7 @@ def run_differential(cfg: HanabiConfig, n_games: int, batch: int = 64, seed: int
         _compare(out, out.obs.numpy().astype(np.uint8), b, g, f"game slot {b} initial")
     while active.any():
         moves = biased_moves(env, gen)
-        out = env.step(torch.where(torch.as_tensor(active), moves, env._legal_cur.float().argmax(1)))
+        out = env.step(torch.where(torch.as_tensor(active), moves, env.current_legal.float().argmax(1)))
         obs = out.obs.numpy().astype(np.uint8)
         for b in np.flatnonzero(active):
             reward, done = games[b].step(int(moves[b]))
@@ -96,7 +103,7 @@ def run_differential(cfg: HanabiConfig, n_games: int, batch: int = 64, seed: int
                 else "deck_out"
             ] += 1
         env.reset_games(torch.as_tensor(ended))  # idle slots keep playing unchecked
-        out = env._output(torch.zeros(batch), torch.zeros(batch, dtype=torch.bool), env.state.score)
+        out = current_step(env, torch.zeros(batch), torch.zeros(batch, dtype=torch.bool), env.state.score)
         obs = out.obs.numpy().astype(np.uint8)
         for b in np.flatnonzero(finished):
             if started < n_games:

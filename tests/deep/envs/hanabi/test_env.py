@@ -12,19 +12,19 @@ from tests.deep.envs.hanabi.differential import biased_moves
 
 
 def _random_legal(env: HanabiEnv, gen: torch.Generator) -> torch.Tensor:
-    return (torch.rand(env.batch_size, env.num_moves, generator=gen) * env._legal_cur).argmax(1)
+    return (torch.rand(env.batch_size, env.num_moves, generator=gen) * env.current_legal).argmax(1)
 
 
 def test_illegal_move_names_game_and_move() -> None:
     env = HanabiEnv(batch_size=4, seed=0)
-    actions = env._legal_cur.float().argmax(1)
+    actions = env.current_legal.float().argmax(1)
     actions[2] = 0  # discarding with all 8 information tokens is illegal
     with pytest.raises(IllegalMoveError, match=r"illegal move 0 \(Discard 0\) in game 2 for player 0"):
         env.step(actions)
     actions[2] = 99
     with pytest.raises(IllegalMoveError, match=r"illegal move 99 .*game 2"):
         env.step(actions)
-    env.step(env._legal_cur.float().argmax(1))  # the env is still usable
+    env.step(env.current_legal.float().argmax(1))  # the env is still usable
 
 
 def test_finished_game_without_auto_reset_refuses_moves() -> None:

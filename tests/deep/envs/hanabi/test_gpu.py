@@ -13,6 +13,7 @@ from ers_deep.bench.hanabi import bench_ers
 from ers_deep.envs import HanabiConfig, HanabiEnv
 from ers_deep.envs.hanabi.hle import HLEGame
 from tests.deep.accel.twins import assert_states_equal, assert_steps_equal
+from tests.deep.envs.hanabi.differential import current_step
 
 pytestmark = [
     pytest.mark.gpu,
@@ -32,14 +33,14 @@ def test_cuda_equals_cpu_on_same_deals(cfg: HanabiConfig) -> None:
     for _ in range(300):
         for name in ("obs", "legal", "cur_player", "reward", "done", "score"):
             assert torch.equal(getattr(out_c, name), getattr(out_g, name).cpu()), name
-        moves = (torch.rand(B, cfg.num_moves, generator=gen) * cpu._legal_cur).argmax(1)
+        moves = (torch.rand(B, cfg.num_moves, generator=gen) * cpu.current_legal).argmax(1)
         out_c, out_g = cpu.step(moves), gpu.step(moves.cuda())
         if out_c.done.any():
             new = cpu.random_decks()
             cpu.reset_games(out_c.done, decks=new)
             gpu.reset_games(out_g.done, decks=new.cuda())
-            out_c = cpu._output(out_c.reward, out_c.done, out_c.score)
-            out_g = gpu._output(out_g.reward, out_g.done, out_g.score)
+            out_c = current_step(cpu, out_c.reward, out_c.done, out_c.score)
+            out_g = current_step(gpu, out_g.reward, out_g.done, out_g.score)
 
 
 def test_cuda_auto_reset_matches_hle() -> None:
@@ -51,7 +52,7 @@ def test_cuda_auto_reset_matches_hle() -> None:
         g.new_game(env.state.deck[b].cpu().numpy())
     gen = torch.Generator().manual_seed(1)
     for _ in range(150):
-        moves = (torch.rand(B, cfg.num_moves, generator=gen) * env._legal_cur.cpu()).argmax(1)
+        moves = (torch.rand(B, cfg.num_moves, generator=gen) * env.current_legal.cpu()).argmax(1)
         out = env.step(moves.cuda())
         obs = out.obs.cpu().numpy().astype(np.uint8)
         for b, g in enumerate(games):

@@ -232,7 +232,7 @@ def ers_rollout(
     ending = np.full(batch, -1)
     while not env.state.done.all():
         active = ~env.state.done.numpy()
-        legal_cur = env._legal_cur.clone()
+        legal_cur = env.current_legal.clone()
         moves = biased_moves(env, gen)
         assert legal_cur.gather(1, moves[:, None]).squeeze(1).numpy()[active].all()
         out = env.step(moves)

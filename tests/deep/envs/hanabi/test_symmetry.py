@@ -64,7 +64,7 @@ def test_permuted_batch_in_ers() -> None:
         )
         if out_a.done.any():
             break
-        moves = (torch.rand(B, cfg.num_moves, generator=gen) * a._legal_cur).argmax(1)
+        moves = (torch.rand(B, cfg.num_moves, generator=gen) * a.current_legal).argmax(1)
         out_a, out_b = a.step(moves), b.step(maps["move_map"][g, moves])
         assert torch.equal(out_a.reward, out_b.reward)
 
