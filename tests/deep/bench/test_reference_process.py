@@ -3,14 +3,15 @@ not by ``ers-deep env-bench``, not by the scripts (packages/ers-deep/README.md, 
 
 Checked three ways: (1) a fresh interpreter with a fake ``jax`` and ``jaxmarl`` first on its path (importing
 either raises) and the runner's ``subprocess.run`` replaced runs the library's reference columns, the command's
-``env_bench`` and the benchmark files' own test functions, then reports which ``jax*`` modules it loaded (none)
-and what the runner was asked to run; (2) the same files' imports from ``ers_deep.bench`` are parsed and none
-reaches a function that imports JAX; (3) (slow, with jaxmarl installed) the real runner times JaxMARL and the
-calling interpreter still has no JAX."""
+``env_bench`` and (slow) the benchmark files' own test functions, then reports which ``jax*`` modules it loaded
+(none) and what the runner was asked to run; (2) the same files' imports from ``ers_deep.bench`` are parsed and
+none reaches a function that imports JAX; (3) (slow, with jaxmarl installed) the real runner times JaxMARL and
+the calling interpreter still has no JAX."""
 
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.util
 import json
 import time
@@ -130,6 +131,7 @@ def test_reference_columns_run_jaxmarl_through_the_runner(fake_jax: Path) -> Non
         assert 0 < res["cores_used"] <= 64  # the torch side's cores over its timed span
 
 
+@pytest.mark.slow  # ~8 s each (the default suite checks these files statically, below)
 @pytest.mark.parametrize(
     "file, test, calls",
     [
@@ -207,7 +209,8 @@ def _bench_imports(tree: ast.Module) -> dict[str, tuple[str, str | None]]:
     return out
 
 
-def _jax_reaching() -> set[tuple[str, str]]:
+@functools.cache
+def _jax_reaching() -> frozenset[tuple[str, str]]:
     """(module, name) of every top-level function or value of ``ers_deep.bench`` whose code imports JAX or
     refers (by name, or as ``module.name``) to one that does: what a caller must not run in its own process."""
     deps: dict[tuple[str, str], set[tuple[str, str]]] = {}
@@ -241,7 +244,7 @@ def _jax_reaching() -> set[tuple[str, str]]:
     while True:
         more = {k for k, refs in deps.items() if k not in bad and refs & bad}
         if not more:
-            return bad
+            return frozenset(bad)
         bad |= more
 
 
