@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,13 +40,43 @@ def test_readme_python_block_runs(index: int) -> None:
         assert report["fixed_points_complete"] is True
 
 
-def test_readme_lists_every_option_of_every_command() -> None:
-    """The option tables in the README are exactly what the options classes generate (`make readme`)."""
+def load_sync_readme() -> Any:
+    """scripts/sync_readme.py as a module."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("sync_readme", README.parent / "scripts" / "sync_readme.py")
     assert spec is not None and spec.loader is not None
     sync_readme = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(sync_readme)
+    return sync_readme
+
+
+def test_readme_lists_every_option_of_every_command() -> None:
+    """The option tables in the README are exactly what the options classes generate (`make readme`)."""
+    sync_readme = load_sync_readme()
     text = README.read_text()
     assert sync_readme.sync(text) == text, "README option tables are stale: run `make readme`"
+    assert sync_readme.main(["--check"]) == 0
+
+
+def test_sync_readme_checks_without_writing_and_refuses_another_checkouts_packages(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--check` names a stale block and writes nothing; a README outside the imported packages' checkout (a
+    second worktree whose venv points at the first) is refused, not rewritten from the other's options."""
+    sync_readme = load_sync_readme()
+    stale = sync_readme.block_pattern("ers-deep").sub(r"\1| stale |\n\3", README.read_text())
+    copy = tmp_path / "repo" / "README.md"
+    copy.parent.mkdir()
+    copy.write_text(stale)
+    monkeypatch.setattr(sync_readme, "README", copy)
+    monkeypatch.setattr(sync_readme, "foreign_packages", list)
+    assert sync_readme.main(["--check"]) == 1
+    assert "stale: ers-deep" in capsys.readouterr().err
+    assert copy.read_text() == stale
+    monkeypatch.undo()
+    sync_readme = load_sync_readme()
+    monkeypatch.setattr(sync_readme, "README", copy)
+    assert sync_readme.main([]) == 2
+    assert "another checkout's packages" in capsys.readouterr().err
+    assert copy.read_text() == stale
