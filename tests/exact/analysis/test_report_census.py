@@ -39,28 +39,29 @@ def test_toy_double_action_swap_is_er_not_mdp(toy, alpha: float) -> None:
 
 
 @pytest.mark.parametrize("er_method", ["exhaustive", "generators"])
-def test_er_report_refuses_a_temperature_where_policies_underflow(toy, er_method: str, capsys) -> None:
+def test_er_report_is_defined_where_policies_underflow(toy, er_method: str, capsys) -> None:
     """At alpha = 0.001 the toy game's optimal points have logit gaps near 1 / alpha = 1000, beyond the ~745
     where exp underflows: action probabilities are exactly 0, the histories after them unreachable in float64,
     and every residual on policies NaN. The exhaustive test then rejected every candidate, the identity
-    included (|Phi_ER| = 0 and "Phi_MDP <= Phi_ER: False", against the definition: the identity maps any pool
-    onto itself), and the generator search let the NaN pool pass and dropped the double swap (1 on policies,
-    where 0.0014, just above the underflow, gives 2 as README's 0.2-0.45). Refused now by symmetries; atlas
-    marks that row undefined (None, with the reason) and goes on with the other alphas."""
-    from ers_exact.solve.boltzmann import TemperatureError
-
+    included (|Phi_ER| = 0), and the generator search dropped the double swap (1 on policies); then both
+    refused alpha <= 0.0013 and atlas marked those rows er_undefined. The test now runs on the solver's
+    log-policies (symmetry/er_test.py): 2 on policies at 0.001, as at 0.0014 (just above the underflow, on
+    probabilities) and README's 0.2-0.45. Undefined rows remain where the solver itself refuses alpha
+    (logits beyond LOGIT_LIMIT: 1e-9 here); atlas names the reason and goes on with the other alphas."""
     ok = symmetry_report(toy, 0.0014, er_method=er_method)  # the smallest logits still representable
-    assert ok["er"]["order_on_policies"] == 2 and ok["mdp_subgroup_of_er"]
-    with pytest.raises(TemperatureError, match="underflow"):
-        symmetry_report(toy, 0.001, er_method=er_method)
-    result = atlas(toy, [0.3, 0.001])
-    low, high = result["rows"]
-    assert low["alpha"] == 0.001 and "underflow" in low["er_undefined"]
-    assert low["er_order_on_policies"] is None and low["pool_size"] is None
-    assert high["er_order_on_policies"] == 2 and "er_undefined" not in high
-    assert low["mdp_order"] == high["mdp_order"] == 1  # |Phi_MDP| does not depend on alpha
-    assert main(["atlas", "toy-coordination", "--alphas", "0.001,0.3"]) == 0
-    assert "alpha 0.001: " in capsys.readouterr().out
+    low = symmetry_report(toy, 0.001, er_method=er_method)
+    assert ok["er"]["order_on_policies"] == low["er"]["order_on_policies"] == 2
+    assert ok["mdp_subgroup_of_er"] and low["mdp_subgroup_of_er"]
+    result = atlas(toy, [0.3, 0.001, 1e-9])
+    tiny, low_row, high = result["rows"]
+    assert tiny["alpha"] == 1e-9 and "too small" in tiny["er_undefined"]
+    assert tiny["er_order_on_policies"] is None and tiny["pool_size"] is None
+    assert low_row["er_order_on_policies"] == high["er_order_on_policies"] == 2
+    assert "er_undefined" not in low_row and "er_undefined" not in high
+    assert tiny["mdp_order"] == low_row["mdp_order"] == high["mdp_order"] == 1  # independent of alpha
+    assert main(["atlas", "toy-coordination", "--alphas", "1e-9,0.001,0.3"]) == 0
+    out = capsys.readouterr().out
+    assert "alpha 1e-09: " in out and "alpha 0.001: " not in out
 
 
 def test_atlas_psi_order_beyond_float_precision_is_exact_digits_as_symmetries_gives() -> None:

@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 
 from ers_exact.model.histories import HistoryTree
-from ers_exact.model.transformation import Transformation, apply_to_policy, distinct_on_policies
-from ers_exact.solve.boltzmann import TemperatureError
+from ers_exact.model.transformation import Transformation, apply_to_log_policy, distinct_on_policies
+from ers_exact.solve.boltzmann import LogitCoordinates, TemperatureError
 from ers_exact.solve.config import repeated_alpha
 from ers_exact.solve.fixed_points import FixedPointSet, SolverConfig, solve_fixed_points
 from ers_exact.symmetry.er import MAX_EXHAUSTIVE, er_symmetries
@@ -58,7 +58,7 @@ def symmetry_report(
     group = decpomdp_group(game)
     mdp = list(group.policy_parts)  # what acts on policies: one element per distinct policy part
     fps = solve_fixed_points(tree, alpha, cfg)
-    found = [p.policy for p in fps.optimal_points]
+    found = _log_policies(tree, [p.y for p in fps.optimal_points])  # log pi: exact where pi underflows
     complete, J_star, proof, n_listed = fps.complete, fps.J_star, None, None
     if prove_seconds > 0:
         proven, proof = _proven_optimal_set(
@@ -67,8 +67,8 @@ def symmetry_report(
         if proven is not None:
             found, J_star, complete = proven[0], proven[1], True
             n_listed = len(found)
-    pool = _close_under(tree, found, mdp)  # Phi_MDP maps Pi*_alpha onto itself (paper, appendix)
-    test = _PoolTest(tree, pool, alpha, J_star, tol, complete, cfg.progress)
+    log_pool = _close_under(tree, found, mdp)  # Phi_MDP maps Pi*_alpha onto itself (paper, appendix)
+    test = _PoolTest(tree, log_pool, alpha, J_star, tol, complete, cfg.progress)
     if er_method == "generators":
         er = _er_by_generators(test, group, mdp, max_elements)
     else:
@@ -81,10 +81,10 @@ def symmetry_report(
         "psi_order": _big(psi_order(game)),
         "psi_order_text": format_order(psi_order(game)),
         "psi_order_on_policies": policy_part_order(game),
-        "pool_size": len(pool),
+        "pool_size": len(log_pool),
         "pool_found_by_solver": len(fps.optimal_points),
         "pool_listed_by_optimal_set": n_listed,
-        "pool_added_by_mdp_images": len(pool) - len(found),
+        "pool_added_by_mdp_images": len(log_pool) - len(found),
         "er_method": er_method,
         "J_star": J_star,
         "n_fixed_points": len(fps.points),
@@ -109,16 +109,22 @@ def symmetry_report(
 
 @dataclass(frozen=True)
 class _PoolTest:
-    """What Phi_ER is tested against: the pool Pi' of optimal fixed points at alpha, J*, the tolerance and
-    whether Pi' is certified to be all of Pi*_alpha."""
+    """What Phi_ER is tested against: the pool Pi' of optimal fixed points at alpha (their log-policies
+    ``log_pool``: the ER test's input, exact where probabilities underflow), J*, the tolerance and whether Pi'
+    is certified to be all of Pi*_alpha."""
 
     tree: HistoryTree
-    pool: list[tuple[np.ndarray, ...]]
+    log_pool: list[tuple[np.ndarray, ...]]
     alpha: float
     J_star: float
     tol: float
     complete: bool
     progress: bool | None
+
+    @property
+    def pool(self) -> list[tuple[np.ndarray, ...]]:
+        """The pool's probabilities (what the searches match candidates on)."""
+        return [tuple(np.exp(lp) for lp in pi) for pi in self.log_pool]
 
 
 @dataclass(frozen=True)
@@ -139,7 +145,7 @@ def _er_by_generators(t: _PoolTest, group: MdpGroup, mdp: list[Transformation], 
 
     erg = er_group(
         t.tree, t.pool, t.alpha, t.J_star, tol=t.tol, pool_complete=t.complete, seeds=group.generators,
-        max_seconds=ER_MAX_SECONDS, progress=t.progress,
+        max_seconds=ER_MAX_SECONDS, progress=t.progress, log_pool=t.log_pool,
     )  # fmt: skip
     mdp_keys = {(m.actions, m.observations) for m in mdp}
     return _ERPart(
@@ -157,7 +163,14 @@ def _er_exhaustive(
     (``by_optimal_set``: the pool is Pi*_alpha as optimal-set proved it)."""
     game = t.tree.game
     er = er_symmetries(
-        t.tree, t.pool, t.alpha, t.J_star, tol=t.tol, pool_complete=t.complete, progress=t.progress
+        t.tree,
+        t.pool,
+        t.alpha,
+        t.J_star,
+        tol=t.tol,
+        pool_complete=t.complete,
+        progress=t.progress,
+        log_pool=t.log_pool,
     )
     er_json = er.to_json(game.n_states, max_elements)
     order = er.order(game.n_states)
@@ -214,7 +227,7 @@ def _proven_optimal_set(
     if not res.complete or not res.optimal_points:
         return None, proof
     best = max(p.J for p in res.optimal_points)
-    pool = [p.policy for p in res.optimal_points if best - tol <= p.J]
+    pool = _log_policies(tree, [p.y for p in res.optimal_points if best - tol <= p.J])
     return (pool, best), proof
 
 
@@ -223,18 +236,27 @@ def _big(n: int) -> int | str:
     return n if n < 2**53 else str(n)
 
 
+def _log_policies(tree: HistoryTree, ys: Sequence[np.ndarray]) -> list[tuple[np.ndarray, ...]]:
+    """log pi(y) of each point, per agent [K_i, |A^i|] (finite on legal actions at any temperature)."""
+    if not ys:
+        return []
+    logs = LogitCoordinates(tree).to_log_policy(np.stack(ys))
+    return [tuple(lp[k] for lp in logs) for k in range(len(ys))]
+
+
 def _close_under(
     tree: HistoryTree, pool: list[tuple[np.ndarray, ...]], group: Sequence[Transformation], tol: float = 1e-9
 ) -> list[tuple[np.ndarray, ...]]:
-    """The pool with the images of its points under every element of ``group`` (Dec-POMDP symmetries map
-    self-play-optimal Boltzmann fixed points onto self-play-optimal Boltzmann fixed points), de-duplicated."""
+    """The pool of log-policies with the images of its points under every element of ``group`` (Dec-POMDP
+    symmetries map self-play-optimal Boltzmann fixed points onto self-play-optimal Boltzmann fixed points),
+    de-duplicated on probabilities (within ``tol``)."""
     out = list(pool)
-    flat = [np.concatenate([p.ravel() for p in pi]) for pi in out]
+    flat = [np.concatenate([np.exp(p).ravel() for p in pi]) for pi in out]
     parts = {(g.actions, g.observations): g for g in group}
     for phi in parts.values():
         for pi in pool:
-            img = apply_to_policy(tree, phi, pi)
-            f = np.concatenate([p.ravel() for p in img])
+            img = tuple(lp[0] for lp in apply_to_log_policy(tree, phi, [lp[None] for lp in pi]))
+            f = np.concatenate([np.exp(p).ravel() for p in img])
             if all(np.abs(f - g).max() > tol for g in flat):
                 out.append(img)
                 flat.append(f)
@@ -261,9 +283,11 @@ def atlas(
     prove_workers: int = 1,
 ) -> dict[str, Any]:
     """|Pi*_alpha| (found, or proven complete where ``prove_seconds`` allows: :func:`symmetry_report`),
-    |Phi_ER(alpha)| and |Phi_MDP| over a grid of alphas. At an alpha so low that the optimal points'
-    probabilities underflow (the ER test's ``TemperatureError``) the row says so in ``er_undefined`` and its
-    other entries are None (|Phi_MDP|, which does not depend on alpha, aside); the other alphas go on."""
+    |Phi_ER(alpha)| and |Phi_MDP| over a grid of alphas. The ER test runs on the fixed points' log-policies, so
+    it stays defined where their probabilities underflow; at an alpha where it is undefined all the same (a
+    ``TemperatureError``: the solver's temperature check, or a Boltzmann map not finite even in log space) the
+    row says so in ``er_undefined`` and its other entries are None (|Phi_MDP|, which does not depend on alpha,
+    aside); the other alphas go on."""
     cfg = config or SolverConfig()
     if (repeated := repeated_alpha(alphas)) is not None:
         raise ValueError(f"atlas: alpha {repeated!r} is given more than once; give each once")

@@ -14,10 +14,9 @@ import numpy as np
 from ers_exact.model.histories import HistoryTree
 from ers_exact.model.transformation import Transformation, history_map
 from ers_exact.model.values import expected_return
-from ers_exact.solve.boltzmann import TemperatureError, boltzmann_residual
 from ers_exact.symmetry.search import permutation_table
 
-__all__ = ["AgentMaps", "CandidateSpace", "pool_residuals", "stack_pool"]
+__all__ = ["AgentMaps", "CandidateSpace", "stack_pool"]
 
 
 @dataclass(frozen=True)
@@ -124,20 +123,3 @@ class CandidateSpace:
 def stack_pool(pool: Sequence[Sequence[np.ndarray]]) -> tuple[np.ndarray, ...]:
     """A list of joint policies -> per-agent stacked arrays [P, K_i, |A^i|]."""
     return tuple(np.stack([np.asarray(p[i]) for p in pool]) for i in range(len(pool[0])))
-
-
-def pool_residuals(tree: HistoryTree, pols: tuple[np.ndarray, ...], alpha: float) -> np.ndarray:
-    """max |F(pi) - pi| of each pool point [P] (stacked, :func:`stack_pool`), the residual the ER tests compare
-    with their tolerance. Raises :class:`~ers_exact.solve.boltzmann.TemperatureError` where it is not finite:
-    at a temperature so low that an action's probability underflows to 0 (a logit gap beyond ~745), the
-    histories after it are unreachable in float64, Q is undefined there and so is every residual on policies;
-    each candidate's test would then fail, the identity's included (an empty Phi_ER was reported)."""
-    res = np.atleast_1d(np.asarray(boltzmann_residual(tree, pols, alpha), dtype=float))
-    bad = np.flatnonzero(~np.isfinite(res))
-    if len(bad):
-        raise TemperatureError(
-            f"{tree.game.name}: alpha {alpha:g} is too low to test ER symmetries on policies: pool point "
-            f"{int(bad[0])} has action probabilities that underflow to 0, so Q and the Boltzmann map are "
-            f"undefined at the histories after them; use a larger alpha"
-        )
-    return res

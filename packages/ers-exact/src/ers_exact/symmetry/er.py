@@ -6,7 +6,9 @@ fixed point (max |F(phi(pi)) - phi(pi)| <= tol) and J(phi(pi)) = J* within tol; 
 trivially on policies). With the pool equal to the solver's whole optimal set this is the paper's Phi_ER
 *relative to the fixed points found*; results say whether that set was certified complete.
 
-Two ways to generate the candidates, both followed by the same exact membership test:
+The membership test runs on log-policies (:class:`~ers_exact.symmetry.er_test.ERTest`): the same residual and J
+as on probabilities, defined also where the pool's probabilities underflow (pass ``log_pool``, e.g. the
+solver's logits). Two ways to generate the candidates, both followed by that exact membership test:
 
 * ``exhaustive``: every candidate of the policy part of Psi (action and observation permutations),
   vectorised over candidates and pool, with a progress bar -- while that part has at most
@@ -34,10 +36,9 @@ import numpy as np
 
 from ers_exact.model.histories import HistoryTree
 from ers_exact.model.transformation import Transformation, history_map
-from ers_exact.model.values import expected_return
-from ers_exact.solve.boltzmann import boltzmann_residual
-from ers_exact.symmetry.candidates import CandidateSpace, pool_residuals, stack_pool
+from ers_exact.symmetry.candidates import CandidateSpace
 from ers_exact.symmetry.er_search import pool_orbits
+from ers_exact.symmetry.er_test import ERTest, log_pool_of
 from ers_exact.symmetry.search import permutation_table, policy_part_order
 from ers_exact.util.errors import InputError
 from ers_exact.util.progress import Progress
@@ -120,26 +121,30 @@ def er_symmetries(
     method: str = "auto",
     max_exhaustive: int = MAX_EXHAUSTIVE,
     progress: bool | None = None,
+    log_pool: Sequence[Sequence[np.ndarray]] | None = None,
 ) -> ERResult:
     """Every policy-part transformation phi with phi(pi) in Pi*_alpha for all pi in ``pool``.
 
     ``method``: 'exhaustive', 'matching' or 'auto' (exhaustive while the policy part of Psi has at most
-    ``max_exhaustive`` elements); see the module docstring."""
+    ``max_exhaustive`` elements); see the module docstring. ``log_pool``: log pi of the same points (the
+    test's input; default log of ``pool``, refused where a legal action's probability underflowed to 0)."""
     game = tree.game
     if method == "auto":
         method = "exhaustive" if policy_part_order(game) <= max_exhaustive else "matching"
     if method not in ("exhaustive", "matching"):
         raise ValueError(f"unknown method {method!r}: use 'exhaustive', 'matching' or 'auto'")
-    pols = list(stack_pool(pool))  # [P, K, A] per agent
+    logs = list(log_pool_of(tree, pool, log_pool))  # [P, K, A] per agent
+    pols = [np.exp(lp) for lp in logs]
     P = pols[0].shape[0]
-    pool_residuals(tree, tuple(pols), alpha)  # refuses a temperature where no residual can be evaluated
+    test = ERTest(tree, alpha, J_star, tol)
+    test.pool_values(logs)  # refuses a temperature where not even log space can evaluate the test
     if method == "exhaustive":
-        members, images, total, tested = _exhaustive(tree, pols, alpha, J_star, tol, progress)
+        members, images, total, tested = _exhaustive(test, logs, progress)
         inadmissible: int | None = total - tested  # every admissible candidate is tested
     else:
-        members, images, total, tested = _matching(tree, pols, alpha, J_star, tol, progress)
+        members, images, total, tested = _matching(test, pols, logs, progress)
         inadmissible = None
-    orbits, outside = _orbits(pols, images)
+    orbits, outside = _orbits(pols, [[np.exp(m) for m in img] for img in images])
     return ERResult(
         game=game.name,
         alpha=float(alpha),
@@ -159,9 +164,10 @@ def er_symmetries(
 
 
 def _exhaustive(
-    tree: HistoryTree, pols: list[np.ndarray], alpha: float, J_star: float, tol: float, progress: bool | None
+    test: ERTest, pols: list[np.ndarray], progress: bool | None
 ) -> tuple[list[Transformation], list[list[np.ndarray]], int, int]:
-    space = CandidateSpace(tree)
+    """Every admissible candidate through ``test``; ``pols`` (and the images returned) are log-policies."""
+    space = CandidateSpace(test.tree)
     P = pols[0].shape[0]
     combos = space.admissible_combos()
     members, images = [], []
@@ -173,21 +179,12 @@ def _exhaustive(
             chunk = combos[lo : lo + width]
             C = len(chunk)
             batch = space.apply(chunk, pols)
-            good = _members_mask(tree, batch, C, P, alpha, J_star, tol)
+            good = test.members(batch, C, P)
             for c in np.flatnonzero(good):
                 members.append(space.transformation(chunk[c]))
                 images.append([b.reshape(C, P, *b.shape[1:])[c] for b in batch])
             bar.update(C)
     return members, images, space.size, len(combos)
-
-
-def _members_mask(
-    tree: HistoryTree, batch: tuple[np.ndarray, ...], C: int, P: int, alpha: float, J_star: float, tol: float
-) -> np.ndarray:
-    """The exact test on C candidates' images of the P pool points, batched ([C * P, K, A] per agent)."""
-    res = np.asarray(boltzmann_residual(tree, batch, alpha)).reshape(C, P)
-    J = np.asarray(expected_return(tree, batch)).reshape(C, P)
-    return np.all(res <= tol, axis=1) & np.all(np.abs(J - J_star) <= tol, axis=1)
 
 
 def _agent_matches(
@@ -237,8 +234,8 @@ def _agent_matches(
 def _agent_images(
     tree: HistoryTree, i: int, matches: list[tuple[tuple[int, ...], tuple[int, ...]]], pol: np.ndarray
 ) -> np.ndarray:
-    """Agent i's part of phi(pi) for each matched (action perm, observation perm) and each pool point.
-    # [M, P, K_i, A_i]"""
+    """Agent i's part of phi(pi) for each matched (action perm, observation perm) and each pool point (any
+    per-entry array: probabilities or log-probabilities).  # [M, P, K_i, A_i]"""
     game = tree.game
     ident_a = [tuple(range(k)) for k in game.n_actions]
     ident_o = [tuple(range(k)) for k in game.n_observations]
@@ -252,8 +249,11 @@ def _agent_images(
 
 
 def _matching(
-    tree: HistoryTree, pols: list[np.ndarray], alpha: float, J_star: float, tol: float, progress: bool | None
+    test: ERTest, pols: list[np.ndarray], logs: list[np.ndarray], progress: bool | None
 ) -> tuple[list[Transformation], list[list[np.ndarray]], int, int]:
+    """Candidates matched on probabilities ``pols`` (a filter: phi(pi_0) = pi' entry by entry), tested on the
+    log-policies ``logs``; the images returned are log-policies."""
+    tree = test.tree
     game = tree.game
     P = pols[0].shape[0]
     per_target = []
@@ -275,15 +275,15 @@ def _matching(
         for per_agent in per_target:
             if not all(per_agent):
                 continue
-            imgs = [_agent_images(tree, i, m, pols[i]) for i, m in enumerate(per_agent)]
+            imgs = [_agent_images(tree, i, m, logs[i]) for i, m in enumerate(per_agent)]
             grid = np.array(list(itertools.product(*[range(len(m)) for m in per_agent])), dtype=np.int64)
             for lo in range(0, len(grid), width):
                 idx = grid[lo : lo + width]
                 C = len(idx)
                 batch = tuple(
-                    imgs[i][idx[:, i]].reshape(C * P, *pols[i].shape[1:]) for i in range(game.n_agents)
+                    imgs[i][idx[:, i]].reshape(C * P, *logs[i].shape[1:]) for i in range(game.n_agents)
                 )
-                good = _members_mask(tree, batch, C, P, alpha, J_star, tol)
+                good = test.members(batch, C, P)
                 for c in np.flatnonzero(good):
                     acts = tuple(per_agent[i][idx[c, i]][0] for i in range(game.n_agents))
                     obs = tuple(per_agent[i][idx[c, i]][1] for i in range(game.n_agents))

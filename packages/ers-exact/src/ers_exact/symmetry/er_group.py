@@ -39,11 +39,9 @@ from typing import Any
 import numpy as np
 
 from ers_exact.model.histories import HistoryTree
-from ers_exact.model.transformation import Transformation, apply_to_policy
-from ers_exact.model.values import expected_return
-from ers_exact.solve.boltzmann import boltzmann_residual
-from ers_exact.symmetry.candidates import pool_residuals, stack_pool
+from ers_exact.model.transformation import Transformation, apply_to_log_policy, apply_to_policy
 from ers_exact.symmetry.er_search import MATCH_TOL, SearchBudgetError, Searcher, pool_orbits, pool_permutation
+from ers_exact.symmetry.er_test import ERTest, log_pool_of
 from ers_exact.symmetry.mdp_group import format_order
 from ers_exact.symmetry.policy_points import from_points, label_orbits, point_orbit, to_points
 from ers_exact.util.errors import InputError
@@ -199,6 +197,7 @@ def er_group(
     max_nodes: int = 2_000_000,
     max_seconds: float = float("inf"),
     progress: bool | None = None,
+    log_pool: Sequence[Sequence[np.ndarray]] | None = None,
 ) -> ERGroup:
     """H(Pi') by generators and order (module docstring), never listing its elements.
 
@@ -210,22 +209,25 @@ def er_group(
             each is checked, and one that does not raises ValueError.
         max_nodes, max_seconds: budget of the backtrack; past it the result is a lower bound
             (``complete`` False), never an error.
+        log_pool: log pi of the same points, the exact test's input (:mod:`~ers_exact.symmetry.er_test`;
+            default log of ``pool``, refused where a legal action's probability underflowed to 0). The
+            search matches the pool onto itself on probabilities; each match is then tested in log space.
     """
     start = time.perf_counter()
     game = tree.game
-    pols = stack_pool(pool)
+    logs = log_pool_of(tree, pool, log_pool)
+    pols = tuple(np.exp(lp) for lp in logs)
     P = pols[0].shape[0]
-    _check_pool(tree, pols, alpha, J_star, tol)
+    test = ERTest(tree, alpha, J_star, tol)
+    _check_pool(test, logs, tree.game.name)
     sizes = tuple(zip(game.n_actions, game.n_observations))
 
     def images(img: np.ndarray) -> tuple[np.ndarray, ...]:
         return apply_to_policy(tree, from_points(img, game.n_states, sizes), pols)
 
     def exact_test(img: np.ndarray) -> bool:
-        batch = images(img)
-        r = np.atleast_1d(boltzmann_residual(tree, batch, alpha))
-        j = np.atleast_1d(expected_return(tree, batch))
-        return bool(np.all(r <= tol) and np.all(np.abs(j - J_star) <= tol))
+        batch = apply_to_log_policy(tree, from_points(img, game.n_states, sizes), logs)
+        return bool(test.members(batch, 1, P)[0])
 
     searcher = Searcher(tree, pols, exact_test, max_nodes=max_nodes, max_seconds=max_seconds)
     gens_at: list[list[np.ndarray]] = [[] for _ in range(searcher.n_points)]
@@ -261,19 +263,16 @@ def er_group(
     return result
 
 
-def _check_pool(
-    tree: HistoryTree, pols: tuple[np.ndarray, ...], alpha: float, J_star: float, tol: float
-) -> None:
-    """Every pool point a self-play-optimal Boltzmann fixed point at ``alpha`` (residual and |J - J*| within
-    ``tol``), else an :class:`InputError` naming the first that is not."""
-    res = pool_residuals(tree, pols, alpha)  # (refuses a temperature where none can be evaluated)
-    J = np.atleast_1d(expected_return(tree, pols))
-    bad = np.flatnonzero(~((res <= tol) & (np.abs(J - J_star) <= tol)))
+def _check_pool(test: ERTest, logs: tuple[np.ndarray, ...], name: str) -> None:
+    """Every pool point (log pi ``logs``) a self-play-optimal Boltzmann fixed point at the test's alpha
+    (residual and |J - J*| within its ``tol``), else an :class:`InputError` naming the first that is not."""
+    res, J = test.pool_values(logs)  # (refuses a temperature where not even log space can evaluate it)
+    bad = np.flatnonzero(~((res <= test.tol) & (np.abs(J - test.J_star) <= test.tol)))
     if len(bad):
         p = int(bad[0])
         raise InputError(
-            f"{tree.game.name}: pool point {p} is not a self-play-optimal Boltzmann fixed point at alpha = "
-            f"{alpha} (residual {res[p]:.2e}, J - J* = {J[p] - J_star:.2e}, tol {tol:g})"
+            f"{name}: pool point {p} is not a self-play-optimal Boltzmann fixed point at alpha = {test.alpha} "
+            f"(residual {res[p]:.2e}, J - J* = {J[p] - test.J_star:.2e}, tol {test.tol:g})"
         )
 
 
