@@ -8,9 +8,15 @@ probabilities was undefined and refused. Checked here against answers that do no
   Phi_MDP holds for exact Boltzmann fixed points only at low temperature"); the toy game is the paper's
   example where Phi_ER is strictly larger, at every alpha: {identity, both agents' action swap with x <-> m},
   derived by hand below (Phi_MDP is trivial there);
-* where probabilities do not underflow, the log-space verdicts equal a slow reference on probabilities
-  (every admissible candidate, apply_to_policy, boltzmann_residual and expected_return): Hypothesis over
-  random small games and temperatures, residuals and returns to 1e-9.
+* where probabilities do not underflow, the probability residual max |F(pi) - pi| and J evaluated in log space
+  equal a slow reference on probabilities (every admissible candidate, apply_to_policy, boltzmann_residual,
+  expected_return) to 1e-9, and the verdicts (relative logit residual, J) equal those with M from Q on
+  probabilities (LogitCoordinates.reference_map): Hypothesis over random small games and temperatures. The
+  verdicts of the test before (max |F(pi) - pi| <= tol) are not the reference: it accepted images whose
+  logits are off where the probabilities are tiny (a random game at alpha 0.01: log pi = -50 where the
+  Boltzmann map gives -100, residual 2e-22; Dec-Tiger at 0.05: -1650 for -110), no fixed points;
+* three-lever at 1e-4, where a listed point's probability residual (1.4e-8) exceeds 1e-8 though the solver's
+  relative logit residual (3e-12) passes: the identity is a member (|Phi_ER| was 0 with the probability test).
 """
 
 from __future__ import annotations
@@ -90,6 +96,21 @@ def test_a_probability_pool_that_underflowed_is_refused_in_one_line() -> None:
         assert {_key(m) for m in er.members} == _toy_expected(tree)
 
 
+def test_a_point_the_solver_lists_at_low_temperature_passes_its_own_tolerance() -> None:
+    """three-lever at 1e-4 (atlas's solver: 32 starts, seed 1): a listed point has logits up to 1.7e4 and an
+    error of 5e-8 at a logit near 0, relative 3e-12, within the solver's 1e-11; its probability residual is
+    1.4e-8, above the ER test's 1e-8. On probabilities the identity failed and atlas gave |Phi_ER| = 0
+    ("Phi_MDP <= Phi_ER: False"); the relative logit test gives Phi_MDP's 6."""
+    tree, alpha = enumerate_histories(get_game("three-lever")), 1e-4
+    cfg = SolverConfig(n_starts=32, seed=1, certify=False)
+    fs = solve_fixed_points(tree, alpha, cfg)
+    ys = np.stack([p.y for p in fs.optimal_points])
+    assert LogitCoordinates(tree).residual(ys, alpha).max() > 1e-8  # the probability measure fails it
+    rep = symmetry_report(tree, alpha, cfg, er_method="exhaustive")
+    mdp = {_key(p) for p in decpomdp_group(tree.game).policy_parts}
+    assert {_key(e) for e in rep["er"]["elements"]} == mdp and rep["mdp_subgroup_of_er"]
+
+
 def _reference(tree: HistoryTree, pool: list[Any], alpha: float, J_star: float, tol: float) -> dict:
     """Slow reference on probabilities: (residuals, returns) of every admissible candidate's images."""
     space, stacked = CandidateSpace(tree), stack_pool(pool)
@@ -119,14 +140,24 @@ def test_log_space_verdicts_equal_the_probability_reference(seed: int, plant: bo
     logs = LogitCoordinates(tree).to_log_policy(np.stack([p.y for p in fs.optimal_points]))
     log_pool = [tuple(lp[k] for lp in logs) for k in range(len(pool))]
     ref = _reference(tree, pool, alpha, fs.J_star, tol)
-    test = ERTest(tree, alpha, fs.J_star, tol)
-    space = CandidateSpace(tree)
+    test, coords = ERTest(tree, alpha, fs.J_star, tol), LogitCoordinates(tree)
+    space, verdicts, expected = CandidateSpace(tree), {}, set()
     for combo in space.admissible_combos():
         phi = space.transformation(combo)
-        res, J = test.values(apply_to_log_policy(tree, phi, logs))
-        assert np.allclose(res, ref[_key(phi)][0], rtol=0, atol=1e-9)
+        images = apply_to_log_policy(tree, phi, logs)
+        rel, J = test.values(images)
+        y = coords.from_log_policy(images)  # the probability residual, evaluated in log space
+        assert np.allclose(coords.residual(y, alpha), ref[_key(phi)][0], rtol=0, atol=1e-9)
         assert np.allclose(J, ref[_key(phi)][1], rtol=0, atol=1e-9)
-    expected = {k for k, (r, j) in ref.items() if np.all(r <= tol) and np.all(np.abs(j - fs.J_star) <= tol)}
+        ok_J = np.all(np.abs(ref[_key(phi)][1] - fs.J_star) <= tol)
+        # the reference's M: Q on probabilities (local_q_values), not the log-space evaluator
+        ref_rel = np.abs(coords.reference_map(y, alpha) - y).max(axis=1) / np.maximum(
+            1, np.abs(y).max(axis=1)
+        )
+        if ok_J and np.all(ref_rel <= tol):
+            expected.add(_key(phi))
+        verdicts[_key(phi)] = bool(np.all(rel <= tol) and np.all(np.abs(J - fs.J_star) <= tol))
+    assert {k for k, v in verdicts.items() if v} == expected
     found = {}
     for method in ("exhaustive", "matching"):
         er = er_symmetries(

@@ -1,14 +1,14 @@
 """Expected-return symmetries Phi_ER (paper, Definition "Expected Return Symmetries"), exactly.
 
 phi is in Phi_ER w.r.t. a pool Pi' subset of Pi*_alpha when for every pi in Pi', phi(pi) is a Boltzmann
-fixed point (max |F(phi(pi)) - phi(pi)| <= tol) and J(phi(pi)) = J* within tol; an inadmissible phi
+fixed point (in logits y of phi(pi): ||M(y) - y||_inf <= tol * max(1, ||y||_inf), the solver's own measure) and
+J(phi(pi)) = J* within tol; an inadmissible phi
 (DESIGN.md) is not a member and is counted as such. Phi_ER = S_{|S|} x members (state permutations act
 trivially on policies). With the pool equal to the solver's whole optimal set this is the paper's Phi_ER
 *relative to the fixed points found*; results say whether that set was certified complete.
 
-The membership test runs on log-policies (:class:`~ers_exact.symmetry.er_test.ERTest`): the same residual and J
-as on probabilities, defined also where the pool's probabilities underflow (pass ``log_pool``, e.g. the
-solver's logits). Two ways to generate the candidates, both followed by that exact membership test:
+The membership test runs on log-policies (:class:`~ers_exact.symmetry.er_test.ERTest`), so it is defined also
+where the pool's probabilities underflow (pass ``log_pool``, e.g. from the solver's logits). Two ways to generate the candidates, both followed by that exact membership test:
 
 * ``exhaustive``: every candidate of the policy part of Psi (action and observation permutations),
   vectorised over candidates and pool, with a progress bar -- while that part has at most

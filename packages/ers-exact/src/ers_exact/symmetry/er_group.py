@@ -272,7 +272,7 @@ def _check_pool(test: ERTest, logs: tuple[np.ndarray, ...], name: str) -> None:
         p = int(bad[0])
         raise InputError(
             f"{name}: pool point {p} is not a self-play-optimal Boltzmann fixed point at alpha = {test.alpha} "
-            f"(residual {res[p]:.2e}, J - J* = {J[p] - test.J_star:.2e}, tol {test.tol:g})"
+            f"(relative logit residual {res[p]:.2e}, J - J* = {J[p] - test.J_star:.2e}, tol {test.tol:g})"
         )
 
 
