@@ -26,6 +26,7 @@ import typing
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, TypeVar, Union
 
+from ers_exact.util.deprecation import add_deprecated_flag
 from ers_exact.util.errors import InputError
 
 __all__ = [
@@ -224,13 +225,15 @@ def option(
     metavar: str | None = None,
     default_text: str | None = None,
     default_value: Any = None,
+    renamed_from: Sequence[str] = (),
 ) -> Any:
     """A documented, validated field of an :class:`Options` class (no default: the option is required).
 
     ``default_text`` is what ``--help`` and the README show as the default when the value itself says little
     (``None`` meaning "the game's own", a folder resolved at run time). ``default_value``: the value an unset
     option (default ``None``) stands for, shown as its default (a command that must know whether the option
-    was given, e.g. to refuse it beside ``--resume``, keeps ``None`` as the field's default)."""
+    was given, e.g. to refuse it beside ``--resume``, keeps ``None`` as the field's default). ``renamed_from``:
+    the field's earlier names, still accepted as hidden, deprecated flags (``--l`` for ``--top``)."""
     meta = {
         "help": help,
         "positional": positional,
@@ -238,6 +241,7 @@ def option(
         "metavar": metavar,
         "default_text": default_text,
         "default_value": default_value,
+        "renamed_from": tuple(renamed_from),
     }
     return dataclasses.field(default=default, metadata=meta)
 
@@ -370,6 +374,8 @@ def add_options(parser: argparse.ArgumentParser, cls: type[Options]) -> None:
             else:
                 kw["default"] = f.default
             parser.add_argument(flag_name(f.name), **kw)
+            for old in f.metadata.get("renamed_from", ()):
+                add_deprecated_flag(parser, flag_name(old), flag_name(f.name), f.name, kw)
 
 
 def from_namespace(cls: type[O], ns: argparse.Namespace) -> O:

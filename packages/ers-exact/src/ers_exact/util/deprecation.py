@@ -1,0 +1,136 @@
+"""Old names kept working after a rename, each with one warning naming the new one (both packages).
+
+The packages share one vocabulary (root README, "Names across the packages"); a name that changed stays
+usable as a deprecated alias:
+
+- a field of a frozen config or options dataclass: :func:`renamed_fields` (``Config(old=...)`` and
+  ``config.old`` warn with :class:`DeprecationWarning` and mean the new field), and :func:`upgrade_keys`, which
+  reads a JSON object written before the rename (``config.json``) under the new names, silently: a file on
+  disk is not the caller's code, so reading it never floods the caller with warnings;
+- a module-level name (a class): :func:`deprecated_names`, a PEP 562 ``__getattr__``;
+- a command-line flag: :func:`add_deprecated_flag`, a hidden alias that prints one line on stderr naming the
+  new flag and stores into the new option.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import sys
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+__all__ = ["add_deprecated_flag", "deprecated_names", "renamed_fields", "upgrade_keys", "warn_renamed"]
+
+T = TypeVar("T", bound=type)
+
+#: the class attribute where :func:`renamed_fields` records old name -> new name
+RENAMED_ATTRIBUTE = "__renamed_fields__"
+
+
+def warn_renamed(old: str, new: str, *, stacklevel: int = 3) -> None:
+    """Warn (:class:`DeprecationWarning`) that ``old`` is a deprecated name of ``new``."""
+    warnings.warn(f"{old} is deprecated; use {new}", DeprecationWarning, stacklevel=stacklevel)
+
+
+def renamed_fields(**renames: str) -> Callable[[T], T]:
+    """Class decorator for a dataclass whose fields were renamed (``old="new"``), applied above
+    ``@dataclass``: the constructor accepts the old keyword and a read-only property gives the old attribute,
+    both warning; giving both names is a :class:`TypeError`. :func:`upgrade_keys` reads old JSON."""
+
+    def wrap(cls: T) -> T:
+        init = cls.__init__  # type: ignore[misc]
+
+        @functools.wraps(init)
+        def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+            for old, new in renames.items():
+                if old in kwargs:
+                    if new in kwargs:
+                        raise TypeError(f"{cls.__name__}: give {new}= only ({old}= is its deprecated name)")
+                    warn_renamed(f"{cls.__name__}({old}=...)", f"{new}=", stacklevel=3)
+                    kwargs[new] = kwargs.pop(old)
+            init(self, *args, **kwargs)
+
+        cls.__init__ = __init__  # type: ignore[misc]
+        for old, new in renames.items():
+            setattr(cls, old, _old_attribute(cls.__name__, old, new))
+        setattr(cls, RENAMED_ATTRIBUTE, {**getattr(cls, RENAMED_ATTRIBUTE, {}), **renames})
+        return cls
+
+    return wrap
+
+
+def _old_attribute(owner: str, old: str, new: str) -> property:
+    def get(self: Any) -> Any:
+        warn_renamed(f"{owner}.{old}", f"{owner}.{new}")
+        return getattr(self, new)
+
+    return property(get, doc=f"Deprecated name of ``{new}``.")
+
+
+def upgrade_keys(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:
+    """``data`` (a JSON object of ``cls``, perhaps written before a rename) with every old key under its new
+    name, without a warning; where a file holds both, the new key's value is kept. A ``data`` that is not a
+    JSON object is a :class:`TypeError`, as ``cls(**data)`` would raise."""
+    if not isinstance(data, Mapping):
+        raise TypeError(f"{cls.__name__} needs a JSON object, not {type(data).__name__}")
+    renames: Mapping[str, str] = getattr(cls, RENAMED_ATTRIBUTE, {})
+    out = {renames.get(k, k): v for k, v in data.items() if k not in renames}
+    for old, new in renames.items():
+        if old in data and new not in data:
+            out[new] = data[old]
+    return out
+
+
+def deprecated_names(module: str, names: Mapping[str, tuple[str, Callable[[], Any]]]) -> Callable[[str], Any]:
+    """A PEP 562 ``__getattr__`` for ``module``: ``names[old] = (new, get)``; ``module.old`` warns and returns
+    ``get()`` (the object under its new name)."""
+
+    def __getattr__(name: str) -> Any:
+        if name not in names:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        new, get = names[name]
+        warn_renamed(f"{module}.{name}", f"{module}.{new}")
+        return get()
+
+    return __getattr__
+
+
+class _DeprecatedFlag(argparse.Action):
+    """A hidden alias of another option: prints one line naming the new flag, stores into its dest."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, *, new_flag: str, **kw: Any) -> None:
+        super().__init__(option_strings, dest, **kw)
+        self.new_flag = new_flag
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        print(
+            f"{parser.prog}: DeprecationWarning: {option_string} is deprecated; use {self.new_flag}",
+            file=sys.stderr,
+        )
+        setattr(namespace, self.dest, self.const if self.nargs == 0 else values)
+
+
+def add_deprecated_flag(
+    parser: argparse.ArgumentParser, old_flag: str, new_flag: str, dest: str, kw: Mapping[str, Any]
+) -> None:
+    """Add ``old_flag`` to ``parser`` as a hidden alias of ``new_flag`` (stored in ``dest``); ``kw``: the new
+    flag's argparse keywords (its type, choices and metavar are kept; a switch takes no value)."""
+    keep = {k: kw[k] for k in ("type", "choices", "metavar") if k in kw}
+    switch = kw.get("action") in ("store_true", argparse.BooleanOptionalAction)
+    parser.add_argument(
+        old_flag,
+        dest=dest,
+        action=_DeprecatedFlag,
+        new_flag=new_flag,
+        default=argparse.SUPPRESS,
+        help=argparse.SUPPRESS,
+        **({"nargs": 0, "const": True} if switch else keep),
+    )
