@@ -7,11 +7,11 @@ import pytest
 
 from ers_exact.games import get_game
 from ers_exact.model.histories import enumerate_histories
-from ers_exact.zsc.pipeline import ZSCConfig, run_zsc
+from ers_exact.zsc.pipeline import PopulationConfig, run_zsc
 
 CASES = {
-    "toy-exact": ("toy-coordination", ZSCConfig(agents=5, pool="exact", alpha=0.3, k=2, l=2)),
-    "three-lever-iql-2000": ("three-lever", ZSCConfig(agents=5, episodes=2000)),
+    "toy-exact": ("toy-coordination", PopulationConfig(agents=5, pool_source="exact", alpha=0.3, k=2, top=2)),
+    "three-lever-iql-2000": ("three-lever", PopulationConfig(agents=5, episodes=2000)),
 }
 
 

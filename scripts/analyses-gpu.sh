@@ -21,7 +21,7 @@ OP_STEPS=${OP_STEPS:-30000000}
 DISC_STEPS=${DISC_STEPS:-150000000}
 CANDIDATES=${CANDIDATES:-32}
 GAMES=${GAMES:-1000}
-.venv/bin/ers-deep table1 --env overcooked-v2 --agents 5 --k 12 --candidates "$CANDIDATES" --l 16 --m 3 \
+.venv/bin/ers-deep table1 --env overcooked-v2 --agents 5 --k 12 --candidates "$CANDIDATES" --top 16 --m 3 \
     --algorithm xp-max --num-envs 256 --num-steps 256 --minibatches 64 --hidden 128 --conv 128 \
     --sp-steps "$SP_STEPS" --op-steps "$OP_STEPS" --discovery-steps "$DISC_STEPS" --games "$GAMES" \
     --device cuda --out "$OC" --json > "$OC.table1.json"

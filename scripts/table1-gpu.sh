@@ -9,7 +9,7 @@ OUT=${OUT:-results/table1-hanabi-full}
 SP_STEPS=${SP_STEPS:-200000000}
 OP_STEPS=${OP_STEPS:-200000000}
 DISC_STEPS=${DISC_STEPS:-50000000}
-COMMON=(--env hanabi --preset Hanabi-Full --agents 5 --k 6 --candidates 64 --l 11 --m 5
+COMMON=(--env hanabi --preset Hanabi-Full --agents 5 --k 6 --candidates 64 --top 11 --m 5
         --num-envs 1024 --num-steps 128 --hidden 512 --sp-steps "$SP_STEPS" --op-steps "$OP_STEPS"
         --discovery-steps "$DISC_STEPS" --discovery-lr 1e-5 --games 5000 --device cuda --out "$OUT")
 .venv/bin/ers-deep table1 --algorithm sp-max-reg "${COMMON[@]}" --json > "$OUT.table1.json"

@@ -229,14 +229,14 @@ def degenerate(pools: dict[str, Path], tmp_path_factory: pytest.TempPathFactory)
     return out
 
 
-_TINY_TABLE = ["--agents", "2", "--k", "2", "--candidates", "1", "--l", "1", "--sp-steps", "64"]
+_TINY_TABLE = ["--agents", "2", "--k", "2", "--candidates", "1", "--top", "1", "--sp-steps", "64"]
 # (id, CLI, argv with @GAME / @POOL / @DISCOVERY / @OUT of the game, None when it works else what it names)
 DEGENERATE_CASES = [
     ("exact-discover", "exact", ["discover", "@GAME", "--k", "2", "--episodes", "20"], None),
     (
         "exact-zsc",
         "exact",
-        ["zsc", "@GAME", "--agents", "2", "--k", "2", "--episodes", "20", "--l", "1", "--out", "@OUT"],
+        ["zsc", "@GAME", "--agents", "2", "--k", "2", "--episodes", "20", "--top", "1", "--out", "@OUT"],
         None,
     ),
     ("exact-op", "exact", ["op", "@GAME", "--steps", "20"], None),

@@ -21,7 +21,7 @@ TINY = PopulationConfig(
     agents=2,
     k=2,
     candidates=2,
-    l=1,
+    top=1,
     m=1,
     sp_steps=4096 * 2 * 15,
     op_steps=4096 * 2 * 15,
@@ -98,8 +98,8 @@ def test_overcooked_population_config() -> None:
 
 
 def test_population_config_checks() -> None:
-    with pytest.raises(UsageError, match="l = 5"):
-        PopulationConfig(l=5, candidates=4)
+    with pytest.raises(UsageError, match="top = 5"):
+        PopulationConfig(top=5, candidates=4)
     with pytest.raises(UsageError, match="minibatches = 65"):
         PopulationConfig(env="overcooked-v2", num_envs=32, minibatches=65)
     with pytest.raises(UsageError):
@@ -256,9 +256,9 @@ def test_op_value_needs_the_other_play_scores() -> None:
 
 
 def test_select_by_defaults_to_the_papers_rule_as_in_ers_exact() -> None:
-    from ers_exact.zsc.config import ZSCConfig
+    from ers_exact.zsc.config import PopulationConfig as ExactPopulationConfig
 
-    assert PopulationConfig().select_by == ZSCConfig().select_by == "sp_return"
+    assert PopulationConfig().select_by == ExactPopulationConfig().select_by == "sp_return"
     with pytest.raises(UsageError, match="select_by"):
         PopulationConfig(select_by="best")
 

@@ -14,7 +14,7 @@ from ers_exact.interface import DiscoveryResult, Transformation, ZSCReport
 from ers_exact.model.histories import enumerate_histories
 from ers_exact.solve.fixed_points import solve_fixed_points
 from ers_exact.zsc.discovery import DiscoveryConfig, discover
-from ers_exact.zsc.pipeline import ZSCConfig, run_zsc
+from ers_exact.zsc.pipeline import PopulationConfig, run_zsc
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +36,9 @@ def test_interface_json_round_trip(toy_pool) -> None:
     tree, pool, _ = toy_pool
     result = discover(tree, pool, DiscoveryConfig(top=2))
     assert DiscoveryResult.from_json(json.loads(json.dumps(result.to_json()))) == result
-    report, _ = run_zsc(tree, ZSCConfig(agents=3, pool="exact", alpha=0.3, k=2, l=2, m=2, op_steps=60))
+    report, _ = run_zsc(
+        tree, PopulationConfig(agents=3, pool_source="exact", alpha=0.3, k=2, top=2, m=2, op_steps=60)
+    )
     again = ZSCReport.from_json(json.loads(report.dumps()))
     assert again == report and "| OP + Phi_MDP |" in report.to_markdown()
     # every population carries the OP objective of its deployed policies, with a standard error

@@ -123,7 +123,7 @@ def _fake_table1(lever_pool: Path, tmp_path: Path) -> Path:
 
     t1 = tmp_path / "t1"
     t1.mkdir()
-    config = PopulationConfig(env="tabular:three-lever", agents=3, k=2, m=1, candidates=1, l=1)
+    config = PopulationConfig(env="tabular:three-lever", agents=3, k=2, m=1, candidates=1, top=1)
     (t1 / "config.json").write_text(json.dumps(config.to_json()))
     sp = load_pool(lever_pool)
     layout = {"sp": (0, 1, 100, 101, 200, 201), "op-mdp": (50, 150, 250)}

@@ -21,7 +21,7 @@ def test_overcooked_population_and_analyses(tmp_path: Path) -> None:
         agents=3,
         k=4,
         candidates=1,
-        l=1,
+        top=1,
         m=1,
         algorithm="xp-max",
         sp_steps=steps,

@@ -22,11 +22,11 @@ IDS = ["hanabi", "overcooked-v2"]
 @pytest.mark.parametrize("make", WRAPPERS, ids=IDS)
 def test_specs_and_layout(make: Callable[..., BatchedTorchRLEnv]) -> None:
     env = make(seed=0)
-    assert isinstance(env, BatchedTorchRLEnv) and env.game.auto_reset is False
+    assert isinstance(env, BatchedTorchRLEnv) and env.env.auto_reset is False
     check_env_specs(env, break_when_any_done="both")
-    P, A = env.game.num_agents, env.game.num_actions
+    P, A = env.env.num_agents, env.env.num_actions
     roll = env.rollout(25, break_when_any_done=False)
-    assert roll[GROUP, "observation"].shape == (4, 25, P, *env.game.obs_shape)
+    assert roll[GROUP, "observation"].shape == (4, 25, P, *env.env.obs_shape)
     assert roll[GROUP, "action"].shape == (4, 25, P) and int(roll[GROUP, "action"].max()) < A
     reward = roll["next", GROUP, "reward"]
     assert reward.shape == (4, 25, P, 1) and torch.equal(reward[..., 0, :], reward[..., 1, :])

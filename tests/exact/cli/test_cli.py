@@ -34,7 +34,7 @@ from ers_exact.solve.fixed_points import SolverConfig
 from ers_exact.solve.sweep import parse_alphas
 from ers_exact.util.options import UsageError, flag_name
 from ers_exact.zsc.other_play import OPConfig
-from ers_exact.zsc.pipeline import ZSCConfig
+from ers_exact.zsc.pipeline import PopulationConfig
 
 
 @pytest.mark.parametrize("cmd", COMMANDS, ids=[c.name for c in COMMANDS])
@@ -51,14 +51,14 @@ def test_help_shows_every_option_of_the_options_class(cmd, capsys) -> None:
 def test_defaults_come_from_the_library_configs() -> None:
     solve = SolveOptions(game="toy-coordination", alpha=0.3)
     assert (solve.starts, solve.seed) == (SolverConfig().n_starts, SolverConfig().seed)
-    zsc = ZSCConfig()
+    zsc = PopulationConfig()
     from ers_exact.cli.options import ZSCOptions
 
     opts = ZSCOptions(game="three-lever")
-    assert (opts.agents, opts.k, opts.l, opts.m, opts.alpha, opts.episodes) == (
+    assert (opts.agents, opts.k, opts.top, opts.m, opts.alpha, opts.episodes) == (
         zsc.agents,
         zsc.k,
-        zsc.l,
+        zsc.top,
         zsc.m,
         zsc.alpha,
         zsc.episodes,
@@ -284,9 +284,16 @@ def test_a_repeated_alpha_is_refused(command: str, text: str, capsys: pytest.Cap
 
 
 def test_zsc_config_refuses_nonsense() -> None:
-    for kwargs in ({"agents": 1}, {"k": 0}, {"l": 0}, {"episodes": 0}, {"pool": "deep"}, {"alpha": 0.0}):
+    for kwargs in (
+        {"agents": 1},
+        {"k": 0},
+        {"top": 0},
+        {"episodes": 0},
+        {"pool_source": "deep"},
+        {"alpha": 0.0},
+    ):
         with pytest.raises(ValueError):
-            ZSCConfig(**kwargs)
+            PopulationConfig(**kwargs)
 
 
 def test_dpomdp_reader_names_the_file_and_budget(tmp_path: Path) -> None:

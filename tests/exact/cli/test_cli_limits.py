@@ -133,7 +133,20 @@ def test_optimal_set_names_the_workers_when_their_batches_exceed_the_budget(caps
 def test_one_cross_play_pair_has_no_standard_error(capsys) -> None:
     """Two agents make one XP pair: its standard error is undefined (null; the table shows the value alone),
     not 0.0, which claimed an exact value."""
-    argv = ["zsc", "two-lever", "--pool", "exact", "--k", "4", "--agents", "2", "--m", "2", "--l", "2"]
+    argv = [
+        "zsc",
+        "two-lever",
+        "--pool-source",
+        "exact",
+        "--k",
+        "4",
+        "--agents",
+        "2",
+        "--m",
+        "2",
+        "--top",
+        "2",
+    ]
     assert main([*argv, "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert rows and all(r["xp"]["se"] is None for r in rows)
@@ -152,7 +165,7 @@ def test_a_report_with_an_undefined_standard_error_equals_its_round_trip(capsys)
     argv = [
         "zsc",
         "two-lever",
-        "--pool",
+        "--pool-source",
         "exact",
         "--k",
         "4",
@@ -160,7 +173,7 @@ def test_a_report_with_an_undefined_standard_error_equals_its_round_trip(capsys)
         "2",
         "--m",
         "2",
-        "--l",
+        "--top",
         "2",
         "--json",
     ]

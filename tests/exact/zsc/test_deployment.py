@@ -1,4 +1,4 @@
-"""Which OP seed an agent deploys (``ZSCConfig.select_by``, ``ers_exact.deployment``), on a three-lever case
+"""Which OP seed an agent deploys (``PopulationConfig.select_by``, ``ers_exact.deployment``), on a three-lever case
 where the paper's rule and the OP-value rule disagree, checked against closed forms from the game's rules.
 
 Two shared policies of the 2-round three-lever game (reward 1{a^1 = a^2} per round, Phi = Phi_MDP = the 6
@@ -27,7 +27,7 @@ from ers_exact.symmetry.search import decpomdp_symmetries
 from ers_exact.util.options import UsageError
 from ers_exact.zsc import pipeline
 from ers_exact.zsc.other_play import OPResult
-from ers_exact.zsc.pipeline import ZSCConfig, deployed_policy, run_zsc
+from ers_exact.zsc.pipeline import PopulationConfig, deployed_policy, run_zsc
 
 J_A, OP_A, J_B, OP_B = 4 / 3, 4 / 3, 2.0, 2 / 3  # the closed forms of the module docstring
 
@@ -80,7 +80,7 @@ def test_the_pipeline_deploys_by_select_by_and_records_it(lever3, monkeypatch, r
     """Every OP training returns the seeds A and B: both OP rows' Self-Play and OP columns are those of the
     seed ``select_by`` names, and table1's JSON round trip keeps the rule and the OP reading."""
     monkeypatch.setattr(pipeline, "train_other_play", lambda tree, phis, config: _seeds(tree))
-    cfg = ZSCConfig(agents=2, k=2, l=2, m=2, episodes=200, op_steps=1, select_by=rule)
+    cfg = PopulationConfig(agents=2, k=2, top=2, m=2, episodes=200, op_steps=1, select_by=rule)
     report, _ = run_zsc(lever3, cfg)
     mdp_row = report.rows[1]
     assert mdp_row.sp.value == pytest.approx(sp, abs=1e-12)
@@ -91,6 +91,6 @@ def test_the_pipeline_deploys_by_select_by_and_records_it(lever3, monkeypatch, r
 
 
 def test_the_default_is_the_papers_rule_and_a_bad_one_is_refused() -> None:
-    assert ZSCConfig().select_by == "sp_return"
+    assert PopulationConfig().select_by == "sp_return"
     with pytest.raises(UsageError, match="select_by"):
-        replace(ZSCConfig(), select_by="best")
+        replace(PopulationConfig(), select_by="best")

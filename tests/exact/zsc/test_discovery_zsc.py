@@ -19,7 +19,7 @@ from ers_exact.symmetry.search import decpomdp_symmetries
 from ers_exact.zsc.discovery import DiscoveryConfig, discover, group_metrics, learn_action_distribution
 from ers_exact.zsc.iql import IQLConfig, iql_pool
 from ers_exact.zsc.other_play import OPConfig, op_gradient, train_other_play
-from ers_exact.zsc.pipeline import ZSCConfig, run_zsc
+from ers_exact.zsc.pipeline import PopulationConfig, run_zsc
 
 from ..finite_differences import perturbed_value, raw_return
 
@@ -131,13 +131,13 @@ def test_zsc_cli_on_the_toy_game(capsys) -> None:
                 "toy-coordination",
                 "--agents",
                 "3",
-                "--pool",
+                "--pool-source",
                 "exact",
                 "--alpha",
                 "0.3",
                 "--k",
                 "2",
-                "--l",
+                "--top",
                 "2",
                 "--m",
                 "2",
@@ -156,7 +156,7 @@ def test_zsc_cli_on_the_toy_game(capsys) -> None:
 
 @pytest.mark.slow
 def test_three_lever_op_er_cross_play_beats_self_play(lever3) -> None:
-    report, _ = run_zsc(lever3, ZSCConfig(episodes=2000))
+    report, _ = run_zsc(lever3, PopulationConfig(episodes=2000))
     sp, _, er = report.rows
     assert er.xp.value > sp.xp.value
 
@@ -189,7 +189,9 @@ def test_er_agents_use_the_identity_and_their_learned_set(monkeypatch) -> None:
     calls = []  # (Phi, deployed policy) of every OP training, per agent OP + Phi_MDP then OP + Phi_ER
     real = pipeline.train_other_play
 
-    cfg = ZSCConfig(agents=3, pool="exact", alpha=0.3, k=2, l=2, m=2, op_steps=60, algorithm="xp-max")
+    cfg = PopulationConfig(
+        agents=3, pool_source="exact", alpha=0.3, k=2, top=2, m=2, op_steps=60, algorithm="xp-max"
+    )
 
     def spy(tree_, phis, config):
         result = real(tree_, phis, config)

@@ -8,7 +8,7 @@ Each agent i trains m other-play seeds {pi_{i,k}}_{k=1}^m and deploys one of the
 
 and its Hanabi section repeats it ("each agent trains m = 5 policies and deploys the one with the highest
 return"). ``select_by`` names the rule, a field of both packages' population configs
-(:class:`~ers_exact.zsc.config.ZSCConfig`, ``ers_deep.zsc.PopulationConfig``) recorded in each ``ZSCReport``'s
+(:class:`~ers_exact.zsc.config.PopulationConfig`, ``ers_deep.zsc.PopulationConfig``) recorded in each ``ZSCReport``'s
 config, so a comparison run can hold it equal:
 
 * ``"sp_return"`` (the paper, the default): the highest self-play return J(pi_{i,k});

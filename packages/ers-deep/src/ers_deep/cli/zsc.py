@@ -12,6 +12,7 @@ import torch
 from ers_deep.cli.common import PRESET_NAMES, device_check, draw_pool_curve, env_check, require_two_seat_env
 from ers_deep.train.evaluate import AVERAGES
 from ers_exact.deployment import DEFAULT_SELECT_BY, SELECT_BY
+from ers_exact.util.deprecation import renamed_fields
 from ers_exact.util.options import (
     Options,
     at_least,
@@ -36,6 +37,7 @@ def _algorithm_list(value: object) -> str | None:
     return f"names unknown algorithms {bad} (use {', '.join(_ALGORITHMS)})" if bad or not names else None
 
 
+@renamed_fields(l="top")
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Table1Options(Options):
     """``ers-deep table1``: IPPO, IPPO + OP-MDP and IPPO + OP-ER populations of P agents; Table 1."""
@@ -54,7 +56,9 @@ class Table1Options(Options):
         check=between(2, 50),
     )
     candidates: int = option(8, help="symmetries trained per agent", check=at_least(1))
-    l: int = option(4, help="symmetries kept per agent", check=at_least(1))
+    top: int = option(
+        4, help="symmetries kept per agent (the paper's l)", check=at_least(1), renamed_from=("l",)
+    )
     m: int = option(
         1, help="OP seeds per agent, 1 to 20 (--select-by picks the one deployed)", check=between(1, 20)
     )
@@ -114,6 +118,7 @@ class Table1Options(Options):
         return PopulationConfig(**{k: v for k, v in dataclasses.asdict(self).items() if k in fields})
 
 
+@renamed_fields(l="top")
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Table2Options(Table1Options):
     """``ers-deep table2``: discovery with each algorithm on the same self-play pools; Table 2."""

@@ -1,16 +1,17 @@
 """The TorchRL ``EnvBase`` shared by every batched env (natively batched: ``batch_size=[B]``, no ParallelEnv).
 
-Layout (TorchRL multi-agent convention, one group ``"agents"`` holding the P agents of ``game``):
+Layout (TorchRL multi-agent convention, one group ``"agents"`` holding the P agents of ``env``, the wrapped
+batched env; ``game`` is its deprecated name, the glossary's game being a Dec-POMDP spec):
 
 * ``("agents", "observation")`` [B, P, *O] float32 (and whatever else ``_agent_obs_specs`` declares);
-* ``("agents", "action")`` [B, P] long, categorical over ``game.num_actions``, passed to ``game.step``;
+* ``("agents", "action")`` [B, P] long, categorical over ``env.num_actions``, passed to ``env.step``;
 * ``("agents", "reward")`` [B, P, 1] float32: the team reward, the same for every agent;
 * root ``done`` and the other done keys of ``_done_keys`` [B, 1] bool, plus the env's root entries
   (``_root_specs``).
 
 Finished games are reset by TorchRL's ``_reset`` with a ``"_reset"`` mask (``step_and_maybe_reset``, as
-``Collector`` does) through ``game.reset_games``, so the terminal observation stays visible in ``"next"``;
-the wrapped env runs with ``auto_reset=False``. A subclass builds its game and declares what differs: the
+``Collector`` does) through ``env.reset_games``, so the terminal observation stays visible in ``"next"``;
+the wrapped env runs with ``auto_reset=False``. A subclass builds its batched env and declares what differs: the
 agent and root observation specs, the done keys, how a step output is packed, the output after a partial
 reset.
 """
@@ -26,25 +27,26 @@ from torchrl.data import Categorical, Composite, TensorSpec, Unbounded
 from torchrl.envs import EnvBase
 
 from ers_deep.envs.base import BatchedEnv, Step, torch_rl_seed
+from ers_exact.util.deprecation import warn_renamed
 
 GROUP = "agents"
 
 
 class BatchedTorchRLEnv(EnvBase):
-    """TorchRL env around a batched env ``game`` (``auto_reset`` off); see the module docstring."""
+    """TorchRL env around a batched env ``env`` (``auto_reset`` off); see the module docstring."""
 
     batch_locked = True
 
-    def __init__(self, game: BatchedEnv) -> None:
-        super().__init__(device=game.device, batch_size=torch.Size([game.batch_size]))
-        self.game = game
-        B, P, dev = game.batch_size, game.num_agents, self.device
+    def __init__(self, env: BatchedEnv) -> None:
+        super().__init__(device=env.device, batch_size=torch.Size([env.batch_size]))
+        self.env = env
+        B, P, dev = env.batch_size, env.num_agents, self.device
         self.observation_spec = Composite(
             {GROUP: Composite(self._agent_obs_specs(B, P), shape=(B, P), device=dev), **self._root_specs(B)},
             shape=(B,),
             device=dev,
         )
-        action = Categorical(game.num_actions, shape=(B, P), dtype=torch.long, device=dev)
+        action = Categorical(env.num_actions, shape=(B, P), dtype=torch.long, device=dev)
         self.action_spec = Composite(
             {GROUP: Composite(action=action, shape=(B, P), device=dev)}, shape=(B,), device=dev
         )
@@ -57,6 +59,12 @@ class BatchedTorchRLEnv(EnvBase):
             shape=(B,),
             device=dev,
         )
+
+    @property
+    def game(self) -> BatchedEnv:
+        """Deprecated name of :attr:`env`, the wrapped batched env (the glossary's game is a Dec-POMDP spec)."""
+        warn_renamed(f"{type(self).__name__}.game", f"{type(self).__name__}.env")
+        return self.env
 
     # ---- what a subclass declares --------------------------------------------------------------------------
     def _agent_obs_specs(self, B: int, P: int) -> dict[str, TensorSpec]:
@@ -80,13 +88,13 @@ class BatchedTorchRLEnv(EnvBase):
         raise NotImplementedError
 
     def _partial_reset_output(self) -> Step:
-        """The step output of ``game.state`` right after ``game.reset_games`` (zero reward)."""
+        """The step output of ``env.state`` right after ``env.reset_games`` (zero reward)."""
         raise NotImplementedError
 
     # ---- EnvBase API ---------------------------------------------------------------------------------------
     def _to_td(self, out: Step, with_reward: bool) -> TensorDict:
         """Pack a step output into the env's TensorDict layout."""
-        B, P = self.batch_size[0], self.game.num_agents
+        B, P = self.batch_size[0], self.env.num_agents
         group, root = self._pack(out)
         if with_reward:
             group["reward"] = out.reward[:, None, None].expand(B, P, 1).clone()
@@ -99,14 +107,14 @@ class BatchedTorchRLEnv(EnvBase):
 
     def _reset(self, tensordict: TensorDictBase | None = None, **kwargs: object) -> TensorDictBase:
         if tensordict is not None and "_reset" in tensordict:
-            self.game.reset_games(tensordict.get("_reset").reshape(-1))
+            self.env.reset_games(tensordict.get("_reset").reshape(-1))
             out = self._partial_reset_output()
         else:
-            out = self.game.reset()
+            out = self.env.reset()
         return self._to_td(out, with_reward=False)
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
-        return self._to_td(self.game.step(tensordict.get((GROUP, "action"))), with_reward=True)
+        return self._to_td(self.env.step(tensordict.get((GROUP, "action"))), with_reward=True)
 
     def _set_seed(self, seed: int | None) -> None:
-        torch_rl_seed(self.game.generator, seed)
+        torch_rl_seed(self.env.generator, seed)

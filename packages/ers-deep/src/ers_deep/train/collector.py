@@ -69,17 +69,17 @@ class _Out(NamedTuple):
 
 
 class LearnerEnv(BatchedTorchRLEnv):
-    """TorchRL env around an existing batched env ``game`` (any ``auto_reset``); see the module docstring.
+    """TorchRL env around an existing batched env ``env`` (any ``auto_reset``); see the module docstring.
 
     ``shaped_reward``: the env's step outputs carry ``shaped_reward`` [B, P] (Overcooked V2), exposed as a
     second reward entry."""
 
-    def __init__(self, game: BatchedEnv, *, shaped_reward: bool = False) -> None:
+    def __init__(self, env: BatchedEnv, *, shaped_reward: bool = False) -> None:
         self._shaped = shaped_reward
         self._attached: Tensor | None = None
-        super().__init__(game)
+        super().__init__(env)
         if shaped_reward:
-            B, P, dev = game.batch_size, game.num_agents, self.device
+            B, P, dev = env.batch_size, env.num_agents, self.device
             reward = Unbounded(shape=(B, P, 1), dtype=torch.float32, device=dev)
             self.reward_spec = Composite(
                 {GROUP: Composite(reward=reward, shaped_reward=reward.clone(), shape=(B, P), device=dev)},
@@ -94,10 +94,10 @@ class LearnerEnv(BatchedTorchRLEnv):
 
     # ---- specs and packing ---------------------------------------------------------------------------------
     def _agent_obs_specs(self, B: int, P: int) -> dict[str, TensorSpec]:
-        A, dev = self.game.num_actions, self.device
-        dtype = self.game.observe().dtype
+        A, dev = self.env.num_actions, self.device
+        dtype = self.env.observe().dtype
         return {
-            "observation": Unbounded(shape=(B, P, *self.game.obs_shape), dtype=dtype, device=dev),
+            "observation": Unbounded(shape=(B, P, *self.env.obs_shape), dtype=dtype, device=dev),
             "action_mask": Binary(n=A, shape=(B, P, A), dtype=torch.bool, device=dev),
             "mask": Binary(n=1, shape=(B, P, 1), dtype=torch.bool, device=dev),
         }
@@ -116,7 +116,7 @@ class LearnerEnv(BatchedTorchRLEnv):
         """The games as they stand (zero reward, not done)."""
         B, dev = self.batch_size[0], self.device
         zeros = torch.zeros(B, device=dev)
-        return _Out(self.game.observe(), self.game.legal_mask(), zeros, zeros.bool(), is_init, None)
+        return _Out(self.env.observe(), self.env.legal_mask(), zeros, zeros.bool(), is_init, None)
 
     # ---- EnvBase API ---------------------------------------------------------------------------------------
     def _reset(self, tensordict: TensorDictBase | None = None, **kwargs: object) -> TensorDictBase:
@@ -126,22 +126,22 @@ class LearnerEnv(BatchedTorchRLEnv):
         if self._attached is not None:
             first, self._attached = self._attached, None
             return self._to_td(self._current(first), with_reward=False)
-        self.game.reset()
+        self.env.reset()
         return self._to_td(self._current(torch.ones(B, dtype=torch.bool, device=dev)), with_reward=False)
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
-        game, auto = self.game, self.game.auto_reset
-        branch_free = getattr(game, "branch_free", False)
-        game.auto_reset = branch_free  # a branch-free env restarts inside its step, in its order of draws
+        env, auto = self.env, self.env.auto_reset
+        branch_free = getattr(env, "branch_free", False)
+        env.auto_reset = branch_free  # a branch-free env restarts inside its step, in its order of draws
         try:
-            out = game.step(tensordict.get((GROUP, "action")))
+            out = env.step(tensordict.get((GROUP, "action")))
         finally:
-            game.auto_reset = auto
+            env.auto_reset = auto
         legal = getattr(out, "legal", None)
         done = out.done.clone()
         packed = _Out(
             out.obs,
-            game.legal_mask() if legal is None else legal,
+            env.legal_mask() if legal is None else legal,
             out.reward,
             done,
             torch.zeros_like(done),
@@ -149,7 +149,7 @@ class LearnerEnv(BatchedTorchRLEnv):
         )
         td = self._to_td(packed, with_reward=True)
         if not branch_free:
-            game.reset_games(done)  # the env's auto-reset, in its order of draws
+            env.reset_games(done)  # the env's auto-reset, in its order of draws
         return td
 
 

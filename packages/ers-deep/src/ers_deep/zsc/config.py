@@ -1,8 +1,8 @@
 """The population protocol's configuration (the paper's Table 1 and Table 2 experiments), one frozen dataclass.
 
 P agents per population; each ER agent trains k self-play seeds (its pool: the first half trains the
-symmetries, the rest is held out), learns ``candidates`` symmetries and keeps l, then trains m OP seeds with
-them and deploys one by ``select_by`` (``ers_exact.deployment``, the same field as ers-exact's ``ZSCConfig``):
+symmetries, the rest is held out), learns ``candidates`` symmetries and keeps l (``top``), then trains m OP seeds with
+them and deploys one by ``select_by`` (``ers_exact.deployment``, the same field as ers-exact's ``PopulationConfig``):
 the paper's best self-play return argmax_k J(pi_{i,k}) by default, or the best OP score (pool.json's
 ``other_play``: the per-seat draw). The OP-MDP population trains m OP seeds per agent with the env's
 Dec-POMDP symmetries and deploys by the same rule; the IPPO population deploys the best self-play seed of each
@@ -25,6 +25,7 @@ from ers_deep.nets import NetConfig
 from ers_deep.train.config import TrainConfig, paper_config
 from ers_deep.train.evaluate import AVERAGES
 from ers_exact.deployment import DEFAULT_SELECT_BY, SELECT_BY
+from ers_exact.util.deprecation import renamed_fields
 from ers_exact.util.options import (
     UsageError,
     at_least,
@@ -47,16 +48,19 @@ MAX_K = 50
 MAX_M = 20
 
 
+@renamed_fields(l="top")
 @dataclass(frozen=True, kw_only=True)
 class PopulationConfig:
-    """Sizes and budgets of one population experiment (Table 1; Table 2 reuses its pools)."""
+    """Sizes and budgets of one population experiment (Table 1; Table 2 reuses its pools). ``top`` is the
+    paper's l (was ``l``: the old keyword and attribute still work and warn; a ``config.json`` written with
+    ``l`` is read through :func:`~ers_exact.util.deprecation.upgrade_keys`)."""
 
     env: str = "hanabi"  # "hanabi", "overcooked-v2" or "tabular:NAME"
     preset: str = "Hanabi-Very-Small"  # Hanabi
     agents: int = 3  # P, agents per population
     k: int = 4  # self-play seeds per ER agent (its pool)
     candidates: int = 8  # symmetries trained per agent
-    l: int = 4  # symmetries kept (the paper's l)
+    top: int = 4  # symmetries kept (the paper's l)
     m: int = 1  # OP seeds per agent (the one ``select_by`` picks is deployed)
     select_by: str = DEFAULT_SELECT_BY  # "sp_return" (the paper: argmax_k J(pi_{i,k})) or "op_value"
     algorithm: str = "sp-max"  # discovery algorithm of the ER population
@@ -88,7 +92,7 @@ class PopulationConfig:
             agents=between(2, MAX_AGENTS),
             k=between(2, MAX_K),
             candidates=at_least(1),
-            l=at_least(1),
+            top=at_least(1),
             m=between(1, MAX_M),
             select_by=one_of(SELECT_BY),
             algorithm=one_of(("sp-max", "sp-max-reg", "xp-max")),
@@ -103,8 +107,8 @@ class PopulationConfig:
             symmetriser=one_of(AVERAGES),
             seed=non_negative,
         )
-        if self.l > self.candidates:
-            raise UsageError(f"PopulationConfig.l = {self.l} is more than candidates = {self.candidates}")
+        if self.top > self.candidates:
+            raise UsageError(f"PopulationConfig.top = {self.top} is more than candidates = {self.candidates}")
         if self.minibatches is not None and not 1 <= self.minibatches <= 2 * self.num_envs:
             raise UsageError(
                 f"PopulationConfig.minibatches = {self.minibatches}: choose 1 .. 2 x num_envs = {2 * self.num_envs}"
@@ -150,7 +154,7 @@ class PopulationConfig:
         return DeepDiscoveryConfig(
             algorithm=algorithm,  # type: ignore[arg-type]
             candidates=self.candidates,
-            top=self.l,
+            top=self.top,
             total_env_steps=self.discovery_steps,
             num_envs=self.num_envs if not tabular else 256,
             num_steps=self.num_steps if not tabular else 4,

@@ -44,6 +44,7 @@ from ers_deep.train.evaluate import Agent, Average, play
 from ers_deep.zsc.config import PopulationConfig
 from ers_exact.deployment import deploy_index
 from ers_exact.interface import DiscoveryResult, Estimate, PopulationRow, ZSCReport
+from ers_exact.util.deprecation import upgrade_keys
 from ers_exact.util.output import MARKER, OutputError, claim_folder, dumps
 
 __all__ = ["POPULATIONS", "load_deployed", "run_table1", "run_table2"]
@@ -148,7 +149,9 @@ def load_deployed(out: str | Path) -> tuple[PopulationConfig, dict[str, list[Pol
     (``PoolError`` naming the folder when a pool is missing)."""
     out = Path(out)
     try:
-        config = PopulationConfig(**json.loads((out / "config.json").read_text()))
+        config = PopulationConfig(
+            **upgrade_keys(PopulationConfig, json.loads((out / "config.json").read_text()))
+        )
     except OSError:
         raise PoolError(f"{out}: not a table1 folder (no config.json); run ers-deep table1 first") from None
     except (json.JSONDecodeError, TypeError) as e:
@@ -222,8 +225,8 @@ def _claim(config: PopulationConfig, out: Path, force: bool, command: str) -> No
             old = json.loads(file.read_text())
         except (OSError, ValueError):
             old = None
-        if isinstance(old, dict):
-            old = {**ADDED_FIELDS, **old}
+        if isinstance(old, dict):  # a config.json of an earlier version: its renamed keys, its missing fields
+            old = {**ADDED_FIELDS, **upgrade_keys(PopulationConfig, old)}
         if old == new:
             return
         if not force:

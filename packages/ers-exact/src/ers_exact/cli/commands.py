@@ -303,16 +303,16 @@ def run_census(o: CensusOptions) -> dict[str, Any]:
 
 def run_zsc(o: ZSCOptions) -> dict[str, Any]:
     """The population pipeline: SP, OP + Phi_MDP and OP + learned Phi_ER; Table 1 as JSON and markdown."""
-    from ers_exact.zsc.config import ZSCConfig
+    from ers_exact.zsc.config import PopulationConfig
     from ers_exact.zsc.pipeline import run_zsc as pipeline
 
-    cfg = ZSCConfig(
+    cfg = PopulationConfig(
         agents=o.agents,
         seed=o.seed,
-        pool=o.pool,
+        pool_source=o.pool_source,
         alpha=o.alpha,
         k=o.k,
-        l=o.l,
+        top=o.top,
         m=o.m,
         select_by=o.select_by,
         episodes=o.episodes,
@@ -355,12 +355,12 @@ def run_discover(o: DiscoverOptions) -> dict[str, Any]:
     from ers_exact.zsc.discovery import discover
     from ers_exact.zsc.pools import build_pools
 
-    cfg = PoolConfig(source=o.pool, alpha=o.alpha, k=o.k, episodes=o.episodes)
+    cfg = PoolConfig(source=o.pool_source, alpha=o.alpha, k=o.k, episodes=o.episodes)
     discovery = DiscoveryConfig(algorithm=o.algorithm, search=o.search, top=o.top, seed=o.seed)
     tree = _tree(o)
     (train, _), (unseen, _) = build_pools(tree, cfg, [o.seed, o.seed + UNSEEN_POOL_SEED_OFFSET])
     result = discover(tree, train, discovery, unseen_pool=unseen)
-    return {**result.to_json(), "pool": o.pool, "alpha": o.alpha, "provenance": _provenance()}
+    return {**result.to_json(), "pool_source": o.pool_source, "alpha": o.alpha, "provenance": _provenance()}
 
 
 def run_demo(o: DemoOptions) -> dict[str, Any]:

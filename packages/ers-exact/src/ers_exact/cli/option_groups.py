@@ -30,7 +30,7 @@ from ers_exact.zsc.config import (
     POOL_SOURCES,
     DiscoveryConfig,
     PoolConfig,
-    ZSCConfig,
+    PopulationConfig,
 )
 
 #: how ``symmetries`` finds Phi_ER (:func:`ers_exact.analysis.report.symmetry_report`'s ``er_method``)
@@ -50,7 +50,7 @@ PLOT_SUFFIXES = (".png", ".pdf", ".svg")
 
 _SOLVER = SolverConfig()
 _POOL = PoolConfig()
-_ZSC = ZSCConfig()
+_ZSC = PopulationConfig()
 _DISCOVERY = DiscoveryConfig()
 
 ALPHA_HELP = "Boltzmann temperature alpha > 0 (the paper's alpha; Gambit's lambda = 1 / alpha)"
@@ -158,14 +158,16 @@ class PoolOptions(GameOptions):
     """How pools of self-play policies are built and how symmetries are learned from them (zsc, discover)."""
 
     alpha: float = option(_POOL.alpha, help=ALPHA_HELP + " of the pool policies", check=positive)
-    pool: str = option(
+    pool_source: str = option(
         _POOL.source,
-        help="pool source: IQL runs (the paper) or the exact solver's self-play-optimal fixed points",
+        help="where the pool's policies come from: IQL runs (the paper) or the exact solver's self-play-optimal "
+        "fixed points",
         check=one_of(POOL_SOURCES),
+        renamed_from=("pool",),
     )
     k: int = option(
         _POOL.k,
-        help="pool size k (--pool exact: at most |Pi*_alpha|, the optimal fixed points found)",
+        help="pool size k (--pool-source exact: at most |Pi*_alpha|, the optimal fixed points found)",
         check=at_least(1),
     )
     episodes: int = option(_POOL.episodes, help="IQL episodes per pool policy", check=at_least(1))

@@ -1,7 +1,7 @@
 """The options of every ``ers-exact`` command: one frozen dataclass each, built from shared groups.
 
 Defaults come from the library's own configs (:class:`~ers_exact.solve.config.SolverConfig`,
-:class:`~ers_exact.zsc.config.ZSCConfig`, ...), so the command line and Python callers agree.
+:class:`~ers_exact.zsc.config.PopulationConfig`, ...), so the command line and Python callers agree.
 Only the light ``config`` modules are imported here (no numpy, scipy, sympy): ``--help`` and the README's
 option tables never load the solver. Values are validated when an options object is built (from argv or
 from Python), so bad input is refused before any computation, with a message naming the flag and the value.
@@ -42,6 +42,7 @@ from ers_exact.model.config import (
 )
 from ers_exact.solve.config import OptimalSetConfig
 from ers_exact.util.budget import MEMORY_BUDGET_ENV
+from ers_exact.util.deprecation import renamed_fields
 from ers_exact.util.options import (
     Options,
     at_least,
@@ -60,7 +61,7 @@ from ers_exact.zsc.config import (
     UNSEEN_POOL_SEED_OFFSET,
     DiscoveryConfig,
     OPConfig,
-    ZSCConfig,
+    PopulationConfig,
 )
 
 __all__ = [
@@ -95,7 +96,7 @@ __all__ = [
 ]
 
 _OPTIMAL_SET = OptimalSetConfig()
-_ZSC = ZSCConfig()
+_ZSC = PopulationConfig()
 _DISCOVERY = DiscoveryConfig()
 _CENSUS = CensusConfig()
 _OP = OPConfig()
@@ -283,6 +284,7 @@ class CensusOptions(Options):
     force: bool = force_option()
 
 
+@renamed_fields(l="top", pool="pool_source")
 @dataclass(frozen=True, kw_only=True)
 class ZSCOptions(PoolOptions):
     """``zsc``: the population pipeline (Table 1)."""
@@ -292,7 +294,12 @@ class ZSCOptions(PoolOptions):
         help=f"independent agents P per population, 2 to {UNSEEN_POOL_SEED_OFFSET} (cross-play needs two)",
         check=between(2, UNSEEN_POOL_SEED_OFFSET),
     )
-    l: int = option(_ZSC.l, help="learned symmetries l kept per agent", check=at_least(1))
+    top: int = option(
+        _ZSC.top,
+        help="learned symmetries kept per agent (the paper's l)",
+        check=at_least(1),
+        renamed_from=("l",),
+    )
     m: int = option(_ZSC.m, help="other-play seeds m per agent", check=at_least(1))
     select_by: str = option(
         _ZSC.select_by,
@@ -345,6 +352,7 @@ class OPOptions(SavePolicyOptions, GameOptions):
     )
 
 
+@renamed_fields(pool="pool_source")
 @dataclass(frozen=True, kw_only=True)
 class DiscoverOptions(PoolOptions):
     """``discover``: one agent's symmetry discovery with Table 2's metrics."""
@@ -354,7 +362,7 @@ class DiscoverOptions(PoolOptions):
         check=one_of(SEARCHES),
         help="candidate search: every admissible transformation, or REINFORCE over observation permutations",
     )
-    top: int = option(_DISCOVERY.top, help="transformations l kept", check=at_least(1))
+    top: int = option(_DISCOVERY.top, help="transformations kept (the paper's l)", check=at_least(1))
 
 
 @dataclass(frozen=True, kw_only=True)

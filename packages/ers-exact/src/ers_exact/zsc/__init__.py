@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from ers_exact.util.lazy import lazy_exports
 
 if TYPE_CHECKING:  # the names, for mypy and IDEs; at run time each is imported on first use
-    from ers_exact.zsc.config import DiscoveryConfig, OPConfig, PoolConfig, ZSCConfig
+    from ers_exact.zsc.config import DiscoveryConfig, OPConfig, PoolConfig, PopulationConfig
     from ers_exact.zsc.discovery import discover
     from ers_exact.zsc.iql import IQLConfig, iql_pool, train_iql
     from ers_exact.zsc.other_play import OPResult, solve_other_play, train_other_play
@@ -30,8 +30,8 @@ __all__ = [
     "OPConfig",
     "OPResult",
     "PoolConfig",
+    "PopulationConfig",
     "TransformationScore",
-    "ZSCConfig",
     "build_pool",
     "discover",
     "iql_pool",
@@ -56,7 +56,8 @@ if not TYPE_CHECKING:  # hidden from mypy, so that a name missing above is an er
             "OPResult": "other_play",
             "solve_other_play": "other_play",
             "train_other_play": "other_play",
-            "ZSCConfig": "config",
+            "PopulationConfig": "config",
+            "ZSCConfig": "config",  # deprecated name of PopulationConfig (warns)
             "run_zsc": "pipeline",
             "PoolConfig": "config",
             "build_pool": "pools",

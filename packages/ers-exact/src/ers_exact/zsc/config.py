@@ -1,15 +1,18 @@
 """The zero-shot-coordination layer's configurations, readable without loading the layer (numpy, the
 solver): how pools are built (:class:`PoolConfig`), symmetries discovered (:class:`DiscoveryConfig`, the
 paper's Algorithms 1-3), other-play trained (:class:`OPConfig`) and the population pipeline run
-(:class:`ZSCConfig`), with the names they accept. Each is re-exported by the module that uses it; the command
-line builds its options from these defaults."""
+(:class:`PopulationConfig`, ers-deep's ``ers_deep.zsc.PopulationConfig`` names the same role), with the names
+they accept. Each is re-exported by the module that uses it; the command line builds its options from these
+defaults. Deprecated names (root README, "Names across the packages"): ``ZSCConfig`` for
+:class:`PopulationConfig`, and its fields ``l`` (now ``top``) and ``pool`` (now ``pool_source``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ers_exact.deployment import DEFAULT_SELECT_BY, SELECT_BY
+from ers_exact.util.deprecation import deprecated_names, renamed_fields
 from ers_exact.util.options import (
     UsageError,
     at_least,
@@ -31,7 +34,7 @@ __all__ = [
     "DiscoveryConfig",
     "OPConfig",
     "PoolConfig",
-    "ZSCConfig",
+    "PopulationConfig",
 ]
 
 #: Algorithm 1 (SP-max), 2 (SP-max with the regulariser) and 3 (XP-max) of the paper.
@@ -151,18 +154,21 @@ class OPConfig:
         return dict(self.__dict__)
 
 
+@renamed_fields(l="top", pool="pool_source")
 @dataclass(frozen=True)
-class ZSCConfig:
-    """The pipeline's parameters (defaults: the paper's three-lever appendix)."""
+class PopulationConfig:
+    """The population pipeline's parameters (defaults: the paper's three-lever appendix). ``top`` is the paper's
+    l (was ``l``), ``pool_source`` where pool policies come from (was ``pool``); the old keywords and
+    attributes still work and warn."""
 
     agents: int = 5  # P
     k: int = 20  # pool size per agent
-    l: int = 6  # learned symmetries kept
+    top: int = 6  # l, learned symmetries kept
     m: int = 5  # OP seeds per agent
     select_by: str = DEFAULT_SELECT_BY  # which OP seed an agent deploys (ers_exact.deployment): the paper's
     # "sp_return" (argmax_k J(pi_{i,k})) or "op_value" (the best OP^Phi, ties by J)
     alpha: float = 1.0
-    pool: str = "iql"  # "iql" or "exact" (Boltzmann fixed points from the solver)
+    pool_source: str = "iql"  # "iql" or "exact" (Boltzmann fixed points from the solver)
     episodes: int = 10_000
     epsilon: float = 0.1
     learning_rate: float = 0.1
@@ -176,20 +182,20 @@ class ZSCConfig:
         check_fields(
             self,
             agents=between(2, UNSEEN_POOL_SEED_OFFSET),
-            l=at_least(1),
+            top=at_least(1),
             m=at_least(1),
             select_by=one_of(SELECT_BY),
             algorithm=one_of(ALGORITHMS),
             op_steps=at_least(1),
             seed=non_negative,
         )
-        _ = self.pool_config  # PoolConfig validates k, alpha, pool, episodes, epsilon and learning_rate
+        _ = self.pool_config  # PoolConfig validates k, alpha, pool_source, episodes, epsilon, learning_rate
 
     @property
     def pool_config(self) -> PoolConfig:
         """How each agent's pool is built (the fields :func:`~ers_exact.zsc.pools.build_pool` reads)."""
         return PoolConfig(
-            source=self.pool,
+            source=self.pool_source,
             k=self.k,
             alpha=self.alpha,
             episodes=self.episodes,
@@ -199,3 +205,7 @@ class ZSCConfig:
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+
+if not TYPE_CHECKING:  # hidden from mypy, so that the library's own code cannot use a deprecated name
+    __getattr__ = deprecated_names(__name__, {"ZSCConfig": ("PopulationConfig", lambda: PopulationConfig)})

@@ -27,7 +27,7 @@ seeds ("trainings", as in the paper) therefore runs
 The result's ``policy`` is the best OP value across seeds, ties (within 1e-6) broken by self-play J: the
 OP optimum found, which ``ers-exact op`` reports (``ers_exact.deployment.deploy_index`` under
 ``"op_value"``). Every seed's policy is kept (``seed_policies``), so the population pipeline deploys by its
-own rule (``ZSCConfig.select_by``; the paper keeps the best J, and with exact objectives OP-suboptimal
+own rule (``PopulationConfig.select_by``; the paper keeps the best J, and with exact objectives OP-suboptimal
 seeds can have a higher J). Parameter sharing (one policy for agents whose local history trees coincide) is the default and
 an option: the two-lever OP^{Phi_MDP} optimum is 5/4 with it (and needs a mixed policy: deterministic
 shared ones reach 1) and 3/2 without (tests/exact/zsc/test_other_play.py).

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -37,13 +38,14 @@ from ers_exact.model.objectives import cross_play, other_play, symmetrise
 from ers_exact.model.transformation import Transformation
 from ers_exact.model.values import expected_return
 from ers_exact.symmetry.search import decpomdp_symmetries
+from ers_exact.util.deprecation import deprecated_names
 from ers_exact.util.progress import Progress
-from ers_exact.zsc.config import DiscoveryConfig, OPConfig, ZSCConfig
+from ers_exact.zsc.config import DiscoveryConfig, OPConfig, PopulationConfig
 from ers_exact.zsc.discovery import discover, learned_phi
 from ers_exact.zsc.other_play import OPResult, train_other_play
 from ers_exact.zsc.pools import UNSEEN_POOL_SEED_OFFSET, build_pools
 
-__all__ = ["AGENT_SEED_STRIDE", "ZSCConfig", "deployed_policy", "learned_phi", "run_zsc"]
+__all__ = ["AGENT_SEED_STRIDE", "PopulationConfig", "deployed_policy", "learned_phi", "run_zsc"]
 
 # Agent a of a run with seed s trains with seed s * AGENT_SEED_STRIDE + a, so runs with different seeds
 # never share an agent seed (for fewer than AGENT_SEED_STRIDE agents).
@@ -93,7 +95,9 @@ def deployed_policy(result: OPResult, select_by: str) -> tuple[np.ndarray, ...]:
 
 
 def run_zsc(
-    tree: HistoryTree, config: ZSCConfig = ZSCConfig(), progress: bool | None = None
+    tree: HistoryTree,
+    config: PopulationConfig = PopulationConfig(),  # noqa: B008 (frozen: renamed_fields hides it from ruff)
+    progress: bool | None = None,
 ) -> tuple[ZSCReport, list[DiscoveryResult]]:
     """Run the three populations; return Table 1 and every ER agent's discovery result."""
     mdp = decpomdp_symmetries(tree.game)
@@ -107,7 +111,7 @@ def run_zsc(
         for agent, seed in enumerate(seeds):
             pool, sp_policy = pools[agent]
             unseen, _ = pools[config.agents + agent]
-            disc_cfg = DiscoveryConfig(algorithm=config.algorithm, top=config.l, seed=seed)
+            disc_cfg = DiscoveryConfig(algorithm=config.algorithm, top=config.top, seed=seed)
             result = discover(tree, pool, disc_cfg, unseen_pool=unseen)
             discoveries.append(result)
             er_phis.append(learned_phi(tree, result.permutations()))
@@ -120,7 +124,7 @@ def run_zsc(
     mdp_sets = [mdp] * config.agents
     seed = config.seed
     rows = (
-        _row(tree, f"SP ({config.pool})", sp_deployed, mdp, er_phis, seed=seed, op_sets=mdp_sets),
+        _row(tree, f"SP ({config.pool_source})", sp_deployed, mdp, er_phis, seed=seed, op_sets=mdp_sets),
         _row(tree, "OP + Phi_MDP", mdp_deployed, mdp, er_phis, seed=seed, op_sets=mdp_sets),
         _row(
             tree,
@@ -143,3 +147,9 @@ def run_zsc(
         },
     )
     return report, discoveries
+
+
+if (
+    not TYPE_CHECKING
+):  # ``from ers_exact.zsc.pipeline import ZSCConfig`` (its old name) still works, and warns
+    __getattr__ = deprecated_names(__name__, {"ZSCConfig": ("PopulationConfig", lambda: PopulationConfig)})

@@ -28,7 +28,7 @@ class HanabiTorchRLEnv(BatchedTorchRLEnv):
     """TorchRL env of B Hanabi games; constructor arguments are those of ``HanabiEnv`` (``auto_reset`` is off:
     TorchRL resets through ``_reset``)."""
 
-    game: HanabiEnv
+    env: HanabiEnv
 
     def __init__(
         self,
@@ -39,7 +39,7 @@ class HanabiTorchRLEnv(BatchedTorchRLEnv):
         players: int | None = None,
         check_legal: bool = True,
     ) -> None:
-        game = HanabiEnv(
+        env = HanabiEnv(
             config,
             batch_size=batch_size,
             device=device,
@@ -48,11 +48,11 @@ class HanabiTorchRLEnv(BatchedTorchRLEnv):
             check_legal=check_legal,
             players=players,
         )
-        super().__init__(game)
-        self.config = game.config
+        super().__init__(env)
+        self.config = env.config
 
     def _agent_obs_specs(self, B: int, P: int) -> dict[str, TensorSpec]:
-        O, M, dev = self.game.obs_size, self.game.num_moves, self.device
+        O, M, dev = self.env.obs_size, self.env.num_moves, self.device
         return {
             "observation": Binary(n=O, shape=(B, P, O), dtype=torch.float32, device=dev),
             "action_mask": Binary(n=M, shape=(B, P, M), dtype=torch.bool, device=dev),
@@ -60,19 +60,19 @@ class HanabiTorchRLEnv(BatchedTorchRLEnv):
         }
 
     def _root_specs(self, B: int) -> dict[str, TensorSpec]:
-        P, dev = self.game.num_players, self.device
+        P, dev = self.env.num_players, self.device
         return {
             "current_player": Categorical(P, shape=(B, 1), dtype=torch.long, device=dev),
             "score": Unbounded(shape=(B, 1), dtype=torch.long, device=dev),
         }
 
     def _pack(self, out: HanabiStep) -> tuple[dict[str, Tensor], dict[str, Tensor]]:
-        seats = torch.arange(self.game.num_players, device=self.device)
+        seats = torch.arange(self.env.num_players, device=self.device)
         acting = (seats == out.cur_player[:, None])[..., None]  # [B, P, 1] the player to move
         mask = out.legal | ~acting  # non-acting players: all moves "allowed" (ignored)
         return (
             {"observation": out.obs, "action_mask": mask, "mask": acting},
-            {"current_player": out.cur_player[:, None], "score": self.game.state.score[:, None].clone()},
+            {"current_player": out.cur_player[:, None], "score": self.env.state.score[:, None].clone()},
         )
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
@@ -86,10 +86,10 @@ class HanabiTorchRLEnv(BatchedTorchRLEnv):
             ) from err
 
     def _partial_reset_output(self) -> HanabiStep:
-        s = self.game.state
+        s = self.env.state
         zeros = torch.zeros(self.batch_size[0], device=self.device)
-        legal = self.game.legal_mask()  # first: it refreshes the mask step checks, as reset does
-        return HanabiStep(self.game.observe(), legal, s.cur.clone(), zeros, s.done.clone(), s.score.clone())
+        legal = self.env.legal_mask()  # first: it refreshes the mask step checks, as reset does
+        return HanabiStep(self.env.observe(), legal, s.cur.clone(), zeros, s.done.clone(), s.score.clone())
 
     def rand_action(self, tensordict: TensorDictBase | None = None) -> TensorDictBase:
         """Uniformly random *legal* moves (the spec's own ``rand`` would ignore the legal mask)."""
@@ -97,7 +97,7 @@ class HanabiTorchRLEnv(BatchedTorchRLEnv):
             tensordict = TensorDict(batch_size=self.batch_size, device=self.device)
         mask = tensordict.get((GROUP, "action_mask"), None)
         if mask is None:
-            mask = self.game.current_legal[:, None].expand(-1, self.config.players, -1)
+            mask = self.env.current_legal[:, None].expand(-1, self.config.players, -1)
         keys = torch.rand(mask.shape, device=self.device)
         tensordict.set((GROUP, "action"), (keys * mask).argmax(-1))
         return tensordict

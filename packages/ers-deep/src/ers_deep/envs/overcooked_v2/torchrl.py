@@ -27,7 +27,7 @@ class OvercookedV2TorchRLEnv(BatchedTorchRLEnv):
     """TorchRL env of B Overcooked V2 games; keyword arguments are those of ``OvercookedV2Env``
     (``auto_reset`` is off: TorchRL resets through ``_reset``)."""
 
-    game: OvercookedV2Env
+    env: OvercookedV2Env
 
     def __init__(
         self,
@@ -46,7 +46,7 @@ class OvercookedV2TorchRLEnv(BatchedTorchRLEnv):
     def _agent_obs_specs(self, B: int, P: int) -> dict[str, TensorSpec]:
         dev = self.device
         return {
-            "observation": Unbounded(shape=(B, P, *self.game.obs_shape), dtype=torch.float32, device=dev),
+            "observation": Unbounded(shape=(B, P, *self.env.obs_shape), dtype=torch.float32, device=dev),
             "shaped_reward": Unbounded(shape=(B, P, 1), dtype=torch.float32, device=dev),
         }
 
@@ -60,9 +60,9 @@ class OvercookedV2TorchRLEnv(BatchedTorchRLEnv):
         return {"observation": out.obs.float(), "shaped_reward": out.shaped_reward[..., None]}, {}
 
     def _partial_reset_output(self) -> OvercookedStep:
-        B, A, dev = self.batch_size[0], self.game.A, self.device
+        B, A, dev = self.batch_size[0], self.env.A, self.device
         return OvercookedStep(
-            self.game.observe(self.game.state),
+            self.env.observe(self.env.state),
             torch.zeros(B, device=dev),
             torch.zeros(B, A, device=dev),
             torch.zeros(B, dtype=torch.bool, device=dev),

@@ -20,7 +20,7 @@ from ers_exact.model.game import Game
 class TabularTorchRLEnv(BatchedTorchRLEnv):
     """TorchRL env of B games of an ers-exact game; arguments as ``TabularEnv`` (``auto_reset`` off)."""
 
-    game: TabularEnv
+    env: TabularEnv
 
     def __init__(
         self,
@@ -32,7 +32,7 @@ class TabularTorchRLEnv(BatchedTorchRLEnv):
         super().__init__(TabularEnv(game, batch_size=batch_size, device=device, seed=seed, auto_reset=False))
 
     def _agent_obs_specs(self, B: int, P: int) -> dict[str, TensorSpec]:
-        K, A, dev = self.game.obs_shape[0], self.game.num_actions, self.device
+        K, A, dev = self.env.obs_shape[0], self.env.num_actions, self.device
         return {
             "observation": Binary(n=K, shape=(B, P, K), dtype=torch.float32, device=dev),
             "action_mask": Binary(n=A, shape=(B, P, A), dtype=torch.bool, device=dev),
@@ -43,4 +43,4 @@ class TabularTorchRLEnv(BatchedTorchRLEnv):
 
     def _partial_reset_output(self) -> TabularStep:
         zeros = torch.zeros(self.batch_size[0], device=self.device)
-        return TabularStep(self.game.observe(), self.game.legal_mask(), zeros, self.game.state.done.clone())
+        return TabularStep(self.env.observe(), self.env.legal_mask(), zeros, self.env.state.done.clone())

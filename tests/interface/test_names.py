@@ -1,0 +1,229 @@
+"""One vocabulary across both packages (root README, "Names across the packages"): every canonical name works in
+both packages, every old name still works as a deprecated alias that warns once and names the new one, and
+files written by the code before the renames (``old_files/``, made by main at eb29184) still load."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ers_exact.cli import COMMANDS as EXACT_COMMANDS
+from ers_exact.cli import main as exact_main
+from ers_exact.interface import ZSCReport
+from ers_exact.util.cli import build_parser
+from ers_exact.util.deprecation import upgrade_keys
+from ers_exact.util.options import Options, from_namespace
+from ers_exact.zsc.config import PopulationConfig as ExactPopulationConfig
+
+OLD = Path(__file__).parent / "old_files"
+
+
+def _parse(commands: Any, argv: Sequence[str], capsys: pytest.CaptureFixture[str]) -> tuple[Options, str]:
+    """The options ``argv`` parses to, and what parsing printed on stderr."""
+    ns = build_parser("prog", "", "0", commands).parse_args(argv)
+    options = from_namespace(next(c for c in commands if c.name == ns.command).options, ns)
+    return options, capsys.readouterr().err
+
+
+def _deep_commands() -> Any:
+    pytest.importorskip("torch")
+    from ers_deep.cli import COMMANDS
+
+    return COMMANDS
+
+
+# ----- command-line flags: the canonical one in both packages, the old one as a hidden alias -----
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (["zsc", "three-lever", "--l", "3"], ["zsc", "three-lever", "--top", "3"]),
+        (["zsc", "three-lever", "--pool", "exact"], ["zsc", "three-lever", "--pool-source", "exact"]),
+        (
+            ["discover", "three-lever", "--pool", "exact"],
+            ["discover", "three-lever", "--pool-source", "exact"],
+        ),
+    ],
+)
+def test_exact_old_flags_are_warned_aliases(
+    old: list[str], new: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with_old, err = _parse(EXACT_COMMANDS, old, capsys)
+    with_new, quiet = _parse(EXACT_COMMANDS, new, capsys)
+    assert with_old == with_new and quiet == ""
+    assert err.splitlines() == [f"prog {old[0]}: DeprecationWarning: {old[2]} is deprecated; use {new[2]}"]
+
+
+@pytest.mark.parametrize("command", ["table1", "table2"])
+def test_deep_l_is_a_warned_alias_of_top(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    commands = _deep_commands()
+    with_old, err = _parse(commands, [command, "--out", "/tmp/ers-names", "--l", "2"], capsys)
+    with_new, quiet = _parse(commands, [command, "--out", "/tmp/ers-names", "--top", "2"], capsys)
+    assert with_old == with_new and with_new.top == 2 and quiet == ""  # type: ignore[attr-defined]
+    assert err.splitlines() == [f"prog {command}: DeprecationWarning: --l is deprecated; use --top"]
+
+
+def test_canonical_flags_are_the_same_in_both_packages(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--top`` (the paper's l) in every command that keeps learned symmetries, in both CLIs; ``--pool``
+    only where it names a pool (ers-deep's folders), ``--pool-source`` where it names where one comes from."""
+    deep = _deep_commands()
+    for commands, name in [(EXACT_COMMANDS, "zsc"), (EXACT_COMMANDS, "discover"), (deep, "discover")]:
+        fields = {f.name for f in dataclasses.fields(next(c for c in commands if c.name == name).options)}
+        assert "top" in fields and "l" not in fields, name
+    for name in ("table1", "table2"):
+        fields = {f.name for f in dataclasses.fields(next(c for c in deep if c.name == name).options)}
+        assert "top" in fields and "l" not in fields
+    for name in ("zsc", "discover"):
+        fields = {
+            f.name for f in dataclasses.fields(next(c for c in EXACT_COMMANDS if c.name == name).options)
+        }
+        assert "pool_source" in fields and "pool" not in fields
+    help_text = build_parser("prog", "", "0", EXACT_COMMANDS)
+    with pytest.raises(SystemExit):
+        help_text.parse_args(["zsc", "--help"])
+    shown = capsys.readouterr().out
+    assert "--top" in shown and "--pool-source" in shown and "--l " not in shown and "--pool " not in shown
+
+
+# ----- Python names -----
+def _warns_once(old: str, new: str) -> Any:
+    return pytest.warns(DeprecationWarning, match=rf"{old}.* is deprecated; use .*{new}")
+
+
+def test_zsc_config_is_a_deprecated_name_of_population_config() -> None:
+    import ers_exact.zsc.config as config
+    import ers_exact.zsc.pipeline as pipeline
+
+    for module in (config, pipeline):
+        with _warns_once("ZSCConfig", "PopulationConfig"):
+            assert module.ZSCConfig is ExactPopulationConfig
+    with pytest.raises(AttributeError):
+        _ = config.NoSuchConfig
+
+
+def test_both_packages_have_a_population_config_with_top() -> None:
+    pytest.importorskip("torch")
+    from ers_deep.discovery import DeepDiscoveryConfig
+    from ers_deep.zsc import PopulationConfig as DeepPopulationConfig
+    from ers_exact.zsc.config import DiscoveryConfig
+
+    assert ExactPopulationConfig(top=3).top == 3 and DeepPopulationConfig(top=3).top == 3
+    assert DiscoveryConfig(top=3).top == 3 and DeepDiscoveryConfig(top=3).top == 3
+    assert ExactPopulationConfig(pool_source="exact").pool_config.source == "exact"
+
+
+@pytest.mark.parametrize(
+    ("cls", "old", "new", "value"),
+    [
+        (ExactPopulationConfig, "l", "top", 3),
+        (ExactPopulationConfig, "pool", "pool_source", "exact"),
+        ("deep", "l", "top", 3),
+    ],
+)
+def test_old_config_fields_are_warned_aliases(cls: Any, old: str, new: str, value: object) -> None:
+    if cls == "deep":
+        pytest.importorskip("torch")
+        from ers_deep.zsc import PopulationConfig as cls
+    with _warns_once(rf"{cls.__name__}\({old}=", f"{new}="):
+        built = cls(**{old: value})
+    assert built == cls(**{new: value})
+    with _warns_once(rf"{cls.__name__}\.{old}", rf"{cls.__name__}\.{new}"):
+        assert getattr(built, old) == value
+    with pytest.raises(TypeError, match=f"give {new}= only"):
+        cls(**{old: value, new: value})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the canonical names never warn
+        assert getattr(cls(**{new: value}), new) == value
+
+
+def test_options_classes_accept_the_old_keywords() -> None:
+    from ers_exact.cli.options import DiscoverOptions, ZSCOptions
+
+    with pytest.warns(DeprecationWarning):
+        old = ZSCOptions(game="three-lever", l=2, pool="exact")  # type: ignore[call-arg]
+    assert old == ZSCOptions(game="three-lever", top=2, pool_source="exact")
+    with pytest.warns(DeprecationWarning):
+        assert DiscoverOptions(game="three-lever", pool="exact").pool_source == "exact"  # type: ignore[call-arg]
+
+
+def test_torchrl_env_holds_an_env_and_game_is_its_deprecated_name() -> None:
+    pytest.importorskip("torchrl")
+    from ers_deep.envs.tabular import TabularEnv
+    from ers_deep.envs.tabular.torchrl import TabularTorchRLEnv
+
+    env = TabularTorchRLEnv("three-lever", batch_size=2, seed=0)
+    assert isinstance(env.env, TabularEnv) and env.env.game.name == "three-lever"  # env.env.game: the Game
+    with _warns_once(r"TabularTorchRLEnv\.game", r"TabularTorchRLEnv\.env"):
+        assert env.game is env.env
+
+
+# ----- files written before the renames -----
+def test_a_table1_folder_written_before_the_rename_is_continued(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """main's table1 wrote config.json with ``"l"``; the same options (now ``top``) continue that run instead
+    of refusing it as another config, and ``load_deployed`` reads it without a warning."""
+    pytest.importorskip("torch")
+    import ers_deep.zsc.population as population
+    from ers_deep.pools import PoolError
+    from ers_deep.zsc import PopulationConfig, load_deployed, run_table1
+
+    old = json.loads((OLD / "table1-config.json").read_text())
+    assert old["l"] == 2 and "top" not in old
+    out = tmp_path / "table1"
+    out.mkdir()
+    shutil.copy(OLD / "table1-config.json", out / "config.json")
+    (out / ".ers-results.json").write_text(json.dumps({"command": "ers-deep table1"}))
+    same = PopulationConfig(**upgrade_keys(PopulationConfig, old))
+    assert same.top == 2 and same.to_json() == {**{k: v for k, v in old.items() if k != "l"}, "top": 2}
+
+    class Reached(Exception):
+        pass
+
+    def stop(*_: object, **__: object) -> None:
+        raise Reached  # past the config check: the run would train its self-play pool now
+
+    monkeypatch.setattr(population, "train_pool", stop)
+    with pytest.raises(Reached):
+        run_table1(same, out)
+    assert json.loads((out / "config.json").read_text()) == old  # continued, not rewritten
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        with pytest.raises(PoolError, match="sp"):  # the config is read; the pools were never trained
+            load_deployed(out)
+
+
+def test_upgrade_keys_keeps_new_keys_and_refuses_non_objects() -> None:
+    assert upgrade_keys(ExactPopulationConfig, {"l": 1, "pool": "exact", "k": 4}) == {
+        "top": 1,
+        "pool_source": "exact",
+        "k": 4,
+    }
+    assert upgrade_keys(ExactPopulationConfig, {"l": 1, "top": 2}) == {"top": 2}
+    with pytest.raises(TypeError, match="JSON object"):
+        upgrade_keys(ExactPopulationConfig, [1, 2])  # type: ignore[arg-type]
+
+
+def test_a_zsc_report_written_before_the_rename_loads_and_matches(capsys: pytest.CaptureFixture[str]) -> None:
+    """main's ``ers-exact zsc toy-coordination --agents 2 --pool exact --alpha 0.3 --k 2 --l 2 --m 1 --out``
+    file: it reads back as a ZSCReport, and the same run under the canonical flags gives the same rows and
+    discoveries; its config holds the same values under the new names."""
+    old = json.loads((OLD / "zsc-toy-coordination-seed0.json").read_text())
+    report = ZSCReport.from_json(old)
+    assert report.config["l"] == 2 and report.config["pool"] == "exact"
+    argv = ["zsc", "toy-coordination", "--agents", "2", "--pool-source", "exact", "--alpha", "0.3"]
+    assert exact_main([*argv, "--k", "2", "--top", "2", "--m", "1", "--json"]) == 0
+    new = json.loads(capsys.readouterr().out)
+    assert ZSCReport.from_json(new) == report
+    assert (new["rows"], new["discovery"], new["markdown"]) == (
+        old["rows"],
+        old["discovery"],
+        old["markdown"],
+    )
+    assert new["config"] == upgrade_keys(ExactPopulationConfig, old["config"])
