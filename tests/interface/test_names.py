@@ -181,7 +181,9 @@ def test_a_table1_folder_written_before_the_rename_is_continued(
     shutil.copy(OLD / "table1-config.json", out / "config.json")
     (out / ".ers-results.json").write_text(json.dumps({"command": "ers-deep table1"}))
     same = PopulationConfig(**upgrade_keys(PopulationConfig, old))
-    assert same.top == 2 and same.to_json() == {**{k: v for k, v in old.items() if k != "l"}, "top": 2}
+    # the old file's fields under their new names, and the fields added since at the values that run used
+    since = {"select_by": "sp_return"}
+    assert same.top == 2 and same.to_json() == {**{k: v for k, v in old.items() if k != "l"}, "top": 2, **since}
 
     class Reached(Exception):
         pass
@@ -226,4 +228,6 @@ def test_a_zsc_report_written_before_the_rename_loads_and_matches(capsys: pytest
         old["discovery"],
         old["markdown"],
     )
-    assert new["config"] == upgrade_keys(ExactPopulationConfig, old["config"])
+    # and the deployment fields added since (this toy run's OP seeds tie, so either rule gives these rows)
+    since = {"select_by": "sp_return", "op_reading": "seatings"}
+    assert new["config"] == {**upgrade_keys(ExactPopulationConfig, old["config"]), **since}
