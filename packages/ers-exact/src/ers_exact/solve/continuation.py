@@ -42,7 +42,7 @@ import numpy as np
 from ers_exact.solve.boltzmann import LogitCoordinates
 from ers_exact.solve.branch_points import Seed, locate_min, locate_sign, near_known, switch
 from ers_exact.solve.config import ContinuationConfig
-from ers_exact.solve.path import Tracer
+from ers_exact.solve.path import Augmented, Tracer
 from ers_exact.util.blas import blas_threads
 from ers_exact.util.progress import Progress
 
@@ -119,17 +119,12 @@ def continuation(
 def _continuation(
     coords: LogitCoordinates, alpha: float, cfg: ContinuationConfig, progress: bool | None
 ) -> ContinuationResult:
+    """Trace branches from the principal seed at lambda = 0, breadth first, until the queue of seeds is empty or
+    ``max_branches`` / ``max_steps`` is reached; every branch point found queues the branches leaving it."""
     start = time.perf_counter()
     lam_star = 1.0 / alpha
-    lam_stop = cfg.overshoot * lam_star + 0.05
     tr = Tracer(coords, lam_star, cfg)
-    D = coords.dim
-    points: list[np.ndarray] = []
-    point_branch: list[int] = []
-    branches: list[Branch] = []
-    bifurcations: list[dict[str, Any]] = []
-    known_bif: list[np.ndarray] = []
-    if D == 0:
+    if coords.dim == 0:
         return ContinuationResult(
             alpha,
             (np.zeros(0),),
@@ -140,68 +135,99 @@ def _continuation(
             time.perf_counter() - start,
             cfg,
         )
+    found = _Found(queue=[_principal_seed(tr, coords.dim, lam_star)])
+    while found.queue and len(found.branches) < cfg.max_branches and found.steps < cfg.max_steps:
+        _trace_next(tr, found, lam_star, cfg, coords.tree.game.name, progress)
+    return ContinuationResult(
+        alpha=float(alpha),
+        points=tuple(found.points),
+        point_branch=tuple(found.point_branch),
+        branches=tuple(_closed(found.branches, found.queue)),
+        bifurcations=tuple(found.bifurcations),
+        steps=found.steps,
+        seconds=time.perf_counter() - start,
+        config=cfg,
+    )
+
+
+@dataclass
+class _Found:
+    """What the continuation has found so far: the crossings y of lambda* (and the branch of each), the traced
+    branches, the branch points (as reported, and their curve points z to recognise one reached twice), the
+    seeds not yet traced and the steps spent."""
+
+    queue: list[Seed]
+    points: list[np.ndarray] = field(default_factory=list)
+    point_branch: list[int] = field(default_factory=list)
+    branches: list[Branch] = field(default_factory=list)
+    bifurcations: list[dict[str, Any]] = field(default_factory=list)
+    known_bif: list[np.ndarray] = field(default_factory=list)
+    steps: int = 0
+
+
+def _principal_seed(tr: Tracer, D: int, lam_star: float) -> Seed:
+    """The seed of the principal branch: z = (0, 0), where H_z = [I, -Gamma(0)], its tangent oriented towards
+    increasing lambda. Sets ``tr.scale``: y grows like lambda Gamma, so arclength is measured in units of the
+    path's size, not of lambda alone."""
     z0 = np.zeros(D + 1)
     hz0 = np.hstack([np.eye(D), -tr.gamma(z0[:-1], False)[0][:, None]])  # H_z at lambda = 0: [I, -Gamma(0)]
-    # y grows like lambda * Gamma: measure arclength in units of the path's size, not of lambda alone
     tr.scale = (1.0 + lam_star) * max(1.0, float(np.linalg.norm(hz0[:, -1])))
     e = np.zeros(D + 1)
     e[-1] = 1.0
     t0, _ = tr.tangent(hz0, e)  # oriented towards increasing lambda
-    queue = [Seed(z0, t0, None, 0.0, None, hz0)]
-    total_steps = 0
-    name = coords.tree.game.name
-    while queue and len(branches) < cfg.max_branches and total_steps < cfg.max_steps:
-        seed = queue.pop(0)
-        bid = len(branches)
-        desc = f"continuation {name} to lambda={lam_star:g}: branch {bid + 1} of {bid + 1 + len(queue)} known"
-        with Progress(1000, desc, enabled=progress) as bar:
-            report = _BranchProgress(bar, lam_stop)
-            steps, crossings, end, new_bifs = _trace(
-                tr,
-                seed,
-                lam_star,
-                lam_stop,
-                cfg,
-                points,
-                point_branch,
-                bid,
-                known_bif,
-                cfg.max_steps - total_steps,
-                report,
-            )
-            report(lam_stop)
-        total_steps += steps
-        branches.append(Branch(bid, seed.parent, float(seed.origin), steps, crossings, end))
-        for bif in new_bifs:
-            bif["branch"] = bid
-            children = switch(tr, bif, bid, progress)
-            bif["new_branches"] = len(children)
-            bifurcations.append({k: v for k, v in bif.items() if k not in ("z", "t", "kernel")})
-            queue.extend(children)
-    for k, b in enumerate(branches):
-        if b.end == "running":
-            branches[k] = Branch(b.id, b.parent, b.origin_lambda, b.steps, b.crossings, "step budget spent")
-    if queue:
-        branches.append(
-            Branch(
-                len(branches),
-                None,
-                float("nan"),
-                0,
-                0,
-                f"{len(queue)} branch(es) left untraced (max_branches / max_steps reached)",
-            )
-        )
-    return ContinuationResult(
-        alpha=float(alpha),
-        points=tuple(points),
-        point_branch=tuple(point_branch),
-        branches=tuple(branches),
-        bifurcations=tuple(bifurcations),
-        steps=total_steps,
-        seconds=time.perf_counter() - start,
-        config=cfg,
+    return Seed(z0, t0, None, 0.0, None, hz0)
+
+
+def _trace_next(
+    tr: Tracer, found: _Found, lam_star: float, cfg: ContinuationConfig, name: str, progress: bool | None
+) -> None:
+    """Trace the first queued seed's branch (its own progress bar) into ``found``, then switch onto the branches
+    leaving each branch point it met (queued after the others)."""
+    lam_stop = cfg.overshoot * lam_star + 0.05
+    seed = found.queue.pop(0)
+    bid = len(found.branches)
+    desc = (
+        f"continuation {name} to lambda={lam_star:g}: branch {bid + 1} of {bid + 1 + len(found.queue)} known"
     )
+    with Progress(1000, desc, enabled=progress) as bar:
+        report = _BranchProgress(bar, lam_stop)
+        steps, crossings, end, new_bifs = _trace(
+            tr,
+            seed,
+            lam_star,
+            lam_stop,
+            cfg,
+            found.points,
+            found.point_branch,
+            bid,
+            found.known_bif,
+            cfg.max_steps - found.steps,
+            report,
+        )
+        report(lam_stop)
+    found.steps += steps
+    found.branches.append(Branch(bid, seed.parent, float(seed.origin), steps, crossings, end))
+    for bif in new_bifs:
+        bif["branch"] = bid
+        children = switch(tr, bif, bid, progress)
+        bif["new_branches"] = len(children)
+        found.bifurcations.append({k: v for k, v in bif.items() if k not in ("z", "t", "kernel")})
+        found.queue.extend(children)
+
+
+def _closed(branches: list[Branch], queue: list[Seed]) -> list[Branch]:
+    """The branches as reported: one still running when the step budget ran out says so, and the seeds left in
+    the queue are counted in one last entry."""
+    out = [
+        Branch(b.id, b.parent, b.origin_lambda, b.steps, b.crossings, "step budget spent")
+        if b.end == "running"
+        else b
+        for b in branches
+    ]
+    if queue:
+        why = f"{len(queue)} branch(es) left untraced (max_branches / max_steps reached)"
+        out.append(Branch(len(out), None, float("nan"), 0, 0, why))
+    return out
 
 
 def _dip(sig: tuple[float, float, float], z: tuple[np.ndarray, ...], ratio: float) -> bool:
@@ -238,15 +264,14 @@ def _trace(
     budget: int,
     report: Callable[[float], None] | None = None,
 ) -> tuple[int, int, str, list[dict[str, Any]]]:
-    """Follow one branch from seed; append crossings of lambda*; return (steps, crossings, end, branch points)."""
+    """Follow one branch from seed; append crossings of lambda*; return (steps, crossings, end, branch points).
+
+    Each accepted predictor-corrector step z -> zn is checked for a crossing of lambda* (polished at fixed
+    lambda*), then for a branch point between z and zn (:class:`_BranchWatch`), then for the branch's end."""
     z, t = seed.z.copy(), seed.t.copy()
     h = cfg.initial_step * tr.scale
     t, lu = tr.tangent(seed.hz if seed.hz is not None else tr.Hz(z), t)
-    sign = tr.det_sign(lu) if cfg.locate_branch_points else 1.0
-    sig, vec = (
-        tr.sigma_min(lu) if cfg.locate_branch_points else (1.0, None)
-    )  # test functions (none: as Gambit)
-    hist_sig: list[tuple[float, np.ndarray, np.ndarray]] = [(sig, z.copy(), t.copy())]
+    watch = _BranchWatch(tr, lu, z, t, cfg.locate_branch_points)
     steps, crossings = 0, 0
     prev: tuple[np.ndarray, np.ndarray] | None = None  # the previous point and tangent (Hermite predictor)
     found: list[dict[str, Any]] = []
@@ -270,55 +295,101 @@ def _trace(
         steps += 1
         if report is not None:
             report(float(zn[-1]))
-        # ----- crossings of lambda* -----
-        if (z[-1] - lam_star) * (zn[-1] - lam_star) <= 0 and zn[-1] != z[-1] and z[-1] != lam_star:
-            frac = (lam_star - z[-1]) / (zn[-1] - z[-1])
-            y_guess = z[:-1] + frac * (zn[:-1] - z[:-1])
-            y_fp, res = tr.polish(y_guess, lam_star)
-            if res < 1e-9 * max(1.0, float(np.abs(y_fp).max(initial=0.0))):
-                points.append(y_fp)
-                point_branch.append(bid)
-                crossings += 1
-        # ----- branch points -----
+        y_fp = _crossing(tr, z, zn, lam_star)
+        if y_fp is not None:
+            points.append(y_fp)
+            point_branch.append(bid)
+            crossings += 1
         if cfg.locate_branch_points:
-            sign_n = tr.det_sign(lun)
-            sig_n, vec = tr.sigma_min(lun, vec)
-            bif = None
-            if sign_n != sign and z[-1] < lam_stop:
-                bif = locate_sign(tr, z, t, lu, h, sign, cfg)
-            elif len(hist_sig) >= 2:
-                s_prev, z_prev, _ = hist_sig[-1]
-                s_pp, z_pp, t_pp = hist_sig[-2]
-                if (
-                    _dip((s_pp, s_prev, sig_n), (z_pp, z_prev, zn), cfg.singular_ratio)
-                    and z_prev[-1] < lam_stop
-                ):
-                    bif = locate_min(tr, z_pp, t_pp, zn, cfg)
+            bif = watch.step(tr, (z, t, lu, h), (zn, tn, lun), lam_stop, cfg)
             if bif is not None and not near_known(bif["z"], known_bif, cfg.branch_eps):
                 known_bif.append(bif["z"])
                 found.append(bif)
-            hist_sig.append((sig_n, zn.copy(), tn.copy()))
-            if len(hist_sig) > 3:
-                hist_sig.pop(0)
-            sign = sign_n
-        # ----- step control -----
         prev = (z, t)
         z, t, lu = zn, tn, lun
         h = tr.next_step(h, st)
-        if crossings and cfg.stop_at_crossing:
-            end = f"crossed lambda*={lam_star:.6g}"
-            break
-        if z[-1] > lam_stop:
-            end = f"passed lambda={lam_stop:.6g}"
-            break
-        if z[-1] < -1e-9:
-            end = "returned to lambda < 0"
-            break
-        if (
-            seed.origin_point is not None
-            and steps > 3
-            and near_known(z, [p for p in known_bif if p is not seed.origin_point], 0.5 * cfg.branch_eps)
-        ):
-            end = f"reached another branch point at lambda={z[-1]:.6g}"
+        stop = _end(z, steps, crossings, seed, known_bif, lam_star, lam_stop, cfg)
+        if stop is not None:
+            end = stop
             break
     return steps, crossings, end, found
+
+
+def _crossing(tr: Tracer, z: np.ndarray, zn: np.ndarray, lam_star: float) -> np.ndarray | None:
+    """The fixed point y at lambda* when the step z -> zn crosses lambda* = 1 / alpha: the chord's y at lambda*
+    polished by Newton at fixed lambda*, kept when its residual is below 1e-9 max(1, |y|_inf); else None."""
+    if not ((z[-1] - lam_star) * (zn[-1] - lam_star) <= 0 and zn[-1] != z[-1] and z[-1] != lam_star):
+        return None
+    frac = (lam_star - z[-1]) / (zn[-1] - z[-1])
+    y_guess = z[:-1] + frac * (zn[:-1] - z[:-1])
+    y_fp, res = tr.polish(y_guess, lam_star)
+    if res < 1e-9 * max(1.0, float(np.abs(y_fp).max(initial=0.0))):
+        return y_fp
+    return None
+
+
+class _BranchWatch:
+    """The test functions of one branch on the augmented matrix A = [H_z; t]: the sign of det A (it changes at
+    a branch point of odd multiplicity) and sigma_min A at the last three curve points (a dip catches even
+    multiplicities); the branch point between two steps is then located (``locate_sign`` / ``locate_min``).
+    Off (``locate_branch_points=False``, as Gambit): sign 1, sigma 1."""
+
+    def __init__(self, tr: Tracer, lu: Augmented, z: np.ndarray, t: np.ndarray, on: bool) -> None:
+        self.sign = tr.det_sign(lu) if on else 1.0
+        sig, self.vec = tr.sigma_min(lu) if on else (1.0, None)
+        self.hist: list[tuple[float, np.ndarray, np.ndarray]] = [(sig, z.copy(), t.copy())]
+
+    def step(
+        self,
+        tr: Tracer,
+        here: tuple[np.ndarray, np.ndarray, Augmented, float],
+        nxt: tuple[np.ndarray, np.ndarray, Augmented],
+        lam_stop: float,
+        cfg: ContinuationConfig,
+    ) -> dict[str, Any] | None:
+        """The branch point between the curve point ``here`` = (z, t, A, step h) and the next accepted one
+        ``nxt`` = (zn, tn, An), if a test function reveals one before lambda_stop (else None)."""
+        (z, t, lu, h), (zn, tn, lun) = here, nxt
+        sign_n = tr.det_sign(lun)
+        sig_n, self.vec = tr.sigma_min(lun, self.vec)
+        bif = None
+        if sign_n != self.sign and z[-1] < lam_stop:
+            bif = locate_sign(tr, z, t, lu, h, self.sign, cfg)
+        elif len(self.hist) >= 2:
+            s_prev, z_prev, _ = self.hist[-1]
+            s_pp, z_pp, t_pp = self.hist[-2]
+            if _dip((s_pp, s_prev, sig_n), (z_pp, z_prev, zn), cfg.singular_ratio) and z_prev[-1] < lam_stop:
+                bif = locate_min(tr, z_pp, t_pp, zn, cfg)
+        self.hist.append((sig_n, zn.copy(), tn.copy()))
+        if len(self.hist) > 3:
+            self.hist.pop(0)
+        self.sign = sign_n
+        return bif
+
+
+def _end(
+    z: np.ndarray,
+    steps: int,
+    crossings: int,
+    seed: Seed,
+    known_bif: list[np.ndarray],
+    lam_star: float,
+    lam_stop: float,
+    cfg: ContinuationConfig,
+) -> str | None:
+    """Why tracing stops at the curve point z = (y, lambda) after ``steps`` steps (None: it goes on): a
+    crossing when ``stop_at_crossing``, lambda past lambda_stop or below 0, or another known branch point
+    reached (on a branch that left one)."""
+    if crossings and cfg.stop_at_crossing:
+        return f"crossed lambda*={lam_star:.6g}"
+    if z[-1] > lam_stop:
+        return f"passed lambda={lam_stop:.6g}"
+    if z[-1] < -1e-9:
+        return "returned to lambda < 0"
+    if (
+        seed.origin_point is not None
+        and steps > 3
+        and near_known(z, [p for p in known_bif if p is not seed.origin_point], 0.5 * cfg.branch_eps)
+    ):
+        return f"reached another branch point at lambda={z[-1]:.6g}"
+    return None
