@@ -211,13 +211,33 @@ class BoxEnclosure:
         """Enclosures of M(Y) ([P, D] lo and hi) and of J(pi(Y)) ([P] lo and hi) for boxes [lo, hi] [P, D];
         ``exact=False`` skips the exact two-agent stage games, ``held=False`` the whole decentralised stage
         bound (looser, cheaper; still sound; the last stage's M does not use it)."""
-        tree, n, na = self.tree, self.n, self.na
-        P = lo.shape[0]
         pol = self.policy_bounds(lo, hi)
-        reach = self.reach(pol) if n > 1 else None
+        reach = self.reach(pol) if self.n > 1 else None
+        G, node_bounds, Jlo, Jhi = self._backward(pol, lo.shape[0], exact, held)
+        mlo, mhi = [], []
+        for i in range(self.n):
+            hulls = [self._gap_hull(i, t, G[t], node_bounds[t], reach) for t in range(len(self.tree.layers))]
+            hull_lo, hull_hi = (
+                np.concatenate([h[0] for h in hulls], axis=1),
+                np.concatenate([h[1] for h in hulls], axis=1),
+            )
+            k, a, _ = self.index[i]
+            mlo.append(_dn(hull_lo[:, k, a] / alpha))
+            mhi.append(_up(hull_hi[:, k, a] / alpha))
+        return np.concatenate(mlo, axis=1), np.concatenate(mhi, axis=1), Jlo, Jhi
+
+    def _backward(
+        self, pol: list[tuple[np.ndarray, np.ndarray]], P: int, exact: bool, held: bool
+    ) -> tuple[
+        list[tuple[np.ndarray, np.ndarray]], list[list[tuple[np.ndarray, np.ndarray]]], np.ndarray, np.ndarray
+    ]:
+        """The values backwards from the last stage: per stage t, G[n, a] = R[n, a] + gamma sum_child V (lo and
+        hi, [P, N_t, A_1, ..., A_n], the continuation tightened by the held-agent bound of the stage after),
+        each agent's policy bounds at the stage's nodes (broadcast along its action axis) and J = V at the root
+        (lo and hi [P], the upper one tightened by the root's held-agent bound)."""
+        tree, n, na = self.tree, self.n, self.na
         H = len(tree.layers)
-        Glo: list[np.ndarray] = [np.empty(0)] * H
-        Ghi: list[np.ndarray] = [np.empty(0)] * H
+        G: list[tuple[np.ndarray, np.ndarray]] = [(np.empty(0), np.empty(0))] * H
         node_bounds: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in range(H)]
         v_next: tuple[np.ndarray, np.ndarray] | None = None
         held_next: np.ndarray | None = None  # [P, N_t A] the held-agent bound of the continuation
@@ -244,7 +264,7 @@ class BoxEnclosure:
                 loc = layer.local[:, j]
                 bnds.append((l[:, loc].reshape(shape), u[:, loc].reshape(shape)))
             node_bounds[t] = bnds
-            Glo[t], Ghi[t] = glo, ghi
+            G[t] = (glo, ghi)
             vlo, vhi = expect_bounds(glo, ghi, bnds, [2 + j for j in range(n)])
             v_next = (vlo.reshape(P, N), vhi.reshape(P, N))
             held_next = self.held(t, ghi, bnds, pol, exact) if held else None
@@ -252,49 +272,51 @@ class BoxEnclosure:
         Jlo, Jhi = v_next[0][:, 0], v_next[1][:, 0]
         if held_next is not None:
             Jhi = np.minimum(Jhi, held_next[:, 0])
-        mlo, mhi = [], []
-        for i in range(n):
-            glo_i, ghi_i = [], []
-            for t in range(H):
-                layer = tree.layers[t]
-                N = len(layer)
-                ref = self.refs[i][layer.local[:, i]]  # [N] reference action of each node's local history
-                g_lo = np.moveaxis(Glo[t], 2 + i, 2)  # [P, N, A_i, rest...]
-                g_hi = np.moveaxis(Ghi[t], 2 + i, 2)
-                r_lo = np.take_along_axis(g_lo, ref.reshape(1, N, 1, *[1] * (n - 1)), axis=2)
-                r_hi = np.take_along_axis(g_hi, ref.reshape(1, N, 1, *[1] * (n - 1)), axis=2)
-                d_lo, d_hi = _dn(g_lo - r_hi), _up(g_hi - r_lo)
-                others = [j for j in range(n) if j != i]
-                bnds = [
-                    (np.moveaxis(node_bounds[t][j][0], 2 + i, 2), np.moveaxis(node_bounds[t][j][1], 2 + i, 2))
-                    for j in others
-                ]
-                axes = [3 + others.index(j) for j in others]
-                inner_lo, inner_hi = expect_bounds(d_lo, d_hi, bnds, axes)  # [P, N, A_i]
-                inner_lo, inner_hi = inner_lo.reshape(P, N, na[i]), inner_hi.reshape(P, N, na[i])
-                plo, phi = self.prob[t]
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    q_lo = np.where(
-                        inner_lo >= 0, inner_lo / phi[None, :, None], inner_lo / plo[None, :, None]
-                    )
-                    q_hi = np.where(
-                        inner_hi >= 0, inner_hi / plo[None, :, None], inner_hi / phi[None, :, None]
-                    )
-                q_lo = np.where(np.isnan(q_lo), -np.inf, _dn(q_lo))
-                q_hi = np.where(np.isnan(q_hi), np.inf, _up(q_hi))
-                _, order, starts = self.groups[t][i]
-                hull_lo = np.minimum.reduceat(q_lo[:, order], starts, axis=1)  # [P, K_t, A_i]
-                hull_hi = np.maximum.reduceat(q_hi[:, order], starts, axis=1)
-                if reach is not None:  # the belief-weighted mean of the per-node gaps, within the hull
-                    w_lo, w_hi = self._belief_weights(reach[t], i, plo, phi)
-                    idx, mask = self.padded[t][i]
-                    wl, wh, m = w_lo[:, idx][..., None], w_hi[:, idx][..., None], mask[..., None]
-                    hull_hi = np.minimum(hull_hi, weighted_mean_max(q_hi[:, idx], wl, wh, m))
-                    hull_lo = np.maximum(hull_lo, -weighted_mean_max(-q_lo[:, idx], wl, wh, m))
-                glo_i.append(hull_lo)
-                ghi_i.append(hull_hi)
-            hull_lo, hull_hi = np.concatenate(glo_i, axis=1), np.concatenate(ghi_i, axis=1)
-            k, a, _ = self.index[i]
-            mlo.append(_dn(hull_lo[:, k, a] / alpha))
-            mhi.append(_up(hull_hi[:, k, a] / alpha))
-        return np.concatenate(mlo, axis=1), np.concatenate(mhi, axis=1), Jlo, Jhi
+        return G, node_bounds, Jlo, Jhi
+
+    def _gap_hull(
+        self,
+        i: int,
+        t: int,
+        G: tuple[np.ndarray, np.ndarray],
+        node_bounds: list[tuple[np.ndarray, np.ndarray]],
+        reach: list[list[tuple[np.ndarray, np.ndarray]]] | None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Enclosure of agent i's gaps Q^i(tau, a) - Q^i(tau, r) at the local histories tau of stage t
+        ([P, K_t, A_i] lo and hi): per node n the conditional gap sum_{a^-i} pi^-i(a^-i | n) (G[n, (a, a^-i)] -
+        G[n, (r, a^-i)]) / c(n), then its hull over the nodes on tau, narrowed (with more than one agent) to the
+        belief-weighted mean of the per-node gaps (:func:`weighted_mean_max`)."""
+        n, na = self.n, self.na
+        layer = self.tree.layers[t]
+        glo, ghi = G
+        P, N = glo.shape[0], len(layer)
+        ref = self.refs[i][layer.local[:, i]]  # [N] reference action of each node's local history
+        g_lo = np.moveaxis(glo, 2 + i, 2)  # [P, N, A_i, rest...]
+        g_hi = np.moveaxis(ghi, 2 + i, 2)
+        r_lo = np.take_along_axis(g_lo, ref.reshape(1, N, 1, *[1] * (n - 1)), axis=2)
+        r_hi = np.take_along_axis(g_hi, ref.reshape(1, N, 1, *[1] * (n - 1)), axis=2)
+        d_lo, d_hi = _dn(g_lo - r_hi), _up(g_hi - r_lo)
+        others = [j for j in range(n) if j != i]
+        bnds = [
+            (np.moveaxis(node_bounds[j][0], 2 + i, 2), np.moveaxis(node_bounds[j][1], 2 + i, 2))
+            for j in others
+        ]
+        axes = [3 + others.index(j) for j in others]
+        inner_lo, inner_hi = expect_bounds(d_lo, d_hi, bnds, axes)  # [P, N, A_i]
+        inner_lo, inner_hi = inner_lo.reshape(P, N, na[i]), inner_hi.reshape(P, N, na[i])
+        plo, phi = self.prob[t]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            q_lo = np.where(inner_lo >= 0, inner_lo / phi[None, :, None], inner_lo / plo[None, :, None])
+            q_hi = np.where(inner_hi >= 0, inner_hi / plo[None, :, None], inner_hi / phi[None, :, None])
+        q_lo = np.where(np.isnan(q_lo), -np.inf, _dn(q_lo))
+        q_hi = np.where(np.isnan(q_hi), np.inf, _up(q_hi))
+        _, order, starts = self.groups[t][i]
+        hull_lo = np.minimum.reduceat(q_lo[:, order], starts, axis=1)  # [P, K_t, A_i]
+        hull_hi = np.maximum.reduceat(q_hi[:, order], starts, axis=1)
+        if reach is not None:  # the belief-weighted mean of the per-node gaps, within the hull
+            w_lo, w_hi = self._belief_weights(reach[t], i, plo, phi)
+            idx, mask = self.padded[t][i]
+            wl, wh, m = w_lo[:, idx][..., None], w_hi[:, idx][..., None], mask[..., None]
+            hull_hi = np.minimum(hull_hi, weighted_mean_max(q_hi[:, idx], wl, wh, m))
+            hull_lo = np.maximum(hull_lo, -weighted_mean_max(-q_lo[:, idx], wl, wh, m))
+        return hull_lo, hull_hi
