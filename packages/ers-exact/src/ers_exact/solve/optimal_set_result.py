@@ -131,10 +131,45 @@ def build_result(
 ) -> OptimalSetResult:
     """The :class:`OptimalSetResult` of a finished (or stopped) search: the certified roots whose J can reach
     the best lower bound J*_lo - eps, polished by Newton, with the search's counts and the boxes left open."""
-    D = coords.dim
     best_lo = max((j[0] for j in roots.J), default=-np.inf)
     best_hi = max((j[1] for j in roots.J), default=-np.inf)
-    keep = [r for r in range(len(roots.lo)) if roots.J[r][1] >= best_lo - cfg.eps]
+    points = _certified_points(tree, coords, alpha, roots, best_lo - cfg.eps)
+    n_left = len(left_lo)
+    log10_volume = _log10_volume(left_lo, left_hi, B)
+    volume = 10.0**log10_volume  # 0.0 where the share underflows; log10_volume_left keeps it
+    complete = n_left == 0 and roots.ambiguous == 0 and roots.unmapped == 0 and bool(points)
+    return OptimalSetResult(
+        game=tree.game.name,
+        horizon=tree.game.horizon,
+        alpha=float(alpha),
+        eps=cfg.eps,
+        points=tuple(points),
+        J_star_lo=float(best_lo),
+        J_star_hi=float(best_hi) if complete else float("inf"),
+        complete=complete,
+        region=f"|y_d| <= B/alpha = {B:.6g} for all {coords.dim} logit coordinates (every fixed point lies there)",
+        boxes=boxes,
+        boxes_left=n_left,
+        volume_left=volume,
+        log10_volume_left=log10_volume,
+        pruned=pruned,
+        candidates=len(found.points),
+        candidates_certified=n_cert,
+        seconds=time.perf_counter() - start,
+        note=_note(complete, cfg.eps, roots, len(points), boxes, n_left, log10_volume),
+        config=cfg,
+        reductions=reductions,
+    )
+
+
+def _certified_points(
+    tree: HistoryTree, coords: LogitCoordinates, alpha: float, roots: Roots, threshold: float
+) -> list[CertifiedFixedPoint]:
+    """The certified roots whose J enclosure reaches ``threshold`` (= J*_lo - eps), best J first: each polished
+    by Newton from its box's centre (the centre where Newton leaves the box), with J and the residual
+    max |F(pi) - pi| at the polished point."""
+    D = coords.dim
+    keep = [r for r in range(len(roots.lo)) if roots.J[r][1] >= threshold]
     points = []
     if keep:
         mid = np.array([0.5 * (roots.lo[r] + roots.hi[r]) for r in keep]).reshape(len(keep), D)
@@ -160,53 +195,29 @@ def build_result(
                     J_lo=roots.J[r][0],
                     J_hi=roots.J[r][1],
                     residual=float(res[k]),
-                    optimal=bool(roots.J[r][1] >= best_lo - cfg.eps),
+                    optimal=bool(roots.J[r][1] >= threshold),
                     found_by=roots.by[r],
                 )
             )
     points.sort(key=lambda p: -p.J)
-    n_left = len(left_lo)
-    log10_volume = _log10_volume(left_lo, left_hi, B)
-    volume = 10.0**log10_volume  # 0.0 where the share underflows; log10_volume_left keeps it
-    complete = n_left == 0 and roots.ambiguous == 0 and roots.unmapped == 0 and bool(points)
-    region = f"|y_d| <= B/alpha = {B:.6g} for all {D} logit coordinates (every fixed point lies there)"
+    return points
+
+
+def _note(
+    complete: bool, eps: float, roots: Roots, n_points: int, boxes: int, n_left: int, log10_volume: float
+) -> str:
+    """The result's note: complete (every fixed point with J >= J* - eps listed), or why not: boxes left open
+    (with their volume share), root boxes not proven distinct, images of roots not certified, no point."""
     if complete:
-        note = (
-            f"certified complete: every fixed point with J >= J* - {cfg.eps:g} is listed "
-            f"({len(points)} point(s), {boxes:,} boxes)"
+        return (
+            f"certified complete: every fixed point with J >= J* - {eps:g} is listed "
+            f"({n_points} point(s), {boxes:,} boxes)"
         )
-    else:
-        why = (
-            [f"{n_left:,} box(es) left unexplored (volume share {_share_text(log10_volume)})"]
-            if n_left
-            else []
-        )
-        why += [f"{roots.ambiguous} overlapping root boxes not proven distinct"] if roots.ambiguous else []
-        why += [f"{roots.unmapped} image(s) of roots not certified"] if roots.unmapped else []
-        why += ["no certified fixed point"] if not points else []
-        note = f"NOT proven complete after {boxes:,} boxes: " + "; ".join(why)
-    return OptimalSetResult(
-        game=tree.game.name,
-        horizon=tree.game.horizon,
-        alpha=float(alpha),
-        eps=cfg.eps,
-        points=tuple(points),
-        J_star_lo=float(best_lo),
-        J_star_hi=float(best_hi) if complete else float("inf"),
-        complete=complete,
-        region=region,
-        boxes=boxes,
-        boxes_left=n_left,
-        volume_left=volume,
-        log10_volume_left=log10_volume,
-        pruned=pruned,
-        candidates=len(found.points),
-        candidates_certified=n_cert,
-        seconds=time.perf_counter() - start,
-        note=note,
-        config=cfg,
-        reductions=reductions,
-    )
+    why = [f"{n_left:,} box(es) left unexplored (volume share {_share_text(log10_volume)})"] if n_left else []
+    why += [f"{roots.ambiguous} overlapping root boxes not proven distinct"] if roots.ambiguous else []
+    why += [f"{roots.unmapped} image(s) of roots not certified"] if roots.unmapped else []
+    why += ["no certified fixed point"] if not n_points else []
+    return f"NOT proven complete after {boxes:,} boxes: " + "; ".join(why)
 
 
 def log_logistic_width(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
