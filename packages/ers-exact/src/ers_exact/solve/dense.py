@@ -109,19 +109,44 @@ class DenseLogitMap:
         game = tree.game
         self.tree, self.gamma, self.H = tree, float(game.discount), len(tree.layers)
         self._buffers: dict[str, np.ndarray] = {}
-        A = self.A = int(max(game.n_actions))
+        self.A = int(max(game.n_actions))
+        glob, stage, place = self._stack(tree)
+        par = self._coordinates(tree, glob)
+        anc, hpath = self._paths(par)
+        Rg = self._sequence_matrices(par, anc)
+        self._rewards_and_chance(tree, glob, par)
+        stage_of = np.empty(self.K, dtype=np.int64)
+        stage_of[place] = stage
+        self.sides = agent_blocks(self, list(glob), stage_of, anc, hpath)  # the Jacobian's cross blocks
+        self.own = own_pairs(self, par)  # and its own blocks' entries
+        if self.H == 2:
+            self._two_stage(Rg, anc, hpath)
+
+    def _stack(self, tree: HistoryTree) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray, np.ndarray]:
+        """Both agents' histories stacked in time-major order (stage, agent, history), so that a stage's
+        sequences are contiguous: (agent i's history k -> stacked index kg, per agent; the stage of each history,
+        agent 1's first; the stacked place of each). Sets K, S = K A and the stages' bounds."""
         K = [len(h) for h in tree.local]
         Kt = self.K = K[0] + K[1]
-        # stacked histories in time-major order (stage, agent, history): a stage's sequences are contiguous
         stage = np.concatenate([h.time for h in tree.local])
         order = np.lexsort((np.arange(Kt), stage))
         place = np.empty(Kt, dtype=np.int64)
         place[order] = np.arange(Kt)
         glob = (place[: K[0]], place[K[0] :])  # agent i's history k -> stacked index
         self.stage_bounds = np.searchsorted(stage[order], np.arange(self.H + 1))  # stage t: [b_t, b_t+1)
-        S = self.S = Kt * A
-        base = np.full((Kt, A), NEG)
-        par = np.full(Kt, S)  # each history's parent sequence; S (a constant 1 appended to rho) at the roots
+        self.S = Kt * self.A
+        return glob, stage, place
+
+    def _coordinates(self, tree: HistoryTree, glob: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+        """The logit coordinates y_(i, tau, a) on the stacked sequences (every legal a but tau's reference action
+        r): sets ``base`` (0 on legal, NEG on illegal and padding actions), ``pos``, ``seq_r``, ``kglob``, D and
+        D1 (agent 1's coordinates); returns each history's parent sequence (S, a constant 1 appended to rho,
+        at the roots)."""
+        A, S = self.A, self.S
+        base = np.full((self.K, A), NEG)
+        par = np.full(
+            self.K, S
+        )  # each history's parent sequence; S (a constant 1 appended to rho) at the roots
         pos, seq_r, kglob = [], [], []
         for i, hist in enumerate(tree.local):
             kg = glob[i]
@@ -139,9 +164,15 @@ class DenseLogitMap:
         self.pos = np.concatenate(pos)  # [D] sequence (kg, a) of each coordinate, = its place in z
         self.seq_r = np.concatenate(seq_r)  # [D] sequence of the coordinate's reference action
         self.kglob = np.concatenate(kglob)  # [D] stacked history of each coordinate
-        self.D = D = len(self.pos)
+        self.D = len(self.pos)
         self.D1 = len(pos[0])
-        # path matrices: rows of a history's sequences = identity + the parent sequence's row (parents first)
+        return par
+
+    def _paths(self, par: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The path matrices: anc [S, S] (sequence s' on the path of s, s itself included) and hpath [S, K]
+        (history on the path of s): rows of a history's sequences are the identity plus the parent sequence's
+        row (parents come first)."""
+        A, S, Kt = self.A, self.S, self.K
         anc, hpath = np.eye(S), np.zeros((S, Kt))
         for h in range(Kt):
             rows = slice(h * A, (h + 1) * A)
@@ -149,6 +180,13 @@ class DenseLogitMap:
             if par[h] < S:
                 anc[rows] += anc[par[h]]
                 hpath[rows] += hpath[par[h]]
+        return anc, hpath
+
+    def _sequence_matrices(self, par: np.ndarray, anc: np.ndarray) -> np.ndarray:
+        """log rho = log pi anc^T, gamma E (E[s, sigma] = 1 where s is sigma's parent sequence), the child
+        sequences B = gamma E expanded to sequences (num = u + (pi num) B^T per stage) and the gaps' rows
+        Rg = (a) - (r) [D, S] (returned; ``Rg_T`` kept)."""
+        A, S, Kt, D = self.A, self.S, self.K, self.D
         self.anc_T = np.ascontiguousarray(anc.T)  # log rho = log pi @ anc_T
         E = np.zeros((S, Kt))
         E[par[par < S], np.flatnonzero(par < S)] = 1.0
@@ -160,6 +198,15 @@ class DenseLogitMap:
         Rg[np.arange(D), self.pos] += 1.0
         Rg[np.arange(D), self.seq_r] -= 1.0
         self.Rg_T = np.ascontiguousarray(Rg.T)  # [S, D] the gaps' rows (a) - (r)
+        return Rg
+
+    def _rewards_and_chance(
+        self, tree: HistoryTree, glob: tuple[np.ndarray, np.ndarray], par: np.ndarray
+    ) -> None:
+        """W (u = rho W: W_1[s_1, s_2] = R[n, (a_1, a_2)] summed over the joint nodes, symmetric) and C
+        (C_1[tau_1, tau_2] = c(n)) as den = [rho, 1] cpre^T with cpre = C gathered at the parent sequences:
+        sets ``W``, ``cpre_S``, ``c_root`` and ``W_cpre`` = [W, cpre_S^T]."""
+        game, A, S, Kt = tree.game, self.A, self.S, self.K
         W, C = np.zeros((S, S)), np.zeros((Kt, Kt))
         ja = game.joint_actions  # [A_joint, 2]
         for layer in tree.layers:
@@ -176,19 +223,20 @@ class DenseLogitMap:
         self.cpre_S = np.ascontiguousarray(cpre[:, :S])  # [K, S]
         self.c_root = cpre[:, S].copy()  # [K]
         self.W_cpre = np.ascontiguousarray(np.hstack([self.W, cpre[:, :S].T]))  # [S, S + K]
-        stage_of = np.empty(Kt, dtype=np.int64)
-        stage_of[place] = stage
-        self.sides = agent_blocks(self, list(glob), stage_of, anc, hpath)  # the Jacobian's cross blocks
-        self.own = own_pairs(self, par)  # and its own blocks' entries
-        if self.H == 2:  # one policy of a two-stage game (_one): stacked arrays, Rel = gamma E
-            b = self.stage_bounds  # (sequences at 0, sequences at 1, gamma E from histories at 1 to them)
-            self.stage0 = (slice(0, b[1] * A), slice(b[1] * A, b[2] * A), self.gE[: b[1] * A, b[1] : b[2]])
-            self.Rg = Rg  # [D, S]
-            self.act = anc[:, self.pos]  # [S, D] coordinate (sigma, c) on the path of s
-            self.hist = hpath[:, self.kglob]  # [S, D] coordinate's history on the path of s
-            self.rel_k = (Rg @ self.gE)[:, self.kglob]  # [D, D]
-            self.WCk = np.ascontiguousarray(np.vstack([self.W, self.cpre_S[self.kglob]]))  # [S + D, S]
-            self.c_k = self.c_root[self.kglob]  # [D]
+
+    def _two_stage(self, Rg: np.ndarray, anc: np.ndarray, hpath: np.ndarray) -> None:
+        """The stacked arrays of one policy of a two-stage game (:meth:`_one`), where Rel = gamma E."""
+        A, b = (
+            self.A,
+            self.stage_bounds,
+        )  # (sequences at 0, sequences at 1, gamma E from histories at 1 to them)
+        self.stage0 = (slice(0, b[1] * A), slice(b[1] * A, b[2] * A), self.gE[: b[1] * A, b[1] : b[2]])
+        self.Rg = Rg  # [D, S]
+        self.act = anc[:, self.pos]  # [S, D] coordinate (sigma, c) on the path of s
+        self.hist = hpath[:, self.kglob]  # [S, D] coordinate's history on the path of s
+        self.rel_k = (Rg @ self.gE)[:, self.kglob]  # [D, D]
+        self.WCk = np.ascontiguousarray(np.vstack([self.W, self.cpre_S[self.kglob]]))  # [S + D, S]
+        self.c_k = self.c_root[self.kglob]  # [D]
 
     def _J(self, pi: np.ndarray, num: np.ndarray, den: np.ndarray) -> np.ndarray:
         """J = sum_a pi_1(a | root) num_1(root, a) / den_1(root) (agent 1's root is stacked history 0).  # [P]"""
