@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from ers_exact.model.bayes_game import BayesGame, PolicyBudgetError, best_rule, children_values
-from ers_exact.model.bounds import child_table, stage_rewards, upper_bound_q
+from ers_exact.model.bounds import HeuristicQ, child_table, stage_rewards, upper_bound_q
 from ers_exact.model.config import DEFAULT_MAX_CHILDREN
 from ers_exact.model.histories import HistoryTree
 
@@ -174,75 +174,113 @@ def gmaa_search(
     priority counts as no better than the incumbent. ``cluster``: group probabilistically equivalent types
     (lossless; off only to test that it is)."""
     start = time.perf_counter()
-    game = tree.game
-    H = len(tree.layers)
     hq = upper_bound_q(tree, heuristic)
     heuristic_seconds = time.perf_counter() - start
-    rewards = stage_rewards(tree)
-    children = child_table(tree)
-    gamma = game.discount
-    slack = tol * max(1.0, abs(hq.root_bound))
-    counter = itertools.count()
-    root = _Node(0, 0.0, hq.root_bound, np.zeros(1, dtype=np.int64), parent=None, decisions=None)
-    open_list: list[tuple[float, int, int, _Node]] = [(-root.f, 0, next(counter), root)]
-    lower, incumbent = -np.inf, None
-    expanded = solves = evaluated = generated = 0
-    max_open = 1
-    while open_list:
-        key, _, _, node = heapq.heappop(open_list)
-        if -key <= lower + slack:
-            break
-        if node.t == H - 1:
-            plan = _Plan(tree, node.t, node.reach, cluster)
-            best, last = best_rule(plan, rewards[node.t][node.reach], max_children)
-            solves += 1
-            value = node.g + gamma**node.t * best
-            if value > lower:
-                lower, incumbent = value, (node, last, plan)
-            continue
-        if node.plan is None:  # expand: every child's priority at once, kept sorted on the parent
-            node.plan = _Plan(tree, node.t, node.reach, cluster)
-            f = node.g + gamma**node.t * children_values(node.plan, hq.q[node.t][node.reach], max_children)
-            evaluated += f.size
-            expanded += 1
-            keep = np.flatnonzero(f > lower + slack)
-            order = keep[np.argsort(-f[keep], kind="stable")]
-            node.kids_idx, node.kids_f, node.ptr = order, f[order], 0
-        else:  # generate the next-best child
-            assert node.kids_idx is not None and node.kids_f is not None
-            k = node.ptr
-            node.ptr += 1
-            child = _make_child(
-                node,
-                int(node.kids_idx[k]),
-                float(node.kids_f[k]),
-                rewards=rewards,
-                children=children,
-                gamma=gamma,
-            )
-            generated += 1
-            heapq.heappush(open_list, (-child.f, -child.t, next(counter), child))
-        if node.ptr < len(node.kids_f) and node.kids_f[node.ptr] > lower + slack:
-            heapq.heappush(open_list, (-float(node.kids_f[node.ptr]), -node.t, next(counter), node))
-        else:
-            node.kids_f = node.kids_idx = node.plan = None  # done with this parent (its decisions stay)
-        max_open = max(max_open, len(open_list))
-    assert incumbent is not None
-    inc_node, last, plan = incumbent
+    search = _Search(tree, hq, max_children, tol * max(1.0, abs(hq.root_bound)), cluster)
+    search.run()
+    assert search.incumbent is not None
+    inc_node, last, plan = search.incumbent
     return GmaaOutcome(
-        value=float(lower),
+        value=float(search.lower),
         policy=_policy(tree, inc_node, last, plan),
         heuristic=heuristic,
         root_bound=hq.root_bound,
-        nodes_expanded=expanded,
-        last_stage_solves=solves,
-        children_evaluated=evaluated,
-        children_generated=generated,
-        max_open=max_open,
+        nodes_expanded=search.expanded,
+        last_stage_solves=search.solves,
+        children_evaluated=search.evaluated,
+        children_generated=search.generated,
+        max_open=search.max_open,
         seconds=time.perf_counter() - start,
         heuristic_seconds=heuristic_seconds,
         stages_as_pomdp=hq.stages_as_pomdp,
     )
+
+
+class _Search:
+    """One GMAA*-ICE search: the open list of partial policies phi_t by priority f (ties: deeper first, then
+    older), the incumbent's value L (``lower``: the best completion found) and the search's counts."""
+
+    def __init__(self, tree: HistoryTree, hq: HeuristicQ, max_children: int, slack: float, cluster: bool) -> None:
+        self.tree, self.hq, self.max_children, self.slack, self.cluster = (
+            tree,
+            hq,
+            max_children,
+            slack,
+            cluster,
+        )
+        self.H = len(tree.layers)
+        self.rewards = stage_rewards(tree)
+        self.children = child_table(tree)
+        self.gamma = tree.game.discount
+        self.counter = itertools.count()
+        root = _Node(0, 0.0, hq.root_bound, np.zeros(1, dtype=np.int64), parent=None, decisions=None)
+        self.open_list: list[tuple[float, int, int, _Node]] = [(-root.f, 0, next(self.counter), root)]
+        self.lower: float = -np.inf
+        self.incumbent: tuple[_Node, list[np.ndarray], _Plan] | None = None
+        self.expanded = self.solves = self.evaluated = self.generated = 0
+        self.max_open = 1
+
+    def run(self) -> None:
+        """Pop the best priority until it is no better than L (within ``slack``): a last-stage policy is
+        completed exactly, a parent is expanded (every child's f at once) and then yields its children one
+        at a time, best first, staying on the open list while its next child can beat L."""
+        while self.open_list:
+            key, _, _, node = heapq.heappop(self.open_list)
+            if -key <= self.lower + self.slack:
+                break
+            if node.t == self.H - 1:
+                self._complete(node)
+                continue
+            if node.plan is None:  # expand: every child's priority at once, kept sorted on the parent
+                self._expand(node)
+            else:  # generate the next-best child
+                child = self._next_child(node)
+                heapq.heappush(self.open_list, (-child.f, -child.t, next(self.counter), child))
+            if node.ptr < len(node.kids_f) and node.kids_f[node.ptr] > self.lower + self.slack:
+                heapq.heappush(
+                    self.open_list, (-float(node.kids_f[node.ptr]), -node.t, next(self.counter), node)
+                )
+            else:
+                node.kids_f = node.kids_idx = node.plan = None  # done with this parent (its decisions stay)
+            self.max_open = max(self.max_open, len(self.open_list))
+
+    def _complete(self, node: _Node) -> None:
+        """A policy of the last stage H-1: its best completion (the Bayesian game of immediate rewards solved
+        exactly) is a lower bound L on J*; it becomes the incumbent where it beats the last."""
+        plan = _Plan(self.tree, node.t, node.reach, self.cluster)
+        best, last = best_rule(plan, self.rewards[node.t][node.reach], self.max_children)
+        self.solves += 1
+        value = node.g + self.gamma**node.t * best
+        if value > self.lower:
+            self.lower, self.incumbent = value, (node, last, plan)
+
+    def _expand(self, node: _Node) -> None:
+        """f(phi_t o delta_t) = g + gamma^t sum_n Q_t[n, delta_t(n)] of every joint decision rule delta_t; the
+        children that can beat L are kept on the parent, sorted by f (best first)."""
+        node.plan = _Plan(self.tree, node.t, node.reach, self.cluster)
+        q = self.hq.q[node.t][node.reach]
+        f = node.g + self.gamma**node.t * children_values(node.plan, q, self.max_children)
+        self.evaluated += f.size
+        self.expanded += 1
+        keep = np.flatnonzero(f > self.lower + self.slack)
+        order = keep[np.argsort(-f[keep], kind="stable")]
+        node.kids_idx, node.kids_f, node.ptr = order, f[order], 0
+
+    def _next_child(self, node: _Node) -> _Node:
+        """The parent's next-best child (incremental expansion), as a partial policy of stage t + 1."""
+        assert node.kids_idx is not None and node.kids_f is not None
+        k = node.ptr
+        node.ptr += 1
+        child = _make_child(
+            node,
+            int(node.kids_idx[k]),
+            float(node.kids_f[k]),
+            rewards=self.rewards,
+            children=self.children,
+            gamma=self.gamma,
+        )
+        self.generated += 1
+        return child
 
 
 def _make_child(
