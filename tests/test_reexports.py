@@ -21,6 +21,7 @@ MOVED = {
     ),
     "ers_exact.symmetry.er_group": ("ers_exact.symmetry.policy_points", ["label_orbits"]),
     "ers_deep.cli.discover": ("ers_deep.cli.discover_show", ["show_discover"]),
+    "ers_deep.discovery.run": ("ers_deep.discovery.scores", ["COMPOSITIONS", "exact_value", "sample_observations"]),
 }  # fmt: skip
 
 

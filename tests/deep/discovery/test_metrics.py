@@ -1,4 +1,4 @@
-"""Table 2's metrics of a deep discovery (``discovery.run._group_metrics``) against the paper's definitions, on
+"""Table 2's metrics of a deep discovery (``discovery.scores.group_metrics``) against the paper's definitions, on
 three-lever with random tabular policies and hand-built symmetries, scored exactly: J_k = E_{phi_1..phi_k}
 E_{pi} J((phi_1 o ... o phi_k)(pi)) with phi_i uniform over the kept, and the relative reconstruction loss."""
 
@@ -11,7 +11,13 @@ import pytest
 import torch
 
 from ers_deep.discovery import LearnedSymmetry, compose
-from ers_deep.discovery.run import _group_metrics, _score, _tuples, exact_value, sample_observations
+from ers_deep.discovery.scores import (
+    composition_tuples,
+    exact_value,
+    group_metrics,
+    held_out_score,
+    sample_observations,
+)
 from ers_deep.envs.tabular import TabularEnv
 from ers_deep.nets.phi import ObsMap
 from ers_deep.pools import Policy
@@ -59,12 +65,12 @@ def test_j_k_average_every_composition_of_the_kept(
     test, syms = held_out, symmetries
     value = exact_value(TabularEnv(GAME))
     obs = [sample_observations(p) for p in test]
-    one = [_score(s, test, False, value) for s in syms]
+    one = [held_out_score(s, test, False, value) for s in syms]
     assert max(one) - min(one) > 0.1  # the kept differ in J, so which are averaged matters
     expected = {
         k: np.mean(
             [
-                _score(compose([syms[i] for i in t]), test, False, value)
+                held_out_score(compose([syms[i] for i in t]), test, False, value)
                 for t in itertools.product(range(3), repeat=k)
             ]
         )
@@ -72,18 +78,20 @@ def test_j_k_average_every_composition_of_the_kept(
     }
     assert expected[1] == pytest.approx(np.mean(one), abs=1e-12)
     for seed in range(4):
-        metrics = _group_metrics(syms, test, obs, value, seed)
+        metrics = group_metrics(syms, test, obs, value, seed)
         for k in (1, 2, 3):
             assert metrics[f"J_{k}"] == pytest.approx(expected[k], abs=1e-12), (seed, k)
-    two = _group_metrics(syms[:2], test, obs, value, 0)
+    two = group_metrics(syms[:2], test, obs, value, 0)
     assert two["J_1"] == pytest.approx(np.mean(one[:2]), abs=1e-12)
 
 
 def test_beyond_the_budget_j_k_draws_distinct_compositions() -> None:
     rng = np.random.default_rng(0)
-    assert _tuples(11, 1, 6, rng) == [(i,) for i in range(11)]  # J_1: every kept phi, whatever the budget
-    assert _tuples(2, 2, 6, rng) == [(0, 0), (0, 1), (1, 0), (1, 1)]
-    drawn = _tuples(3, 3, 6, rng)
+    assert composition_tuples(11, 1, 6, rng) == [
+        (i,) for i in range(11)
+    ]  # J_1: every kept phi, whatever the budget
+    assert composition_tuples(2, 2, 6, rng) == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    drawn = composition_tuples(3, 3, 6, rng)
     assert len(drawn) == len(set(drawn)) == 6 and all(len(t) == 3 and max(t) < 3 for t in drawn)
 
 
@@ -102,5 +110,5 @@ def test_reconstruction_loss_averages_every_held_out_policys_self_play(held_out:
     assert not torch.equal(seen[0].mean(0), seen[1].mean(0))  # each policy's own play
     per = [float((o - merge.apply_obs(merge.apply_obs(o))).norm(dim=1).mean()) for o in seen]
     assert abs(per[0] - per[1]) > 0.1
-    metrics = _group_metrics([merge], held_out, seen, exact_value(env), 0)
+    metrics = group_metrics([merge], held_out, seen, exact_value(env), 0)
     assert metrics["reconstruction_loss"] == pytest.approx(np.mean(per), abs=1e-6)

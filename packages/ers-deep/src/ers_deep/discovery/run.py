@@ -4,12 +4,12 @@
 2. train L candidates at once with the IPPO learner on ``DiscoveryNet`` (a run directory ``OUT/run`` that
    resumes after a kill like every training run);
 3. score each candidate on the held-out policies (sp-max, sp-max-reg: mean J(phi(pi)); xp-max: mean
-   XP(pi_i, phi(pi_j)) over ordered pairs, phi(pi_j) in each seat in turn) and keep the ``top`` best (l); on
+   XP(pi_i, phi(pi_j)) over ordered pairs, phi(pi_j) in each seat in turn; ``scores``) and keep the ``top`` best (l); on
    a one-agent game xp-max is refused before anything is trained (no cross-play). Returns are
    sampled (``eval_games`` per policy), except on tabular envs, where they are exact (``exact_scores``): there
    the sampled ranking was noise (three-lever: a wrong candidate's J 0.013 below the right ones', against a
    standard error of ~0.03 at 300 games, was kept);
-4. Table 2's metrics on the held-out policies: J_1, J_2, J_3 (mean self-play return after composing 1, 2, 3
+4. Table 2's metrics on the held-out policies (``scores``): J_1, J_2, J_3 (mean self-play return after composing 1, 2, 3
    of the l kept: J_1 over every kept phi, J_2 and J_3 over every ordered k-tuple, or a random subset of
    ``COMPOSITIONS`` distinct ones when there are more) and the relative reconstruction loss
    E_pi E_{o ~ pi} ||o - phi(phi(o))|| / ||o|| (paper, Table 2; the official diagnostic): over the observations
@@ -23,7 +23,6 @@
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -36,29 +35,35 @@ from torch import Tensor
 from ers_deep.crossplay import check_compatible, env_symmetries
 from ers_deep.discovery.config import FILLED_IN, TABULAR_SETTINGS, DeepDiscoveryConfig
 from ers_deep.discovery.files import load_symmetries, save_symmetries, symmetries_for
-from ers_deep.discovery.net import DiscoveryNet, LearnedSymmetry, compose
+from ers_deep.discovery.net import DiscoveryNet, LearnedSymmetry
 from ers_deep.discovery.rounding import action_candidates, match_known, nearest_permutation, round_tabular
-from ers_deep.envs.symmetry import Symmetry
+from ers_deep.discovery.scores import (
+    COMPOSITIONS,
+    exact_value,
+    group_metrics,
+    held_out_score,
+    sample_observations,
+    sampled_value,
+)
 from ers_deep.envs.tabular import TabularEnv
-from ers_deep.nets import masked_logits, policy_mask, sample
 from ers_deep.pools import Policy, Pool, PoolError
 from ers_deep.train.checkpoint import atomic_write_bytes
 from ers_deep.train.config import TrainConfig, make_env
-from ers_deep.train.evaluate import Agent, play
 from ers_deep.train.ippo import Learner
 from ers_deep.train.run import resume, train
 from ers_exact.interface import DiscoveryResult, LearnedTransformation
-from ers_exact.model.values import expected_return
 from ers_exact.util.options import UsageError
 from ers_exact.util.output import dumps, read_json
 
 __all__ = [
+    "COMPOSITIONS",
     "TABULAR_SETTINGS",
     "DeepDiscoveryConfig",
     "discover",
     "discovery_train_config",
     "exact_value",
     "load_symmetries",
+    "sample_observations",
 ]
 
 
@@ -101,120 +106,6 @@ def _action_maps(env: Any, config: DeepDiscoveryConfig) -> Tensor:
         raise PoolError("no action transposition keeps this game's legal structure")
     order = np.random.default_rng(config.seed).permutation(len(maps))
     return torch.tensor([maps[order[c % len(maps)]] for c in range(config.candidates)], dtype=torch.long)
-
-
-@torch.no_grad()
-def sample_observations(policy: Policy, games: int = 64, steps: int = 64, seed: int = 0) -> Tensor:
-    """Observations [n, *O] of the acting players in ``policy``'s self-play (``games`` games, ``steps`` steps
-    with auto-reset; tabular envs: the one-hot local histories reached, as often as they are reached)."""
-    env = make_env(policy.config, games, seed=seed)
-    env.reset(seed=seed)
-    gen = torch.Generator(device=env.device).manual_seed(seed)
-    seen = []
-    n = games * env.num_agents
-    first = torch.ones(1, 1, n, dtype=torch.bool, device=env.device)
-    hidden = policy.net.initial_state(n, env.device)
-    for _ in range(steps):
-        obs, legal = env.observe(), env.legal_mask()
-        acting = legal.any(-1)
-        seen.append(obs[acting])
-        flat = obs.reshape(1, 1, n, *env.obs_shape)
-        logits, _, hidden = policy.net(flat, first, hidden)
-        action = sample(logits[0, 0], policy_mask(legal).reshape(n, -1), gen)[0].view(acting.shape)
-        out = env.step(action)
-        first = out.done[:, None].expand(games, env.num_agents).reshape(1, 1, n)
-    return torch.cat(seen)
-
-
-Value = Callable[[list[Agent]], float]  # agents[i] in seat i -> their mean team return
-
-
-def _sampled_value(cfg: TrainConfig, games: int, seed: int) -> Value:
-    """The mean return over ``games`` sampled games (the same games for every candidate: ``seed``)."""
-    return lambda agents: float(play(agents, cfg, games, seed=seed)["mean"])
-
-
-def exact_value(env: TabularEnv) -> Value:
-    """The exact return (ers-exact's ``expected_return``) of the policies the agents define on every local
-    history of a tabular env: agent i's probabilities, legal-masked, on agent i's histories."""
-    obs = env.history_obs()
-    K, legal = obs.shape[0], env.legal_table()
-    first = torch.ones(K, dtype=torch.bool, device=obs.device)
-
-    def value(agents: list[Agent]) -> float:
-        parts = []
-        for i, agent in enumerate(agents):
-            logits, _ = agent.logits(obs, first, agent.initial_state(K, obs.device), legal)
-            probs = torch.softmax(masked_logits(logits.double(), legal), -1)
-            parts.append(env.split_policy(probs)[i])
-        return float(expected_return(env.tree, tuple(parts)))
-
-    return value
-
-
-def _score(sym: Symmetry | None, test: list[Policy], xp: bool, value: Value) -> float:
-    """Held-out objective: mean J(phi(pi)) (sp) or mean XP(pi_i, phi(pi_j)) over i != j (xp): phi(pi_j) in
-    each seat in turn and pi_i in the others (two seats: eq. XP, both seat orders), as DiscoveryNet trains."""
-    P = make_env(test[0].config, 1, seed=0).num_agents
-    syms: tuple[Symmetry, ...] = () if sym is None else (sym,)
-    if not xp:
-        return float(np.mean([value([Agent(p.net, syms)] * P) for p in test]))
-    if P < 2:
-        raise ValueError("cross-play needs two seats or more")
-    vals = []
-    for a in test:
-        for b in test:
-            if a is not b:
-                for seat in reversed(range(P)):
-                    vals.append(value([Agent(b.net, syms) if k == seat else Agent(a.net) for k in range(P)]))
-    return float(np.mean(vals))
-
-
-#: the most k-tuples of kept phi (k = 2, 3) J_k averages over, by scoring: every tuple when there are at most
-#: this many, else this many distinct ones drawn at random (exact: ers-exact's ``group_metrics``; a sampled
-#: score costs ``eval_games`` games per held-out policy, so fewer)
-COMPOSITIONS = {"exact": 256, "sampled": 6}
-
-
-def _tuples(n: int, k: int, most: int, rng: np.random.Generator) -> list[tuple[int, ...]]:
-    """Every ordered k-tuple of range(n) when there are at most ``most`` (k = 1: always), else ``most``
-    distinct ones drawn uniformly (without replacement)."""
-    if k == 1 or n**k <= most:
-        return list(itertools.product(range(n), repeat=k))
-    picks = rng.choice(n**k, size=most, replace=False)
-    return [tuple(int(i) for i in np.unravel_index(int(p), (n,) * k)) for p in picks]
-
-
-def _group_metrics(
-    syms: list[LearnedSymmetry],
-    test: list[Policy],
-    obs: list[Tensor],
-    value: Value,
-    seed: int,
-    most: int = COMPOSITIONS["exact"],
-) -> dict[str, float]:
-    """J_1, J_2, J_3 and the relative reconstruction loss on the held-out policies ``test`` (``obs[i]``: the
-    observations of ``test[i]``'s self-play, ``sample_observations``). J_k (paper, Table 2) is
-    E_{phi_1..phi_k} E_{pi} J((phi_1 o ... o phi_k)(pi)), phi_i uniform over the kept: the mean over every
-    k-tuple (J_1: every kept phi), or over ``most`` distinct tuples drawn at random when there are more. The
-    loss is E_phi E_pi E_{o ~ pi} ||o - phi_O^2(o)|| / ||o|| (observations of norm 0 have no relative loss)."""
-    if len(obs) != len(test):
-        raise ValueError(f"{len(test)} held-out policies, observations of {len(obs)}")
-    rng = np.random.default_rng(seed)
-    out: dict[str, float] = {}
-    for k in (1, 2, 3):
-        tuples = _tuples(len(syms), k, most, rng)
-        out[f"J_{k}"] = float(
-            np.mean([_score(compose([syms[i] for i in t]), test, False, value) for t in tuples])
-        )
-    losses = []
-    for o in obs:  # E_pi of E_{o ~ pi}: each held-out policy weighs the same, however many observations
-        x = o.reshape(o.shape[0], -1).float()
-        norms = x.norm(dim=1)
-        x, norms = x[norms > 0], norms[norms > 0]
-        losses += [((x - s.apply_obs(s.apply_obs(x))).norm(dim=1) / norms).mean() for s in syms]
-    out["reconstruction_loss"] = float(torch.stack(losses).mean())
-    return out
 
 
 def _exact_scores(env: TabularEnv, pool: Pool, nearest: list[Any], alpha: float) -> list[Any]:
@@ -269,22 +160,10 @@ def discover(
         _check_resumed_config(out, config)
     train_set, test_set = _split(pool, held_out, config.algorithm)
     check_compatible([*train_set, *test_set])  # one env and one observation encoding (Hanabi's knowledge)
-    pool_cfg = train_set[0].config
-    cfg = discovery_train_config(pool_cfg, config)
+    cfg = discovery_train_config(train_set[0].config, config)
     probe = make_env(cfg, 1, seed=0)
-    if config.algorithm == "xp-max" and probe.num_agents < 2:
-        raise PoolError(
-            f"{pool.path}: xp-max (Algorithm 3) cross-plays pool policies in different seats, and {cfg.game} "
-            "has one agent; use sp-max"
-        )
-    if config.action_set != "transpositions" and not isinstance(probe, TabularEnv) and not resuming:
-        # action_candidates draws phi_A from transpositions (Hanabi) or the identity (Overcooked V2) there
-        raise UsageError(
-            f"action_set = {config.action_set!r} only applies to tabular games, not to {cfg.game} (its "
-            "candidates carry a fixed transposition or the identity)"
-        )
+    _check_algorithm(pool, config, cfg, probe, resuming)
     maps = _action_maps(probe, config).to(cfg.device)
-    lift = probe.history_lift if isinstance(probe, TabularEnv) else None
     earlier: list[LearnedSymmetry] = []
     if config.algorithm == "sp-max-reg":
         if config.earlier is None:
@@ -301,23 +180,7 @@ def discover(
             earlier = load_symmetries(out / "earlier")
         else:
             earlier = symmetries_for(cfg, config.earlier)
-
-    def make(c: TrainConfig) -> Learner:
-        net = DiscoveryNet(
-            c.seeds,
-            [p.net for p in train_set],
-            pool_cfg.net,
-            maps,
-            probe.num_agents,
-            mode="xp" if config.algorithm == "xp-max" else "sp",
-            earlier=earlier,
-            compose_prob=config.lambda1 if earlier else 0.0,
-            invertibility=config.lambda2 if config.algorithm == "sp-max-reg" else 0.0,
-            lift=lift,
-            obs_map_size=probe.n_observations if isinstance(probe, TabularEnv) else None,
-        )
-        return Learner(c, net=net)
-
+    make = _learner_factory(config, train_set, maps, probe, earlier)
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(out / "discovery-config.json", dumps(config.to_json(), indent=2).encode())
     if resuming:
@@ -326,44 +189,91 @@ def discover(
         learner, summary = train(cfg, out / "run", progress=progress, threads=threads, make_learner=make)
     net = learner.net
     assert isinstance(net, DiscoveryNet)
-    xp = config.algorithm == "xp-max"
+    result = _judge(net, config, cfg, probe, pool, train_set, test_set, out, summary)
+    atomic_write_bytes(out / "discovery.json", dumps(result.to_json(), indent=2).encode())
+    return result
+
+
+def _check_algorithm(
+    pool: Pool, config: DeepDiscoveryConfig, cfg: TrainConfig, probe: Any, resuming: bool
+) -> None:
+    """Refuse, before anything is trained, xp-max (Algorithm 3) on a one-agent game (no cross-play) and an
+    ``action_set`` other than transpositions outside tabular games (a new run only)."""
+    if config.algorithm == "xp-max" and probe.num_agents < 2:
+        raise PoolError(
+            f"{pool.path}: xp-max (Algorithm 3) cross-plays pool policies in different seats, and {cfg.game} "
+            "has one agent; use sp-max"
+        )
+    if config.action_set != "transpositions" and not isinstance(probe, TabularEnv) and not resuming:
+        # action_candidates draws phi_A from transpositions (Hanabi) or the identity (Overcooked V2) there
+        raise UsageError(
+            f"action_set = {config.action_set!r} only applies to tabular games, not to {cfg.game} (its "
+            "candidates carry a fixed transposition or the identity)"
+        )
+
+
+def _learner_factory(
+    config: DeepDiscoveryConfig,
+    train_set: list[Policy],
+    maps: Tensor,
+    probe: Any,
+    earlier: list[LearnedSymmetry],
+) -> Callable[[TrainConfig], Learner]:
+    """The learner of the run: IPPO on a ``DiscoveryNet`` of L candidates phi over the frozen training policies
+    Pi' (mode xp for xp-max, else sp; composition with the ``earlier`` phi with probability lambda1 and the
+    invertibility term lambda2 for sp-max-reg; on tabular envs phi_O acts on the history lift)."""
+    tabular = isinstance(probe, TabularEnv)
+
+    def make(c: TrainConfig) -> Learner:
+        net = DiscoveryNet(
+            c.seeds,
+            [p.net for p in train_set],
+            train_set[0].config.net,
+            maps,
+            probe.num_agents,
+            mode="xp" if config.algorithm == "xp-max" else "sp",
+            earlier=earlier,
+            compose_prob=config.lambda1 if earlier else 0.0,
+            invertibility=config.lambda2 if config.algorithm == "sp-max-reg" else 0.0,
+            lift=probe.history_lift if tabular else None,
+            obs_map_size=probe.n_observations if tabular else None,
+        )
+        return Learner(c, net=net)
+
+    return make
+
+
+def _judge(
+    net: DiscoveryNet,
+    config: DeepDiscoveryConfig,
+    cfg: TrainConfig,
+    probe: Any,
+    pool: Pool,
+    train_set: list[Policy],
+    test_set: list[Policy],
+    out: Path,
+    summary: dict[str, Any],
+) -> DiscoveryResult:
+    """Steps 3-5 on the trained candidates: score each on the held-out policies, keep the ``top`` best (saved to
+    ``OUT/symmetries.safetensors``), Table 2's metrics, and each kept phi rounded and matched."""
+    tabular = isinstance(probe, TabularEnv)
     candidates = [net.symmetry(c) for c in range(config.candidates)]
-    exact_scoring = isinstance(probe, TabularEnv) and config.exact_scores
+    exact_scoring = tabular and config.exact_scores
     value = (
         exact_value(probe)
-        if isinstance(probe, TabularEnv) and exact_scoring
-        else _sampled_value(test_set[0].config, config.eval_games, config.seed)
+        if exact_scoring
+        else sampled_value(test_set[0].config, config.eval_games, config.seed)
     )
-    all_scores = [_score(s, test_set, xp, value) for s in candidates]
+    all_scores = [held_out_score(s, test_set, config.algorithm == "xp-max", value) for s in candidates]
     order = sorted(range(len(candidates)), key=lambda c: -all_scores[c])[: config.top]
     kept = [dataclasses.replace(candidates[c], name=f"phi-{r}") for r, c in enumerate(order)]
     seen = [sample_observations(p, seed=config.seed) for p in test_set]
     most = COMPOSITIONS["exact" if exact_scoring else "sampled"]
-    metrics = _group_metrics(kept, test_set, seen, value, config.seed, most)
+    metrics = group_metrics(kept, test_set, seen, value, config.seed, most)
     obs = torch.cat(seen)
-    pool_return = _score(None, test_set, False, value)
+    pool_return = held_out_score(None, test_set, False, value)
     path, digest = save_symmetries(out, kept, {"obs_shape": list(probe.obs_shape), "env": cfg.env})
-    records, nearest = [], []
-    group = () if isinstance(probe, TabularEnv) else env_symmetries(cfg)  # tabular: ers-exact judges them
-    for r, sym in enumerate(kept):
-        if isinstance(probe, TabularEnv):
-            perm, dist, exact = round_tabular(probe, sym)
-        else:
-            (perm, dist), exact = nearest_permutation(sym, obs), None
-        nearest.append(exact)
-        records.append(
-            LearnedTransformation(
-                name=sym.name,
-                checkpoint=path.name,
-                sha256=digest,
-                key=f"phi/{r}/",
-                action_map=tuple(int(a) for a in sym.action_map.tolist()),
-                obs_permutation=perm,
-                distance=dist,
-                nearest=exact,
-                known=match_known(perm, sym.action_map, obs, group),
-            )
-        )
+    records, nearest = _round_kept(kept, probe, cfg, obs, path.name, digest)
     extra: dict[str, Any] = {
         "discovery": config.to_json(),
         "entropy": cfg.alpha,  # the entropy coefficient the run used (DeepDiscoveryConfig.entropy)
@@ -376,9 +286,9 @@ def discover(
         "kept": order,
         "training": summary,
     }
-    if isinstance(probe, TabularEnv):
-        extra["exact"] = _exact_scores(probe, pool, nearest, pool_cfg.alpha)
-    result = DiscoveryResult(
+    if tabular:
+        extra["exact"] = _exact_scores(probe, pool, nearest, train_set[0].config.alpha)
+    return DiscoveryResult(
         game=cfg.game,
         algorithm=config.algorithm,
         transformations=tuple(records),
@@ -390,5 +300,33 @@ def discover(
         reconstruction_loss=metrics["reconstruction_loss"],
         config=extra,
     )
-    atomic_write_bytes(out / "discovery.json", dumps(result.to_json(), indent=2).encode())
-    return result
+
+
+def _round_kept(
+    kept: list[LearnedSymmetry], probe: Any, cfg: TrainConfig, obs: Tensor, checkpoint: str, digest: str
+) -> tuple[list[LearnedTransformation], list[Any]]:
+    """Step 5: each kept phi rounded to its nearest permutation, on tabular games to an ers-exact transformation
+    (the second list; None elsewhere), elsewhere matched against the env's known Dec-POMDP symmetries."""
+    tabular = isinstance(probe, TabularEnv)
+    records, nearest = [], []
+    group = () if tabular else env_symmetries(cfg)  # tabular: ers-exact judges them
+    for r, sym in enumerate(kept):
+        if tabular:
+            perm, dist, exact = round_tabular(probe, sym)
+        else:
+            (perm, dist), exact = nearest_permutation(sym, obs), None
+        nearest.append(exact)
+        records.append(
+            LearnedTransformation(
+                name=sym.name,
+                checkpoint=checkpoint,
+                sha256=digest,
+                key=f"phi/{r}/",
+                action_map=tuple(int(a) for a in sym.action_map.tolist()),
+                obs_permutation=perm,
+                distance=dist,
+                nearest=exact,
+                known=match_known(perm, sym.action_map, obs, group),
+            )
+        )
+    return records, nearest
