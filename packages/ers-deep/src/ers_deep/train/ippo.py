@@ -188,14 +188,7 @@ class Learner:
                 f"({B} games x {self.P} agents)"
             )
         dev = self.env.device
-        if dev.type == "cuda":  # process-wide switches: the last learner built sets them
-            torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = cfg.tf32
-            torch.backends.cudnn.benchmark = cfg.cudnn_benchmark
-        elif cfg.keep_cpu_memory:  # process-wide too, and for the rest of the process
-            keep_freed_memory()
-        # the products of the nets' SLinear layers on CPU (nets.blas; process-wide: the last CPU learner built
-        # sets them); "torch" on CUDA
-        self.cpu_products = use_cpu_products(cfg.cpu_products) if dev.type == "cpu" else "torch"
+        self._process_switches(dev)
         # ``net``: any ActorCritic over S = len(seeds) stacks (discovery and other-play pass composite nets)
         self.net: ActorCritic = (
             net
@@ -203,6 +196,29 @@ class Learner:
             else build_net(cfg.net, cfg.seeds, self.env.obs_shape, self.env.num_actions)
         )
         self.net.to(dev)
+        self._build_update(mode, own_net=net is None)
+        self.generator = torch.Generator(device=dev).manual_seed(10_007 * cfg.seeds[0] + 1)
+        game = getattr(self.env, "game", None)  # a tabular env's ers-exact game: its own discount
+        self.gamma: float = cfg.gamma if cfg.gamma is not None else float(game.discount if game else 0.99)
+        _check_exact_discount(cfg, game)
+        self._start(mode)
+
+    def _process_switches(self, dev: torch.device) -> None:
+        """The process-wide settings of the device (the last learner built sets them): TF32 and cuDNN
+        benchmarking on CUDA; on CPU the kept freed memory (for the rest of the process) and the products of
+        the nets' SLinear layers (``nets.blas``; ``cpu_products``, "torch" on CUDA)."""
+        cfg = self.config
+        if dev.type == "cuda":
+            torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = cfg.tf32
+            torch.backends.cudnn.benchmark = cfg.cudnn_benchmark
+        elif cfg.keep_cpu_memory:
+            keep_freed_memory()
+        self.cpu_products = use_cpu_products(cfg.cpu_products) if dev.type == "cpu" else "torch"
+
+    def _build_update(self, mode: str, own_net: bool) -> None:
+        """The optimiser and the PPO update of ``self.net`` (num_steps x ceil(N / minibatches) samples per
+        minibatch), and the update compiled ahead in a helper process where ``precompile.wanted``."""
+        cfg, dev = self.config, self.env.device
         self.optimizer = make_optimizer(self.net, cfg, dev)
         legal_table = self.env.legal_table() if cfg.advantage == "exact" else None  # type: ignore[attr-defined]
         samples = cfg.num_steps * -(-self.N // cfg.minibatches)
@@ -216,17 +232,17 @@ class Learner:
             legal_table,
             samples,
             max_resets=max_resets_per_rollout(self.env, cfg.num_steps),
-            equal_batches=(B if self.minibatch_unit == "games" else self.N) % cfg.minibatches == 0,
+            equal_batches=(self.B if self.minibatch_unit == "games" else self.N) % cfg.minibatches == 0,
             acting_share=self.acting_share,
         )
-        own_net = net is None
         self.precompile = (
             UpdatePrecompile(cfg) if wanted(cfg, mode, self.updater.mode, dev.type, own_net) else None
         )
-        self.generator = torch.Generator(device=dev).manual_seed(10_007 * cfg.seeds[0] + 1)
-        game = getattr(self.env, "game", None)  # a tabular env's ers-exact game: its own discount
-        self.gamma: float = cfg.gamma if cfg.gamma is not None else float(game.discount if game else 0.99)
-        _check_exact_discount(cfg, game)
+
+    def _start(self, mode: str) -> None:
+        """Update 0: the envs reset with the first seed, every episode starting (``RunnerState``), and the
+        collection (``collector``: fast, or TorchRL's)."""
+        cfg, dev, S, B = self.config, self.env.device, self.S, self.B
         self.update = 0
         self.env_steps = 0  # per seed
         self.env.reset(seed=cfg.seeds[0])
