@@ -378,28 +378,3 @@ class HanabiEnv(HanabiObservation):
         if state is None:
             self._legal_cur = legal_cur
         return self._per_player(s, legal_cur)
-
-    def _per_player(self, s: HanabiState, legal_cur: Tensor) -> Tensor:
-        """[B, P, M] the current player's legal moves ``legal_cur`` [B, M] in its row, nothing elsewhere."""
-        return legal_cur[:, None, :] & (self._arP == s.cur[:, None])[..., None]
-
-    def _legal_current(self, s: HanabiState) -> Tensor:
-        """[B, M] bool legal moves of the player to move in every game of ``s``."""
-        cfg, t = self.config, self._t
-        P, K = cfg.players, cfg.num_cards
-        hands = s.hand[self._ar[:, None], t["rel"][s.cur]]  # [B, P, H] mover first, then seats +1, +2, ...
-        has = hands[:, 0] < K  # [B, H]
-        colours = torch.zeros(self.batch_size, P, cfg.colors + 1, dtype=torch.bool, device=self.device)
-        colours.scatter_(2, t["hint_colour"][hands], True)  # [B, P, C+1] colours each seat holds (+ "none")
-        ranks = torch.zeros(self.batch_size, P, cfg.ranks + 1, dtype=torch.bool, device=self.device)
-        ranks.scatter_(2, t["hint_rank"][hands], True)  # [B, P, R+1]
-        can_hint = (s.info > 0)[:, None]
-        return torch.cat(
-            [
-                has & (s.info < cfg.max_information_tokens)[:, None],
-                has,
-                colours[:, 1:, :-1].flatten(1) & can_hint,
-                ranks[:, 1:, :-1].flatten(1) & can_hint,
-            ],
-            1,
-        )

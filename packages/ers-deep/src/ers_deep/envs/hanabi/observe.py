@@ -1,6 +1,7 @@
-"""The canonical observation of ``ers_deep.envs.hanabi.HanabiEnv`` (a mixin: ``HanabiObservation``), HLE's
-``CanonicalObservationEncoder`` vector of every player, with the plausible-card features either HLE's bits or
-JaxMARL's V0 belief (``HanabiEnv(knowledge=)``)."""
+"""What every player of ``ers_deep.envs.hanabi.HanabiEnv`` sees and may do (a mixin: ``HanabiObservation``):
+HLE's ``CanonicalObservationEncoder`` vector of every player, with the plausible-card features either HLE's bits
+or JaxMARL's V0 belief (``HanabiEnv(knowledge=)``), and the legal moves of the player to move (HLE's
+``LegalMoves``; ``HanabiEnv.legal_mask``)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ Knowledge = Literal["plausible", "v0-belief"]
 
 
 class HanabiObservation:
-    """``observe``: HLE's canonical observation of every player of a ``HanabiEnv`` state."""
+    """``observe``: HLE's canonical observation of every player of a ``HanabiEnv`` state; the legal moves of
+    its players (the current player's, per player)."""
 
     config: Any
     state: HanabiState
@@ -25,6 +27,7 @@ class HanabiObservation:
     obs_dtype: torch.dtype
     knowledge: Knowledge
     _t: dict[str, Tensor]
+    _ar: Tensor
     _layout: Any
     _arP: Tensor
     _arR: Tensor
@@ -134,3 +137,28 @@ class HanabiObservation:
         belief = weight / torch.where(total > 0, total, torch.ones_like(total))
         know = torch.cat([belief, know[..., K:]], -1)[:, self._t["rel"]]  # [B, P, P, H, F] observer-relative
         return know.reshape(B, P, -1)
+
+    def _per_player(self, s: HanabiState, legal_cur: Tensor) -> Tensor:
+        """[B, P, M] the current player's legal moves ``legal_cur`` [B, M] in its row, nothing elsewhere."""
+        return legal_cur[:, None, :] & (self._arP == s.cur[:, None])[..., None]
+
+    def _legal_current(self, s: HanabiState) -> Tensor:
+        """[B, M] bool legal moves of the player to move in every game of ``s``."""
+        cfg, t = self.config, self._t
+        P, K = cfg.players, cfg.num_cards
+        hands = s.hand[self._ar[:, None], t["rel"][s.cur]]  # [B, P, H] mover first, then seats +1, +2, ...
+        has = hands[:, 0] < K  # [B, H]
+        colours = torch.zeros(self.batch_size, P, cfg.colors + 1, dtype=torch.bool, device=self.device)
+        colours.scatter_(2, t["hint_colour"][hands], True)  # [B, P, C+1] colours each seat holds (+ "none")
+        ranks = torch.zeros(self.batch_size, P, cfg.ranks + 1, dtype=torch.bool, device=self.device)
+        ranks.scatter_(2, t["hint_rank"][hands], True)  # [B, P, R+1]
+        can_hint = (s.info > 0)[:, None]
+        return torch.cat(
+            [
+                has & (s.info < cfg.max_information_tokens)[:, None],
+                has,
+                colours[:, 1:, :-1].flatten(1) & can_hint,
+                ranks[:, 1:, :-1].flatten(1) & can_hint,
+            ],
+            1,
+        )
