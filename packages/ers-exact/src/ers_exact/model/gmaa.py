@@ -200,7 +200,9 @@ class _Search:
     """One GMAA*-ICE search: the open list of partial policies phi_t by priority f (ties: deeper first, then
     older), the incumbent's value L (``lower``: the best completion found) and the search's counts."""
 
-    def __init__(self, tree: HistoryTree, hq: HeuristicQ, max_children: int, slack: float, cluster: bool) -> None:
+    def __init__(
+        self, tree: HistoryTree, hq: HeuristicQ, max_children: int, slack: float, cluster: bool
+    ) -> None:
         self.tree, self.hq, self.max_children, self.slack, self.cluster = (
             tree,
             hq,
