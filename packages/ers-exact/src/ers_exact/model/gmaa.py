@@ -238,10 +238,10 @@ class _Search:
             else:  # generate the next-best child
                 child = self._next_child(node)
                 heapq.heappush(self.open_list, (-child.f, -child.t, next(self.counter), child))
-            if node.ptr < len(node.kids_f) and node.kids_f[node.ptr] > self.lower + self.slack:
-                heapq.heappush(
-                    self.open_list, (-float(node.kids_f[node.ptr]), -node.t, next(self.counter), node)
-                )
+            kids_f = node.kids_f  # set by the expansion
+            assert kids_f is not None
+            if node.ptr < len(kids_f) and kids_f[node.ptr] > self.lower + self.slack:
+                heapq.heappush(self.open_list, (-float(kids_f[node.ptr]), -node.t, next(self.counter), node))
             else:
                 node.kids_f = node.kids_idx = node.plan = None  # done with this parent (its decisions stay)
             self.max_open = max(self.max_open, len(self.open_list))

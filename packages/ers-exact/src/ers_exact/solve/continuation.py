@@ -336,7 +336,8 @@ class _BranchWatch:
 
     def __init__(self, tr: Tracer, lu: Augmented, z: np.ndarray, t: np.ndarray, on: bool) -> None:
         self.sign = tr.det_sign(lu) if on else 1.0
-        sig, self.vec = tr.sigma_min(lu) if on else (1.0, None)
+        sig, vec = tr.sigma_min(lu) if on else (1.0, None)
+        self.vec: np.ndarray | None = vec
         self.hist: list[tuple[float, np.ndarray, np.ndarray]] = [(sig, z.copy(), t.copy())]
 
     def step(
