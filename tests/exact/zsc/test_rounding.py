@@ -16,8 +16,10 @@ from ers_exact.model.game import Game
 from ers_exact.model.histories import HistoryTree, enumerate_histories
 from ers_exact.model.transformation import Transformation, apply_to_policy, history_map, is_admissible
 from ers_exact.model.values import expected_return
-from ers_exact.solve.fixed_points import solve_fixed_points
+from ers_exact.solve.boltzmann import LogitCoordinates, TemperatureError
+from ers_exact.solve.fixed_points import SolverConfig, solve_fixed_points
 from ers_exact.symmetry.candidates import CandidateSpace
+from ers_exact.symmetry.mdp_group import decpomdp_group
 from ers_exact.util.errors import InputError
 from ers_exact.zsc.rounding import (
     MAX_OBSERVATION_PERMUTATIONS,
@@ -276,3 +278,54 @@ def test_three_lever_relabelings_are_decpomdp_symmetries() -> None:
     s_rel, s_other = score_transformations(lever, [relabel, other], pool)
     assert s_rel.decpomdp_symmetry and s_rel.mean_return == pytest.approx(s_rel.pool_return, abs=1e-12)
     assert not s_other.decpomdp_symmetry
+
+
+# ----- exact scores at low temperature: the ER verdict on the solver's log-policies -----
+LOW = [("toy-coordination", 1e-3), ("toy-coordination", 1e-4), ("three-lever", 1e-3)]
+
+
+def _toy_er_by_hand(tree: HistoryTree) -> set[tuple[object, object]]:
+    """Phi_ER of the toy game on policies at every alpha, derived by hand (tests/exact/symmetry/
+    test_er_log_space.py): at s0 action 0 pays 1 now (observed as x), action 1 pays 1 at t = 1 (m), the same
+    with gamma = 1, and every action after t = 1 pays the same; so both agents swapping their actions with
+    x <-> m maps fixed points onto fixed points of the same J, one agent alone turns a convention into a
+    mismatch, and an observation permutation with identity actions is inadmissible. {identity, that swap}."""
+    names = tree.game.observation_names[0]
+    x, m = names.index("x"), names.index("m")
+    swap = list(range(len(names)))
+    swap[x], swap[m] = m, x
+    ident = tuple(range(len(names)))
+    return {(((0, 1), (0, 1)), (ident, ident)), (((1, 0), (1, 0)), (tuple(swap), tuple(swap)))}
+
+
+@pytest.mark.parametrize("name, alpha", LOW, ids=[f"{g}-{a:g}" for g, a in LOW])
+def test_low_temperature_er_verdict_on_the_solvers_log_policies(name: str, alpha: float) -> None:
+    """Where the optimal points' probabilities underflow (a legal action at exactly 0) the ER verdict was
+    refused (TemperatureError: their logits are lost). Given the solver's log-policies (er_log_pool) it is
+    decided, scoring an approximate (deep-like) pool against the exact Pi*_alpha as ers-deep's discovery does,
+    and equals the independent answer for every candidate of Psi's policy part: the hand-derived pair on the
+    toy game, Phi_MDP from the game's model alone (decpomdp_group: no policies, no alpha) on three-lever."""
+    tree = enumerate_histories(get_game(name))
+    fs = solve_fixed_points(tree, alpha, SolverConfig(n_starts=16, certify=False, complete_search=False))
+    optimal = [p.policy for p in fs.optimal_points]
+    n_agents = tree.game.n_agents
+    assert any((pi[i] == 0)[tree.local[i].legal].any() for pi in optimal for i in range(n_agents))
+    log_pool = LogitCoordinates(tree).log_pool(np.stack([p.y for p in fs.optimal_points]))
+    for pi, lp in zip(optimal, log_pool):  # the same points: exp(log pi) is the solver's pi
+        assert all(np.allclose(np.exp(lp[i]), pi[i], rtol=0, atol=1e-12) for i in range(n_agents))
+    deep = [tuple(0.99 * p + 0.01 * h.legal / h.legal.sum(1, keepdims=True) for p, h in zip(pi, tree.local))
+            for pi in optimal]  # fmt: skip
+    phis = _candidates(tree)
+    with pytest.raises(TemperatureError, match="probability exactly 0"):
+        score_transformations(tree, phis[:1], deep, alpha=alpha, J_star=fs.J_star, er_pool=optimal)
+    scores = score_transformations(
+        tree, phis, deep, alpha=alpha, J_star=fs.J_star, er_pool=optimal, er_log_pool=log_pool
+    )
+    if name == "toy-coordination":
+        expected = _toy_er_by_hand(tree)
+    else:
+        expected = {_policy_part(g) for g in decpomdp_group(tree.game).policy_parts}
+    assert {_policy_part(s.transformation) for s in scores if s.er_symmetry} == expected
+    assert all(s.er_symmetry is not None and s.alpha == alpha for s in scores)
+    with pytest.raises(RoundingError, match="er_log_pool holds 1 log-policies"):
+        score_transformations(tree, phis[:1], deep, alpha=alpha, er_pool=optimal, er_log_pool=log_pool[:1])

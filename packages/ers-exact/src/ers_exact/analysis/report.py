@@ -238,10 +238,7 @@ def _big(n: int) -> int | str:
 
 def _log_policies(tree: HistoryTree, ys: Sequence[np.ndarray]) -> list[tuple[np.ndarray, ...]]:
     """log pi(y) of each point, per agent [K_i, |A^i|] (finite on legal actions at any temperature)."""
-    if not ys:
-        return []
-    logs = LogitCoordinates(tree).to_log_policy(np.stack(ys))
-    return [tuple(lp[k] for lp in logs) for k in range(len(ys))]
+    return LogitCoordinates(tree).log_pool(np.stack(ys)) if len(ys) else []
 
 
 def _close_under(

@@ -201,6 +201,14 @@ class LogitCoordinates:
             out.append(logits - np.log(np.exp(logits).sum(axis=2, keepdims=True)))
         return tuple(out)
 
+    def log_pool(self, y: np.ndarray) -> list[tuple[np.ndarray, ...]]:
+        """:meth:`to_log_policy` of points y [P, D] as a list of P joint log-policies (per agent [K_i, A_i]):
+        the ``log_pool`` the ER tests take (:mod:`ers_exact.symmetry.er_test`), e.g. of the solver's fixed
+        points, exact where their probabilities underflow to 0."""
+        y = np.atleast_2d(np.asarray(y, dtype=float))
+        logs = self.to_log_policy(y)
+        return [tuple(lp[k] for lp in logs) for k in range(y.shape[0])]
+
     def from_log_policy(self, log_policy: tuple[np.ndarray, ...]) -> np.ndarray:
         """y from per-agent log-probabilities [P, K_i, A_i] (finite on legal actions).  # [P, D]"""
         return np.concatenate(

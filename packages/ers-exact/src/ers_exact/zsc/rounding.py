@@ -12,7 +12,8 @@ maps k to: an image array ``images[i]`` [K_i] (-1 where the image is no possible
 * :func:`score_transformations` scores exact transformations against a pool Pi' of policies: whether
   phi is admissible (DESIGN.md), in Phi_MDP (paper eq. decpomdp-invariance), the mean
   J(phi(pi)) over Pi' (eq. sp-max's objective), and whether phi is in Phi_ER at temperature alpha
-  (Definition "Expected Return Symmetries", computed by :func:`ers_exact.symmetry.er.er_symmetries`).
+  (Definition "Expected Return Symmetries", computed by :func:`ers_exact.symmetry.er.er_symmetries` on the
+  pool's log-policies where given: the solver's logits, defined where probabilities underflow).
 
 Both work in :class:`~ers_exact.model.transformation.Transformation`'s convention,
 phi(pi)^i(phi(a) | phi(tau)) = pi^i(a | tau): ``images[i][k]`` is phi(tau_k). A
@@ -217,6 +218,39 @@ def _policy_part(phi: Transformation) -> PolicyPart:
     return phi.actions, phi.observations
 
 
+def _er_parts(
+    tree: HistoryTree,
+    pool: Sequence[Policy],
+    pool_J: np.ndarray,
+    alpha: float,
+    J_star: float | None,
+    tol: float,
+    er_pool: Sequence[Policy] | None,
+    er_log_pool: Sequence[Policy] | None,
+) -> set[PolicyPart]:
+    """The policy parts of Phi_ER w.r.t. ``er_pool`` (else ``pool``) at ``alpha``, tested on ``er_log_pool``
+    when given (:func:`score_transformations`)."""
+    ref = list(pool if er_pool is None else er_pool)
+    if er_log_pool is not None and len(er_log_pool) != len(ref):
+        raise RoundingError(
+            f"er_log_pool holds {len(er_log_pool)} log-policies for the ER test's pool of {len(ref)} "
+            f"({'er_pool' if er_pool is not None else 'pool'}): give log pi of the same points"
+        )
+    ref_J = pool_J if er_pool is None else np.asarray(expected_return(tree, stack_pool(ref)), dtype=float)
+    target = float(ref_J.max()) if J_star is None else float(J_star)
+    er = er_symmetries(
+        tree,
+        ref,
+        alpha,
+        target,
+        tol=tol,
+        pool_is_whole_optimal_set=False,
+        progress=False,
+        log_pool=er_log_pool,
+    )
+    return {_policy_part(m) for m in er.members}
+
+
 def score_transformations(
     tree: HistoryTree,
     transformations: Sequence[Transformation],
@@ -225,6 +259,7 @@ def score_transformations(
     J_star: float | None = None,
     tol: float = 1e-8,
     er_pool: Sequence[Policy] | None = None,
+    er_log_pool: Sequence[Policy] | None = None,
 ) -> list[TransformationScore]:
     """Exact scores of each phi against the pool Pi' (one :class:`TransformationScore` per phi, in order).
 
@@ -235,12 +270,19 @@ def score_transformations(
     * ``mean_return``: mean_{pi in Pi'} J(phi(pi)) by :func:`apply_to_policy` and
       :func:`expected_return` (NaN for an inadmissible phi, which does not act on policies);
     * ``er_symmetry``: when ``alpha`` is given, phi's policy part is a member of Phi_ER w.r.t. Pi'
-      (every phi(pi) a Boltzmann fixed point at alpha with J(phi(pi)) = J* within ``tol``), computed
+      (every phi(pi) a Boltzmann fixed point at alpha, in its logits y ||M(y) - y||_inf <= ``tol``
+      max(1, ||y||_inf) as the solver measures convergence, with J(phi(pi)) = J* within ``tol``), computed
       once by :func:`~ers_exact.symmetry.er.er_symmetries` (Pi' should be points of Pi*_alpha, e.g. the
       optimal fixed points of :func:`ers_exact.solve.fixed_points.solve_fixed_points`). ``J_star``
       defaults to the pool's best J, which is J* when Pi' lies in Pi*_alpha. ``er_pool`` replaces Pi'
       for this verdict only: the points of Pi*_alpha to test against when Pi' holds approximate points
       (a deep pool), e.g. the optimal points of ``solve_fixed_points(tree, alpha)``, with their J*.
+      ``er_log_pool``: log pi of the same points (``er_pool``'s, else Pi''s), the ER test's input
+      (:mod:`~ers_exact.symmetry.er_test`): give it for the solver's points,
+      ``LogitCoordinates(tree).log_pool(ys)`` of their logits y. Without it the test takes log of the
+      probabilities, which at low alpha have legal actions at exactly 0 (underflow: the toy game below alpha
+      ~0.0013) and are refused with :class:`~ers_exact.solve.boltzmann.TemperatureError`; with it the verdict
+      is defined down to the solver's own temperature limit.
 
     Budget errors of the two symmetry searches (InputError) propagate."""
     if not pool:
@@ -251,11 +293,7 @@ def score_transformations(
     pool_J = np.asarray(expected_return(tree, stacked), dtype=float)
     er_parts: set[PolicyPart] | None = None
     if alpha is not None:
-        ref = list(pool if er_pool is None else er_pool)
-        ref_J = pool_J if er_pool is None else np.asarray(expected_return(tree, stack_pool(ref)), dtype=float)
-        target = float(ref_J.max()) if J_star is None else float(J_star)
-        er = er_symmetries(tree, ref, alpha, target, tol=tol, pool_is_whole_optimal_set=False, progress=False)
-        er_parts = {_policy_part(m) for m in er.members}
+        er_parts = _er_parts(tree, pool, pool_J, alpha, J_star, tol, er_pool, er_log_pool)
     mdp_parts = {_policy_part(m) for m in decpomdp_symmetries(tree.game)} if transformations else set()
     out = []
     for phi in transformations:
