@@ -126,3 +126,23 @@ def test_exact_scores_are_the_pools_exact_returns(
         p.name for p in pool.policies[2:]
     ]
     assert result.pool_return == pytest.approx(sum(js[2:]) / 2, abs=1e-9)
+
+
+def test_a_pool_at_low_temperature_gets_the_exact_er_verdict(tmp_path: Path) -> None:
+    """A toy pool at alpha 1e-3: Pi*_alpha's optimal points have legal actions at probability exactly 0
+    (underflow), so the ER verdict on their probabilities was refused and ``discover`` stopped with a
+    TemperatureError; on the solver's log-policies each kept phi's verdict is whether its rounding is one of
+    the toy game's Phi_ER on policies, derived by hand at every alpha: the identity and both agents' action swap
+    with x <-> m (tests/exact/symmetry/test_er_log_space.py)."""
+    by_hand = {(((0, 1), (0, 1)), ((0, 1, 2), (0, 1, 2))), (TOY_SWAP_ACTIONS, TOY_SWAP_OBSERVATIONS)}
+    cfg = paper_config("tabular:toy-coordination", seeds=(0, 1), total_env_steps=4096 * 2 * 20, alpha=1e-3)
+    config = DeepDiscoveryConfig(
+        candidates=2, top=2, num_envs=64, num_steps=4, lr=0.01, total_env_steps=4096, eval_games=100
+    )
+    with single_thread():
+        train_pool(cfg, tmp_path / "pool", eval_games=100, progress=False)
+        result = discover(load_pool(tmp_path / "pool"), config, tmp_path / "discovery", progress=False)
+    kept = _kept(result)
+    assert len(kept) == 2
+    for _, exact, verdict in kept:
+        assert verdict["er_symmetry"] is ((exact.actions, exact.observations) in by_hand)

@@ -111,6 +111,7 @@ def _action_maps(env: Any, config: DeepDiscoveryConfig) -> Tensor:
 def _exact_scores(env: TabularEnv, pool: Pool, nearest: list[Any], alpha: float) -> list[Any]:
     """ers-exact's verdict on every rounded transformation (None where a phi rounds to none)."""
     from ers_deep.train.exact import tabular_policies
+    from ers_exact.solve.boltzmann import LogitCoordinates
     from ers_exact.solve.fixed_points import solve_fixed_points
     from ers_exact.zsc.rounding import score_transformations
 
@@ -118,8 +119,12 @@ def _exact_scores(env: TabularEnv, pool: Pool, nearest: list[Any], alpha: float)
     found = [t for t in nearest if t is not None]
     fs = solve_fixed_points(env.tree, alpha)  # Phi_ER is defined by the exact Pi*_alpha, not the deep pool
     optimal = [p.policy for p in fs.optimal_points]
+    # the ER test's input: log pi from the solver's logits, defined where pi underflows (low alpha)
+    logs = LogitCoordinates(env.tree).log_pool(np.stack([p.y for p in fs.optimal_points])) if optimal else []
     scores = iter(
-        score_transformations(env.tree, found, policies, alpha=alpha, J_star=fs.J_star, er_pool=optimal)
+        score_transformations(
+            env.tree, found, policies, alpha=alpha, J_star=fs.J_star, er_pool=optimal, er_log_pool=logs
+        )
         if found
         else []
     )
