@@ -204,3 +204,20 @@ def test_cli_er_method_generators(capsys: pytest.CaptureFixture[str]) -> None:
     assert (
         "proven: " in text and "order exactly 4! * 2" in text and "Phi_ER (generators, 1 generators" in text
     )
+
+
+def test_the_claim_says_what_the_exact_test_tests() -> None:
+    """Dec-Tiger H=2 at alpha 0.05: candidates whose images match the pool within MATCH_TOL in probabilities
+    but whose logits are off where the probabilities are tiny are rejected by the exact test (the exhaustive
+    scan, which tests every candidate, agrees on the order: 4 on policies). The claim says what that test is:
+    a relative tolerance on the logits y, an absolute one on J (it said "the exact ER test at tol 1e-08",
+    read as a tolerance on probabilities, which the test no longer uses)."""
+    tree = enumerate_histories(get_game("dectiger", horizon=2))
+    gen = symmetry_report(tree, 0.05, er_method="generators")["er"]
+    exhaustive = symmetry_report(tree, 0.05, er_method="exhaustive")["er"]
+    assert gen["complete"] and gen["order_on_policies"] == exhaustive["order_on_policies"] == 4
+    assert gen["rejected_by_exact_test"] > 0 and gen["tol"] == 1e-8
+    claim = gen["claim"]
+    assert "||M(y) - y||_inf <= 1e-08 * max(1, ||y||_inf)" in claim and "|J(phi(pi)) - J*| <= 1e-08" in claim
+    assert "within 1e-07 in probabilities" in claim and "at tol" not in claim
+    assert f"({gen['rejected_by_exact_test']} candidate(s) matched the pool but failed that test" in claim

@@ -127,21 +127,29 @@ class ERGroup:
             else "Phi_ER relative to the pool Pi' of optimal fixed points found (not certified to be all of "
             "Pi*_alpha; a phi mapping a pool point onto an unfound optimal point is not sought)"
         )
-        if self.rejected:
-            what += (
-                f" ({self.rejected} candidate(s) mapped the pool onto itself within {MATCH_TOL:g} but failed the "
-                f"exact ER test at tol {self.tol:g} and were left out)"
-            )
         if self.complete:
             return (
                 f"{what} = S_|S| x H with H = {{phi admissible : phi(Pi') = Pi'}} = <{len(self.generators)} "
-                f"generators>, order exactly {n}"
+                f"generators>, order exactly {n}; {self.tested}"
             )
         return (
             f"{what} contains S_|S| x <{len(self.generators)} generators>, order >= {n}; completeness NOT "
             f"proven: the search stopped (budget) at base point {self.stopped_at}, the stabiliser of points "
-            f"0..{self.stopped_at} is exact"
+            f"0..{self.stopped_at} is exact; {self.tested}"
         )
+
+    @property
+    def tested(self) -> str:
+        """What phi(Pi') = Pi' was tested by, in words: the match on probabilities, then the exact ER test
+        (:mod:`~ers_exact.symmetry.er_test`: a relative tolerance on logits, an absolute one on J)."""
+        text = (
+            f"phi(Pi') = Pi' means every phi(pi) matches a point of Pi' within {MATCH_TOL:g} in probabilities and "
+            f"passes the exact ER test in its logits y: ||M(y) - y||_inf <= {self.tol:g} * max(1, ||y||_inf) (a "
+            f"Boltzmann fixed point, the solver's measure) and |J(phi(pi)) - J*| <= {self.tol:g}"
+        )
+        if self.rejected:
+            text += f" ({self.rejected} candidate(s) matched the pool but failed that test and were left out)"
+        return text
 
     def to_json(self, max_elements: int = 10_000) -> dict[str, Any]:
         order = self.order()
@@ -203,8 +211,8 @@ def er_group(
 
     Args:
         tree: the game's histories.
-        pool: Pi', self-play-optimal Boltzmann fixed points at ``alpha`` (each checked: residual and
-            |J - J_star| within ``tol``).
+        pool: Pi', self-play-optimal Boltzmann fixed points at ``alpha`` (each checked by the exact ER test:
+            relative logit residual ||M(y) - y||_inf / max(1, ||y||_inf) and |J - J_star| within ``tol``).
         seeds: elements known to map the pool onto itself (Phi_MDP's, when the pool is closed under it);
             each is checked, and one that does not raises ValueError.
         max_nodes, max_seconds: budget of the backtrack; past it the result is a lower bound
