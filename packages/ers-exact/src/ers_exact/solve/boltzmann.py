@@ -263,7 +263,9 @@ class LogitCoordinates:
         return jac
 
     def residual(self, y: np.ndarray, alpha: float, image: np.ndarray | None = None) -> np.ndarray:
-        """max |F(pi) - pi| of pi = pi(y), from M(y) (pass ``image`` = M(y) when known).  # [P]"""
+        """max |F(pi) - pi| of pi = pi(y), from M(y) (pass ``image`` = M(y) when known): on float64
+        probabilities, so 0.0 where every logit error sits at a probability that is 0 or 1 to float64; the
+        solver's convergence test is ||M(y) - y||_inf / max(1, ||y||_inf) in logits instead.  # [P]"""
         y = np.atleast_2d(y)
         image = self.logit_map(y, alpha) if image is None else np.atleast_2d(image)
         before, after = self.to_policy(y), self.to_policy(image)

@@ -33,7 +33,7 @@ class CertifiedFixedPoint:
     J: float  # at the polished point
     J_lo: float  # J enclosed over the box
     J_hi: float
-    residual: float  # max |F(pi) - pi| at the polished point
+    residual: float  # max |F(pi) - pi| on probabilities at the polished point (as FixedPoint.residual)
     optimal: bool  # J_hi >= J*_lo - eps: in the eps-optimal set (not excluded from it)
     found_by: str  # "candidate" (the solver found it) or "search" (only the branch-and-bound did)
 
