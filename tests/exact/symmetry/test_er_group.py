@@ -22,6 +22,7 @@ from ers_exact.games import get_game, load_game
 from ers_exact.games.random import planted_game, random_small_game
 from ers_exact.model.histories import HistoryTree, enumerate_histories
 from ers_exact.model.transformation import Transformation, apply_to_policy
+from ers_exact.solve.boltzmann import LogitCoordinates
 from ers_exact.solve.fixed_points import SolverConfig, solve_fixed_points
 from ers_exact.symmetry.er import ERResult, er_symmetries
 from ers_exact.symmetry.er_group import ERGroupBudgetError, er_group
@@ -180,6 +181,25 @@ def test_grid3x3corners_h2_group_too_large_to_list(dpomdp_dir: Path) -> None:
 #: permutation (8!, nothing is decided after observing). The ER test on probabilities also let the -24 action
 #: (probability 3.8e-11 < 1e-8) swap with the -64.4 ones: (5! 8!)^2, no fixed points among the extra images.
 MARS_H1 = (math.factorial(4) * math.factorial(8)) ** 2
+
+
+def test_mars_h1_closed_form_is_the_stabiliser_of_its_one_decision(dpomdp_dir: Path) -> None:
+    """MARS_H1 from the solved point itself, not from the ER search: at H = 1 each agent's policy is one row
+    over its actions (every one legal), and the pool is one point pi, so H = {phi : phi(pi) = pi} has per
+    agent (prod over classes of equal log pi of |class|!) x |O^i|!; log pi is compared, not pi (the -24 and
+    -64.4 actions have probabilities 3.8e-11 and 1e-28, equal within a probability tolerance)."""
+    tree = enumerate_histories(load_game(dpomdp_dir / "Mars.dpomdp", horizon=1))
+    cfg = SolverConfig(n_starts=4, certify=False, continuation=False)
+    (point,) = solve_fixed_points(tree, 0.25, cfg).optimal_points
+    order = 1
+    for i, log_pi in enumerate(LogitCoordinates(tree).to_log_policy(point.y[None])):
+        assert log_pi.shape[1] == 1 and tree.local[i].legal.all()  # one decision, every action legal
+        row = np.sort(log_pi[0, 0])
+        classes = np.split(row, np.flatnonzero(np.diff(row) > 1e-9) + 1)
+        order *= math.prod(math.factorial(len(c)) for c in classes) * math.factorial(
+            tree.game.n_observations[i]
+        )
+    assert order == MARS_H1
 
 
 @pytest.mark.slow  # ~25 s here, most of it Phi_MDP's search

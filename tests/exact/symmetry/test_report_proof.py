@@ -3,14 +3,19 @@ branch-and-bound, and the fallback to the solver's points where the proof does n
 
 from __future__ import annotations
 
+import itertools
 import json
 
+import numpy as np
 import pytest
 
 from ers_exact.analysis.report import atlas, symmetry_report
 from ers_exact.cli import main
 from ers_exact.games import get_game
-from ers_exact.model.histories import enumerate_histories
+from ers_exact.model.histories import HistoryTree, enumerate_histories
+from ers_exact.model.transformation import Transformation, apply_to_log_policy
+from ers_exact.solve.boltzmann import LogitCoordinates
+from ers_exact.solve.fixed_points import SolverConfig, solve_fixed_points
 
 
 def test_two_lever_group_against_the_proven_set() -> None:
@@ -44,16 +49,39 @@ def test_the_proof_with_worker_processes_gives_the_same_report(capsys: pytest.Ca
     assert main([*args, "--prove-workers", "0"]) == 2
 
 
+def _stabiliser_on_log_policy(tree: HistoryTree, log_pi: tuple[np.ndarray, ...]) -> int:
+    """|{phi : phi(pi) = pi}| over every action and observation permutation of each agent (Dec-Tiger: all
+    legal everywhere, so all are admissible), compared on log pi: no Boltzmann map, no ER test."""
+    game, count = tree.game, 0
+    per_agent = [
+        list(itertools.product(itertools.permutations(range(a)), itertools.permutations(range(o))))
+        for a, o in zip(game.n_actions, game.n_observations)
+    ]
+    for parts in itertools.product(*per_agent):
+        phi = Transformation(
+            tuple(range(game.n_states)), tuple(p[0] for p in parts), tuple(p[1] for p in parts)
+        )
+        image = apply_to_log_policy(tree, phi, [lp[None] for lp in log_pi])
+        count += all(np.allclose(a[0], b, rtol=1e-9, atol=1e-9) for a, b in zip(image, log_pi))
+    return count
+
+
 def test_low_temperature_proof_on_dectiger() -> None:
     """alpha 0.05: the proof needs the log-space images and the inflated certificates (not proven before).
     |Phi_ER| was 16 on policies with the ER test on probabilities, which cannot see a logit of an action of
     probability ~e^-110: 12 of those images had log pi = -1650 where the Boltzmann map gives -110 (residual on
-    probabilities 1.7e-48), so they are no fixed points. The test in relative logits keeps 4 (Phi_MDP: 2)."""
-    rep = symmetry_report(enumerate_histories(get_game("dectiger")), 0.05, max_elements=0, prove_seconds=60.0)
+    probabilities 1.7e-48), so they are no fixed points. The test in relative logits keeps 4 (Phi_MDP: 2).
+    Independently: Pi*_alpha is proven to be one point pi, so Phi_ER's policy part is exactly the stabiliser
+    {phi : phi(pi) = pi}, counted here by brute force on log pi (4 of the 144 candidates)."""
+    tree = enumerate_histories(get_game("dectiger"))
+    rep = symmetry_report(tree, 0.05, max_elements=0, prove_seconds=60.0)
     assert rep["optimal_set_complete"] and rep["pool_size"] == 1
     assert rep["J_star"] == pytest.approx(-4.0, abs=1e-9)
-    assert rep["er"]["order_on_policies"] == 4 and rep["mdp_subgroup_of_er"]
-    assert rep["pool_added_by_mdp_images"] == 0
+    (point,) = solve_fixed_points(tree, 0.05, SolverConfig(certify=False)).optimal_points
+    assert abs(point.J - rep["J_star"]) <= 1e-9  # the one point of Pi*_alpha
+    log_pi = tuple(lp[0] for lp in LogitCoordinates(tree).to_log_policy(point.y[None]))
+    assert rep["er"]["order_on_policies"] == _stabiliser_on_log_policy(tree, log_pi) == 4
+    assert rep["mdp_subgroup_of_er"] and rep["pool_added_by_mdp_images"] == 0
 
 
 def test_a_proof_out_of_time_falls_back_to_the_solver() -> None:
