@@ -264,7 +264,8 @@ def test_select_by_defaults_to_the_papers_rule_as_in_ers_exact() -> None:
 
 
 def test_table1_records_select_by_and_the_op_reading(table1: tuple[Path, ZSCReport], tmp_path: Path) -> None:
-    """table1.json's config names the rule and the OP reading (ers-deep's per-seat draw) and keeps them
+    """table1.json's config names the rule, the OP reading (ers-deep's per-seat draw) and the OP column's
+    reading (seatings: both seat orders of J(pi, phi(pi)), tests/deep/test_op_column.py) and keeps them
     through its JSON round trip; a config.json written before ``select_by`` existed resumes as the rule it
     ran with (sp_return: nothing retrained)."""
     import shutil
@@ -272,6 +273,7 @@ def test_table1_records_select_by_and_the_op_reading(table1: tuple[Path, ZSCRepo
     out, report = table1
     back = ZSCReport.from_json(json.loads((out / "table1.json").read_text()))
     assert (back.config["select_by"], back.config["op_reading"]) == ("sp_return", "per-seat")
+    assert report.config["op_column_reading"] == "seatings"
     assert back.config == report.config
     old = tmp_path / "old"
     shutil.copytree(out, old)

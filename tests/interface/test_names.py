@@ -233,5 +233,5 @@ def test_a_zsc_report_written_before_the_rename_loads_and_matches(capsys: pytest
         old["markdown"],
     )
     # and the deployment fields added since (this toy run's OP seeds tie, so either rule gives these rows)
-    since = {"select_by": "sp_return", "op_reading": "seatings"}
+    since = {"select_by": "sp_return", "op_reading": "seatings", "op_column_reading": "seatings"}
     assert new["config"] == {**upgrade_keys(ExactPopulationConfig, old["config"]), **since}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -66,11 +67,22 @@ def test_zsc_reports_without_the_op_column_still_load() -> None:
     }
     report = ZSCReport.from_json(old)
     assert report.rows[0].op is None
+    assert "op_column_reading" not in report.config  # no OP column to name
     assert (
         report.to_markdown().splitlines()[-1]
         == "| SP (iql) | 1.000 ± 0.000 | - | " + " | ".join(["1.000 ± 0.000"] * 4) + " |"
     )
     assert ZSCReport.from_json(json.loads(report.dumps())) == report
+
+
+def test_a_zsc_report_with_an_op_column_written_before_its_reading_field_loads_as_seatings() -> None:
+    """main's ``ers-exact zsc`` file of tests/interface/old_files (an OP column, no ``op_column_reading``)
+    loads with the reading that code computed (OP^Phi: "seatings"); a field present is kept."""
+    old = json.loads((Path(__file__).parent / "old_files" / "zsc-toy-coordination-seed0.json").read_text())
+    assert "op_column_reading" not in old["config"] and all(r["op"] for r in old["rows"])
+    assert ZSCReport.from_json(old).config == {**old["config"], "op_column_reading": "seatings"}
+    old["config"]["op_column_reading"] = "per-seat"
+    assert ZSCReport.from_json(old).config["op_column_reading"] == "per-seat"
 
 
 def test_undefined_estimates_print_as_a_dash() -> None:

@@ -19,13 +19,20 @@ among an agent's OP seeds; a self-play population has no OP score and deploys it
 
 The OP score an ``"op_value"`` rule ranks by differs between the packages when n > 2 (and, for ers-deep, when
 Phi is not a group); each report's config names its reading as ``op_reading``, one of :data:`OP_READINGS`.
+
+A report's OP *column* (the OP objective of the deployed policies) is a separate number, and its config names
+its reading ``op_column_reading``: ``"seatings"`` in both packages (ers-exact's mean OP^Phi; ers-deep's table1
+mean over phi of J(pi, phi(pi)) in both seat orders, two players only: the 2^2 - 2 seatings). So ers-deep's
+column is not the ``"per-seat"`` score its agents train on and ``op_value`` ranks by, and for a learned set
+that is not a group the two differ even at n = 2. A report written before the field that has an OP column
+loads with :data:`OP_COLUMN_READING_BEFORE`, the reading every earlier version of both packages computed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["DEFAULT_SELECT_BY", "OP_READINGS", "SELECT_BY", "TIE", "deploy_index"]
+__all__ = ["DEFAULT_SELECT_BY", "OP_COLUMN_READING_BEFORE", "OP_READINGS", "SELECT_BY", "TIE", "deploy_index"]
 
 #: the deployment rules: the paper's highest self-play return, or the highest OP score
 SELECT_BY = ("sp_return", "op_value")
@@ -42,6 +49,9 @@ OP_READINGS = {
     "per-seat": "E over phi_1, ..., phi_n drawn uniformly from Phi, each seat its own, of "
     "J(phi_1(pi)^1, ..., phi_n(pi)^n); equal to 'seatings' for n = 2 when Phi is a group",
 }
+#: ``op_column_reading`` of a report written before the field: the OP column of ers-exact (OP^Phi since the
+#: column was added) and of ers-deep's table1 (both seat orders of J(pi, phi(pi)), two players) was "seatings"
+OP_COLUMN_READING_BEFORE = "seatings"
 
 
 def deploy_index(

@@ -18,8 +18,9 @@ halves on the same game and compare their outputs field by field.
   trains OP with (OP + Phi_MDP: Phi_MDP; OP + learned Phi_ER: {Id} united with each agent's own learned
   set, which XP(*)+ER symmetrises with too) and, for the self-play population, which trains no OP, Phi_MDP
   (how much its conventions break the Dec-POMDP symmetries). Reports written before the OP column load
-  with ``op = None``. Its ``config`` names the deployment rule ``select_by`` and the OP score's reading
-  ``op_reading`` (:mod:`ers_exact.deployment`).
+  with ``op = None``. Its ``config`` names the deployment rule ``select_by``, the OP score's reading
+  ``op_reading`` and the OP column's ``op_column_reading`` (:mod:`ers_exact.deployment`; a report with an OP
+  column written before that field loads with the reading its code computed, ``"seatings"``).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from ers_exact.deployment import OP_COLUMN_READING_BEFORE
 from ers_exact.model.transformation import Transformation
 from ers_exact.util.errors import InputError
 from ers_exact.util.output import dumps as strict_dumps
@@ -373,7 +375,10 @@ class ZSCReport:
             )
             for r in data["rows"]
         )
-        return cls(game=data["game"], rows=rows, config=dict(data.get("config", {})))
+        config = dict(data.get("config", {}))
+        if any(r.op is not None for r in rows):  # written before the field: what every version computed
+            config.setdefault("op_column_reading", OP_COLUMN_READING_BEFORE)
+        return cls(game=data["game"], rows=rows, config=config)
 
     def to_markdown(self) -> str:
         head = (

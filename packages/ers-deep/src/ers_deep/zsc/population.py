@@ -16,7 +16,9 @@
    row of Table 1: SP, XP, XP(*) (median), XP(*) after symmetrising every policy over Phi_MDP and over its own
    learned Phi_ER (each agent's; the symmetriser averages ``config.symmetriser``: the official code's
    logits by default, or the paper's probabilities, as ers-exact's columns), and the OP objective
-   E_{phi in Phi} J(pi, phi(pi)) of the deployed policies (Phi: the population's OP set; IPPO: Phi_MDP).
+   E_{phi in Phi} J(pi, phi(pi)) of the deployed policies in both seat orders (Phi: the population's OP set;
+   IPPO: Phi_MDP): ers-exact's OP^Phi, the ``"seatings"`` reading (``op_column_reading`` in the report), not
+   the per-seat draw the agents train on (``op_reading``), from which it differs when Phi is not a group.
 
 Every stage is skipped when its output exists and resumed when its run was interrupted, so a killed run
 continues with the same command. A folder holding a run with another config is refused unless ``force``
@@ -163,7 +165,8 @@ def load_deployed(out: str | Path) -> tuple[PopulationConfig, dict[str, list[Pol
 def _op_objective(
     policies: Sequence[Policy], sets: Sequence[Sequence[Symmetry]], games: int, seed: int
 ) -> Estimate:
-    """Mean over the deployed policies of E_{phi in Phi} J(pi, phi(pi)) (both seat orders), with its SE."""
+    """Mean over the deployed policies of E_{phi in Phi} J(pi, phi(pi)) (both seat orders: the "seatings"
+    reading of ``ers_exact.deployment.OP_READINGS``, not the per-seat draw), with its SE."""
     values = []
     for p, phis in zip(policies, sets):
         runs = []
@@ -273,6 +276,7 @@ def run_table1(
             **config.to_json(),
             "source": "ers-deep table1",
             "op_reading": "per-seat",
+            "op_column_reading": "seatings",
             "mdp_symmetries": len(mdp),
             "learned_symmetries": [len(s) - 1 for s in own],
         },

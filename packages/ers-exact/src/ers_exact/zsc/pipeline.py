@@ -18,9 +18,10 @@ Within each population every pair of distinct agents is cross-played (XP, eq. XP
 the same index. The OP column is the mean OP^Phi of the deployed policies, Phi being the set each agent
 trains OP with (Phi_MDP; its own Phi); the SP population trains no OP and reports OP^{Phi_MDP}, how much
 its conventions break the Dec-POMDP symmetries. OP^Phi is eq. other-play with eq. XP's n-agent reading (the
-mean over the 2^n - 2 seatings of pi and phi(pi)); the report's config names it ``op_reading: "seatings"``
-(ers-deep's is ``"per-seat"``: :data:`~ers_exact.deployment.OP_READINGS`) beside ``select_by``. Standard errors: SD / sqrt(n) for means, seeded bootstrap
-for medians.
+mean over the 2^n - 2 seatings of pi and phi(pi)); the report's config names it twice, as the reading the
+agents train on and ``op_value`` ranks by (``op_reading: "seatings"``; ers-deep's is ``"per-seat"``) and as the
+OP column's (``op_column_reading: "seatings"``, as ers-deep's: :data:`~ers_exact.deployment.OP_READINGS`),
+beside ``select_by``. Standard errors: SD / sqrt(n) for means, seeded bootstrap for medians.
 """
 
 from __future__ import annotations
@@ -142,6 +143,7 @@ def run_zsc(
         config={
             **config.to_json(),
             "op_reading": "seatings",
+            "op_column_reading": "seatings",
             "mdp_order": len(mdp),
             "horizon": tree.game.horizon,
         },
