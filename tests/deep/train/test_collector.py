@@ -69,7 +69,7 @@ def test_torchrl_rollouts_equal_the_native_ones(env: str, monkeypatch: pytest.Mo
     torch.manual_seed(0)
     native = Learner(_config(env))
     torchrl = Learner(_config(env, collector="torchrl"))
-    assert torchrl.torchrl is not None and torchrl.torchrl.env.game is torchrl.env  # the same env object
+    assert torchrl.torchrl is not None and torchrl.torchrl.env.env is torchrl.env  # the same env object
     if env == "overcooked-v2":  # episodes of 4 steps: the GRU state is reset inside the rollouts
         for learner in (native, torchrl):
             monkeypatch.setattr(learner.env, "max_steps", 4)
