@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shutil
+import subprocess
+import sys
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -235,3 +238,40 @@ def test_a_zsc_report_written_before_the_rename_loads_and_matches(capsys: pytest
     # and the deployment fields added since (this toy run's OP seeds tie, so either rule gives these rows)
     since = {"select_by": "sp_return", "op_reading": "seatings", "op_column_reading": "seatings"}
     assert new["config"] == {**upgrade_keys(ExactPopulationConfig, old["config"]), **since}
+
+
+# ----- deprecated module-level names warn in the user's code -----
+#: every module-level deprecated name: (module, old name, new name)
+DEPRECATED_MODULE_NAMES = [
+    ("ers_exact.zsc", "ZSCConfig", "PopulationConfig"),
+    ("ers_exact.zsc.config", "ZSCConfig", "PopulationConfig"),
+    ("ers_exact.zsc.pipeline", "ZSCConfig", "PopulationConfig"),
+]
+
+
+@pytest.mark.parametrize(("module", "old", "new"), DEPRECATED_MODULE_NAMES)
+def test_deprecated_module_names_warn_at_the_callers_line(
+    module: str, old: str, new: str, tmp_path: Path
+) -> None:
+    """A ``__main__`` script under Python's default warning filters (which show a DeprecationWarning only
+    when it is attributed to ``__main__``): ``from module import old`` and two ``module.old`` accesses each
+    warn at the script's own line, naming ``module.old`` and ``module.new``."""
+    script = tmp_path / "user_script.py"
+    lines = [
+        "import importlib",
+        f"from {module} import {old}",
+        f"m = importlib.import_module({module!r})",
+        f"a = m.{old}",
+        f"b = m.{old}",
+        f"assert {old} is a is b is getattr(m, {new!r})",
+    ]
+    script.write_text("\n".join(lines) + "\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONWARNINGS", "PYTHONDEVMODE")}
+    env["PYTHONPATH"] = os.pathsep + os.pathsep.join(sys.path)
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=env, check=False, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    said = f"DeprecationWarning: {module}.{old} is deprecated; use {module}.{new}"
+    warned = [line for line in done.stderr.splitlines() if "DeprecationWarning" in line]
+    assert warned == [f"{script}:{n}: {said}" for n in (2, 4, 5)], done.stderr

@@ -83,15 +83,23 @@ def upgrade_keys(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def deprecated_names(module: str, names: Mapping[str, tuple[str, Callable[[], Any]]]) -> Callable[[str], Any]:
-    """A PEP 562 ``__getattr__`` for ``module``: ``names[old] = (new, get)``; ``module.old`` warns and returns
-    ``get()`` (the object under its new name)."""
+def deprecated_names(
+    module: str,
+    names: Mapping[str, tuple[str, Callable[[], Any]]],
+    fallback: Callable[[str], Any] | None = None,
+) -> Callable[[str], Any]:
+    """A PEP 562 ``__getattr__`` for ``module``: ``names[old] = (new, get)``; every ``module.old`` (and
+    ``from module import old``) warns, attributed to the caller's line, and returns ``get()`` (the object under
+    its new name), never cached in the module. Any other name goes to ``fallback`` (a package's
+    :func:`~ers_exact.util.lazy.lazy_exports` ``__getattr__``), or is an :class:`AttributeError`."""
 
     def __getattr__(name: str) -> Any:
         if name not in names:
+            if fallback is not None:
+                return fallback(name)
             raise AttributeError(f"module {module!r} has no attribute {name!r}")
         new, get = names[name]
-        warn_renamed(f"{module}.{name}", f"{module}.{new}")
+        warn_renamed(f"{module}.{name}", f"{module}.{new}")  # stacklevel 3: the line that named it
         return get()
 
     return __getattr__

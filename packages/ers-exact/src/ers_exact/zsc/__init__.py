@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ers_exact.util.deprecation import deprecated_names
 from ers_exact.util.lazy import lazy_exports
 
 if TYPE_CHECKING:  # the names, for mypy and IDEs; at run time each is imported on first use
@@ -44,7 +45,7 @@ __all__ = [
 ]
 
 if not TYPE_CHECKING:  # hidden from mypy, so that a name missing above is an error, not Any
-    __getattr__, __dir__ = lazy_exports(
+    _lazy_getattr, __dir__ = lazy_exports(
         __name__,
         {
             "DiscoveryConfig": "config",
@@ -57,7 +58,6 @@ if not TYPE_CHECKING:  # hidden from mypy, so that a name missing above is an er
             "solve_other_play": "other_play",
             "train_other_play": "other_play",
             "PopulationConfig": "config",
-            "ZSCConfig": "config",  # deprecated name of PopulationConfig (warns)
             "run_zsc": "pipeline",
             "PoolConfig": "config",
             "build_pool": "pools",
@@ -65,4 +65,10 @@ if not TYPE_CHECKING:  # hidden from mypy, so that a name missing above is an er
             "round_history_images": "rounding",
             "score_transformations": "rounding",
         },
+    )
+    # deprecated names: warn at the caller's line on every access (never cached in the package)
+    __getattr__ = deprecated_names(
+        __name__,
+        {"ZSCConfig": ("PopulationConfig", lambda: _lazy_getattr("PopulationConfig"))},
+        fallback=_lazy_getattr,
     )
