@@ -72,6 +72,47 @@ def test_deep_l_is_a_warned_alias_of_top(command: str, capsys: pytest.CaptureFix
     assert err.splitlines() == [f"prog {command}: DeprecationWarning: --l is deprecated; use --top"]
 
 
+@pytest.mark.parametrize(
+    ("package", "argv", "old", "new"),
+    [
+        ("exact", ["zsc", "three-lever", "--top", "2", "--l", "3"], "--l", "--top"),
+        ("exact", ["zsc", "three-lever", "--l", "3", "--top", "2"], "--l", "--top"),
+        (
+            "exact",
+            ["zsc", "three-lever", "--pool-source", "iql", "--pool", "exact"],
+            "--pool",
+            "--pool-source",
+        ),
+        (
+            "exact",
+            ["discover", "three-lever", "--pool", "exact", "--pool-source", "iql"],
+            "--pool",
+            "--pool-source",
+        ),
+        ("deep", ["table1", "--out", "/tmp/ers-names", "--top", "2", "--l", "3"], "--l", "--top"),
+        ("deep", ["table2", "--out", "/tmp/ers-names", "--l", "3", "--top", "3"], "--l", "--top"),
+    ],
+)
+def test_old_and_new_flag_together_are_a_usage_error(
+    package: str, argv: list[str], old: str, new: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Both spellings of one option (in either order, even with equal values) are refused, as
+    ``PopulationConfig(l=3, top=3)`` is, instead of the last one silently winning: exit 2, one line."""
+    commands = EXACT_COMMANDS if package == "exact" else _deep_commands()
+    with pytest.raises(SystemExit) as stop:
+        _parse(commands, argv, capsys)
+    err = capsys.readouterr().err
+    assert stop.value.code == 2
+    errors = [line for line in err.splitlines() if "DeprecationWarning" not in line]
+    assert len(errors) == 1 and errors[0].startswith(f"prog {argv[0]}: error: "), err
+    assert old in errors[0] and new in errors[0] and f"give {new} only" in errors[0]
+
+
+def test_a_repeated_canonical_flag_is_still_allowed(capsys: pytest.CaptureFixture[str]) -> None:
+    options, err = _parse(EXACT_COMMANDS, ["zsc", "three-lever", "--top", "2", "--top", "3"], capsys)
+    assert options.top == 3 and err == ""  # type: ignore[attr-defined]
+
+
 def test_canonical_flags_are_the_same_in_both_packages(capsys: pytest.CaptureFixture[str]) -> None:
     """``--top`` (the paper's l) in every command that keeps learned symmetries, in both CLIs; ``--pool``
     only where it names a pool (ers-deep's folders), ``--pool-source`` where it names where one comes from."""

@@ -8,8 +8,8 @@ usable as a deprecated alias:
   reads a JSON object written before the rename (``config.json``) under the new names, silently: a file on
   disk is not the caller's code, so reading it never floods the caller with warnings;
 - a module-level name (a class): :func:`deprecated_names`, a PEP 562 ``__getattr__``;
-- a command-line flag: :func:`add_deprecated_flag`, a hidden alias that prints one line on stderr naming the
-  new flag and stores into the new option.
+- a command-line flag: :func:`add_renamed_flag`, the new flag and a hidden alias that prints one line on stderr
+  naming the new flag and stores into the new option; giving both spellings is a usage error.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-__all__ = ["add_deprecated_flag", "deprecated_names", "renamed_fields", "upgrade_keys", "warn_renamed"]
+__all__ = ["add_renamed_flag", "deprecated_names", "renamed_fields", "upgrade_keys", "warn_renamed"]
 
 T = TypeVar("T", bound=type)
 
@@ -105,8 +105,28 @@ def deprecated_names(
     return __getattr__
 
 
-class _DeprecatedFlag(argparse.Action):
-    """A hidden alias of another option: prints one line naming the new flag, stores into its dest."""
+#: the parsed namespace's record of the spelling each renamed option was given under (dest -> flag)
+FLAGS_GIVEN = "renamed_flags_given"
+
+
+def _record_flag(
+    parser: argparse.ArgumentParser, namespace: argparse.Namespace, dest: str, flag: str, new: str
+) -> None:
+    """Note that ``flag`` (``new`` or a deprecated name of it) set ``dest``; a usage error (exit 2, one line)
+    when another spelling of the same option was given too, which would otherwise silently lose to the last."""
+    given: dict[str, str] = getattr(namespace, FLAGS_GIVEN, {})
+    other = given.get(dest, flag)
+    if other != flag:
+        old = flag if flag != new else other
+        parser.error(
+            f"{other} and {flag} are the same option ({old} is the deprecated name of {new}); give {new} only"
+        )
+    setattr(namespace, FLAGS_GIVEN, {**given, dest: flag})
+
+
+class _RenamedFlag(argparse.Action):
+    """One spelling of a renamed option (the canonical flag, or a hidden deprecated alias, which prints one line
+    naming the new flag): stores into the option's dest, refusing a second spelling of the same option."""
 
     def __init__(self, option_strings: Sequence[str], dest: str, *, new_flag: str, **kw: Any) -> None:
         super().__init__(option_strings, dest, **kw)
@@ -119,26 +139,38 @@ class _DeprecatedFlag(argparse.Action):
         values: Any,
         option_string: str | None = None,
     ) -> None:
-        print(
-            f"{parser.prog}: DeprecationWarning: {option_string} is deprecated; use {self.new_flag}",
-            file=sys.stderr,
-        )
+        flag = option_string or self.new_flag
+        _record_flag(parser, namespace, self.dest, flag, self.new_flag)
+        if flag != self.new_flag:
+            print(
+                f"{parser.prog}: DeprecationWarning: {flag} is deprecated; use {self.new_flag}",
+                file=sys.stderr,
+            )
         setattr(namespace, self.dest, self.const if self.nargs == 0 else values)
 
 
-def add_deprecated_flag(
-    parser: argparse.ArgumentParser, old_flag: str, new_flag: str, dest: str, kw: Mapping[str, Any]
+def add_renamed_flag(
+    parser: argparse.ArgumentParser, new_flag: str, old_flags: Sequence[str], dest: str, kw: Mapping[str, Any]
 ) -> None:
-    """Add ``old_flag`` to ``parser`` as a hidden alias of ``new_flag`` (stored in ``dest``); ``kw``: the new
-    flag's argparse keywords (its type, choices and metavar are kept; a switch takes no value)."""
+    """Add the option ``new_flag`` (argparse keywords ``kw``, stored in ``dest``) and each of ``old_flags`` as
+    its hidden deprecated alias (its type, choices and metavar are kept; a switch takes no value). Giving two
+    spellings of the option in one command line is a usage error, as ``Config(old=..., new=...)`` is."""
+    action = kw.get("action")
+    if action not in (None, "store_true"):
+        raise TypeError(
+            f"{new_flag}: a renamed option takes a value or is a store_true switch, not {action!r}"
+        )
+    value: dict[str, Any] = {"nargs": 0, "const": True} if action == "store_true" else {}
+    new_kw = {k: v for k, v in kw.items() if k not in ("action", "dest")}
+    parser.add_argument(new_flag, dest=dest, action=_RenamedFlag, new_flag=new_flag, **value, **new_kw)
     keep = {k: kw[k] for k in ("type", "choices", "metavar") if k in kw}
-    switch = kw.get("action") in ("store_true", argparse.BooleanOptionalAction)
-    parser.add_argument(
-        old_flag,
-        dest=dest,
-        action=_DeprecatedFlag,
-        new_flag=new_flag,
-        default=argparse.SUPPRESS,
-        help=argparse.SUPPRESS,
-        **({"nargs": 0, "const": True} if switch else keep),
-    )
+    for old_flag in old_flags:
+        parser.add_argument(
+            old_flag,
+            dest=dest,
+            action=_RenamedFlag,
+            new_flag=new_flag,
+            default=argparse.SUPPRESS,
+            help=argparse.SUPPRESS,
+            **(value or keep),
+        )

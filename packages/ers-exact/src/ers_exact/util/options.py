@@ -26,7 +26,7 @@ import typing
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, TypeVar, Union
 
-from ers_exact.util.deprecation import add_deprecated_flag
+from ers_exact.util.deprecation import add_renamed_flag
 from ers_exact.util.errors import InputError
 
 __all__ = [
@@ -373,9 +373,11 @@ def add_options(parser: argparse.ArgumentParser, cls: type[Options]) -> None:
                 kw["required"] = True
             else:
                 kw["default"] = f.default
-            parser.add_argument(flag_name(f.name), **kw)
-            for old in f.metadata.get("renamed_from", ()):
-                add_deprecated_flag(parser, flag_name(old), flag_name(f.name), f.name, kw)
+            olds = [flag_name(old) for old in f.metadata.get("renamed_from", ())]
+            if olds:
+                add_renamed_flag(parser, flag_name(f.name), olds, f.name, kw)
+            else:
+                parser.add_argument(flag_name(f.name), **kw)
 
 
 def from_namespace(cls: type[O], ns: argparse.Namespace) -> O:
