@@ -186,6 +186,30 @@ def test_old_config_fields_are_warned_aliases(cls: Any, old: str, new: str, valu
         assert getattr(cls(**{new: value}), new) == value
 
 
+@pytest.mark.parametrize(
+    ("cls", "old", "new", "base", "value"),
+    [
+        (ExactPopulationConfig, "l", "top", {"agents": 3, "top": 2}, 4),
+        (ExactPopulationConfig, "pool", "pool_source", {"agents": 3, "top": 2}, "exact"),
+        ("deep", "l", "top", {"agents": 3, "top": 2}, 4),
+    ],
+)
+def test_replace_with_an_old_keyword_means_the_new_one(
+    cls: Any, old: str, new: str, base: dict[str, Any], value: object
+) -> None:
+    """``dataclasses.replace`` passes every field, the new name too; the old keyword is the caller's change, so
+    it is the new field's value (the other fields kept), warned at the caller's line."""
+    if cls == "deep":
+        pytest.importorskip("torch")
+        from ers_deep.zsc import PopulationConfig as cls
+    with pytest.warns(
+        DeprecationWarning, match=rf"replace\({cls.__name__}, {old}=.* is deprecated; use {new}="
+    ) as seen:
+        replaced = dataclasses.replace(cls(**base), **{old: value})
+    assert replaced == cls(**{**base, new: value})
+    assert [w.filename for w in seen] == [__file__]
+
+
 def test_options_classes_accept_the_old_keywords() -> None:
     from ers_exact.cli.options import DiscoverOptions, ZSCOptions
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import inspect
 import sys
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -37,19 +38,29 @@ def warn_renamed(old: str, new: str, *, stacklevel: int = 3) -> None:
 def renamed_fields(**renames: str) -> Callable[[T], T]:
     """Class decorator for a dataclass whose fields were renamed (``old="new"``), applied above
     ``@dataclass``: the constructor accepts the old keyword and a read-only property gives the old attribute,
-    both warning; giving both names is a :class:`TypeError`. :func:`upgrade_keys` reads old JSON."""
+    both warning; giving both names is a :class:`TypeError`. ``dataclasses.replace(config, old=...)``, which
+    passes every field (so the new name too, at its current value), means ``new=...`` and warns.
+    :func:`upgrade_keys` reads old JSON."""
 
     def wrap(cls: T) -> T:
         init = cls.__init__  # type: ignore[misc]
 
         @functools.wraps(init)
         def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+            replacing = _dataclasses_frames()
             for old, new in renames.items():
-                if old in kwargs:
-                    if new in kwargs:
-                        raise TypeError(f"{cls.__name__}: give {new}= only ({old}= is its deprecated name)")
+                if old not in kwargs:
+                    continue
+                if replacing:  # the new name holds the copied value; the old keyword is the caller's change
+                    kwargs.pop(new, None)
+                    warn_renamed(
+                        f"dataclasses.replace({cls.__name__}, {old}=...)", f"{new}=", stacklevel=3 + replacing
+                    )
+                elif new in kwargs:
+                    raise TypeError(f"{cls.__name__}: give {new}= only ({old}= is its deprecated name)")
+                else:
                     warn_renamed(f"{cls.__name__}({old}=...)", f"{new}=", stacklevel=3)
-                    kwargs[new] = kwargs.pop(old)
+                kwargs[new] = kwargs.pop(old)
             init(self, *args, **kwargs)
 
         cls.__init__ = __init__  # type: ignore[misc]
@@ -59,6 +70,17 @@ def renamed_fields(**renames: str) -> Callable[[T], T]:
         return cls
 
     return wrap
+
+
+def _dataclasses_frames() -> int:
+    """How many frames of the ``dataclasses`` module called the constructor that calls this (0: the caller's own
+    code called it; ``dataclasses.replace`` is one frame on Python 3.10-3.12, two from 3.13)."""
+    frame = inspect.currentframe()
+    frame = frame.f_back.f_back if frame is not None and frame.f_back is not None else None
+    count = 0
+    while frame is not None and frame.f_globals.get("__name__") == "dataclasses":
+        count, frame = count + 1, frame.f_back
+    return count
 
 
 def _old_attribute(owner: str, old: str, new: str) -> property:
