@@ -5,6 +5,7 @@ files written by the code before the renames (``old_files/``, made by main at eb
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 import os
 import shutil
@@ -208,6 +209,19 @@ def test_replace_with_an_old_keyword_means_the_new_one(
         replaced = dataclasses.replace(cls(**base), **{old: value})
     assert replaced == cls(**{**base, new: value})
     assert [w.filename for w in seen] == [__file__]
+
+
+def test_population_configs_take_keywords_only() -> None:
+    """A field was inserted (``select_by`` after ``m``), so a positional call would shift the later fields:
+    both packages' PopulationConfig refuse positional arguments."""
+    classes: list[Any] = [ExactPopulationConfig]
+    if importlib.util.find_spec("torch") is not None:
+        from ers_deep.zsc import PopulationConfig as DeepPopulationConfig
+
+        classes.append(DeepPopulationConfig)
+    for cls in classes:
+        with pytest.raises(TypeError, match="positional"):
+            cls(5, 20, 6, 5)
 
 
 def test_options_classes_accept_the_old_keywords() -> None:

@@ -155,11 +155,11 @@ class OPConfig:
 
 
 @renamed_fields(l="top", pool="pool_source")
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PopulationConfig:
     """The population pipeline's parameters (defaults: the paper's three-lever appendix). ``top`` is the paper's
     l (was ``l``), ``pool_source`` where pool policies come from (was ``pool``); the old keywords and
-    attributes still work and warn."""
+    attributes still work and warn. Keywords only (as ers-deep's): fields were inserted (``select_by``)."""
 
     agents: int = 5  # P
     k: int = 20  # pool size per agent
