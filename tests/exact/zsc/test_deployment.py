@@ -73,6 +73,15 @@ def test_an_agent_deploys_the_seed_its_rule_names(lever3, rule: str, seed: int) 
     assert all(np.array_equal(d, p) for d, p in zip(deployed, result.seed_policies[seed]))
 
 
+@pytest.mark.parametrize("rule", ["sp_return", "op_value"])
+def test_a_result_without_seed_policies_is_a_value_error(lever3, rule: str) -> None:
+    """An OPResult built without ``seed_policies`` (default ()) cannot say what a seed deploys."""
+    full = _seeds(lever3)
+    bare = OPResult(full.policy, full.op_value, full.J, full.seed_op_values, full.seed_J)
+    with pytest.raises(ValueError, match="seed_policies"):
+        deployed_policy(bare, rule)
+
+
 @pytest.mark.parametrize(
     ("rule", "sp", "op"), [("sp_return", J_B, OP_B), ("op_value", J_A, OP_A)], ids=["sp_return", "op_value"]
 )

@@ -90,7 +90,14 @@ def _row(
 
 def deployed_policy(result: OPResult, select_by: str) -> tuple[np.ndarray, ...]:
     """The seed an agent deploys of its m OP seeds in ``result``, by rule ``select_by``
-    (:func:`~ers_exact.deployment.deploy_index` over the seeds' J and OP^Phi)."""
+    (:func:`~ers_exact.deployment.deploy_index` over the seeds' J and OP^Phi). A ``result`` without a policy
+    per seed (``seed_policies``, as :func:`~ers_exact.zsc.other_play.train_other_play` fills it) is a
+    :class:`ValueError`."""
+    if len(result.seed_policies) != len(result.seed_J):
+        raise ValueError(
+            f"deployed_policy needs OPResult.seed_policies, one policy per seed: this result has "
+            f"{len(result.seed_policies)} for {len(result.seed_J)} seeds (build it with seed_policies=...)"
+        )
     k = deploy_index(result.seed_J, result.seed_op_values, select_by)
     return result.seed_policies[k]
 
