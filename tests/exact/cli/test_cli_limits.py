@@ -130,24 +130,27 @@ def test_optimal_set_names_the_workers_when_their_batches_exceed_the_budget(caps
     assert "--workers 1000" in err and "lower --workers" in err, err
 
 
+#: two agents on two-lever (one cross-play pair), each with two OP seeds
+TWO_AGENT_ZSC = [
+    "zsc",
+    "two-lever",
+    "--pool-source",
+    "exact",
+    "--k",
+    "4",
+    "--agents",
+    "2",
+    "--m",
+    "2",
+    "--top",
+    "2",
+]
+
+
 def test_one_cross_play_pair_has_no_standard_error(capsys) -> None:
     """Two agents make one XP pair: its standard error is undefined (null; the table shows the value alone),
     not 0.0, which claimed an exact value."""
-    argv = [
-        "zsc",
-        "two-lever",
-        "--pool-source",
-        "exact",
-        "--k",
-        "4",
-        "--agents",
-        "2",
-        "--m",
-        "2",
-        "--top",
-        "2",
-    ]
-    assert main([*argv, "--json"]) == 0
+    assert main([*TWO_AGENT_ZSC, "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert rows and all(r["xp"]["se"] is None for r in rows)
     assert all(r["sp"]["se"] is not None for r in rows)  # two agents' self-play: two values
@@ -162,22 +165,7 @@ def test_a_report_with_an_undefined_standard_error_equals_its_round_trip(capsys)
     from ers_exact.interface import Estimate, ZSCReport
     from ers_exact.util.output import dumps
 
-    argv = [
-        "zsc",
-        "two-lever",
-        "--pool-source",
-        "exact",
-        "--k",
-        "4",
-        "--agents",
-        "2",
-        "--m",
-        "2",
-        "--top",
-        "2",
-        "--json",
-    ]
-    assert main(argv) == 0
+    assert main([*TWO_AGENT_ZSC, "--json"]) == 0
     report = ZSCReport.from_json(json.loads(capsys.readouterr().out))
     # a report computed in the process holds NaNs of numpy's making, not from_json's math.nan
     fresh = dataclasses.replace(
