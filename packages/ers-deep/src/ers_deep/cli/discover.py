@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
+import warnings
 from pathlib import Path
 from typing import Any, Literal
 
@@ -209,6 +211,8 @@ class DiscoverOptions(Options):
                 f"--action-set {self.action_set} only applies to tabular pools; --pool {self.pool!r} is a pool of "
                 f"{info['env']}, whose candidates carry {_FIXED_ACTION_MAPS[info['env']]}"
             )
+        from ers_deep.discovery.config import training_count
+
         n = len(info["policies"])
         need = 2 if self.algorithm == "xp-max" else 1
         if self.held_out is not None:
@@ -218,7 +222,7 @@ class DiscoverOptions(Options):
                     f"--algorithm {self.algorithm} needs {need}+ policies in --pool and in --held-out: "
                     f"--pool {self.pool!r} has {_policies(n)}, --held-out {self.held_out!r} {_policies(m)}"
                 )
-        elif n - (n + 1) // 2 < need:
+        elif n - training_count(n) < need:
             raise UsageError(
                 f"--pool {self.pool!r} has {_policies(n)}: --algorithm {self.algorithm} trains on half of a "
                 f"pool and keeps on the other half, so it needs {2 * need}+ policies (or give --held-out)"
@@ -240,8 +244,10 @@ class DiscoverOptions(Options):
 
     def training_policies(self) -> int:
         """The number of policies phi trains on: all of --pool with --held-out, else its first half."""
+        from ers_deep.discovery.config import training_count
+
         n = len(_pool_info(self.pool, "--pool")["policies"])
-        return n if self.held_out is not None else (n + 1) // 2
+        return n if self.held_out is not None else training_count(n)
 
     def out_dir(self) -> Path:
         """``--out``, or POOL/discovery-ALGORITHM."""
@@ -289,18 +295,20 @@ class DiscoverOptions(Options):
 
 
 def _resumed_config(opts: DiscoverOptions, env: str) -> Any:
-    """``--resume``: the run's own config (OUT/discovery-config.json), so that a resume needs no options
-    repeated; an option given (other than its default) must agree with the run's, else ``UsageError``. (An
-    option given at its default value cannot be told from one left out: the run's value is kept.)"""
-    from ers_deep.discovery import DeepDiscoveryConfig
-    from ers_deep.discovery.config import FILLED_IN
-    from ers_exact.util.output import read_json
+    """``--resume``: the run's own config (OUT/discovery-config.json, ``read_saved_config``), so that a resume
+    needs no options repeated; an option given (other than its default) must agree with the run's, else
+    ``UsageError``. (An option given at its default value cannot be told from one left out: the run's value
+    is kept.) A saved value the paper's range now refuses (lambda1 = 1) is kept, with one warning line."""
+    from ers_deep.discovery.config import read_saved_config
 
-    path = opts.out_dir() / "discovery-config.json"
-    if not path.is_file():  # killed before the run began: it starts with these options
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run = read_saved_config(opts.out_dir())
+    for w in caught:
+        print(f"ers-deep discover: warning: {w.message}", file=sys.stderr)
+    if run is None:  # killed before the run began: it starts with these options
         return opts.config(env)
-    # a field the file lacks (written before it was added) is the value that run used
-    saved = {**FILLED_IN, **read_json(path, "the config of a discovery run")}
+    saved = run.to_json()
     default = DiscoverOptions(pool=opts.pool, out=str(opts.out_dir()), resume=True)
     g, d = opts.config_fields(env), default.config_fields(env)
     # a field the defaults leave out (--total-steps, --num-envs, --num-steps, --lr: unset means the env's own) is
@@ -312,8 +320,7 @@ def _resumed_config(opts: DiscoverOptions, env: str) -> Any:
             + ", ".join(f"{k} = {g[k]!r} (the run's: {saved.get(k)!r})" for k in changed)
             + " would change it (drop them, or start anew with --force)"
         )
-    fields = {f.name for f in dataclasses.fields(DeepDiscoveryConfig)}
-    return DeepDiscoveryConfig(**{**g, **{k: v for k, v in saved.items() if k in fields}})
+    return run
 
 
 def _check_memory(pool: Any, config: Any) -> None:

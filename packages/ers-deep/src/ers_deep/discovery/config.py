@@ -22,8 +22,13 @@ used: Overcooked V2's learning rate is 2.5e-5 in the code, and the code composes
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
+import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from ers_deep.train.config import TrainConfig
@@ -36,6 +41,7 @@ from ers_exact.util.options import (
     non_negative,
     one_of,
 )
+from ers_exact.util.output import read_json
 
 __all__ = [
     "PAPER_DISCOVERY",
@@ -45,6 +51,8 @@ __all__ = [
     "DiscoveryLrSchedule",
     "paper_discovery_config",
     "paper_discovery_settings",
+    "read_saved_config",
+    "training_count",
 ]
 
 Algorithm = Literal["sp-max", "sp-max-reg", "xp-max"]
@@ -83,7 +91,9 @@ class DeepDiscoveryConfig:
             candidates=at_least(1),
             top=at_least(1),
             action_set=one_of(("transpositions", "permutations")),
-            lambda1=between(0, 1, open_hi=True),  # the paper's lambda_1 in [0, 1) (eq. sp-max-with-reg)
+            # the paper's lambda_1 in [0, 1) (eq. sp-max-with-reg); a saved run's config: [0, 1], as accepted
+            # before the paper's range was enforced (``from_json``)
+            lambda1=between(0, 1, open_hi=not _SAVED.get()),
             lambda2=non_negative,
             num_envs=at_least(1),
             num_steps=at_least(1),
@@ -116,14 +126,61 @@ class DeepDiscoveryConfig:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> DeepDiscoveryConfig:
+    def from_json(cls, data: dict[str, Any], *, warn: bool = True) -> DeepDiscoveryConfig:
         """The config a ``discovery-config.json`` records; a field it lacks (written before the field was
-        added) takes the value that run had: ``lr_schedule`` "linear" (every earlier run annealed)."""
-        return cls(**{**FILLED_IN, **data})
+        added) takes the value that run had: ``lr_schedule`` "linear" (every earlier run annealed). lambda_1 = 1,
+        accepted before the paper's range [0, 1) was enforced, is kept (the run continues as it started), with
+        one warning line (``warn``) saying it is outside the paper's range."""
+        with _saved():
+            config = cls(**{**FILLED_IN, **data})
+        if warn and not 0 <= config.lambda1 < 1:
+            warnings.warn(
+                f"discovery-config.json: lambda1 = {config.lambda1!r} is outside the paper's range [0, 1) "
+                "(accepted before the range was enforced); the run continues with it",
+                UserWarning,
+                stacklevel=2,
+            )
+        return config
+
+    def replace(self, **changes: Any) -> DeepDiscoveryConfig:
+        """``dataclasses.replace`` that keeps a saved run's lambda_1 = 1 (``from_json``): the sp-max run an
+        sp-max-reg run starts with carries the parent's fields."""
+        with _saved(self.lambda1 == 1):
+            return dataclasses.replace(self, **changes)
+
+
+#: whether a config being built is a saved run's (``from_json``): lambda_1 may then be 1
+_SAVED: contextvars.ContextVar[bool] = contextvars.ContextVar("saved_discovery_config", default=False)
+
+
+@contextlib.contextmanager
+def _saved(on: bool = True) -> Iterator[None]:
+    token = _SAVED.set(on)
+    try:
+        yield
+    finally:
+        _SAVED.reset(token)
 
 
 #: the fields a config written before them lacks, with the value such a run used
 FILLED_IN: dict[str, Any] = {"lr_schedule": "linear"}
+
+
+def read_saved_config(out: str | Path, *, warn: bool = True) -> DeepDiscoveryConfig | None:
+    """The config a discovery run in ``out`` was started with (``OUT/discovery-config.json``, read by
+    ``DeepDiscoveryConfig.from_json``: fields added since filled in, a saved lambda_1 = 1 kept), or None when
+    the run has not written it. The one reader of a saved config (``discover``'s resume check, the CLI's
+    ``--resume``)."""
+    path = Path(out) / "discovery-config.json"
+    if not path.is_file():
+        return None
+    return DeepDiscoveryConfig.from_json(read_json(path, "the config of a discovery run"), warn=warn)
+
+
+def training_count(policies: int) -> int:
+    """How many of a pool's ``policies`` phi trains on when no held-out pool is given: the first
+    ceil(n / 2) (Algorithms 1-3's Pi'); the rest are held out to score and keep candidates (``discover``)."""
+    return (policies + 1) // 2
 
 
 #: sizes that work on tabular pools (the toy game and three-lever in ~10-20 s on one CPU thread); the

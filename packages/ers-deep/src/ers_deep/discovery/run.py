@@ -33,7 +33,12 @@ import torch
 from torch import Tensor
 
 from ers_deep.crossplay import check_compatible, env_symmetries
-from ers_deep.discovery.config import FILLED_IN, TABULAR_SETTINGS, DeepDiscoveryConfig
+from ers_deep.discovery.config import (
+    TABULAR_SETTINGS,
+    DeepDiscoveryConfig,
+    read_saved_config,
+    training_count,
+)
 from ers_deep.discovery.files import load_symmetries, save_symmetries, symmetries_for
 from ers_deep.discovery.net import DiscoveryNet, LearnedSymmetry
 from ers_deep.discovery.rounding import action_candidates, match_known, nearest_permutation, round_tabular
@@ -53,7 +58,7 @@ from ers_deep.train.ippo import Learner
 from ers_deep.train.run import resume, train
 from ers_exact.interface import DiscoveryResult, LearnedTransformation
 from ers_exact.util.options import UsageError
-from ers_exact.util.output import dumps, read_json
+from ers_exact.util.output import dumps
 
 __all__ = [
     "COMPOSITIONS",
@@ -64,17 +69,21 @@ __all__ = [
     "exact_value",
     "load_symmetries",
     "sample_observations",
+    "split_policies",
 ]
 
 
-def _split(pool: Pool, held_out: Pool | None, algorithm: str) -> tuple[list[Policy], list[Policy]]:
+def split_policies(pool: Pool, held_out: Pool | None, algorithm: str) -> tuple[list[Policy], list[Policy]]:
+    """The policies phi trains on (Algorithms 1-3's Pi') and those held out to score and keep candidates: all
+    of ``pool`` and all of ``held_out`` when given, else the first ``training_count`` of ``pool`` and the
+    rest. ``PoolError`` when either side is too small for ``algorithm`` (xp-max: 2 each, else 1)."""
     policies = list(pool.policies)
     if held_out is not None:
         train_set, test_set = policies, list(held_out.policies)
     else:
         if len(policies) < 2:
             raise PoolError(f"{pool.path}: one policy; give a second pool (--held-out) or a larger pool")
-        half = (len(policies) + 1) // 2
+        half = training_count(len(policies))
         train_set, test_set = policies[:half], policies[half:]
     need = 2 if algorithm == "xp-max" else 1
     if len(train_set) < need or len(test_set) < need:
@@ -134,11 +143,11 @@ def _exact_scores(env: TabularEnv, pool: Pool, nearest: list[Any], alpha: float)
 def _check_resumed_config(out: Path, config: DeepDiscoveryConfig) -> None:
     """A resumed run keeps the config it was started with (OUT/discovery-config.json): its candidates, action
     maps and sizes shape the run's checkpoints. ``UsageError`` naming every field ``config`` changes (a field
-    the file lacks, written before the field was added: the value that run used, ``DeepDiscoveryConfig.from_json``)."""
-    path = out / "discovery-config.json"
-    if not path.is_file():
+    the file lacks, written before the field was added: the value that run used, ``read_saved_config``)."""
+    run = read_saved_config(out, warn=False)  # whoever built ``config`` from the file was warned
+    if run is None:
         return
-    saved = {**FILLED_IN, **read_json(path, "the config of a discovery run")}
+    saved = run.to_json()
     given = config.to_json()
     changed = [f"{k} = {given[k]!r} (the run's: {saved.get(k)!r})" for k in given if saved.get(k) != given[k]]
     if changed:
@@ -163,7 +172,7 @@ def discover(
     resuming = resume_run and (out / "run" / "config.json").exists()
     if resuming:
         _check_resumed_config(out, config)
-    train_set, test_set = _split(pool, held_out, config.algorithm)
+    train_set, test_set = split_policies(pool, held_out, config.algorithm)
     check_compatible([*train_set, *test_set])  # one env and one observation encoding (Hanabi's knowledge)
     cfg = discovery_train_config(train_set[0].config, config)
     probe = make_env(cfg, 1, seed=0)
@@ -172,7 +181,7 @@ def discover(
     earlier: list[LearnedSymmetry] = []
     if config.algorithm == "sp-max-reg":
         if config.earlier is None:
-            first = dataclasses.replace(config, algorithm="sp-max", seed=config.seed + 1)
+            first = config.replace(algorithm="sp-max", seed=config.seed + 1)
             discover(
                 pool,
                 first,
