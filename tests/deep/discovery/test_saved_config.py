@@ -16,7 +16,7 @@ import ers_deep.discovery.config as config_module
 import ers_deep.discovery.run as run_module
 from ers_deep.cli import main
 from ers_deep.cli.discover import DiscoverOptions
-from ers_deep.discovery import DeepDiscoveryConfig, DiscoveryNet, discover
+from ers_deep.discovery import DeepDiscoveryConfig, DiscoveryNet, discover, paper_discovery_config
 from ers_deep.discovery.config import FILLED_IN, read_saved_config, training_count
 from ers_deep.discovery.run import split_policies
 from ers_deep.pools import load_pool
@@ -153,3 +153,13 @@ def test_cli_paper_sizing_follows_the_runs_split(tmp_path: Path, monkeypatch: py
     trained, held = split_policies(_Pool(5), None, "sp-max")  # type: ignore[arg-type]
     assert (len(trained), len(held)) == (4, 1)
     assert _cli_sizing(tmp_path / "patched", 5) == 1024 * 4
+
+
+def test_paper_preset_says_overcooked_phi_a_is_not_the_papers() -> None:
+    """Appendix A: on Overcooked V2 "phi_{A,theta} is a learned affine map"; ers's candidates keep a fixed phi_A
+    (``action_candidates``). The preset's docstring and the README's side-by-side table say so."""
+    doc = " ".join((paper_discovery_config.__doc__ or "").split())
+    assert '"is a learned affine map"' in doc and "action_candidates" in doc
+    readme = (Path(__file__).parents[3] / "packages" / "ers-deep" / "README.md").read_text()
+    rows = [line for line in readme.splitlines() if line.startswith("| phi_A")]
+    assert len(rows) == 1 and '"a learned affine map"' in rows[0] and "action_candidates" in rows[0], rows

@@ -237,5 +237,9 @@ def paper_discovery_config(
     stays the caller's (default sp-max): the paper ran Algorithm 2 (sp-max-reg) on Hanabi and Algorithm 3
     (xp-max) on Overcooked V2. The entropy coefficient stays the pool's (``alpha`` None): the appendix's
     "temperature alpha = 1 (Hanabi), 1.1 (Overcooked V2) for Boltzmann exploration" divides the logits in the
-    official code (whose entropy coefficient is 0.01, the pool's), which ers does not do."""
+    official code (whose entropy coefficient is 0.01, the pool's), which ers does not do. The parameterisation
+    of phi_A is not the paper's on Overcooked V2: there phi_{A,theta} "is a learned affine map" (Appendix A),
+    while ers keeps each candidate's phi_A fixed (``rounding.action_candidates``: the identity on Overcooked
+    V2, one transposition on Hanabi, as the paper's "fixed action transposition"); this gives the paper's
+    hyper-parameters, not that parameterisation."""
     return DeepDiscoveryConfig(**{**paper_discovery_settings(env, policies), **overrides})
