@@ -17,6 +17,7 @@ import torch
 
 from ers_deep.bench.compare import bench_env, jaxmarl_env
 from ers_deep.bench.rollout import bench_policy_rollout
+from ers_deep.bench.runner import one_core
 from ers_deep.bench.timing import jaxmarl_installed
 from ers_deep.nets import NetConfig
 
@@ -29,7 +30,7 @@ def _jaxmarl(env: str, batch: int) -> dict[str, Any] | None:
     """JaxMARL's rate and cores in its own process; None without jaxmarl (found without importing it)."""
     if not jaxmarl_installed():
         return None
-    jm = jaxmarl_env(env, batch, 256)
+    jm = jaxmarl_env(env, batch, 256, cpus=one_core())  # one core, as the compiled step's one thread
     assert "error" not in jm, jm
     return jm
 

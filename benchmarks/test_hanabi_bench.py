@@ -18,6 +18,7 @@ import torch
 
 from ers_deep.bench.compare import jaxmarl_env
 from ers_deep.bench.hanabi import bench_hle
+from ers_deep.bench.runner import one_core
 from ers_deep.bench.timing import jaxmarl_installed
 from ers_deep.envs import HanabiConfig, HanabiEnv
 
@@ -60,7 +61,7 @@ def test_hanabi_env_steps(benchmark, one_thread, batch: int) -> None:
         "env_steps_per_s_2_threads": ers_2_threads,
     }
     if jaxmarl_installed():  # HanabiConfig() is jaxmarl_env's game: 2-player Hanabi-Full
-        jm = jaxmarl_env("hanabi", batch, max(128, steps))
+        jm = jaxmarl_env("hanabi", batch, max(128, steps), cpus=one_core())  # one core, as ers's one thread
         assert "error" not in jm, jm
         info.update(
             jaxmarl_env_steps_per_s=jm["env_steps_per_s"],

@@ -18,6 +18,7 @@ import pytest
 
 from ers_deep.bench.compare import jaxmarl_env
 from ers_deep.bench.overcooked_v2 import bench_ers
+from ers_deep.bench.runner import one_core
 from ers_deep.bench.timing import jaxmarl_installed
 
 BATCHES = [1, 64, 1024, 8192]
@@ -52,9 +53,10 @@ def test_overcooked_env_steps(benchmark, one_thread, batch: int) -> None:
     }
     if jaxmarl_installed():
         jax_steps, scan = (128, 128) if batch <= 1024 else (64, 32)
-        jm = jaxmarl_env("overcooked-v2", batch, jax_steps, scan_length=scan, repeats=3)
+        pin = one_core()  # one core each: XLA's own thread pool took ~1.7-2 cores unpinned
+        jm = jaxmarl_env("overcooked-v2", batch, jax_steps, scan_length=scan, repeats=3, cpus=pin)
         jm_state = jaxmarl_env(
-            "overcooked-v2", batch, jax_steps, observations=False, scan_length=scan, repeats=3
+            "overcooked-v2", batch, jax_steps, observations=False, scan_length=scan, repeats=3, cpus=pin
         )
         assert "error" not in jm and "error" not in jm_state, (jm, jm_state)
         info.update(

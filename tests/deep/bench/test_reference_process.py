@@ -293,3 +293,67 @@ print(json.dumps(res))
     assert "error" not in out, out
     assert out["jax_modules"] == [] and out["env_steps_per_s"] > 0 and out["steps"] == 4
     assert 0 < out["cores_used"] <= 64 and out["backend"] == "cpu"
+
+
+def test_a_reference_process_is_pinned_to_the_cpus_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``cpus`` pins the reference's process before it imports anything (XLA's CPU pool ignores its thread
+    flags: JaxMARL's envs kept ~1.7-2 of 2 cores busy beside ers's one torch thread); without ``cpus`` the child
+    may run anywhere, even when this process carries the variable (it is not inherited); a CPU this process
+    may not use is refused."""
+    import os
+
+    from ers_deep.bench.runner import CPUS_VARIABLE, one_core, reference_in_subprocess
+
+    mine = sorted(os.sched_getaffinity(0))
+    pin = one_core()
+    pinned = reference_in_subprocess("runner", "process_cpus", {}, cpus=pin)
+    assert pinned == {"affinity": sorted(pin), "cpus": sorted(pin)}
+    monkeypatch.setenv(CPUS_VARIABLE, str(mine[0]))
+    assert reference_in_subprocess("runner", "process_cpus", {}) == {"affinity": mine}
+    with pytest.raises(ValueError, match="subset"):
+        reference_in_subprocess("runner", "process_cpus", {}, cpus={max(mine) + 1})
+
+
+def test_one_thread_benchmarks_pin_jaxmarl_to_one_core() -> None:
+    """Every call of ``jaxmarl_env`` in the one-thread CPU benchmarks passes ``cpus`` (parsed, so a new call
+    cannot forget it)."""
+    for name in ("test_hanabi_bench.py", "test_overcooked_bench.py", "test_accel_bench.py"):
+        tree = ast.parse((ROOT / "benchmarks" / name).read_text())
+        calls = [
+            n
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "jaxmarl_env"
+        ]
+        assert calls, name
+        for call in calls:
+            assert any(k.arg == "cpus" for k in call.keywords), (name, call.lineno)
+
+
+@pytest.mark.parametrize("threads, pinned", [(1, True), (2, False), (None, False)])
+def test_env_bench_pins_jaxmarl_beside_one_torch_thread(
+    monkeypatch: pytest.MonkeyPatch, threads: int | None, pinned: bool
+) -> None:
+    """``ers-deep env-bench overcooked-v2 --against jaxmarl --threads 1`` runs JaxMARL's process on one core;
+    with more threads (or torch's choice) it is not pinned."""
+    import torch
+
+    from ers_deep.bench import overcooked_v2
+    from ers_deep.bench.runner import one_core
+    from ers_deep.cli.env_bench import EnvBenchOptions, run_env_bench
+
+    asked: list[Any] = []
+
+    def record(module: str, function: str, kwargs: dict[str, Any], **rest: Any) -> dict[str, Any]:
+        asked.append(rest.get("cpus"))
+        return {"env_steps_per_s": FAKE_RATE, "cores_used": 1.0}
+
+    monkeypatch.setattr(overcooked_v2, "reference_in_subprocess", record)
+    monkeypatch.setattr(overcooked_v2, "jaxmarl_installed", lambda: True)
+    before = torch.get_num_threads()
+    try:
+        opts = EnvBenchOptions(env="overcooked-v2", batch=1, steps=2, against="jaxmarl", threads=threads)
+        res = run_env_bench(opts)
+    finally:
+        torch.set_num_threads(before)
+    assert res["references"]["jaxmarl"]["env_steps_per_s"] == FAKE_RATE
+    assert asked == [one_core() if pinned else None]

@@ -5,6 +5,7 @@ observations optional)."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from ers_deep.bench import hanabi as bench_hanabi
@@ -41,12 +42,14 @@ def jaxmarl_env(
     observations: bool = True,
     scan_length: int = 128,
     repeats: int = 1,
+    cpus: Collection[int] | None = None,
 ) -> dict[str, Any]:
     """JaxMARL's env-steps/s of ``env`` (its module's ``bench_jaxmarl``: at least ``steps`` steps in jitted scans
     of ``scan_length``, the best of ``repeats``) in a fresh process (``bench.runner``), with the cores that
     process kept busy (``cores_used``); ``{"error": ...}`` where it fails or jaxmarl is not installed (found
     without importing it: JAX never starts in the caller's process). ``observations=False``: Overcooked V2
-    only, its state-only rate."""
+    only, its state-only rate. ``cpus``: the CPUs that process is pinned to (``bench.runner.one_core()`` beside
+    an ers side on one torch thread)."""
     if not jaxmarl_installed():
         return {"error": JAXMARL_MISSING}
     kwargs: dict[str, Any] = {"batch": batch, "steps": steps, "scan_length": scan_length, "repeats": repeats}
@@ -55,4 +58,4 @@ def jaxmarl_env(
             raise ValueError("the state-only rate is an Overcooked V2 measurement")
     else:
         kwargs["observations"] = observations
-    return reference_in_subprocess(_MODULES[env], "bench_jaxmarl", kwargs)
+    return reference_in_subprocess(_MODULES[env], "bench_jaxmarl", kwargs, cpus=cpus)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 import numpy as np
@@ -202,9 +202,11 @@ def env_bench(
     profile_steps: int = 0,
     mode: str = "eager",
     unroll: int = 1,
+    reference_cpus: Collection[int] | None = None,
 ) -> dict[str, Any]:
     """ers's env-steps/s in ``mode`` and, for every reference in ``against``, its env-steps/s and ratio =
-    ers / reference (JaxMARL in its own process)."""
+    ers / reference (JaxMARL in its own process).
+    ``reference_cpus``: the CPUs JaxMARL's process is pinned to (the CLI's ``--threads 1`` on a CPU: one core)."""
     cfg = resolve_config(config)
     result: dict[str, Any] = {
         "env": "hanabi",
@@ -235,7 +237,9 @@ def env_bench(
         if name == "hle":
             r = bench_hle(cfg, batch, steps, seed)
         else:
-            r = reference_in_subprocess("hanabi", "bench_jaxmarl", _jaxmarl_kwargs(cfg, batch, steps, seed))
+            r = reference_in_subprocess(
+                "hanabi", "bench_jaxmarl", _jaxmarl_kwargs(cfg, batch, steps, seed), cpus=reference_cpus
+            )
         if "error" not in r:
             r["ratio"] = result["env_steps_per_s"] / r["env_steps_per_s"]
         refs[name] = r

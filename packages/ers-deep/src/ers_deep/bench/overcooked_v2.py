@@ -12,7 +12,7 @@ like-for-like "state only" rate.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 import torch
@@ -170,9 +170,11 @@ def env_bench(
     profile_steps: int = 0,
     mode: str = "eager",
     unroll: int = 1,
+    reference_cpus: Collection[int] | None = None,
 ) -> dict[str, Any]:
     """ers's env-steps/s in ``mode`` and, for every reference in ``against`` (only ``jaxmarl``, in its own
-    process), its env-steps/s and ratio = ers / reference; the same fields as the Hanabi ``env_bench``."""
+    process), its env-steps/s and ratio = ers / reference; the same fields as the Hanabi ``env_bench``.
+    ``reference_cpus``: the CPUs JaxMARL's process is pinned to (the CLI's ``--threads 1`` on a CPU: one core)."""
     result: dict[str, Any] = {
         "env": "overcooked-v2",
         "config": {"layout": layout, "agent_view_size": 2, "max_steps": 400},
@@ -205,7 +207,7 @@ def env_bench(
             "seed": seed,
             "observations": observations,
         }
-        r = reference_in_subprocess("overcooked_v2", "bench_jaxmarl", kwargs)
+        r = reference_in_subprocess("overcooked_v2", "bench_jaxmarl", kwargs, cpus=reference_cpus)
         if "error" not in r:
             r["ratio"] = result["env_steps_per_s"] / r["env_steps_per_s"]
         refs[name] = r

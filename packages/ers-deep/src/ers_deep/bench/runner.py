@@ -6,7 +6,10 @@ step (the reference); the other modes run a ``FastRollout`` of ``unroll`` steps 
 recorded (``unroll`` 1: the captured step with its action draw; more: a k-step graph, as a collector runs).
 
 ``reference_in_subprocess`` runs a reference benchmark (JaxMARL) in a fresh interpreter: JAX and torch then
-do not share a process (nor, on a GPU, an allocator: ``XLA_PYTHON_CLIENT_PREALLOCATE=false``).
+do not share a process (nor, on a GPU, an allocator: ``XLA_PYTHON_CLIENT_PREALLOCATE=false``). Its ``cpus``
+pins that process to those CPUs before anything is imported: XLA's CPU runtime runs its own thread pool whatever
+its flags say (~1.7-2 of this machine's 2 cores for JaxMARL's envs), so an ers side on one torch thread is
+compared with a reference on one core only when the reference is pinned (``one_core()``).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from ers_deep.accel import FastRollout, RandomLegal, resolve_mode
@@ -55,17 +58,33 @@ def random_legal_runner(
     return run, {"mode": resolved, "unroll": unroll, "setup_seconds": time.perf_counter() - t0}
 
 
+#: the environment variable that carries ``reference_in_subprocess``'s ``cpus`` to the child
+CPUS_VARIABLE = "ERS_BENCH_CPUS"
+
+
+def one_core() -> set[int]:
+    """One CPU this process may run on (the highest numbered): where a reference runs beside a one-thread side."""
+    return {max(os.sched_getaffinity(0))}
+
+
 def reference_in_subprocess(
     module: str,
     function: str,
     kwargs: dict[str, Any],
     timeout: float = 900,
     env: dict[str, str] | None = None,
+    cpus: Collection[int] | None = None,
 ) -> dict[str, Any]:
     """``ers_deep.bench.<module>.<function>(**kwargs)`` run by ``python -m ers_deep.bench.runner`` in a fresh
-    process (``env``: more environment variables for it); its JSON result, or ``{"error": ...}`` with the end of
-    its stderr when it fails."""
+    process (``env``: more environment variables for it; ``cpus``: the CPUs it is pinned to, recorded in the
+    result as ``cpus``); its JSON result, or ``{"error": ...}`` with the end of its stderr when it fails."""
     env = {**os.environ, "XLA_PYTHON_CLIENT_PREALLOCATE": "false", **(env or {})}
+    env.pop(CPUS_VARIABLE, None)
+    if cpus is not None:
+        pinned = sorted({int(c) for c in cpus})
+        if not pinned or not set(pinned) <= os.sched_getaffinity(0):
+            raise ValueError(f"cpus {pinned} are not a non-empty subset of this process's CPUs")
+        env[CPUS_VARIABLE] = ",".join(map(str, pinned))
     cmd = [sys.executable, "-m", "ers_deep.bench.runner", module, function, json.dumps(kwargs)]
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout, check=False)
@@ -73,12 +92,22 @@ def reference_in_subprocess(
         return {"error": f"{module}.{function} did not finish in {timeout:.0f} s"}
     if done.returncode != 0:
         return {"error": f"{module}.{function} failed: {done.stderr.strip()[-800:]}"}
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    if cpus is not None:
+        result["cpus"] = pinned
+    return result
+
+
+def process_cpus() -> dict[str, Any]:
+    """The CPUs this process may run on (what ``reference_in_subprocess``'s ``cpus`` pins a child to)."""
+    return {"affinity": sorted(os.sched_getaffinity(0))}
 
 
 def _main(argv: list[str]) -> None:
     import importlib
 
+    if os.environ.get(CPUS_VARIABLE):  # pinned before the reference (and its thread pools) start
+        os.sched_setaffinity(0, {int(c) for c in os.environ[CPUS_VARIABLE].split(",")})
     module, function, kwargs = argv
     fn = getattr(importlib.import_module(f"ers_deep.bench.{module}"), function)
     print(json.dumps(fn(**json.loads(kwargs))))

@@ -11,6 +11,7 @@ from ers_deep.accel import MODES
 from ers_deep.bench import ENV_BENCHES
 from ers_deep.bench import hanabi as bench_hanabi
 from ers_deep.bench import overcooked_v2 as bench_overcooked
+from ers_deep.bench.runner import one_core
 from ers_deep.cli.common import PRESET_NAMES, device_check
 from ers_deep.envs.hanabi.config import HanabiConfig
 from ers_deep.envs.overcooked_v2.layouts import LAYOUT_STRINGS
@@ -118,6 +119,8 @@ def run_env_bench(opts: EnvBenchOptions) -> dict[str, Any]:
     check_games_memory("--batch", opts.batch, paper_config(opts.env, **base))
     if opts.threads:
         torch.set_num_threads(opts.threads)
+    # one torch thread on the CPU: JaxMARL's process on one core too (XLA's pool ignores its thread flags)
+    pin = one_core() if opts.threads == 1 and opts.device == "cpu" else None
     if opts.env == "overcooked-v2":
         return bench_overcooked.env_bench(
             opts.layout,
@@ -131,6 +134,7 @@ def run_env_bench(opts: EnvBenchOptions) -> dict[str, Any]:
             profile_steps=opts.profile,
             mode=opts.resolved_mode,
             unroll=opts.unroll,
+            reference_cpus=pin,
         )
     cfg = HanabiConfig.preset(opts.preset, players=opts.players)
     return ENV_BENCHES["hanabi"](
@@ -144,6 +148,7 @@ def run_env_bench(opts: EnvBenchOptions) -> dict[str, Any]:
         profile_steps=opts.profile,
         mode=opts.resolved_mode,
         unroll=opts.unroll,
+        reference_cpus=pin,
     )
 
 
