@@ -67,7 +67,7 @@ from ers_exact.zsc.op_objective import (
     symmetry_maps,
     symmetry_set,
 )
-from ers_exact.zsc.op_search import deterministic_search, row_search
+from ers_exact.zsc.op_search import DeterministicProfiles, deterministic_search, row_search
 
 __all__ = [
     "DEFAULT_EXHAUSTIVE",
@@ -287,6 +287,68 @@ def _starts(
 
 # --- training ------------------------------------------------------------------------------------------
 
+_Pick = tuple[tuple[np.ndarray, ...], float, float]  # a seed's policy, its OP value and its J
+_SeedResult = tuple[tuple[np.ndarray, ...], float, float, str]  # ... and how it was found
+
+
+def _exact_picks(
+    tree: HistoryTree, det: DeterministicProfiles | None, shared: bool, rngs: Sequence[np.random.Generator]
+) -> Sequence[_Pick | None]:
+    """Each seed's draw among the deterministic profiles with the best OP, ties by J (None without a search)."""
+    if det is None:
+        return [None] * len(rngs)
+    picks = [_pick(det.op, det.J, rng) for rng in rngs]
+    return [(det.policy(tree, p, shared), float(det.op[p]), float(det.J[p])) for p in picks]
+
+
+def _gradient_runs(
+    tree: HistoryTree,
+    maps: SymmetryMaps,
+    shared: bool,
+    config: OPConfig,
+    rngs: Sequence[np.random.Generator],
+    exact: Sequence[_Pick | None],
+) -> tuple[tuple[np.ndarray, ...], np.ndarray, np.ndarray]:
+    """Every start's Adam run, then the polish (kept where it does not lower OP) and the row search:
+    (policies [seeds * restarts, K_i, A_i] per agent, their OP values, their J)."""
+    warm = [e[0] if e else None for e in exact]
+    theta = _adam(tree, _starts(tree, maps, shared, config, rngs, warm=warm), maps, shared, config)
+    soft = _policy(tree, theta, shared)
+    hard = _polish(soft, config.polish_threshold)
+    use_hard = batch_op_values(tree, hard, maps) >= batch_op_values(tree, soft, maps)
+    pols = tuple(np.where(use_hard[:, None, None], h, s) for h, s in zip(hard, soft))
+    pols, op = row_search(tree, pols, maps, shared, config.row_search)
+    return pols, op, np.asarray(expected_return(tree, pols))
+
+
+def _seed_results(
+    exact: Sequence[_Pick | None], pols: tuple[np.ndarray, ...], op: np.ndarray, J: np.ndarray, restarts: int
+) -> list[_SeedResult]:
+    """Per seed: its first start at its best OP value, unless the exact search beats it by more than
+    ``_TIE`` (the exact search rescues a stuck seed)."""
+    results: list[_SeedResult] = []
+    for s, pick in enumerate(exact):
+        ops = op[s * restarts : (s + 1) * restarts]
+        r = s * restarts + int(np.flatnonzero(ops >= ops.max() - _TIE)[0])  # the first start at the best
+        if pick is not None and pick[1] > op[r] + _TIE:
+            results.append((pick[0], pick[1], pick[2], "deterministic"))
+        else:
+            results.append((tuple(p[r] for p in pols), float(op[r]), float(J[r]), "gradient"))
+    return results
+
+
+def _method(config: OPConfig, n_det: int, searched: bool) -> str:
+    """How the result was found, in words (``OPResult.method``)."""
+    grad_desc = (
+        f"Adam on the exact OP gradient from {config.restarts} starts per seed (random, symmetrised"
+        + (", deterministic optimum + uniform" if searched and config.restarts > 2 else "")
+        + f"), polish, {config.row_search} rounds of single-row local search"
+    )
+    if searched:
+        return f"{grad_desc}; exact OP over all {n_det:,} deterministic policy profiles where it does better"
+    over = f"{n_det:,} deterministic profiles > budget {config.exhaustive:,}"
+    return f"{grad_desc}; no exhaustive search ({'disabled' if config.exhaustive == 0 else over})"
+
 
 def train_other_play(
     tree: HistoryTree, phis: Sequence[Transformation], config: OPConfig = OPConfig()
@@ -299,58 +361,12 @@ def train_other_play(
     shared = bool(config.share) and same_local_trees(tree)
     _check_budget(tree, maps, shared, config)
     rngs = [np.random.default_rng(s) for s in np.random.SeedSequence(config.seed).spawn(config.seeds)]
-
     n_det, det = (
         (0, None) if config.exhaustive == 0 else deterministic_search(tree, maps, shared, config.exhaustive)
     )
-    exact: list[tuple[tuple[np.ndarray, ...], float, float] | None] = [None] * config.seeds
-    if det is not None:
-        for s, rng in enumerate(rngs):
-            p = _pick(det.op, det.J, rng)
-            exact[s] = (det.policy(tree, p, shared), float(det.op[p]), float(det.J[p]))
-
-    theta = _adam(
-        tree,
-        _starts(tree, maps, shared, config, rngs, warm=[e[0] if e else None for e in exact]),
-        maps,
-        shared,
-        config,
-    )
-    soft = _policy(tree, theta, shared)
-    hard = _polish(soft, config.polish_threshold)
-    use_hard = batch_op_values(tree, hard, maps) >= batch_op_values(tree, soft, maps)
-    grad_pols = tuple(np.where(use_hard[:, None, None], h, s) for h, s in zip(hard, soft))
-    grad_pols, grad_op = row_search(tree, grad_pols, maps, shared, config.row_search)
-    grad_J = np.asarray(expected_return(tree, grad_pols))
-
-    results = []  # per seed: (policy, OP, J, method)
-    for s, pick in enumerate(exact):
-        ops = grad_op[s * config.restarts : (s + 1) * config.restarts]
-        r = s * config.restarts + int(
-            np.flatnonzero(ops >= ops.max() - _TIE)[0]
-        )  # the first start at the best
-        if pick is not None and pick[1] > grad_op[r] + _TIE:  # the exact search rescues a stuck seed
-            results.append((pick[0], pick[1], pick[2], "deterministic"))
-        else:
-            results.append((tuple(p[r] for p in grad_pols), float(grad_op[r]), float(grad_J[r]), "gradient"))
-
+    exact = _exact_picks(tree, det, shared, rngs)
+    results = _seed_results(exact, *_gradient_runs(tree, maps, shared, config, rngs, exact), config.restarts)
     k = deploy_index([r[2] for r in results], [r[1] for r in results], "op_value", tie=_TIE)
-    grad_desc = (
-        f"Adam on the exact OP gradient from {config.restarts} starts per seed (random, symmetrised"
-        + (", deterministic optimum + uniform" if det is not None and config.restarts > 2 else "")
-        + f"), polish, {config.row_search} rounds of single-row local search"
-    )
-    if det is not None:
-        method = (
-            f"{grad_desc}; exact OP over all {n_det:,} deterministic policy profiles where it does better"
-        )
-    else:
-        why = (
-            "disabled"
-            if config.exhaustive == 0
-            else f"{n_det:,} deterministic profiles > budget {config.exhaustive:,}"
-        )
-        method = f"{grad_desc}; no exhaustive search ({why})"
     return OPResult(
         policy=results[k][0],
         op_value=results[k][1],
@@ -358,7 +374,7 @@ def train_other_play(
         seed_op_values=tuple(r[1] for r in results),
         seed_J=tuple(r[2] for r in results),
         seed_methods=tuple(r[3] for r in results),
-        method=method,
+        method=_method(config, n_det, det is not None),
         share=shared,
         n_symmetries=len(maps),
         deterministic_profiles=n_det if det is not None else 0,
