@@ -22,6 +22,11 @@ MOVED = {
     "ers_exact.symmetry.er_group": ("ers_exact.symmetry.policy_points", ["label_orbits"]),
     "ers_deep.cli.discover": ("ers_deep.cli.discover_show", ["show_discover"]),
     "ers_deep.discovery.run": ("ers_deep.discovery.scores", ["COMPOSITIONS", "exact_value", "sample_observations"]),
+    "ers_exact.util.options": (
+        "ers_exact.util.checks",
+        ["MAX_SEED", "Check", "at_least", "between", "finite", "non_negative", "one_of", "output_file",
+         "output_folder", "positive", "probability", "seed_range", "thread_count"],
+    ),
 }  # fmt: skip
 
 
