@@ -22,6 +22,8 @@ MOVED = {
     "ers_exact.symmetry.er_group": ("ers_exact.symmetry.policy_points", ["label_orbits"]),
     "ers_deep.cli.discover": ("ers_deep.cli.discover_show", ["show_discover"]),
     "ers_deep.discovery.run": ("ers_deep.discovery.scores", ["COMPOSITIONS", "exact_value", "sample_observations"]),
+    "ers_exact.cli.options": ("ers_exact.cli.zsc_options", ["DiscoverOptions", "OPOptions", "ZSCOptions"]),
+    "ers_exact.cli.commands": ("ers_exact.cli.zsc_commands", ["run_discover", "run_op", "run_zsc"]),
     "ers_exact.util.options": (
         "ers_exact.util.checks",
         ["MAX_SEED", "Check", "at_least", "between", "finite", "non_negative", "one_of", "output_file",

@@ -176,14 +176,14 @@ def test_a_command_budgets_its_whole_process_only_when_it_is_the_process(
     from ers_exact.cli import commands
 
     seen: list[str] = []
-    real = commands._solver
+    real = commands.solver_config
 
     def spy(o):  # type: ignore[no-untyped-def]
         cfg = real(o)
         seen.append(cfg.memory_scope)
         return cfg
 
-    monkeypatch.setattr(commands, "_solver", spy)
+    monkeypatch.setattr(commands, "solver_config", spy)
     assert main(["solve", "toy-coordination", "--alpha", "1", "--json"]) == 0
     argv = ["ers-exact", "solve", "toy-coordination", "--alpha", "1", "--json", "--memory-budget", "100"]
     monkeypatch.setattr("sys.argv", argv)  # a large budget: this test run's process may hold over 1 GB

@@ -3,44 +3,38 @@ from tests and notebooks without a subprocess (``run_solve(SolveOptions(game="de
 The dict is what ``--json`` prints.
 
 Each ``run_*`` imports the library modules it uses when it runs, so that a command loads only what it needs
-(``games`` never loads scipy or sympy; ``tests/exact/test_lazy_imports.py`` checks it)."""
+(``games`` never loads scipy or sympy; ``tests/exact/test_lazy_imports.py`` checks it). What they build from
+their options (game, tree, solver config, provenance) is :mod:`ers_exact.cli.command_inputs`; the zero-shot
+coordination commands (``zsc``, ``op``, ``discover``) are :mod:`ers_exact.cli.zsc_commands`, re-exported
+here."""
 
 from __future__ import annotations
 
-import platform
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ers_exact import __version__
+from ers_exact.cli.command_inputs import game_files, game_json, game_of, provenance, solver_config, tree_of
 from ers_exact.cli.options import (
     AtlasOptions,
     CensusOptions,
     DemoOptions,
-    DiscoverOptions,
     ExportGambitOptions,
-    GameOptions,
     GamesOptions,
     InfoOptions,
-    OPOptions,
     OptimalOptions,
     OptimalSetOptions,
     SolveOptions,
-    SolverOptions,
     SweepOptions,
     SymmetriesOptions,
     ValueOptions,
-    ZSCOptions,
     default_demo_dir,
 )
+from ers_exact.cli.zsc_commands import run_discover, run_op, run_zsc
 from ers_exact.solve.config import SolverConfig
-from ers_exact.util.budget import check_count, memory_scope
+from ers_exact.util.budget import check_count
 from ers_exact.util.options import UsageError
 from ers_exact.util.output import claim_folder, write_json
-
-if TYPE_CHECKING:
-    from ers_exact.model.game import Game
-    from ers_exact.model.histories import HistoryTree
 
 __all__ = [
     "run_atlas",
@@ -67,54 +61,6 @@ CENSUS_ROW_BYTES = 4_000
 _EXACT_ESTIMATE_LOG10 = 18
 
 
-def _provenance() -> dict[str, Any]:
-    import numpy as np
-
-    return {"ers_exact": __version__, "numpy": np.__version__, "python": platform.python_version()}
-
-
-def _game_json(game: Game) -> dict[str, Any]:
-    return {
-        "game": game.name,
-        "horizon": game.horizon,
-        "discount": game.discount,
-        "n_agents": game.n_agents,
-        "n_states": game.n_states,
-        "n_actions": list(game.n_actions),
-        "n_observations": list(game.n_observations),
-    }
-
-
-def _reads(o: GameOptions) -> list[Path]:
-    """The files a game command reads (the .dpomdp file, when GAME is one): outputs never replace them."""
-    from ers_exact.games import find_game_file
-
-    path = find_game_file(o.game)
-    return [] if path is None else [path]
-
-
-def _game(o: GameOptions) -> Game:
-    from ers_exact.games import load_game
-
-    return load_game(o.game, horizon=o.horizon, discount=o.discount)
-
-
-def _tree(o: GameOptions) -> HistoryTree:
-    from ers_exact.model.histories import enumerate_histories
-
-    return enumerate_histories(_game(o), max_nodes=o.max_nodes)
-
-
-def _solver(o: SolverOptions) -> SolverConfig:
-    return SolverConfig(
-        n_starts=o.starts,
-        seed=o.seed,
-        continuation=o.continuation,
-        memory_budget_bytes=int(o.memory_budget * 1e9),
-        memory_scope=memory_scope(),  # "process" when the command is its own process
-    )
-
-
 def run_games(o: GamesOptions | None = None) -> dict[str, Any]:
     """The built-in registry: name, description and sizes of each game."""
     from ers_exact.games import GAMES
@@ -122,7 +68,7 @@ def run_games(o: GamesOptions | None = None) -> dict[str, Any]:
     rows = []
     for name, factory in GAMES.items():
         g = factory()
-        rows.append({**_game_json(g), "name": name, "description": g.description})
+        rows.append({**game_json(g), "name": name, "description": g.description})
     return {"games": rows}
 
 
@@ -131,13 +77,13 @@ def run_info(o: InfoOptions) -> dict[str, Any]:
     from ers_exact.model.histories import enumerate_histories, estimate_history_count, history_count_log10
     from ers_exact.model.optimal import count_policy_trees
 
-    game = _game(o)
+    game = game_of(o)
     start = time.perf_counter()
     tree = enumerate_histories(game, max_nodes=o.max_nodes)
     log10 = history_count_log10(game)
     bound = estimate_history_count(game) if log10 < _EXACT_ESTIMATE_LOG10 else None
     return {
-        **_game_json(game),
+        **game_json(game),
         "estimated_joint_nodes_upper_bound": bound,
         "estimated_joint_nodes_log10": round(log10, 3),
         **tree.counts(),
@@ -151,11 +97,11 @@ def run_value(o: ValueOptions) -> dict[str, Any]:
     from ers_exact.cli.files import read_policy_file
     from ers_exact.model.values import expected_return, local_q_values, uniform_policy
 
-    tree = _tree(o)
+    tree = tree_of(o)
     pol = uniform_policy(tree) if o.policy == "uniform" else read_policy_file(o.policy, tree)
     q = local_q_values(tree, pol)
     return {
-        **_game_json(tree.game),
+        **game_json(tree.game),
         "policy": o.policy,
         "J": expected_return(tree, pol),
         "q_root": [qi[0].tolist() for qi in q],
@@ -175,25 +121,25 @@ def run_optimal(o: OptimalOptions) -> dict[str, Any]:
         "max_seconds": float("inf") if o.max_seconds is None else o.max_seconds,
     }
     if o.save_policy:  # the policy file is indexed by local histories: enumerate them
-        tree = _tree(o)
+        tree = tree_of(o)
         result = optimal_value(tree, o.method, **limits)
         if not result.policy:
             raise UsageError(
                 f"{result.game}: the search stopped before it found a joint policy ({result.stopped}); "
                 f"nothing written to {o.save_policy} (raise --max-seconds / --memory-budget)"
             )
-        write_policy_file(o.save_policy, tree, result.policy, reads=_reads(o))
+        write_policy_file(o.save_policy, tree, result.policy, reads=game_files(o))
     else:
-        result = optimal_for_game(_game(o), o.method, max_nodes=o.max_nodes, **limits)
-    return {**result.to_json(), "provenance": _provenance()}
+        result = optimal_for_game(game_of(o), o.method, max_nodes=o.max_nodes, **limits)
+    return {**result.to_json(), "provenance": provenance()}
 
 
 def run_solve(o: SolveOptions) -> dict[str, Any]:
     """Boltzmann fixed points at temperature alpha, J* and the self-play-optimal set Pi*_alpha."""
     from ers_exact.solve.fixed_points import solve_fixed_points
 
-    result = solve_fixed_points(_tree(o), o.alpha, _solver(o))
-    return {**result.to_json(o.with_policy), "provenance": _provenance()}
+    result = solve_fixed_points(tree_of(o), o.alpha, solver_config(o))
+    return {**result.to_json(o.with_policy), "provenance": provenance()}
 
 
 def run_optimal_set(o: OptimalSetOptions) -> dict[str, Any]:
@@ -204,14 +150,14 @@ def run_optimal_set(o: OptimalSetOptions) -> dict[str, Any]:
     from ers_exact.symmetry.search import SymmetryBudgetError
 
     cfg = OptimalSetConfig(eps=o.eps, max_boxes=o.max_boxes, max_seconds=o.max_seconds, workers=o.workers)
-    solver = SolverConfig(**{**_solver(o).__dict__, "complete_search": False})
-    tree = _tree(o)
+    solver = SolverConfig(**{**solver_config(o).__dict__, "complete_search": False})
+    tree = tree_of(o)
     try:  # Phi_MDP's parts acting on policies: the search explores a fundamental domain of them
         relabellings = decpomdp_group(tree.game).policy_parts
     except SymmetryBudgetError:
         relabellings = ()
     result = certified_optimal_set(tree, o.alpha, cfg, solver=solver, relabellings=relabellings)
-    return {**result.to_json(o.with_policy), "provenance": _provenance()}
+    return {**result.to_json(o.with_policy), "provenance": provenance()}
 
 
 def run_sweep(o: SweepOptions) -> dict[str, Any]:
@@ -220,11 +166,11 @@ def run_sweep(o: SweepOptions) -> dict[str, Any]:
     from ers_exact.solve.config import parse_alphas
     from ers_exact.solve.sweep import sweep
 
-    result = sweep(_tree(o), parse_alphas(o.alphas), _solver(o))
+    result = sweep(tree_of(o), parse_alphas(o.alphas), solver_config(o))
     out = {
         **result.to_json(),
         "config": {"alphas": o.alphas, "starts": o.starts, "seed": o.seed},
-        "provenance": _provenance(),
+        "provenance": provenance(),
     }
     if o.plot:
         out["plot"] = str(plot_sweep(result, o.plot))
@@ -235,10 +181,10 @@ def run_export_gambit(o: ExportGambitOptions) -> dict[str, Any]:
     """Write the game as a Gambit extensive form (.efg); information sets = local histories."""
     from ers_exact.io.gambit import save_efg
 
-    tree = _tree(o)
-    save_efg(tree, o.out, reads=_reads(o))
+    tree = tree_of(o)
+    save_efg(tree, o.out, reads=game_files(o))
     return {
-        **_game_json(tree.game),
+        **game_json(tree.game),
         "written": str(o.out),
         "information_sets": list(tree.n_histories),
         "note": "Gambit action values = gamma^t * Q^i (reward-to-go); lambda = 1 / alpha",
@@ -250,15 +196,15 @@ def run_symmetries(o: SymmetriesOptions) -> dict[str, Any]:
     from ers_exact.analysis.report import symmetry_report
 
     report = symmetry_report(
-        _tree(o),
+        tree_of(o),
         o.alpha,
-        _solver(o),
+        solver_config(o),
         max_elements=o.max_elements,
         er_method=o.er_method,
         prove_seconds=o.prove_optimal_set,
         prove_workers=o.prove_workers,
     )
-    return {**report, "provenance": _provenance()}
+    return {**report, "provenance": provenance()}
 
 
 def run_atlas(o: AtlasOptions) -> dict[str, Any]:
@@ -269,9 +215,9 @@ def run_atlas(o: AtlasOptions) -> dict[str, Any]:
 
     out = {
         **atlas(
-            _tree(o),
+            tree_of(o),
             parse_alphas(o.alphas),
-            _solver(o),
+            solver_config(o),
             prove_seconds=o.prove_optimal_set,
             prove_workers=o.prove_workers,
         ),
@@ -282,7 +228,7 @@ def run_atlas(o: AtlasOptions) -> dict[str, Any]:
             "prove_optimal_set": o.prove_optimal_set,
             "prove_workers": o.prove_workers,
         },
-        "provenance": _provenance(),
+        "provenance": provenance(),
     }
     if o.plot:
         out["plot"] = str(plot_atlas(out, o.plot))
@@ -298,69 +244,7 @@ def run_census(o: CensusOptions) -> dict[str, Any]:
     check_count("--games", o.games, CENSUS_ROW_BYTES, "random games")  # their rows are kept for census.json
     if o.out:
         claim_folder(o.out, force=o.force, command="ers-exact census")
-    return {**census(cfg), "provenance": _provenance()}
-
-
-def run_zsc(o: ZSCOptions) -> dict[str, Any]:
-    """The population pipeline: SP, OP + Phi_MDP and OP + learned Phi_ER; Table 1 as JSON and markdown."""
-    from ers_exact.zsc.config import PopulationConfig
-    from ers_exact.zsc.pipeline import run_zsc as pipeline
-
-    cfg = PopulationConfig(
-        agents=o.agents,
-        seed=o.seed,
-        pool_source=o.pool_source,
-        alpha=o.alpha,
-        k=o.k,
-        top=o.top,
-        m=o.m,
-        select_by=o.select_by,
-        episodes=o.episodes,
-        algorithm=o.algorithm,
-    )
-    tree = _tree(o)
-    if o.out:
-        claim_folder(o.out, force=o.force, command="ers-exact zsc", reads=_reads(o))
-    report, discoveries = pipeline(tree, cfg)
-    result = {
-        **report.to_json(),
-        "markdown": report.to_markdown(),
-        "discovery": [d.to_json() for d in discoveries],
-        "provenance": _provenance(),
-    }
-    if o.out:
-        write_json(Path(o.out, f"zsc-{tree.game.name}-seed{o.seed}.json"), result)
-    return result
-
-
-def run_op(o: OPOptions) -> dict[str, Any]:
-    """The other-play optimum found over Phi (``--symmetries``): op_value, J, the policy, how it was found."""
-    from ers_exact.cli.files import write_policy_file
-    from ers_exact.zsc.config import OPConfig
-    from ers_exact.zsc.other_play import solve_other_play
-
-    cfg = OPConfig(
-        seed=o.seed, seeds=o.seeds, share=o.share, steps=o.steps, restarts=o.restarts, exhaustive=o.exhaustive
-    )
-    tree = _tree(o)
-    result = solve_other_play(tree, o.symmetries, cfg)
-    if o.save_policy:
-        write_policy_file(o.save_policy, tree, result.policy, reads=_reads(o))
-    return {**_game_json(tree.game), **result.to_json(), "provenance": _provenance()}
-
-
-def run_discover(o: DiscoverOptions) -> dict[str, Any]:
-    """One agent's discovery (Algorithm 1, 2 or 3) with Table 2's group metrics on an unseen pool."""
-    from ers_exact.zsc.config import UNSEEN_POOL_SEED_OFFSET, DiscoveryConfig, PoolConfig
-    from ers_exact.zsc.discovery import discover
-    from ers_exact.zsc.pools import build_pools
-
-    cfg = PoolConfig(source=o.pool_source, alpha=o.alpha, k=o.k, episodes=o.episodes)
-    discovery = DiscoveryConfig(algorithm=o.algorithm, search=o.search, top=o.top, seed=o.seed)
-    tree = _tree(o)
-    (train, _), (unseen, _) = build_pools(tree, cfg, [o.seed, o.seed + UNSEEN_POOL_SEED_OFFSET])
-    result = discover(tree, train, discovery, unseen_pool=unseen)
-    return {**result.to_json(), "pool_source": o.pool_source, "alpha": o.alpha, "provenance": _provenance()}
+    return {**census(cfg), "provenance": provenance()}
 
 
 def run_demo(o: DemoOptions) -> dict[str, Any]:
@@ -380,7 +264,7 @@ def run_demo(o: DemoOptions) -> dict[str, Any]:
         game = factory()
         tree = enumerate_histories(game, max_nodes=o.max_nodes)
         row: dict[str, Any] = {
-            **_game_json(game),
+            **game_json(game),
             "name": name,
             **tree.counts(),
             "J_uniform": expected_return(tree, uniform_policy(tree)),
@@ -405,7 +289,7 @@ def run_demo(o: DemoOptions) -> dict[str, Any]:
         )
         rows.append(row)
     config = {"max_policies": o.max_policies, "alpha": o.alpha, "starts": o.starts}
-    result: dict[str, Any] = {"command": "demo", "config": config, "games": rows, "provenance": _provenance()}
+    result: dict[str, Any] = {"command": "demo", "config": config, "games": rows, "provenance": provenance()}
     write_json(Path(folder, "demo.json"), result)
     result["written"] = str(Path(folder, "demo.json"))
     return result

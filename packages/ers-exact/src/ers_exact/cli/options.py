@@ -1,4 +1,6 @@
-"""The options of every ``ers-exact`` command: one frozen dataclass each, built from shared groups.
+"""The options of every ``ers-exact`` command: one frozen dataclass each, built from shared groups
+(the zero-shot coordination commands' -- ``zsc``, ``op``, ``discover`` -- are in
+:mod:`ers_exact.cli.zsc_options`, re-exported here).
 
 Defaults come from the library's own configs (:class:`~ers_exact.solve.config.SolverConfig`,
 :class:`~ers_exact.zsc.config.PopulationConfig`, ...), so the command line and Python callers agree.
@@ -31,7 +33,7 @@ from ers_exact.cli.option_groups import (
     alpha_grid,
     default_demo_dir,
 )
-from ers_exact.deployment import SELECT_BY
+from ers_exact.cli.zsc_options import DiscoverOptions, OPOptions, ZSCOptions
 from ers_exact.model.config import (
     AUTO_EXHAUSTIVE_MAX,
     DEFAULT_MAX_CHILDREN,
@@ -42,11 +44,9 @@ from ers_exact.model.config import (
 )
 from ers_exact.solve.config import OptimalSetConfig
 from ers_exact.util.budget import MEMORY_BUDGET_ENV
-from ers_exact.util.deprecation import renamed_fields
 from ers_exact.util.options import (
     Options,
     at_least,
-    between,
     force_option,
     one_of,
     option,
@@ -54,14 +54,6 @@ from ers_exact.util.options import (
     output_folder,
     positive,
     seed_range,
-)
-from ers_exact.zsc.config import (
-    SEARCHES,
-    SYMMETRY_SETS,
-    UNSEEN_POOL_SEED_OFFSET,
-    DiscoveryConfig,
-    OPConfig,
-    PopulationConfig,
 )
 
 __all__ = [
@@ -96,10 +88,7 @@ __all__ = [
 ]
 
 _OPTIMAL_SET = OptimalSetConfig()
-_ZSC = PopulationConfig()
-_DISCOVERY = DiscoveryConfig()
 _CENSUS = CensusConfig()
-_OP = OPConfig()
 
 
 # ----- one class per command -----
@@ -282,87 +271,6 @@ class CensusOptions(Options):
         help="folder for census.json and the games with Phi_ER > Phi_MDP (created)",
     )
     force: bool = force_option()
-
-
-@renamed_fields(l="top", pool="pool_source")
-@dataclass(frozen=True, kw_only=True)
-class ZSCOptions(PoolOptions):
-    """``zsc``: the population pipeline (Table 1)."""
-
-    agents: int = option(
-        _ZSC.agents,
-        help=f"independent agents P per population, 2 to {UNSEEN_POOL_SEED_OFFSET} (cross-play needs two)",
-        check=between(2, UNSEEN_POOL_SEED_OFFSET),
-    )
-    top: int = option(
-        _ZSC.top,
-        help="learned symmetries kept per agent (the paper's l)",
-        check=at_least(1),
-        renamed_from=("l",),
-    )
-    m: int = option(_ZSC.m, help="other-play seeds m per agent", check=at_least(1))
-    select_by: str = option(
-        _ZSC.select_by,
-        help="which of its m OP seeds an agent deploys: sp_return (the paper: the best self-play return J, ties "
-        "by OP) or op_value (the best OP value, ties by J); recorded in the report's config",
-        check=one_of(SELECT_BY),
-    )
-    out: str | None = option(
-        None,
-        help="folder for the JSON result (created)",
-        check=output_folder,
-        default_text="not written",
-        metavar="DIR",
-    )
-    force: bool = force_option()
-
-
-@dataclass(frozen=True, kw_only=True)
-class OPOptions(SavePolicyOptions, GameOptions):
-    """``op``: the other-play optimum OP^Phi over a named symmetry set."""
-
-    symmetries: str = option(
-        "mdp",
-        check=one_of(SYMMETRY_SETS),
-        metavar="SET",
-        help="Phi: 'mdp' (every Dec-POMDP symmetry, exact search) or 'none' ({id}: OP = self-play)",
-    )
-    seed: int = option(_OP.seed, help="seed of the run", check=seed_range)
-    seeds: int = option(
-        _OP.seeds,
-        help="independent trainings m; the best OP value is reported (ties by J)",
-        check=at_least(1),
-    )
-    share: bool = option(
-        _OP.share,
-        help="parameter sharing: one policy for agents whose local history "
-        "trees coincide (--no-share: one policy per agent)",
-    )
-    steps: int = option(_OP.steps, help="Adam steps of every gradient start", check=at_least(0))
-    restarts: int = option(
-        _OP.restarts,
-        help="gradient starts per seed (random, symmetrised, warm from the deterministic optimum)",
-        check=at_least(1),
-    )
-    exhaustive: int = option(
-        _OP.exhaustive,
-        check=at_least(0),
-        help="also search every deterministic policy profile exactly when there are at "
-        "most this many (0: never)",
-    )
-
-
-@renamed_fields(pool="pool_source")
-@dataclass(frozen=True, kw_only=True)
-class DiscoverOptions(PoolOptions):
-    """``discover``: one agent's symmetry discovery with Table 2's metrics."""
-
-    search: str = option(
-        _DISCOVERY.search,
-        check=one_of(SEARCHES),
-        help="candidate search: every admissible transformation, or REINFORCE over observation permutations",
-    )
-    top: int = option(_DISCOVERY.top, help="transformations kept (the paper's l)", check=at_least(1))
 
 
 @dataclass(frozen=True, kw_only=True)
