@@ -118,13 +118,10 @@ def _best(pool: Pool, seeds: Sequence[int], select_by: str = "sp_return") -> Pol
     scores pool.json records: ``self_play`` and, for an other-play pool, ``other_play``."""
     entries = {int(e["seed"]): e for e in pool.info["policies"]}
     sp = [float(entries[s]["self_play"]["mean"]) for s in seeds]
-    op = None
-    if select_by == "op_value":
-        if any("other_play" not in entries[s] for s in seeds):
-            raise PoolError(f"{pool.path}: no other_play score per policy; select_by 'op_value' needs one")
-        op = [float(entries[s]["other_play"]["mean"]) for s in seeds]
-    elif all("other_play" in entries[s] for s in seeds):
-        op = [float(entries[s]["other_play"]["mean"]) for s in seeds]  # the ties
+    scored = all("other_play" in entries[s] for s in seeds)  # an OP pool: its scores rank or break ties
+    if select_by == "op_value" and not scored:
+        raise PoolError(f"{pool.path}: no other_play score per policy; select_by 'op_value' needs one")
+    op = [float(entries[s]["other_play"]["mean"]) for s in seeds] if scored else None
     return _first(pool, seeds[deploy_index(sp, op, select_by)])
 
 
