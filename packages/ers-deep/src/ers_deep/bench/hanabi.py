@@ -8,7 +8,6 @@ loop. Used by ``ers-deep env-bench`` and by ``benchmarks/test_hanabi_bench.py``.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable, Collection
 from typing import Any
 
@@ -18,6 +17,7 @@ import torch
 from ers_deep.bench.runner import random_legal_runner, reference_in_subprocess
 from ers_deep.bench.timing import (
     JAXMARL_MISSING,
+    best_span,
     import_jaxmarl_quietly,
     jaxmarl_installed,
     profile_steps,
@@ -117,16 +117,14 @@ def bench_hle(
             _, legal, _, _ = ref.step(keys.argmax(1))
 
     run(1)
-    t0, c0 = time.perf_counter(), time.process_time()
-    run(steps)
-    seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+    seconds, cores = best_span(lambda: run(steps))
     ref.close()
     return {
         "env_steps_per_s": batch * steps / seconds,
         "seconds": seconds,
         "batch": batch,
         "steps": steps,
-        "cores_used": cpu / seconds,
+        "cores_used": cores,
     }
 
 

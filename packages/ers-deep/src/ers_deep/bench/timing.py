@@ -37,12 +37,22 @@ def time_steps(
     """Seconds that ``run(steps)`` takes after ``run(warmup)``, the best of ``repeats`` timings (device synced),
     and the cores that timing kept busy (``cores_used``: CPU seconds of the process over wall seconds)."""
     run(warmup)
-    seconds, cores = math.inf, math.nan
-    for _ in range(repeats):
-        _sync(device)
-        t0, c0 = time.perf_counter(), time.process_time()
+    _sync(device)
+
+    def span() -> None:
         run(steps)
         _sync(device)
+
+    return best_span(span, repeats)
+
+
+def best_span(span: Callable[[], None], repeats: int = 1) -> tuple[float, float]:
+    """The wall seconds of the fastest of ``repeats`` calls of ``span`` and the cores that call kept busy
+    (``cores_used``: the process's CPU seconds over those wall seconds; every side of a benchmark reports it)."""
+    seconds, cores = math.inf, math.nan
+    for _ in range(repeats):
+        t0, c0 = time.perf_counter(), time.process_time()
+        span()
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
         if wall < seconds:
             seconds, cores = wall, cpu / wall
@@ -146,15 +156,15 @@ def time_jax_rollout(
     carry = jax.block_until_ready(
         rollout(carry)
     )  # a carried state may retrace once (weak types): warm that too
-    calls, seconds, cores = max(1, math.ceil(steps / scan_length)), math.inf, math.nan
-    for _ in range(repeats):
-        t0, c0 = time.perf_counter(), time.process_time()
+    calls = max(1, math.ceil(steps / scan_length))
+
+    def span() -> None:
+        nonlocal carry
         for _ in range(calls):
             carry = rollout(carry)
         jax.block_until_ready(carry)
-        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-        if wall < seconds:
-            seconds, cores = wall, cpu / wall
+
+    seconds, cores = best_span(span, repeats)
     return {
         "env_steps_per_s": batch * calls * scan_length / seconds,
         "seconds": seconds,
