@@ -13,7 +13,7 @@ from ers_deep.cli import main
 
 
 def test_env_bench_json_against_hle(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["env-bench", "hanabi", "--batch", "16", "--steps", "5", "--against", "hle", "--json"]) == 0
+    assert main(["env-bench", "hanabi", "--batch", "16", "--steps", "60", "--against", "hle", "--json"]) == 0
     res = json.loads(capsys.readouterr().out)
     assert res["env_steps_per_s"] > 0 and res["batch"] == 16 and res["config"]["players"] == 2
     hle = res["references"]["hle"]
