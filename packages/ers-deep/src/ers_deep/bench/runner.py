@@ -67,6 +67,17 @@ def one_core() -> set[int]:
     return {max(os.sched_getaffinity(0))}
 
 
+def available_cpus(cpus: Collection[int]) -> list[int]:
+    """``cpus`` sorted, when each is one this process may run on (a reference process is pinned to them), else a
+    :class:`ValueError`."""
+    pinned = sorted({int(c) for c in cpus})
+    if not pinned or not set(pinned) <= os.sched_getaffinity(0):
+        raise ValueError(
+            f"cpus {pinned} are not all available to this process (a non-empty subset of its CPUs)"
+        )
+    return pinned
+
+
 def reference_in_subprocess(
     module: str,
     function: str,
@@ -81,9 +92,7 @@ def reference_in_subprocess(
     env = {**os.environ, "XLA_PYTHON_CLIENT_PREALLOCATE": "false", **(env or {})}
     env.pop(CPUS_VARIABLE, None)
     if cpus is not None:
-        pinned = sorted({int(c) for c in cpus})
-        if not pinned or not set(pinned) <= os.sched_getaffinity(0):
-            raise ValueError(f"cpus {pinned} are not a non-empty subset of this process's CPUs")
+        pinned = available_cpus(cpus)
         env[CPUS_VARIABLE] = ",".join(map(str, pinned))
     cmd = [sys.executable, "-m", "ers_deep.bench.runner", module, function, json.dumps(kwargs)]
     try:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import resource
 import subprocess
@@ -25,7 +24,7 @@ from typing import Any
 
 import torch
 
-from ers_deep.bench.runner import reference_in_subprocess
+from ers_deep.bench.runner import available_cpus, reference_in_subprocess
 from ers_deep.train.config import TrainConfig
 from ers_deep.train.ippo import Learner
 
@@ -243,11 +242,12 @@ def bench_anchor(
     starts: XLA's CPU runtime runs its own threads whatever ``XLA_FLAGS`` say (measured here: 1.65 cores of
     two with ``intra_op_parallelism_threads=1``), so a one-thread comparison must pin it. Errors are
     reported, not raised."""
-    if cpus is not None and not cpus <= os.sched_getaffinity(0):
-        raise ValueError(f"cpus {sorted(cpus)} are not all available to this process")
+    pinned = None if cpus is None else available_cpus(cpus)
     cmd = [sys.executable, str(script), *args]
-    if cpus is not None:  # pinned in the child before the script runs (no preexec_fn beside torch's threads)
-        pin = f"import os, runpy, sys; os.sched_setaffinity(0, {sorted(cpus)}); sys.argv = sys.argv[1:]; "
+    if (
+        pinned is not None
+    ):  # pinned in the child before the script runs (no preexec_fn beside torch's threads)
+        pin = f"import os, runpy, sys; os.sched_setaffinity(0, {pinned}); sys.argv = sys.argv[1:]; "
         cmd = [sys.executable, "-c", pin + "runpy.run_path(sys.argv[0], run_name='__main__')", *cmd[1:]]
     t0, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     try:
@@ -270,8 +270,8 @@ def bench_anchor(
     ]
     rates = [r for r in rates if isinstance(r, (int, float)) and not math.isnan(r) and r > 0]
     out: dict[str, Any] = {"wall_s": wall, "cores_used": cpu / wall, "lines": lines[-3:]}
-    if cpus is not None:
-        out["cpus"] = sorted(cpus)
+    if pinned is not None:
+        out["cpus"] = pinned
     if proc.returncode != 0 or not rates:
         out["error"] = (
             f"exit {proc.returncode}: {proc.stderr.strip().splitlines()[-1:] or ['no rate reported']}"
