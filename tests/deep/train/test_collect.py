@@ -12,7 +12,7 @@ from ers_deep.accel import rollout as rollout_module
 from ers_deep.accel import step as step_module
 from ers_deep.other_play import op_net, op_symmetries
 from ers_deep.train import Learner
-from ers_deep.train import ippo as ippo_module
+from ers_deep.train import learner_setup as learner_setup_module
 from ers_deep.train.collect import RunnerState
 from ers_deep.train.config import TrainConfig
 from tests.deep.accel.test_graph_emulated import emulated_capture
@@ -51,7 +51,7 @@ def test_emulated_graph_collection_equals_torchrl_collector(
     env: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(rollout_module, "capture", emulated_capture)
-    for module in (step_module, ippo_module):  # graph modes on a CPU env
+    for module in (step_module, learner_setup_module):  # graph modes on a CPU env
         monkeypatch.setattr(module, "resolve_mode", lambda mode, env: "eager" if mode == "auto" else mode)
     cfg = tiny_config(env)
     fast = rollouts(cfg.replace(collector="fast", collect_mode="graph"), calls=3)

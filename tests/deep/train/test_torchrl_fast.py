@@ -14,7 +14,7 @@ from torchrl.collectors import BaseCollector
 from ers_deep.accel import rollout as rollout_module
 from ers_deep.accel import step as step_module
 from ers_deep.train import Learner
-from ers_deep.train import ippo as ippo_module
+from ers_deep.train import learner_setup as learner_setup_module
 from ers_deep.train.torchrl_fast import FastCollector
 from tests.deep.accel.test_graph_emulated import emulated_capture
 from tests.deep.threads import one_thread  # noqa: F401
@@ -98,7 +98,7 @@ def test_graph_mode_batches_are_not_rewritten_by_the_next_batch(monkeypatch: pyt
     """In a graph mode (CUDA's default; emulated here) the rollout's tensors are the capture's static buffers:
     a batch kept from the stream still holds what it held when it was yielded."""
     monkeypatch.setattr(rollout_module, "capture", emulated_capture)
-    for module in (step_module, ippo_module):
+    for module in (step_module, learner_setup_module):
         monkeypatch.setattr(module, "resolve_mode", lambda mode, env: "eager" if mode == "auto" else mode)
     learner = Learner(tiny_config("hanabi", collect_mode="graph"))
     assert learner.fast is not None and learner.fast.mode == "graph"
