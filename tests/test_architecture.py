@@ -29,6 +29,7 @@ LAYERS: dict[str, dict[str, int]] = {
         "io": 2,
         "games": 3,
         "interface": 4,
+        "zsc_report": 4,
         "deployment": 4,
         "solve": 5,
         "symmetry": 6,

@@ -19,6 +19,7 @@ MOVED = [
     ("ers_exact.solve.fixed_points", "ers_exact.solve.fixed_point_budget",
      ["DENSE_BUILD_PEAK", "START_BYTES_PER_COORDINATE"]),
     ("ers_exact.symmetry.er_group", "ers_exact.symmetry.policy_points", ["label_orbits"]),
+    ("ers_exact.interface", "ers_exact.zsc_report", ["Estimate", "PopulationRow", "ZSCReport"]),
     ("ers_deep.cli.discover", "ers_deep.cli.discover_show", ["show_discover"]),
     ("ers_deep.discovery.run", "ers_deep.discovery.scores",
      ["COMPOSITIONS", "exact_value", "sample_observations"]),

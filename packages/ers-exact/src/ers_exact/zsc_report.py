@@ -1,0 +1,134 @@
+"""The zero-shot-coordination report shared by ers-exact and ers-deep (torch-free): per population the columns
+of the paper's Table 1 (:class:`PopulationRow`), each an :class:`Estimate` (a mean or median with its standard
+error), in a :class:`ZSCReport` with a JSON round trip and a Markdown table. :mod:`ers_exact.interface`, which
+describes the columns, re-exports all three."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ers_exact.deployment import OP_COLUMN_READING_BEFORE
+from ers_exact.util.nan_equality import nan_equal, nan_hash
+from ers_exact.util.output import dumps as strict_dumps
+
+__all__ = ["Estimate", "PopulationRow", "ZSCReport"]
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A mean (or median) with its standard error."""
+
+    value: float
+    se: float
+
+    def __str__(self) -> str:
+        """``value ± se``; an undefined value (NaN: e.g. XP(*)+MDP of a pool without the env's symmetries) is
+        ``-``, an undefined standard error (one sample) leaves the value alone."""
+        if math.isnan(self.value):
+            return "-"
+        return f"{self.value:.3f}" if math.isnan(self.se) else f"{self.value:.3f} ± {self.se:.3f}"
+
+    __eq__ = nan_equal
+    __hash__ = nan_hash
+
+    @classmethod
+    def of(cls, values: Any, median: bool = False, seed: int = 0) -> Estimate:
+        """The mean of ``values`` with its standard error std(ddof=1) / sqrt(n), or (``median``) their median
+        with the standard deviation of 500 bootstrap medians drawn with ``seed``. One value has no spread to
+        estimate (se NaN, not 0); no values give NaN for both. ers-exact's ZSC pipeline and ers-deep's
+        cross-play tables report their columns through it."""
+        x = np.asarray(values, dtype=float).ravel()
+        if x.size == 0:
+            return cls(math.nan, math.nan)
+        if x.size == 1:
+            return cls(float(x[0]), math.nan)
+        if not median:
+            return cls(float(x.mean()), float(x.std(ddof=1) / math.sqrt(x.size)))
+        rng = np.random.default_rng(seed)
+        boot = [np.median(rng.choice(x, size=x.size)) for _ in range(500)]
+        return cls(float(np.median(x)), float(np.std(boot)))
+
+
+def _estimate(d: dict[str, Any]) -> Estimate:
+    """An estimate from JSON, null (undefined) as NaN."""
+    return Estimate(*(math.nan if d[k] is None else float(d[k]) for k in ("value", "se")))
+
+
+@dataclass(frozen=True)
+class PopulationRow:
+    """One population's line of Table 1."""
+
+    name: str
+    sp: Estimate  # self-play J of the deployed policies
+    xp: Estimate  # mean within-population cross-play (pairs of distinct agents)
+    xp_median: Estimate  # XP(*): median cross-play
+    xp_median_mdp: Estimate  # XP(*) after symmetrising every deployed policy with Phi_MDP
+    xp_median_er: Estimate  # XP(*) after symmetrising with the learned Phi_ER
+    # mean OP^Phi of the deployed policies, Phi = the population's OP set (SP row: Phi_MDP); None: not given
+    op: Estimate | None = None
+
+    COLUMNS = ("sp", "xp", "xp_median", "xp_median_mdp", "xp_median_er")  # required; ``op`` is optional
+
+
+@dataclass(frozen=True)
+class ZSCReport:
+    """Within-population cross-play of independently trained agents (the paper's Table 1)."""
+
+    game: str
+    rows: tuple[PopulationRow, ...]
+    config: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "game": self.game,
+            "config": self.config,
+            "rows": [
+                {
+                    "name": r.name,
+                    **{
+                        c: {"value": getattr(r, c).value, "se": getattr(r, c).se}
+                        for c in PopulationRow.COLUMNS
+                    },
+                    "op": None if r.op is None else {"value": r.op.value, "se": r.op.se},
+                }
+                for r in self.rows
+            ],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ZSCReport:
+        rows = tuple(
+            PopulationRow(
+                name=r["name"],
+                **{c: _estimate(r[c]) for c in PopulationRow.COLUMNS},
+                op=_estimate(r["op"]) if r.get("op") else None,
+            )
+            for r in data["rows"]
+        )
+        config = dict(data.get("config", {}))
+        if any(r.op is not None for r in rows):  # written before the field: what every version computed
+            config.setdefault("op_column_reading", OP_COLUMN_READING_BEFORE)
+        return cls(game=data["game"], rows=rows, config=config)
+
+    def to_markdown(self) -> str:
+        head = (
+            "| population | Self-Play | OP | XP | XP(*) | XP(*)+MDP | XP(*)+ER |\n"
+            "| --- | --- | --- | --- | --- | --- | --- |\n"
+        )
+        cells = [
+            [
+                str(r.sp),
+                "-" if r.op is None else str(r.op),
+                *(str(getattr(r, c)) for c in PopulationRow.COLUMNS[1:]),
+            ]
+            for r in self.rows
+        ]
+        return head + "\n".join(f"| {r.name} | " + " | ".join(c) + " |" for r, c in zip(self.rows, cells))
+
+    def dumps(self) -> str:
+        """Strict JSON (an undefined estimate, NaN, is written as null and read back as NaN)."""
+        return strict_dumps(self.to_json(), indent=2)
