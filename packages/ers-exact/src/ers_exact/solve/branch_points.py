@@ -1,7 +1,8 @@
 """Branch points of the continuation curve (:mod:`ers_exact.solve.continuation`): locating them from the
 test functions (bisection on the sign of det [H_z; t], golden section on its smallest singular value), the
 kernel of H_z there, and branch switching (Newton at lambda_b (1 +- delta) from the parent's point pushed
-along kernel directions; every root that is not the parent's point seeds a new branch)."""
+along kernel directions; every root that is not the parent's point seeds a new branch), and the watch of
+those test functions along one branch (:class:`BranchWatch`)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from ers_exact.solve.newton import NewtonSettings, flat_policies, newton
 from ers_exact.solve.path import Augmented, Tracer
 from ers_exact.util.progress import Progress
 
-__all__ = ["Seed", "locate_min", "locate_sign", "near_known", "switch"]
+__all__ = ["BranchWatch", "Seed", "locate_min", "locate_sign", "near_known", "switch"]
 
 
 @dataclass
@@ -180,3 +181,64 @@ def switch(tr: Tracer, bif: dict[str, Any], parent: int, progress: bool | None =
             t1, _ = tr.tangent(tr.Hz(z1), z1 - z_b)
             seeds.append(Seed(z1, t1, parent, lam_b, z_b))
     return seeds
+
+
+def _dip(sig: tuple[float, float, float], z: tuple[np.ndarray, ...], ratio: float) -> bool:
+    """Whether sigma_min [H_z; t] sampled at three successive curve points z (values ``sig``) dips enough
+    for a golden-section search between the outer two: the middle value is below ``ratio`` times both
+    neighbours, or the steeper side, extended as a line, reaches zero within the longer step. The second
+    catches a zero |s - s_b| sampled by long steps (a straight branch, e.g. the uniform policy of a
+    symmetric game, grows its steps to the cap; a kernel of even dimension changes no determinant sign),
+    which the ratio alone misses when s_b lies mid-step; a smooth minimum is left alone unless its
+    linear extrapolation reaches zero (the search then finds sigma_min above ``singular_tol`` and
+    reports nothing)."""
+    s_pp, s_p, s_n = sig
+    if not s_p < min(s_pp, s_n):
+        return False
+    if s_p < ratio * min(s_pp, s_n):
+        return True
+    d1, d2 = float(np.linalg.norm(z[1] - z[0])), float(np.linalg.norm(z[2] - z[1]))
+    if d1 <= 0.0 or d2 <= 0.0:
+        return False
+    slope = max((s_pp - s_p) / d1, (s_n - s_p) / d2)
+    return s_p <= slope * max(d1, d2)
+
+
+class BranchWatch:
+    """The test functions of one branch on the augmented matrix A = [H_z; t]: the sign of det A (it changes at
+    a branch point of odd multiplicity) and sigma_min A at the last three curve points (a dip catches even
+    multiplicities); the branch point between two steps is then located (``locate_sign`` / ``locate_min``).
+    Off (``locate_branch_points=False``, as Gambit): sign 1, sigma 1."""
+
+    def __init__(self, tr: Tracer, lu: Augmented, z: np.ndarray, t: np.ndarray, on: bool) -> None:
+        self.sign = tr.det_sign(lu) if on else 1.0
+        sig, vec = tr.sigma_min(lu) if on else (1.0, None)
+        self.vec: np.ndarray | None = vec
+        self.hist: list[tuple[float, np.ndarray, np.ndarray]] = [(sig, z.copy(), t.copy())]
+
+    def step(
+        self,
+        tr: Tracer,
+        here: tuple[np.ndarray, np.ndarray, Augmented, float],
+        nxt: tuple[np.ndarray, np.ndarray, Augmented],
+        lam_stop: float,
+        cfg: ContinuationConfig,
+    ) -> dict[str, Any] | None:
+        """The branch point between the curve point ``here`` = (z, t, A, step h) and the next accepted one
+        ``nxt`` = (zn, tn, An), if a test function reveals one before lambda_stop (else None)."""
+        (z, t, lu, h), (zn, tn, lun) = here, nxt
+        sign_n = tr.det_sign(lun)
+        sig_n, self.vec = tr.sigma_min(lun, self.vec)
+        bif = None
+        if sign_n != self.sign and z[-1] < lam_stop:
+            bif = locate_sign(tr, z, t, lu, h, self.sign, cfg)
+        elif len(self.hist) >= 2:
+            s_prev, z_prev, _ = self.hist[-1]
+            s_pp, z_pp, t_pp = self.hist[-2]
+            if _dip((s_pp, s_prev, sig_n), (z_pp, z_prev, zn), cfg.singular_ratio) and z_prev[-1] < lam_stop:
+                bif = locate_min(tr, z_pp, t_pp, zn, cfg)
+        self.hist.append((sig_n, zn.copy(), tn.copy()))
+        if len(self.hist) > 3:
+            self.hist.pop(0)
+        self.sign = sign_n
+        return bif
