@@ -38,6 +38,7 @@ from ers_exact.solve.boltzmann import LogitCoordinates, TemperatureError, boltzm
 from ers_exact.solve.fixed_points import SolverConfig, solve_fixed_points
 from ers_exact.symmetry.candidates import CandidateSpace, stack_pool
 from ers_exact.symmetry.er import er_symmetries
+from ers_exact.symmetry.er_group import er_group
 from ers_exact.symmetry.er_test import ERTest
 from ers_exact.symmetry.mdp_group import decpomdp_group
 
@@ -92,7 +93,7 @@ def test_a_probability_pool_that_underflowed_is_refused_in_one_line() -> None:
     logs = LogitCoordinates(tree).to_log_policy(np.stack([p.y for p in fs.optimal_points]))
     log_pool = [tuple(lp[k] for lp in logs) for k in range(len(pool))]
     for method in ("exhaustive", "matching"):
-        er = er_symmetries(tree, pool, 1e-3, fs.J_star, method=method, progress=False, log_pool=log_pool)
+        er = er_symmetries(tree, None, 1e-3, fs.J_star, method=method, progress=False, log_pool=log_pool)
         assert {_key(m) for m in er.members} == _toy_expected(tree)
 
 
@@ -161,8 +162,34 @@ def test_log_space_verdicts_equal_the_probability_reference(seed: int, plant: bo
     found = {}
     for method in ("exhaustive", "matching"):
         er = er_symmetries(
-            tree, pool, alpha, fs.J_star, tol=tol, method=method, progress=False, log_pool=log_pool
+            tree, None, alpha, fs.J_star, tol=tol, method=method, progress=False, log_pool=log_pool
         )
         found[method] = {_key(m) for m in er.members}
     assert found["exhaustive"] == expected
     assert found["matching"] <= expected  # matching: the members whose image of pool point 0 is in the pool
+
+
+def _members(function: str, tree: HistoryTree, pool: Any, logs: Any, J_star: float) -> set[tuple[Any, Any]]:
+    """The policy parts of Phi_ER at alpha 0.3 by ``er_symmetries`` (listed) or ``er_group`` (its elements)."""
+    if function == "er_symmetries":
+        er = er_symmetries(tree, pool, 0.3, J_star, progress=False, log_pool=logs)
+        return {_key(m) for m in er.members}
+    group = er_group(tree, pool, 0.3, J_star, progress=False, log_pool=logs)
+    return {_key(m) for m in group.elements(100)}
+
+
+@pytest.mark.parametrize("function", ["er_symmetries", "er_group"])
+def test_the_er_functions_take_exactly_one_of_pool_and_log_pool(function: str) -> None:
+    """The pool goes in once, as probabilities (``pool``) or as log-policies (``log_pool``): both at once (the
+    probabilities were never read) and neither are refused with one ValueError naming the two; each alone
+    gives the same members, the toy game's Phi_ER derived by hand (``_toy_expected``)."""
+    tree = enumerate_histories(get_game("toy-coordination"))
+    fs = solve_fixed_points(tree, 0.3, FAST)
+    pool = [p.policy for p in fs.optimal_points]
+    logs = LogitCoordinates(tree).log_pool(np.stack([p.y for p in fs.optimal_points]))
+    for both_or_neither in ((pool, logs), (None, None)):
+        with pytest.raises(ValueError, match="exactly one of pool and log_pool") as err:
+            _members(function, tree, *both_or_neither, fs.J_star)
+        assert "\n" not in str(err.value)
+    by_probabilities = _members(function, tree, pool, None, fs.J_star)
+    assert by_probabilities == _members(function, tree, None, logs, fs.J_star) == _toy_expected(tree)

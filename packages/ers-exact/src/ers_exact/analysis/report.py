@@ -121,11 +121,6 @@ class _PoolTest:
     complete: bool
     progress: bool | None
 
-    @property
-    def pool(self) -> list[tuple[np.ndarray, ...]]:
-        """The pool's probabilities (what the searches match candidates on)."""
-        return [tuple(np.exp(lp) for lp in pi) for pi in self.log_pool]
-
 
 @dataclass(frozen=True)
 class _ERPart:
@@ -144,7 +139,7 @@ def _er_by_generators(t: _PoolTest, group: MdpGroup, mdp: list[Transformation], 
     from ers_exact.symmetry.er_group import er_group
 
     erg = er_group(
-        t.tree, t.pool, t.alpha, t.J_star, tol=t.tol, pool_complete=t.complete, seeds=group.generators,
+        t.tree, None, t.alpha, t.J_star, tol=t.tol, pool_complete=t.complete, seeds=group.generators,
         max_seconds=ER_MAX_SECONDS, progress=t.progress, log_pool=t.log_pool,
     )  # fmt: skip
     mdp_keys = {(m.actions, m.observations) for m in mdp}
@@ -164,7 +159,7 @@ def _er_exhaustive(
     game = t.tree.game
     er = er_symmetries(
         t.tree,
-        t.pool,
+        None,
         t.alpha,
         t.J_star,
         tol=t.tol,

@@ -8,7 +8,8 @@ trivially on policies). With the pool equal to the solver's whole optimal set th
 *relative to the fixed points found*; results say whether that set was certified complete.
 
 The membership test runs on log-policies (:class:`~ers_exact.symmetry.er_test.ERTest`), so it is defined also
-where the pool's probabilities underflow (pass ``log_pool``, e.g. from the solver's logits). Two ways to generate the candidates, both followed by that exact membership test:
+where the pool's probabilities underflow (pass ``log_pool``, e.g. from the solver's logits, instead of
+``pool``). Two ways to generate the candidates, both followed by that exact membership test:
 
 * ``exhaustive``: every candidate of the policy part of Psi (action and observation permutations),
   vectorised over candidates and pool, with a progress bar -- while that part has at most
@@ -112,7 +113,7 @@ class ERResult:
 
 def er_symmetries(
     tree: HistoryTree,
-    pool: Sequence[Sequence[np.ndarray]],
+    pool: Sequence[Sequence[np.ndarray]] | None,
     alpha: float,
     J_star: float,
     tol: float = 1e-8,
@@ -126,8 +127,9 @@ def er_symmetries(
     """Every policy-part transformation phi with phi(pi) in Pi*_alpha for all pi in ``pool``.
 
     ``method``: 'exhaustive', 'matching' or 'auto' (exhaustive while the policy part of Psi has at most
-    ``max_exhaustive`` elements); see the module docstring. ``log_pool``: log pi of the same points (the
-    test's input; default log of ``pool``, refused where a legal action's probability underflowed to 0)."""
+    ``max_exhaustive`` elements); see the module docstring. The pool goes in exactly once (both or
+    neither raise ValueError): as probabilities ``pool`` (the test takes their log, refused where a legal
+    action's probability underflowed to 0) or as log-policies ``log_pool`` (``pool`` None)."""
     game = tree.game
     if method == "auto":
         method = "exhaustive" if policy_part_order(game) <= max_exhaustive else "matching"

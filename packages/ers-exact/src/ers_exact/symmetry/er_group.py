@@ -195,7 +195,7 @@ class ERGroupBudgetError(InputError, RuntimeError):
 
 def er_group(
     tree: HistoryTree,
-    pool: Sequence[Sequence[np.ndarray]],
+    pool: Sequence[Sequence[np.ndarray]] | None,
     alpha: float,
     J_star: float,
     *,
@@ -212,14 +212,16 @@ def er_group(
     Args:
         tree: the game's histories.
         pool: Pi', self-play-optimal Boltzmann fixed points at ``alpha`` (each checked by the exact ER test:
-            relative logit residual ||M(y) - y||_inf / max(1, ||y||_inf) and |J - J_star| within ``tol``).
+            relative logit residual ||M(y) - y||_inf / max(1, ||y||_inf) and |J - J_star| within ``tol``), as
+            probabilities; None when ``log_pool`` gives them (exactly one of the two, else ValueError).
         seeds: elements known to map the pool onto itself (Phi_MDP's, when the pool is closed under it);
             each is checked, and one that does not raises ValueError.
         max_nodes, max_seconds: budget of the backtrack; past it the result is a lower bound
             (``complete`` False), never an error.
-        log_pool: log pi of the same points, the exact test's input (:mod:`~ers_exact.symmetry.er_test`;
-            default log of ``pool``, refused where a legal action's probability underflowed to 0). The
-            search matches the pool onto itself on probabilities; each match is then tested in log space.
+        log_pool: Pi' as log-policies, the exact test's input (:mod:`~ers_exact.symmetry.er_test`), in
+            place of ``pool``; without it the test takes log of ``pool``, refused where a legal action's
+            probability underflowed to 0. The search matches the pool onto itself on probabilities (exp of
+            the log-policies); each match is then tested in log space.
     """
     start = time.perf_counter()
     game = tree.game

@@ -38,18 +38,26 @@ __all__ = ["ERTest", "log_pool_of"]
 
 
 def log_pool_of(
-    tree: HistoryTree, pool: Sequence[Sequence[np.ndarray]], log_pool: Sequence[Sequence[np.ndarray]] | None
+    tree: HistoryTree,
+    pool: Sequence[Sequence[np.ndarray]] | None,
+    log_pool: Sequence[Sequence[np.ndarray]] | None,
 ) -> tuple[np.ndarray, ...]:
-    """log pi of every pool point, stacked per agent [P, K_i, |A^i|] (-inf on illegal actions): ``log_pool``
-    when given, else log of ``pool``. A legal action of probability 0 (underflow) is refused: its logit is
-    lost, and with it Q at the histories after it."""
-    if log_pool is None:
+    """log pi of every pool point, stacked per agent [P, K_i, |A^i|] (-inf on illegal actions), from exactly
+    one of ``pool`` (probabilities: their log) and ``log_pool`` (log-policies, kept); both or neither raise
+    ValueError. A legal action of probability 0 (underflow) is refused: its logit is lost, and with it Q at
+    the histories after it."""
+    if pool is not None and log_pool is None:
         with np.errstate(divide="ignore"):
             logs = tuple(
                 np.log(np.stack([np.asarray(p[i], float) for p in pool])) for i in range(len(pool[0]))
             )
-    else:
+    elif log_pool is not None and pool is None:
         logs = tuple(np.stack([np.asarray(p[i], float) for p in log_pool]) for i in range(len(log_pool[0])))
+    else:
+        raise ValueError(
+            f"{tree.game.name}: the ER test takes exactly one of pool and log_pool (log-policies, e.g. from the "
+            f"solver's logits y), {'both' if pool is not None else 'neither'} given"
+        )
     for i, (lp, hist) in enumerate(zip(logs, tree.local)):
         bad = ~np.isfinite(lp) & hist.legal[None]
         if bad.any():
@@ -57,7 +65,7 @@ def log_pool_of(
             raise TemperatureError(
                 f"{tree.game.name}: pool point {p} gives a legal action of agent {i} probability exactly 0 "
                 "(underflow at this alpha): its logits are lost, so the ER test cannot be evaluated; give the "
-                "pool's log-policies (log_pool, e.g. from the solver's logits y) or use a larger alpha"
+                "pool's log-policies instead (log_pool, e.g. from the solver's logits y) or use a larger alpha"
             )
     return logs
 

@@ -240,7 +240,7 @@ def _er_parts(
     target = float(ref_J.max()) if J_star is None else float(J_star)
     er = er_symmetries(
         tree,
-        ref,
+        ref if er_log_pool is None else None,
         alpha,
         target,
         tol=tol,
