@@ -74,7 +74,7 @@ class RandomLegal:
 class PolicyActor:
     """Samples from an ``ActorCritic`` of S seed stacks over an env of S x B games, the IPPO learner's layout
     (N = B x P actors per seed, parameters shared by the agents): ``ers_deep.nets.sample`` under
-    ``policy_mask(legal)`` (Gumbel-max: no host sync), the recurrent state reset where ``first``.
+    ``policy_mask(legal)`` (the inverse CDF: no host sync), the recurrent state reset where ``first``.
 
     Carry: the net's state (``NetState``), its fields as ``hidden/<field>`` [S, N, ...] (none for a
     feed-forward net). Extras: ``logp`` and ``value`` [S, N]. The network runs without gradients;

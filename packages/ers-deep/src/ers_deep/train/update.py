@@ -18,8 +18,8 @@ kernel, learning rate a tensor: a schedule changes its value, never a compiled o
   bound, else as on CPU: ``"compile"`` for feed-forward nets on minibatches of ``COMPILE_MIN_SAMPLES`` or more,
   else ``"eager"``.
 
-``TrainConfig.bf16_update`` runs the loss's forward under bfloat16 autocast in every mode (off by default: the
-learning curve with it has not been compared yet).
+``TrainConfig.bf16_update`` runs the loss's forward under bfloat16 autocast in every mode (off by default: on
+Hanabi-Full its learning curve was not float32's, packages/ers-deep/README.md).
 """
 
 from __future__ import annotations
