@@ -113,8 +113,8 @@ def play(
     first = torch.ones(games, dtype=torch.bool, device=dev)
     total = torch.zeros(games, dtype=torch.float64, device=dev)
     finished = torch.zeros(games, dtype=torch.bool, device=dev)
+    obs, legal = env.observe(), env.legal_mask()  # then each step's own (no re-observation)
     for _ in range(MAX_STEPS):
-        obs, legal = env.observe(), env.legal_mask()
         acting = legal.any(-1, keepdim=True)
         legal = legal | ~acting
         actions = []
@@ -128,6 +128,7 @@ def play(
         if record is not None:
             record(joint, acting[..., 0], ~finished)
         out = env.step(joint)
+        obs, legal = out.obs, out.legal if hasattr(out, "legal") else env.legal_mask()
         total += torch.where(finished, 0.0, out.reward.double())
         finished |= out.done
         first = out.done
