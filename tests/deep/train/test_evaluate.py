@@ -1,6 +1,7 @@
-"""``evaluate.play`` feeds each step's own observation and legal moves to the next step (no re-observation):
-it observes the env once, before the first step, and plays the games of a loop that re-observes at every step
-(written out here as the reference), move for move, on a tabular game, Hanabi and Overcooked V2."""
+"""``evaluate.play`` and discovery's ``sample_observations`` feed each step's own observation and legal moves to
+the next step (no re-observation): each observes the env once, before the first step, and gives what a loop
+that re-observes at every step (written out here as the reference) gives, on a tabular game, Hanabi and
+Overcooked V2."""
 
 from __future__ import annotations
 
@@ -11,7 +12,11 @@ import pytest
 import torch
 from torch import Tensor
 
-from ers_deep.nets import build_net, masked_logits, sample
+import ers_deep.discovery.scores as scores
+import ers_deep.train.evaluate as evaluate
+from ers_deep.discovery.scores import sample_observations
+from ers_deep.nets import build_net, masked_logits, policy_mask, sample
+from ers_deep.pools import Policy
 from ers_deep.train import TrainConfig
 from ers_deep.train.config import make_env
 from ers_deep.train.evaluate import Agent, play
@@ -59,19 +64,11 @@ def _reobserving_play(
     return float(total.mean()), moves
 
 
-@pytest.mark.parametrize("greedy", [False, True], ids=["sampled", "greedy"])
-@pytest.mark.parametrize("env", ENVS)
-def test_play_observes_once_and_equals_a_reobserving_loop(
-    env: str, greedy: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    cfg = tiny_config(env)
-    games = 3 if env == "overcooked-v2" else 16
-    agents = _agents(cfg)
-    want, moves = _reobserving_play(agents, cfg, games, greedy, seed=5)
-    import ers_deep.train.evaluate as evaluate
-
-    observed: list[int] = []  # observe() calls outside the env's own step and reset
-    real_make_env, inside = evaluate.make_env, [0]
+def _count_observations(module: Any, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A list that grows by one at every ``observe()`` call, made outside the env's own step and reset, of
+    the envs that ``module.make_env`` builds from now on."""
+    observed: list[int] = []
+    real_make_env, inside = module.make_env, [0]
 
     def counting_env(*a: Any, **k: Any) -> Any:
         made = real_make_env(*a, **k)
@@ -96,9 +93,55 @@ def test_play_observes_once_and_equals_a_reobserving_loop(
             monkeypatch.setattr(made, name, flagged(getattr(made, name)))
         return made
 
-    monkeypatch.setattr(evaluate, "make_env", counting_env)
+    monkeypatch.setattr(module, "make_env", counting_env)
+    return observed
+
+
+@pytest.mark.parametrize("greedy", [False, True], ids=["sampled", "greedy"])
+@pytest.mark.parametrize("env", ENVS)
+def test_play_observes_once_and_equals_a_reobserving_loop(
+    env: str, greedy: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cfg = tiny_config(env)
+    games = 3 if env == "overcooked-v2" else 16
+    agents = _agents(cfg)
+    want, moves = _reobserving_play(agents, cfg, games, greedy, seed=5)
+    observed = _count_observations(evaluate, monkeypatch)
     seen: list[Tensor] = []
     got = play(agents, cfg, games, greedy=greedy, seed=5, record=lambda a, *_: seen.append(a.clone()))
     assert len(seen) == len(moves) and all(torch.equal(a, b) for a, b in zip(seen, moves, strict=True))
     assert math.isclose(got["mean"], want, rel_tol=0, abs_tol=1e-12)
     assert len(observed) == 1, f"{len(observed)} observations outside the steps of {len(moves)}"
+
+
+def _reobserving_sample(policy: Policy, games: int, steps: int, seed: int) -> Tensor:
+    """``sample_observations`` written with an observation of the env before every step."""
+    env = make_env(policy.config, games, seed=seed)
+    env.reset(seed=seed)
+    gen = torch.Generator().manual_seed(seed)
+    n, seen = games * env.num_agents, []
+    first = torch.ones(1, 1, n, dtype=torch.bool)
+    hidden = policy.net.initial_state(n, env.device)
+    for _ in range(steps):
+        obs, legal = env.observe(), env.legal_mask()
+        acting = legal.any(-1)
+        seen.append(obs[acting])
+        logits, _, hidden = policy.net(obs.reshape(1, 1, n, *env.obs_shape), first, hidden)
+        action = sample(logits[0, 0], policy_mask(legal).reshape(n, -1), gen)[0].view(acting.shape)
+        first = env.step(action).done[:, None].expand(games, env.num_agents).reshape(1, 1, n)
+    return torch.cat(seen)
+
+
+@pytest.mark.parametrize("env", ENVS)
+def test_sample_observations_observes_once_and_equals_a_reobserving_loop(
+    env: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Discovery's held-out observations (``discovery.scores.sample_observations``), as ``play`` above."""
+    cfg = tiny_config(env, seeds=(0,))
+    policy = Policy(_agents(cfg)[0].net, cfg, 0, "random-0")
+    steps = 30 if env == "hanabi" else 12
+    want = _reobserving_sample(policy, 4, steps, seed=2)
+    observed = _count_observations(scores, monkeypatch)
+    got = sample_observations(policy, games=4, steps=steps, seed=2)
+    assert got.shape == want.shape and torch.equal(got, want)
+    assert len(observed) == 1, f"{len(observed)} observations outside the steps of {steps}"

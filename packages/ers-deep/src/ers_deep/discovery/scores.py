@@ -44,14 +44,15 @@ def sample_observations(policy: Policy, games: int = 64, steps: int = 64, seed: 
     n = games * env.num_agents
     first = torch.ones(1, 1, n, dtype=torch.bool, device=env.device)
     hidden = policy.net.initial_state(n, env.device)
+    obs, legal = env.observe(), env.legal_mask()  # then each step's own (no re-observation)
     for _ in range(steps):
-        obs, legal = env.observe(), env.legal_mask()
         acting = legal.any(-1)
         seen.append(obs[acting])
         flat = obs.reshape(1, 1, n, *env.obs_shape)
         logits, _, hidden = policy.net(flat, first, hidden)
         action = sample(logits[0, 0], policy_mask(legal).reshape(n, -1), gen)[0].view(acting.shape)
         out = env.step(action)
+        obs, legal = out.obs, out.legal if hasattr(out, "legal") else env.legal_mask()
         first = out.done[:, None].expand(games, env.num_agents).reshape(1, 1, n)
     return torch.cat(seen)
 
