@@ -18,10 +18,12 @@ from ers_exact.model.optimal import (
     OptimalResult,
     PolicyBudgetError,
     count_policy_trees,
+    optimal_for_game,
     optimal_value,
     self_play_optimum,
 )
 from ers_exact.model.values import best_response, expected_return, uniform_policy
+from ers_exact.util.budget import BudgetError
 from tests.exact.strategies import GameSpec, deterministic_policies, game_specs, random_game, tiny_game_specs
 
 # Published values carry 6 decimals: agree within half a unit of the last one (plus rounding noise).
@@ -221,6 +223,25 @@ def test_auto_picks_enumeration_only_when_small() -> None:
     assert data["search"]["heuristic"] == "Q_BG" and data["upper_bound"] >= data["value"]
     with pytest.raises(ValueError, match="unknown method"):
         optimal_value(small, method="dfs")
+
+
+def test_auto_on_an_enumerable_game_keeps_the_time_limit_and_memory_budget() -> None:
+    """``optimal_for_game(method="auto")`` on a game small enough to enumerate still runs ice when agent 0 has
+    too many policy trees (Dec-Tiger H=3: 1,333 joint nodes, 2,187 trees): ``max_seconds`` and
+    ``budget_bytes`` must reach that search (they were dropped, so ``ers-exact optimal GAME --max-seconds S``
+    ignored S on such games), stopping it exactly as ``method="ice"`` does."""
+    from ers_exact.games import get_game
+
+    game = get_game("dectiger", horizon=3)
+    reference = optimal_for_game(game, "ice", max_seconds=1e-9)
+    assert reference.stopped is not None and not reference.optimal
+    result = optimal_for_game(game, "auto", max_seconds=1e-9)
+    assert result.method == "ice"
+    assert result.stopped == reference.stopped and not result.optimal
+    with pytest.raises(BudgetError, match="over the memory budget"):
+        optimal_for_game(game, "ice", budget_bytes=1e3)
+    with pytest.raises(BudgetError, match="over the memory budget"):
+        optimal_for_game(game, "auto", budget_bytes=1e3)
 
 
 # ----- random games -----

@@ -145,13 +145,15 @@ def optimal_for_game(
         )
         return _ice_result(game, outcome, None)
     tree = enumerate_histories(game, max_nodes=max_nodes)
-    return optimal_value(
+    return optimal_value(  # ``auto`` may still pick ice on the tree: it keeps the budget and time limit
         tree,
         method,
         max_policies=max_policies,
         heuristic=heuristic,
         max_children=max_children,
         progress=progress,
+        budget_bytes=budget_bytes,
+        max_seconds=max_seconds,
     )
 
 
