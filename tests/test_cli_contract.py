@@ -117,6 +117,55 @@ EXACT_CASES = [
         "0.0001:10:0.0001",
     ),
     ("alphas-empty", ["sweep", "toy-coordination", "--alphas", ""], {}, "--alphas ''"),
+    # contradictory flags: an option the chosen method or source never reads (was silently ignored)
+    (
+        "optimal-exhaustive-max-seconds",
+        ["optimal", "dectiger", "--method", "exhaustive", "--max-seconds", "5"],
+        {},
+        "--max-seconds 5",
+    ),
+    (
+        "optimal-gmaa-memory-budget",
+        ["optimal", "dectiger", "--method", "gmaa", "--memory-budget", "2"],
+        {},
+        "--memory-budget 2",
+    ),
+    (
+        "optimal-exhaustive-heuristic",
+        ["optimal", "dectiger", "--method", "exhaustive", "--heuristic", "Q_MDP"],
+        {},
+        "--heuristic Q_MDP",
+    ),
+    (
+        "optimal-ice-max-policies",
+        ["optimal", "dectiger", "--method", "ice", "--max-policies", "5"],
+        {},
+        "--max-policies 5",
+    ),
+    (
+        "prove-workers-without-proof",
+        ["symmetries", "two-lever", "--alpha", "1", "--prove-workers", "2"],
+        {},
+        "--prove-workers 2",
+    ),
+    (
+        "atlas-prove-workers-without-proof",
+        ["atlas", "two-lever", "--alphas", "1", "--prove-workers", "2"],
+        {},
+        "--prove-optimal-set",
+    ),
+    (
+        "exact-pool-with-episodes",
+        ["zsc", "toy-coordination", "--pool-source", "exact", "--episodes", "50"],
+        {},
+        "--episodes 50",
+    ),
+    (
+        "discover-exact-pool-with-episodes",
+        ["discover", "three-lever", "--pool-source", "exact", "--episodes", "5"],
+        {},
+        "--pool-source exact",
+    ),
     ("alphas-nan", ["atlas", "toy-coordination", "--alphas", "0.3,nan"], {}, "0.3,nan"),
     (
         "plot-into-missing-folder",

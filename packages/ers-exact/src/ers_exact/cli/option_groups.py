@@ -170,7 +170,9 @@ class PoolOptions(GameOptions):
         help="pool size k (--pool-source exact: at most |Pi*_alpha|, the optimal fixed points found)",
         check=at_least(1),
     )
-    episodes: int = option(_POOL.episodes, help="IQL episodes per pool policy", check=at_least(1))
+    episodes: int = option(
+        _POOL.episodes, help="IQL episodes per pool policy (--pool-source iql only)", check=at_least(1)
+    )
     algorithm: str = option(
         _DISCOVERY.algorithm,
         help="discovery: Algorithm 1 (sp-max), 2 (sp-max-reg) or 3 (xp-max)",
@@ -182,6 +184,11 @@ class PoolOptions(GameOptions):
         if self.algorithm == "xp-max" and self.k < 2:
             raise UsageError(
                 f"--k {self.k}: xp-max (Algorithm 3) cross-plays pairs of pool policies; give --k >= 2"
+            )
+        if self.pool_source == "exact" and self.episodes != _POOL.episodes:
+            raise UsageError(
+                f"--episodes {self.episodes}: IQL episodes per pool policy; --pool-source exact trains none "
+                "(its pool is the solver's optimal fixed points)"
             )
 
 

@@ -13,7 +13,7 @@ and must not be a file.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from ers_exact.analysis.config import CensusConfig
 from ers_exact.cli.option_groups import (
@@ -46,7 +46,9 @@ from ers_exact.solve.config import OptimalSetConfig
 from ers_exact.util.budget import MEMORY_BUDGET_ENV
 from ers_exact.util.options import (
     Options,
+    UsageError,
     at_least,
+    flag_name,
     force_option,
     one_of,
     option,
@@ -89,6 +91,14 @@ __all__ = [
 
 _OPTIMAL_SET = OptimalSetConfig()
 _CENSUS = CensusConfig()
+#: ``optimal``'s options that only some methods read (a search by another method refuses them)
+_METHOD_OPTIONS = {
+    "heuristic": ("gmaa", "ice"),
+    "max_children": ("gmaa", "ice"),
+    "max_policies": ("exhaustive",),
+    "memory_budget": ("ice",),
+    "max_seconds": ("ice",),
+}
 
 
 # ----- one class per command -----
@@ -133,7 +143,7 @@ class OptimalOptions(SavePolicyOptions, GameOptions):
         "Q_BG",
         check=one_of(HEURISTICS),
         metavar="BOUND",
-        help="GMAA*'s admissible upper bound: Q_BG (tightest), Q_POMDP or Q_MDP",
+        help="GMAA*'s admissible upper bound (gmaa, ice): Q_BG (tightest), Q_POMDP or Q_MDP",
     )
     max_policies: int = option(
         DEFAULT_MAX_POLICIES,
@@ -160,6 +170,19 @@ class OptimalOptions(SavePolicyOptions, GameOptions):
         help="ice: stop after this many seconds and report the best policy and bounds found",
         default_text="no limit",
     )
+
+    def check(self) -> None:
+        """Refuse an option that the chosen ``--method`` never reads (``auto`` may pick any method)."""
+        if self.method == "auto":
+            return
+        for f in fields(self):
+            users = _METHOD_OPTIONS.get(f.name, ())
+            value = getattr(self, f.name)
+            if users and self.method not in users and value != f.default:
+                raise UsageError(
+                    f"{flag_name(f.name)} {value}: only --method {' or '.join(users)} (or auto) reads it, "
+                    f"not --method {self.method}"
+                )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -218,8 +241,15 @@ class ProofOptions(Options):
     prove_workers: int = option(
         1,
         check=at_least(1),
-        help="worker processes of that proof (`optimal-set --workers`)",
+        help="worker processes of that proof (`optimal-set --workers`; only with --prove-optimal-set)",
     )
+
+    def check(self) -> None:
+        if self.prove_workers != 1 and not self.prove_optimal_set:
+            raise UsageError(
+                f"--prove-workers {self.prove_workers}: the workers run the proof of --prove-optimal-set SECONDS, "
+                "which is off; give both"
+            )
 
 
 @dataclass(frozen=True, kw_only=True)
