@@ -119,7 +119,8 @@ def _run(
         J0 = float(coords.evaluate(y0, alpha, jacobian=False).J[0])
         roots = st.roots = Roots([np.zeros(0)], [np.zeros(0)], [(J0, J0)], ["candidate"])
     else:
-        with Progress(cfg.max_boxes, f"optimal set {tree.game.name} alpha={alpha:g}", cfg.progress) as bar:
+        desc = f"optimal set {tree.game.name} alpha={alpha:g}"
+        with Progress(cfg.max_boxes, desc, cfg.progress, deadline) as bar:  # stops at max_boxes or deadline
             if cfg.workers > 1:
                 search_pool(coords, enc, alpha, cfg, contract, st, deadline, bar.update)
             else:
