@@ -206,8 +206,9 @@ class OptimalSetOptions(SolverOptions, GameOptions):
     max_boxes: int = option(
         _OPTIMAL_SET.max_boxes,
         check=at_least(1),
-        help="stop after examining this many boxes and report what is left unexplored "
-        "(memory is estimated from it and checked against the memory budget)",
+        help="stop after examining this many boxes and report what is left unexplored (the box stack's memory, "
+        "estimated from it, is checked before the search against $ERS_MEMORY_BUDGET, not --memory-budget, "
+        "which bounds the candidates' solve)",
     )
     max_seconds: float = option(
         _OPTIMAL_SET.max_seconds,
