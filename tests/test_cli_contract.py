@@ -617,3 +617,27 @@ def test_help_lists_every_option_with_its_default(capsys: pytest.CaptureFixture[
     for flag in ("--alpha", "--horizon", "--discount", "--starts", "--seed", "--max-nodes"):
         assert flag in out
     assert "(default: 64)" in out
+
+
+@pytest.mark.parametrize(
+    ("prog", "argv"),
+    [
+        ("ers-exact", ["solve", "dectiger", "--alpha", "1", "--tries", "4"]),
+        ("ers-exact", ["games", "extra"]),
+        ("ers-deep", ["env-bench", "hanabi", "--size", "8"]),
+    ],
+)
+def test_an_unknown_option_is_refused_by_its_command(
+    prog: str, argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``PROG CMD: error: unrecognized arguments: ...`` naming the command, whose ``--help`` lists its options
+    (argparse's top-level parser said ``PROG: error: ...`` and pointed to ``PROG --help``)."""
+    if prog == "ers-exact":
+        from ers_exact.cli import main
+    else:
+        from ers_deep.cli import main
+    code = _run_in_process(main, argv)
+    err = capsys.readouterr().err
+    _check(prog, argv[0], code, err, argv[-2] if argv[-1].isdigit() else argv[-1])
+    assert err.startswith(f"{prog} {argv[0]}: error: unrecognized arguments: ")
+    assert f"(see {prog} {argv[0]} --help)" in err

@@ -103,9 +103,12 @@ def run_cli(
 ) -> int:
     """Parse ``argv``, validate, run the command and print; returns the exit status (see module doc)."""
     table = {c.name: c for c in commands}
-    args = build_parser(prog, description, version, commands).parse_args(argv)
+    parser = build_parser(prog, description, version, commands)
+    args, extra = parser.parse_known_args(argv)
     cmd = table[args.command]
     where = f"{prog} {cmd.name}"
+    if extra:  # named by the command, whose --help lists its options (argparse names only the program)
+        OneLineParser(prog=where).error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         result = cmd.run(from_namespace(cmd.options, args))
     except BrokenPipeError:
