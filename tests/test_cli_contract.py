@@ -55,6 +55,7 @@ EXACT_CASES = [
     ("alpha-text", ["solve", "dectiger", "--alpha", "warm"], {}, "warm"),
     ("alpha-missing", ["solve", "dectiger"], {}, "--alpha"),
     ("unknown-game", ["info", "dectigr"], {}, "dectigr"),
+    ("empty-game", ["info", ""], {}, "unknown game ''"),  # was ". is a folder" (Path("") is ".")
     ("unknown-command", ["slove", "dectiger"], {}, "slove"),
     ("horizon-huge", ["info", "dectiger", "--horizon", "100000"], {}, "100000"),
     ("horizon-zero", ["info", "dectiger", "--horizon", "0"], {}, "--horizon 0"),

@@ -107,8 +107,8 @@ def find_game_file(spec: str | PathLike[str]) -> Path | None:
     (:data:`DPOMDP_DIR_ENV`). Raises ``FileNotFoundError`` for a ``.dpomdp`` name found in neither place and
     ``IsADirectoryError`` for a folder, both naming the path."""
     text = str(spec)
-    if not isinstance(spec, PathLike) and _normalise(text) in GAMES:
-        return None
+    if not isinstance(spec, PathLike) and (not text or _normalise(text) in GAMES):
+        return None  # a built-in name, or an empty one (an unset "$GAME"): not the working directory, "."
     path = Path(text)
     folder = os.environ.get(DPOMDP_DIR_ENV)
     if not path.exists() and folder and path.name == text and Path(folder, text).exists():
