@@ -10,20 +10,39 @@ from typing import Any
 import torch
 
 from ers_deep.envs.hanabi.config import PRESET_ALIASES, PRESETS
-from ers_exact.util.options import MAX_SEED
+from ers_exact.util.options import MAX_SEED, UsageError
 
 __all__ = [
     "PRESET_NAMES",
     "device_check",
     "draw_pool_curve",
     "env_check",
+    "folder_kind",
     "parse_seeds",
+    "refuse_foreign_run",
     "require_two_seat_env",
     "require_two_seats",
     "seeds_check",
 ]
 
 PRESET_NAMES = sorted(PRESETS) + sorted(PRESET_ALIASES)
+
+#: what only ers-deep discover writes into its --out (discovery-config.json before its training starts; sp-max-reg
+#: without --earlier first runs sp-max into OUT/earlier)
+_DISCOVERY_FILES = (
+    "discovery-config.json",
+    "discovery.json",
+    "symmetries.safetensors",
+    "earlier/discovery-config.json",
+)
+#: what only ers-deep train-sp / train-op write into theirs (other_play.json: an OP pool, from its start)
+_POOL_FILES = ("pool.json", "policies", "runs", "run/other_play.json")
+
+#: each folder kind: what it is, the command that wrote it, the command that continues it
+_KINDS = {
+    "pool": ("a pool", "ers-deep train-sp / train-op --out", "ers-deep train-sp / train-op --resume"),
+    "discovery": ("a discovery run", "ers-deep discover --out", "ers-deep discover --resume"),
+}
 
 
 def device_check(value: object) -> str | None:
@@ -142,6 +161,30 @@ def check_games_memory(flag: str, games: int, config: Any, stored_steps: int = 0
 
     per = bytes_per_game(config, stored_steps)
     check_memory(f"{flag}: {games:,} games of {config.env}", games * per, f"lower {flag}")
+
+
+def folder_kind(folder: Path) -> str | None:
+    """What an ers-deep run left in ``folder``: "discovery" (an ``ers-deep discover --out``, finished or not),
+    "pool" (a ``train-sp`` / ``train-op --out``: pool.json, policies/, runs/ or an other-play run), "run" (only a
+    training run's ``run/config.json``: a pool killed before it finished, or a discovery run killed before it
+    finished by code that did not yet write discovery-config.json: either command's own) or None."""
+    if any((folder / name).exists() for name in _DISCOVERY_FILES):
+        return "discovery"
+    if any((folder / name).exists() for name in _POOL_FILES):
+        return "pool"
+    return "run" if (folder / "run" / "config.json").exists() else None
+
+
+def refuse_foreign_run(folder: Path, own: str, flag: str) -> None:
+    """Refuse ``folder`` (given as ``flag``) when it holds the other command's run (``own``: "pool" for train-sp
+    and train-op, "discovery" for discover): each command took the other's folder for its own, so ``--force``
+    removed it and ``--resume`` read it with the wrong learner."""
+    other = "discovery" if own == "pool" else "pool"
+    if folder_kind(folder) != other:
+        return
+    what, writer, resume = _KINDS[other]
+    hint = f"continue it with {resume}" if flag == "--resume" else "choose another --out"
+    raise UsageError(f"{flag} {str(folder)!r}: holds {what} ({writer}), not {_KINDS[own][0]}; {hint}")
 
 
 def draw_pool_curve(pool: Path, title: str) -> Path | None:

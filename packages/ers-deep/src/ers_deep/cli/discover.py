@@ -231,6 +231,9 @@ class DiscoverOptions(Options):
             raise UsageError(
                 "--force starts a new discovery run in --out; --resume continues one: give one of them"
             )
+        from ers_deep.cli.common import refuse_foreign_run
+
+        refuse_foreign_run(self.out_dir(), "discovery", "--out")
         if self.holds_run() and not self.resume and not self.force:
             raise UsageError(
                 f"--out {str(self.out_dir())!r} already holds a discovery run; continue it with --resume, pass "
@@ -239,8 +242,9 @@ class DiscoverOptions(Options):
 
     def holds_run(self) -> bool:
         """Whether ``--out`` holds a discovery run (finished or not)."""
-        out = self.out_dir()
-        return (out / "run" / "config.json").exists() or (out / "discovery.json").exists()
+        from ers_deep.cli.common import folder_kind
+
+        return folder_kind(self.out_dir()) in ("discovery", "run")
 
     def training_policies(self) -> int:
         """The number of policies phi trains on: all of --pool with --held-out, else its first half."""

@@ -13,6 +13,7 @@ from ers_deep.cli.common import (
     draw_pool_curve,
     env_check,
     parse_seeds,
+    refuse_foreign_run,
     seeds_check,
 )
 from ers_deep.envs.overcooked_v2.layouts import LAYOUT_STRINGS
@@ -172,6 +173,10 @@ class TrainSPOptions(Options):
             raise UsageError("--ray needs an address (local, auto or HOST:PORT)")
         if self.advantage == "exact" and self.env is not None and self.env in ("hanabi", "overcooked-v2"):
             raise UsageError(f"--advantage exact needs a tabular env, not {self.env}")
+        if self.resume is not None:
+            refuse_foreign_run(resume_folder(self.resume), "pool", "--resume")
+        elif self.out is not None:
+            refuse_foreign_run(Path(self.out), "pool", "--out")
         if self.env is not None:
             kind = self.env if self.env in ("hanabi", "overcooked-v2") else "tabular"
             stray = [
