@@ -131,7 +131,12 @@ class TrainSPOptions(Options):
         "captured as a CUDA graph; auto: captured on CUDA, see README)",
         default_value="auto",
     )
-    eval_games: int = option(1000, help="self-play games per policy for the pool's scores", check=at_least(1))
+    eval_games: int = option(
+        1000,
+        help="self-play games per policy for the pool's scores (not part of the run: a --resume scores with "
+        "the value it is given, so repeat it there)",
+        check=at_least(1),
+    )
     max_updates: int | None = option(
         None, help="stop after this many updates (continue later with --resume)", check=at_least(1)
     )
