@@ -284,3 +284,28 @@ def test_table1_records_select_by_and_the_op_reading(table1: tuple[Path, ZSCRepo
     again, _ = run_table1(TINY, old, progress=False)
     assert {p: p.stat().st_mtime_ns for p in old.rglob("pool.json")} == stamp
     assert again.config["select_by"] == "sp_return"
+
+
+@pytest.mark.parametrize(
+    ("env", "given", "stray"),
+    [
+        ("tabular:three-lever", {"preset": "Hanabi-Small"}, "--preset"),
+        ("tabular:three-lever", {"num_envs": 8, "hidden": 4}, "--num-envs, --hidden"),
+        ("hanabi", {"conv": 8}, "--conv"),
+        ("overcooked-v2", {"preset": "small"}, "--preset"),
+    ],
+)
+def test_table_options_the_env_does_not_read_are_refused(
+    tmp_path: Path, env: str, given: dict[str, object], stray: str
+) -> None:
+    """table1 / table2 ignored them (a tabular run at --preset Hanabi-Small ran and recorded the preset in
+    config.json); a run already in --out still continues with the options it was started with."""
+    from ers_deep.cli.zsc import Table1Options, Table2Options
+
+    for options in (Table1Options, Table2Options):
+        with pytest.raises(UsageError, match=f"--env {env}: {stray} do"):
+            options(env=env, out=str(tmp_path / "new"), **given)  # type: ignore[arg-type]
+    started = tmp_path / "started"
+    started.mkdir()
+    (started / "config.json").write_text("{}")
+    Table1Options(env=env, out=str(started), **given)  # type: ignore[arg-type]

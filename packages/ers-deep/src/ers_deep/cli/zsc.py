@@ -15,6 +15,7 @@ from ers_exact.deployment import DEFAULT_SELECT_BY, SELECT_BY
 from ers_exact.util.deprecation import renamed_fields
 from ers_exact.util.options import (
     Options,
+    UsageError,
     at_least,
     between,
     non_negative,
@@ -35,6 +36,17 @@ def _algorithm_list(value: object) -> str | None:
     names = [a.strip() for a in str(value).split(",")]
     bad = [a for a in names if a not in _ALGORITHMS]
     return f"names unknown algorithms {bad} (use {', '.join(_ALGORITHMS)})" if bad or not names else None
+
+
+#: options that only some envs read (the others ignore them): the env kinds that read each
+_ENV_FIELDS = {
+    "preset": ("hanabi",),
+    "conv": ("overcooked-v2",),
+    "num_envs": ("hanabi", "overcooked-v2"),
+    "num_steps": ("hanabi", "overcooked-v2"),
+    "hidden": ("hanabi", "overcooked-v2"),
+    "minibatches": ("hanabi", "overcooked-v2"),
+}
 
 
 @renamed_fields(l="top")
@@ -110,6 +122,23 @@ class Table1Options(Options):
         help="replace a run with another config in --out (without it such a folder is refused; the same "
         "options continue the run)",
     )
+
+    def check(self) -> None:
+        """Refuse, for a new run, an option that ``--env`` does not read, given at another value than its
+        default (it was ignored, and recorded in config.json as if it had applied); a run already in --out
+        continues with the options it was started with."""
+        if (Path(self.out) / "config.json").exists():
+            return
+        kind = self.env if self.env in ("hanabi", "overcooked-v2") else "tabular"
+        defaults = {f.name: f.default for f in dataclasses.fields(Table1Options)}
+        stray = [
+            "--" + f.replace("_", "-")
+            for f, kinds in _ENV_FIELDS.items()
+            if kind not in kinds and getattr(self, f) != defaults[f]
+        ]
+        if stray:
+            verb = "does not apply to it; drop it" if len(stray) == 1 else "do not apply to it; drop them"
+            raise UsageError(f"--env {self.env}: {', '.join(stray)} {verb}")
 
     def config(self) -> Any:
         from ers_deep.zsc import PopulationConfig
