@@ -39,10 +39,7 @@ def test_env_bench_text_and_missing_jaxmarl(
                 "4",
                 "--steps",
                 "3",
-                "--preset",
-                "small",
-                "--players",
-                "3",
+                *(["--preset", "small", "--players", "3"] if env == "hanabi" else []),  # Hanabi's options
                 "--against",
                 "jaxmarl",
             ]
@@ -98,3 +95,21 @@ def test_unknown_reference_is_an_error(capsys: pytest.CaptureFixture[str]) -> No
     for env in ("hanabi", "overcooked-v2"):
         assert main(["env-bench", env, "--batch", "2", "--steps", "1", "--against", "gym"]) == 2
         assert "unknown reference 'gym'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "stray"),
+    [
+        (["hanabi", "--layout", "cramped_room_v2"], "--layout does"),
+        (["hanabi", "--obs-dtype", "float32"], "--obs-dtype does"),
+        (["overcooked-v2", "--preset", "small", "--players", "3"], "--preset, --players do"),
+        (["overcooked-v2", "--no-check"], "--no-check does"),
+    ],
+)
+def test_an_option_of_the_other_env_is_refused(
+    capsys: pytest.CaptureFixture[str], argv: list[str], stray: str
+) -> None:
+    """env-bench timed the env's own configuration and ignored them (hanabi --layout cramped_room_v2 ran)."""
+    assert main(["env-bench", *argv, "--batch", "2", "--steps", "1", "--mode", "eager"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{argv[0]}: {stray} not apply to it" in err[0], err

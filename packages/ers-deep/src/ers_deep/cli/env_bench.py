@@ -35,6 +35,16 @@ ENV_REFERENCES: dict[str, tuple[str, ...]] = {
 }
 
 
+#: options that only one env reads (the other ignored them): the env that reads each
+_ENV_FIELDS = {
+    "preset": "hanabi",
+    "players": "hanabi",
+    "no_check": "hanabi",
+    "layout": "overcooked-v2",
+    "obs_dtype": "overcooked-v2",
+}
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class EnvBenchOptions(Options):
     """``ers-deep env-bench``: env-steps/s with random legal moves (auto-reset on), against references."""
@@ -99,6 +109,15 @@ class EnvBenchOptions(Options):
             raise UsageError(f"--eager contradicts --mode {self.mode}")
         if self.no_obs and self.env != "overcooked-v2":
             raise UsageError("--no-obs (the state-only rate) is an Overcooked V2 option")
+        defaults = {f.name: f.default for f in dataclasses.fields(EnvBenchOptions)}
+        stray = [
+            "--" + f.replace("_", "-")
+            for f, env in _ENV_FIELDS.items()
+            if env != self.env and getattr(self, f) != defaults[f]
+        ]
+        if stray:  # they were ignored, and the result named the env's own configuration
+            verb = "does not apply to it; drop it" if len(stray) == 1 else "do not apply to it; drop them"
+            raise UsageError(f"{self.env}: {', '.join(stray)} {verb}")
         if self.resolved_mode.endswith("graph") and not self.device.startswith("cuda"):
             raise UsageError(f"--mode {self.mode} captures CUDA graphs: it needs --device cuda")
         known = ENV_REFERENCES[self.env]
