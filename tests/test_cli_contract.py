@@ -296,10 +296,10 @@ DEEP_CASES = [
         ["train-sp", "--env", "hanabi", "--collect-mode", "compile-graph", "--out", "/tmp/ers-never"],
         "'compile-graph'",
     ),
-    (  # a tabular env has no branch-free step to compile
-        "train-collect-mode-compile-tabular",
-        ["train-sp", "--env", "tabular:three-lever", "--collect-mode", "compile", "--out", "/tmp/ers-never"],
-        "eager",
+    (  # a tabular env compiles its branch-free step (tests/deep/test_cli_train.py) but captures only on CUDA
+        "train-collect-mode-graph-tabular-on-cpu",
+        ["train-sp", "--env", "tabular:three-lever", "--collect-mode", "graph", "--out", "/tmp/ers-never"],
+        "'graph'",
     ),
     (
         "train-game-unknown",

@@ -293,3 +293,22 @@ def test_the_summary_says_which_counts_are_per_seed_and_which_all_seeds(
     assert re.search(
         r"2 updates, 32 env steps per seed \(64 for the 2 seeds\), [\d,]+ env-steps/s for the 2 seeds", out
     )
+
+
+def test_a_tabular_game_trains_with_a_compiled_collection(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--collect-mode compile`` on a tabular game (refused before: the env had no branch-free step) trains
+    through the compiled branch-free step."""
+    argv = [
+        "train-sp",
+        "--env",
+        "tabular:dectiger",
+        "--seeds",
+        "0-1",
+        "--total-steps",
+        "16",
+        "--collect-mode",
+    ]
+    res = _json(capsys, [*argv, "compile", *TINY, "--out", str(tmp_path / "pool"), "--json"])
+    assert res["config"]["collect_mode"] == "compile" and res["training"]["updates"] == 1

@@ -8,14 +8,15 @@ import pytest
 import torch
 
 from ers_deep.accel import FastRollout, FastStep, RandomLegal, resolve_mode
-from ers_deep.envs import HanabiEnv, OvercookedV2Env
+from ers_deep.envs import HanabiEnv, OvercookedV2Env, TabularEnv
 from tests.deep.accel.twins import check_fast_rollout, check_fast_step, make_env
 from tests.deep.threads import one_thread  # noqa: F401
 
 
 @pytest.mark.parametrize("mode", ["eager", "compile"])
 @pytest.mark.parametrize(
-    "name, kw", [("hanabi", {"preset": "Hanabi-Very-Small"}), ("overcooked-v2", {"max_steps": 20})]
+    "name, kw",
+    [("hanabi", {"preset": "Hanabi-Very-Small"}), ("overcooked-v2", {"max_steps": 20}), ("tabular", {})],
 )
 def test_fast_step_equals_eager_step(name: str, kw: dict, mode: str) -> None:
     restarts = check_fast_step(name, batch=16, steps=60, device="cpu", mode=mode, **kw)
@@ -24,7 +25,8 @@ def test_fast_step_equals_eager_step(name: str, kw: dict, mode: str) -> None:
 
 @pytest.mark.parametrize("actor", ["random", "policy"])
 @pytest.mark.parametrize(
-    "name, kw", [("hanabi", {"preset": "Hanabi-Very-Small"}), ("overcooked-v2", {"max_steps": 7})]
+    "name, kw",
+    [("hanabi", {"preset": "Hanabi-Very-Small"}), ("overcooked-v2", {"max_steps": 7}), ("tabular", {})],
 )
 def test_fast_rollout_equals_eager_steps(name: str, kw: dict, actor: str) -> None:
     check_fast_rollout(name, batch=8, k=5, calls=3, device="cpu", mode="eager", actor=actor, **kw)
@@ -71,6 +73,10 @@ def test_bad_configurations_are_refused() -> None:
         FastStep(OvercookedV2Env(batch_size=2), mode="eager", observe=False)
     with pytest.raises(ValueError, match="check_legal=False"):
         FastStep(HanabiEnv(batch_size=2, branch_free=True), mode="eager")
+    with pytest.raises(ValueError, match="branch_free=True"):
+        FastStep(TabularEnv("dectiger", batch_size=2, check_legal=False), mode="compile")
+    with pytest.raises(ValueError, match="check_legal=False"):
+        FastStep(TabularEnv("dectiger", batch_size=2, branch_free=True), mode="eager")
     with pytest.raises(ValueError, match="steps"):
         FastRollout(env, RandomLegal(env), 0)
 
@@ -80,6 +86,7 @@ def test_auto_mode_on_cpu_compiles_small_batches_only() -> None:
     assert resolve_mode("auto", make_env("overcooked-v2", 1024, "cpu")) == "eager"
     assert resolve_mode("auto", make_env("hanabi", 16, "cpu")) == "compile"
     assert resolve_mode("auto", make_env("hanabi", 32, "cpu")) == "eager"
+    assert resolve_mode("auto", make_env("tabular", 1, "cpu")) == "eager"  # AUTO_EAGER: compiled on request
 
 
 def test_every_stepper_has_its_own_compile_budget() -> None:
@@ -137,10 +144,12 @@ def test_rollout_restart_after_reset() -> None:
     assert all(torch.equal(a[k], b[k]) for k in b)
 
 
-@pytest.mark.parametrize("name", ["hanabi", "overcooked-v2"])
+@pytest.mark.parametrize("name", ["hanabi", "overcooked-v2", "tabular"])
 def test_state_only_step_equals_eager_state(name: str) -> None:
     """observe=False skips the observation only: the state and every other output equal the eager step's."""
-    kw = {"preset": "Hanabi-Very-Small"} if name == "hanabi" else {"max_steps": 6}
+    kw = (
+        {"preset": "Hanabi-Very-Small"} if name == "hanabi" else {"max_steps": 6} if name != "tabular" else {}
+    )
     env, twin = make_env(name, 8, "cpu", **kw), make_env(name, 8, "cpu", **kw)
     fast = FastStep(env, mode="eager", observe=False)
     g = torch.Generator().manual_seed(1)

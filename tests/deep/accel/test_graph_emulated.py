@@ -60,7 +60,7 @@ def emulated_graphs(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(step_module, "resolve_mode", lambda mode, env: mode)  # graph modes on a CPU env
 
 
-ENVS = [("hanabi", {"preset": "Hanabi-Very-Small"}), ("overcooked-v2", {"max_steps": 9})]
+ENVS = [("hanabi", {"preset": "Hanabi-Very-Small"}), ("overcooked-v2", {"max_steps": 9}), ("tabular", {})]
 
 
 @pytest.mark.parametrize("mode", ["graph", "compile-graph"])

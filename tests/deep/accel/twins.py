@@ -11,13 +11,19 @@ import torch
 from torch import Tensor
 
 from ers_deep.accel import FastRollout, FastStep, PolicyActor, RandomLegal
-from ers_deep.envs import HanabiEnv, OvercookedV2Env
+from ers_deep.envs import HanabiEnv, OvercookedV2Env, TabularEnv
 from ers_deep.nets import NetConfig, build_net
 
 
 def make_env(name: str, batch: int, device: str, seed: int = 0, **kw: Any) -> Any:
     """A branch-free env without per-step checks; Overcooked's episode clocks staggered (deterministically)
-    so that games end, and restart, at every step."""
+    so that games end, and restart, at every step; ``tabular`` plays ``kw["game"]`` (Dec-Tiger by default:
+    chance in T, U and b_0, every game restarting every H = 2 steps)."""
+    if name == "tabular":
+        game = kw.pop("game", "dectiger")
+        return TabularEnv(
+            game, batch_size=batch, device=device, seed=seed, check_legal=False, branch_free=True, **kw
+        )
     if name == "hanabi":
         return HanabiEnv(
             kw.pop("preset", "Hanabi-Full"),
@@ -75,6 +81,8 @@ def policy_actor(env: Any, seeds: int) -> PolicyActor:
     kind = (
         NetConfig(kind="mlp", hidden=32)
         if isinstance(env, HanabiEnv)
+        else NetConfig(kind="tabular", hidden=0)
+        if isinstance(env, TabularEnv)
         else NetConfig(kind="cnn-gru", hidden=8, conv=8)
     )
     net = build_net(kind, list(range(seeds)), env.obs_shape, env.num_actions).to(env.device)

@@ -1,6 +1,7 @@
 """The one collection path: ``FastCollection`` (eager, compiled, emulated graph) gives the rollouts of the
-reference, TorchRL's ``Collector`` over the same env with the same sampler, bit for bit, on a tabular game,
-Hanabi and Overcooked V2 (recurrent, episodes ending mid-rollout); the legacy loop too; resume is exact."""
+reference, TorchRL's ``Collector`` over the same env with the same sampler, bit for bit, on a tabular game
+(Dec-Tiger: chance in T and U, episodes of 2 steps ending mid-rollout), Hanabi and Overcooked V2 (recurrent,
+episodes ending mid-rollout); the legacy loop too; resume is exact."""
 
 from __future__ import annotations
 
@@ -32,11 +33,12 @@ def test_fast_eager_collection_equals_torchrl_collector_and_native_loop(env: str
     assert_rollouts_equal(fast, rollouts(cfg.replace(collector="native", collect_mode="eager"), calls=3))
 
 
-@pytest.mark.parametrize("env", ["hanabi", "overcooked-v2"])
-def test_compiled_collection_equals_torchrl_collector(env: str) -> None:
+@pytest.mark.parametrize("env", ENVS)
+def test_compiled_collection_equals_torchrl_collector_and_native_loop(env: str) -> None:
     cfg = tiny_config(env, collect_mode="compile")
     fast = rollouts(cfg.replace(collector="fast"), calls=2)
     assert_rollouts_equal(fast, rollouts(cfg.replace(collector="torchrl"), calls=2))
+    assert_rollouts_equal(fast, rollouts(cfg.replace(collector="native"), calls=2))
 
 
 def test_compiled_collection_with_the_v0_belief_equals_torchrl_collector() -> None:
@@ -48,8 +50,8 @@ def test_compiled_collection_with_the_v0_belief_equals_torchrl_collector() -> No
     assert bool((fast[0][0].obs % 1 != 0).any())
 
 
-@pytest.mark.parametrize("env", ["hanabi", "overcooked-v2"])
-def test_emulated_graph_collection_equals_torchrl_collector(
+@pytest.mark.parametrize("env", ENVS)
+def test_emulated_graph_collection_equals_torchrl_collector_and_native_loop(
     env: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(rollout_module, "capture", emulated_capture)
@@ -58,6 +60,7 @@ def test_emulated_graph_collection_equals_torchrl_collector(
     cfg = tiny_config(env)
     fast = rollouts(cfg.replace(collector="fast", collect_mode="graph"), calls=3)
     assert_rollouts_equal(fast, rollouts(cfg.replace(collector="torchrl", collect_mode="graph"), calls=3))
+    assert_rollouts_equal(fast, rollouts(cfg.replace(collector="native", collect_mode="graph"), calls=3))
 
 
 def test_runner_state_round_trip_continues_exactly() -> None:

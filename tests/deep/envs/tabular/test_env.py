@@ -1,5 +1,6 @@
 """The tabular env against ers-exact: Monte-Carlo returns of fixed policies equal the exact J within
-Monte-Carlo error, local histories are ers-exact's indices, legal masks are the game's, TorchRL specs."""
+Monte-Carlo error (both step styles), the branch-free step's law of (s_0, a, s_1, o_1) is the game's b_0, T and
+U (chi-square), local histories are ers-exact's indices, legal masks are the game's, TorchRL specs."""
 
 from __future__ import annotations
 
@@ -11,9 +12,12 @@ import torch
 from torchrl.envs.utils import check_env_specs
 
 from ers_deep.envs.tabular import TabularEnv
+from ers_deep.envs.tabular.env import cumulative_table, inverse_cdf
 from ers_deep.envs.tabular.torchrl import TabularTorchRLEnv
 from ers_exact.games import GAMES, load_game
+from ers_exact.games.random import random_small_game
 from ers_exact.io.dpomdp import save_dpomdp
+from ers_exact.model.game import Game
 from ers_exact.model.values import expected_return
 
 
@@ -40,9 +44,11 @@ def _mc_return(env: TabularEnv, probs: torch.Tensor, seed: int) -> tuple[float, 
     return float(ret.mean()), float(ret.std() / ret.numel() ** 0.5)
 
 
+@pytest.mark.parametrize("branch_free", [False, True], ids=["multinomial", "branch-free"])
 @pytest.mark.parametrize("name", sorted(GAMES))
-def test_monte_carlo_return_matches_exact_value(name: str) -> None:
-    env = TabularEnv(name, batch_size=40_000, seed=0)
+def test_monte_carlo_return_matches_exact_value(name: str, branch_free: bool) -> None:
+    """Both step styles (``branch_free``: inverse CDF of ``draw_noise``'s uniforms) against ers-exact's J."""
+    env = TabularEnv(name, batch_size=40_000, seed=0, branch_free=branch_free)
     for k in range(2):
         probs = _random_policy(env, k)
         exact = expected_return(env.tree, env.split_policy(probs))
@@ -91,3 +97,67 @@ def test_split_policy_round_trip() -> None:
     pol = env.split_policy(probs)
     assert [p.shape for p in pol] == [(7, 3), (7, 3)]
     assert np.allclose(np.concatenate(pol), probs.numpy())
+
+
+def _joint_observation(env: TabularEnv, history: torch.Tensor) -> torch.Tensor:
+    """[B] the joint observation o of the last step, read off every agent's local history [B, P]."""
+    local = [
+        torch.as_tensor(np.array(env.tree.local[i].observation))[history[:, i] - env.offsets[i]]
+        for i in range(env.num_agents)
+    ]
+    joint = {tuple(int(x) for x in row): o for o, row in enumerate(np.array(env.game.joint_observations))}
+    return torch.tensor([joint[tuple(int(x[b]) for x in local)] for b in range(history.shape[0])])
+
+
+def _chance_game(name: str) -> Game:
+    """Dec-Tiger, or ``random-K``: ers-exact's ``random_small_game`` of seed K (rows with exact zeros)."""
+    if name.startswith("random-"):
+        return random_small_game(np.random.default_rng(int(name.removeprefix("random-"))), name)
+    return load_game(name)
+
+
+@pytest.mark.parametrize("name", ["dectiger", "random-10"])  # random-10: 2 states, b_0 = (0.18, 0.82), H = 2
+def test_branch_free_law_is_the_games(name: str) -> None:
+    """The branch-free step's (s_0, a, s_1, o_1) against N b_0(s_0) p(a) T(s_1 | s_0, a) U(o_1 | s_1, a) from the
+    game's arrays (chi-square, fixed seed), over the first episodes (s_0 from ``initial_state``) and the ones
+    the auto-reset starts (s_0 from ``draw_noise``), every joint action equally often; impossible cells empty."""
+    from scipy.stats import chi2
+
+    game = _chance_game(name)
+    B = 30_000
+    env = TabularEnv(game, batch_size=B, seed=4, check_legal=False, branch_free=True)
+    A = int(np.prod(game.n_actions))
+    joint = torch.arange(B) % A
+    strides = np.cumprod([1, *game.n_actions[::-1]])[:-1][::-1]
+    actions = torch.stack([joint // int(s) % n for s, n in zip(strides, game.n_actions, strict=True)], 1)
+    S, O = game.n_states, game.n_joint_observations
+    counts = np.zeros((A, S, S, O))
+    for _ in range(2):  # two episodes: the second starts in the auto-reset
+        assert bool((env.state.t == 0).all())
+        s0 = env.state.s.clone()
+        env.step(actions)
+        o1 = _joint_observation(env, env.state.history)
+        np.add.at(counts, (joint.numpy(), s0.numpy(), env.state.s.numpy(), o1.numpy()), 1)
+        for _ in range(game.horizon - 1):
+            env.step(actions)
+    b0, T, U = (np.array(x) for x in (game.initial_belief, game.transition, game.observation))
+    law = b0[None, :, None, None] * np.einsum("sat,ato->asto", T, U)  # [A, S, S, O] given a
+    expected = law * counts.sum(axis=(1, 2, 3), keepdims=True)
+    assert counts[expected == 0].sum() == 0
+    live = expected > 0
+    stat = float(((counts[live] - expected[live]) ** 2 / expected[live]).sum())
+    dof = int(live.sum()) - A
+    assert chi2.sf(stat, dof) > 1e-3, (stat, dof)
+
+
+def test_inverse_cdf_never_draws_an_impossible_outcome() -> None:
+    """A row whose float64 cumulative sum ends below 1 (ten 0.1s: 0.9999999999999999) and a row ending in
+    zeros: the largest uniform below 1 draws the last possible outcome, never one past it."""
+    p = np.array([[0.1] * 10 + [0.0], [0.5, 0.5] + [0.0] * 9])
+    assert np.cumsum(p[0])[-1] < 1.0
+    cdf = cumulative_table(p, torch.device("cpu"))
+    top = torch.tensor([1.0 - 2.0**-53] * 2, dtype=torch.float64)
+    assert inverse_cdf(cdf, top).tolist() == [9, 1]
+    assert inverse_cdf(cdf, torch.zeros(2, dtype=torch.float64)).tolist() == [0, 0]
+    u = torch.tensor([0.15, 0.5], dtype=torch.float64)
+    assert inverse_cdf(cdf, u).tolist() == [1, 1]

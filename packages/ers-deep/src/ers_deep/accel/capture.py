@@ -30,15 +30,20 @@ T = TypeVar("T")
 #: 0.66x at 1024, 0.35x at 4096; ``benchmarks/test_accel_bench.py`` keeps measuring it)
 CPU_COMPILE_MAX_BATCH = {"HanabiEnv": 16, "OvercookedV2Env": 512}
 
+#: env classes that ``"auto"`` steps eagerly on every device: a tabular game's step is a dozen small tensor ops
+#: over runs of a few hundred thousand steps, where compiling (10-40 s) was never measured to pay; its
+#: ``compile`` and graph modes are there when asked for
+AUTO_EAGER = frozenset({"TabularEnv"})
+
 
 def resolve_mode(mode: str, env: Any) -> Mode:
-    """``mode``, with ``"auto"`` resolved: ``"eager"`` for an env without a branch-free ``step_state``;
-    ``"compile-graph"`` on CUDA; on CPU ``"compile"`` up to the
+    """``mode``, with ``"auto"`` resolved: ``"eager"`` for an env without a branch-free ``step_state`` and for
+    the classes of ``AUTO_EAGER`` (tabular games); ``"compile-graph"`` on CUDA; on CPU ``"compile"`` up to the
     measured batch size of ``CPU_COMPILE_MAX_BATCH`` and ``"eager"`` above it. (A compiled mode chosen by
     ``"auto"`` falls back to its uncompiled twin, with a warning, when compilation fails.) Graph modes need a
     CUDA env."""
     if mode == "auto":
-        if not hasattr(env, "step_state"):  # no branch-free step (a tabular env): its own eager step
+        if not hasattr(env, "step_state") or type(env).__name__ in AUTO_EAGER:
             return "eager"
         if env.device.type == "cuda":
             return "compile-graph"
@@ -64,7 +69,8 @@ def require_branch_free(env: Any) -> None:
     """The fast paths run ``env.step_state``: the env must be branch-free and its step sync-free."""
     if not hasattr(env, "step_state"):
         raise UsageError(
-            f"{type(env).__name__} has no branch-free step_state: only the eager mode steps it (collect mode eager or auto)"
+            f"{type(env).__name__} has no branch-free step_state: only the eager mode steps it "
+            "(collect mode eager or auto)"
         )
     if not getattr(env, "branch_free", False):
         raise UsageError(

@@ -39,11 +39,12 @@ class Stepper:
     path ``mode`` (``"auto"``: ``resolve_mode``): the noise drawn from the env's generator, then
     ``env.step_state``, compiled in the compiled modes (the building block of every mode; capturing is the
     caller's). A compiled mode chosen by ``"auto"`` falls back to eager stepping if compilation fails. In eager
-    mode an env that is not branch-free (CPU's index-based resets, a tabular env) is stepped by ``env.step``."""
+    mode an env that is not branch-free (the CPU default: index-based resets, a tabular env's multinomial draws)
+    is stepped by ``env.step``."""
 
     def __init__(self, env: BatchedEnv, mode: str = "auto", observe: bool = True) -> None:
         resolved = resolve_mode(mode, env)
-        #: an eager stepper of an env that is not branch-free (the CPU default, a tabular env) runs ``env.step``
+        #: an eager stepper of an env that is not branch-free (the CPU default) runs ``env.step``
         self.plain = resolved == "eager" and not getattr(env, "branch_free", False)
         if self.plain and not observe:
             raise ValueError(f"observe=False needs a branch-free {type(env).__name__} (its step_state)")

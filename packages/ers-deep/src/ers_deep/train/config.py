@@ -280,8 +280,8 @@ def paper_config(env: str, **overrides: Any) -> TrainConfig:
 
 
 def make_env(config: TrainConfig, batch_size: int, seed: int, branch_free: bool | None = None) -> BatchedEnv:
-    """The batched env of ``config`` with ``batch_size`` games (auto-reset on); ``branch_free``: Hanabi's and
-    Overcooked V2's reset style (None: the env's default, branch-free off CPU; tabular envs have one style)."""
+    """The batched env of ``config`` with ``batch_size`` games (auto-reset on); ``branch_free``: the env's step
+    style (None: the env's default, branch-free off CPU)."""
     from ers_deep.envs.hanabi import HanabiEnv
     from ers_deep.envs.overcooked_v2 import OvercookedV2Env
     from ers_deep.envs.tabular import TabularEnv
@@ -306,4 +306,11 @@ def make_env(config: TrainConfig, batch_size: int, seed: int, branch_free: bool 
             paper_obs=config.paper_obs,
             branch_free=branch_free,
         )
-    return TabularEnv(config.game_spec, batch_size=batch_size, device=dev, seed=seed, check_legal=False)
+    return TabularEnv(
+        config.game_spec,
+        batch_size=batch_size,
+        device=dev,
+        seed=seed,
+        check_legal=False,
+        branch_free=branch_free,
+    )

@@ -15,6 +15,13 @@ actions have the extra ones illegal), K_i local histories of agent i, K = sum_i 
 
 Step order (one joint step): a = joint action of the P local actions, s' ~ T(. | s, a), o ~ U(. | s', a),
 r = R(s, a, s'), every tau^i extended by (a^i, o^i). All draws come from ``env.generator``.
+
+Branch-free (``branch_free``, the protocol of Hanabi and Overcooked V2): ``draw_noise()`` draws one uniform per
+game for s' ~ T(. | s, a), one for o ~ U(. | s', a) and one for the next episode's s_0 ~ b_0, and
+``step_state(state, actions, noise)`` inverts the cumulative tables of T, U and b_0 at them (no
+``torch.multinomial``, no device sync, no branch on tensor values) and restarts finished games with
+``torch.where``: what ``ers_deep.accel`` compiles and captures. The two styles draw different numbers from the
+same law.
 """
 
 from __future__ import annotations
@@ -70,6 +77,23 @@ def _child_table(tree: HistoryTree, agent: int) -> np.ndarray:
     return table
 
 
+def cumulative_table(p: np.ndarray, device: torch.device) -> Tensor:
+    """The inverse-CDF table of the distributions ``p`` [..., n] (float64): F[..., k] = sum_{j <= k} p[..., j],
+    +inf from each row's last positive entry on, so that ``inverse_cdf`` never returns an outcome of
+    probability 0 (a rounded row sum below a uniform would otherwise fall past the last one)."""
+    cdf = np.cumsum(np.asarray(p, dtype=np.float64), axis=-1)
+    n = cdf.shape[-1]
+    last = n - 1 - np.argmax(np.asarray(p)[..., ::-1] > 0, axis=-1)  # each row's last positive entry
+    cdf[np.arange(n) >= last[..., None]] = np.inf
+    return torch.as_tensor(cdf, device=device)
+
+
+def inverse_cdf(cdf: Tensor, u: Tensor) -> Tensor:
+    """[B] long: the outcome k with F[k - 1] <= u < F[k] of each row of ``cdf`` [B, n] (``cumulative_table``)
+    at the uniforms ``u`` [B] in [0, 1), i.e. a draw of k ~ p: a count of comparisons, no branch, no sync."""
+    return (cdf <= u[:, None]).sum(-1)
+
+
 class TabularEnv:
     """B games of one ers-exact game (follows ``ers_deep.envs.base.BatchedEnv``).
 
@@ -78,7 +102,12 @@ class TabularEnv:
             path (``ers_exact.games.load_game``).
         horizon, discount: override H and gamma (None: the game's own).
         batch_size, device, seed, auto_reset: the protocol's constructor keywords.
-        check_legal: raise ``ValueError`` on an illegal action (one device sync per step).
+        check_legal: ``step`` raises ``ValueError`` on an illegal action (one device sync per step;
+            ``step_state`` never checks).
+        branch_free: ``step`` runs ``step_state`` (s', o and the restarts' s_0 by the inverse CDF of
+            ``draw_noise``'s uniforms, restarts by ``torch.where``; ``reset`` and ``reset_games`` draw s_0 the
+            same way) instead of ``torch.multinomial`` draws. None (default): branch-free everywhere but on
+            CPU, as Hanabi and Overcooked V2. The two draw different numbers from the same law.
     """
 
     def __init__(
@@ -92,6 +121,7 @@ class TabularEnv:
         horizon: int | None = None,
         discount: float | None = None,
         check_legal: bool = True,
+        branch_free: bool | None = None,
     ) -> None:
         if not isinstance(game, Game):
             game = load_game(game, horizon=horizon, discount=discount)
@@ -100,6 +130,7 @@ class TabularEnv:
         self._device = torch.device(device)
         self._batch = check_batch_size(batch_size)
         self.auto_reset, self.check_legal = auto_reset, check_legal
+        self.branch_free = self._device.type != "cpu" if branch_free is None else bool(branch_free)
         self.generator = make_generator(seed, self._device)
         dev, P = self._device, game.n_agents
         self.n_histories = self.tree.n_histories
@@ -125,8 +156,11 @@ class TabularEnv:
         strides = np.cumprod([1, *game.n_actions[::-1]])[:-1][::-1].copy()  # last agent fastest
         self._strides = torch.as_tensor(strides, device=dev)  # [P]
         self._roots = torch.as_tensor(self.offsets[:-1], device=dev)  # [P] the empty history of each agent
+        self._cdf_T = cumulative_table(game.transition, dev)  # [S, A_joint, S]
+        self._cdf_U = cumulative_table(game.observation, dev)  # [A_joint, S, O_joint]
+        self._cdf_b0 = cumulative_table(game.initial_belief, dev)  # [S]
         self._agents = P
-        self.state = self._fresh(torch.ones(self._batch, dtype=torch.bool, device=dev), None)
+        self.state = self._start()
 
     # ---- sizes -------------------------------------------------------------------------------------------
     @property
@@ -159,37 +193,60 @@ class TabularEnv:
         return self.game.horizon
 
     # ---- protocol ----------------------------------------------------------------------------------------
-    def _fresh(self, mask: Tensor, state: TabularState | None) -> TabularState:
-        """``state`` with the games where ``mask`` is True restarted (s ~ b_0, t = 0, empty histories)."""
-        B, dev = self._batch, self._device
-        s0 = torch.multinomial(self._b0.expand(B, -1), 1, generator=self.generator).squeeze(1)
-        fresh = TabularState(
-            s=s0,
-            t=torch.zeros(B, dtype=torch.long, device=dev),
-            history=self._roots.expand(B, -1).clone(),
-            done=torch.zeros(B, dtype=torch.bool, device=dev),
-        )
-        if state is None:
-            return fresh
-        m = mask
+    def _starts(self, s0: Tensor) -> TabularState:
+        """Fresh episodes in the world states ``s0`` [m]: t = 0, every local history empty."""
+        m, dev = s0.shape[0], self._device
         return TabularState(
-            s=torch.where(m, fresh.s, state.s),
-            t=torch.where(m, fresh.t, state.t),
-            history=torch.where(m[:, None], fresh.history, state.history),
-            done=torch.where(m, fresh.done, state.done),
+            s=s0,
+            t=torch.zeros(m, dtype=torch.long, device=dev),
+            history=self._roots.expand(m, -1).clone(),
+            done=torch.zeros(m, dtype=torch.bool, device=dev),
         )
+
+    def start_noise(self, m: int) -> dict[str, Tensor]:
+        """The random numbers of ``m`` fresh episodes (``initial_state``): ``"start"`` [m] float64 uniforms, one
+        per s_0 ~ b_0, from the env's generator."""
+        u = torch.rand(m, dtype=torch.float64, generator=self.generator, device=self._device)
+        return {"start": u}
+
+    def initial_state(self, m: int, noise: dict[str, Tensor] | None = None) -> TabularState:
+        """[m] fresh episodes, s_0 ~ b_0 by the inverse CDF of ``noise["start"]`` (``start_noise``; None: drawn
+        now), t = 0, empty histories: the branch-free start."""
+        u = (self.start_noise(m) if noise is None else noise)["start"]
+        return self._starts(inverse_cdf(self._cdf_b0.expand(m, -1), u))
+
+    def _start(self) -> TabularState:
+        """A full batch of fresh episodes in the env's style (branch-free: ``initial_state``; otherwise s_0
+        from ``torch.multinomial``)."""
+        if self.branch_free:
+            return self.initial_state(self._batch)
+        B = self._batch
+        return self._starts(torch.multinomial(self._b0.expand(B, -1), 1, generator=self.generator).squeeze(1))
+
+    def draw_noise(self) -> dict[str, Tensor]:
+        """Every random number one branch-free step may use, from the env's generator in the eager order
+        (float64 uniforms [B]): ``"next_state"`` (s' ~ T), ``"observation"`` (o ~ U), then the fresh episodes'
+        ``start_noise(B)`` (``auto_reset``; used where a game ends)."""
+        B, dev, g = self._batch, self._device, self.generator
+        noise = {
+            k: torch.rand(B, dtype=torch.float64, generator=g, device=dev)
+            for k in ("next_state", "observation")
+        }
+        return {**noise, **self.start_noise(B)} if self.auto_reset else noise
 
     def _output(self, reward: Tensor, done: Tensor) -> TabularStep:
         return TabularStep(self.observe(), self.legal_mask(), reward, done)
 
     def reset(self, seed: int | None = None) -> TabularStep:
         reseed(self.generator, seed)
-        self.state = self._fresh(torch.ones(self._batch, dtype=torch.bool, device=self._device), None)
+        self.state = self._start()
         zeros = torch.zeros(self._batch, device=self._device)
         return self._output(zeros, self.state.done.clone())
 
     def reset_games(self, mask: Tensor) -> None:
-        self.state = self._fresh(batch_mask(mask, self._batch, self._device), self.state)
+        """Restart the games where ``mask`` [B] is True: a full batch of fresh episodes is drawn (also where no
+        game ends) and selected with ``torch.where``."""
+        self.state = _select(batch_mask(mask, self._batch, self._device), self._start(), self.state)
 
     def observe(self, state: TabularState | None = None) -> Tensor:
         s = self.state if state is None else state
@@ -200,7 +257,8 @@ class TabularEnv:
         s = self.state if state is None else state
         return self._legal[s.history]
 
-    def transition(self, state: TabularState, actions: Tensor) -> TabularTransition:
+    def _checked(self, state: TabularState, actions: Tensor) -> Tensor:
+        """``actions`` as a long tensor on the device; ``ValueError`` on an illegal one (``check_legal``)."""
         actions = actions.to(self._device).long()
         if self.check_legal:
             in_range = (actions >= 0) & (actions < self.num_actions)
@@ -212,9 +270,19 @@ class TabularEnv:
                     f"illegal action {int(actions[b, i])} of agent {i} in game {b} "
                     f"(legal: {self._legal[state.history[b, i]].nonzero().flatten().tolist()})"
                 )
+        return actions
+
+    def transition(self, state: TabularState, actions: Tensor) -> TabularTransition:
+        actions = self._checked(state, actions)
         joint = (actions * self._strides).sum(1)  # [B] (only legal actions give a meaningful joint action)
         s_next = torch.multinomial(self._T[state.s, joint], 1, generator=self.generator).squeeze(1)
         o = torch.multinomial(self._U[joint, s_next], 1, generator=self.generator).squeeze(1)
+        return self._advance(state, actions, joint, s_next, o)
+
+    def _advance(
+        self, state: TabularState, actions: Tensor, joint: Tensor, s_next: Tensor, o: Tensor
+    ) -> TabularTransition:
+        """The transition once s' [B] and the joint observation o [B] are drawn (no randomness)."""
         reward = self._R[state.s, joint, s_next]
         t = state.t + 1
         done = t >= self.game.horizon
@@ -224,11 +292,39 @@ class TabularEnv:
         return TabularTransition(TabularState(s=s_next, t=t, history=history, done=done), reward, done)
 
     def step(self, actions: Tensor) -> TabularStep:
+        """Apply ``actions`` [B, P] to every game (branch-free: by ``step_state``); with ``auto_reset``
+        finished games restart inside the step."""
+        if self.branch_free:
+            return self.step_state(self.state, self._checked(self.state, actions), self.draw_noise())
         tr = self.transition(self.state, actions)
         self.state = tr.state
         if self.auto_reset:
             self.reset_games(tr.done)
         return self._output(tr.reward, tr.done)
+
+    def step_state(
+        self, state: TabularState, actions: Tensor, noise: dict[str, Tensor], observe: bool = True
+    ) -> TabularStep:
+        """One branch-free step of the games of ``state``, whose fields are rebound to the next state (after the
+        auto-reset): s' ~ T(. | s, a) and o ~ U(. | s', a) by the inverse CDF of ``noise``'s uniforms, finished
+        games replaced by ``initial_state(B, noise)`` with ``torch.where``; no legality check, no device sync,
+        no generator (``draw_noise``). What ``step`` runs when ``branch_free``, and what ``ers_deep.accel``
+        compiles and captures. ``observe=False``: ``obs`` is empty [B, P, 0] (the state-only rate)."""
+        actions = actions.long()
+        joint = (actions * self._strides).sum(1)
+        s_next = inverse_cdf(self._cdf_T[state.s, joint], noise["next_state"])
+        o = inverse_cdf(self._cdf_U[joint, s_next], noise["observation"])
+        tr = self._advance(state, actions, joint, s_next, o)
+        ns = (
+            _select(tr.done, self.initial_state(self._batch, noise), tr.state)
+            if self.auto_reset
+            else tr.state
+        )
+        for f in fields(state):
+            setattr(state, f.name, getattr(ns, f.name))
+        B, P = self._batch, self._agents
+        obs = self.observe(state) if observe else torch.zeros(B, P, 0, device=self._device)
+        return TabularStep(obs, self.legal_mask(state), tr.reward, tr.done)
 
     # ---- tables ------------------------------------------------------------------------------------------
     def legal_table(self) -> Tensor:
@@ -283,3 +379,12 @@ class TabularEnv:
             rows = np.where(self.tree.local[i].legal, rows, 0.0)
             out.append(rows / rows.sum(axis=1, keepdims=True))
         return tuple(out)
+
+
+def _select(mask: Tensor, new: TabularState, old: TabularState) -> TabularState:
+    """Branch-free: the games of ``new`` where ``mask`` [B], of ``old`` elsewhere."""
+    picked = {}
+    for f in fields(old):
+        o = getattr(old, f.name)
+        picked[f.name] = torch.where(mask.view(-1, *([1] * (o.ndim - 1))), getattr(new, f.name), o)
+    return TabularState(**picked)
