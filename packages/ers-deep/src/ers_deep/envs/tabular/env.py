@@ -382,9 +382,11 @@ class TabularEnv:
 
 
 def _select(mask: Tensor, new: TabularState, old: TabularState) -> TabularState:
-    """Branch-free: the games of ``new`` where ``mask`` [B], of ``old`` elsewhere."""
-    picked = {}
-    for f in fields(old):
-        o = getattr(old, f.name)
-        picked[f.name] = torch.where(mask.view(-1, *([1] * (o.ndim - 1))), getattr(new, f.name), o)
-    return TabularState(**picked)
+    """Branch-free: the games of ``new`` where ``mask`` [B], of ``old`` elsewhere (field by field, written out:
+    a loop over the dataclass fields cost the CPU default's step 10 % at small batches)."""
+    return TabularState(
+        s=torch.where(mask, new.s, old.s),
+        t=torch.where(mask, new.t, old.t),
+        history=torch.where(mask[:, None], new.history, old.history),
+        done=torch.where(mask, new.done, old.done),
+    )
