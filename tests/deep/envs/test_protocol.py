@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import torch
 
-from ers_deep.envs import ENVS, BatchedEnv, Step, Transition, make_env
+from ers_deep.envs import ENVS, BatchedEnv, Step, Transition, make_env, step_legal
 
 B = 8
 # env-specific constructor arguments that make episodes end within the tests' 50 steps
@@ -124,6 +124,7 @@ def test_random_legal_play_with_auto_reset(name: str) -> None:
         assert (chosen | ~legal.any(-1)).all()  # every agent that can act picks a legal action
         out = env.step(actions)
         assert out.obs.shape == (B, env.num_agents, *env.obs_shape) and out.reward.shape == (B,)
+        assert torch.equal(step_legal(env, out), env.legal_mask())  # the next step's legal moves
         ended += out.done.long()
     assert (ended > 0).any()  # some games ended and were restarted inside step
 

@@ -17,7 +17,7 @@ from torch import Tensor
 from ers_deep.accel.actors import Actor
 from ers_deep.accel.capture import Mode, StaticState, capture, copy_into
 from ers_deep.accel.step import Stepper
-from ers_deep.envs.base import BatchedEnv
+from ers_deep.envs.base import BatchedEnv, step_legal
 
 #: recorded by default: the inputs of the actor (before the step), its action and extras, and every field
 #: of the env's step output except the next observation and legal mask (which are the next step's inputs)
@@ -111,8 +111,7 @@ class FastRollout:
                 for k, v in out._asdict().items():
                     if k not in ("obs", "legal"):
                         keep(k, v, "*step")
-                obs, first = out.obs, out.done
-                legal = out.legal if hasattr(out, "legal") else env.legal_mask(env.state)
+                obs, first, legal = out.obs, out.done, step_legal(env, out)
             stacked = {k: torch.stack(v) for k, v in rec.items()}  # before the carry is overwritten
             copy_into(c, {"obs": obs, "legal": legal, "first": first, **actor_carry})
             if self.stepper.captures:

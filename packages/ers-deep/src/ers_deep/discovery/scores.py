@@ -13,6 +13,7 @@ import torch
 from torch import Tensor
 
 from ers_deep.discovery.net import LearnedSymmetry, compose
+from ers_deep.envs.base import step_legal
 from ers_deep.envs.symmetry import Symmetry
 from ers_deep.envs.tabular import TabularEnv
 from ers_deep.nets import masked_logits, policy_mask, sample
@@ -52,7 +53,7 @@ def sample_observations(policy: Policy, games: int = 64, steps: int = 64, seed: 
         logits, _, hidden = policy.net(flat, first, hidden)
         action = sample(logits[0, 0], policy_mask(legal).reshape(n, -1), gen)[0].view(acting.shape)
         out = env.step(action)
-        obs, legal = out.obs, out.legal if hasattr(out, "legal") else env.legal_mask()
+        obs, legal = out.obs, step_legal(env, out)
         first = out.done[:, None].expand(games, env.num_agents).reshape(1, 1, n)
     return torch.cat(seen)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ers_deep.envs.base import BatchedEnv, Step, Transition
+from ers_deep.envs.base import BatchedEnv, Step, Transition, step_legal
 from ers_deep.envs.hanabi import PRESETS, HanabiConfig, HanabiEnv, HanabiState, HanabiStep, IllegalMoveError
 from ers_deep.envs.overcooked_v2 import (
     LAYOUT_STRINGS,
@@ -67,4 +67,5 @@ __all__ = [
     "get_layout",
     "make_env",
     "parse_layout",
+    "step_legal",
 ]

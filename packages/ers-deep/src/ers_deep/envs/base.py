@@ -109,6 +109,14 @@ class BatchedEnv(Protocol):
         ...
 
 
+def step_legal(env: BatchedEnv, out: Step) -> Tensor:
+    """[B, P, A] bool legal actions after the step that returned ``out`` (for the next step): the output's own
+    ``legal`` where it has one (Hanabi, tabular games), else ``env.legal_mask()`` (Overcooked V2, whose
+    actions are always legal)."""
+    legal = getattr(out, "legal", None)
+    return env.legal_mask() if legal is None else legal
+
+
 def check_batch_size(batch_size: int) -> int:
     """B, the constructors' ``batch_size``, as an int; ``ValueError`` unless it is a whole number >= 1."""
     if isinstance(batch_size, bool) or not float(batch_size).is_integer() or batch_size < 1:

@@ -30,6 +30,7 @@ from typing import Literal, get_args
 import torch
 from torch import Tensor
 
+from ers_deep.envs.base import step_legal
 from ers_deep.envs.symmetry import Symmetry
 from ers_deep.nets import ActorCritic, NetState, masked_logits, policy_mask, sample
 from ers_deep.train.config import TrainConfig, make_env
@@ -128,7 +129,7 @@ def play(
         if record is not None:
             record(joint, acting[..., 0], ~finished)
         out = env.step(joint)
-        obs, legal = out.obs, out.legal if hasattr(out, "legal") else env.legal_mask()
+        obs, legal = out.obs, step_legal(env, out)
         total += torch.where(finished, 0.0, out.reward.double())
         finished |= out.done
         first = out.done
