@@ -1,6 +1,6 @@
 """The CUDA-graph fast paths (marker ``gpu``; skipped without CUDA): a captured step equals the eager step of a
 twin env on every field (state, observations, rewards, dones, legal masks) over 400+ steps of 512 games with
-auto-resets, for both envs; a captured k-step rollout equals k eager steps (random legal moves and a policy
+auto-resets, for the three env families (tabular: Dec-Tiger); a captured k-step rollout equals k eager steps (random legal moves and a policy
 network); replays draw fresh random numbers and stay reproducible. Imports torch and ers-deep only."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ pytestmark = [
     pytest.mark.gpu,
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device"),
 ]
-ENVS = [("hanabi", {}), ("overcooked-v2", {})]
+ENVS = [("hanabi", {}), ("overcooked-v2", {}), ("tabular", {})]
 
 
 @pytest.mark.parametrize("mode", ["graph", "compile-graph"])

@@ -23,7 +23,7 @@ pytestmark = [
 
 
 @pytest.mark.parametrize("mode", ["graph", "compile-graph"])
-@pytest.mark.parametrize("env", ["hanabi", "overcooked-v2"])
+@pytest.mark.parametrize("env", ["tabular:dectiger", "hanabi", "overcooked-v2"])
 def test_captured_collection_equals_the_eager_loop(env: str, mode: str) -> None:
     cfg = tiny_config(env, device="cuda", num_envs=64, num_steps=64)
     fast = rollouts(cfg.replace(collector="fast", collect_mode=mode), calls=3)
