@@ -122,7 +122,8 @@ class TrainSPOptions(Options):
     )
     collect_mode: Literal["auto", "eager", "compile", "graph", "compile-graph"] | None = option(
         None,
-        help="the fast collection's mode (auto: compile-graph on CUDA, compile at small CPU batches, else eager)",
+        help="the fast collection's mode (auto: eager on tabular games, else compile-graph on CUDA, compile at "
+        "small CPU batches, else eager)",
         default_value="auto",
     )
     update_mode: Literal["auto", "eager", "compile", "graph", "compile-graph"] | None = option(
