@@ -642,3 +642,60 @@ def test_an_unknown_option_is_refused_by_its_command(
     _check(prog, argv[0], code, err, argv[-2] if argv[-1].isdigit() else argv[-1])
     assert err.startswith(f"{prog} {argv[0]}: error: unrecognized arguments: ")
     assert f"(see {prog} {argv[0]} --help)" in err
+
+
+# (prog, argv, the abbreviated flag in it, the flag it abbreviates): argparse took a unique prefix as the option
+# (``--star -1`` as ``--starts -1``, ``--js`` as ``--json``); abbreviations are off, so each is unknown
+ABBREVIATED = [
+    ("ers-exact", ["solve", "toy-coordination", "--alpha", "0.3", "--star", "-1"], "--star", "--starts"),
+    ("ers-exact", ["zsc", "handshake", "--agent", "0"], "--agent", "--agents"),
+    ("ers-exact", ["zsc", "three-lever", "--pool-sou", "deep"], "--pool-sou", "--pool-source"),
+    ("ers-exact", ["info", "toy-coordination", "--js"], "--js", "--json"),
+    ("ers-deep", ["env-bench", "hanabi", "--bat", "0"], "--bat", "--batch"),
+    (
+        "ers-deep",
+        ["train-sp", "--env", "hanabi", "--total", "0", "--out", "/tmp/ers-never"],
+        "--total",
+        "--total-steps",
+    ),
+]
+
+
+def _flags(prog: str, command: str) -> list[str]:
+    """Every flag of ``PROG COMMAND``, from its options class (its deprecated names too) and the shared ones."""
+    import dataclasses
+
+    from ers_exact.util.options import flag_name
+
+    if prog == "ers-exact":
+        from ers_exact.cli import COMMANDS
+    else:
+        from ers_deep.cli import COMMANDS
+    options = next(c.options for c in COMMANDS if c.name == command)
+    flags = ["--help", "--json"]
+    for f in dataclasses.fields(options):
+        if not f.metadata.get("positional"):
+            names = [f.name, *f.metadata.get("renamed_from", ())]
+            flags += [flag_name(n) for n in names]
+    return flags
+
+
+@pytest.mark.parametrize(
+    ("prog", "argv", "abbreviation", "full"),
+    [pytest.param(p, a, b, f, id=f"{p}-{a[0]}{b}") for p, a, b, f in ABBREVIATED],
+)
+def test_an_abbreviated_flag_is_an_unknown_option(
+    prog: str, argv: list[str], abbreviation: str, full: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An abbreviation is refused by its command as an unrecognized argument, not read as the option it
+    abbreviates (which the test first checks it is: a prefix of exactly one of the command's flags)."""
+    assert [f for f in _flags(prog, argv[0]) if f.startswith(abbreviation)] == [full]
+    if prog == "ers-exact":
+        from ers_exact.cli import main
+    else:
+        from ers_deep.cli import main
+    code = _run_in_process(main, argv)
+    captured = capsys.readouterr()
+    _check(prog, argv[0], code, captured.err, abbreviation)
+    assert captured.err.startswith(f"{prog} {argv[0]}: error: unrecognized arguments: {abbreviation}")
+    assert captured.out == ""

@@ -63,12 +63,16 @@ class Command:
 
 
 def build_parser(prog: str, description: str, version: str, commands: Sequence[Command]) -> OneLineParser:
-    """The parser: one subparser per command, flags from its options class, plus ``--json``."""
-    p = OneLineParser(prog=prog, description=description)
+    """The parser: one subparser per command, flags from its options class, plus ``--json``.
+
+    Abbreviated flags are refused (``allow_abbrev=False`` on every parser): argparse would otherwise read
+    ``--start 4`` as ``--starts 4``, or a prefix of a deprecated alias as the option it names, silently; an
+    abbreviation is an unknown option, a usage error of its command (see :func:`run_cli`)."""
+    p = OneLineParser(prog=prog, description=description, allow_abbrev=False)
     p.add_argument("--version", action="version", version=f"{prog} {version}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=OneLineParser)
     for c in commands:
-        sp = sub.add_parser(c.name, help=c.help, description=c.help)
+        sp = sub.add_parser(c.name, help=c.help, description=c.help, allow_abbrev=False)
         add_options(sp, c.options)
         sp.add_argument("--json", action="store_true", help="print the result as JSON instead of a summary")
     return p
