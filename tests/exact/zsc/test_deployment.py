@@ -88,7 +88,7 @@ def test_a_result_without_seed_policies_is_a_value_error(lever3, rule: str) -> N
 def test_the_pipeline_deploys_by_select_by_and_records_it(lever3, monkeypatch, rule, sp, op) -> None:
     """Every OP training returns the seeds A and B: both OP rows' Self-Play and OP columns are those of the
     seed ``select_by`` names, and table1's JSON round trip keeps the rule and the OP reading."""
-    monkeypatch.setattr(pipeline, "train_other_play", lambda tree, phis, config: _seeds(tree))
+    monkeypatch.setattr(pipeline, "train_other_play", lambda tree, phis, config, progress=None: _seeds(tree))
     cfg = PopulationConfig(agents=2, k=2, top=2, m=2, episodes=200, op_steps=1, select_by=rule)
     report, _ = run_zsc(lever3, cfg)
     mdp_row = report.rows[1]

@@ -193,8 +193,8 @@ def test_er_agents_use_the_identity_and_their_learned_set(monkeypatch) -> None:
         agents=3, pool_source="exact", alpha=0.3, k=2, top=2, m=2, op_steps=60, algorithm="xp-max"
     )
 
-    def spy(tree_, phis, config):
-        result = real(tree_, phis, config)
+    def spy(tree_, phis, config, progress=None):
+        result = real(tree_, phis, config, progress)
         calls.append((list(phis), pipeline.deployed_policy(result, cfg.select_by)))
         return result
 

@@ -72,7 +72,7 @@ def _report(tree: HistoryTree, monkeypatch: pytest.MonkeyPatch, make: Callable[[
     monkeypatch.setattr(pipeline, "learned_phi", lambda tree, learned: _phi(tree))
     calls = iter(range(100))
 
-    def train(tree: HistoryTree, phis: object, config: object) -> OPResult:
+    def train(tree: HistoryTree, phis: object, config: object, progress: object = None) -> OPResult:
         pi = make(next(calls))
         J = float(expected_return(tree, pi))
         return OPResult(pi, 0.0, J, (0.0,), (J,), seed_policies=(pi,))

@@ -15,11 +15,12 @@ import numpy as np
 from ers_exact.model.histories import HistoryTree
 from ers_exact.model.values import expected_return
 from ers_exact.util.budget import check_memory, check_time
+from ers_exact.util.progress import Progress
 from ers_exact.zsc.config import OPConfig
 from ers_exact.zsc.op_objective import SymmetryMaps, batch_op_gradient, batch_op_values, policy_image
 from ers_exact.zsc.op_search import row_search
 
-__all__ = ["check_budget", "gradient_runs"]
+__all__ = ["ascent_work", "check_budget", "gradient_runs"]
 
 _WARM_MIX = 0.2  # weight of uniform play in the warm start from a deterministic optimum
 _CALIBRATION_STARTS = 8  # starts of the gradient step timed (and its memory traced) before a run
@@ -76,8 +77,15 @@ def _polish(policy: tuple[np.ndarray, ...], threshold: float) -> tuple[np.ndarra
 
 
 def _adam(
-    tree: HistoryTree, theta: np.ndarray, maps: SymmetryMaps, shared: bool, config: OPConfig
+    tree: HistoryTree,
+    theta: np.ndarray,
+    maps: SymmetryMaps,
+    shared: bool,
+    config: OPConfig,
+    bar: Progress | None = None,
 ) -> np.ndarray:
+    """``config.steps`` Adam steps on every start (the rows of ``theta``) at once; ``bar`` advances by the
+    number of starts after each step (``starts x steps`` in all)."""
     m, v = np.zeros_like(theta), np.zeros_like(theta)
     for step in range(1, config.steps + 1):
         policy = _policy(tree, theta, shared)
@@ -88,7 +96,15 @@ def _adam(
         m = 0.9 * m + 0.1 * grad
         v = 0.999 * v + 0.001 * grad**2
         theta = theta + config.learning_rate * (m / (1 - 0.9**step)) / (np.sqrt(v / (1 - 0.999**step)) + 1e-8)
+        if bar is not None:
+            bar.update(len(theta))
     return theta
+
+
+def ascent_work(config: OPConfig) -> int:
+    """The Adam phase's work in start-steps: ``seeds x restarts`` starts, ``steps`` each (a progress bar's
+    total)."""
+    return config.seeds * config.restarts * config.steps
 
 
 def check_budget(tree: HistoryTree, maps: SymmetryMaps, shared: bool, config: OPConfig) -> None:
@@ -166,11 +182,13 @@ def gradient_runs(
     config: OPConfig,
     rngs: Sequence[np.random.Generator],
     warm: Sequence[tuple[np.ndarray, ...] | None],
+    bar: Progress | None = None,
 ) -> tuple[tuple[np.ndarray, ...], np.ndarray, np.ndarray]:
     """Every start's Adam run (``warm``: per seed, the deterministic optimum its warm start mixes with uniform
     play, or None), then the polish (kept where it does not lower OP) and the row search: (policies
-    [seeds * restarts, K_i, A_i] per agent, their OP values, their J)."""
-    theta = _adam(tree, _starts(tree, maps, shared, config, rngs, warm=warm), maps, shared, config)
+    [seeds * restarts, K_i, A_i] per agent, their OP values, their J). ``bar`` (a progress bar) advances by
+    ``seeds * restarts`` after each Adam step: :func:`ascent_work` in all."""
+    theta = _adam(tree, _starts(tree, maps, shared, config, rngs, warm=warm), maps, shared, config, bar)
     soft = _policy(tree, theta, shared)
     hard = _polish(soft, config.polish_threshold)
     use_hard = batch_op_values(tree, hard, maps) >= batch_op_values(tree, soft, maps)

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -52,9 +53,10 @@ import numpy as np
 from ers_exact.deployment import deploy_index
 from ers_exact.model.histories import HistoryTree
 from ers_exact.model.transformation import Transformation
+from ers_exact.util.progress import Progress
 from ers_exact.zsc.config import DEFAULT_EXHAUSTIVE, SYMMETRY_SETS, OPConfig
 from ers_exact.zsc.iql import same_local_trees
-from ers_exact.zsc.op_ascent import check_budget, gradient_runs
+from ers_exact.zsc.op_ascent import ascent_work, check_budget, gradient_runs
 from ers_exact.zsc.op_objective import (
     op_gradient,
     op_values,
@@ -186,11 +188,31 @@ def _method(config: OPConfig, n_det: int, searched: bool) -> str:
     return f"{grad_desc}; no exhaustive search ({'disabled' if config.exhaustive == 0 else over})"
 
 
+def _ascent_bar(
+    tree: HistoryTree, config: OPConfig, progress: bool | Progress | None
+) -> AbstractContextManager[Progress]:
+    """The Adam phase's progress bar: the caller's (a :class:`Progress`, e.g. ``zsc``'s over every agent's
+    runs), else one of its own over ``seeds x restarts`` starts x ``steps`` (shown when ``progress``, or for
+    None when stderr is a terminal, as every bar of ers-exact)."""
+    if isinstance(progress, Progress):
+        return nullcontext(progress)
+    desc = (
+        f"other-play {tree.game.name}: {config.seeds} seeds x {config.restarts} starts, "
+        f"{config.steps} Adam steps"
+    )
+    return Progress(ascent_work(config), desc, enabled=progress)
+
+
 def train_other_play(
-    tree: HistoryTree, phis: Sequence[Transformation], config: OPConfig = OPConfig()
+    tree: HistoryTree,
+    phis: Sequence[Transformation],
+    config: OPConfig = OPConfig(),
+    progress: bool | Progress | None = None,
 ) -> OPResult:
     """Maximise OP^Phi for ``config.seeds`` seeds (each: exact over deterministic profiles when there are
-    at most ``config.exhaustive``, and Adam from ``config.restarts`` starts); deploy the best."""
+    at most ``config.exhaustive``, and Adam from ``config.restarts`` starts); deploy the best.
+    ``progress``: a bar over the Adam phase's starts x steps (None: when stderr is a terminal; a
+    :class:`~ers_exact.util.progress.Progress` is advanced instead of drawing a bar of its own)."""
     start = time.perf_counter()
     # OP is a mean over Phi: a canonical order makes the result a function of the set, not of its listing
     maps = symmetry_maps(tree, sorted(phis, key=lambda p: (p.actions, p.observations, p.states)))
@@ -202,7 +224,9 @@ def train_other_play(
     )
     exact = _exact_picks(tree, det, shared, rngs)
     warm = [e[0] if e else None for e in exact]
-    results = _seed_results(exact, *gradient_runs(tree, maps, shared, config, rngs, warm), config.restarts)
+    with _ascent_bar(tree, config, progress) as bar:
+        runs = gradient_runs(tree, maps, shared, config, rngs, warm, bar)
+    results = _seed_results(exact, *runs, config.restarts)
     k = deploy_index([r[2] for r in results], [r[1] for r in results], "op_value", tie=_TIE)
     return OPResult(
         policy=results[k][0],
@@ -226,10 +250,13 @@ def train_other_play(
 
 
 def solve_other_play(
-    tree: HistoryTree, symmetries: str | Sequence[Transformation] = "mdp", config: OPConfig = OPConfig()
+    tree: HistoryTree,
+    symmetries: str | Sequence[Transformation] = "mdp",
+    config: OPConfig = OPConfig(),
+    progress: bool | Progress | None = None,
 ) -> OPResult:
     """The library entry point of ``ers-exact op``: Phi by name (:data:`SYMMETRY_SETS`) or as a list of
-    transformations, then :func:`train_other_play`."""
+    transformations, then :func:`train_other_play` (``progress``: its bar)."""
     name = symmetries if isinstance(symmetries, str) else "given"
     phis = symmetry_set(tree, symmetries) if isinstance(symmetries, str) else list(symmetries)
-    return replace(train_other_play(tree, phis, config), symmetries=name)
+    return replace(train_other_play(tree, phis, config, progress), symmetries=name)

@@ -43,6 +43,7 @@ from ers_exact.util.deprecation import deprecated_names
 from ers_exact.util.progress import Progress
 from ers_exact.zsc.config import DiscoveryConfig, OPConfig, PopulationConfig
 from ers_exact.zsc.discovery import discover, learned_phi
+from ers_exact.zsc.op_ascent import ascent_work
 from ers_exact.zsc.other_play import OPResult, train_other_play
 from ers_exact.zsc.pools import UNSEEN_POOL_SEED_OFFSET, build_pools
 
@@ -107,7 +108,9 @@ def run_zsc(
     config: PopulationConfig = PopulationConfig(),  # noqa: B008 (frozen: renamed_fields hides it from ruff)
     progress: bool | None = None,
 ) -> tuple[ZSCReport, list[DiscoveryResult]]:
-    """Run the three populations; return Table 1 and every ER agent's discovery result."""
+    """Run the three populations; return Table 1 and every ER agent's discovery result. ``progress``: the
+    bars of the IQL pools and of the other-play phase, every agent's two OP trainings' Adam start-steps in one
+    bar (None: when stderr is a terminal)."""
     mdp = decpomdp_symmetries(tree.game)
     op_cfg = OPConfig(seeds=config.m, steps=config.op_steps)
     sp_deployed, mdp_deployed, er_deployed, er_phis, discoveries = [], [], [], [], []
@@ -115,7 +118,8 @@ def run_zsc(
     # every agent's training and unseen pool at once (IQL: one batch of runs, each as if trained alone)
     unseen_seeds = [s + UNSEEN_POOL_SEED_OFFSET for s in seeds]
     pools = build_pools(tree, config.pool_config, seeds + unseen_seeds, progress=progress)
-    with Progress(config.agents, f"zsc {tree.game.name}", enabled=progress) as bar:
+    desc = f"zsc {tree.game.name}: other-play of {config.agents} agents (OP + Phi_MDP, OP + Phi_ER)"
+    with Progress(config.agents * 2 * ascent_work(op_cfg), desc, enabled=progress) as bar:
         for agent, seed in enumerate(seeds):
             pool, sp_policy = pools[agent]
             unseen, _ = pools[config.agents + agent]
@@ -124,11 +128,10 @@ def run_zsc(
             discoveries.append(result)
             er_phis.append(learned_phi(tree, result.permutations()))
             sp_deployed.append(sp_policy)
-            mdp_op = train_other_play(tree, mdp, replace(op_cfg, seed=seed))
+            mdp_op = train_other_play(tree, mdp, replace(op_cfg, seed=seed), progress=bar)
             mdp_deployed.append(deployed_policy(mdp_op, config.select_by))
-            er_op = train_other_play(tree, er_phis[-1], replace(op_cfg, seed=seed))
+            er_op = train_other_play(tree, er_phis[-1], replace(op_cfg, seed=seed), progress=bar)
             er_deployed.append(deployed_policy(er_op, config.select_by))
-            bar.update()
     mdp_sets = [mdp] * config.agents
     seed = config.seed
     rows = (
