@@ -144,8 +144,20 @@ def show_census(result: dict[str, Any]) -> None:
         print(f"{k}: {v}")
 
 
+def _pool_sizes(sizes: list[int], unseen: list[int], k: int) -> str:
+    """The pools used, in words: their size (per agent where they differ) against the k asked for."""
+
+    def size(ns: list[int]) -> str:
+        return f"{ns[0]}" if len(set(ns)) == 1 else ", ".join(map(str, ns))
+
+    capped = "; --pool-source exact keeps at most |Pi*_alpha|" if min(sizes + unseen) < k else ""
+    return f"pool size {size(sizes)} (k = {k}{capped}); unseen pool size {size(unseen)}"
+
+
 def show_zsc(result: dict[str, Any]) -> None:
     print(result["markdown"])
+    k = result["config"]["k"]
+    print(f"\nper agent: {_pool_sizes(result['pool_sizes'], result['unseen_pool_sizes'], k)}")
 
 
 def show_optimal(result: dict[str, Any]) -> None:
@@ -196,6 +208,7 @@ def show_discover(result: dict[str, Any]) -> None:
         f"J_2 = {result['J_2']:.4f}, J_3 = {result['J_3']:.4f}, reconstruction loss "
         f"{result['reconstruction_loss']:.3f}"
     )
+    print(_pool_sizes([result["pool_size"]], [result["unseen_pool_size"]], result["k"]))
     for t, sc in zip(result["transformations"], result["scores"]):
         print(f"  {sc:.6f}  actions {t['actions']}  observations {t['observations']}")
 

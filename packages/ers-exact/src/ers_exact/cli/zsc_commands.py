@@ -18,6 +18,7 @@ __all__ = ["run_discover", "run_op", "run_zsc"]
 def run_zsc(o: ZSCOptions) -> dict[str, Any]:
     """The population pipeline: SP, OP + Phi_MDP and OP + learned Phi_ER; Table 1 as JSON and markdown."""
     from ers_exact.zsc.config import PopulationConfig
+    from ers_exact.zsc.pipeline import population_pools
     from ers_exact.zsc.pipeline import run_zsc as pipeline
 
     cfg = PopulationConfig(
@@ -35,9 +36,13 @@ def run_zsc(o: ZSCOptions) -> dict[str, Any]:
     tree = tree_of(o)
     if o.out:
         claim_folder(o.out, force=o.force, command="ers-exact zsc", reads=game_files(o))
-    report, discoveries = pipeline(tree, cfg)
+    pools = population_pools(tree, cfg)
+    report, discoveries = pipeline(tree, cfg, pools=pools)
+    sizes = [len(pool) for pool, _ in pools]  # --pool-source exact: at most |Pi*_alpha| each, below --k
     result = {
         **report.to_json(),
+        "pool_sizes": sizes[: o.agents],
+        "unseen_pool_sizes": sizes[o.agents :],
         "markdown": report.to_markdown(),
         "discovery": [d.to_json() for d in discoveries],
         "provenance": provenance(),
@@ -74,4 +79,12 @@ def run_discover(o: DiscoverOptions) -> dict[str, Any]:
     tree = tree_of(o)
     (train, _), (unseen, _) = build_pools(tree, cfg, [o.seed, o.seed + UNSEEN_POOL_SEED_OFFSET])
     result = discover(tree, train, discovery, unseen_pool=unseen)
-    return {**result.to_json(), "pool_source": o.pool_source, "alpha": o.alpha, "provenance": provenance()}
+    return {
+        **result.to_json(),
+        "pool_source": o.pool_source,
+        "alpha": o.alpha,
+        "k": o.k,
+        "pool_size": len(train),  # --pool-source exact: at most |Pi*_alpha|, below --k
+        "unseen_pool_size": len(unseen),
+        "provenance": provenance(),
+    }

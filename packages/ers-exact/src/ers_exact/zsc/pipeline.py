@@ -45,9 +45,17 @@ from ers_exact.zsc.config import DiscoveryConfig, OPConfig, PopulationConfig
 from ers_exact.zsc.discovery import discover, learned_phi
 from ers_exact.zsc.op_ascent import ascent_work
 from ers_exact.zsc.other_play import OPResult, train_other_play
-from ers_exact.zsc.pools import UNSEEN_POOL_SEED_OFFSET, build_pools
+from ers_exact.zsc.pools import UNSEEN_POOL_SEED_OFFSET, Pool, build_pools
 
-__all__ = ["AGENT_SEED_STRIDE", "PopulationConfig", "deployed_policy", "learned_phi", "run_zsc"]
+__all__ = [
+    "AGENT_SEED_STRIDE",
+    "PopulationConfig",
+    "deployed_policy",
+    "learned_phi",
+    "population_pools",
+    "run_zsc",
+]
+
 
 # Agent a of a run with seed s trains with seed s * AGENT_SEED_STRIDE + a, so runs with different seeds
 # never share an agent seed (for fewer than AGENT_SEED_STRIDE agents).
@@ -103,21 +111,36 @@ def deployed_policy(result: OPResult, select_by: str) -> tuple[np.ndarray, ...]:
     return result.seed_policies[k]
 
 
+def _agent_seeds(config: PopulationConfig) -> list[int]:
+    return [config.seed * AGENT_SEED_STRIDE + agent for agent in range(config.agents)]
+
+
+def population_pools(tree: HistoryTree, config: PopulationConfig, progress: bool | None = None) -> list[Pool]:
+    """Every agent's training pool, then every agent's unseen pool (2P pools), all at once (IQL: one batch of
+    runs, each as if trained alone). A pool holds ``config.k`` policies, or, with ``pool_source="exact"``,
+    fewer where Pi*_alpha has fewer points (``len`` of its list)."""
+    seeds = _agent_seeds(config)
+    unseen_seeds = [s + UNSEEN_POOL_SEED_OFFSET for s in seeds]
+    return build_pools(tree, config.pool_config, seeds + unseen_seeds, progress=progress)
+
+
 def run_zsc(
     tree: HistoryTree,
     config: PopulationConfig = PopulationConfig(),  # noqa: B008 (frozen: renamed_fields hides it from ruff)
     progress: bool | None = None,
+    pools: Sequence[Pool] | None = None,
 ) -> tuple[ZSCReport, list[DiscoveryResult]]:
     """Run the three populations; return Table 1 and every ER agent's discovery result. ``progress``: the
     bars of the IQL pools and of the other-play phase, every agent's two OP trainings' Adam start-steps in one
-    bar (None: when stderr is a terminal)."""
+    bar (None: when stderr is a terminal). ``pools``: :func:`population_pools` of this config, when the caller
+    built them (to report their sizes); by default built here."""
     mdp = decpomdp_symmetries(tree.game)
     op_cfg = OPConfig(seeds=config.m, steps=config.op_steps)
     sp_deployed, mdp_deployed, er_deployed, er_phis, discoveries = [], [], [], [], []
-    seeds = [config.seed * AGENT_SEED_STRIDE + agent for agent in range(config.agents)]
-    # every agent's training and unseen pool at once (IQL: one batch of runs, each as if trained alone)
-    unseen_seeds = [s + UNSEEN_POOL_SEED_OFFSET for s in seeds]
-    pools = build_pools(tree, config.pool_config, seeds + unseen_seeds, progress=progress)
+    seeds = _agent_seeds(config)
+    pools = population_pools(tree, config, progress) if pools is None else pools
+    if len(pools) != 2 * config.agents:
+        raise ValueError(f"run_zsc needs 2 x {config.agents} pools (population_pools), not {len(pools)}")
     desc = f"zsc {tree.game.name}: other-play of {config.agents} agents (OP + Phi_MDP, OP + Phi_ER)"
     with Progress(config.agents * 2 * ascent_work(op_cfg), desc, enabled=progress) as bar:
         for agent, seed in enumerate(seeds):

@@ -18,12 +18,13 @@ from ers_exact.solve.fixed_points import SolverConfig, solve_fixed_points
 from ers_exact.zsc.config import POOL_SOURCES, UNSEEN_POOL_SEED_OFFSET, PoolConfig
 from ers_exact.zsc.iql import IQLConfig, train_iql_batch
 
-__all__ = ["POOL_SOURCES", "UNSEEN_POOL_SEED_OFFSET", "PoolConfig", "build_pool", "build_pools"]
+__all__ = ["POOL_SOURCES", "UNSEEN_POOL_SEED_OFFSET", "Pool", "PoolConfig", "build_pool", "build_pools"]
+
+#: a pool Pi' of self-play policies (per policy, per agent [K_i, |A^i|]) and the policy its agent deploys for SP
+Pool = tuple[list[tuple[np.ndarray, ...]], tuple[np.ndarray, ...]]
 
 
-def build_pool(
-    tree: HistoryTree, config: PoolConfig, seed: int
-) -> tuple[list[tuple[np.ndarray, ...]], tuple[np.ndarray, ...]]:
+def build_pool(tree: HistoryTree, config: PoolConfig, seed: int) -> Pool:
     """(k Boltzmann pool policies, the agent's SP deployment), all seeded by ``seed``.
 
     ``"iql"``: k IQL runs as softmax(Q / alpha); the SP deployment is the best-J greedy policy (ties
@@ -35,7 +36,7 @@ def build_pool(
 
 def build_pools(
     tree: HistoryTree, config: PoolConfig, seeds: Sequence[int], progress: bool | None = False
-) -> list[tuple[list[tuple[np.ndarray, ...]], tuple[np.ndarray, ...]]]:
+) -> list[Pool]:
     """:func:`build_pool` for each seed; the IQL pools train together as one batch of runs
     (:func:`~ers_exact.zsc.iql.train_iql_batch`: each the same as alone; ``progress``: its bar)."""
     cfg = config
@@ -50,9 +51,7 @@ def build_pools(
     raise ValueError(f"unknown pool {cfg.source!r}: 'iql' or 'exact'")
 
 
-def _iql_pool(
-    tree: HistoryTree, tables: tuple[np.ndarray, ...], cfg: PoolConfig
-) -> tuple[list[tuple[np.ndarray, ...]], tuple[np.ndarray, ...]]:
+def _iql_pool(tree: HistoryTree, tables: tuple[np.ndarray, ...], cfg: PoolConfig) -> Pool:
     boltz = softmax_policy(tree, tables, cfg.alpha)
     pool = [tuple(p[r] for p in boltz) for r in range(cfg.k)]
     greedy = softmax_policy(tree, tables, 1e-9)  # ties split evenly
@@ -61,9 +60,7 @@ def _iql_pool(
     return pool, tuple(p[best] for p in greedy)
 
 
-def _exact_pool(
-    tree: HistoryTree, cfg: PoolConfig, seed: int
-) -> tuple[list[tuple[np.ndarray, ...]], tuple[np.ndarray, ...]]:
+def _exact_pool(tree: HistoryTree, cfg: PoolConfig, seed: int) -> Pool:
     # the solve command's starts at least: 16 missed three-lever's optimum at alpha 0.25 (J 1.8807 against
     # J* 1.8964), so the "optimal" pool was a suboptimal fixed point
     starts = max(SolverConfig().n_starts, 2 * cfg.k)
