@@ -312,3 +312,39 @@ def test_a_tabular_game_trains_with_a_compiled_collection(
     ]
     res = _json(capsys, [*argv, "compile", *TINY, "--out", str(tmp_path / "pool"), "--json"])
     assert res["config"]["collect_mode"] == "compile" and res["training"]["updates"] == 1
+
+
+@pytest.mark.parametrize("command", [["train-sp"], ["train-op", "--symmetries", "none"]], ids=["sp", "op"])
+def test_a_killed_pool_resumed_without_eval_games_is_scored_as_the_unkilled_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str]
+) -> None:
+    """--eval-games is saved with the run: a pool stopped after 3 of 6 updates, its pool.json and policies
+    removed (what a kill after the checkpoint leaves), then resumed without the flag ends with the pool.json
+    of the same command run uninterrupted (scored on 37 games, not the default 1000). A value given on
+    --resume rescores the pool and replaces the saved one; a run recorded without it scores on 1000."""
+    import shutil
+
+    argv = [*command, "--env", "tabular:toy-coordination", "--seeds", "0-1", "--alpha", "0.25"]
+    argv += ["--num-envs", "64", "--total-steps", str(64 * 2 * 6), "--eval-games", "37", "--threads", "1"]
+    whole, part = tmp_path / "whole", tmp_path / "part"
+    assert main([*argv, "--out", str(whole)]) == 0
+    assert main([*argv, "--out", str(part), "--max-updates", "3"]) == 0
+    (part / "pool.json").unlink()
+    shutil.rmtree(part / "policies")
+    capsys.readouterr()
+    resumed = _json(capsys, [command[0], "--resume", str(part), "--json"])
+    expected = json.loads((whole / "pool.json").read_text())
+    assert resumed["training"]["updates"] == expected["training"]["updates"] == 6
+    assert resumed["policies"] == expected["policies"]  # every score: self-play (and other-play), exact J
+    assert {p["self_play"]["games"] for p in resumed["policies"]} == {37}
+    rescored = _json(capsys, [command[0], "--resume", str(part), "--eval-games", "20", "--json"])
+    assert {p["self_play"]["games"] for p in rescored["policies"]} == {20}
+    again = _json(capsys, [command[0], "--resume", str(part), "--json"])  # the value given last is kept
+    assert again["policies"] == rescored["policies"]
+    config = part / "run" / "config.json"
+    info = json.loads(config.read_text())
+    assert info["eval_games"] == 20
+    del info["eval_games"]  # a pool written before the run kept it: the default, as before
+    config.write_text(json.dumps(info))
+    old = _json(capsys, [command[0], "--resume", str(part), "--json"])
+    assert {p["self_play"]["games"] for p in old["policies"]} == {1000}

@@ -61,7 +61,7 @@ from ers_deep.discovery import exact_symmetries_for, symmetries_for
 from ers_deep.envs.symmetry import IndexSymmetry, Symmetry
 from ers_deep.nets import ActorCritic, build_net
 from ers_deep.nets.other_play import OtherPlayNet
-from ers_deep.pools import Policy, PoolError, train_pool, train_pool_ray
+from ers_deep.pools import Policy, PoolError, pool_eval_games, train_pool, train_pool_ray
 from ers_deep.train.checkpoint import atomic_write_bytes
 from ers_deep.train.config import TrainConfig, make_env
 from ers_deep.train.evaluate import Agent, play
@@ -236,15 +236,17 @@ def train_op_pool(
     out: str | os.PathLike[str],
     *,
     resume_run: bool = False,
-    eval_games: int = 1000,
+    eval_games: int | None = None,
     progress: bool | None = None,
     threads: int | None = None,
     max_updates: int | None = None,
 ) -> dict[str, Any]:
     """Other-play training of the seeds of ``config`` with Phi = ``op_symmetries(config, source)`` into the
     pool ``out`` (module docstring); returns pool.json. ``resume_run=True`` continues the run in ``out``
-    (``config`` and ``source`` may be None: both come from the run's record; a ``source`` given must match)."""
+    (``config`` and ``source`` may be None: both come from the run's record; a ``source`` given must match).
+    ``eval_games``: games per policy of both scores (unset: a resumed pool's own, ``pool_eval_games``)."""
     out = Path(out)
+    eval_games = pool_eval_games(out, eval_games, resume_run)
     if resume_run:
         cfg = _run_config(out)
         rec = _recorded(out, source)
@@ -300,7 +302,7 @@ def train_op_pool_ray(
     out: str | os.PathLike[str],
     address: str,
     *,
-    eval_games: int = 1000,
+    eval_games: int | None = None,
     threads: int | None = None,
     max_updates: int | None = None,
 ) -> dict[str, Any]:

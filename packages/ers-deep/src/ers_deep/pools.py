@@ -5,10 +5,12 @@
                                    final training return, and on tabular games the exact J / fixed-point check
       policies/seed-S.safetensors  one frozen single-seed network (``ers_deep.train.checkpoint`` format:
                                    safetensors + JSON metadata with the TrainConfig, seed, obs shape, actions)
-      run/                         the training run (``ers_deep.train.run``: config.json, metrics.csv, checkpoints)
+      run/                         the training run (``ers_deep.train.run``: config.json, metrics.csv, checkpoints);
+                                   its config.json also keeps ``eval_games``, the games per policy of the scores
 
 ``train_pool(config, out)`` trains all seeds of ``config.seeds`` together in one process (stacked parameters,
-``ers_deep.train.ippo``), or continues an interrupted pool (``resume=True``), then freezes every seed.
+``ers_deep.train.ippo``), or continues an interrupted pool (``resume=True``), then freezes every seed. A resumed
+pool is scored on the games its run recorded (``pool_eval_games``), so it ends as the uninterrupted pool would.
 ``train_pool_ray(config, out, address)`` trains the same pool as separate jobs on a Ray cluster (the ``ray``
 extra; ``address`` ``local`` starts a local Ray instance): one Ray task per seed runs ``train_pool`` for that
 seed alone into ``POOL/runs/seed-S/`` (a complete one-seed pool: run directory, checkpoints, pool.json); the
@@ -29,6 +31,7 @@ trainer=...)`` runs such a variant per seed (the top-level keys a seed's pool.js
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import sys
@@ -45,7 +48,7 @@ from ers_deep.train.config import TrainConfig
 from ers_deep.train.evaluate import play
 from ers_deep.train.exact import exact_report
 from ers_deep.train.ippo import Learner
-from ers_deep.train.run import read_metrics, resume, train
+from ers_deep.train.run import read_metrics, read_run_config, resume, train
 from ers_exact.util.errors import InputError
 from ers_exact.util.output import dumps, read_json, remove_stale_temporaries
 
@@ -59,12 +62,14 @@ class RayError(RuntimeError, InputError):
 
 
 __all__ = [
+    "DEFAULT_EVAL_GAMES",
     "Policy",
     "Pool",
     "PoolError",
     "RayError",
     "load_policy",
     "load_pool",
+    "pool_eval_games",
     "save_policy",
     "seed_net",
     "train_pool",
@@ -93,12 +98,60 @@ def _final_returns(run_dir: Path, seeds: tuple[int, ...], window: int = 10) -> d
     return out
 
 
+#: self-play games per policy for a pool's scores when none is given: a new pool's, and a resumed pool's whose run
+#: was recorded before run/config.json kept its ``eval_games``
+DEFAULT_EVAL_GAMES = 1000
+
+
+def pool_eval_games(out: str | os.PathLike[str], eval_games: int | None, resume_run: bool) -> int:
+    """The games per policy the pool ``out`` is scored on: ``eval_games`` when given; else, for a resumed pool,
+    the value its run recorded (run/config.json's ``eval_games``), so that a pool killed and resumed is scored
+    as the unkilled one; else (a new pool, a run recorded without it) ``DEFAULT_EVAL_GAMES``. A recorded value
+    that is no positive integer is a :class:`PoolError` naming the file."""
+    path = Path(out) / "run" / "config.json"
+    if eval_games is not None or not resume_run or not path.is_file():
+        return DEFAULT_EVAL_GAMES if eval_games is None else eval_games
+    saved = read_run_config(path.parent)[0].get("eval_games", DEFAULT_EVAL_GAMES)
+    if type(saved) is not int or saved < 1:
+        raise PoolError(f"{path}: its eval_games {saved!r} is not a positive integer (damaged run)")
+    return saved
+
+
+def _record_eval_games(run_dir: Path, games: int) -> None:
+    """A resume's ``eval_games`` that is not the one its run recorded replaces it in run/config.json (scoring is
+    no part of training: the value given last is the one a later resume without it uses)."""
+    info, _ = read_run_config(run_dir)
+    if info.get("eval_games") != games:
+        text = json.dumps({**info, "eval_games": games}, indent=2, sort_keys=True)
+        atomic_write_bytes(run_dir / "config.json", text.encode())
+
+
+def _train_or_resume(
+    config: TrainConfig, out: Path, resume_run: bool, eval_games: int, runs: dict[str, Any]
+) -> tuple[Learner, dict[str, Any]]:
+    """``train`` a new pool's run (recording ``eval_games`` in its config.json) or ``resume`` its run."""
+    run_dir = out / "run"
+    if resume_run:
+        # only in a pool's folder (a mistyped --resume path is refused by resume, with nothing removed)
+        if (run_dir / "config.json").is_file():
+            for path in remove_stale_temporaries(out) + remove_stale_temporaries(out / "policies"):
+                print(f"resume: removed {path}, left by a write that was interrupted", file=sys.stderr)
+            _record_eval_games(run_dir, eval_games)
+        return resume(run_dir, **runs)
+    if (out / "pool.json").exists() or (run_dir / "config.json").exists():
+        raise PoolError(
+            f"{out} already holds a pool; continue it with --resume, pass --force to replace it or choose "
+            "another --out"
+        )
+    return train(config, run_dir, settings={"eval_games": eval_games}, **runs)
+
+
 def train_pool(
     config: TrainConfig,
     out: str | os.PathLike[str],
     *,
     resume_run: bool = False,
-    eval_games: int = 1000,
+    eval_games: int | None = None,
     progress: bool | None = None,
     threads: int | None = None,
     max_updates: int | None = None,
@@ -111,33 +164,18 @@ def train_pool(
 
     ``make_learner``: the learner factory (given to ``train``/``resume``); ``policy_net``: learner.net -> the
     network to freeze, score and check (default: learner.net itself); ``score``: extra entries per frozen
-    policy; ``record``: extra top-level keys of pool.json (module docstring)."""
+    policy; ``record``: extra top-level keys of pool.json (module docstring). ``eval_games``: self-play games
+    per policy for the scores (``pool_eval_games``: unset, a resumed pool's own), recorded in run/config.json."""
     out = Path(out)
-    run_dir = out / "run"
+    games = pool_eval_games(out, eval_games, resume_run)
     runs: dict[str, Any] = dict(
         progress=progress, threads=threads, max_updates=max_updates, make_learner=make_learner
     )
-    if resume_run:
-        # only in a pool's folder (a mistyped --resume path is refused by resume, with nothing removed)
-        stale = (
-            remove_stale_temporaries(out) + remove_stale_temporaries(out / "policies")
-            if (run_dir / "config.json").is_file()
-            else []
-        )
-        for path in stale:
-            print(f"resume: removed {path}, left by a write that was interrupted", file=sys.stderr)
-        learner, summary = resume(run_dir, **runs)
-    else:
-        if (out / "pool.json").exists() or (run_dir / "config.json").exists():
-            raise PoolError(
-                f"{out} already holds a pool; continue it with --resume, pass --force to replace it or choose "
-                "another --out"
-            )
-        learner, summary = train(config, run_dir, **runs)
+    learner, summary = _train_or_resume(config, out, resume_run, games, runs)
     cfg = learner.config
     net = learner.net if policy_net is None else policy_net(learner.net)
     (out / "policies").mkdir(parents=True, exist_ok=True)
-    final = _final_returns(run_dir, cfg.seeds)
+    final = _final_returns(out / "run", cfg.seeds)
     exact = (
         exact_report(net, learner.env, cfg.alpha)
         if isinstance(learner.env, TabularEnv)
@@ -148,7 +186,7 @@ def train_pool(
         file = out / "policies" / f"seed-{seed}.safetensors"
         save_policy(file, learner, s, net=net)
         policy = load_policy(file)
-        sp = play([policy.agent()] * learner.env.num_agents, cfg, eval_games, seed=10_000 + seed)
+        sp = play([policy.agent()] * learner.env.num_agents, cfg, games, seed=10_000 + seed)
         entry: dict[str, Any] = {
             "seed": seed,
             "file": str(file.relative_to(out)),
@@ -228,13 +266,14 @@ def train_pool_ray(
     out: str | os.PathLike[str],
     address: str,
     *,
-    eval_games: int = 1000,
+    eval_games: int | None = None,
     threads: int | None = None,
     max_updates: int | None = None,
     trainer: Callable[..., dict[str, Any]] = train_pool,
 ) -> dict[str, Any]:
     """Train the pool ``out`` on a Ray cluster, one task per seed (module docstring); returns pool.json.
-    ``trainer``: what each task runs, ``train_pool`` or a picklable variant with its signature."""
+    ``trainer``: what each task runs, ``train_pool`` or a picklable variant with its signature; ``eval_games``
+    (unset: ``DEFAULT_EVAL_GAMES``) is each seed's, recorded in its run."""
     out = Path(out).absolute()
     if (out / "pool.json").exists() or (out / "runs").exists() or (out / "run").exists():
         raise PoolError(f"{out} already holds a pool; pass --force to replace it or choose another --out")
@@ -248,7 +287,7 @@ def train_pool_ray(
                 trainer,
                 config.replace(seeds=(seed,)).to_json(),
                 str(out / "runs" / f"seed-{seed}"),
-                eval_games,
+                DEFAULT_EVAL_GAMES if eval_games is None else eval_games,
                 threads,
                 max_updates,
             )

@@ -132,11 +132,12 @@ class TrainSPOptions(Options):
         "captured as a CUDA graph; auto: captured on CUDA, see README)",
         default_value="auto",
     )
-    eval_games: int = option(
-        1000,
-        help="self-play games per policy for the pool's scores (not part of the run: a --resume scores with "
-        "the value it is given, so repeat it there)",
+    eval_games: int | None = option(
+        None,
+        help="self-play games per policy for the pool's scores, saved with the run: --resume scores with the "
+        "run's value, or with one given there, which replaces it (scoring only: training is unchanged)",
         check=at_least(1),
+        default_text="1000; --resume: the run's",
     )
     max_updates: int | None = option(
         None, help="stop after this many updates (continue later with --resume)", check=at_least(1)

@@ -1,7 +1,8 @@
 """The run directory of a training run, and ``train(config, run_dir)`` / ``resume(run_dir)``.
 
     RUN_DIR/
-      config.json                 the resolved TrainConfig (+ versions), written once, atomically
+      config.json                 the resolved TrainConfig (+ versions, + the caller's ``settings``: a pool's
+                                  eval_games, which a pool's resume may replace), written atomically
       metrics.csv                 one row per update and seed (update, env_steps, seed, return, ...; ``seconds``
                                   is the only wall-clock column)
       checkpoints/update-NNNNNN.safetensors   the full learner state (``ers_deep.train.checkpoint``), the last
@@ -182,10 +183,12 @@ def train(
     threads: int | None = None,
     on_update: Callable[[dict[str, Any]], None] | None = None,
     make_learner: Callable[[TrainConfig], Learner] = Learner,
+    settings: dict[str, Any] | None = None,
 ) -> tuple[Learner, dict[str, Any]]:
     """Start a run in a new (or empty) ``run_dir``; ``max_updates`` stops early (the run can be resumed).
     ``make_learner`` builds the learner from the config (a composite net: discovery, other-play); ``resume``
-    must be given the same one."""
+    must be given the same one. ``settings``: more top-level keys of config.json, the caller's own options of
+    the run that are no ``TrainConfig`` field (a pool's ``eval_games``), read back with ``read_run_config``."""
     run_dir = Path(run_dir)
     if (run_dir / "config.json").exists():
         raise RunError(f"{run_dir} already holds a run (config.json); resume it with --resume {run_dir}")
@@ -200,6 +203,7 @@ def train(
         "num_actions": learner.env.num_actions,
         "num_agents": learner.env.num_agents,
         "cpu_products": learner.cpu_products,  # what cpu_products resolved to: a resume uses the same
+        **(settings or {}),
     }
     atomic_write_bytes(run_dir / "config.json", json.dumps(info, indent=2, sort_keys=True).encode())
     truncate_metrics(run_dir / "metrics.csv", -1)
