@@ -382,7 +382,17 @@ DEEP_CASES = [
             "--out",
             "/tmp/ers-n",
         ],
-        "minibatches = 100",
+        "--minibatches 100: choose 1 .. 2 x --num-envs = 32",
+    ),
+    (
+        "table1-top-above-candidates",
+        ["table1", "--top", "9", "--out", "/tmp/ers-n"],
+        "--top 9 is more than --candidates 8",
+    ),
+    (
+        "table2-top-above-candidates",
+        ["table2", "--candidates", "2", "--top", "3", "--out", "/tmp/ers-n"],
+        "--top 3 is more than --candidates 2",
     ),
     ("action-matrix-no-source", ["action-matrix"], "--table1"),
     ("action-matrix-two-sources", ["action-matrix", "/tmp/ers-p", "--table1", "/tmp/ers-t1"], "/tmp/ers-t1"),

@@ -69,7 +69,10 @@ class Table1Options(Options):
     )
     candidates: int = option(8, help="symmetries trained per agent", check=at_least(1))
     top: int = option(
-        4, help="symmetries kept per agent (the paper's l)", check=at_least(1), renamed_from=("l",)
+        4,
+        help="symmetries kept per agent (the paper's l), at most --candidates",
+        check=at_least(1),
+        renamed_from=("l",),
     )
     m: int = option(
         1, help="OP seeds per agent, 1 to 20 (--select-by picks the one deployed)", check=between(1, 20)
@@ -124,9 +127,17 @@ class Table1Options(Options):
     )
 
     def check(self) -> None:
-        """Refuse, for a new run, an option that ``--env`` does not read, given at another value than its
-        default (it was ignored, and recorded in config.json as if it had applied); a run already in --out
-        continues with the options it was started with."""
+        """Refuse ``--top`` above ``--candidates`` and ``--minibatches`` outside 1 .. 2 x ``--num-envs`` by their
+        flags (``PopulationConfig`` named its fields: "PopulationConfig.top = 9 ..."); and, for a new run, an
+        option that ``--env`` does not read, given at another value than its default (it was ignored, and
+        recorded in config.json as if it had applied); a run already in --out continues with the options it was
+        started with."""
+        if self.top > self.candidates:
+            raise UsageError(f"--top {self.top} is more than --candidates {self.candidates}")
+        if self.minibatches is not None and not 1 <= self.minibatches <= 2 * self.num_envs:
+            raise UsageError(
+                f"--minibatches {self.minibatches}: choose 1 .. 2 x --num-envs = {2 * self.num_envs}"
+            )
         if (Path(self.out) / "config.json").exists():
             return
         kind = self.env if self.env in ("hanabi", "overcooked-v2") else "tabular"
