@@ -321,7 +321,8 @@ def test_a_killed_pool_resumed_without_eval_games_is_scored_as_the_unkilled_one(
     """--eval-games is saved with the run: a pool stopped after 3 of 6 updates, its pool.json and policies
     removed (what a kill after the checkpoint leaves), then resumed without the flag ends with the pool.json
     of the same command run uninterrupted (scored on 37 games, not the default 1000). A value given on
-    --resume rescores the pool and replaces the saved one; a run recorded without it scores on 1000."""
+    --resume rescores the pool and replaces the saved one; a run recorded without it scores on 1000, one with
+    a damaged value is refused."""
     import shutil
 
     argv = [*command, "--env", "tabular:toy-coordination", "--seeds", "0-1", "--alpha", "0.25"]
@@ -348,3 +349,6 @@ def test_a_killed_pool_resumed_without_eval_games_is_scored_as_the_unkilled_one(
     config.write_text(json.dumps(info))
     old = _json(capsys, [command[0], "--resume", str(part), "--json"])
     assert {p["self_play"]["games"] for p in old["policies"]} == {1000}
+    config.write_text(json.dumps({**info, "eval_games": "x"}))  # damaged: refused by name, not ignored
+    assert main([command[0], "--resume", str(part)]) == 2
+    assert f"{config}: its scores' games per policy, 'x'" in capsys.readouterr().err

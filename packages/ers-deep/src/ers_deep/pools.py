@@ -113,7 +113,9 @@ def pool_eval_games(out: str | os.PathLike[str], eval_games: int | None, resume_
         return DEFAULT_EVAL_GAMES if eval_games is None else eval_games
     saved = read_run_config(path.parent)[0].get("eval_games", DEFAULT_EVAL_GAMES)
     if type(saved) is not int or saved < 1:
-        raise PoolError(f"{path}: its eval_games {saved!r} is not a positive integer (damaged run)")
+        raise PoolError(
+            f"{path}: its scores' games per policy, {saved!r}, are no positive integer (damaged run)"
+        )
     return saved
 
 
