@@ -7,6 +7,7 @@ discovery's checkpoints damaged)."""
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 from pathlib import Path
 
@@ -42,12 +43,43 @@ def _contents(folder: Path) -> dict[str, str]:
     }
 
 
+def _killed(pool: Path, folder: Path) -> Path:
+    """``folder`` as ``pool`` killed during training, before its freeze: only its run (pool.json, policies/ and
+    the learning curve are written at the freeze)."""
+    shutil.copytree(pool / "run", folder / "run")
+    return folder
+
+
 def test_each_folder_is_told_apart(folders: dict[str, Path], tmp_path: Path) -> None:
     assert [folder_kind(folders[k]) for k in ("sp", "op", "disc")] == ["pool", "pool", "discovery"]
-    killed = tmp_path / "killed"  # a pool killed before its first freeze: only its run
-    (killed / "run").mkdir(parents=True)
-    shutil.copy(folders["sp"] / "run" / "config.json", killed / "run" / "config.json")
-    assert folder_kind(killed) == "run" and folder_kind(tmp_path / "none") is None
+    killed = _killed(folders["sp"], tmp_path / "killed")  # its run/config.json keeps the pool's eval_games
+    assert folder_kind(killed) == "pool" and folder_kind(tmp_path / "none") is None
+    config = killed / "run" / "config.json"  # as written before runs kept it: either command's own
+    config.write_text(
+        json.dumps({k: v for k, v in json.loads(config.read_text()).items() if k != "eval_games"})
+    )
+    assert folder_kind(killed) == "run"
+    config.write_text("{damaged")
+    assert folder_kind(killed) == "run"
+
+
+@pytest.mark.parametrize("flag", ["--force", "--resume", None], ids=["force", "resume", "plain"])
+def test_a_killed_self_play_pool_is_no_discovery_run(
+    folders: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str | None
+) -> None:
+    """A self-play pool killed before its freeze holds only its run, as a killed discovery run did: discover
+    refuses it as its --out (``--force`` removed it, ``--resume`` wrote discovery-config.json into it and
+    stopped on an internal error), leaves every file as it was, and train-sp --resume still continues it."""
+    folder = _killed(folders["sp"], tmp_path / "killed")
+    before = _contents(folder)
+    capsys.readouterr()
+    argv = ["discover", "--pool", str(folders["sp"]), "--out", str(folder), *([flag] if flag else [])]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "holds a pool" in err[0], err
+    assert _contents(folder) == before
+    assert main(["train-sp", "--resume", str(folder), "--threads", "1"]) == 0
+    assert (folder / "pool.json").is_file()
 
 
 @pytest.mark.parametrize(

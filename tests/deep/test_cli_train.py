@@ -349,6 +349,7 @@ def test_a_killed_pool_resumed_without_eval_games_is_scored_as_the_unkilled_one(
     config.write_text(json.dumps(info))
     old = _json(capsys, [command[0], "--resume", str(part), "--json"])
     assert {p["self_play"]["games"] for p in old["policies"]} == {1000}
+    assert "eval_games" not in json.loads(config.read_text())  # not written unasked into an older run
     config.write_text(json.dumps({**info, "eval_games": "x"}))  # damaged: refused by name, not ignored
     assert main([command[0], "--resume", str(part)]) == 2
     assert f"{config}: its scores' games per policy, 'x'" in capsys.readouterr().err

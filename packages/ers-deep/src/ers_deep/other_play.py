@@ -246,7 +246,7 @@ def train_op_pool(
     (``config`` and ``source`` may be None: both come from the run's record; a ``source`` given must match).
     ``eval_games``: games per policy of both scores (unset: a resumed pool's own, ``pool_eval_games``)."""
     out = Path(out)
-    eval_games = pool_eval_games(out, eval_games, resume_run)
+    games = pool_eval_games(out, eval_games, resume_run)  # train_pool resolves eval_games (as given) alike
     if resume_run:
         cfg = _run_config(out)
         rec = _recorded(out, source)
@@ -286,7 +286,7 @@ def train_op_pool(
         max_updates=max_updates,
         make_learner=make,
         policy_net=_base,
-        score=functools.partial(_op_score, cfg, symmetries, eval_games),
+        score=functools.partial(_op_score, cfg, symmetries, games),
         record={"other_play": rec},
     )
 

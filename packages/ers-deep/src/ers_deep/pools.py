@@ -129,16 +129,18 @@ def _record_eval_games(run_dir: Path, games: int) -> None:
 
 
 def _train_or_resume(
-    config: TrainConfig, out: Path, resume_run: bool, eval_games: int, runs: dict[str, Any]
+    config: TrainConfig, out: Path, resume_run: bool, eval_games: int, given: bool, runs: dict[str, Any]
 ) -> tuple[Learner, dict[str, Any]]:
-    """``train`` a new pool's run (recording ``eval_games`` in its config.json) or ``resume`` its run."""
+    """``train`` a new pool's run (recording ``eval_games`` in its config.json) or ``resume`` its run (recording
+    ``eval_games`` only where ``given``: a run recorded without it is not rewritten unasked)."""
     run_dir = out / "run"
     if resume_run:
         # only in a pool's folder (a mistyped --resume path is refused by resume, with nothing removed)
         if (run_dir / "config.json").is_file():
             for path in remove_stale_temporaries(out) + remove_stale_temporaries(out / "policies"):
                 print(f"resume: removed {path}, left by a write that was interrupted", file=sys.stderr)
-            _record_eval_games(run_dir, eval_games)
+            if given:
+                _record_eval_games(run_dir, eval_games)
         return resume(run_dir, **runs)
     if (out / "pool.json").exists() or (run_dir / "config.json").exists():
         raise PoolError(
@@ -173,7 +175,7 @@ def train_pool(
     runs: dict[str, Any] = dict(
         progress=progress, threads=threads, max_updates=max_updates, make_learner=make_learner
     )
-    learner, summary = _train_or_resume(config, out, resume_run, games, runs)
+    learner, summary = _train_or_resume(config, out, resume_run, games, eval_games is not None, runs)
     cfg = learner.config
     net = learner.net if policy_net is None else policy_net(learner.net)
     (out / "policies").mkdir(parents=True, exist_ok=True)

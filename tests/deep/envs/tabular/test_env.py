@@ -12,7 +12,7 @@ import torch
 from torchrl.envs.utils import check_env_specs
 
 from ers_deep.envs.tabular import TabularEnv
-from ers_deep.envs.tabular.env import cumulative_table, inverse_cdf
+from ers_deep.envs.tabular.env import cumulative_table, draw_from_cdf
 from ers_deep.envs.tabular.torchrl import TabularTorchRLEnv
 from ers_exact.games import GAMES, load_game
 from ers_exact.games.random import random_small_game
@@ -157,7 +157,7 @@ def test_inverse_cdf_never_draws_an_impossible_outcome() -> None:
     assert np.cumsum(p[0])[-1] < 1.0
     cdf = cumulative_table(p, torch.device("cpu"))
     top = torch.tensor([1.0 - 2.0**-53] * 2, dtype=torch.float64)
-    assert inverse_cdf(cdf, top).tolist() == [9, 1]
-    assert inverse_cdf(cdf, torch.zeros(2, dtype=torch.float64)).tolist() == [0, 0]
+    assert draw_from_cdf(cdf, top).tolist() == [9, 1]
+    assert draw_from_cdf(cdf, torch.zeros(2, dtype=torch.float64)).tolist() == [0, 0]
     u = torch.tensor([0.15, 0.5], dtype=torch.float64)
-    assert inverse_cdf(cdf, u).tolist() == [1, 1]
+    assert draw_from_cdf(cdf, u).tolist() == [1, 1]

@@ -3,6 +3,7 @@ learning-curve figure the commands that train draw in each pool."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -165,14 +166,29 @@ def check_games_memory(flag: str, games: int, config: Any, stored_steps: int = 0
 
 def folder_kind(folder: Path) -> str | None:
     """What an ers-deep run left in ``folder``: "discovery" (an ``ers-deep discover --out``, finished or not),
-    "pool" (a ``train-sp`` / ``train-op --out``: pool.json, policies/, runs/ or an other-play run), "run" (only a
-    training run's ``run/config.json``: a pool killed before it finished, or a discovery run killed before it
-    finished by code that did not yet write discovery-config.json: either command's own) or None."""
+    "pool" (a ``train-sp`` / ``train-op --out``: pool.json, policies/, runs/, an other-play run, or a run whose
+    config.json keeps the pool's ``eval_games``, as a self-play pool killed before its freeze), "run" (only a
+    training run's ``run/config.json`` without it: a pool killed before it finished by code older than
+    2026-12-06's, or a discovery run killed before it finished by code that did not yet write
+    discovery-config.json: either command's own) or None."""
     if any((folder / name).exists() for name in _DISCOVERY_FILES):
         return "discovery"
     if any((folder / name).exists() for name in _POOL_FILES):
         return "pool"
-    return "run" if (folder / "run" / "config.json").exists() else None
+    config = folder / "run" / "config.json"
+    if not config.exists():
+        return None
+    return "pool" if _records_eval_games(config) else "run"
+
+
+def _records_eval_games(config: Path) -> bool:
+    """Whether the run's ``config`` (run/config.json) keeps ``eval_games``, which only a pool's run writes
+    (``ers_deep.pools``); an unreadable file keeps nothing."""
+    try:
+        info = json.loads(config.read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(info, dict) and "eval_games" in info
 
 
 def refuse_foreign_run(folder: Path, own: str, flag: str) -> None:

@@ -79,8 +79,10 @@ def _child_table(tree: HistoryTree, agent: int) -> np.ndarray:
 
 def cumulative_table(p: np.ndarray, device: torch.device) -> Tensor:
     """The inverse-CDF table of the distributions ``p`` [..., n] (float64): F[..., k] = sum_{j <= k} p[..., j],
-    +inf from each row's last positive entry on, so that ``inverse_cdf`` never returns an outcome of
-    probability 0 (a rounded row sum below a uniform would otherwise fall past the last one)."""
+    +inf from each row's last positive entry on, so that ``draw_from_cdf`` never returns an outcome of
+    probability 0 (a rounded row sum below a uniform would otherwise fall past the last one). Every row needs a
+    positive entry (a ``Game``'s rows are distributions: checked when it is built); an all-zero row would draw
+    its last outcome."""
     cdf = np.cumsum(np.asarray(p, dtype=np.float64), axis=-1)
     n = cdf.shape[-1]
     last = n - 1 - np.argmax(np.asarray(p)[..., ::-1] > 0, axis=-1)  # each row's last positive entry
@@ -88,7 +90,7 @@ def cumulative_table(p: np.ndarray, device: torch.device) -> Tensor:
     return torch.as_tensor(cdf, device=device)
 
 
-def inverse_cdf(cdf: Tensor, u: Tensor) -> Tensor:
+def draw_from_cdf(cdf: Tensor, u: Tensor) -> Tensor:
     """[B] long: the outcome k with F[k - 1] <= u < F[k] of each row of ``cdf`` [B, n] (``cumulative_table``)
     at the uniforms ``u`` [B] in [0, 1), i.e. a draw of k ~ p: a count of comparisons, no branch, no sync."""
     return (cdf <= u[:, None]).sum(-1)
@@ -213,7 +215,7 @@ class TabularEnv:
         """[m] fresh episodes, s_0 ~ b_0 by the inverse CDF of ``noise["start"]`` (``start_noise``; None: drawn
         now), t = 0, empty histories: the branch-free start."""
         u = (self.start_noise(m) if noise is None else noise)["start"]
-        return self._starts(inverse_cdf(self._cdf_b0.expand(m, -1), u))
+        return self._starts(draw_from_cdf(self._cdf_b0.expand(m, -1), u))
 
     def _start(self) -> TabularState:
         """A full batch of fresh episodes in the env's style (branch-free: ``initial_state``; otherwise s_0
@@ -312,8 +314,8 @@ class TabularEnv:
         compiles and captures. ``observe=False``: ``obs`` is empty [B, P, 0] (the state-only rate)."""
         actions = actions.long()
         joint = (actions * self._strides).sum(1)
-        s_next = inverse_cdf(self._cdf_T[state.s, joint], noise["next_state"])
-        o = inverse_cdf(self._cdf_U[joint, s_next], noise["observation"])
+        s_next = draw_from_cdf(self._cdf_T[state.s, joint], noise["next_state"])
+        o = draw_from_cdf(self._cdf_U[joint, s_next], noise["observation"])
         tr = self._advance(state, actions, joint, s_next, o)
         ns = (
             _select(tr.done, self.initial_state(self._batch, noise), tr.state)
