@@ -21,6 +21,7 @@ __all__ = [
     "folder_kind",
     "parse_seeds",
     "refuse_foreign_run",
+    "refuse_unread",
     "require_two_seat_env",
     "require_two_seats",
     "seeds_check",
@@ -162,6 +163,14 @@ def check_games_memory(flag: str, games: int, config: Any, stored_steps: int = 0
 
     per = bytes_per_game(config, stored_steps)
     check_memory(f"{flag}: {games:,} games of {config.env}", games * per, f"lower {flag}")
+
+
+def refuse_unread(where: str, stray: list[str]) -> None:
+    """Refuse the options ``stray`` (their flags, maybe with a note) that ``where`` (the env, e.g. "--env
+    hanabi") does not read: ignored, they were recorded or reported as if they had applied."""
+    if stray:
+        verb = "does not apply to it; drop it" if len(stray) == 1 else "do not apply to it; drop them"
+        raise UsageError(f"{where}: {', '.join(stray)} {verb}")
 
 
 def folder_kind(folder: Path) -> str | None:

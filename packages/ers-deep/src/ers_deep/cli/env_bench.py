@@ -12,7 +12,7 @@ from ers_deep.bench import ENV_BENCHES
 from ers_deep.bench import hanabi as bench_hanabi
 from ers_deep.bench import overcooked_v2 as bench_overcooked
 from ers_deep.bench.runner import one_core
-from ers_deep.cli.common import PRESET_NAMES, device_check
+from ers_deep.cli.common import PRESET_NAMES, device_check, refuse_unread
 from ers_deep.envs.hanabi.config import HanabiConfig
 from ers_deep.envs.overcooked_v2.layouts import LAYOUT_STRINGS
 from ers_exact.util.options import (
@@ -115,9 +115,7 @@ class EnvBenchOptions(Options):
             for f, env in _ENV_FIELDS.items()
             if env != self.env and getattr(self, f) != defaults[f]
         ]
-        if stray:  # they were ignored, and the result named the env's own configuration
-            verb = "does not apply to it; drop it" if len(stray) == 1 else "do not apply to it; drop them"
-            raise UsageError(f"{self.env}: {', '.join(stray)} {verb}")
+        refuse_unread(self.env, stray)  # ignored, the result named the env's own configuration
         if self.resolved_mode.endswith("graph") and not self.device.startswith("cuda"):
             raise UsageError(f"--mode {self.mode} captures CUDA graphs: it needs --device cuda")
         known = ENV_REFERENCES[self.env]

@@ -14,6 +14,7 @@ from ers_deep.cli.common import (
     env_check,
     parse_seeds,
     refuse_foreign_run,
+    refuse_unread,
     seeds_check,
 )
 from ers_deep.envs.overcooked_v2.layouts import LAYOUT_STRINGS
@@ -191,9 +192,7 @@ class TrainSPOptions(Options):
                 for f, kinds in _ENV_FIELDS.items()
                 if getattr(self, f) is not None and kind not in kinds
             ]
-            if stray:  # they were ignored, and recorded in pool.json as if they had applied
-                verb = "does not apply to it; drop it" if len(stray) == 1 else "do not apply to it; drop them"
-                raise UsageError(f"--env {self.env}: {', '.join(stray)} {verb}")
+            refuse_unread(f"--env {self.env}", stray)
 
     def config(self) -> Any:
         """The resolved ``TrainConfig`` (the paper's defaults for the env, then these options)."""

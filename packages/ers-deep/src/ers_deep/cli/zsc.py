@@ -9,7 +9,14 @@ from typing import Any
 
 import torch
 
-from ers_deep.cli.common import PRESET_NAMES, device_check, draw_pool_curve, env_check, require_two_seat_env
+from ers_deep.cli.common import (
+    PRESET_NAMES,
+    device_check,
+    draw_pool_curve,
+    env_check,
+    refuse_unread,
+    require_two_seat_env,
+)
 from ers_deep.train.evaluate import AVERAGES
 from ers_exact.deployment import DEFAULT_SELECT_BY, SELECT_BY
 from ers_exact.util.deprecation import renamed_fields
@@ -147,9 +154,7 @@ class Table1Options(Options):
             for f, kinds in _ENV_FIELDS.items()
             if kind not in kinds and getattr(self, f) != defaults[f]
         ]
-        if stray:
-            verb = "does not apply to it; drop it" if len(stray) == 1 else "do not apply to it; drop them"
-            raise UsageError(f"--env {self.env}: {', '.join(stray)} {verb}")
+        refuse_unread(f"--env {self.env}", stray)
 
     def config(self) -> Any:
         from ers_deep.zsc import PopulationConfig
