@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ers_exact.model.histories import HistoryTree
+from ers_exact.model.histories import HistoryTree, check_tree
 from ers_exact.model.transformation import Transformation, apply_to_log_policy, distinct_on_policies
 from ers_exact.solve.boltzmann import LogitCoordinates, TemperatureError
 from ers_exact.solve.config import repeated_alpha
@@ -49,7 +49,7 @@ def symmetry_report(
     members as a group), 'generators' (:func:`~ers_exact.symmetry.er_group.er_group`: by generators and
     order, no listing) or 'auto' (exhaustive while Psi's policy part has at most
     :data:`~ers_exact.symmetry.er.MAX_EXHAUSTIVE` elements)."""
-    game = tree.game
+    game = check_tree(tree).game
     cfg = config or SolverConfig()
     if er_method == "auto":
         er_method = "exhaustive" if policy_part_order(game) <= MAX_EXHAUSTIVE else "generators"

@@ -18,7 +18,7 @@ import numpy as np
 
 from ers_exact.model.bounds import child_table, stage_rewards
 from ers_exact.model.config import DEFAULT_MAX_POLICIES, PolicyBudgetError
-from ers_exact.model.histories import HistoryTree
+from ers_exact.model.histories import HistoryTree, check_tree
 from ers_exact.model.optimal_result import OptimalResult
 from ers_exact.util.progress import Progress
 from ers_exact.util.sparse import SparseMatrix
@@ -208,7 +208,7 @@ def self_play_optimum(
     :func:`optimal_value`). Raises :class:`PolicyBudgetError` (with the count) when agents 0..n-2 have more
     than ``max_policies`` policy trees."""
     start = time.perf_counter()
-    game = tree.game
+    game = check_tree(tree).game
     n = game.n_agents
     enumerated = list(range(n - 1))
     sizes = [count_policy_trees(tree, [i]) for i in enumerated]

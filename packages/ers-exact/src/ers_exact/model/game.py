@@ -30,7 +30,7 @@ import numpy as np
 
 from ers_exact.util.errors import InputError
 
-__all__ = ["REWARD_TO_GO_LIMIT", "ROW_SUM_TOL", "Game", "GameError", "make_game"]
+__all__ = ["REWARD_TO_GO_LIMIT", "ROW_SUM_TOL", "Game", "GameError", "check_game", "make_game"]
 
 ROW_SUM_TOL = 1e-9
 #: max |R| * H above this is refused (returns, Q-values and their interval enclosures must stay finite)
@@ -153,6 +153,22 @@ class Game:
         )
 
     __hash__ = object.__hash__
+
+
+def check_game(game: object) -> Game:
+    """``game`` itself when it is a :class:`Game`; else a ``TypeError`` naming the ``game`` argument (a game's
+    name or its enumerated :class:`~ers_exact.model.histories.HistoryTree` there failed on a missing
+    attribute)."""
+    if isinstance(game, Game):
+        return game
+    hint = (
+        ": pass tree.game"
+        if hasattr(game, "layers") and isinstance(getattr(game, "game", None), Game)
+        else ""
+    )
+    raise TypeError(
+        f"game must be a Game (get_game(name), make_game, read_dpomdp), got {type(game).__name__}{hint}"
+    )
 
 
 def _index_table(sizes: Sequence[int]) -> np.ndarray:

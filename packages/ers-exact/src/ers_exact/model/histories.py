@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ers_exact.model.config import DEFAULT_MAX_NODES, HistoryBudgetError
-from ers_exact.model.game import Game
+from ers_exact.model.game import Game, check_game
 from ers_exact.util.budget import check_memory
 from ers_exact.util.sparse import SparseMatrix
 
@@ -35,6 +35,7 @@ __all__ = [
     "HistoryTree",
     "JointLayer",
     "LocalHistories",
+    "check_tree",
     "describe_count",
     "enumerate_histories",
     "estimate_history_count",
@@ -190,12 +191,25 @@ def describe_count(game: Game, limit: int) -> str:
     return f"{count:,}" if count <= max(limit, 10**15) else f"about 10^{history_count_log10(game):.1f}"
 
 
+def check_tree(tree: object) -> HistoryTree:
+    """``tree`` itself when it is a :class:`HistoryTree`; else a ``TypeError`` naming the ``tree`` argument
+    (every function of the exact values, solvers and pipelines takes the enumerated histories, not the
+    game: a :class:`~ers_exact.model.game.Game` there failed on a missing attribute deep inside)."""
+    if isinstance(tree, HistoryTree):
+        return tree
+    if isinstance(tree, Game):
+        raise TypeError(
+            f"tree must be a HistoryTree, got the Game {tree.name!r}: pass enumerate_histories(game)"
+        )
+    raise TypeError(f"tree must be a HistoryTree (enumerate_histories(game)), got {type(tree).__name__}")
+
+
 def enumerate_histories(game: Game, max_nodes: int = DEFAULT_MAX_NODES) -> HistoryTree:
     """Enumerate the joint history tree and every agent's possible local histories.
 
     Raises :class:`HistoryBudgetError` (with the estimated count) before a layer whose candidate count
     exceeds ``max_nodes``."""
-    n = game.n_agents
+    n = check_game(game).n_agents
     local_legal = [game.legal_mask(i) for i in range(n)]
     root_local = np.zeros((1, n), dtype=np.int64)
     layers = [

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ers_exact.model.histories import HistoryTree
+from ers_exact.model.histories import HistoryTree, check_tree
 from ers_exact.util.sparse import SparseMatrix
 
 __all__ = ["MAX_ENTRIES", "SequenceForm", "sequence_form"]
@@ -173,6 +173,7 @@ def sequence_form(tree: HistoryTree) -> SequenceForm | None:
     a path's weight, and Q^i divides gamma^t out again, so there a weight far above the tree pass's own
     underflow (~1e-300) would reach subnormal floats and read as 0 (once: Q = [1, 0] for [1 - 1e-8, 1e-8] at
     gamma = 1e-150, H = 3); the tree pass has no such product."""
+    check_tree(tree)
     if tree.game.n_agents != 2 or tree.n_joint_nodes * len(tree.game.joint_actions) > MAX_ENTRIES:
         return None
     deepest = max(int(h.time.max()) for h in tree.local if len(h.time))

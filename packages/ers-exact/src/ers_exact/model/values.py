@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ers_exact.model.histories import HistoryTree
+from ers_exact.model.histories import HistoryTree, check_tree
 from ers_exact.model.sequence_form import SequenceForm, sequence_form
 from ers_exact.util.errors import InputError
 
@@ -55,7 +55,7 @@ class PolicyError(InputError, ValueError):
 
 def uniform_policy(tree: HistoryTree) -> tuple[np.ndarray, ...]:
     """The uniform joint policy over legal actions, [K_i, |A^i|] per agent."""
-    return tuple(h.legal / h.legal.sum(axis=1, keepdims=True) for h in tree.local)
+    return tuple(h.legal / h.legal.sum(axis=1, keepdims=True) for h in check_tree(tree).local)
 
 
 def _agent_array(p: object, agent: int) -> np.ndarray:
@@ -73,6 +73,7 @@ def _agent_array(p: object, agent: int) -> np.ndarray:
 
 def check_policy(tree: HistoryTree, policy: Policy) -> tuple[tuple[np.ndarray, ...], bool]:
     """Validate a (possibly batched) joint policy; return it as [P, K_i, |A^i|] arrays and whether batched."""
+    check_tree(tree)
     if isinstance(policy, (str, bytes, dict)) or not hasattr(policy, "__len__"):
         raise PolicyError(f"a joint policy is a sequence of one array per agent, got {type(policy).__name__}")
     if len(policy) != tree.game.n_agents:

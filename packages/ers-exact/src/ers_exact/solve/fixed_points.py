@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ers_exact.model.histories import HistoryTree
+from ers_exact.model.histories import HistoryTree, check_tree
 from ers_exact.model.optimal import PolicyBudgetError, self_play_optimum
 from ers_exact.solve.boltzmann import LogitCoordinates, check_temperature, logit_bound
 from ers_exact.solve.certify import certify_points
@@ -180,6 +180,7 @@ def solve_fixed_points(
     tree: HistoryTree, alpha: float, config: SolverConfig | None = None, warm_starts: np.ndarray | None = None
 ) -> FixedPointSet:
     """Find Boltzmann fixed points at temperature ``alpha`` (see module docstring)."""
+    check_tree(tree)
     cfg = config or SolverConfig()
     with blas_threads(cfg.blas_threads):
         return _solve(tree, alpha, cfg, warm_starts)

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ers_exact.model.histories import HistoryTree
+from ers_exact.model.histories import HistoryTree, check_tree
 from ers_exact.solve.config import MAX_ALPHAS, parse_alphas, repeated_alpha
 from ers_exact.solve.fixed_points import FixedPointSet, SolverConfig, solve_fixed_points
 from ers_exact.util.progress import Progress
@@ -79,6 +79,7 @@ def sweep(
     progress: bool | None = None,
 ) -> SweepResult:
     """Solve at every alpha (ascending), warm-starting from the neighbour's fixed points."""
+    check_tree(tree)
     cfg = config or SolverConfig()
     if (repeated := repeated_alpha(alphas)) is not None:
         raise ValueError(f"sweep: alpha {repeated!r} is given more than once; give each once")

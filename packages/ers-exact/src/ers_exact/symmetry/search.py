@@ -25,7 +25,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from ers_exact.model.game import Game
+from ers_exact.model.game import Game, check_game
 from ers_exact.model.transformation import Transformation, is_decpomdp_symmetry
 from ers_exact.symmetry.refinement import (
     ATOL,
@@ -335,7 +335,7 @@ def decpomdp_symmetries(
     ``method``: 'exhaustive', 'pruned' or 'auto' (exhaustive when |Psi| <= ``max_exhaustive``). When
     interchangeable states alone (:func:`twin_classes`) give more than ``max_elements`` symmetries, raises
     :class:`SymmetryBudgetError` at once, naming that count."""
-    if max_elements is not None and game.n_states > 1:
+    if max_elements is not None and check_game(game).n_states > 1:
         twins = twin_classes(game)
         order = math.prod(math.factorial(len(c)) for c in twins)
         if order > max_elements:

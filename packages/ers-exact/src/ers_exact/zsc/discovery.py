@@ -26,10 +26,10 @@ from dataclasses import replace
 import numpy as np
 
 from ers_exact.interface import DiscoveryResult
-from ers_exact.model.histories import HistoryTree
+from ers_exact.model.histories import HistoryTree, check_tree
 from ers_exact.model.objectives import cross_play
 from ers_exact.model.transformation import Transformation, apply_to_policy
-from ers_exact.model.values import expected_return, local_history_reach
+from ers_exact.model.values import PolicyError, check_policy, expected_return, local_history_reach
 from ers_exact.symmetry.candidates import CandidateSpace, stack_pool
 from ers_exact.util.options import UsageError
 from ers_exact.zsc.config import ALGORITHMS, SEARCHES, DiscoveryConfig
@@ -64,6 +64,7 @@ __all__ = [
     "ALGORITHMS",
     "SEARCHES",
     "DiscoveryConfig",
+    "check_pool",
     "discover",
     "group_metrics",
     "learn_action_distribution",
@@ -202,6 +203,28 @@ def _xp_max(
     return list(best), list(best.values())
 
 
+def check_pool(tree: HistoryTree, pool: object, name: str = "pool") -> None:
+    """A ``PolicyError`` naming ``name`` (and the entry) unless ``pool`` is a non-empty list of joint policies
+    of ``tree``'s game (each one [K_i, |A^i|] table per agent, as :func:`~ers_exact.model.values.check_policy`
+    checks them): one joint policy passed as the pool, or a stacked one, failed deep inside the search."""
+    if isinstance(pool, (str, bytes, np.ndarray)) or not isinstance(pool, Sequence):
+        raise PolicyError(f"{name} must be a list of joint policies, got {type(pool).__name__}")
+    if len(pool) == 0:
+        raise PolicyError(f"{name} holds no policy: give at least one joint policy")
+    for j, policy in enumerate(pool):
+        if isinstance(policy, np.ndarray):
+            raise PolicyError(
+                f"{name}[{j}] is one array of shape {policy.shape}, not a joint policy (a tuple of one "
+                f"[K_i, |A^i|] array per agent): a pool is a list of joint policies ([pi] for one policy pi)"
+            )
+        try:
+            _, batched = check_policy(tree, policy)
+        except PolicyError as e:
+            raise PolicyError(f"{name}[{j}]: {e}") from None
+        if batched:
+            raise PolicyError(f"{name}[{j}] is a batch of joint policies: list them one by one")
+
+
 def discover(
     tree: HistoryTree,
     pool: Sequence[Sequence[np.ndarray]],
@@ -209,7 +232,15 @@ def discover(
     known: Sequence[Transformation] = (),
     unseen_pool: Sequence[Sequence[np.ndarray]] | None = None,
 ) -> DiscoveryResult:
-    """Learn the ``top`` best transformations from ``pool`` (see module docstring)."""
+    """Learn the ``top`` best transformations from the pool Pi' (``pool``: a list of joint policies, each one
+    [K_i, |A^i|] array per agent; see module docstring). ``unseen_pool`` (the same form; default ``pool``) is
+    where Table 2's J_1, J_2, J_3 and reconstruction loss are measured."""
+    check_tree(tree)
+    if not isinstance(config, DiscoveryConfig):
+        raise TypeError(f"config must be a DiscoveryConfig, got {type(config).__name__}")
+    check_pool(tree, pool)
+    if unseen_pool is not None:
+        check_pool(tree, unseen_pool, "unseen_pool")
     space = CandidateSpace(tree)
     combos = space.admissible_combos()
     stacked = stack_pool(pool)

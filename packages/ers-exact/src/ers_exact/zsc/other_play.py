@@ -51,7 +51,7 @@ from typing import Any
 import numpy as np
 
 from ers_exact.deployment import deploy_index
-from ers_exact.model.histories import HistoryTree
+from ers_exact.model.histories import HistoryTree, check_tree
 from ers_exact.model.transformation import Transformation
 from ers_exact.util.progress import Progress
 from ers_exact.zsc.config import DEFAULT_EXHAUSTIVE, SYMMETRY_SETS, OPConfig
@@ -214,6 +214,7 @@ def train_other_play(
     ``progress``: a bar over the Adam phase's starts x steps (None: when stderr is a terminal; a
     :class:`~ers_exact.util.progress.Progress` is advanced instead of drawing a bar of its own)."""
     start = time.perf_counter()
+    check_tree(tree)
     # OP is a mean over Phi: a canonical order makes the result a function of the set, not of its listing
     maps = symmetry_maps(tree, sorted(phis, key=lambda p: (p.actions, p.observations, p.states)))
     shared = bool(config.share) and same_local_trees(tree)

@@ -34,7 +34,7 @@ import numpy as np
 
 from ers_exact.deployment import deploy_index
 from ers_exact.interface import DiscoveryResult, Estimate, PopulationRow, ZSCReport
-from ers_exact.model.histories import HistoryTree
+from ers_exact.model.histories import HistoryTree, check_tree
 from ers_exact.model.objectives import cross_play, other_play, symmetrise
 from ers_exact.model.transformation import Transformation
 from ers_exact.model.values import expected_return
@@ -134,7 +134,7 @@ def run_zsc(
     bars of the IQL pools and of the other-play phase, every agent's two OP trainings' Adam start-steps in one
     bar (None: when stderr is a terminal). ``pools``: :func:`population_pools` of this config, when the caller
     built them (to report their sizes); by default built here."""
-    mdp = decpomdp_symmetries(tree.game)
+    mdp = decpomdp_symmetries(check_tree(tree).game)
     op_cfg = OPConfig(seeds=config.m, steps=config.op_steps)
     sp_deployed, mdp_deployed, er_deployed, er_phis, discoveries = [], [], [], [], []
     seeds = _agent_seeds(config)

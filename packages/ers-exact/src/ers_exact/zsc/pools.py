@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ers_exact.model.histories import HistoryTree
+from ers_exact.model.histories import HistoryTree, check_tree
 from ers_exact.model.values import expected_return
 from ers_exact.solve.boltzmann import softmax_policy
 from ers_exact.solve.fixed_points import SolverConfig, solve_fixed_points
@@ -39,6 +39,7 @@ def build_pools(
 ) -> list[Pool]:
     """:func:`build_pool` for each seed; the IQL pools train together as one batch of runs
     (:func:`~ers_exact.zsc.iql.train_iql_batch`: each the same as alone; ``progress``: its bar)."""
+    check_tree(tree)
     cfg = config
     if cfg.source == "iql":
         base = IQLConfig(
