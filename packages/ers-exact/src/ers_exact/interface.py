@@ -38,6 +38,7 @@ from typing import Any
 from ers_exact.model.transformation import Transformation
 from ers_exact.util.errors import InputError
 from ers_exact.util.nan_equality import nan_equal, nan_hash
+from ers_exact.util.output import dumps as strict_dumps
 from ers_exact.zsc_report import Estimate, PopulationRow, ZSCReport
 
 __all__ = [
@@ -94,6 +95,7 @@ class SymmetryMatch:
         return self.name if self.same_actions and self.agreement == 1.0 else None
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON form (``match`` included for readers; an undefined ``agreement``, NaN, as null)."""
         return {
             "match": self.match,  # derived, for readers of the file; from_json ignores it
             "index": self.index,
@@ -105,6 +107,7 @@ class SymmetryMatch:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> SymmetryMatch:
+        """The inverse of :meth:`to_json` (``match`` is derived, not read)."""
         return cls(
             index=int(data["index"]),
             name=str(data["name"]),
@@ -142,6 +145,7 @@ class LearnedTransformation:
     __hash__ = nan_hash
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON form, tagged ``"kind": "learned"`` (an exact :class:`Transformation` has no ``kind``)."""
         return {
             "kind": "learned",
             "name": self.name,
@@ -157,6 +161,7 @@ class LearnedTransformation:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> LearnedTransformation:
+        """The inverse of :meth:`to_json`; fields recorded later (``known``, ...) may be absent."""
         perm, dist, near = data.get("obs_permutation"), data.get("distance"), data.get("nearest")
         known = data.get("known")
         return cls(
@@ -200,7 +205,26 @@ def _number(v: Any) -> float:
 
 @dataclass(frozen=True)
 class DiscoveryResult:
-    """Learned transformations, best first, and how well they behave as a group."""
+    """Learned transformations, best first, and how well they behave as a group (the paper's Table 2); what
+    ``ers_exact.zsc.discovery.discover`` and ``ers_deep.discovery.discover`` both return.
+
+    * ``game``: the game as the writing package names it: ers-exact the game's name (``three-lever``),
+      ers-deep its env (``TrainConfig.game``: ``tabular:three-lever``, ``hanabi:Hanabi-Small``,
+      ``overcooked-v2:grounded_coord_simple``), so the same tabular game differs by the ``tabular:`` prefix;
+    * ``algorithm``: ``sp-max`` (Algorithm 1), ``sp-max-reg`` (Algorithm 2) or ``xp-max`` (Algorithm 3);
+    * ``transformations``: the l = ``top`` kept phi, best first: exact :class:`Transformation` s (ers-exact)
+      or :class:`LearnedTransformation` s (ers-deep; :meth:`permutations` gives the exact ones they round to);
+    * ``scores``: the objective each reached, e.g. mean_{pi in Pi'} J(phi(pi)) for sp-max (ers-deep: on the
+      held-out half of the pool);
+    * ``pool_return``: mean J(pi) over the pool, for reference;
+    * ``J_1``, ``J_2``, ``J_3``: E J((phi_1 o ... o phi_k)(pi)) over k = 1, 2, 3 kept phi and pi in the
+      unseen (held-out) pool;
+    * ``reconstruction_loss``: the relative E ||o - phi_O(phi_O(o))|| / ||o|| (ers-exact: over one-hot local
+      histories tau; 0 where phi_O is an involution);
+    * ``config``: how the run was made (package-specific keys; not compared).
+
+    Equal results compare equal with NaN equal to NaN, and equal their JSON round trip
+    (``DiscoveryResult.from_json(json.loads(r.dumps())) == r``)."""
 
     game: str
     algorithm: str  # "sp-max" (Alg. 1), "sp-max-reg" (Alg. 2), "xp-max" (Alg. 3), or a deep variant
@@ -231,6 +255,8 @@ class DiscoveryResult:
         return tuple(out)
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON form (``discovery.json``); numbers as floats, NaN included: :meth:`dumps` writes strict
+        JSON."""
         return {
             "game": self.game,
             "algorithm": self.algorithm,
@@ -244,8 +270,14 @@ class DiscoveryResult:
             "config": self.config,
         }
 
+    def dumps(self) -> str:
+        """Strict JSON (an undefined number, NaN, is written as null and read back as NaN), as
+        :meth:`ZSCReport.dumps`."""
+        return strict_dumps(self.to_json(), indent=2)
+
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> DiscoveryResult:
+        """The inverse of :meth:`to_json` (either package's ``discovery.json``; null numbers read as NaN)."""
         return cls(
             game=data["game"],
             algorithm=data["algorithm"],

@@ -76,13 +76,18 @@ class PopulationRow:
 
 @dataclass(frozen=True)
 class ZSCReport:
-    """Within-population cross-play of independently trained agents (the paper's Table 1)."""
+    """Within-population cross-play of independently trained agents (the paper's Table 1): what ers-exact's
+    ``run_zsc`` and ers-deep's ``run_table1`` both return. ``game`` is named as in
+    :class:`~ers_exact.interface.DiscoveryResult` (ers-deep: ``tabular:NAME`` for an ers-exact game); ``rows``
+    one :class:`PopulationRow` per population (their names differ: ``SP (iql)`` / ``IPPO``, ...); ``config``
+    the run's settings with ``select_by``, ``op_reading`` and ``op_column_reading`` (not compared)."""
 
     game: str
     rows: tuple[PopulationRow, ...]
     config: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON form (``report.json``, ``table1.json``); NaN included: :meth:`dumps` writes strict JSON."""
         return {
             "game": self.game,
             "config": self.config,
@@ -101,6 +106,8 @@ class ZSCReport:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ZSCReport:
+        """The inverse of :meth:`to_json`: null numbers read as NaN, a report without the OP column as
+        ``op = None``."""
         rows = tuple(
             PopulationRow(
                 name=r["name"],
@@ -115,6 +122,7 @@ class ZSCReport:
         return cls(game=data["game"], rows=rows, config=config)
 
     def to_markdown(self) -> str:
+        """Table 1 as Markdown: one line per population, ``value ± se`` per column (``-`` where undefined)."""
         head = (
             "| population | Self-Play | OP | XP | XP(*) | XP(*)+MDP | XP(*)+ER |\n"
             "| --- | --- | --- | --- | --- | --- | --- |\n"

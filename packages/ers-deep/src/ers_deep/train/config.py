@@ -210,7 +210,8 @@ class TrainConfig:
     @property
     def game(self) -> str:
         """The game a result of this env names (``DiscoveryResult.game``, ``ZSCReport.game``): a tabular env's
-        own name, ``hanabi:PRESET`` or ``overcooked-v2:LAYOUT``."""
+        ``env`` as given (``tabular:NAME``, where ers-exact's results name the game ``NAME``, or a ``.dpomdp``
+        path), ``hanabi:PRESET`` or ``overcooked-v2:LAYOUT``."""
         if self.env_kind == "tabular":
             return self.env
         return f"{self.env}:{self.layout if self.env_kind == 'overcooked-v2' else self.hanabi_preset}"

@@ -64,6 +64,7 @@ class Transformation:
 
     @classmethod
     def identity(cls, game: Game) -> Transformation:
+        """The identity phi of ``game`` (every permutation the identity)."""
         return cls(
             tuple(range(game.n_states)),
             tuple(tuple(range(k)) for k in game.n_actions),
@@ -101,6 +102,8 @@ class Transformation:
         )
 
     def inverse(self) -> Transformation:
+        """phi^-1: phi o phi^-1 = phi^-1 o phi = Id."""
+
         def inv(p: Sequence[int]) -> tuple[int, ...]:
             return tuple(int(v) for v in np.argsort(p))
 
@@ -140,6 +143,7 @@ class Transformation:
         return replace(game, transition=T, observation=U, reward=R, initial_belief=b, legal_actions=legal)
 
     def to_json(self) -> dict[str, Any]:
+        """``{"states": [...], "actions": [[...] per agent], "observations": [[...] per agent]}``."""
         return {
             "states": list(self.states),
             "actions": [list(a) for a in self.actions],
@@ -148,6 +152,7 @@ class Transformation:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Transformation:
+        """The inverse of :meth:`to_json`."""
         return cls(
             tuple(data["states"]),
             tuple(tuple(a) for a in data["actions"]),
