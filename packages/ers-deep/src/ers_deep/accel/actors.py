@@ -82,6 +82,8 @@ class PolicyActor:
     by a captured graph)."""
 
     def __init__(self, net: ActorCritic, num_seeds: int, generator: torch.Generator) -> None:
+        if isinstance(num_seeds, bool) or int(num_seeds) != num_seeds or num_seeds < 1:
+            raise ValueError(f"num_seeds must be a whole number >= 1, got {num_seeds!r}")
         self.net, self.S, self.generator = net, int(num_seeds), generator
 
     @property
@@ -89,6 +91,8 @@ class PolicyActor:
         return (self.generator,)
 
     def initial_carry(self, env: BatchedEnv) -> Carry:
+        if env.batch_size % self.S:  # the games split into S equal blocks, one per seed
+            raise ValueError(f"num_seeds = {self.S} must divide the env's batch_size = {env.batch_size}")
         n = env.batch_size * env.num_agents // self.S
         return self.net.initial_state(n, env.device).tensors("hidden/")
 

@@ -124,6 +124,17 @@ def check_batch_size(batch_size: int) -> int:
     return int(batch_size)
 
 
+def action_tensor(actions: Tensor, shapes: dict[str, tuple[int, ...]], device: torch.device) -> Tensor:
+    """``actions`` as a long tensor on ``device``; ``ValueError`` naming the shapes a step takes (``shapes``:
+    their names, e.g. ``{"[B, P]": (4, 2)}``) unless it has one of them (a wrong batch failed in a reshape or
+    an index deep inside the step)."""
+    a = torch.as_tensor(actions, device=device).long()
+    if tuple(a.shape) not in shapes.values():
+        want = " or ".join(f"{name} = {list(shape)}" for name, shape in shapes.items())
+        raise ValueError(f"actions must have shape {want}, got {list(a.shape)}")
+    return a
+
+
 def batch_mask(mask: Tensor, batch_size: int, device: torch.device) -> Tensor:
     """``reset_games``' ``mask`` as a [B] bool tensor on ``device``; ``ValueError`` unless it has B entries."""
     m = torch.as_tensor(mask, device=device)

@@ -266,8 +266,12 @@ class HanabiEnv(HanabiObservation):
     def _select(self, s: HanabiState, actions: Tensor) -> Tensor:
         """[B] the moves of the players to move (``actions`` [B], or [B, P]: the current player's)."""
         a = torch.as_tensor(actions, device=self.device).long()
+        shape = list(a.shape)
         if a.ndim == 2 and a.shape[1] == self.num_players:
             a = a.gather(1, s.cur[:, None]).squeeze(1)
+        if a.numel() != self.batch_size:  # a reshape's RuntimeError named no argument
+            B, P = self.batch_size, self.num_players
+            raise ValueError(f"actions must have shape [B] = [{B}] or [B, P] = [{B}, {P}], got {shape}")
         return a.reshape(self.batch_size)
 
     def step(self, actions: Tensor) -> HanabiStep:

@@ -34,7 +34,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ers_deep.envs.base import batch_mask, check_batch_size, make_generator, reseed
+from ers_deep.envs.base import action_tensor, batch_mask, check_batch_size, make_generator, reseed
 from ers_exact.games import load_game
 from ers_exact.model.game import Game
 from ers_exact.model.histories import HistoryTree, enumerate_histories
@@ -260,8 +260,8 @@ class TabularEnv:
         return self._legal[s.history]
 
     def _checked(self, state: TabularState, actions: Tensor) -> Tensor:
-        """``actions`` as a long tensor on the device; ``ValueError`` on an illegal one (``check_legal``)."""
-        actions = actions.to(self._device).long()
+        """``actions`` [B, P] as a long tensor on the device; ``ValueError`` on another shape or an illegal one."""
+        actions = action_tensor(actions, {"[B, P]": (state.s.shape[0], self._agents)}, self._device)
         if self.check_legal:
             in_range = (actions >= 0) & (actions < self.num_actions)
             safe = torch.where(in_range, actions, 0)
@@ -375,6 +375,10 @@ class TabularEnv:
         """[K, A] action probabilities on every local history -> the exact joint policy (one float64 array
         [K_i, |A^i|] per agent, illegal entries zeroed and rows renormalised), for ers-exact."""
         p = probs.detach().double().cpu().numpy()
+        if p.shape != (self.offsets[-1], self.num_actions):
+            raise ValueError(
+                f"probs must have shape [K, A] = [{self.offsets[-1]}, {self.num_actions}], got {list(p.shape)}"
+            )
         out = []
         for i in range(self._agents):
             rows = p[self.offsets[i] : self.offsets[i + 1], : self.game.n_actions[i]]
