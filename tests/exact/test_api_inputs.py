@@ -23,6 +23,7 @@ from ers_exact.model.values import (
     return_gradient,
     uniform_policy,
 )
+from ers_exact.solve.boltzmann import TemperatureError
 from ers_exact.solve.fixed_points import solve_fixed_points
 from ers_exact.solve.sweep import sweep
 from ers_exact.symmetry.search import decpomdp_symmetries
@@ -107,3 +108,16 @@ def test_a_valid_pool_gives_the_result_it_gave_before() -> None:
     pool[1] = tuple(p / p.sum(axis=1, keepdims=True) for p in pool[1])
     as_lists = [[p.tolist() for p in policy] for policy in pool]
     assert discover(TREE, as_lists, DiscoveryConfig(top=2)) == discover(TREE, pool, DiscoveryConfig(top=2))
+
+
+@pytest.mark.parametrize("alpha", ["0.25", None, True, [0.25]])
+def test_an_alpha_that_is_not_a_number_is_refused_by_name(alpha: Any) -> None:
+    """A str alpha failed in math.isfinite ("must be real number, not str"), naming no argument."""
+    with pytest.raises(TemperatureError, match=r"temperature alpha must be a positive number, got "):
+        symmetry_report(TREE, alpha)
+    with pytest.raises(TemperatureError, match=r"temperature alpha must be a positive number, got "):
+        solve_fixed_points(TREE, alpha)
+
+
+def test_a_numpy_alpha_is_a_number() -> None:
+    assert solve_fixed_points(TREE, np.float64(0.25)).J_star == solve_fixed_points(TREE, 0.25).J_star

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -97,8 +98,10 @@ class TemperatureError(InputError, ValueError):
 
 
 def _check_alpha(alpha: float) -> None:
-    if not (math.isfinite(alpha) and alpha > 0):
-        raise TemperatureError(f"temperature alpha must be a positive number, got {alpha}")
+    real = isinstance(alpha, numbers.Real) and not isinstance(alpha, bool)
+    if not (real and math.isfinite(alpha) and alpha > 0):  # a str failed in isfinite, naming no argument
+        shown = alpha if real else repr(alpha)
+        raise TemperatureError(f"temperature alpha must be a positive number, got {shown}")
 
 
 def rounding_scale(tree: HistoryTree, alpha: float) -> float:
