@@ -31,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ from ers_exact.model.transformation import Transformation
 from ers_exact.util.errors import InputError
 from ers_exact.util.nan_equality import nan_equal, nan_hash
 from ers_exact.util.output import dumps as strict_dumps
+from ers_exact.util.records import read_record
 from ers_exact.zsc_report import Estimate, PopulationRow, ZSCReport
 
 __all__ = [
@@ -53,6 +55,15 @@ __all__ = [
     "ZSCReport",
     "file_sha256",
 ]
+
+
+_MATCH_KEYS = ("index", "name", "agreement", "same_actions", "varying")
+_LEARNED_KEYS = ("name", "checkpoint", "sha256", "key", "action_map")
+_LEARNED_LATER = ("kind", "obs_permutation", "distance", "nearest", "known")  # may be absent
+_RESULT_KEYS = (
+    *("game", "algorithm", "transformations", "scores", "pool_return"),
+    *("J_1", "J_2", "J_3", "reconstruction_loss"),
+)
 
 
 class ArtifactError(ValueError, InputError):
@@ -107,12 +118,17 @@ class SymmetryMatch:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> SymmetryMatch:
-        """The inverse of :meth:`to_json` (``match`` is derived, not read)."""
+        """The inverse of :meth:`to_json` (``match`` is derived, not read); a missing key or mistyped value is a
+        ``RecordError`` (a ValueError) naming the keys it expects."""
+        return read_record("SymmetryMatch", data, cls._build, _MATCH_KEYS, ("match",))
+
+    @classmethod
+    def _build(cls, data: Mapping[str, Any]) -> SymmetryMatch:
         return cls(
             index=int(data["index"]),
-            name=str(data["name"]),
+            name=_text(data["name"]),
             agreement=_number(data["agreement"]),
-            same_actions=bool(data["same_actions"]),
+            same_actions=_flag(data["same_actions"]),
             varying=int(data["varying"]),
         )
 
@@ -161,14 +177,19 @@ class LearnedTransformation:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> LearnedTransformation:
-        """The inverse of :meth:`to_json`; fields recorded later (``known``, ...) may be absent."""
+        """The inverse of :meth:`to_json`; fields recorded later (``known``, ...) may be absent; a missing key
+        or mistyped value is a ``RecordError`` (a ValueError) naming the keys it expects."""
+        return read_record("LearnedTransformation", data, cls._build, _LEARNED_KEYS, _LEARNED_LATER)
+
+    @classmethod
+    def _build(cls, data: Mapping[str, Any]) -> LearnedTransformation:
         perm, dist, near = data.get("obs_permutation"), data.get("distance"), data.get("nearest")
         known = data.get("known")
         return cls(
-            name=str(data["name"]),
-            checkpoint=str(data["checkpoint"]),
-            sha256=str(data["sha256"]),
-            key=str(data["key"]),
+            name=_text(data["name"]),
+            checkpoint=_text(data["checkpoint"]),
+            sha256=_text(data["sha256"]),
+            key=_text(data["key"]),
             action_map=tuple(int(a) for a in data["action_map"]),
             obs_permutation=None if perm is None else tuple(int(k) for k in perm),
             distance=math.nan if dist is None else float(dist),
@@ -193,14 +214,34 @@ AnyTransformation = Transformation | LearnedTransformation
 
 
 def _transformation_from_json(data: dict[str, Any]) -> AnyTransformation:
-    if data.get("kind") == "learned":
+    if isinstance(data, Mapping) and data.get("kind") == "learned":
         return LearnedTransformation.from_json(data)
     return Transformation.from_json(data)
 
 
 def _number(v: Any) -> float:
     """A number of a result file: strict JSON writes an undefined value (NaN) as null; read it back as NaN."""
+    if isinstance(v, str):  # float("1") would read a string
+        raise TypeError(f"a number or null is needed, not the string {v!r}")
     return math.nan if v is None else float(v)
+
+
+def _list(v: Any) -> list[Any]:
+    if not isinstance(v, list):
+        raise TypeError(f"a list is needed, not {type(v).__name__}")
+    return v
+
+
+def _flag(v: Any) -> bool:
+    if not isinstance(v, bool):
+        raise TypeError(f"true or false is needed, not {type(v).__name__}")
+    return v
+
+
+def _text(v: Any) -> str:
+    if not isinstance(v, str):
+        raise TypeError(f"a string is needed, not {type(v).__name__} {v!r}")
+    return v
 
 
 @dataclass(frozen=True)
@@ -277,12 +318,17 @@ class DiscoveryResult:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> DiscoveryResult:
-        """The inverse of :meth:`to_json` (either package's ``discovery.json``; null numbers read as NaN)."""
+        """The inverse of :meth:`to_json` (either package's ``discovery.json``; null numbers read as NaN); a
+        missing key or mistyped value is a ``RecordError`` (a ValueError) naming the keys it expects."""
+        return read_record("DiscoveryResult", data, cls._build, _RESULT_KEYS, ("config",))
+
+    @classmethod
+    def _build(cls, data: Mapping[str, Any]) -> DiscoveryResult:
         return cls(
-            game=data["game"],
-            algorithm=data["algorithm"],
-            transformations=tuple(_transformation_from_json(t) for t in data["transformations"]),
-            scores=tuple(_number(v) for v in data["scores"]),
+            game=_text(data["game"]),
+            algorithm=_text(data["algorithm"]),
+            transformations=tuple(_transformation_from_json(t) for t in _list(data["transformations"])),
+            scores=tuple(_number(v) for v in _list(data["scores"])),
             pool_return=_number(data["pool_return"]),
             J_1=_number(data["J_1"]),
             J_2=_number(data["J_2"]),

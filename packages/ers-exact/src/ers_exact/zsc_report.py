@@ -6,6 +6,7 @@ describes the columns, re-exports all three."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,6 +15,7 @@ import numpy as np
 from ers_exact.deployment import OP_COLUMN_READING_BEFORE
 from ers_exact.util.nan_equality import nan_equal, nan_hash
 from ers_exact.util.output import dumps as strict_dumps
+from ers_exact.util.records import read_record
 
 __all__ = ["Estimate", "PopulationRow", "ZSCReport"]
 
@@ -53,9 +55,30 @@ class Estimate:
         return cls(float(np.median(x)), float(np.std(boot)))
 
 
-def _estimate(d: dict[str, Any]) -> Estimate:
-    """An estimate from JSON, null (undefined) as NaN."""
+def _estimate(d: Any, column: str) -> Estimate:
+    """An estimate from JSON (the row's ``column``), null (undefined) as NaN."""
+    return read_record("Estimate", d, _read_estimate, ("value", "se"), where=f"column {column!r}")
+
+
+def _read_estimate(d: Mapping[str, Any]) -> Estimate:
+    if any(isinstance(d[k], (str, bool)) for k in ("value", "se")):
+        raise TypeError(f"value and se are numbers or null, not {d['value']!r} and {d['se']!r}")
     return Estimate(*(math.nan if d[k] is None else float(d[k]) for k in ("value", "se")))
+
+
+def _row(r: Any) -> PopulationRow:
+    """A :class:`PopulationRow` from JSON (no ``op``: None)."""
+    return read_record("PopulationRow", r, _read_row, ("name", *PopulationRow.COLUMNS), ("op",))
+
+
+def _read_row(r: Mapping[str, Any]) -> PopulationRow:
+    if not isinstance(r["name"], str):
+        raise TypeError(f"name is a string, not {r['name']!r}")
+    return PopulationRow(
+        name=r["name"],
+        **{c: _estimate(r[c], c) for c in PopulationRow.COLUMNS},
+        op=_estimate(r["op"], "op") if r.get("op") else None,
+    )
 
 
 @dataclass(frozen=True)
@@ -107,15 +130,18 @@ class ZSCReport:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ZSCReport:
         """The inverse of :meth:`to_json`: null numbers read as NaN, a report without the OP column as
-        ``op = None``."""
-        rows = tuple(
-            PopulationRow(
-                name=r["name"],
-                **{c: _estimate(r[c]) for c in PopulationRow.COLUMNS},
-                op=_estimate(r["op"]) if r.get("op") else None,
+        ``op = None``; a missing key or mistyped value is a ``RecordError`` (a ValueError) naming the type
+        (ZSCReport, PopulationRow, Estimate) and the keys it expects."""
+        return read_record("ZSCReport", data, cls._build, ("game", "rows"), ("config",))
+
+    @classmethod
+    def _build(cls, data: Mapping[str, Any]) -> ZSCReport:
+        if not isinstance(data["game"], str) or not isinstance(data["rows"], list):
+            raise TypeError(
+                f"game is a string and rows a list, not {type(data['game']).__name__} and "
+                f"{type(data['rows']).__name__}"
             )
-            for r in data["rows"]
-        )
+        rows = tuple(_row(r) for r in data["rows"])
         config = dict(data.get("config", {}))
         if any(r.op is not None for r in rows):  # written before the field: what every version computed
             config.setdefault("op_column_reading", OP_COLUMN_READING_BEFORE)

@@ -11,7 +11,7 @@ onto legal actions. Inadmissible ones raise :class:`InadmissibleError`; :func:`i
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -21,6 +21,7 @@ from ers_exact.model.game import Game
 from ers_exact.model.histories import HistoryTree
 from ers_exact.model.values import Policy, check_policy
 from ers_exact.util.errors import InputError
+from ers_exact.util.records import read_record
 
 __all__ = [
     "InadmissibleError",
@@ -152,7 +153,12 @@ class Transformation:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Transformation:
-        """The inverse of :meth:`to_json`."""
+        """The inverse of :meth:`to_json`; a missing key, a mistyped value or a list that is not a permutation
+        is a ``RecordError`` (a ValueError) naming the keys it expects."""
+        return read_record("Transformation", data, cls._build, ("states", "actions", "observations"))
+
+    @classmethod
+    def _build(cls, data: Mapping[str, Any]) -> Transformation:
         return cls(
             tuple(data["states"]),
             tuple(tuple(a) for a in data["actions"]),
