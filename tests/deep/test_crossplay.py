@@ -213,3 +213,12 @@ def test_crossplay_command_records_its_symmetriser(
         assert pop["mdp"]["symmetriser"] == want and pop["plain"]["symmetriser"] is None
     code, _, err = deep("crossplay", lever, "--symmetriser", "policies", "--out", str(tmp_path / "bad"))
     assert_refused("ers-deep", code, err, "--symmetriser")
+
+
+def test_empty_rows_or_cols_are_refused_by_name() -> None:
+    """``crossplay_matrix([], [], n)`` failed with an IndexError (``policies[0]``); an empty side with policies on
+    the other played nothing and returned an empty matrix. Now a ValueError naming the empty argument."""
+    pols = _policies("tabular:three-lever", (0,))
+    for rows, cols, name in (([], [], "rows"), ([], pols, "rows"), (pols, [], "cols")):
+        with pytest.raises(ValueError, match=f"crossplay_matrix: {name} is empty"):
+            crossplay_matrix(rows, cols, games=4)

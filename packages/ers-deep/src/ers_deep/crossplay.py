@@ -105,7 +105,11 @@ def crossplay_matrix(
     """XP matrix (mean over both seat orders) with standard errors; see the module docstring. Every policy
     is symmetrised over ``symmetries`` or, when given, over its own set ``symmetries_of(policy)`` (XP(*)+ER:
     each agent with the ER symmetries it learned), by the symmetriser ``average`` (logits or
-    probabilities; recorded as ``"symmetriser"``, None when nothing is symmetrised)."""
+    probabilities; recorded as ``"symmetriser"``, None when nothing is symmetrised). Empty ``rows`` or
+    ``cols`` are a ``ValueError`` naming them."""
+    for name, given in (("rows", rows), ("cols", cols)):
+        if len(given) == 0:
+            raise ValueError(f"crossplay_matrix: {name} is empty; give at least one policy (ers_deep.Policy)")
     config = check_compatible([*rows, *cols])
     sym = tuple(symmetries)
 
