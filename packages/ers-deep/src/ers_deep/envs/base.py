@@ -16,6 +16,7 @@ Seeding rule (the same for every env):
 
 from __future__ import annotations
 
+import numbers
 from typing import Any, Protocol, runtime_checkable
 
 import torch
@@ -117,9 +118,22 @@ def step_legal(env: BatchedEnv, out: Step) -> Tensor:
     return env.legal_mask() if legal is None else legal
 
 
+def whole_number(value: Any, name: str) -> int:
+    """A constructor's count or size argument ``name`` as an int: ``TypeError`` naming it unless ``value`` is a
+    real number (not a bool or a string: ``'2'`` failed later in a comparison), ``ValueError`` unless whole."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a whole number, not {type(value).__name__} {value!r}")
+    if not float(value).is_integer():
+        raise ValueError(f"{name} must be a whole number, not {value!r}")
+    return int(value)  # type: ignore[call-overload]  # a numbers.Real, checked above
+
+
 def check_batch_size(batch_size: int) -> int:
-    """B, the constructors' ``batch_size``, as an int; ``ValueError`` unless it is a whole number >= 1."""
-    if isinstance(batch_size, bool) or not float(batch_size).is_integer() or batch_size < 1:
+    """B, the constructors' ``batch_size``, as an int; ``TypeError`` unless it is a number, ``ValueError``
+    unless it is a whole number >= 1."""
+    if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Real):
+        raise TypeError(f"batch_size must be a whole number of games >= 1, not {type(batch_size).__name__}")
+    if not float(batch_size).is_integer() or batch_size < 1:
         raise ValueError(f"batch_size must be a whole number of games >= 1, not {batch_size!r}")
     return int(batch_size)
 

@@ -19,6 +19,8 @@ from typing import Literal
 
 import numpy as np
 
+from ers_deep.envs.base import whole_number
+
 ObservationType = Literal["card_knowledge", "minimal"]
 
 COLOUR_CHARS = "RYGWB"
@@ -104,6 +106,9 @@ class HanabiConfig:
     observation_type: ObservationType = "card_knowledge"
 
     def __post_init__(self) -> None:
+        for name in ("players", "colors", "ranks", "hand_size", "max_information_tokens", "max_life_tokens"):
+            if name != "hand_size" or self.hand_size is not None:  # a str failed in a comparison below
+                object.__setattr__(self, name, whole_number(getattr(self, name), name))
         if not 2 <= self.players <= 5:
             raise ValueError(f"players must be in 2..5, got {self.players}")
         if not 1 <= self.colors <= 5:

@@ -22,7 +22,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from ers_deep.envs.base import batch_mask, check_batch_size, make_generator, reseed
+from ers_deep.envs.base import batch_mask, check_batch_size, make_generator, reseed, whole_number
 from ers_deep.envs.overcooked_v2 import layouts as L
 from ers_deep.envs.overcooked_v2.dynamics import INTERACT, Dynamics, Rules
 from ers_deep.envs.overcooked_v2.layouts import OvercookedLayout, get_layout
@@ -115,6 +115,9 @@ class OvercookedV2Env:
         check_actions: bool | None = None,
     ) -> None:
         self.layout = lay = get_layout(layout)
+        max_steps = whole_number(max_steps, "max_steps")  # a str failed in a comparison, or int('400') passed
+        if agent_view_size is not None:
+            agent_view_size = whole_number(agent_view_size, "agent_view_size")
         if agent_view_size is not None and agent_view_size < 0:
             raise ValueError(
                 f"agent_view_size must be >= 1, or None (0) for the full grid, not {agent_view_size}"

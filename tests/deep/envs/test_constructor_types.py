@@ -1,0 +1,42 @@
+"""A count or size argument of an env constructor that is not a number (``HanabiEnv(players='2')``, a str
+``batch_size``, Overcooked V2's ``max_steps`` / ``agent_view_size``) is a TypeError naming the argument (was a
+TypeError from a comparison naming none, or ``int('400')`` taken silently)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ers_deep.envs.hanabi.config import HanabiConfig
+from ers_deep.envs.hanabi.env import HanabiEnv
+from ers_deep.envs.overcooked_v2.env import OvercookedV2Env
+from ers_deep.envs.tabular.env import TabularEnv
+
+CASES: list[tuple[str, Any, dict[str, Any]]] = [
+    ("players", HanabiEnv, {"config": "Hanabi-Very-Small", "players": "2"}),
+    ("players", HanabiEnv, {"players": "2"}),
+    ("batch_size", HanabiEnv, {"config": "Hanabi-Very-Small", "batch_size": "4"}),
+    ("colors", HanabiConfig, {"colors": "2"}),
+    ("hand_size", HanabiConfig, {"hand_size": [5]}),
+    ("max_life_tokens", HanabiConfig, {"max_life_tokens": None}),
+    ("batch_size", OvercookedV2Env, {"batch_size": "4"}),
+    ("max_steps", OvercookedV2Env, {"max_steps": "400"}),
+    ("agent_view_size", OvercookedV2Env, {"agent_view_size": "2"}),
+    ("batch_size", TabularEnv, {"game": "three-lever", "batch_size": "4"}),
+    ("batch_size", TabularEnv, {"game": "three-lever", "batch_size": True}),
+]
+
+
+@pytest.mark.parametrize(("name", "cls", "kwargs"), CASES, ids=[f"{c[1].__name__}-{c[0]}" for c in CASES])
+def test_a_count_that_is_not_a_number_is_a_type_error_naming_it(name: str, cls: Any, kwargs: dict) -> None:
+    with pytest.raises(TypeError, match=rf"^{name} must be a whole number"):
+        cls(**kwargs)
+
+
+def test_whole_numbers_of_another_type_are_read_as_ints() -> None:
+    """numpy-free floats with no fraction were taken before (batch_size) and still are, as ints."""
+    assert HanabiConfig(players=3.0).players == 3 and isinstance(HanabiConfig(players=3.0).players, int)
+    assert OvercookedV2Env(max_steps=10.0).max_steps == 10
+    with pytest.raises(ValueError, match="players must be a whole number"):
+        HanabiConfig(players=2.5)
