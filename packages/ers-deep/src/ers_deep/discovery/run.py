@@ -51,7 +51,7 @@ from ers_deep.discovery.scores import (
     sampled_value,
 )
 from ers_deep.envs.tabular import TabularEnv
-from ers_deep.pools import Policy, Pool, PoolError
+from ers_deep.pools import Policy, Pool, PoolError, load_pool
 from ers_deep.train.checkpoint import atomic_write_bytes
 from ers_deep.train.config import TrainConfig, make_env
 from ers_deep.train.ippo import Learner
@@ -157,17 +157,33 @@ def _check_resumed_config(out: Path, config: DeepDiscoveryConfig) -> None:
         )
 
 
+def as_pool(pool: Pool | str | os.PathLike[str], name: str) -> Pool:
+    """``pool`` itself, or the pool in the folder it names (``load_pool``); ``TypeError`` naming ``name``
+    otherwise (a path string failed with an AttributeError deep inside)."""
+    if isinstance(pool, (str, os.PathLike)):
+        return load_pool(pool)
+    if not isinstance(pool, Pool):
+        raise TypeError(
+            f"{name} must be a Pool or a pool folder (ers_deep.pools.load_pool(path) reads one), "
+            f"not {type(pool).__name__}"
+        )
+    return pool
+
+
 def discover(
-    pool: Pool,
+    pool: Pool | str | os.PathLike[str],
     config: DeepDiscoveryConfig,
     out: str | os.PathLike[str],
     *,
-    held_out: Pool | None = None,
+    held_out: Pool | str | os.PathLike[str] | None = None,
     resume_run: bool = False,
     progress: bool | None = None,
     threads: int | None = None,
 ) -> DiscoveryResult:
-    """Learn ``config.candidates`` symmetries of ``pool``'s env and keep the ``top`` best (module docstring)."""
+    """Learn ``config.candidates`` symmetries of ``pool``'s env and keep the ``top`` best (module docstring).
+    ``pool`` and ``held_out`` are pools or their folders (read with ``load_pool``, as the CLI does)."""
+    pool = as_pool(pool, "pool")
+    held_out = None if held_out is None else as_pool(held_out, "held_out")
     out = Path(out)
     resuming = resume_run and (out / "run" / "config.json").exists()
     if resuming:
