@@ -13,6 +13,7 @@ MOVED = [
      ["EXECUTION_FIELDS", "METRIC_COLUMNS", "RunError", "checkpoints", "latest_checkpoint", "read_checkpoint",
       "read_metrics", "read_run_config"]),
     ("ers_deep.train.ippo", "ers_deep.train.schedule", ["lr_at", "shaped_coef"]),
+    ("ers_deep.envs.tabular.env", "ers_deep.envs.tabular.sampling", ["cumulative_table", "draw_from_cdf"]),
     ("ers_deep.train.ippo", "ers_deep.train.learner_setup",
      ["CPU_COMPILE_MIN_STEPS", "acting_share", "check_exact_discount", "collect_mode", "compile_settings",
       "learner_env", "max_resets_per_rollout", "minibatch_unit"]),

@@ -12,7 +12,7 @@ import torch
 from torchrl.envs.utils import check_env_specs
 
 from ers_deep.envs.tabular import TabularEnv
-from ers_deep.envs.tabular.env import cumulative_table, draw_from_cdf
+from ers_deep.envs.tabular.sampling import cumulative_table, draw_from_cdf
 from ers_deep.envs.tabular.torchrl import TabularTorchRLEnv
 from ers_exact.games import GAMES, load_game
 from ers_exact.games.random import random_small_game

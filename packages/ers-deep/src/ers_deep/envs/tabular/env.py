@@ -35,9 +35,19 @@ import torch
 from torch import Tensor
 
 from ers_deep.envs.base import action_tensor, batch_mask, check_batch_size, make_generator, reseed
+from ers_deep.envs.tabular.sampling import cumulative_table, draw_from_cdf
 from ers_exact.games import load_game
 from ers_exact.model.game import Game
 from ers_exact.model.histories import HistoryTree, enumerate_histories
+
+__all__ = [
+    "TabularEnv",
+    "TabularState",
+    "TabularStep",
+    "TabularTransition",
+    "cumulative_table",
+    "draw_from_cdf",
+]
 
 
 class TabularStep(NamedTuple):
@@ -75,25 +85,6 @@ def _child_table(tree: HistoryTree, agent: int) -> np.ndarray:
     kids = np.nonzero(hist.parent >= 0)[0]
     table[hist.parent[kids], hist.action[kids], hist.observation[kids]] = kids
     return table
-
-
-def cumulative_table(p: np.ndarray, device: torch.device) -> Tensor:
-    """The inverse-CDF table of the distributions ``p`` [..., n] (float64): F[..., k] = sum_{j <= k} p[..., j],
-    +inf from each row's last positive entry on, so that ``draw_from_cdf`` never returns an outcome of
-    probability 0 (a rounded row sum below a uniform would otherwise fall past the last one). Every row needs a
-    positive entry (a ``Game``'s rows are distributions: checked when it is built); an all-zero row would draw
-    its last outcome."""
-    cdf = np.cumsum(np.asarray(p, dtype=np.float64), axis=-1)
-    n = cdf.shape[-1]
-    last = n - 1 - np.argmax(np.asarray(p)[..., ::-1] > 0, axis=-1)  # each row's last positive entry
-    cdf[np.arange(n) >= last[..., None]] = np.inf
-    return torch.as_tensor(cdf, device=device)
-
-
-def draw_from_cdf(cdf: Tensor, u: Tensor) -> Tensor:
-    """[B] long: the outcome k with F[k - 1] <= u < F[k] of each row of ``cdf`` [B, n] (``cumulative_table``)
-    at the uniforms ``u`` [B] in [0, 1), i.e. a draw of k ~ p: a count of comparisons, no branch, no sync."""
-    return (cdf <= u[:, None]).sum(-1)
 
 
 class TabularEnv:
