@@ -654,6 +654,25 @@ def test_an_unknown_option_is_refused_by_its_command(
     assert f"(see {prog} {argv[0]} --help)" in err
 
 
+@pytest.mark.parametrize(
+    ("prog", "argv"),
+    [("ers-exact", ["--bogus", "info", "dectiger"]), ("ers-deep", ["--bogus", "env-bench", "hanabi"])],
+)
+def test_an_unknown_option_before_the_command_is_refused_by_the_program(
+    prog: str, argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An unknown option given before the command is the program's to refuse (``PROG: error: ...``, pointing to
+    ``PROG --help``), not blamed on the command after it (``ers-exact info: error: ... --bogus``)."""
+    if prog == "ers-exact":
+        from ers_exact.cli import main
+    else:
+        from ers_deep.cli import main
+    code = _run_in_process(main, argv)
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"{prog}: error: unrecognized arguments: --bogus") and f"(see {prog} --help)" in err
+
+
 # (prog, argv, the abbreviated flag in it, the flag it abbreviates): argparse took a unique prefix as the option
 # (``--star -1`` as ``--starts -1``, ``--js`` as ``--json``); abbreviations are off, so each is unknown
 ABBREVIATED = [

@@ -111,8 +111,14 @@ def run_cli(
     args, extra = parser.parse_known_args(argv)
     cmd = table[args.command]
     where = f"{prog} {cmd.name}"
-    if extra:  # named by the command, whose --help lists its options (argparse names only the program)
-        OneLineParser(prog=where).error(f"unrecognized arguments: {' '.join(extra)}")
+    if (
+        extra
+    ):  # named by whichever parser they were given to: the program's (before the command) or the command's
+        given = list(sys.argv[1:] if argv is None else argv)
+        before = set(given[: given.index(cmd.name)]) if cmd.name in given else set()
+        OneLineParser(prog=prog if before & set(extra) else where).error(
+            f"unrecognized arguments: {' '.join(extra)}"
+        )
     try:
         result = cmd.run(from_namespace(cmd.options, args))
     except BrokenPipeError:
