@@ -130,12 +130,11 @@ def whole_number(value: Any, name: str) -> int:
 
 def check_batch_size(batch_size: int) -> int:
     """B, the constructors' ``batch_size``, as an int; ``TypeError`` unless it is a number, ``ValueError``
-    unless it is a whole number >= 1."""
-    if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Real):
-        raise TypeError(f"batch_size must be a whole number of games >= 1, not {type(batch_size).__name__}")
-    if not float(batch_size).is_integer() or batch_size < 1:
+    unless it is a whole number (``whole_number``) >= 1."""
+    B = whole_number(batch_size, "batch_size")
+    if B < 1:
         raise ValueError(f"batch_size must be a whole number of games >= 1, not {batch_size!r}")
-    return int(batch_size)
+    return B
 
 
 def action_tensor(actions: Tensor, shapes: dict[str, tuple[int, ...]], device: torch.device) -> Tensor:
