@@ -31,7 +31,6 @@ trainer=...)`` runs such a variant per seed (the top-level keys a seed's pool.js
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import sys
@@ -49,6 +48,7 @@ from ers_deep.train.evaluate import play
 from ers_deep.train.exact import exact_report
 from ers_deep.train.ippo import Learner
 from ers_deep.train.run import read_metrics, read_run_config, resume, train
+from ers_deep.train.run_files import write_run_config
 from ers_exact.util.errors import InputError
 from ers_exact.util.output import dumps, read_json, remove_stale_temporaries
 
@@ -124,8 +124,7 @@ def _record_eval_games(run_dir: Path, games: int) -> None:
     no part of training: the value given last is the one a later resume without it uses)."""
     info, _ = read_run_config(run_dir)
     if info.get("eval_games") != games:
-        text = json.dumps({**info, "eval_games": games}, indent=2, sort_keys=True)
-        atomic_write_bytes(run_dir / "config.json", text.encode())
+        write_run_config(run_dir, {**info, "eval_games": games})
 
 
 def _train_or_resume(

@@ -31,7 +31,6 @@ deals no games of its own; every batch starts from the learner's env state, here
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import sys
@@ -42,7 +41,7 @@ from typing import Any
 
 import torch
 
-from ers_deep.train.checkpoint import CheckpointError, atomic_write_bytes
+from ers_deep.train.checkpoint import CheckpointError
 from ers_deep.train.config import TrainConfig
 from ers_deep.train.gaps import gap_warning, missing_updates
 from ers_deep.train.ippo import Learner
@@ -60,6 +59,7 @@ from ers_deep.train.run_files import (
     save_run_checkpoint,
     truncate_metrics,
     write_metric_rows,
+    write_run_config,
 )
 from ers_exact.util.output import remove_stale_temporaries
 
@@ -205,7 +205,7 @@ def train(
         "cpu_products": learner.cpu_products,  # what cpu_products resolved to: a resume uses the same
         **(settings or {}),
     }
-    atomic_write_bytes(run_dir / "config.json", json.dumps(info, indent=2, sort_keys=True).encode())
+    write_run_config(run_dir, info)
     truncate_metrics(run_dir / "metrics.csv", -1)
     return learner, _loop(learner, run_dir, max_updates, progress, on_update)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 import re
 from pathlib import Path
@@ -34,6 +35,7 @@ __all__ = [
     "save_run_checkpoint",
     "truncate_metrics",
     "write_metric_rows",
+    "write_run_config",
 ]
 
 METRIC_COLUMNS = (
@@ -131,6 +133,12 @@ def read_run_config(run_dir: str | os.PathLike[str]) -> tuple[dict[str, Any], Tr
     except (TypeError, ValueError) as e:  # UsageError is a ValueError
         first = (str(e).strip().splitlines() or [type(e).__name__])[0]
         raise RunError(f"{path}: its 'config' is not a training config ({first})") from None
+
+
+def write_run_config(run_dir: str | os.PathLike[str], info: dict[str, Any]) -> None:
+    """A run's config.json (``info``: the record ``train`` writes, ``read_run_config`` reads), written whole
+    (atomically), keys sorted."""
+    atomic_write_bytes(Path(run_dir) / "config.json", json.dumps(info, indent=2, sort_keys=True).encode())
 
 
 def read_checkpoint(path: str | os.PathLike[str]) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
