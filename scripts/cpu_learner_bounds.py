@@ -12,8 +12,10 @@ a fresh process:
 * ``delta``: the first layer's forward over one turn-stream minibatch of a real rollout as the product of each
   stream's step-to-step change (``F.embedding_bag`` with +-1 weights over its few nonzero inputs) summed along
   time, restarting where a game starts, against the dense product: its pieces, and its error against float64;
-* ``blas``: the update's product shapes in torch (MKL on x86) against numpy's BLAS (OpenBLAS in the wheels),
-  and the learner with an eager update against the same learner with every ``SLinear`` product through numpy;
+* ``blas``: the update's product shapes in torch (MKL on x86) against numpy's BLAS (OpenBLAS in the wheels) and
+  torch on bfloat16 operands, and the learner with an eager update against the same learner with every
+  ``SLinear`` product through numpy; from the product rates, an update's products with only the gradient
+  products in bfloat16 (casts included), the forward in float32;
 * ``products``: the learner with torch's products (``cpu_products="torch"``) against the learner as configured
   (``"auto"``: OpenBLAS's on AMD x86, ``ers_deep.nets.blas``).
 
@@ -256,22 +258,34 @@ def delta_vs_dense() -> dict[str, Any]:
     }
 
 
-def product_ops(kind: str, k: int) -> tuple[Any, Any]:
+def product_ops(kind: str, k: int) -> dict[str, Any]:
     """One of the update's products at one minibatch (``fwd``: X W; ``dw``: X^T G; ``dx``: G W^T, X [rows, k],
-    W [k, 512], G [rows, 512]) as a torch call and as a numpy call on the same memory."""
+    W [k, 512], G [rows, 512]) as calls on the same values: torch's, numpy's, torch's on bfloat16 operands cast
+    beforehand, and the same with the casts in (float32 operands in, a float32 result out)."""
     import torch
 
     x, g, w = torch.randn(ROWS, k), torch.randn(ROWS, 512), torch.randn(k, 512)
     xn, gn, wn = x.numpy(), g.numpy(), w.numpy()
+    xb, gb, wb = x.bfloat16(), g.bfloat16(), w.bfloat16()
+
+    def cast(a: Any, b: Any) -> Any:
+        return (a.to(torch.bfloat16) @ b.to(torch.bfloat16)).float()
+
     if kind == "fwd":
-        return (lambda: x @ w), (lambda: xn @ wn)
-    if kind == "dw":
-        return (lambda: x.t() @ g), (lambda: xn.T @ gn)
-    return (lambda: g @ w.t()), (lambda: gn @ wn.T)
+        ops = [lambda: x @ w, lambda: xn @ wn, lambda: xb @ wb, lambda: cast(x, w)]
+    elif kind == "dw":
+        ops = [lambda: x.t() @ g, lambda: xn.T @ gn, lambda: xb.t() @ gb, lambda: cast(x.t(), g)]
+    else:
+        ops = [lambda: g @ w.t(), lambda: gn @ wn.T, lambda: gb @ wb.t(), lambda: cast(g, w.t())]
+    return dict(zip(PRODUCT_LIBS, ops))
+
+
+PRODUCT_LIBS = ("torch", "numpy", "bfloat16", "bfloat16 with casts")
 
 
 def blas() -> list[dict[str, Any]]:
-    """GFLOP/s of the update's products (one minibatch) in torch and in numpy's BLAS, three rounds each."""
+    """GFLOP/s of the update's products (one minibatch) in torch, numpy's BLAS and torch on bfloat16 operands
+    (oneDNN's AVX512-BF16 kernels where the CPU has them; without and with the casts), three rounds each."""
     import torch
 
     torch.set_num_threads(1)
@@ -281,10 +295,28 @@ def blas() -> list[dict[str, Any]]:
     rows = []
     for name, k, kind in shapes:
         flop = 2 * ROWS * k * 512 / 1e9
-        ops = product_ops(kind, k)
-        rates = {lib: [flop / timed(op) for _ in range(3)] for lib, op in zip(("torch", "numpy"), ops)}
-        rows.append({"product": name, "k": k, "gflop_s": rates})
+        rates = {lib: [flop / timed(op) for _ in range(3)] for lib, op in product_ops(kind, k).items()}
+        rows.append({"product": name, "kind": kind, "k": k, "gflop": flop, "gflop_s": rates})
     return rows
+
+
+def bf16_gradients(rows: list[dict[str, Any]], minibatches: int = 16) -> dict[str, float]:
+    """Seconds of one update's products (``minibatches`` minibatches) at the rates of ``blas()``: all in float32
+    on numpy's BLAS, and with only the gradient products (``dw``, ``dx``) in bfloat16, casts included. The
+    second is what a forward in float32 with bfloat16 backward products would leave; both take the best of three
+    rounds, and the actor's hidden layer (acting rows only: half the rows) at half the critic's time."""
+    best = {(r["k"], r["kind"]): {lib: max(v) for lib, v in r["gflop_s"].items()} for r in rows}
+    hidden = 1.5  # the critic's hidden layer on every row and the actor's on the acting half
+    uses = [((658, "fwd"), 1.0), ((512, "fwd"), hidden), ((658, "dw"), 1.0), ((512, "dw"), hidden)]
+    uses.append(((512, "dx"), hidden))
+    flop = {(r["k"], r["kind"]): r["gflop"] for r in rows}
+
+    def seconds(lib_of: Any) -> float:
+        return minibatches * sum(n * flop[key] / best[key][lib_of(key[1])] for key, n in uses)
+
+    float32 = seconds(lambda kind: "numpy")
+    mixed = seconds(lambda kind: "numpy" if kind == "fwd" else "bfloat16 with casts")
+    return {"float32_s": float32, "bf16_gradients_s": mixed, "saved_s": float32 - mixed}
 
 
 def cpu_name() -> str:
@@ -360,7 +392,8 @@ def main() -> None:
         print(result["delta"], flush=True)
     if "blas" in parts:
         result["blas"] = blas()
-        print(json.dumps(result["blas"]), flush=True)
+        result["bf16_gradients"] = bf16_gradients(result["blas"])
+        print(json.dumps(result["blas"]), json.dumps(result["bf16_gradients"]), sep="\n", flush=True)
     if a.out:
         a.out.write_text(json.dumps(result, indent=1) + "\n")
 
