@@ -184,10 +184,11 @@ def test_a_discovery_result_reads_null_numbers_back_as_nan() -> None:
     """Strict JSON writes an undefined J_1 as null; from_json gave None back (not a float)."""
     import math
 
-    from ers_exact.interface import DiscoveryResult
+    from ers_exact.interface import DiscoveryResult, Transformation
     from ers_exact.util.output import dumps
 
-    result = DiscoveryResult("g", "sp-max", (), (1.0, math.nan), 0.5, math.nan, 1.0, 1.0, math.nan)
+    phi = Transformation((0,), ((0,),), ((0,),))  # one score per transformation
+    result = DiscoveryResult("g", "sp-max", (phi, phi), (1.0, math.nan), 0.5, math.nan, 1.0, 1.0, math.nan)
     back = DiscoveryResult.from_json(json.loads(dumps(result.to_json())))
     assert math.isnan(back.J_1) and math.isnan(back.reconstruction_loss) and math.isnan(back.scores[1])
     assert (back.scores[0], back.pool_return, back.J_2) == (1.0, 0.5, 1.0)

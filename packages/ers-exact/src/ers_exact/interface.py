@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import numbers
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -244,6 +245,24 @@ def _text(v: Any) -> str:
     return v
 
 
+def _field_number(v: Any, name: str) -> float:
+    """A result's number field ``name`` as a float: a real number (not a bool or a string), finite or NaN
+    (undefined; written as null); +-inf would come back from its JSON as NaN."""
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        raise TypeError(
+            f"DiscoveryResult.{name} must be a number (NaN: undefined), not {type(v).__name__} {v!r}"
+        )
+    if math.isinf(v):
+        raise ValueError(f"DiscoveryResult.{name} must be finite or NaN (undefined), not {v!r}")
+    return float(v)
+
+
+def _field_sequence(v: Any, name: str) -> tuple[Any, ...]:
+    if not isinstance(v, tuple | list):
+        raise TypeError(f"DiscoveryResult.{name} must be a tuple or list, not {type(v).__name__} {v!r}")
+    return tuple(v)
+
+
 @dataclass(frozen=True)
 class DiscoveryResult:
     """Learned transformations, best first, and how well they behave as a group (the paper's Table 2); what
@@ -280,6 +299,39 @@ class DiscoveryResult:
 
     __eq__ = nan_equal
     __hash__ = nan_hash
+
+    def __post_init__(self) -> None:
+        """Check each field against the contract above (TypeError / ValueError naming it): ``game`` and
+        ``algorithm`` strings; ``transformations`` a tuple (or list) of :class:`Transformation` /
+        :class:`LearnedTransformation`; ``scores`` one number per transformation; the numbers real, finite
+        or NaN (undefined), ``reconstruction_loss`` >= 0 or NaN; ``config`` a dict. Sequences are stored as
+        tuples, numbers as floats."""
+        set_ = object.__setattr__
+        for name in ("game", "algorithm"):
+            if not isinstance(getattr(self, name), str):
+                raise TypeError(f"DiscoveryResult.{name} must be a string, not {getattr(self, name)!r}")
+        phis = _field_sequence(self.transformations, "transformations")
+        for k, t in enumerate(phis):
+            if not isinstance(t, Transformation | LearnedTransformation):
+                raise TypeError(
+                    f"DiscoveryResult.transformations[{k}] must be a Transformation or LearnedTransformation, "
+                    f"not {type(t).__name__} {t!r}"
+                )
+        scores = _field_sequence(self.scores, "scores")
+        if len(scores) != len(phis):
+            raise ValueError(
+                f"DiscoveryResult.scores must hold one score per transformation ({len(phis)}), not {len(scores)}"
+            )
+        set_(self, "transformations", phis)
+        set_(self, "scores", tuple(_field_number(v, f"scores[{k}]") for k, v in enumerate(scores)))
+        for name in ("pool_return", "J_1", "J_2", "J_3", "reconstruction_loss"):
+            set_(self, name, _field_number(getattr(self, name), name))
+        if self.reconstruction_loss < 0:
+            raise ValueError(
+                f"DiscoveryResult.reconstruction_loss must be >= 0 or NaN, not {self.reconstruction_loss!r}"
+            )
+        if not isinstance(self.config, dict):
+            raise TypeError(f"DiscoveryResult.config must be a dict, not {type(self.config).__name__}")
 
     def permutations(self) -> tuple[Transformation, ...]:
         """The transformations as exact permutations: learned ones replaced by the transformation they round
