@@ -11,6 +11,7 @@ onto legal actions. Inadmissible ones raise :class:`InadmissibleError`; :func:`i
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -39,8 +40,21 @@ class InadmissibleError(InputError, ValueError):
     """phi maps a possible history to an impossible one, or a legal action to an illegal one."""
 
 
+def _index(v: Any, what: str) -> int:
+    """An entry of a permutation: an integer (Python's, numpy's or a 0-d integer tensor), never a bool, a float
+    or a string (``int("1")`` read a digit string as 1, ``int(1.5)`` truncated)."""
+    try:
+        if isinstance(v, bool | np.bool_):
+            raise TypeError
+        return operator.index(v)
+    except TypeError:
+        raise TypeError(f"{what} must hold integers (index images), not {type(v).__name__} {v!r}") from None
+
+
 def _perm(x: Sequence[int], what: str) -> tuple[int, ...]:
-    arr = tuple(int(v) for v in x)
+    if isinstance(x, str | bytes) or not isinstance(x, Iterable):
+        raise TypeError(f"{what} must be a sequence of integers (index images), not {type(x).__name__} {x!r}")
+    arr = tuple(_index(v, what) for v in x)
     if sorted(arr) != list(range(len(arr))):
         raise ValueError(f"{what} is not a permutation of 0..{len(arr) - 1}: {list(arr)}")
     return arr
@@ -48,17 +62,28 @@ def _perm(x: Sequence[int], what: str) -> tuple[int, ...]:
 
 @dataclass(frozen=True)
 class Transformation:
-    """phi in Psi: a permutation of states and, per agent, of local actions and local observations."""
+    """phi in Psi: a permutation of states and, per agent, of local actions and local observations.
+
+    Each permutation is a sequence of integers (Python's or numpy's; the image of index k at position k); a
+    bool, a float or a string entry (``"1"``) is a ``TypeError`` naming the argument, a sequence that is not a
+    permutation of 0..n-1 a ``ValueError``."""
 
     states: tuple[int, ...]
     actions: tuple[tuple[int, ...], ...]
     observations: tuple[tuple[int, ...], ...]
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "states", _perm(self.states, "phi_S"))
-        object.__setattr__(self, "actions", tuple(_perm(a, f"phi_A^{i}") for i, a in enumerate(self.actions)))
+        for name in ("actions", "observations"):  # a string's characters were read as the agents' lists
+            if isinstance(getattr(self, name), str | bytes):
+                raise TypeError(f"{name} must be one sequence per agent, not {getattr(self, name)!r}")
+        object.__setattr__(self, "states", _perm(self.states, "states (phi_S)"))
         object.__setattr__(
-            self, "observations", tuple(_perm(o, f"phi_O^{i}") for i, o in enumerate(self.observations))
+            self, "actions", tuple(_perm(a, f"actions[{i}] (phi_A^{i})") for i, a in enumerate(self.actions))
+        )
+        object.__setattr__(
+            self,
+            "observations",
+            tuple(_perm(o, f"observations[{i}] (phi_O^{i})") for i, o in enumerate(self.observations)),
         )
         if len(self.actions) != len(self.observations):
             raise ValueError("actions and observations must list the same number of agents")
