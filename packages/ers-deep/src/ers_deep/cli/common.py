@@ -11,6 +11,7 @@ from typing import Any
 import torch
 
 from ers_deep.envs.hanabi.config import PRESET_ALIASES, PRESETS
+from ers_deep.train.config import env_problem
 from ers_exact.util.options import MAX_SEED, UsageError
 
 __all__ = [
@@ -66,21 +67,9 @@ def device_check(value: object) -> str | None:
 
 
 def env_check(value: object) -> str | None:
-    """``hanabi``, ``overcooked-v2``, ``tabular:NAME`` (a registered ers-exact game) or a .dpomdp file."""
-    from ers_exact.games import GAMES, find_game_file
-
-    text = str(value)
-    if text in ("hanabi", "overcooked-v2"):
-        return None
-    name = text.removeprefix("tabular:")
-    if name.lower().replace("_", "-") in GAMES or find_game_file(name) is not None:
-        return None
-    if name.endswith(".dpomdp"):
-        return "names no readable .dpomdp file"
-    return (
-        f"is not an env: use hanabi, overcooked-v2, tabular:NAME (NAME in {', '.join(sorted(GAMES))}) or a "
-        ".dpomdp path"
-    )
+    """``hanabi``, ``overcooked-v2``, ``tabular:NAME`` (a registered ers-exact game) or a .dpomdp file
+    (``ers_deep.train.config.env_problem``, which ``paper_config`` checks too)."""
+    return env_problem(value)
 
 
 def parse_seeds(text: str) -> tuple[int, ...]:

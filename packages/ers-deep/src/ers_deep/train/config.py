@@ -273,9 +273,33 @@ PAPER: dict[str, dict[str, Any]] = {
 }
 
 
+def env_problem(env: object) -> str | None:
+    """Why ``env`` names no env (None: it names one): ``hanabi``, ``overcooked-v2``, ``tabular:NAME`` (NAME a
+    game of ers-exact's registry, ``ers_exact.games.GAMES``) or a .dpomdp file (``tabular:`` optional); a
+    missing .dpomdp file is ``find_game_file``'s FileNotFoundError naming it."""
+    from ers_exact.games import GAMES, find_game_file
+
+    text = str(env)
+    if text in ("hanabi", "overcooked-v2"):
+        return None
+    name = text.removeprefix("tabular:")
+    if name.lower().replace("_", "-") in GAMES or find_game_file(name) is not None:
+        return None
+    if name.endswith(".dpomdp"):
+        return "names no readable .dpomdp file"
+    return (
+        f"is not an env: use hanabi, overcooked-v2, tabular:NAME (NAME in {', '.join(sorted(GAMES))}) or a "
+        ".dpomdp path"
+    )
+
+
 def paper_config(env: str, **overrides: Any) -> TrainConfig:
     """The paper's settings for ``env`` (``hanabi``, ``overcooked-v2``, ``tabular:NAME`` / a .dpomdp path),
-    with ``overrides``."""
+    with ``overrides``; an env that is none of these (``"chess"``) is a :class:`UsageError` listing the
+    registered game names (:func:`env_problem`)."""
+    problem = env_problem(env)
+    if problem is not None:
+        raise UsageError(f"paper_config: env {env!r} {problem}")
     kind = env if env in ("hanabi", "overcooked-v2") else "tabular"
     return TrainConfig(**{"env": env, **PAPER[kind], **overrides})
 
