@@ -118,14 +118,21 @@ def step_legal(env: BatchedEnv, out: Step) -> Tensor:
     return env.legal_mask() if legal is None else legal
 
 
+def real_number(value: Any, name: str, what: str = "a number") -> float:
+    """A constructor's real-valued argument ``name`` (e.g. a discount gamma) as a float: ``TypeError`` naming it
+    (``name must be WHAT``) unless ``value`` is a real number, not a bool or a string (``float('0.9')`` read
+    one)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be {what}, not {type(value).__name__} {value!r}")
+    return float(value)
+
+
 def whole_number(value: Any, name: str) -> int:
     """A constructor's count or size argument ``name`` as an int: ``TypeError`` naming it unless ``value`` is a
     real number (not a bool or a string: ``'2'`` failed later in a comparison), ``ValueError`` unless whole."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a whole number, not {type(value).__name__} {value!r}")
-    if not float(value).is_integer():
+    if not real_number(value, name, "a whole number").is_integer():
         raise ValueError(f"{name} must be a whole number, not {value!r}")
-    return int(value)  # type: ignore[call-overload]  # a numbers.Real, checked above
+    return int(value)  # a numbers.Real, checked by real_number
 
 
 def check_batch_size(batch_size: int) -> int:
@@ -135,6 +142,14 @@ def check_batch_size(batch_size: int) -> int:
     if B < 1:
         raise ValueError(f"batch_size must be a whole number of games >= 1, not {batch_size!r}")
     return B
+
+
+def check_overrides(horizon: Any, discount: Any) -> tuple[int | None, float | None]:
+    """A tabular env's overrides of H and gamma (None: the game's own) as an int and a float: ``TypeError``
+    naming ``horizon`` unless it is a whole number (``whole_number``), naming ``discount`` unless it is a real
+    number (``real_number``); their ranges are the game's to check."""
+    H = None if horizon is None else whole_number(horizon, "horizon")
+    return H, None if discount is None else real_number(discount, "discount")
 
 
 def action_tensor(actions: Tensor, shapes: dict[str, tuple[int, ...]], device: torch.device) -> Tensor:

@@ -34,7 +34,14 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ers_deep.envs.base import action_tensor, batch_mask, check_batch_size, make_generator, reseed
+from ers_deep.envs.base import (
+    action_tensor,
+    batch_mask,
+    check_batch_size,
+    check_overrides,
+    make_generator,
+    reseed,
+)
 from ers_deep.envs.tabular.sampling import cumulative_table, draw_from_cdf
 from ers_exact.games import load_game
 from ers_exact.model.game import Game
@@ -93,7 +100,8 @@ class TabularEnv:
     Args:
         game: a ``Game``, a registered name (``"toy-coordination"``, ``"three-lever"``, ...) or a ``.dpomdp``
             path (``ers_exact.games.load_game``).
-        horizon, discount: override H and gamma (None: the game's own).
+        horizon, discount: override H and gamma (None: the game's own), of a name, a path or a ``Game``; a
+            horizon that is not a whole number or a discount that is not a number is a TypeError naming it.
         batch_size, device, seed, auto_reset: the protocol's constructor keywords.
         check_legal: ``step`` raises ``ValueError`` on an illegal action (one device sync per step;
             ``step_state`` never checks).
@@ -116,9 +124,10 @@ class TabularEnv:
         check_legal: bool = True,
         branch_free: bool | None = None,
     ) -> None:
-        if not isinstance(game, Game):
-            game = load_game(game, horizon=horizon, discount=discount)
-        self.game = game
+        H, gamma = check_overrides(horizon, discount)
+        game = game if isinstance(game, Game) else load_game(game, horizon=H, discount=gamma)
+        game = game if H is None or game.horizon == H else game.with_horizon(H)
+        self.game = game if gamma is None or gamma == game.discount else game.with_discount(gamma)
         self.tree = enumerate_histories(game)
         self._device = torch.device(device)
         self._batch = check_batch_size(batch_size)
