@@ -347,8 +347,11 @@ def worktree(commit: str) -> Path:
     return path
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def parser() -> argparse.ArgumentParser:
+    """The command line of :func:`main` (abbreviated flags refused: ``script_parser``)."""
+    from ers_exact.util.cli import script_parser  # imported where used, as this script's other ers imports
+
+    ap = script_parser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path)
     ap.add_argument("--pairs", type=int, default=2)
     ap.add_argument("--updates", type=int, default=2)
@@ -358,6 +361,11 @@ def main() -> None:
         "--env", default="hanabi", choices=["hanabi", "overcooked-v2"], help="the ab and products parts' env"
     )
     ap.add_argument("--side", help=argparse.SUPPRESS)
+    return ap
+
+
+def main() -> None:
+    ap = parser()
     a = ap.parse_args()
     if a.side:
         print(json.dumps(learner_side(a.side, a.updates, a.env)))

@@ -27,6 +27,7 @@ import torch
 from ers_deep.bench.compare import bench_env, jaxmarl_env
 from ers_deep.bench.rollout import PAPER, bench_policy_rollout
 from ers_deep.bench.timing import jaxmarl_installed
+from ers_exact.util.cli import script_parser
 
 VARIANTS = {"hanabi": ["obs"], "overcooked-v2": ["obs", "state"]}
 
@@ -177,8 +178,9 @@ def markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def parser() -> argparse.ArgumentParser:
+    """The command line of :func:`main` (abbreviated flags refused: ``script_parser``)."""
+    ap = script_parser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", help="folder of gpu-env-table.json and .md")
     ap.add_argument("--markdown", metavar="JSON", help="print the README table of a result file and exit")
     ints = lambda s: [int(x) for x in s.split(",")]  # noqa: E731
@@ -201,6 +203,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--device", default="cuda", help="cuda; cpu only to try the script (modes eager, compile)"
     )
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = parser()
     args = ap.parse_args(argv)
     if args.markdown:
         print(markdown(json.loads(Path(args.markdown).read_text())))

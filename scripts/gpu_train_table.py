@@ -198,8 +198,11 @@ def parse_over(text: str) -> dict[str, Any]:
 
 
 def parser() -> argparse.ArgumentParser:
-    """The command line of this script (``main``; the tests parse train-gpu.sh's plans with it)."""
-    p = argparse.ArgumentParser()
+    """The command line of this script (``main``; the tests parse train-gpu.sh's plans with it; abbreviated flags
+    refused: ``script_parser``)."""
+    from ers_exact.util.cli import script_parser
+
+    p = script_parser()
     p.add_argument("--out", default="results/train-gpu")
     p.add_argument("--device", default="cuda")
     p.add_argument("--budget-s", type=float, default=540)

@@ -66,10 +66,17 @@ def sync(text: str) -> str:
     return text
 
 
+def parser() -> argparse.ArgumentParser:
+    """The command line of :func:`main` (abbreviated flags refused: ``script_parser``)."""
+    from ers_exact.util.cli import script_parser
+
+    p = script_parser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--check", action="store_true", help="report stale blocks (exit 1) and write nothing")
+    return p
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--check", action="store_true", help="report stale blocks (exit 1) and write nothing")
-    args = parser.parse_args(argv)
+    args = parser().parse_args(argv)
     foreign = foreign_packages()
     if foreign:
         print(

@@ -29,6 +29,7 @@ import torch
 from ers_deep.nets import NetConfig
 from ers_deep.train import Learner, TrainConfig, paper_config
 from ers_deep.train.collect import Rollout
+from ers_exact.util.cli import script_parser
 
 LAYERS = ("embed", "actor_hidden", "actor_out", "critic_hidden", "critic_out")
 
@@ -216,11 +217,9 @@ def markdown(layers: dict[str, dict[str, float]]) -> str:
     return "\n".join([head, *rows])
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Command line: one update of a Hanabi learner against the anchor's in float32 and float64; JSON to --out."""
-    ap = argparse.ArgumentParser(
-        prog="python -m ers_deep.bench.jax_update", description=__doc__.split("\n")[0]
-    )
+def parser() -> argparse.ArgumentParser:
+    """The command line of :func:`main` (abbreviated flags refused: ``script_parser``)."""
+    ap = script_parser("python -m ers_deep.bench.jax_update", __doc__.split("\n")[0])
     ap.add_argument("--num-envs", type=int, default=1024)
     ap.add_argument("--num-steps", type=int, default=128)
     ap.add_argument("--hidden", type=int, default=512)
@@ -228,7 +227,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--knowledge", default="v0-belief")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, required=True)
-    a = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line: one update of a Hanabi learner against the anchor's in float32 and float64; JSON to --out."""
+    a = parser().parse_args(argv)
     torch.set_num_threads(1)
     config = paper_config(
         "hanabi",

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ers_deep.analysis.curves import Curve, bin_means, trailing_mean
+from ers_exact.util.cli import script_parser
 from ers_exact.util.errors import InputError
 from ers_exact.util.output import save_figure, write_json
 
@@ -306,10 +307,9 @@ def _table(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    p = argparse.ArgumentParser(
-        prog="python -m ers_deep.bench.learn_pair", description=__doc__.split("\n\n")[0]
-    )
+def parser() -> argparse.ArgumentParser:
+    """The command line of :func:`main` (abbreviated flags refused: ``script_parser``)."""
+    p = script_parser("python -m ers_deep.bench.learn_pair", __doc__.split("\n\n")[0])
     p.add_argument(
         "--ers", nargs="+", required=True, help="ers's learning logs (learn-ers-*.jsonl) or measurement files"
     )
@@ -321,7 +321,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     p.add_argument("--window", type=float, default=None, help="half-width of a mark's bin")
     p.add_argument("--axis", choices=("env_steps", "seconds"), default="env_steps")
     p.add_argument("--no-figure", action="store_true")
-    a = p.parse_args(argv)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    a = parser().parse_args(argv)
     sides = {"ers": ers_curves(a.ers), "anchor": anchor_curves(a.anchor)}
     marks = [float(x) for x in a.marks.split(",") if x.strip()] or None
     result = compare_sides(sides, marks, a.window, a.axis)

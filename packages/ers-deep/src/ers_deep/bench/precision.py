@@ -28,6 +28,7 @@ from ers_deep.nets import NetConfig
 from ers_deep.nets.precision import MANTISSA_BITS, emulate_matmuls
 from ers_deep.train import Learner, TrainConfig, paper_config
 from ers_deep.train.run import RunError, resume, train
+from ers_exact.util.cli import script_parser
 from ers_exact.util.output import read_json, save_figure
 
 FORMATS = ("float32", *MANTISSA_BITS)
@@ -155,10 +156,9 @@ def _config(a: argparse.Namespace) -> TrainConfig:
     )
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    p = argparse.ArgumentParser(
-        prog="python -m ers_deep.bench.precision", description=__doc__.split("\n\n")[0]
-    )
+def parser() -> argparse.ArgumentParser:
+    """The command line of :func:`main` (abbreviated flags refused: ``script_parser``)."""
+    p = script_parser("python -m ers_deep.bench.precision", __doc__.split("\n\n")[0])
     p.add_argument("--out", required=True, help="the folder of the runs (one per format)")
     p.add_argument("--fmt", choices=FORMATS, help="train (or resume) this format's run")
     p.add_argument("--compare", action="store_true", help="compare the runs in --out (compare.json, .png)")
@@ -174,6 +174,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--update-mode", default="auto", help="TrainConfig.update_mode (the same for every format)"
     )
     p.add_argument("--threads", type=int, default=1)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    p = parser()
     a = p.parse_args(argv)
     if not a.fmt and not a.compare:
         p.error("give --fmt to train a run, or --compare")

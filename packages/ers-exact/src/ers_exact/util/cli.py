@@ -31,7 +31,15 @@ from ers_exact.util.errors import InputError
 from ers_exact.util.options import Options, add_options, flag_name, from_namespace, options_markdown
 from ers_exact.util.output import dumps
 
-__all__ = ["Command", "OneLineParser", "build_parser", "commands_markdown", "one_line", "run_cli"]
+__all__ = [
+    "Command",
+    "OneLineParser",
+    "build_parser",
+    "commands_markdown",
+    "one_line",
+    "run_cli",
+    "script_parser",
+]
 
 USAGE_ERROR = 2
 INTERNAL_ERROR = 1
@@ -49,6 +57,13 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(USAGE_ERROR, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
+
+
+def script_parser(prog: str | None = None, description: str | None = None) -> argparse.ArgumentParser:
+    """The parser of a standalone command line (``python -m ers_deep.bench.MODULE``, ``scripts/*.py``; not one
+    of the two CLIs): argparse's, with abbreviated flags refused as the CLIs refuse them (``allow_abbrev=False``,
+    :func:`build_parser`), so ``--num-env 8`` is an unrecognized argument, not ``--num-envs 8``."""
+    return argparse.ArgumentParser(prog=prog, description=description, allow_abbrev=False)
 
 
 @dataclass(frozen=True)
