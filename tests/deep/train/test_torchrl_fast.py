@@ -6,6 +6,8 @@ resumes the stream exactly."""
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
 from tensordict import TensorDict, TensorDictBase
@@ -295,3 +297,24 @@ def test_set_seed_restarts_games_and_their_running_returns() -> None:
                     torch.testing.assert_close(collector.episode_stats["return"][s], want[s][ended[s]].mean())
             return
     raise AssertionError("no episode ended in 20 steps")
+
+
+def test_the_torchrl_collections_take_no_deprecated_path() -> None:
+    """Both TorchRL collections (the reference ``Collector`` over ``LearnerEnv``, and ``FastCollector``):
+    built, a batch collected, weights updated, a PPO step on the reference batch, with no DeprecationWarning
+    or FutureWarning (TorchRL 0.14 deprecates a collector's ``weight_updater=``, ``policy_weights=`` and
+    ``WeightUpdaterBase``; its own subclasses of that warn once, when ``torchrl.collectors`` is imported,
+    before this test). Eager modes: ``torch.compile``'s first use imports ``torch.utils.mkldnn``, whose
+    ``torch.jit.script_method`` warns inside torch."""
+    cfg = tiny_config("hanabi", collect_mode="eager", update_mode="eager")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        warnings.simplefilter("error", FutureWarning)
+        ref = Learner(cfg.replace(collector="torchrl"))
+        ref.train_step()
+        ref.torchrl.collector.update_policy_weights_()
+        fast = Learner(cfg.replace(collector="fast"))
+        assert fast.fast is not None
+        collector = FastCollector(fast.fast, fast.fast.state, total_batches=1)
+        assert len(list(collector)) == 1
+        collector.update_policy_weights_(TensorDict.from_module(fast.fast.net))
