@@ -43,3 +43,20 @@ def test_reference_runs_in_its_own_process() -> None:
     assert res["env_steps_per_s"] > 0 and res["batch"] == 4
     bad = reference_in_subprocess("no_such_bench", "run", {})  # a failing reference is reported, not raised
     assert "error" in bad and "no_such_bench" in bad["error"]
+
+
+def test_a_reference_child_runs_one_copy_of_the_runner() -> None:
+    """The child runs ``bench.runner.main`` without runpy executing the runner a second time: with
+    ``python -m ers_deep.bench.runner`` the package had already imported it, so runpy warned
+    (RuntimeWarning: found in sys.modules) and ran a second copy as ``__main__``; here that warning is an
+    error and the child must still answer."""
+    import json
+    import subprocess
+    import sys
+
+    from ers_deep.bench.runner import child_arguments
+
+    cmd = [sys.executable, "-W", "error::RuntimeWarning", *child_arguments("runner", "process_cpus", {})]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=120)
+    assert done.returncode == 0, done.stderr[-800:]
+    assert "affinity" in json.loads(done.stdout.strip().splitlines()[-1])

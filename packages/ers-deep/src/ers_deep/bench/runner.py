@@ -86,7 +86,7 @@ def reference_in_subprocess(
     env: dict[str, str] | None = None,
     cpus: Collection[int] | None = None,
 ) -> dict[str, Any]:
-    """``ers_deep.bench.<module>.<function>(**kwargs)`` run by ``python -m ers_deep.bench.runner`` in a fresh
+    """``ers_deep.bench.<module>.<function>(**kwargs)`` run by ``bench.runner.main`` in a fresh
     process (``env``: more environment variables for it; ``cpus``: the CPUs it is pinned to, recorded in the
     result as ``cpus``); its JSON result, or ``{"error": ...}`` with the end of its stderr when it fails."""
     env = {**os.environ, "XLA_PYTHON_CLIENT_PREALLOCATE": "false", **(env or {})}
@@ -94,7 +94,7 @@ def reference_in_subprocess(
     if cpus is not None:
         pinned = available_cpus(cpus)
         env[CPUS_VARIABLE] = ",".join(map(str, pinned))
-    cmd = [sys.executable, "-m", "ers_deep.bench.runner", module, function, json.dumps(kwargs)]
+    cmd = [sys.executable, *child_arguments(module, function, kwargs)]
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
@@ -112,7 +112,16 @@ def process_cpus() -> dict[str, Any]:
     return {"affinity": sorted(os.sched_getaffinity(0))}
 
 
-def _main(argv: list[str]) -> None:
+def child_arguments(module: str, function: str, kwargs: dict[str, Any]) -> list[str]:
+    """The interpreter's arguments that run ``ers_deep.bench.<module>.<function>(**kwargs)`` in a child
+    (``reference_in_subprocess``). Not ``-m ers_deep.bench.runner``: the package imports this module, so runpy
+    would run a second copy of it as ``__main__`` (and warn that it found it in ``sys.modules``)."""
+    code = "import sys; from ers_deep.bench.runner import main; main(sys.argv[1:])"
+    return ["-c", code, module, function, json.dumps(kwargs)]
+
+
+def main(argv: list[str]) -> None:
+    """A child's entry: ``argv`` is (module, function, JSON keyword arguments); prints the JSON result."""
     import importlib
 
     if os.environ.get(CPUS_VARIABLE):  # pinned before the reference (and its thread pools) start
@@ -123,4 +132,4 @@ def _main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    _main(sys.argv[1:])
+    main(sys.argv[1:])
