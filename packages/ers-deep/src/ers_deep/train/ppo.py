@@ -11,10 +11,13 @@ Plain PPO (CleanRL's / PureJaxRL's ``ppo.py``), per seed s of a stacked network,
 
 ``mean`` averages over the entries of ``TrainConfig.loss_mean``: ``"all"`` (the official code: every entry,
 Hanabi's waiting seat included) or ``"acting"`` (the entries whose move is played); advantages are normalised
-over the same entries when ``normalize_advantage``. A waiting seat's only legal move is the no-op: its ratio is
-1 and its entropy 0, so its actor term is a constant (-A) and its entropy term zero. Both sums therefore run
-over the acting entries, and "all" differs from "acting" only in the count it divides by (and in the entries
-the advantages are normalised over): the official loss up to a constant, with the same gradient. With
+over the same entries when ``normalize_advantage``. In the official code a waiting seat's only legal move is
+the no-op: its ratio is 1 and its entropy 0, so its actor term is a constant (-A) and its entropy term zero.
+ers's rollouts let a waiting seat draw any move (the env ignores it; ``legal`` is every move there), so both
+sums run over the acting entries only (``acting``), which drops what the official code holds constant. So
+"all" differs from "acting" only in the count it divides by (and in the entries the advantages are normalised
+over), and is the official loss up to a constant, with the same gradient
+(``tests/deep/train/test_torchrl_loss.py``: TorchRL's ``ClipPPOLoss`` against both). With
 "all", Hanabi's policy terms weigh half as much beside the value loss as with "acting". The exact-advantage
 mode of tabular games replaces the actor and entropy terms by ``exact_policy_terms`` (the expected update on
 every local history; see ``ers_deep.train.ippo``).
