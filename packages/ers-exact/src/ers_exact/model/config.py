@@ -24,7 +24,7 @@ DEFAULT_MAX_NODES = 5_000_000
 DEFAULT_MAX_POLICIES = 2_000_000
 #: Joint decision rules of one GMAA* expansion at most (``--max-children``).
 DEFAULT_MAX_CHILDREN = 5_000_000
-#: ``auto`` enumerates at most this many policy trees, else runs GMAA*.
+#: ``auto`` enumerates at most this many policy trees, else runs GMAA*-ICE (``ice``, not ``gmaa``).
 AUTO_EXHAUSTIVE_MAX = 256
 #: How J* is searched (:func:`~ers_exact.model.optimal.optimal_value`).
 METHODS = ("auto", "exhaustive", "gmaa", "ice")
