@@ -18,11 +18,38 @@ from ers_exact.solve.krawczyk_batch import UNIQUE, UNKNOWN, krawczyk_batch
 from ers_exact.solve.local_symmetry import LocalDomain
 from ers_exact.solve.newton import newton
 from ers_exact.solve.orbit_domain import OrbitDomain
+from ers_exact.util.progress import Progress
 
 __all__ = ["MAP_CHUNK", "Roots", "add_root", "certify_candidates", "map_roots", "newton_from_boxes"]
 
 #: images of roots certified per batch by :func:`map_roots` (its deadline is checked between batches)
 MAP_CHUNK = 256
+
+
+class BoxStack:
+    """``Roots.lo`` / ``Roots.hi`` as [n, D] arrays (capacity doubled as roots are added), brought up to date
+    with the lists by :meth:`sync`, so that :meth:`Roots.first_overlap` tests every box at once."""
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.lo = self.hi = np.zeros((0, 0))
+
+    def sync(self, lo: list[np.ndarray], hi: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """The first ``len(lo)`` rows, the rows added to the lists since the last call copied in."""
+        n = len(lo)
+        if n > len(self.lo):
+            lo_new, hi_new = (np.zeros((max(n, 2 * len(self.lo), 16), lo[0].size)) for _ in range(2))
+            if self.n:
+                lo_new[: self.n], hi_new[: self.n] = self.lo[: self.n], self.hi[: self.n]
+            self.lo, self.hi = lo_new, hi_new
+        if n > self.n:
+            self.lo[self.n : n], self.hi[self.n : n] = lo[self.n : n], hi[self.n : n]
+            self.n = n
+        return self.lo[:n], self.hi[:n]
+
+    def set_row(self, r: int, lo: np.ndarray, hi: np.ndarray) -> None:
+        if r < self.n:
+            self.lo[r], self.hi[r] = lo, hi
 
 
 @dataclass
@@ -37,6 +64,24 @@ class Roots:
     region_hi: list[np.ndarray] = field(default_factory=list)
     ambiguous: int = 0  # overlapping root boxes not proven to be one root
     unmapped: int = 0  # images of roots under the relabellings not certified (failed, or out of time)
+    stacked: BoxStack = field(default_factory=BoxStack, init=False, repr=False, compare=False)
+
+    def first_overlap(self, lo: np.ndarray, hi: np.ndarray) -> int | None:
+        """The first root box (in the order they were added) that meets the box [lo, hi], or None: one
+        vectorised test over the stacked boxes (first on one coordinate, then on all of them)."""
+        if not self.lo:
+            return None
+        LO, HI = self.stacked.sync(self.lo, self.hi)
+        near = (
+            np.arange(len(LO)) if lo.size == 0 else np.flatnonzero((LO[:, 0] <= hi[0]) & (lo[0] <= HI[:, 0]))
+        )
+        meet = near[np.all(LO[near] <= hi, axis=1) & np.all(lo <= HI[near], axis=1)]
+        return int(meet[0]) if meet.size else None
+
+    def set_box(self, r: int, lo: np.ndarray, hi: np.ndarray) -> None:
+        """Replace root ``r``'s box (a tighter enclosure of the same root)."""
+        self.lo[r], self.hi[r] = lo, hi
+        self.stacked.set_row(r, lo, hi)
 
 
 def add_root(
@@ -49,22 +94,23 @@ def add_root(
     alpha: float,
     region: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> None:
-    """Record a root box unless it overlaps a known one and their hull provably holds a single root."""
-    for r in range(len(roots.lo)):
-        if np.all(lo <= roots.hi[r]) and np.all(roots.lo[r] <= hi):
-            hl, hh = np.minimum(lo, roots.lo[r]), np.maximum(hi, roots.hi[r])
-            pad = 1e-3 * (hh - hl) + 1e-12 * np.maximum(1.0, np.abs(hl))
-            status, _, _ = krawczyk_batch(coords, (hl - pad)[None], (hh + pad)[None], alpha)
-            if status[0] == UNIQUE:
-                if J[0] > roots.J[r][0]:  # keep the tighter enclosure of the same root
-                    roots.lo[r], roots.hi[r], roots.J[r] = lo, hi, J
-                if region is not None and np.sum(region[1] - region[0]) > np.sum(
-                    roots.region_hi[r] - roots.region_lo[r]
-                ):
-                    roots.region_lo[r], roots.region_hi[r] = region
-                return
-            roots.ambiguous += 1
-            break
+    """Record a root box unless it overlaps a known one and their hull provably holds a single root (only the
+    first known box it meets, :meth:`Roots.first_overlap`, is tried)."""
+    r = roots.first_overlap(lo, hi)
+    if r is not None:
+        hl, hh = np.minimum(lo, roots.lo[r]), np.maximum(hi, roots.hi[r])
+        pad = 1e-3 * (hh - hl) + 1e-12 * np.maximum(1.0, np.abs(hl))
+        status, _, _ = krawczyk_batch(coords, (hl - pad)[None], (hh + pad)[None], alpha)
+        if status[0] == UNIQUE:
+            if J[0] > roots.J[r][0]:  # keep the tighter enclosure of the same root
+                roots.set_box(r, lo, hi)
+                roots.J[r] = J
+            if region is not None and np.sum(region[1] - region[0]) > np.sum(
+                roots.region_hi[r] - roots.region_lo[r]
+            ):
+                roots.region_lo[r], roots.region_hi[r] = region
+            return
+        roots.ambiguous += 1
     roots.lo.append(lo)
     roots.hi.append(hi)
     roots.J.append(J)
@@ -129,11 +175,12 @@ def map_roots(
     deadline: float | None = None,
 ) -> None:
     """List the images of every root r that may be optimal: phi^{-1}(r) for every relabelling phi, and with
-    last-stage relabellings (``local``) the whole orbit under both (breadth-first closure); each image is
-    certified before it is listed, and one that fails its certificate, or an orbit larger than
-    :data:`~ers_exact.solve.local_symmetry.MAX_IMAGES`, counts as unmapped. At ``deadline`` (a
-    ``time.perf_counter()`` value) the orbits and the certificates stop; what is left counts as unmapped
-    (an orbit cut short as one). Certificates run :data:`MAP_CHUNK` images at a time."""
+        last-stage relabellings (``local``) the whole orbit under both (breadth-first closure); each image is
+        certified before it is listed, and one that fails its certificate, or an orbit larger than
+        :data:`~ers_exact.solve.local_symmetry.MAX_IMAGES`, counts as unmapped. At ``deadline`` (a
+        ``time.perf_counter()`` value) the orbits and the certificates stop; what is left counts as unmapped
+        (an orbit cut short as one). Certificates run :data:`MAP_CHUNK` images at a time, with a progress bar
+    (``cfg.progress``)."""
     best = max((j[0] for j in roots.J), default=-np.inf)
     keep = [r for r in range(len(roots.lo)) if roots.J[r][1] >= best - cfg.eps]
     y = np.array([0.5 * (roots.lo[r] + roots.hi[r]) for r in keep]).reshape(len(keep), coords.dim)
@@ -148,10 +195,14 @@ def map_roots(
             parts.append(orbit[1:])
         ys = np.concatenate(parts) if parts else y[:0]
     certified = 0
-    for k in range(0, len(ys), MAP_CHUNK):
-        if deadline is not None and time.perf_counter() > deadline:
-            break
-        certified += certify_candidates(coords, enc, ys[k : k + MAP_CHUNK], alpha, cfg, roots, "orbit")
+    with Progress(
+        len(ys), "images of near-optimal roots", cfg.progress if len(ys) else False, deadline
+    ) as bar:
+        for k in range(0, len(ys), MAP_CHUNK):
+            if deadline is not None and time.perf_counter() > deadline:
+                break
+            certified += certify_candidates(coords, enc, ys[k : k + MAP_CHUNK], alpha, cfg, roots, "orbit")
+            bar.update(len(ys[k : k + MAP_CHUNK]))
     roots.unmapped += len(ys) - certified
 
 
