@@ -13,6 +13,7 @@ from ers_exact.games import get_game
 from ers_exact.model.histories import enumerate_histories
 from ers_exact.model.values import expected_return, local_q_values, return_gradient
 
+#: horizon 0: the game's own (three-lever takes no horizon; its tree has H = 2); extra_info records the tree's
 CASES = [
     (g, h, what)
     for g, h in (("three-lever", 0), ("dectiger", 3), ("dectiger", 4))
@@ -47,7 +48,7 @@ def test_sequence_form_vs_tree_pass(benchmark, name: str, horizon: int, what: st
     seq = benchmark.stats.stats.min
     benchmark.extra_info.update(
         game=name,
-        horizon=horizon,
+        horizon=tree.game.horizon,
         policies=64,
         quantity=what,
         tree_seconds=best,
