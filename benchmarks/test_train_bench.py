@@ -3,15 +3,19 @@ one torch thread, at issue 21's CPU settings: Hanabi-Full (the official 512-wide
 128 steps, 4 minibatches; Overcooked V2 grounded_coord_simple (the official CNN + GRU) with 64 envs x 256 steps,
 16 minibatches (8 actors each, the paper's minibatch size).
 
-Each case measures, in the same process, the learner (``collector="fast"``, auto modes) and the A/B baseline,
-the learner before the fast path (``ers_deep.bench.train.BASELINE``: the native loop re-observing every step,
-the eager update). ``test_hanabi_vs_jax_anchor`` runs the PureJaxRL-style anchor
+Each case measures, in the same process, the learner (``collector="fast"``, auto modes) and the A/B baseline
+(``ers_deep.bench.train.BASELINE``: the native loop re-observing every step, the eager update), and checks that
+the timed updates' PPO losses are finite. The baseline shares the faster network code and, on Overcooked, the
+learner's own eager update, so it is not the learner before issue 21 (the README's 1.39x / 2.26x are against a
+worktree of that commit): ``ratio_vs_baseline`` is reported, not asserted (1.03 Hanabi, 1.01 Overcooked,
+2026-12-06, 2-core AMD). ``test_hanabi_vs_jax_anchor`` runs the PureJaxRL-style anchor
 (``../shared/anchors/ippo_hanabi_jax.py``) on CPU JAX in its own process at the same setting, pinned to one CPU
 (XLA's CPU runtime keeps ~1.65 of two cores busy whatever ``XLA_FLAGS`` say; both sides report ``cores_used``).
 An env-step is one joint step of one game."""
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from pathlib import Path
@@ -41,7 +45,7 @@ def test_training_env_steps_against_the_baseline(benchmark, one_thread, case: st
     cfg = CASES[case]
     learner = Learner(cfg)
     learner.train_step()  # warm-up (compilation of the collection where auto compiles)
-    benchmark.pedantic(learner.train_step, rounds=2, iterations=1)
+    metrics = benchmark.pedantic(learner.train_step, rounds=2, iterations=1)  # the last timed update's
     rate = cfg.steps_per_update / benchmark.stats.stats.mean
     base = bench_learner(cfg.replace(**BASELINE), updates=1, warmup=1)
     info = {
@@ -54,7 +58,8 @@ def test_training_env_steps_against_the_baseline(benchmark, one_thread, case: st
     }
     benchmark.extra_info.update(info)
     print(case, info)
-    assert rate > 0
+    losses = {k: metrics[k] for k in ("actor_loss", "value_loss", "entropy")}  # per seed
+    assert all(math.isfinite(x) for v in losses.values() for x in v), losses
 
 
 def test_hanabi_vs_jax_anchor(benchmark, one_thread) -> None:  # type: ignore[no-untyped-def]
