@@ -9,7 +9,9 @@
 
 alpha = 0.25 everywhere: ers-exact says Phi_ER = Phi_MDP there on three-lever (the 6 lever relabellings) and
 two-lever (the lever swap), and that the toy swap (actions swapped, observations x <-> m) is in Phi_ER but not
-in Phi_MDP on the toy game. Sizes keep the whole file at a few minutes on one CPU thread."""
+in Phi_MDP on the toy game. Asserted: every kept phi rounds to a member of the exact Phi_ER (with two-lever's
+discovery cut to 2 candidates x 100k steps the kept phi rounds outside it, and this fails). Sizes keep the whole
+file at a few minutes on one CPU thread."""
 
 from __future__ import annotations
 
@@ -154,3 +156,4 @@ def test_exact_vs_deep(benchmark, one_thread, game: str, tmp_path: Path) -> None
             f"on Pi* {r['exact_J_on_pi_star']} (J* {e['J_star']:.6f})"
         )
     assert d["rounded"] and e["phi_er_on_policies"] >= 2
+    assert d["share_rounding_to_exact_er"] == 1.0, d["rounded"]  # every kept phi rounds to a member of Phi_ER
