@@ -26,12 +26,20 @@ def _fmt(v: Any) -> str:
     return f"{v:.6f}" if isinstance(v, float) else ("-" if v is None else str(v))
 
 
-def print_table(rows: Sequence[dict[str, Any]], keys: Sequence[str]) -> None:
-    """Rows as aligned columns (floats to 6 places, None as '-')."""
-    widths = [max([len(k), *(len(_fmt(r.get(k))) for r in rows)]) for k in keys]
+#: rows a text summary lists of a result's points (a certified optimal set may hold tens of thousands)
+TEXT_ROWS = 40
+
+
+def print_table(rows: Sequence[dict[str, Any]], keys: Sequence[str], max_rows: int | None = None) -> None:
+    """Rows as aligned columns (floats to 6 places, None as '-'); past ``max_rows``, the first ``max_rows`` and a
+    line that says how many more ``--json`` lists."""
+    shown = rows if max_rows is None else rows[:max_rows]
+    widths = [max([len(k), *(len(_fmt(r.get(k))) for r in shown)]) for k in keys]
     print("  ".join(k.ljust(w) for k, w in zip(keys, widths)))
-    for r in rows:
+    for r in shown:
         print("  ".join(_fmt(r.get(k)).ljust(w) for k, w in zip(keys, widths)))
+    if len(rows) > len(shown):
+        print(f"... {len(rows) - len(shown):,} more row(s) not shown (--json lists all {len(rows):,})")
 
 
 def _wrote(result: dict[str, Any], key: str = "plot") -> None:
@@ -58,6 +66,7 @@ def show_solve(result: dict[str, Any]) -> None:
     print_table(
         result["fixed_points"],
         ["J", "residual", "spectral_radius", "stable", "certified", "optimal", "basin"],
+        TEXT_ROWS,
     )
 
 
@@ -69,7 +78,7 @@ def show_optimal_set(result: dict[str, Any]) -> None:
         f"(eps {result['eps']:g}), complete: {result['complete']}; {result['note']}"
     )
     rows = [{**p, "J_lo": p["J_enclosure"][0], "J_hi": p["J_enclosure"][1]} for p in result["points"]]
-    print_table(rows, ["J", "J_lo", "J_hi", "residual", "certified", "optimal", "found_by"])
+    print_table(rows, ["J", "J_lo", "J_hi", "residual", "certified", "optimal", "found_by"], TEXT_ROWS)
 
 
 def show_sweep(result: dict[str, Any]) -> None:
