@@ -102,8 +102,11 @@ def fake_jax(tmp_path: Path) -> Path:
 
 
 def _runner_call(call: list[str]) -> tuple[str, str, dict[str, Any]]:
-    """(module, function, kwargs) of one recorded ``python -m ers_deep.bench.runner module function kwargs``."""
-    assert call[:2] == ["-m", "ers_deep.bench.runner"], call
+    """(module, function, kwargs) of one recorded child call (``bench.runner.child_arguments``: ``-c CODE module
+    function kwargs``, the code calling ``bench.runner.main``)."""
+    from ers_deep.bench.runner import child_arguments
+
+    assert call[:2] == child_arguments("module", "function", {})[:2], call
     return call[2], call[3], json.loads(call[4])
 
 
