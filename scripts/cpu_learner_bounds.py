@@ -17,7 +17,13 @@ a fresh process:
   ``SLinear`` product through numpy; from the product rates, an update's products with only the gradient
   products in bfloat16 (casts included), the forward in float32;
 * ``products``: the learner with torch's products (``cpu_products="torch"``) against the learner as configured
-  (``"auto"``: OpenBLAS's on AMD x86, ``ers_deep.nets.blas``).
+  (``"auto"``: OpenBLAS's on AMD x86, ``ers_deep.nets.blas``);
+* ``bf16``: the learner against the same learner with ``bf16_gradients=True`` (the update's gradient products on
+  bfloat16 operands, its forward in float32: ``ers_deep.nets.blas.bf16_gradients_bmm``); ``before-bf16``: the
+  learner before issue 21 against that one.
+
+Several parts' pairs run interleaved (``PAIRS``): ``--parts ab,before-bf16 --pairs 3`` runs before, now, before,
+bf16-gradients three times.
 
     python scripts/cpu_learner_bounds.py --out docs/measurements/hanabi-cpu-bounds.json --pairs 2
     python scripts/cpu_learner_bounds.py --env overcooked-v2 --parts ab --out overcooked.json  # its A/B only
@@ -67,6 +73,8 @@ def learner_side(side: str, updates: int, env: str = "hanabi") -> dict[str, Any]
         cfg = cfg.replace(update_mode="eager")
     if side == "torch-products":
         cfg = cfg.replace(cpu_products="torch")
+    if side == "bf16-gradients":
+        cfg = cfg.replace(bf16_gradients=True)
     net = free_first_layer_net(cfg) if side == "bound" else numpy_net(cfg) if side == "eager-numpy" else None
     learner = Learner(cfg, net=net) if net is not None else Learner(cfg)
     learner.train_step()
@@ -347,6 +355,17 @@ def worktree(commit: str) -> Path:
     return path
 
 
+#: each part's pair of sides (left, right: the ratio is right / left)
+PAIRS = {
+    "ab": ("before", "now"),
+    "bound": ("now", "bound"),
+    "blas": ("eager", "eager-numpy"),
+    "products": ("torch-products", "now"),
+    "bf16": ("now", "bf16-gradients"),
+    "before-bf16": ("before", "bf16-gradients"),
+}
+
+
 def parser() -> argparse.ArgumentParser:
     """The command line of :func:`main` (abbreviated flags refused: ``script_parser``)."""
     from ers_exact.util.cli import script_parser  # imported where used, as this script's other ers imports
@@ -358,18 +377,23 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--before", default="33613e1")
     ap.add_argument("--parts", default="ab,bound,lookup,blas")
     ap.add_argument(
-        "--env", default="hanabi", choices=["hanabi", "overcooked-v2"], help="the ab and products parts' env"
+        "--env",
+        default="hanabi",
+        choices=["hanabi", "overcooked-v2"],
+        help="the learner pairs' env (not bound, blas)",
     )
-    ap.add_argument("--side", help=argparse.SUPPRESS)
     return ap
 
 
 def main() -> None:
+    # a child of run_side: --side SIDE --updates N --env ENV as it writes them, read without ``parser`` (the
+    # child of side "before" imports the old commit's ers packages)
+    if sys.argv[1:2] == ["--side"]:
+        flags = dict(zip(sys.argv[1::2], sys.argv[2::2], strict=True))
+        print(json.dumps(learner_side(flags["--side"], int(flags["--updates"]), flags["--env"])))
+        return
     ap = parser()
     a = ap.parse_args()
-    if a.side:
-        print(json.dumps(learner_side(a.side, a.updates, a.env)))
-        return
     parts = set(a.parts.split(","))
     result: dict[str, Any] = {
         "what": __doc__.split("\n\n")[0],
@@ -377,13 +401,12 @@ def main() -> None:
         "machine": cpu_name(),
         "command": " ".join(sys.argv),
     }
-    pairs = [("before", "now")] * a.pairs if "ab" in parts else []
-    pairs += [("now", "bound")] * a.pairs if "bound" in parts else []
-    pairs += [("eager", "eager-numpy")] * a.pairs if "blas" in parts else []
-    pairs += [("torch-products", "now")] * a.pairs if "products" in parts else []
-    before = worktree(a.before) if "ab" in parts else Path()
-    if a.env != "hanabi" and parts - {"ab", "products"}:
-        ap.error("--env overcooked-v2 runs the ab and products parts only (--parts ab,products)")
+    # the parts' pairs interleaved (part 1's first pair, part 2's first pair, ..., part 1's second pair, ...), so
+    # that pairs of different parts measured in turn are neighbours too
+    pairs = [pair for _ in range(a.pairs) for part, pair in PAIRS.items() if part in parts]
+    before = worktree(a.before) if parts & {"ab", "before-bf16"} else Path()
+    if a.env != "hanabi" and parts - {"ab", "products", "bf16", "before-bf16"}:
+        ap.error("--env overcooked-v2 runs the ab, products and bf16 parts only (e.g. --parts ab,products)")
     for left, right in pairs:
         x, y = run_side(left, a.updates, before, a.env), run_side(right, a.updates, before, a.env)
         ratio = y["env_steps_per_s"] / x["env_steps_per_s"]

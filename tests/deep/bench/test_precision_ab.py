@@ -83,3 +83,24 @@ def test_the_comparison_joins_folders_of_other_seeds_of_one_config(tmp_path: Pat
     run_format(_config(updates=2).replace(gamma=0.9), "tf32", tmp_path / "c", progress=False)
     with pytest.raises(RunError, match="another config"):
         compare(tmp_path / "a", marks=[240], figure=False, more=[tmp_path / "c"])
+
+
+def test_a_switched_format_is_the_learners_own_switch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``bf16-gradients`` trains with ``TrainConfig.bf16_gradients`` on (no emulation), its numbers differ from
+    float32's (MIN_MACS 0: the tiny net's products take the switch), and the comparison joins it with float32's
+    run although the two configs differ in that switch."""
+    from ers_deep.nets import blas
+
+    monkeypatch.setattr(blas, "MIN_MACS", 0)
+    monkeypatch.setattr(blas, "_bf16_gradients", blas.bf16_gradients())  # the process's switch, back after
+    learner = emulated_learner("bf16-gradients")(_config().replace(bf16_gradients=True))
+    assert "forward" not in vars(learner.net.embed) and blas.bf16_gradients()
+    for fmt in ("float32", "bf16-gradients"):
+        run_format(_config(), fmt, tmp_path, progress=False)
+    stored = json.loads((tmp_path / "bf16-gradients" / "config.json").read_text())["config"]
+    assert stored["bf16_gradients"] is True
+    a, b = (read_metrics(tmp_path / f) for f in ("float32", "bf16-gradients"))
+    assert [r["value_loss"] for r in a] != [r["value_loss"] for r in b]
+    assert set(compare(tmp_path, marks=[240], figure=False)["return_at"]) == {"float32", "bf16-gradients"}

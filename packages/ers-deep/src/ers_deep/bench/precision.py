@@ -2,7 +2,8 @@
 on a CPU: issue 21 asks for TF32/bf16 products only where the learning curve is unchanged, and shown so.
 
 Each format is one training run (``ers_deep.train.run``: config, metrics, checkpoints, resume) in
-``OUT/<fmt>/``, its net's products emulated from the learner's construction on (``emulated_learner``); the
+``OUT/<fmt>/``, its net's products emulated from the learner's construction on (``emulated_learner``), or, for
+a format of ``SWITCHES`` (``"bf16-gradients"``), the learner's own switch on in its config; the
 format is written beside the config (``matmul.json``) and checked on resume. ``compare(OUT)`` reads the runs
 back (with ``more`` / ``--also``: further folders of the same config and other seeds): per format the seeds'
 mean training return around each mark and each seed's, a JSON summary and a figure.
@@ -31,15 +32,26 @@ from ers_deep.train.run import RunError, resume, train
 from ers_exact.util.cli import script_parser
 from ers_exact.util.output import read_json, save_figure
 
-FORMATS = ("float32", *MANTISSA_BITS)
+#: formats that are a config switch of the learner, run for real (not emulated): ``"bf16-gradients"`` is
+#: ``TrainConfig.bf16_gradients`` (the update's gradient products on bfloat16 operands, the forward in float32;
+#: ``ers_deep.nets.blas``), at the CPU's own bfloat16 speed
+SWITCHES: dict[str, dict[str, Any]] = {"bf16-gradients": {"bf16_gradients": True}}
+FORMATS = ("float32", *MANTISSA_BITS, *SWITCHES)
+
+
+def format_config(config: TrainConfig, fmt: str) -> TrainConfig:
+    """``config`` as the format ``fmt`` trains it: with its switch (``SWITCHES``) on, else unchanged."""
+    return config.replace(**SWITCHES.get(fmt, {}))
 
 
 def emulated_learner(fmt: str) -> Callable[[TrainConfig], Learner]:
-    """A ``make_learner`` for ``train`` / ``resume``: the learner, its net's products emulated as ``fmt``."""
+    """A ``make_learner`` for ``train`` / ``resume``: the learner, its net's products emulated as ``fmt`` (a
+    switched format's learner as its config says)."""
 
     def make(config: TrainConfig) -> Learner:
         learner = Learner(config)
-        emulate_matmuls(learner.net, fmt)
+        if fmt not in SWITCHES:
+            emulate_matmuls(learner.net, fmt)
         return learner
 
     return make
@@ -52,6 +64,7 @@ def run_format(
     same config and format); the run's summary."""
     if fmt not in FORMATS:
         raise ValueError(f"fmt must be one of {FORMATS}, not {fmt!r}")
+    config = format_config(config, fmt)
     run_dir = Path(out) / fmt
     marker = run_dir / "matmul.json"
     if (run_dir / "config.json").exists():
@@ -65,7 +78,8 @@ def run_format(
         _, summary = resume(run_dir, progress=progress, make_learner=emulated_learner(fmt))
     else:
         run_dir.mkdir(parents=True, exist_ok=True)
-        marker.write_text(json.dumps({"fmt": fmt, "mantissa_bits": MANTISSA_BITS.get(fmt, 23)}))
+        bits = MANTISSA_BITS.get(fmt, 7 if fmt in SWITCHES else 23)
+        marker.write_text(json.dumps({"fmt": fmt, "mantissa_bits": bits}))
         _, summary = train(config, run_dir, progress=progress, make_learner=emulated_learner(fmt))
     return summary
 
@@ -110,13 +124,15 @@ def compare(
 
 
 def _same_config(run_dirs: Sequence[Path]) -> dict[str, Any]:
-    """The config of the runs ``run_dirs`` (their seeds aside); a ``RunError`` where two differ otherwise."""
+    """The config of the runs ``run_dirs`` (their seeds and the formats' switches aside); a ``RunError`` where two
+    differ otherwise."""
     configs = [
         read_json(d / "config.json", "a training run's config", ("config",))["config"] for d in run_dirs
     ]
-    first = {k: v for k, v in configs[0].items() if k != "seeds"}
+    aside = {"seeds", *(k for switch in SWITCHES.values() for k in switch)}
+    first = {k: v for k, v in configs[0].items() if k not in aside}
     for d, c in zip(run_dirs, configs):
-        if {k: v for k, v in c.items() if k != "seeds"} != first:
+        if {k: v for k, v in c.items() if k not in aside} != first:
             raise RunError(f"{d} was trained with another config than {run_dirs[0]} (seeds aside)")
     return first
 

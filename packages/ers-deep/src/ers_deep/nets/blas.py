@@ -19,6 +19,15 @@ an AMD x86 CPU when torch's products are MKL's and numpy's are OpenBLAS's, torch
 BLAS to ``threads`` threads (torch's own count), through ``threadpoolctl``. The two libraries sum in different
 orders, so a run's floats depend on the choice (as they depend on the CPU): the learner writes the resolved
 choice into its run's config.
+
+``use_bf16_gradients(True)`` (``TrainConfig.bf16_gradients``, off by default) sends the large float32 products
+that need a gradient through ``bf16_gradients_bmm``: the forward is the float32 product above (so the loss, the
+PPO ratios and their clipping are float32's), and the two gradient products dx = g W^T and dW = x^T g are
+``bf16_bmm``'s: operands rounded to bfloat16, float32 accumulation, the result rounded to bfloat16 (torch's CPU
+product has no float32 output for bfloat16 operands). On a core with AVX512-BF16 (Zen 4) oneDNN runs them at
+1.3-1.8x OpenBLAS's float32 rate, casts included (``scripts/cpu_learner_bounds.py --parts blas``). Products without a gradient (the collection) and small ones stay as
+above. Unlike ``TrainConfig.bf16_update`` (autocast: the forward rounded too, which slowed Hanabi-Full's
+learning), only the gradients' directions are rounded.
 """
 
 from __future__ import annotations
@@ -36,11 +45,15 @@ __all__ = [
     "CPU_PRODUCTS",
     "MIN_MACS",
     "CpuProducts",
+    "bf16_bmm",
+    "bf16_gradients",
+    "bf16_gradients_bmm",
     "bmm",
     "cpu_products",
     "numpy_blas",
     "openblas_bmm",
     "resolve_cpu_products",
+    "use_bf16_gradients",
     "use_cpu_products",
 ]
 
@@ -55,6 +68,7 @@ _BLAS_DTYPES = (torch.float32, torch.float64)
 MIN_MACS = 1 << 25
 
 _active = "torch"
+_bf16_gradients = False
 
 
 @torch.library.custom_op("ers::openblas_bmm", mutates_args=())
@@ -94,14 +108,66 @@ def _flops(x_shape: torch.Size, w_shape: torch.Size, *args: object, **kwargs: ob
     return int(bmm_flop(x_shape, w_shape))
 
 
+@torch.library.custom_op("ers::bf16_bmm", mutates_args=())
+def bf16_bmm(x: Tensor, w: Tensor) -> Tensor:
+    """x [S, M, K] @ w [S, K, N] on bfloat16 operands (float32 rounded to nearest even), the result widened
+    back to float32: torch's bfloat16 product (oneDNN on x86: AVX512-BF16 where the CPU has it) accumulates in
+    float32 and rounds its result to bfloat16, as autocast's."""
+    return torch.bmm(x.bfloat16(), w.bfloat16()).float()
+
+
+@bf16_bmm.register_fake
+def _(x: Tensor, w: Tensor) -> Tensor:
+    return x.new_empty(x.shape[0], x.shape[1], w.shape[2])
+
+
+@torch.library.custom_op("ers::bf16_gradients_bmm", mutates_args=())
+def bf16_gradients_bmm(x: Tensor, w: Tensor) -> Tensor:
+    """x [S, M, K] @ w [S, K, N] in float32 (OpenBLAS's or torch's, as the process's products), whose two
+    gradient products dx = g w^T and dw = x^T g are ``bf16_bmm``'s (``use_bf16_gradients``)."""
+    if _active == "openblas":
+        return openblas_bmm(x, w)
+    return torch.bmm(x, w)
+
+
+@bf16_gradients_bmm.register_fake
+def _(x: Tensor, w: Tensor) -> Tensor:
+    return x.new_empty(x.shape[0], x.shape[1], w.shape[2])
+
+
+def _bf16_backward(
+    ctx: torch.autograd.function.FunctionCtx, g: Tensor
+) -> tuple[Tensor | None, Tensor | None]:
+    x, w = ctx.saved_tensors  # type: ignore[attr-defined]
+    needs = ctx.needs_input_grad  # type: ignore[attr-defined]
+    g = g.contiguous()
+    dx = bf16_bmm(g, w.transpose(1, 2)) if needs[0] else None
+    dw = bf16_bmm(x.transpose(1, 2), g) if needs[1] else None
+    return dx, dw
+
+
+bf16_gradients_bmm.register_autograd(_bf16_backward, setup_context=_setup_context)
+
+
+@register_flop_formula([torch.ops.ers.bf16_bmm, torch.ops.ers.bf16_gradients_bmm])
+def _bf16_flops(x_shape: torch.Size, w_shape: torch.Size, *args: object, **kwargs: object) -> int:
+    return int(bmm_flop(x_shape, w_shape))
+
+
 def bmm(x: Tensor, w: Tensor) -> Tensor:
     """x [S, M, K] @ w [S, K, N]: ``torch.bmm``, or ``openblas_bmm`` for CPU float32/float64 operands while the
     process's products are OpenBLAS's (``use_cpu_products``), but for outer products (K = 1: torch's kernel ran
-    [16384, 1] @ [1, 512] in 1.6 ms, OpenBLAS in 14 ms, Zen 4) and products under ``MIN_MACS`` multiply-adds."""
-    blas = _active == "openblas" and x.device.type == "cpu" and x.dtype in _BLAS_DTYPES and w.dtype == x.dtype
-    blas = blas and not torch.is_autocast_enabled("cpu")  # autocast's products are torch's (bfloat16)
+    [16384, 1] @ [1, 512] in 1.6 ms, OpenBLAS in 14 ms, Zen 4) and products under ``MIN_MACS`` multiply-adds.
+    With ``use_bf16_gradients(True)``, such a float32 product that needs a gradient is ``bf16_gradients_bmm``
+    (the forward as above, the gradient products on bfloat16 operands)."""
+    large = x.device.type == "cpu" and x.dtype in _BLAS_DTYPES and w.dtype == x.dtype
+    large = large and not torch.is_autocast_enabled("cpu")  # autocast's products are torch's (bfloat16)
     # an outer product (K = 1: a value head's input gradient) and a small product are torch's faster
-    if blas and x.shape[2] > 1 and x.shape[1] * x.shape[2] * w.shape[2] >= MIN_MACS:
+    large = large and x.shape[2] > 1 and x.shape[1] * x.shape[2] * w.shape[2] >= MIN_MACS
+    gradient = torch.is_grad_enabled() and (x.requires_grad or w.requires_grad)
+    if large and _bf16_gradients and x.dtype == torch.float32 and gradient:
+        return bf16_gradients_bmm(x, w)
+    if large and _active == "openblas":
         return openblas_bmm(x, w)
     return torch.bmm(x, w)
 
@@ -157,6 +223,18 @@ def use_cpu_products(kind: str, threads: int | None = None) -> str:
         threadpool_limits(limits=threads or torch.get_num_threads(), user_api="blas")
     _active = resolved
     return resolved
+
+
+def use_bf16_gradients(on: bool) -> None:
+    """From now on (process-wide) the gradient products of the large CPU float32 products that ``bmm`` runs
+    (``TrainConfig.bf16_gradients``) take bfloat16 operands; their forward stays float32."""
+    global _bf16_gradients  # noqa: PLW0603  (a process-wide switch, as use_cpu_products)
+    _bf16_gradients = bool(on)
+
+
+def bf16_gradients() -> bool:
+    """Whether ``use_bf16_gradients`` is on in this process."""
+    return _bf16_gradients
 
 
 def cpu_products() -> str:

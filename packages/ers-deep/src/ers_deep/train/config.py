@@ -92,6 +92,9 @@ class TrainConfig:
     # (torch.backends.cudnn.benchmark; off: its heuristic pick). Not yet measured on a GPU, so off by default.
     cudnn_benchmark: bool = False
     bf16_update: bool = False  # the PPO loss's forward under bfloat16 autocast (float32 weights and Adam)
+    # CPU: the update's gradient products (dx = g W^T, dW = x^T g of the large SLinear products) on bfloat16
+    # operands, the forward (loss, ratios, clipping) in float32 (ers_deep.nets.blas.bf16_gradients_bmm)
+    bf16_gradients: bool = False
     # CUDA, compiled modes: inductor tries each Triton pointwise kernel in a few tile configs at its first run
     # (torch's default). False: one heuristic config per kernel, so fewer kernels to compile in the setup
     # (Hanabi's: ~75 s on an H200). Not yet measured on a GPU; nothing changes on CPU (C++ kernels).
@@ -174,6 +177,14 @@ class TrainConfig:
             raise UsageError(f"TrainConfig.advantage = 'exact' needs a tabular env, not {self.env!r}")
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
             raise UsageError(f"TrainConfig.seeds = {self.seeds!r}: give distinct seeds")
+        if self.bf16_gradients and str(self.device).split(":")[0] != "cpu":
+            raise UsageError(
+                f"TrainConfig.bf16_gradients is for CPU products (ers_deep.nets.blas), not device {self.device!r}"
+            )
+        if self.bf16_gradients and self.bf16_update:
+            raise UsageError(
+                "TrainConfig: bf16_update (autocast) already rounds the gradient products; pick one"
+            )
         if self.net.kind == "cnn-gru" and self.env_kind != "overcooked-v2":
             raise UsageError(
                 f"TrainConfig.net.kind = 'cnn-gru' reads Overcooked V2's grid, not {self.env!r}: use 'mlp'"

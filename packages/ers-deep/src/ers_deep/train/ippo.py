@@ -55,7 +55,7 @@ from torch import Tensor
 
 from ers_deep.accel import actors_to_game
 from ers_deep.nets import ActorCritic, build_net
-from ers_deep.nets.blas import use_cpu_products
+from ers_deep.nets.blas import use_bf16_gradients, use_cpu_products
 from ers_deep.train.collect import FastCollection, Rollout, RunnerState
 from ers_deep.train.config import TrainConfig
 from ers_deep.train.exact import advantage_table
@@ -161,6 +161,7 @@ class Learner:
         elif cfg.keep_cpu_memory:
             keep_freed_memory()
         self.cpu_products = use_cpu_products(cfg.cpu_products) if dev.type == "cpu" else "torch"
+        use_bf16_gradients(cfg.bf16_gradients and dev.type == "cpu")  # TrainConfig refuses it elsewhere
 
     def _build_update(self, mode: str, own_net: bool) -> None:
         """The optimiser and the PPO update of ``self.net`` (num_steps x ceil(N / minibatches) samples per
