@@ -77,3 +77,34 @@ def _source(module: str) -> Path:
     spec = importlib.util.find_spec(module)
     assert spec is not None and spec.origin is not None
     return Path(spec.origin).resolve()
+
+
+def test_a_cpu_learner_bounds_child_reads_run_sides_command_without_the_parser(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The child of side ``before`` runs on the old commit's ers packages, which lack ``script_parser``: the
+    child reads the command ``run_side`` writes without building ``parser`` (it did, and failed, on 12-06)."""
+    import json
+    import subprocess
+    import sys
+
+    module = _load("scripts/cpu_learner_bounds.py", monkeypatch)
+    calls: list[list[str]] = []
+
+    def fake_run(cmd: list[str], **kw: object) -> subprocess.CompletedProcess[str]:
+        calls.append(cmd)
+        return subprocess.CompletedProcess(cmd, 0, stdout='{"env_steps_per_s": 1.0}\n')
+
+    monkeypatch.setattr(module.subprocess, "run", fake_run)
+    module.run_side("before", 2, Path("old"), "hanabi")
+
+    def no_parser() -> None:
+        raise ImportError("cannot import name 'script_parser' (the old commit)")
+
+    monkeypatch.setattr(module, "parser", no_parser)
+    monkeypatch.setattr(
+        module, "learner_side", lambda side, updates, env: {"side": side, "n": updates, "env": env}
+    )
+    monkeypatch.setattr(sys, "argv", calls[0][1:])
+    module.main()
+    assert json.loads(capsys.readouterr().out) == {"side": "before", "n": 2, "env": "hanabi"}
