@@ -11,7 +11,6 @@ onto legal actions. Inadmissible ones raise :class:`InadmissibleError`; :func:`i
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -22,6 +21,7 @@ from ers_exact.model.game import Game
 from ers_exact.model.histories import HistoryTree
 from ers_exact.model.values import Policy, check_policy
 from ers_exact.util.errors import InputError
+from ers_exact.util.fields import permutation
 from ers_exact.util.records import read_record
 
 __all__ = [
@@ -40,26 +40,6 @@ class InadmissibleError(InputError, ValueError):
     """phi maps a possible history to an impossible one, or a legal action to an illegal one."""
 
 
-def _index(v: Any, what: str) -> int:
-    """An entry of a permutation: an integer (Python's, numpy's or a 0-d integer tensor), never a bool, a float
-    or a string (``int("1")`` read a digit string as 1, ``int(1.5)`` truncated)."""
-    try:
-        if isinstance(v, bool | np.bool_):
-            raise TypeError
-        return operator.index(v)
-    except TypeError:
-        raise TypeError(f"{what} must hold integers (index images), not {type(v).__name__} {v!r}") from None
-
-
-def _perm(x: Sequence[int], what: str) -> tuple[int, ...]:
-    if isinstance(x, str | bytes) or not isinstance(x, Iterable):
-        raise TypeError(f"{what} must be a sequence of integers (index images), not {type(x).__name__} {x!r}")
-    arr = tuple(_index(v, what) for v in x)
-    if sorted(arr) != list(range(len(arr))):
-        raise ValueError(f"{what} is not a permutation of 0..{len(arr) - 1}: {list(arr)}")
-    return arr
-
-
 @dataclass(frozen=True)
 class Transformation:
     """phi in Psi: a permutation of states and, per agent, of local actions and local observations.
@@ -76,14 +56,16 @@ class Transformation:
         for name in ("actions", "observations"):  # a string's characters were read as the agents' lists
             if isinstance(getattr(self, name), str | bytes):
                 raise TypeError(f"{name} must be one sequence per agent, not {getattr(self, name)!r}")
-        object.__setattr__(self, "states", _perm(self.states, "states (phi_S)"))
+        object.__setattr__(self, "states", permutation(self.states, "states (phi_S)"))
         object.__setattr__(
-            self, "actions", tuple(_perm(a, f"actions[{i}] (phi_A^{i})") for i, a in enumerate(self.actions))
+            self,
+            "actions",
+            tuple(permutation(a, f"actions[{i}] (phi_A^{i})") for i, a in enumerate(self.actions)),
         )
         object.__setattr__(
             self,
             "observations",
-            tuple(_perm(o, f"observations[{i}] (phi_O^{i})") for i, o in enumerate(self.observations)),
+            tuple(permutation(o, f"observations[{i}] (phi_O^{i})") for i, o in enumerate(self.observations)),
         )
         if len(self.actions) != len(self.observations):
             raise ValueError("actions and observations must list the same number of agents")
