@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import numbers
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -39,6 +38,7 @@ from typing import Any
 
 from ers_exact.model.transformation import Transformation
 from ers_exact.util.errors import InputError
+from ers_exact.util.fields import flag, integer, permutation, real, sequence, text
 from ers_exact.util.nan_equality import nan_equal, nan_hash
 from ers_exact.util.output import dumps as strict_dumps
 from ers_exact.util.records import read_record
@@ -101,6 +101,23 @@ class SymmetryMatch:
     __eq__ = nan_equal
     __hash__ = nan_hash
 
+    def __post_init__(self) -> None:
+        """Check each field (TypeError / ValueError naming it): ``index`` and ``varying`` integers >= 0,
+        ``name`` a string, ``same_actions`` True or False, ``agreement`` a number in [0, 1], NaN exactly when
+        ``varying`` is 0 (no feature to compare on). Numbers are stored as Python's int and float."""
+        set_ = object.__setattr__
+        for key in ("index", "varying"):
+            set_(self, key, integer(getattr(self, key), f"SymmetryMatch.{key}", minimum=0))
+        text(self.name, "SymmetryMatch.name")
+        set_(self, "same_actions", flag(self.same_actions, "SymmetryMatch.same_actions"))
+        agreement = real(self.agreement, "SymmetryMatch.agreement", minimum=0.0, maximum=1.0)
+        if math.isnan(agreement) != (self.varying == 0):
+            raise ValueError(
+                f"SymmetryMatch.agreement must be NaN exactly when varying is 0 (no feature to compare on), "
+                f"not {agreement!r} with varying={self.varying}"
+            )
+        set_(self, "agreement", agreement)
+
     @property
     def match(self) -> str | None:
         """The known symmetry's name when the rounding equals it, else None."""
@@ -125,12 +142,12 @@ class SymmetryMatch:
 
     @classmethod
     def _build(cls, data: Mapping[str, Any]) -> SymmetryMatch:
-        return cls(
-            index=int(data["index"]),
-            name=_text(data["name"]),
+        return cls(  # __post_init__ checks the values (int("3") read a string, int(1.5) truncated)
+            index=data["index"],
+            name=data["name"],
             agreement=_number(data["agreement"]),
-            same_actions=_flag(data["same_actions"]),
-            varying=int(data["varying"]),
+            same_actions=data["same_actions"],
+            varying=data["varying"],
         )
 
 
@@ -161,6 +178,25 @@ class LearnedTransformation:
     __eq__ = nan_equal
     __hash__ = nan_hash
 
+    def __post_init__(self) -> None:
+        """Check each field (TypeError / ValueError naming it): ``name``, ``checkpoint``, ``sha256`` and ``key``
+        strings; ``action_map`` (phi_A, a bijection of the actions) and ``obs_permutation`` (None or) a
+        permutation of 0..n-1, stored as tuples of ints; ``distance`` a number >= 0, NaN when there is no
+        ``obs_permutation`` (nothing it measures); ``nearest`` None or a :class:`Transformation`, ``known``
+        None or a :class:`SymmetryMatch`."""
+        set_, what = object.__setattr__, "LearnedTransformation."
+        for key in ("name", "checkpoint", "sha256", "key"):
+            text(getattr(self, key), what + key)
+        set_(self, "action_map", permutation(self.action_map, what + "action_map (phi_A)"))
+        if self.obs_permutation is not None:
+            set_(self, "obs_permutation", permutation(self.obs_permutation, what + "obs_permutation"))
+        set_(self, "distance", real(self.distance, what + "distance", minimum=0.0))
+        if self.obs_permutation is None and not math.isnan(self.distance):
+            raise ValueError(f"{what}distance must be NaN without an obs_permutation, not {self.distance!r}")
+        for key, kind in (("nearest", Transformation), ("known", SymmetryMatch)):
+            if not isinstance(getattr(self, key), kind | None):
+                raise TypeError(f"{what}{key} must be None or a {kind.__name__}, not {getattr(self, key)!r}")
+
     def to_json(self) -> dict[str, Any]:
         """The JSON form, tagged ``"kind": "learned"`` (an exact :class:`Transformation` has no ``kind``)."""
         return {
@@ -186,14 +222,14 @@ class LearnedTransformation:
     def _build(cls, data: Mapping[str, Any]) -> LearnedTransformation:
         perm, dist, near = data.get("obs_permutation"), data.get("distance"), data.get("nearest")
         known = data.get("known")
-        return cls(
-            name=_text(data["name"]),
-            checkpoint=_text(data["checkpoint"]),
-            sha256=_text(data["sha256"]),
-            key=_text(data["key"]),
-            action_map=tuple(int(a) for a in data["action_map"]),
-            obs_permutation=None if perm is None else tuple(int(k) for k in perm),
-            distance=math.nan if dist is None else float(dist),
+        return cls(  # __post_init__ checks the values (int("3") read a string, int(1.5) truncated)
+            name=data["name"],
+            checkpoint=data["checkpoint"],
+            sha256=data["sha256"],
+            key=data["key"],
+            action_map=data["action_map"],
+            obs_permutation=perm,
+            distance=_number(dist),
             nearest=None if near is None else Transformation.from_json(near),
             known=None if known is None else SymmetryMatch.from_json(known),
         )
@@ -220,47 +256,16 @@ def _transformation_from_json(data: dict[str, Any]) -> AnyTransformation:
     return Transformation.from_json(data)
 
 
-def _number(v: Any) -> float:
-    """A number of a result file: strict JSON writes an undefined value (NaN) as null; read it back as NaN."""
-    if isinstance(v, str):  # float("1") would read a string
-        raise TypeError(f"a number or null is needed, not the string {v!r}")
-    return math.nan if v is None else float(v)
+def _number(v: Any) -> Any:
+    """A number of a result file: strict JSON writes an undefined value (NaN) as null; read it back as NaN (the
+    record's ``__post_init__`` checks the rest: a string or true is refused, float() read them)."""
+    return math.nan if v is None else v
 
 
 def _list(v: Any) -> list[Any]:
     if not isinstance(v, list):
         raise TypeError(f"a list is needed, not {type(v).__name__}")
     return v
-
-
-def _flag(v: Any) -> bool:
-    if not isinstance(v, bool):
-        raise TypeError(f"true or false is needed, not {type(v).__name__}")
-    return v
-
-
-def _text(v: Any) -> str:
-    if not isinstance(v, str):
-        raise TypeError(f"a string is needed, not {type(v).__name__} {v!r}")
-    return v
-
-
-def _field_number(v: Any, name: str) -> float:
-    """A result's number field ``name`` as a float: a real number (not a bool or a string), finite or NaN
-    (undefined; written as null); +-inf would come back from its JSON as NaN."""
-    if isinstance(v, bool) or not isinstance(v, numbers.Real):
-        raise TypeError(
-            f"DiscoveryResult.{name} must be a number (NaN: undefined), not {type(v).__name__} {v!r}"
-        )
-    if math.isinf(v):
-        raise ValueError(f"DiscoveryResult.{name} must be finite or NaN (undefined), not {v!r}")
-    return float(v)
-
-
-def _field_sequence(v: Any, name: str) -> tuple[Any, ...]:
-    if not isinstance(v, tuple | list):
-        raise TypeError(f"DiscoveryResult.{name} must be a tuple or list, not {type(v).__name__} {v!r}")
-    return tuple(v)
 
 
 @dataclass(frozen=True)
@@ -308,28 +313,24 @@ class DiscoveryResult:
         tuples, numbers as floats."""
         set_ = object.__setattr__
         for name in ("game", "algorithm"):
-            if not isinstance(getattr(self, name), str):
-                raise TypeError(f"DiscoveryResult.{name} must be a string, not {getattr(self, name)!r}")
-        phis = _field_sequence(self.transformations, "transformations")
+            text(getattr(self, name), f"DiscoveryResult.{name}")
+        phis = sequence(self.transformations, "DiscoveryResult.transformations")
         for k, t in enumerate(phis):
             if not isinstance(t, Transformation | LearnedTransformation):
                 raise TypeError(
                     f"DiscoveryResult.transformations[{k}] must be a Transformation or LearnedTransformation, "
                     f"not {type(t).__name__} {t!r}"
                 )
-        scores = _field_sequence(self.scores, "scores")
+        scores = sequence(self.scores, "DiscoveryResult.scores")
         if len(scores) != len(phis):
             raise ValueError(
                 f"DiscoveryResult.scores must hold one score per transformation ({len(phis)}), not {len(scores)}"
             )
         set_(self, "transformations", phis)
-        set_(self, "scores", tuple(_field_number(v, f"scores[{k}]") for k, v in enumerate(scores)))
+        set_(self, "scores", tuple(real(v, f"DiscoveryResult.scores[{k}]") for k, v in enumerate(scores)))
         for name in ("pool_return", "J_1", "J_2", "J_3", "reconstruction_loss"):
-            set_(self, name, _field_number(getattr(self, name), name))
-        if self.reconstruction_loss < 0:
-            raise ValueError(
-                f"DiscoveryResult.reconstruction_loss must be >= 0 or NaN, not {self.reconstruction_loss!r}"
-            )
+            low = 0.0 if name == "reconstruction_loss" else None
+            set_(self, name, real(getattr(self, name), f"DiscoveryResult.{name}", minimum=low))
         if not isinstance(self.config, dict):
             raise TypeError(f"DiscoveryResult.config must be a dict, not {type(self.config).__name__}")
 
@@ -377,8 +378,8 @@ class DiscoveryResult:
     @classmethod
     def _build(cls, data: Mapping[str, Any]) -> DiscoveryResult:
         return cls(
-            game=_text(data["game"]),
-            algorithm=_text(data["algorithm"]),
+            game=data["game"],
+            algorithm=data["algorithm"],
             transformations=tuple(_transformation_from_json(t) for t in _list(data["transformations"])),
             scores=tuple(_number(v) for v in _list(data["scores"])),
             pool_return=_number(data["pool_return"]),
