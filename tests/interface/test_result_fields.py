@@ -81,3 +81,12 @@ def test_a_file_off_the_contract_is_a_value_error_from_from_json() -> None:
     data["scores"] = [0.9]
     with pytest.raises(ValueError, match=r"^DiscoveryResult\.from_json.*one score per transformation"):
         DiscoveryResult.from_json(data)
+
+
+def test_a_flag_or_a_string_for_a_number_in_a_file_is_refused() -> None:
+    """``from_json`` read numbers with float(), which took true as 1.0; the record's own check refuses it."""
+    for key, value in (("J_1", True), ("scores", [0.9, False]), ("pool_return", "0.8")):
+        data = json.loads(DiscoveryResult(**GOOD).dumps())
+        data[key] = value
+        with pytest.raises(ValueError, match=rf"^DiscoveryResult\.from_json.*DiscoveryResult\.{key}"):
+            DiscoveryResult.from_json(data)
