@@ -132,7 +132,10 @@ def test_no_helper_for_the_reference_collections() -> None:
 def test_a_failed_helper_is_reported_and_warned(monkeypatch: pytest.MonkeyPatch) -> None:
     import ers_deep.train.precompile as precompile
 
-    monkeypatch.setattr(precompile, "helper_config", lambda cfg: cfg.replace(env="tabular:no-such-game"))
+    # a config the helper cannot build a learner of (TrainConfig refuses an unknown game name itself; a .dpomdp
+    # path is taken by its form and looked for where the env is built)
+    missing = "tabular:/no/such/folder/no-such-game.dpomdp"
+    monkeypatch.setattr(precompile, "helper_config", lambda cfg: cfg.replace(env=missing))
     helper = UpdatePrecompile(tiny_config("hanabi"))
     with pytest.warns(UserWarning, match="the update compiles here"):
         report = helper.wait()

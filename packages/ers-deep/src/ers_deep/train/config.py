@@ -2,8 +2,9 @@
 ("Experimental Setup") and the official code's configs (``../shared/notes/reference-code-and-jaxmarl.md``).
 
 ``TrainConfig`` holds every knob of one IPPO self-play run (or pool of seeds); derived values (batch sizes,
-number of updates) are properties, never written back. ``paper_config(env, **overrides)`` starts from the
-paper's values for ``env``:
+number of updates) are properties, never written back; an ``env`` that names no env is refused when the config
+is made (built, replaced or read back: ``env_problem``, a .dpomdp path by its form). ``paper_config(env,
+**overrides)`` starts from the paper's values for ``env``:
 
 =================  ============================================================================================
 env                defaults
@@ -71,7 +72,8 @@ class TrainConfig:
     """One IPPO self-play run with parameter sharing (S = ``len(seeds)`` seeds trained together)."""
 
     # env
-    env: str = "hanabi"  # "hanabi", "overcooked-v2", "tabular:NAME" or a .dpomdp path
+    # "hanabi", "overcooked-v2", "tabular:NAME" (NAME registered) or a .dpomdp path (its form: env_problem)
+    env: str = "hanabi"
     hanabi_preset: str = "Hanabi-Full"  # HLE preset (hanabi)
     # Hanabi's plausible-card features: HLE's bits ("plausible") or JaxMARL's V0 belief ("v0-belief", the JAX
     # anchor's env; ``ers_deep.envs.hanabi.HanabiEnv(knowledge=)``)
@@ -171,6 +173,9 @@ class TrainConfig:
             checkpoint_every=at_least(1),
             keep_checkpoints=at_least(1),
         )
+        problem = env_problem(self.env, need_file=False)  # a .dpomdp path by its form (env_problem)
+        if problem is not None:
+            raise UsageError(f"TrainConfig.env = {self.env!r} {problem}")
         if self.gamma is not None:
             check_fields(self, gamma=between(0, 1))
         if self.advantage == "exact" and self.env_kind != "tabular":
@@ -284,20 +289,37 @@ PAPER: dict[str, dict[str, Any]] = {
 }
 
 
-def env_problem(env: object) -> str | None:
+#: the endings of a .dpomdp path (``ers_exact.games.find_game_file``'s, case-insensitive)
+DPOMDP_SUFFIXES = (".dpomdp", ".dpomdp.gz")
+
+
+def env_problem(env: object, *, need_file: bool = True) -> str | None:
     """Why ``env`` names no env (None: it names one): ``hanabi``, ``overcooked-v2``, ``tabular:NAME`` (NAME a
-    game of ers-exact's registry, ``ers_exact.games.GAMES``) or a .dpomdp file (``tabular:`` optional); a
-    missing .dpomdp file is ``find_game_file``'s FileNotFoundError naming it."""
+    game of ers-exact's registry, ``ers_exact.games.GAMES``) or a .dpomdp file (``tabular:`` optional).
+
+    ``need_file`` (``paper_config``, ``--env``: a new run): a .dpomdp path must name a file here, a missing one
+    is ``find_game_file``'s FileNotFoundError naming it. Without it (``TrainConfig``'s own check) a path ending
+    in .dpomdp or .dpomdp.gz is taken by its form: a config is also a stored run's record (run/config.json, a
+    policy file's metadata, read by ``load_pool`` and ``read_run_config``), and the run's game file need not
+    be on the machine that reads its results; the file is looked for where the game is read (``make_env``,
+    ``load_game``: FileNotFoundError naming it). A registered name is always checked (the registry is
+    everywhere), and a path of another ending only names a game as an existing file (``load_game``)."""
     from ers_exact.games import GAMES, find_game_file
 
     text = str(env)
     if text in ("hanabi", "overcooked-v2"):
         return None
     name = text.removeprefix("tabular:")
-    if name.lower().replace("_", "-") in GAMES or find_game_file(name) is not None:
+    if name.lower().replace("_", "-") in GAMES:
         return None
-    if name.endswith(".dpomdp"):
-        return "names no readable .dpomdp file"
+    if not need_file and name.lower().endswith(DPOMDP_SUFFIXES):
+        return None
+    try:
+        if find_game_file(name) is not None:
+            return None
+    except IsADirectoryError:
+        if need_file:
+            raise
     return (
         f"is not an env: use hanabi, overcooked-v2, tabular:NAME (NAME in {', '.join(sorted(GAMES))}) or a "
         ".dpomdp path"
