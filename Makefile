@@ -22,7 +22,8 @@ venv: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/ers-exact demo --out $(OUT)/demo --force
 
-# ruff (lint + format check) and mypy over both packages, tests and benchmarks; `make test` runs it first.
+# ruff (lint + format check) over packages, tests, benchmarks and scripts, and mypy over both packages' sources
+# (pyproject.toml's [tool.mypy] files); `make test` runs it first.
 lint: $(STAMP)
 	$(VENV)/bin/ruff check packages tests benchmarks scripts
 	$(VENV)/bin/ruff format --check packages tests benchmarks scripts
