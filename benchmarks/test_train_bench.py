@@ -222,3 +222,22 @@ def test_keep_cpu_memory_ab(benchmark, case: str) -> None:  # type: ignore[no-un
     benchmark.extra_info.update(info)
     print(case, info)
     assert runs["kept"]["env_steps_per_s"] > 0
+
+
+def test_bf16_gradients_ab(benchmark) -> None:  # type: ignore[no-untyped-def]
+    """``TrainConfig.bf16_gradients`` (the update's gradient products on bfloat16 operands, the forward float32)
+    against the float32 learner at issue 21's CPU Hanabi setting, each in a fresh process with one torch thread,
+    one after the other: env-steps/s and the ratio (2026-12-06, quiet AMD Zen 4: ~1.3x; against the learner
+    before issue 21 2.08-2.26x, README). On a CPU without bfloat16 units oneDNN emulates the products, slower."""
+    cfg = CASES["hanabi-full-256x128"]
+
+    def both() -> dict[str, dict]:
+        return {k: bench_apart(cfg.replace(bf16_gradients=k == "bf16")) for k in ("float32", "bf16")}
+
+    runs = benchmark.pedantic(both, rounds=1, iterations=1)
+    assert all("error" not in r for r in runs.values()), runs
+    info = {k: {x: r[x] for x in ("env_steps_per_s", "phase_s", "return")} for k, r in runs.items()}
+    info["ratio_bf16_vs_float32"] = runs["bf16"]["env_steps_per_s"] / runs["float32"]["env_steps_per_s"]
+    benchmark.extra_info.update(info)
+    print(info)
+    assert all(r["env_steps_per_s"] > 0 for r in runs.values())
