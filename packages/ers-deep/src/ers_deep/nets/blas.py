@@ -33,6 +33,7 @@ learning), only the gradients' directions are rounded.
 from __future__ import annotations
 
 import platform
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal, get_args
 
@@ -90,13 +91,20 @@ def _setup_context(
     ctx.save_for_backward(*inputs)
 
 
-def _backward(ctx: torch.autograd.function.FunctionCtx, g: Tensor) -> tuple[Tensor | None, Tensor | None]:
+def _gradient_products(
+    ctx: torch.autograd.function.FunctionCtx, g: Tensor, product: Callable[[Tensor, Tensor], Tensor]
+) -> tuple[Tensor | None, Tensor | None]:
+    """dx = g w^T and dw = x^T g of a product x @ w, each by ``product``, where the input needs it."""
     x, w = ctx.saved_tensors  # type: ignore[attr-defined]
     needs = ctx.needs_input_grad  # type: ignore[attr-defined]
     g = g.contiguous()
-    dx = bmm(g, w.transpose(1, 2)) if needs[0] else None
-    dw = bmm(x.transpose(1, 2), g) if needs[1] else None
+    dx = product(g, w.transpose(1, 2)) if needs[0] else None
+    dw = product(x.transpose(1, 2), g) if needs[1] else None
     return dx, dw
+
+
+def _backward(ctx: torch.autograd.function.FunctionCtx, g: Tensor) -> tuple[Tensor | None, Tensor | None]:
+    return _gradient_products(ctx, g, bmm)  # dispatched as a forward product is
 
 
 openblas_bmm.register_autograd(_backward, setup_context=_setup_context)
@@ -138,12 +146,7 @@ def _(x: Tensor, w: Tensor) -> Tensor:
 def _bf16_backward(
     ctx: torch.autograd.function.FunctionCtx, g: Tensor
 ) -> tuple[Tensor | None, Tensor | None]:
-    x, w = ctx.saved_tensors  # type: ignore[attr-defined]
-    needs = ctx.needs_input_grad  # type: ignore[attr-defined]
-    g = g.contiguous()
-    dx = bf16_bmm(g, w.transpose(1, 2)) if needs[0] else None
-    dw = bf16_bmm(x.transpose(1, 2), g) if needs[1] else None
-    return dx, dw
+    return _gradient_products(ctx, g, bf16_bmm)
 
 
 bf16_gradients_bmm.register_autograd(_bf16_backward, setup_context=_setup_context)
