@@ -45,7 +45,7 @@ test-slow: $(STAMP)
 
 bench: $(STAMP)
 	mkdir -p $(OUT)
-	$(PY) -m pytest -q benchmarks -p no:randomly --benchmark-only --benchmark-json=$(OUT)/benchmarks.json -o addopts="--strict-markers"
+	$(PY) -m pytest -q benchmarks -p no:randomly -p no:cacheprovider --timeout 0 --benchmark-only --benchmark-json=$(OUT)/benchmarks.json -o addopts="--strict-markers"
 
 # What the device commands carry (scripts/train-gpu.sh, scripts/env-gpu.sh; the device machine reaches no
 # network): JaxMARL's four wheels in .whl/ and the JAX anchors in .anchors/, both git-ignored. Then
