@@ -60,6 +60,10 @@ BAD_LEARNED = [
     ("name", None, TypeError, r"LearnedTransformation\.name must be a string"),
     ("checkpoint", 7, TypeError, r"LearnedTransformation\.checkpoint must be a string"),
     ("sha256", b"ab", TypeError, r"LearnedTransformation\.sha256 must be a string"),
+    ("sha256", "0", ValueError, r"LearnedTransformation\.sha256 must be 64 lowercase hex digits"),
+    ("sha256", "AB" * 32, ValueError, r"LearnedTransformation\.sha256 must be 64 lowercase hex digits"),
+    ("sha256", "ab" * 32 + "\n", ValueError, r"LearnedTransformation\.sha256 must be 64 lowercase hex digits"),
+    ("sha256", "g" * 64, ValueError, r"LearnedTransformation\.sha256 must be 64 lowercase hex digits"),
     ("key", 0, TypeError, r"LearnedTransformation\.key must be a string"),
     ("action_map", (0, "x"), TypeError, r"LearnedTransformation\.action_map \(phi_A\) must hold integers"),
     ("action_map", (0, True), TypeError, r"LearnedTransformation\.action_map \(phi_A\) must hold integers"),
@@ -196,8 +200,12 @@ def _learned(draw: st.DrawFn) -> LearnedTransformation:
     rounded = draw(st.booleans())
     distance = draw(st.floats(0.0, 1e6, allow_nan=False)) if rounded else math.nan
     nearest = draw(st.none() | st.just(Transformation((0,), ((0,),), (tuple(range(n_obs)),))))
+    name, checkpoint, key = draw(st.tuples(*[st.text(max_size=8)] * 3))
     return LearnedTransformation(
-        *draw(st.tuples(*[st.text(max_size=8)] * 4)),
+        name,
+        checkpoint,
+        draw(st.text("0123456789abcdef", min_size=64, max_size=64)),
+        key,
         action_map=draw(_permutations(n_actions)),
         obs_permutation=draw(_permutations(n_obs)) if rounded else None,
         distance=distance,

@@ -31,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,6 +60,7 @@ __all__ = [
 
 
 _MATCH_KEYS = ("index", "name", "agreement", "same_actions", "varying")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 _LEARNED_KEYS = ("name", "checkpoint", "sha256", "key", "action_map")
 _LEARNED_LATER = ("kind", "obs_permutation", "distance", "nearest", "known")  # may be absent
 _RESULT_KEYS = (
@@ -180,13 +182,15 @@ class LearnedTransformation:
 
     def __post_init__(self) -> None:
         """Check each field (TypeError / ValueError naming it): ``name``, ``checkpoint``, ``sha256`` and ``key``
-        strings; ``action_map`` (phi_A, a bijection of the actions) and ``obs_permutation`` (None or) a
+        strings, ``sha256`` a SHA-256 hex digest (64 lowercase hex digits); ``action_map`` (phi_A, a bijection of the actions) and ``obs_permutation`` (None or) a
         permutation of 0..n-1, stored as tuples of ints; ``distance`` a number >= 0, NaN when there is no
         ``obs_permutation`` (nothing it measures); ``nearest`` None or a :class:`Transformation`, ``known``
         None or a :class:`SymmetryMatch`."""
         set_, what = object.__setattr__, "LearnedTransformation."
         for key in ("name", "checkpoint", "sha256", "key"):
             text(getattr(self, key), what + key)
+        if not _SHA256.fullmatch(self.sha256):  # what verify compares with file_sha256's hexdigest
+            raise ValueError(f"{what}sha256 must be 64 lowercase hex digits, not {self.sha256!r}")
         set_(self, "action_map", permutation(self.action_map, what + "action_map (phi_A)"))
         if self.obs_permutation is not None:
             set_(self, "obs_permutation", permutation(self.obs_permutation, what + "obs_permutation"))
