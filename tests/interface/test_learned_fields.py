@@ -62,7 +62,12 @@ BAD_LEARNED = [
     ("sha256", b"ab", TypeError, r"LearnedTransformation\.sha256 must be a string"),
     ("sha256", "0", ValueError, r"LearnedTransformation\.sha256 must be 64 lowercase hex digits"),
     ("sha256", "AB" * 32, ValueError, r"LearnedTransformation\.sha256 must be 64 lowercase hex digits"),
-    ("sha256", "ab" * 32 + "\n", ValueError, r"LearnedTransformation\.sha256 must be 64 lowercase hex digits"),
+    (
+        "sha256",
+        "ab" * 32 + "\n",
+        ValueError,
+        r"LearnedTransformation\.sha256 must be 64 lowercase hex digits",
+    ),
     ("sha256", "g" * 64, ValueError, r"LearnedTransformation\.sha256 must be 64 lowercase hex digits"),
     ("key", 0, TypeError, r"LearnedTransformation\.key must be a string"),
     ("action_map", (0, "x"), TypeError, r"LearnedTransformation\.action_map \(phi_A\) must hold integers"),
