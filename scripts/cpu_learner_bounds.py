@@ -2,9 +2,11 @@
 Overcooked V2, CNN + GRU, 64 x 256) are from reach, measured on this machine, one torch thread, each learner in
 a fresh process:
 
-* ``ab``: the learner before issue 21 (a worktree of ``--before``, default 33613e1) against the learner now,
-  interleaved pairs (this VM's speed drifts by up to 1.6x within an hour, so only neighbours are compared);
-* ``bound`` (Hanabi): the learner now against the same learner whose first layer (658 -> 512, 37 % of the update's
+* ``ab``: the learner before issue 21 (a worktree of ``--before``, default 33613e1) against the learner now (as
+  configured: ``bf16_gradients="auto"``, on where the CPU multiplies bfloat16 natively), interleaved pairs (this
+  VM's speed drifts by up to 1.6x within an hour, so only neighbours are compared);
+* ``bound`` (Hanabi): the learner now with float32 gradient products (side ``float32``, as every side but
+  ``now`` and ``bf16-gradients``) against the same learner whose first layer (658 -> 512, 37 % of the update's
   products) reads 8 inputs instead of 658: what a free first layer would give, an upper bound for any exact
   reformulation of it (the binary observation as table lookups);
 * ``lookup``: that reformulation with torch's own kernel (``F.embedding_bag`` over 46 groups of a structured
@@ -17,8 +19,8 @@ a fresh process:
   ``SLinear`` product through numpy; from the product rates, an update's products with only the gradient
   products in bfloat16 (casts included), the forward in float32;
 * ``products``: the learner with torch's products (``cpu_products="torch"``) against the learner as configured
-  (``"auto"``: OpenBLAS's on AMD x86, ``ers_deep.nets.blas``);
-* ``bf16``: the learner against the same learner with ``bf16_gradients=True`` (the update's gradient products on
+  (``"auto"``: OpenBLAS's on AMD x86, ``ers_deep.nets.blas``), both with float32 gradient products;
+* ``bf16``: the learner with float32 gradient products against the same learner with ``bf16_gradients=True`` (the update's gradient products on
   bfloat16 operands, its forward in float32: ``ers_deep.nets.blas.bf16_gradients_bmm``); ``before-bf16``: the
   learner before issue 21 against that one.
 
@@ -73,8 +75,8 @@ def learner_side(side: str, updates: int, env: str = "hanabi") -> dict[str, Any]
         cfg = cfg.replace(update_mode="eager")
     if side == "torch-products":
         cfg = cfg.replace(cpu_products="torch")
-    if side == "bf16-gradients":
-        cfg = cfg.replace(bf16_gradients=True)
+    if side not in ("before", "now"):  # "now": as configured (bf16_gradients "auto"); the others pinned
+        cfg = cfg.replace(bf16_gradients=side == "bf16-gradients")
     net = free_first_layer_net(cfg) if side == "bound" else numpy_net(cfg) if side == "eager-numpy" else None
     learner = Learner(cfg, net=net) if net is not None else Learner(cfg)
     learner.train_step()
@@ -358,10 +360,10 @@ def worktree(commit: str) -> Path:
 #: each part's pair of sides (left, right: the ratio is right / left)
 PAIRS = {
     "ab": ("before", "now"),
-    "bound": ("now", "bound"),
+    "bound": ("float32", "bound"),
     "blas": ("eager", "eager-numpy"),
-    "products": ("torch-products", "now"),
-    "bf16": ("now", "bf16-gradients"),
+    "products": ("torch-products", "float32"),
+    "bf16": ("float32", "bf16-gradients"),
     "before-bf16": ("before", "bf16-gradients"),
 }
 

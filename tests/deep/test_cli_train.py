@@ -70,6 +70,22 @@ def test_options_resolve_the_hanabi_observation_and_modes() -> None:
     assert (unset.hanabi_knowledge, unset.hanabi_preset, unset.device) == ("plausible", "Hanabi-Full", "cpu")
 
 
+def test_bf16_gradients_option(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--bf16-gradients on|off|auto`` sets ``TrainConfig.bf16_gradients`` (unset: "auto"); other words are
+    refused by the parser (exit 2) before anything is written."""
+    of = {
+        v: TrainSPOptions(env="hanabi", out="x", bf16_gradients=v).config().bf16_gradients
+        for v in ("on", "off")
+    }
+    assert of == {"on": True, "off": False}
+    assert TrainSPOptions(env="hanabi", out="x").config().bf16_gradients == "auto"
+    with pytest.raises(SystemExit) as stop:
+        main(["train-sp", "--env", "hanabi", "--out", "/tmp/ers-never", "--bf16-gradients", "yes"])
+    assert stop.value.code == 2
+    assert "--bf16-gradients" in capsys.readouterr().err
+    assert not Path("/tmp/ers-never").exists()
+
+
 @pytest.mark.parametrize(
     "flag",
     [
@@ -81,6 +97,7 @@ def test_options_resolve_the_hanabi_observation_and_modes() -> None:
         ["--collect-mode", "eager"],
         ["--update-mode", "eager"],
         ["--device", "cpu"],
+        ["--bf16-gradients", "off"],
     ],
 )
 def test_resume_refuses_every_option_it_would_ignore(

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ers_deep.analysis.curves import value_at
-from ers_deep.bench.precision import compare, emulated_learner, main, run_format
+from ers_deep.bench.precision import FORMATS, compare, emulated_learner, format_config, main, run_format
 from ers_deep.nets import NetConfig
 from ers_deep.train import paper_config
 from ers_deep.train.run import RunError, read_metrics
@@ -104,3 +104,12 @@ def test_a_switched_format_is_the_learners_own_switch(
     a, b = (read_metrics(tmp_path / f) for f in ("float32", "bf16-gradients"))
     assert [r["value_loss"] for r in a] != [r["value_loss"] for r in b]
     assert set(compare(tmp_path, marks=[240], figure=False)["return_at"]) == {"float32", "bf16-gradients"}
+
+
+def test_every_format_but_the_switch_has_float32_gradient_products() -> None:
+    """A format's config pins ``bf16_gradients`` (default "auto", which would turn it on where the CPU multiplies
+    bfloat16 natively): True for ``bf16-gradients`` only, so float32 is float32 on every CPU."""
+    cfg = paper_config("hanabi")
+    assert cfg.bf16_gradients == "auto"
+    pinned = {fmt: format_config(cfg, fmt).bf16_gradients for fmt in FORMATS}
+    assert pinned == {fmt: fmt == "bf16-gradients" for fmt in FORMATS}

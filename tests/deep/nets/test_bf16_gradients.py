@@ -5,7 +5,9 @@ must differ: bfloat16 did run), by ``opcheck``, through the dispatch of ``blas.b
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import torch
@@ -14,6 +16,8 @@ from hypothesis import strategies as st
 
 from ers_deep.nets import blas
 from ers_deep.train import TrainConfig
+from ers_deep.train.ippo import Learner
+from ers_deep.train.run import resume, train
 from ers_exact.util.options import UsageError
 from tests.deep.threads import one_thread  # noqa: F401
 from tests.deep.train.twins import max_difference, mode_vs_eager_params, tiny_config, trained_params
@@ -144,7 +148,9 @@ def test_a_learner_with_bf16_gradients(monkeypatch: pytest.MonkeyPatch) -> None:
     rounding moves it (another BLAS: ~5e-7), so the switch ran; the compiled update equals its eager update
     within 1e-5. (Every product of the tiny net takes the switch here: MIN_MACS 0.)"""
     monkeypatch.setattr(blas, "MIN_MACS", 0)
-    cfg = tiny_config("hanabi", collect_mode="eager", update_mode="eager", cpu_products="torch")
+    cfg = tiny_config(
+        "hanabi", collect_mode="eager", update_mode="eager", cpu_products="torch", bf16_gradients=False
+    )
     start = trained_params(cfg, 0)
     plain = trained_params(cfg, 3)
     bf16 = trained_params(cfg.replace(bf16_gradients=True), 3)
@@ -160,3 +166,92 @@ def test_the_config_refuses_it_off_the_cpu_and_with_autocast() -> None:
     with pytest.raises(UsageError, match="pick one"):
         TrainConfig(bf16_gradients=True, bf16_update=True)
     assert TrainConfig(bf16_gradients=True).bf16_gradients
+
+
+def fake_cpu(monkeypatch: pytest.MonkeyPatch, machine: str, flags: str) -> None:
+    """This process sees an x86 or other ``machine`` whose /proc/cpuinfo lists ``flags``."""
+    monkeypatch.setattr(blas.platform, "machine", lambda: machine)
+    monkeypatch.setattr(blas, "_cpuinfo", {"flags": flags, "vendor_id": "AuthenticAMD"}.get)
+
+
+@pytest.mark.parametrize(
+    ("machine", "flags", "native"),
+    [
+        ("x86_64", "fpu avx2 avx512f avx512_bf16 avx512_vnni", True),  # Zen 4, Cooper Lake
+        ("x86_64", "fpu avx2 avx512f amx_tile amx_bf16", True),  # Sapphire Rapids
+        ("x86_64", "fpu avx2 avx512f avx512_vnni", False),  # Skylake-X, Ice Lake
+        ("x86_64", "fpu avx2 fma", False),  # Zen 2, Zen 3
+        ("aarch64", "avx512_bf16", False),  # not an x86 core
+        ("x86_64", "", False),  # no /proc/cpuinfo
+    ],
+)
+def test_auto_is_on_where_the_cpu_multiplies_bfloat16_natively(
+    monkeypatch: pytest.MonkeyPatch, machine: str, flags: str, native: bool
+) -> None:
+    """``"auto"``: on for a CPU learner where the core has AVX512-BF16 or AMX-BF16 (and torch has oneDNN), off
+    on CUDA and beside ``bf16_update``; True and False are themselves; anything else is refused."""
+    fake_cpu(monkeypatch, machine, flags)
+    assert blas.native_bf16() is (native and torch.backends.mkldnn.is_available())
+    assert blas.resolve_bf16_gradients("auto") is blas.native_bf16()
+    assert blas.resolve_bf16_gradients("auto", "cpu:0") is blas.native_bf16()
+    assert blas.resolve_bf16_gradients("auto", "cuda") is False
+    assert blas.resolve_bf16_gradients("auto", bf16_update=True) is False
+    assert blas.resolve_bf16_gradients(True) is True and blas.resolve_bf16_gradients(False) is False
+    with pytest.raises(ValueError, match="choose True, False or 'auto'"):
+        blas.resolve_bf16_gradients("on")  # type: ignore[arg-type]
+
+
+def test_this_machines_flags_decide_auto() -> None:
+    """On this machine, what ``auto`` resolves to follows /proc/cpuinfo's flags, read here without ers's code."""
+    cpuinfo = Path("/proc/cpuinfo")
+    text = cpuinfo.read_text() if cpuinfo.exists() else ""
+    flags = next(
+        (line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags")), []
+    )
+    native = bool({"avx512_bf16", "amx_bf16"} & set(flags)) and torch.backends.mkldnn.is_available()
+    assert blas.native_bf16() is (native and blas.platform.machine() in ("x86_64", "AMD64"))
+
+
+def test_the_config_takes_auto_and_refuses_other_values() -> None:
+    """The default is ``"auto"`` on every device (it resolves off on CUDA and beside autocast); values other than
+    True, False and ``"auto"`` are refused when the config is made; a stored config without the field (written
+    before it) loads as the float32 run it was."""
+    assert TrainConfig().bf16_gradients == "auto"
+    TrainConfig(bf16_gradients="auto", device="cuda")
+    TrainConfig(bf16_gradients="auto", bf16_update=True)
+    for bad in (1, 0, "on", "true", None):
+        with pytest.raises(UsageError, match="choose True, False or 'auto'"):
+            TrainConfig(bf16_gradients=bad)  # type: ignore[arg-type]
+    stored = TrainConfig().to_json()
+    del stored["bf16_gradients"]
+    assert TrainConfig.from_json(stored).bf16_gradients is False
+
+
+def test_a_learner_resolves_auto(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The learner sets the process's switch to what ``auto`` resolves to on this (faked) CPU."""
+    cfg = tiny_config("hanabi", collect_mode="eager", update_mode="eager")
+    for flags, on in (("avx512f avx512_bf16", torch.backends.mkldnn.is_available()), ("avx2", False)):
+        fake_cpu(monkeypatch, "x86_64", flags)
+        learner = Learner(cfg)
+        assert learner.bf16_gradients is on and blas.bf16_gradients() is on
+    learner = Learner(cfg.replace(bf16_gradients=True))  # the switch on a CPU without it: emulated, slower
+    assert learner.bf16_gradients is True and blas.bf16_gradients()
+
+
+def test_a_resumed_run_keeps_what_auto_resolved_to(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """config.json records what ``auto`` resolved to; a resume on a CPU where it resolves otherwise keeps it, and
+    a run begun before the record resumes with its config's own value."""
+    cfg = tiny_config("hanabi", collect_mode="eager", update_mode="eager", total_env_steps=3 * 8 * 30)
+    fake_cpu(monkeypatch, "x86_64", "avx512f avx512_bf16")
+    learner, _ = train(cfg, tmp_path / "run", max_updates=1, progress=False)
+    on = torch.backends.mkldnn.is_available()
+    assert learner.bf16_gradients is on
+    stored = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert stored["bf16_gradients"] is on and stored["config"]["bf16_gradients"] == "auto"
+    fake_cpu(monkeypatch, "x86_64", "avx2")
+    learner, _ = resume(tmp_path / "run", max_updates=2, progress=False)
+    assert learner.bf16_gradients is on and learner.update == 2
+    del stored["bf16_gradients"]  # as written before the record: auto resolves here, on this (faked) CPU
+    (tmp_path / "run" / "config.json").write_text(json.dumps(stored))
+    learner, _ = resume(tmp_path / "run", max_updates=3, progress=False)
+    assert learner.bf16_gradients is False and learner.update == 3

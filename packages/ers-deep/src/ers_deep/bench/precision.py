@@ -40,8 +40,10 @@ FORMATS = ("float32", *MANTISSA_BITS, *SWITCHES)
 
 
 def format_config(config: TrainConfig, fmt: str) -> TrainConfig:
-    """``config`` as the format ``fmt`` trains it: with its switch (``SWITCHES``) on, else unchanged."""
-    return config.replace(**SWITCHES.get(fmt, {}))
+    """``config`` as the format ``fmt`` trains it: with its switch (``SWITCHES``) on and every other switch off
+    (float32 is float32 on every CPU, whatever ``bf16_gradients="auto"`` resolves to there)."""
+    off = {k: False for switch in SWITCHES.values() for k in switch}
+    return config.replace(**{**off, **SWITCHES.get(fmt, {})})
 
 
 def emulated_learner(fmt: str) -> Callable[[TrainConfig], Learner]:

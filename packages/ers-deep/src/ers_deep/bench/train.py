@@ -28,8 +28,9 @@ from ers_deep.bench.runner import available_cpus, reference_in_subprocess
 from ers_deep.train.config import TrainConfig
 from ers_deep.train.ippo import Learner
 
-#: the learner before this fast path: native collection (re-observing every step) and the eager update
-BASELINE = {"collector": "native", "update_mode": "eager", "collect_mode": "auto"}
+#: the learner before this fast path: native collection (re-observing every step) and the eager update, its
+#: gradient products float32 (``TrainConfig.bf16_gradients``, "auto" on the fast side)
+BASELINE = {"collector": "native", "update_mode": "eager", "collect_mode": "auto", "bf16_gradients": False}
 
 
 def _sync(device: str) -> None:

@@ -133,6 +133,12 @@ class TrainSPOptions(Options):
         "captured as a CUDA graph; auto: captured on CUDA, see README)",
         default_value="auto",
     )
+    bf16_gradients: Literal["auto", "on", "off"] | None = option(
+        None,
+        help="CPU: the update's gradient products on bfloat16 operands, its forward float32 (auto: on where the "
+        "CPU multiplies bfloat16 natively, off on CUDA; the run records what it resolved to)",
+        default_value="auto",
+    )
     eval_games: int | None = option(
         None,
         help="self-play games per policy for the pool's scores, saved with the run: --resume scores with the "
@@ -204,6 +210,8 @@ class TrainSPOptions(Options):
         for field, key in _CONFIG_FIELDS.items():
             if getattr(self, field) is not None:
                 over[key] = getattr(self, field)
+        if self.bf16_gradients is not None:
+            over["bf16_gradients"] = {"on": True, "off": False}.get(self.bf16_gradients, "auto")
         base = paper_config(self.env)
         if self.hidden is not None or self.conv is not None:
             over["net"] = NetConfig(
@@ -243,7 +251,7 @@ _ENV_FIELDS = {
 
 #: options that define a run (its config and folder): --resume keeps the run's own, so it refuses them (only
 #: --eval-games, --threads and --max-updates apply to a resumed run)
-_RUN_FIELDS = ("env", "seeds", "out", "hidden", "conv", *_CONFIG_FIELDS)
+_RUN_FIELDS = ("env", "seeds", "out", "hidden", "conv", "bf16_gradients", *_CONFIG_FIELDS)
 
 
 def check_resume_updates(folder: Path, max_updates: int | None) -> None:

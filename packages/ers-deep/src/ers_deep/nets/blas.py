@@ -45,14 +45,18 @@ from torch.utils.flop_counter import bmm_flop, register_flop_formula
 __all__ = [
     "CPU_PRODUCTS",
     "MIN_MACS",
+    "NATIVE_BF16_FLAGS",
+    "Bf16Gradients",
     "CpuProducts",
     "bf16_bmm",
     "bf16_gradients",
     "bf16_gradients_bmm",
     "bmm",
     "cpu_products",
+    "native_bf16",
     "numpy_blas",
     "openblas_bmm",
+    "resolve_bf16_gradients",
     "resolve_cpu_products",
     "use_bf16_gradients",
     "use_cpu_products",
@@ -60,6 +64,9 @@ __all__ = [
 
 CpuProducts = Literal["auto", "torch", "openblas"]
 CPU_PRODUCTS: tuple[str, ...] = get_args(CpuProducts)
+Bf16Gradients = bool | Literal["auto"]
+#: /proc/cpuinfo flags of a native bfloat16 dot product (``native_bf16``)
+NATIVE_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
 #: dtypes numpy's BLAS multiplies (sgemm, dgemm); others stay on torch.bmm
 _BLAS_DTYPES = (torch.float32, torch.float64)
 
@@ -189,13 +196,36 @@ def numpy_blas() -> str | None:
     return None
 
 
-def _cpu_vendor() -> str:
+def _cpuinfo(field: str) -> str:
+    """The first core's ``field`` in /proc/cpuinfo ("" where there is none, e.g. off Linux)."""
     cpuinfo = Path("/proc/cpuinfo")
     for line in cpuinfo.read_text().splitlines() if cpuinfo.exists() else []:
         key, _, value = line.partition(":")
-        if key.strip() == "vendor_id":
+        if key.strip() == field:
             return value.strip()
     return ""
+
+
+def _x86() -> bool:
+    return platform.machine().lower() in ("x86_64", "amd64")
+
+
+def native_bf16() -> bool:
+    """Whether this CPU multiplies bfloat16 natively (an x86 core with ``NATIVE_BF16_FLAGS``: AVX512-BF16 on AMD
+    Zen 4 and later and Intel Cooper Lake and later, AMX-BF16 on Sapphire Rapids) and torch has oneDNN, whose
+    kernels use it. Elsewhere oneDNN emulates the bfloat16 product, slower than float32's."""
+    flags = set(_cpuinfo("flags").split())
+    return _x86() and bool(flags & set(NATIVE_BF16_FLAGS)) and torch.backends.mkldnn.is_available()
+
+
+def resolve_bf16_gradients(choice: Bf16Gradients, device: str = "cpu", bf16_update: bool = False) -> bool:
+    """What ``choice`` (``TrainConfig.bf16_gradients``) resolves to: True and False are themselves; ``"auto"``
+    is on for a learner on the CPU (``device``) without ``bf16_update`` where ``native_bf16()``, else off."""
+    if choice is True or choice is False:
+        return choice
+    if choice != "auto":
+        raise ValueError(f"bf16_gradients = {choice!r}: choose True, False or 'auto'")
+    return device.split(":")[0] == "cpu" and not bf16_update and native_bf16()
 
 
 def resolve_cpu_products(kind: str) -> str:
@@ -211,7 +241,7 @@ def resolve_cpu_products(kind: str) -> str:
         if blas != "openblas":
             raise ValueError(f"cpu_products = 'openblas', but numpy's BLAS here is {blas or 'unknown'}")
         return kind
-    amd = platform.machine().lower() in ("x86_64", "amd64") and _cpu_vendor() == "AuthenticAMD"
+    amd = _x86() and _cpuinfo("vendor_id") == "AuthenticAMD"
     return "openblas" if amd and torch.backends.mkl.is_available() and blas == "openblas" else "torch"
 
 

@@ -31,7 +31,7 @@ from typing import Any, Literal
 from ers_deep.envs.base import BatchedEnv
 from ers_deep.envs.hanabi.config import canonical_preset
 from ers_deep.nets import NetConfig
-from ers_deep.nets.blas import CpuProducts
+from ers_deep.nets.blas import Bf16Gradients, CpuProducts
 from ers_exact.util.options import (
     MAX_SEED,
     UsageError,
@@ -95,8 +95,10 @@ class TrainConfig:
     cudnn_benchmark: bool = False
     bf16_update: bool = False  # the PPO loss's forward under bfloat16 autocast (float32 weights and Adam)
     # CPU: the update's gradient products (dx = g W^T, dW = x^T g of the large SLinear products) on bfloat16
-    # operands, the forward (loss, ratios, clipping) in float32 (ers_deep.nets.blas.bf16_gradients_bmm)
-    bf16_gradients: bool = False
+    # operands, the forward (loss, ratios, clipping) in float32 (ers_deep.nets.blas.bf16_gradients_bmm). "auto":
+    # on where the CPU multiplies bfloat16 natively (blas.resolve_bf16_gradients), off on CUDA and beside
+    # bf16_update; the run's config.json records what it resolved to, and a resume keeps that
+    bf16_gradients: Bf16Gradients = "auto"
     # CUDA, compiled modes: inductor tries each Triton pointwise kernel in a few tile configs at its first run
     # (torch's default). False: one heuristic config per kernel, so fewer kernels to compile in the setup
     # (Hanabi's: ~75 s on an H200). Not yet measured on a GPU; nothing changes on CPU (C++ kernels).
@@ -182,11 +184,15 @@ class TrainConfig:
             raise UsageError(f"TrainConfig.advantage = 'exact' needs a tabular env, not {self.env!r}")
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
             raise UsageError(f"TrainConfig.seeds = {self.seeds!r}: give distinct seeds")
-        if self.bf16_gradients and str(self.device).split(":")[0] != "cpu":
+        if not (type(self.bf16_gradients) is bool or self.bf16_gradients == "auto"):
+            raise UsageError(
+                f"TrainConfig.bf16_gradients = {self.bf16_gradients!r}: choose True, False or 'auto'"
+            )
+        if self.bf16_gradients is True and str(self.device).split(":")[0] != "cpu":
             raise UsageError(
                 f"TrainConfig.bf16_gradients is for CPU products (ers_deep.nets.blas), not device {self.device!r}"
             )
-        if self.bf16_gradients and self.bf16_update:
+        if self.bf16_gradients is True and self.bf16_update:
             raise UsageError(
                 "TrainConfig: bf16_update (autocast) already rounds the gradient products; pick one"
             )
@@ -247,6 +253,7 @@ class TrainConfig:
         data = dict(data)
         data.setdefault("loss_mean", "acting")  # a config written before the field: the loss it ran with
         data.setdefault("turn_streams", False)  # likewise: the minibatches it drew (whole games)
+        data.setdefault("bf16_gradients", False)  # likewise: its float32 gradient products
         data["net"] = NetConfig(**data["net"])
         data["seeds"] = tuple(data["seeds"])
         return cls(**data)

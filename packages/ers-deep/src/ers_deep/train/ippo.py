@@ -55,7 +55,7 @@ from torch import Tensor
 
 from ers_deep.accel import actors_to_game
 from ers_deep.nets import ActorCritic, build_net
-from ers_deep.nets.blas import use_bf16_gradients, use_cpu_products
+from ers_deep.nets.blas import resolve_bf16_gradients, use_bf16_gradients, use_cpu_products
 from ers_deep.train.collect import FastCollection, Rollout, RunnerState
 from ers_deep.train.config import TrainConfig
 from ers_deep.train.exact import advantage_table
@@ -153,7 +153,7 @@ class Learner:
     def _process_switches(self, dev: torch.device) -> None:
         """The process-wide settings of the device (the last learner built sets them): TF32 and cuDNN
         benchmarking on CUDA; on CPU the kept freed memory (for the rest of the process) and the products of
-        the nets' SLinear layers (``nets.blas``; ``cpu_products``, "torch" on CUDA)."""
+        the nets' SLinear layers (``nets.blas``; ``cpu_products``, "torch" on CUDA; ``bf16_gradients``, resolved)."""
         cfg = self.config
         if dev.type == "cuda":
             torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = cfg.tf32
@@ -161,7 +161,8 @@ class Learner:
         elif cfg.keep_cpu_memory:
             keep_freed_memory()
         self.cpu_products = use_cpu_products(cfg.cpu_products) if dev.type == "cpu" else "torch"
-        use_bf16_gradients(cfg.bf16_gradients and dev.type == "cpu")  # TrainConfig refuses it elsewhere
+        self.bf16_gradients = resolve_bf16_gradients(cfg.bf16_gradients, dev.type, cfg.bf16_update)
+        use_bf16_gradients(self.bf16_gradients)
 
     def _build_update(self, mode: str, own_net: bool) -> None:
         """The optimiser and the PPO update of ``self.net`` (num_steps x ceil(N / minibatches) samples per

@@ -203,6 +203,7 @@ def train(
         "num_actions": learner.env.num_actions,
         "num_agents": learner.env.num_agents,
         "cpu_products": learner.cpu_products,  # what cpu_products resolved to: a resume uses the same
+        "bf16_gradients": learner.bf16_gradients,  # likewise
         **(settings or {}),
     }
     write_run_config(run_dir, info)
@@ -232,6 +233,8 @@ def resume(
     # the products the run began with (what its cpu_products resolved to), not what auto would pick here
     if info.get("cpu_products") in ("torch", "openblas"):
         config = config.replace(cpu_products=info["cpu_products"])
+    if type(info.get("bf16_gradients")) is bool:  # a run begun before the record: its config's own value
+        config = config.replace(bf16_gradients=info["bf16_gradients"])
     learner = make_learner(config)
     errors, seconds = [], 0.0
     for path in reversed(checkpoints(run_dir)):
