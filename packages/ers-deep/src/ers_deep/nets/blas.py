@@ -20,14 +20,16 @@ BLAS to ``threads`` threads (torch's own count), through ``threadpoolctl``. The 
 orders, so a run's floats depend on the choice (as they depend on the CPU): the learner writes the resolved
 choice into its run's config.
 
-``use_bf16_gradients(True)`` (``TrainConfig.bf16_gradients``, off by default) sends the large float32 products
-that need a gradient through ``bf16_gradients_bmm``: the forward is the float32 product above (so the loss, the
-PPO ratios and their clipping are float32's), and the two gradient products dx = g W^T and dW = x^T g are
-``bf16_bmm``'s: operands rounded to bfloat16, float32 accumulation, the result rounded to bfloat16 (torch's CPU
-product has no float32 output for bfloat16 operands). On a core with AVX512-BF16 (Zen 4) oneDNN runs them at
-1.3-1.8x OpenBLAS's float32 rate, casts included (``scripts/cpu_learner_bounds.py --parts blas``). Products without a gradient (the collection) and small ones stay as
-above. Unlike ``TrainConfig.bf16_update`` (autocast: the forward rounded too, which slowed Hanabi-Full's
-learning), only the gradients' directions are rounded.
+``use_bf16_gradients(True)`` (``TrainConfig.bf16_gradients``; its default ``"auto"`` is on where ``native_bf16()``,
+``resolve_bf16_gradients``) sends the large float32 products that need a gradient through ``bf16_gradients_bmm``:
+the forward is the float32 product above (so the loss, the PPO ratios and their clipping are float32's), and the
+two gradient products dx = g W^T and dW = x^T g are ``bf16_bmm``'s: operands rounded to bfloat16, float32
+accumulation, the result rounded to bfloat16 (torch's CPU product has no float32 output for bfloat16 operands).
+On a core with AVX512-BF16 (Zen 4) oneDNN runs them at 1.3-1.8x OpenBLAS's float32 rate, casts included
+(``scripts/cpu_learner_bounds.py --parts blas``); a core without bfloat16 units only emulates them (not
+measured here), so ``"auto"`` leaves them off there. Products without a gradient (the collection) and small ones stay as above.
+Unlike ``TrainConfig.bf16_update`` (autocast: the forward rounded too, which slowed Hanabi-Full's learning), only
+the gradients' directions are rounded.
 """
 
 from __future__ import annotations
