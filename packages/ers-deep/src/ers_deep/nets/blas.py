@@ -227,7 +227,7 @@ def resolve_bf16_gradients(choice: Bf16Gradients, device: str = "cpu", bf16_upda
         return choice
     if choice != "auto":
         raise ValueError(f"bf16_gradients = {choice!r}: choose True, False or 'auto'")
-    return device.split(":")[0] == "cpu" and not bf16_update and native_bf16()
+    return device.split(":", maxsplit=1)[0] == "cpu" and not bf16_update and native_bf16()
 
 
 def resolve_cpu_products(kind: str) -> str:
