@@ -94,6 +94,7 @@ def learner_side(side: str, updates: int, env: str = "hanabi") -> dict[str, Any]
         "seconds_per_update": secs,
         "env_steps_per_s": steps / sum(secs),
         "cpu_products": getattr(learner, "cpu_products", "torch"),
+        "bf16_gradients": getattr(learner, "bf16_gradients", False),  # what the config resolved to
         "cores_used": (time.process_time() - c0) / sum(secs),
     }
 

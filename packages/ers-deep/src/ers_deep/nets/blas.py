@@ -27,9 +27,9 @@ two gradient products dx = g W^T and dW = x^T g are ``bf16_bmm``'s: operands rou
 accumulation, the result rounded to bfloat16 (torch's CPU product has no float32 output for bfloat16 operands).
 On a core with AVX512-BF16 (Zen 4) oneDNN runs them at 1.3-1.8x OpenBLAS's float32 rate, casts included
 (``scripts/cpu_learner_bounds.py --parts blas``); a core without bfloat16 units only emulates them (not
-measured here), so ``"auto"`` leaves them off there. Products without a gradient (the collection) and small ones stay as above.
-Unlike ``TrainConfig.bf16_update`` (autocast: the forward rounded too, which slowed Hanabi-Full's learning), only
-the gradients' directions are rounded.
+measured here), so ``"auto"`` leaves them off there. Products without a gradient (the collection) and small ones
+stay as above. Unlike ``TrainConfig.bf16_update`` (autocast: the forward rounded too, which slowed Hanabi-Full's
+learning), only the gradients' directions are rounded.
 """
 
 from __future__ import annotations
@@ -215,7 +215,7 @@ def _x86() -> bool:
 def native_bf16() -> bool:
     """Whether this CPU multiplies bfloat16 natively (an x86 core with ``NATIVE_BF16_FLAGS``: AVX512-BF16 on AMD
     Zen 4 and later and Intel Cooper Lake and later, AMX-BF16 on Sapphire Rapids) and torch has oneDNN, whose
-    kernels use it. Elsewhere oneDNN emulates the bfloat16 product, slower than float32's."""
+    kernels use it. Elsewhere the bfloat16 product is only emulated."""
     flags = set(_cpuinfo("flags").split())
     return _x86() and bool(flags & set(NATIVE_BF16_FLAGS)) and torch.backends.mkldnn.is_available()
 

@@ -153,7 +153,8 @@ class Learner:
     def _process_switches(self, dev: torch.device) -> None:
         """The process-wide settings of the device (the last learner built sets them): TF32 and cuDNN
         benchmarking on CUDA; on CPU the kept freed memory (for the rest of the process) and the products of
-        the nets' SLinear layers (``nets.blas``; ``cpu_products``, "torch" on CUDA; ``bf16_gradients``, resolved)."""
+        the nets' SLinear layers (``nets.blas``; ``cpu_products``, "torch" on CUDA; ``bf16_gradients`` as
+        resolved, off on CUDA)."""
         cfg = self.config
         if dev.type == "cuda":
             torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = cfg.tf32

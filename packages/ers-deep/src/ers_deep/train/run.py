@@ -233,7 +233,8 @@ def resume(
     # the products the run began with (what its cpu_products resolved to), not what auto would pick here
     if info.get("cpu_products") in ("torch", "openblas"):
         config = config.replace(cpu_products=info["cpu_products"])
-    if type(info.get("bf16_gradients")) is bool:  # a run begun before the record: its config's own value
+    # likewise what its bf16_gradients resolved to (a run begun before that record: its config's own value)
+    if type(info.get("bf16_gradients")) is bool:
         config = config.replace(bf16_gradients=info["bf16_gradients"])
     learner = make_learner(config)
     errors, seconds = [], 0.0

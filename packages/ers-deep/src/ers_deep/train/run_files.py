@@ -175,9 +175,9 @@ EXECUTION_FIELDS = (
 def check_config(config: TrainConfig, recorded: Any, path: Path) -> None:
     """Refuse to resume ``config`` (config.json's) from the checkpoint ``path`` written with another config
     (``recorded``, its metadata's; ``EXECUTION_FIELDS`` aside: ``cpu_products`` and ``bf16_gradients`` are what
-    ``auto`` resolved to, the others choose how the run executes): a :class:`RunError` naming each changed field. A config that is no
-    training config is the checkpoint's damage (:class:`CheckpointError`); a checkpoint without one is not
-    checked."""
+    ``auto`` resolved to, the others choose how the run executes): a :class:`RunError` naming each changed
+    field. A config that is no training config is the checkpoint's damage (:class:`CheckpointError`); a
+    checkpoint without one is not checked."""
     if recorded is None:
         return
     try:
