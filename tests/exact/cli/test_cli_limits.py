@@ -210,7 +210,8 @@ def test_results_with_undefined_numbers_equal_their_round_trips() -> None:
     back = DiscoveryResult.from_json(json.loads(dumps(result.to_json())))
     assert back == result and hash(back) == hash(result) and back.transformations[0] == phi
     assert back != DiscoveryResult("g", "sp-max", (phi,), (1.0,), 0.5, 1.0, 1.0, 1.0, 0.0)
-    assert LearnedTransformation("phi-0", "s", "0", "k", (1, 0), None, math.nan) != phi  # another checkpoint
+    other_checkpoint = LearnedTransformation("phi-0", "s", "1" * 64, "k", (1, 0), None, math.nan)
+    assert other_checkpoint != phi
 
 
 def test_a_policy_file_is_read_as_the_distributions_its_rows_round(tmp_path: Path) -> None:
