@@ -107,6 +107,18 @@ def test_the_ops_are_registered_whole() -> None:
     x, w = torch.randn(2, 9, 5, generator=gen), torch.randn(2, 5, 4, generator=gen)
     torch.library.opcheck(blas.bf16_gradients_bmm, (x.clone().requires_grad_(), w.clone().requires_grad_()))
     torch.library.opcheck(blas.bf16_bmm, (x, w))
+    torch.library.opcheck(blas.bf16_bmm, (x.bfloat16(), w))  # the backward passes g already rounded
+
+
+def test_the_backward_rounds_g_once_to_the_same_floats() -> None:
+    """The backward rounds g to bfloat16 once for both products: bit for bit the products of ``bf16_bmm`` on the
+    float32 g (which rounds it itself), and a bfloat16 operand is taken as it is."""
+    gen = torch.Generator().manual_seed(4)
+    x, w, g = (torch.randn(2, *shape, generator=gen) for shape in ((33, 17), (17, 9), (33, 9)))
+    dx, dw = gradients(x, w, g, blas.bf16_gradients_bmm)
+    assert torch.equal(dx, blas.bf16_bmm(g, w.transpose(1, 2)))
+    assert torch.equal(dw, blas.bf16_bmm(x.transpose(1, 2), g))
+    assert torch.equal(blas.bf16_bmm(g.bfloat16(), w.transpose(1, 2)), dx) and dx.dtype == torch.float32
 
 
 def test_bmm_takes_it_only_for_large_float32_products_that_need_a_gradient() -> None:

@@ -44,6 +44,8 @@ import torch
 from torch import Tensor
 from torch.utils.flop_counter import bmm_flop, register_flop_formula
 
+from ers_deep.nets.cache_tag import tag_compile_caches
+
 __all__ = [
     "CPU_PRODUCTS",
     "MIN_MACS",
@@ -78,6 +80,9 @@ _BLAS_DTYPES = (torch.float32, torch.float64)
 MIN_MACS = 1 << 25
 
 _active = "torch"
+#: the custom ops' backward and fake kernels below are traced into compiled graphs, but torch's cache keys do not
+#: see their source: this file's hash goes into the keys (``nets.cache_tag``)
+tag_compile_caches(__file__)
 _bf16_gradients = False
 
 
@@ -135,7 +140,7 @@ def bf16_bmm(x: Tensor, w: Tensor) -> Tensor:
 
 @bf16_bmm.register_fake
 def _(x: Tensor, w: Tensor) -> Tensor:
-    return x.new_empty(x.shape[0], x.shape[1], w.shape[2])
+    return x.new_empty(x.shape[0], x.shape[1], w.shape[2], dtype=torch.float32)
 
 
 @torch.library.custom_op("ers::bf16_gradients_bmm", mutates_args=())
@@ -155,7 +160,8 @@ def _(x: Tensor, w: Tensor) -> Tensor:
 def _bf16_backward(
     ctx: torch.autograd.function.FunctionCtx, g: Tensor
 ) -> tuple[Tensor | None, Tensor | None]:
-    return _gradient_products(ctx, g, bf16_bmm)
+    # g rounded once for both products (``bf16_bmm`` leaves a bfloat16 operand as it is): the same floats
+    return _gradient_products(ctx, g.bfloat16(), bf16_bmm)
 
 
 bf16_gradients_bmm.register_autograd(_bf16_backward, setup_context=_setup_context)
