@@ -208,6 +208,10 @@ def test_auto_is_on_where_the_cpu_multiplies_bfloat16_natively(
     assert blas.resolve_bf16_gradients("auto", "cpu:0") is blas.native_bf16()
     assert blas.resolve_bf16_gradients("auto", "cuda") is False
     assert blas.resolve_bf16_gradients("auto", bf16_update=True) is False
+    assert blas.resolve_bf16_gradients("auto", net="mlp") is blas.native_bf16()
+    for net in ("cnn-gru", "tabular"):  # curves not studied with it
+        assert blas.resolve_bf16_gradients("auto", net=net) is False
+        assert blas.resolve_bf16_gradients(True, net=net) is True
     assert blas.resolve_bf16_gradients(True) is True and blas.resolve_bf16_gradients(False) is False
     with pytest.raises(ValueError, match="choose True, False or 'auto'"):
         blas.resolve_bf16_gradients("on")  # type: ignore[arg-type]
@@ -248,6 +252,10 @@ def test_a_learner_resolves_auto(monkeypatch: pytest.MonkeyPatch) -> None:
         assert learner.bf16_gradients is on and blas.bf16_gradients() is on
     learner = Learner(cfg.replace(bf16_gradients=True))  # the switch on a CPU without it: emulated, slower
     assert learner.bf16_gradients is True and blas.bf16_gradients()
+    fake_cpu(monkeypatch, "x86_64", "avx512f avx512_bf16")
+    learner = Learner(tiny_config("overcooked-v2", collect_mode="eager", update_mode="eager"))
+    assert learner.config.net.kind == "cnn-gru" and learner.bf16_gradients is False
+    assert not blas.bf16_gradients()
 
 
 def test_a_resumed_run_keeps_what_auto_resolved_to(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -21,7 +21,8 @@ orders, so a run's floats depend on the choice (as they depend on the CPU): the 
 choice into its run's config.
 
 ``use_bf16_gradients(True)`` (``TrainConfig.bf16_gradients``; its default ``"auto"`` is on where ``native_bf16()``,
-``resolve_bf16_gradients``) sends the large float32 products that need a gradient through ``bf16_gradients_bmm``:
+``resolve_bf16_gradients``; only for the net kinds whose learning curve was studied with it, Hanabi's MLP)
+sends the large float32 products that need a gradient through ``bf16_gradients_bmm``:
 the forward is the float32 product above (so the loss, the PPO ratios and their clipping are float32's), and the
 two gradient products dx = g W^T and dW = x^T g are ``bf16_bmm``'s: operands rounded to bfloat16, float32
 accumulation, the result rounded to bfloat16 (torch's CPU product has no float32 output for bfloat16 operands).
@@ -47,6 +48,7 @@ from torch.utils.flop_counter import bmm_flop, register_flop_formula
 from ers_deep.nets.cache_tag import tag_compile_caches
 
 __all__ = [
+    "BF16_STUDIED_NETS",
     "CPU_PRODUCTS",
     "MIN_MACS",
     "NATIVE_BF16_FLAGS",
@@ -69,6 +71,9 @@ __all__ = [
 CpuProducts = Literal["auto", "torch", "openblas"]
 CPU_PRODUCTS: tuple[str, ...] = get_args(CpuProducts)
 Bf16Gradients = bool | Literal["auto"]
+#: the net kinds whose learning curve was compared with and without bfloat16 gradient products, where ``"auto"``
+#: turns them on: Hanabi-Full's MLP (256 and 512 wide, 2026-12-06/07). Not Overcooked V2's CNN + GRU (not studied)
+BF16_STUDIED_NETS = ("mlp",)
 #: /proc/cpuinfo flags of a native bfloat16 dot product (``native_bf16``)
 NATIVE_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
 #: dtypes numpy's BLAS multiplies (sgemm, dgemm); others stay on torch.bmm
@@ -226,14 +231,18 @@ def native_bf16() -> bool:
     return _x86() and bool(flags & set(NATIVE_BF16_FLAGS)) and torch.backends.mkldnn.is_available()
 
 
-def resolve_bf16_gradients(choice: Bf16Gradients, device: str = "cpu", bf16_update: bool = False) -> bool:
+def resolve_bf16_gradients(
+    choice: Bf16Gradients, device: str = "cpu", bf16_update: bool = False, net: str = "mlp"
+) -> bool:
     """What ``choice`` (``TrainConfig.bf16_gradients``) resolves to: True and False are themselves; ``"auto"``
-    is on for a learner on the CPU (``device``) without ``bf16_update`` where ``native_bf16()``, else off."""
+    is on for a learner on the CPU (``device``) without ``bf16_update`` whose net kind (``NetConfig.kind``) is
+    one whose learning curve was studied with it (``BF16_STUDIED_NETS``) where ``native_bf16()``, else off."""
     if choice is True or choice is False:
         return choice
     if choice != "auto":
         raise ValueError(f"bf16_gradients = {choice!r}: choose True, False or 'auto'")
-    return device.split(":", maxsplit=1)[0] == "cpu" and not bf16_update and native_bf16()
+    cpu = device.split(":", maxsplit=1)[0] == "cpu"
+    return cpu and not bf16_update and net in BF16_STUDIED_NETS and native_bf16()
 
 
 def resolve_cpu_products(kind: str) -> str:

@@ -96,8 +96,9 @@ class TrainConfig:
     bf16_update: bool = False  # the PPO loss's forward under bfloat16 autocast (float32 weights and Adam)
     # CPU: the update's gradient products (dx = g W^T, dW = x^T g of the large SLinear products) on bfloat16
     # operands, the forward (loss, ratios, clipping) in float32 (ers_deep.nets.blas.bf16_gradients_bmm). "auto":
-    # on where the CPU multiplies bfloat16 natively (blas.resolve_bf16_gradients), off on CUDA and beside
-    # bf16_update; the run's config.json records what it resolved to, and a resume keeps that
+    # on where the CPU multiplies bfloat16 natively for the nets whose curve was studied with it (Hanabi's MLP;
+    # blas.resolve_bf16_gradients), off on CUDA, beside bf16_update and for the Overcooked V2 CNN + GRU; the run's
+    # config.json records what it resolved to, and a resume keeps that
     bf16_gradients: Bf16Gradients = "auto"
     # CUDA, compiled modes: inductor tries each Triton pointwise kernel in a few tile configs at its first run
     # (torch's default). False: one heuristic config per kernel, so fewer kernels to compile in the setup

@@ -162,7 +162,9 @@ class Learner:
         elif cfg.keep_cpu_memory:
             keep_freed_memory()
         self.cpu_products = use_cpu_products(cfg.cpu_products) if dev.type == "cpu" else "torch"
-        self.bf16_gradients = resolve_bf16_gradients(cfg.bf16_gradients, dev.type, cfg.bf16_update)
+        self.bf16_gradients = resolve_bf16_gradients(
+            cfg.bf16_gradients, dev.type, cfg.bf16_update, cfg.net.kind
+        )
         use_bf16_gradients(self.bf16_gradients)
 
     def _build_update(self, mode: str, own_net: bool) -> None:
