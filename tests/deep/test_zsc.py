@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -122,6 +123,23 @@ def test_population_seeds_never_collide_within_the_bounds() -> None:
     for field in ({"agents": MAX_AGENTS + 1}, {"k": MAX_K + 1}, {"m": MAX_M + 1}):
         with pytest.raises(UsageError, match=next(iter(field))):
             PopulationConfig(env="tabular:toy-coordination", **field)  # type: ignore[arg-type]
+
+
+def test_the_table_command_takes_the_configs_bounds(tmp_path: Path) -> None:
+    """``ers-deep table1`` checks the same bounds as ``PopulationConfig`` (one definition, ``ers_deep.seed_layout``):
+    the largest values pass, one past them is refused, and the help names them."""
+    from ers_deep.cli.zsc import Table1Options
+    from ers_deep.zsc.config import MAX_AGENTS, MAX_K, MAX_M
+
+    out = str(tmp_path / "run")
+    largest = Table1Options(env="tabular:toy-coordination", out=out, agents=MAX_AGENTS, k=MAX_K, m=MAX_M)
+    config = largest.config()
+    assert (config.agents, config.k, config.m) == (MAX_AGENTS, MAX_K, MAX_M)
+    fields = {f.name: f for f in dataclasses.fields(Table1Options)}
+    for name, bound in (("agents", MAX_AGENTS), ("k", MAX_K), ("m", MAX_M)):
+        with pytest.raises(UsageError, match=name):
+            Table1Options(env="tabular:toy-coordination", out=out, **{name: bound + 1})  # type: ignore[arg-type]
+        assert f"to {bound}" in fields[name].metadata["help"]
 
 
 @pytest.mark.gpu

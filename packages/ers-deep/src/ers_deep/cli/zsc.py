@@ -17,6 +17,7 @@ from ers_deep.cli.common import (
     refuse_unread,
     require_two_seat_env,
 )
+from ers_deep.seed_layout import MAX_AGENTS, MAX_K, MAX_M
 from ers_deep.train.evaluate import AVERAGES
 from ers_exact.deployment import DEFAULT_SELECT_BY, SELECT_BY
 from ers_exact.util.deprecation import renamed_fields
@@ -68,11 +69,13 @@ class Table1Options(Options):
     )
     preset: str = option("Hanabi-Very-Small", help="Hanabi: HLE preset", check=one_of(PRESET_NAMES))
     out: str = option(help="folder of the run (pools, discoveries, tables)", check=output_folder)
-    agents: int = option(3, help="P, agents per population, 2 to 50 (the seed layout)", check=between(2, 50))
+    agents: int = option(
+        3, help=f"P, agents per population, 2 to {MAX_AGENTS} (the seed layout)", check=between(2, MAX_AGENTS)
+    )
     k: int = option(
         4,
-        help="self-play seeds per ER agent, 2 to 50 (half train the symmetries, half are held out)",
-        check=between(2, 50),
+        help=f"self-play seeds per ER agent, 2 to {MAX_K} (half train the symmetries, half are held out)",
+        check=between(2, MAX_K),
     )
     candidates: int = option(8, help="symmetries trained per agent", check=at_least(1))
     top: int = option(
@@ -82,7 +85,9 @@ class Table1Options(Options):
         renamed_from=("l",),
     )
     m: int = option(
-        1, help="OP seeds per agent, 1 to 20 (--select-by picks the one deployed)", check=between(1, 20)
+        1,
+        help=f"OP seeds per agent, 1 to {MAX_M} (--select-by picks the one deployed)",
+        check=between(1, MAX_M),
     )
     select_by: str = option(
         DEFAULT_SELECT_BY,

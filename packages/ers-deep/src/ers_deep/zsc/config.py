@@ -22,6 +22,7 @@ from typing import Any
 from ers_deep.discovery import DeepDiscoveryConfig
 from ers_deep.envs.hanabi.config import canonical_preset
 from ers_deep.nets import NetConfig
+from ers_deep.seed_layout import MAX_AGENTS, MAX_K, MAX_M  # the seed layout's bounds (its docstring)
 from ers_deep.train.config import TrainConfig, paper_config
 from ers_deep.train.evaluate import AVERAGES
 from ers_exact.deployment import DEFAULT_SELECT_BY, SELECT_BY
@@ -37,15 +38,6 @@ from ers_exact.util.options import (
 )
 
 __all__ = ["MAX_AGENTS", "MAX_K", "MAX_M", "PopulationConfig"]
-
-# The seed layout: agent A of a run with seed S trains its self-play seeds S * 10000 + 100 A + [0, k), its
-# OP-MDP seeds + 50 + [0, m) and its OP-ER seeds + 70 + [0, m); its discovery draws from S * 100 + A (+ 50 for
-# sp-max-reg). Within these bounds no two of them (nor two runs' agents) share a seed: past them an agent's
-# self-play seed was its OP-MDP seed (the same policy where Phi_MDP is the identity), its OP-MDP seeds its
-# OP-ER ones, or two agents' pools overlapped.
-MAX_AGENTS = 50
-MAX_K = 50
-MAX_M = 20
 
 
 @renamed_fields(l="top")
