@@ -110,15 +110,22 @@ def test_the_ops_are_registered_whole() -> None:
     torch.library.opcheck(blas.bf16_bmm, (x.bfloat16(), w))  # the backward passes g already rounded
 
 
-def test_the_backward_rounds_g_once_to_the_same_floats() -> None:
-    """The backward rounds g to bfloat16 once for both products: bit for bit the products of ``bf16_bmm`` on the
-    float32 g (which rounds it itself), and a bfloat16 operand is taken as it is."""
+@pytest.mark.parametrize(("K", "N"), [(17, 9), (9, 17), (12, 12), (40, 1)])
+def test_the_backward_rounds_g_once_and_orients_the_weight_gradient(K: int, N: int) -> None:
+    """The backward rounds g to bfloat16 once for both products: dx bit for bit ``bf16_bmm`` on the float32 g
+    (which rounds it itself; a bfloat16 operand is taken as it is); dW = x^T g as (g^T x)^T where x is the wider,
+    bit for bit that product and within one bfloat16 step of x^T g (the same products, another order)."""
     gen = torch.Generator().manual_seed(4)
-    x, w, g = (torch.randn(2, *shape, generator=gen) for shape in ((33, 17), (17, 9), (33, 9)))
+    x, w, g = (torch.randn(2, *shape, generator=gen) for shape in ((33, K), (K, N), (33, N)))
     dx, dw = gradients(x, w, g, blas.bf16_gradients_bmm)
     assert torch.equal(dx, blas.bf16_bmm(g, w.transpose(1, 2)))
-    assert torch.equal(dw, blas.bf16_bmm(x.transpose(1, 2), g))
     assert torch.equal(blas.bf16_bmm(g.bfloat16(), w.transpose(1, 2)), dx) and dx.dtype == torch.float32
+    oriented = (
+        blas.bf16_bmm(g.transpose(1, 2), x).transpose(1, 2) if K > N else blas.bf16_bmm(x.transpose(1, 2), g)
+    )
+    assert torch.equal(dw, oriented) and dw.shape == w.shape
+    plain = blas.bf16_bmm(x.transpose(1, 2), g).double()
+    assert bool(((dw.double() - plain).abs() <= BF16_ULP * plain.abs() + 1e-6).all())
 
 
 def test_bmm_takes_it_only_for_large_float32_products_that_need_a_gradient() -> None:
