@@ -87,6 +87,13 @@ def test_the_tag_is_the_files_hash_and_is_added_once(tmp_path: Path) -> None:
         config.cache_key_tag = before
 
 
+def test_an_unreadable_source_tags_with_the_version(tmp_path: Path) -> None:
+    """Without the file (an install without sources) the tag is the package's version, not an error."""
+    from ers_deep import __version__
+
+    assert source_tag(tmp_path / "gone.py") == f"ers-gone-v{__version__}"
+
+
 def test_importing_the_custom_ops_tags_the_caches() -> None:
     """``nets.blas`` (ers's custom ops) put its own source's hash into the tag at import."""
     assert source_tag(blas.__file__) in str(torch.compiler.config.cache_key_tag).split("+")

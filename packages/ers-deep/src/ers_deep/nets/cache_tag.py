@@ -24,9 +24,16 @@ __all__ = ["source_tag", "tag_compile_caches"]
 
 
 def source_tag(path: str | Path) -> str:
-    """``ers-<name>-<first 16 hex digits of the SHA-256 of the file's bytes>``."""
+    """``ers-<name>-<first 16 hex digits of the SHA-256 of the file's bytes>``; where the file cannot be read
+    (e.g. an install without sources), ``ers-<name>-v<ers_deep's version>``: then only a new version breaks the
+    caches."""
     p = Path(path)
-    return f"ers-{p.stem}-{hashlib.sha256(p.read_bytes()).hexdigest()[:16]}"
+    try:
+        return f"ers-{p.stem}-{hashlib.sha256(p.read_bytes()).hexdigest()[:16]}"
+    except OSError:
+        from ers_deep import __version__
+
+        return f"ers-{p.stem}-v{__version__}"
 
 
 def tag_compile_caches(path: str | Path) -> str:
