@@ -30,6 +30,7 @@ LAYERS: dict[str, dict[str, int]] = {
         "games": 3,
         "interface": 4,
         "zsc_report": 4,
+        "symmetry_match": 4,
         "deployment": 4,
         "solve": 5,
         "symmetry": 6,
@@ -39,6 +40,7 @@ LAYERS: dict[str, dict[str, int]] = {
         "__init__": 10,
     },
     "ers_deep": {
+        "seed_layout": 0,  # constants only (the population runs' seed bounds)
         "envs": 1,
         "nets": 2,
         "accel": 3,

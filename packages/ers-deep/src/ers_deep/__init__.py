@@ -18,6 +18,7 @@ Layers, lowest first (imports point down only; ``tests/test_architecture.py`` ch
 * ``discovery``: learned ER symmetries, the paper's Algorithms 1-3 (``DeepDiscoveryConfig``, ``discover``:
   a ``DiscoveryResult``);
 * ``other_play``: other-play training with Phi = none, Phi_MDP or a learned set;
+* ``seed_layout``: the bounds of the population runs' seed layout (no imports: ``zsc`` and ``cli`` check them);
 * ``zsc``: the population protocol (``PopulationConfig``, ``run_table1``: a ``ZSCReport``, ``run_table2``);
 * ``analysis``: action matrices, OP-optimality preservation, cross-play distributions, learning curves;
 * ``bench``: env and learner throughput against the references;

@@ -17,7 +17,7 @@ Layers, lowest first (imports point down only; ``tests/test_architecture.py`` ch
   OP^Phi, the symmetriser), transformations phi, the exact self-play optimum J* (``optimal_value``);
 * ``io``: the MADP ``.dpomdp`` format and a Gambit ``.efg`` export;
 * ``games``: the built-in games (``get_game``, ``GAMES``) and random games;
-* ``interface`` (with ``zsc_report`` and ``deployment``): the torch-free results ers-deep writes too
+* ``interface`` (with ``zsc_report``, ``symmetry_match`` and ``deployment``): the torch-free results ers-deep writes too
   (``DiscoveryResult``, ``ZSCReport``) and the deployment rule ``select_by``;
 * ``solve``: Boltzmann fixed points pi = softmax(Q^i / alpha) (``solve_fixed_points``), certificates, alpha
   sweeps, Pi*_alpha proven complete (``optimal_set``);

@@ -38,8 +38,9 @@ from pathlib import Path
 from typing import Any
 
 from ers_exact.model.transformation import Transformation
+from ers_exact.symmetry_match import SymmetryMatch
 from ers_exact.util.errors import InputError
-from ers_exact.util.fields import flag, integer, permutation, real, sequence, text
+from ers_exact.util.fields import null_as_nan, permutation, real, sequence, text
 from ers_exact.util.nan_equality import nan_equal, nan_hash
 from ers_exact.util.output import dumps as strict_dumps
 from ers_exact.util.records import read_record
@@ -59,7 +60,6 @@ __all__ = [
 ]
 
 
-_MATCH_KEYS = ("index", "name", "agreement", "same_actions", "varying")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _LEARNED_KEYS = ("name", "checkpoint", "sha256", "key", "action_map")
 _LEARNED_LATER = ("kind", "obs_permutation", "distance", "nearest", "known")  # may be absent
@@ -80,77 +80,6 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
-
-
-@dataclass(frozen=True)
-class SymmetryMatch:
-    """A learned phi's rounding against the env's known Dec-POMDP symmetries (index permutations: Hanabi's
-    colour permutations, Overcooked V2's vertical flip; ``ers_deep.discovery.rounding.match_known``).
-
-    ``index`` and ``name`` give the known symmetry nearest the rounding (its position in the env's list,
-    identity first at 0); ``agreement`` is the fraction of the ``varying`` observation features (those not
-    constant over the sampled observations the rounding was measured on) on which the rounded observation
-    permutation and that symmetry agree (NaN when no feature varies: nothing to compare); ``same_actions``
-    whether phi_A is its action map. The rounding *is* that symmetry (``match``: its name, else None) when
-    the action maps are equal and they agree on every varying feature."""
-
-    index: int
-    name: str
-    agreement: float
-    same_actions: bool
-    varying: int
-
-    __eq__ = nan_equal
-    __hash__ = nan_hash
-
-    def __post_init__(self) -> None:
-        """Check each field (TypeError / ValueError naming it): ``index`` and ``varying`` integers >= 0,
-        ``name`` a string, ``same_actions`` True or False, ``agreement`` a number in [0, 1], NaN exactly when
-        ``varying`` is 0 (no feature to compare on). Numbers are stored as Python's int and float."""
-        set_ = object.__setattr__
-        for key in ("index", "varying"):
-            set_(self, key, integer(getattr(self, key), f"SymmetryMatch.{key}", minimum=0))
-        text(self.name, "SymmetryMatch.name")
-        set_(self, "same_actions", flag(self.same_actions, "SymmetryMatch.same_actions"))
-        agreement = real(self.agreement, "SymmetryMatch.agreement", minimum=0.0, maximum=1.0)
-        if math.isnan(agreement) != (self.varying == 0):
-            raise ValueError(
-                f"SymmetryMatch.agreement must be NaN exactly when varying is 0 (no feature to compare on), "
-                f"not {agreement!r} with varying={self.varying}"
-            )
-        set_(self, "agreement", agreement)
-
-    @property
-    def match(self) -> str | None:
-        """The known symmetry's name when the rounding equals it, else None."""
-        return self.name if self.same_actions and self.agreement == 1.0 else None
-
-    def to_json(self) -> dict[str, Any]:
-        """The JSON form (``match`` included for readers; an undefined ``agreement``, NaN, as null)."""
-        return {
-            "match": self.match,  # derived, for readers of the file; from_json ignores it
-            "index": self.index,
-            "name": self.name,
-            "agreement": None if math.isnan(self.agreement) else self.agreement,
-            "same_actions": self.same_actions,
-            "varying": self.varying,
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> SymmetryMatch:
-        """The inverse of :meth:`to_json` (``match`` is derived, not read); a missing key or mistyped value is a
-        ``RecordError`` (a ValueError) naming the keys it expects."""
-        return read_record("SymmetryMatch", data, cls._build, _MATCH_KEYS, ("match",))
-
-    @classmethod
-    def _build(cls, data: Mapping[str, Any]) -> SymmetryMatch:
-        return cls(  # __post_init__ checks the values (int("3") read a string, int(1.5) truncated)
-            index=data["index"],
-            name=data["name"],
-            agreement=_number(data["agreement"]),
-            same_actions=data["same_actions"],
-            varying=data["varying"],
-        )
 
 
 @dataclass(frozen=True)
@@ -233,7 +162,7 @@ class LearnedTransformation:
             key=data["key"],
             action_map=data["action_map"],
             obs_permutation=perm,
-            distance=_number(dist),
+            distance=null_as_nan(dist),
             nearest=None if near is None else Transformation.from_json(near),
             known=None if known is None else SymmetryMatch.from_json(known),
         )
@@ -258,12 +187,6 @@ def _transformation_from_json(data: dict[str, Any]) -> AnyTransformation:
     if isinstance(data, Mapping) and data.get("kind") == "learned":
         return LearnedTransformation.from_json(data)
     return Transformation.from_json(data)
-
-
-def _number(v: Any) -> Any:
-    """A number of a result file: strict JSON writes an undefined value (NaN) as null; read it back as NaN (the
-    record's ``__post_init__`` checks the rest: a string or true is refused, float() read them)."""
-    return math.nan if v is None else v
 
 
 def _list(v: Any) -> list[Any]:
@@ -385,11 +308,11 @@ class DiscoveryResult:
             game=data["game"],
             algorithm=data["algorithm"],
             transformations=tuple(_transformation_from_json(t) for t in _list(data["transformations"])),
-            scores=tuple(_number(v) for v in _list(data["scores"])),
-            pool_return=_number(data["pool_return"]),
-            J_1=_number(data["J_1"]),
-            J_2=_number(data["J_2"]),
-            J_3=_number(data["J_3"]),
-            reconstruction_loss=_number(data["reconstruction_loss"]),
+            scores=tuple(null_as_nan(v) for v in _list(data["scores"])),
+            pool_return=null_as_nan(data["pool_return"]),
+            J_1=null_as_nan(data["J_1"]),
+            J_2=null_as_nan(data["J_2"]),
+            J_3=null_as_nan(data["J_3"]),
+            reconstruction_loss=null_as_nan(data["reconstruction_loss"]),
             config=dict(data.get("config", {})),
         )

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["flag", "integer", "permutation", "real", "sequence", "text"]
+__all__ = ["flag", "integer", "null_as_nan", "permutation", "real", "sequence", "text"]
 
 
 def text(v: Any, what: str) -> str:
@@ -80,3 +80,9 @@ def permutation(x: Any, what: str) -> tuple[int, ...]:
     if sorted(arr) != list(range(len(arr))):
         raise ValueError(f"{what} is not a permutation of 0..{len(arr) - 1}: {list(arr)}")
     return arr
+
+
+def null_as_nan(v: Any) -> Any:
+    """A number of a result file: strict JSON writes an undefined value (NaN) as null; read it back as NaN (the
+    record's ``__post_init__`` checks the rest: a string or true is refused, float() read them)."""
+    return math.nan if v is None else v
