@@ -24,8 +24,9 @@ from ers_exact.interface import (
 
 PHI = Transformation((1, 0), ((1, 0), (0, 1)), ((0, 1), (1, 0)))
 MATCH = SymmetryMatch(index=1, name="swap", agreement=math.nan, same_actions=True, varying=0)
+NEAR = Transformation((0, 1), ((1, 0), (1, 0)), ((1, 0), (1, 0)))  # T^-1 of the record's phi_A and rounding
 LEARNED = LearnedTransformation(
-    "phi0", "phi.safetensors", "ab" * 32, "phi0.", (1, 0), (1, 0), 0.5, PHI, MATCH
+    "phi0", "phi.safetensors", "ab" * 32, "phi0.", (1, 0), (1, 0), 0.5, NEAR, MATCH
 )
 RESULT = DiscoveryResult("g", "sp-max", (PHI, LEARNED), (0.9, math.nan), 0.8, 0.9, 0.7, 0.6, 0.0)
 CELL = Estimate(0.5, math.nan)

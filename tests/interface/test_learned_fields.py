@@ -24,6 +24,8 @@ from ers_exact.util.output import dumps as strict_dumps
 from ers_exact.util.records import RecordError
 
 PHI = Transformation((1, 0), ((1, 0), (0, 1)), ((0, 1), (1, 0)))
+# T^-1 for T = (the identity on states, phi_A = (1, 0), the rounding (2, 0, 1) on each agent's observations)
+NEAR = Transformation((0,), ((1, 0), (1, 0)), ((1, 2, 0), (1, 2, 0)))
 MATCH: dict[str, Any] = {"index": 1, "name": "swap", "agreement": 0.75, "same_actions": True, "varying": 4}
 LEARNED: dict[str, Any] = {
     "name": "phi0",
@@ -33,7 +35,7 @@ LEARNED: dict[str, Any] = {
     "action_map": (1, 0),
     "obs_permutation": (2, 0, 1),
     "distance": 0.5,
-    "nearest": PHI,
+    "nearest": NEAR,
     "known": SymmetryMatch(**MATCH),
 }
 
@@ -83,6 +85,24 @@ BAD_LEARNED = [
     ("distance", "0.5", TypeError, r"LearnedTransformation\.distance must be a number"),
     ("nearest", "phi", TypeError, r"LearnedTransformation\.nearest must be None or a Transformation"),
     ("nearest", PHI.to_json(), TypeError, r"LearnedTransformation\.nearest must be None or a Transformation"),
+    (
+        "nearest",
+        PHI,
+        ValueError,
+        r"LearnedTransformation\.nearest: its inverse must be the identity on states",
+    ),
+    (
+        "nearest",
+        Transformation((0,), ((0, 1), (1, 0)), ((1, 2, 0), (1, 2, 0))),
+        ValueError,
+        r"LearnedTransformation\.nearest: agent 0's inverse maps actions \(0, 1\)",
+    ),
+    (
+        "nearest",
+        Transformation((0,), ((1, 0), (1, 0)), ((1, 2, 0), (2, 0, 1))),
+        ValueError,
+        r"LearnedTransformation\.nearest: agent 1's inverse maps actions \(1, 0\) and observations \(1, 2, 0\)",
+    ),
     ("known", MATCH, TypeError, r"LearnedTransformation\.known must be None or a SymmetryMatch"),
     ("known", PHI, TypeError, r"LearnedTransformation\.known must be None or a SymmetryMatch"),
 ]
@@ -155,6 +175,11 @@ BAD_FILES = [
     (("action_map",), [0, 0], r"LearnedTransformation\.action_map \(phi_A\) is not a permutation"),
     (("obs_permutation",), [1.5, 0, 2], r"LearnedTransformation\.obs_permutation must hold integers"),
     (("distance",), -0.5, r"LearnedTransformation\.distance must be >= 0"),
+    (
+        ("nearest",),
+        PHI.to_json(),
+        r"LearnedTransformation\.nearest: its inverse must be the identity on states",
+    ),
 ]
 
 
@@ -204,15 +229,21 @@ def _learned(draw: st.DrawFn) -> LearnedTransformation:
     n_actions, n_obs = draw(st.integers(1, 6)), draw(st.integers(1, 8))
     rounded = draw(st.booleans())
     distance = draw(st.floats(0.0, 1e6, allow_nan=False)) if rounded else math.nan
-    nearest = draw(st.none() | st.just(Transformation((0,), ((0,),), (tuple(range(n_obs)),))))
+    action_map = draw(_permutations(n_actions))
+    obs_permutation = draw(_permutations(n_obs)) if rounded else None
+    nearest = None
+    if obs_permutation is not None and draw(st.booleans()):  # T^-1 of the rounding, as round_tabular makes it
+        agents, states = draw(st.integers(1, 3)), tuple(range(draw(st.integers(1, 4))))
+        acts, obs = tuple(int(a) for a in action_map), tuple(int(o) for o in obs_permutation)
+        nearest = Transformation(states, (acts,) * agents, (obs,) * agents).inverse()
     name, checkpoint, key = draw(st.tuples(*[st.text(max_size=8)] * 3))
     return LearnedTransformation(
         name,
         checkpoint,
         draw(st.text("0123456789abcdef", min_size=64, max_size=64)),
         key,
-        action_map=draw(_permutations(n_actions)),
-        obs_permutation=draw(_permutations(n_obs)) if rounded else None,
+        action_map=action_map,
+        obs_permutation=obs_permutation,
         distance=distance,
         nearest=nearest,
         known=draw(st.none() | _matches()),
@@ -233,3 +264,10 @@ def test_any_record_within_the_contract_is_stored_normalised_and_round_trips(
     assert again == t and hash(again) == hash(t)
     result = DiscoveryResult("g", "deep-sp-max", (t,), (0.5,), 0.5, 0.5, math.nan, 0.5, 0.0)
     assert DiscoveryResult.from_json(json.loads(result.dumps())) == result
+
+
+def test_a_nearest_without_the_rounding_it_inverts_is_refused() -> None:
+    """``nearest`` is the ers-exact form of ``obs_permutation`` (with phi_A): a record with the one and not the
+    other is inconsistent. (Files of earlier discoveries satisfy the check: 75 on 2026-12-07.)"""
+    with pytest.raises(ValueError, match=r"nearest is the rounding of an obs_permutation, which is None"):
+        LearnedTransformation(**{**LEARNED, "obs_permutation": None, "distance": math.nan})

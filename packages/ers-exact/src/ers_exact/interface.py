@@ -90,9 +90,11 @@ class LearnedTransformation:
     prefix of this transformation inside it); phi_A is ``action_map``: action a of the original game is
     action ``action_map[a]`` of the mapped one, so phi(pi)(a | o) = pi(action_map[a] | phi_O(o)).
     ``obs_permutation`` is the index permutation nearest to phi_O (observation features; on tabular envs the
-    one-hot local-history index) when the rounding gives a permutation, with ``distance`` the relative
+    observation's index) when the rounding gives a permutation, with ``distance`` the relative
     squared distance E||phi_O(o) - o[perm]||^2 / E||o||^2 over the observations it was measured on;
-    ``nearest`` is the ers-exact transformation it rounds to (tabular games only), None otherwise; ``known``
+    ``nearest`` is the ers-exact transformation it rounds to (tabular games only), None otherwise: T^-1 for
+    T = (the identity on states, phi_A on each agent's actions, ``obs_permutation`` on each agent's
+    observations), since phi(pi)(a | tau) = pi(phi_A(a) | T(tau)) is ers-exact's T^-1(pi); ``known``
     compares the rounding with the env's known Dec-POMDP symmetries (Hanabi, Overcooked V2; None on tabular
     games, which ``nearest`` covers, and in files written before it was recorded)."""
 
@@ -129,6 +131,23 @@ class LearnedTransformation:
         for key, kind in (("nearest", Transformation), ("known", SymmetryMatch)):
             if not isinstance(getattr(self, key), kind | None):
                 raise TypeError(f"{what}{key} must be None or a {kind.__name__}, not {getattr(self, key)!r}")
+        if self.nearest is not None:
+            self._check_nearest(self.nearest.inverse())
+
+    def _check_nearest(self, t: Transformation) -> None:
+        """``nearest`` = T^-1 agrees with the other fields (the class docstring): T the identity on states, phi_A
+        on each agent's actions (``action_map``'s first entries), ``obs_permutation`` on its observations."""
+        what = "LearnedTransformation.nearest"
+        if self.obs_permutation is None:
+            raise ValueError(f"{what} is the rounding of an obs_permutation, which is None")
+        if t.states != tuple(range(len(t.states))):
+            raise ValueError(f"{what}: its inverse must be the identity on states, not {t.states}")
+        for i, (acts, obs) in enumerate(zip(t.actions, t.observations, strict=True)):
+            if acts != self.action_map[: len(acts)] or obs != self.obs_permutation:
+                raise ValueError(
+                    f"{what}: agent {i}'s inverse maps actions {acts} and observations {obs}, not phi_A "
+                    f"{self.action_map[: len(acts)]} and obs_permutation {self.obs_permutation}"
+                )
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form, tagged ``"kind": "learned"`` (an exact :class:`Transformation` has no ``kind``)."""
