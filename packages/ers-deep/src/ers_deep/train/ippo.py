@@ -157,6 +157,9 @@ class Learner:
         resolved, off on CUDA)."""
         cfg = self.config
         if dev.type == "cuda":
+            # the legacy flags, not torch 2.9's ``fp32_precision``: once that is set, reading the legacy cuBLAS flag
+            # raises (torch 2.13, checked 2026-12-07), and inductor's conv templates still read the legacy cuDNN
+            # one; a switch waits for a device to test it on
             torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = cfg.tf32
             torch.backends.cudnn.benchmark = cfg.cudnn_benchmark
         elif cfg.keep_cpu_memory:
