@@ -112,15 +112,20 @@ def _setup_context(
 
 
 def _gradient_products(
-    ctx: torch.autograd.function.FunctionCtx, g: Tensor, product: Callable[[Tensor, Tensor], Tensor]
+    ctx: torch.autograd.function.FunctionCtx,
+    g: Tensor,
+    product: Callable[[Tensor, Tensor], Tensor],
+    weight_gradient: Callable[[Tensor, Tensor], Tensor] | None = None,
 ) -> tuple[Tensor | None, Tensor | None]:
-    """dx = g w^T and dw = x^T g of a product x @ w, each by ``product``, where the input needs it."""
+    """dx = g w^T and dw = x^T g of a product x @ w, each by ``product`` (dw by ``weight_gradient(x, g)`` where
+    given), where the input needs it."""
     x, w = ctx.saved_tensors  # type: ignore[attr-defined]
     needs = ctx.needs_input_grad  # type: ignore[attr-defined]
     g = g.contiguous()
     dx = product(g, w.transpose(1, 2)) if needs[0] else None
-    dw = product(x.transpose(1, 2), g) if needs[1] else None
-    return dx, dw
+    if not needs[1]:
+        return dx, None
+    return dx, weight_gradient(x, g) if weight_gradient is not None else product(x.transpose(1, 2), g)
 
 
 def _backward(ctx: torch.autograd.function.FunctionCtx, g: Tensor) -> tuple[Tensor | None, Tensor | None]:
@@ -177,11 +182,8 @@ def bf16_weight_gradient(x: Tensor, g: Tensor) -> Tensor:
 def _bf16_backward(
     ctx: torch.autograd.function.FunctionCtx, g: Tensor
 ) -> tuple[Tensor | None, Tensor | None]:
-    x, w = ctx.saved_tensors  # type: ignore[attr-defined]
-    needs = ctx.needs_input_grad  # type: ignore[attr-defined]
-    g = g.bfloat16()  # rounded once for both products (``bf16_bmm`` takes a bfloat16 operand as it is)
-    dx = bf16_bmm(g, w.transpose(1, 2)) if needs[0] else None
-    return dx, bf16_weight_gradient(x, g) if needs[1] else None
+    # g rounded once for both products (``bf16_bmm`` takes a bfloat16 operand as it is)
+    return _gradient_products(ctx, g.bfloat16(), bf16_bmm, bf16_weight_gradient)
 
 
 bf16_gradients_bmm.register_autograd(_bf16_backward, setup_context=_setup_context)
