@@ -26,6 +26,25 @@ def test_compiled_update_equals_eager_update_hanabi() -> None:
     assert diff < 1e-6, diff
 
 
+def test_learners_of_other_seeds_reuse_the_compiled_update() -> None:
+    """In one process, compiled learners of the same config but other seeds (a pool, a population) reuse the
+    first one's compiled loss and clipping without recompiling, and each still updates as its eager twin. Before,
+    the loss guarded on the net's seeds: every learner recompiled, and from the 9th on torch gave up compiling
+    (its recompile limit) and ran the update eagerly, silently."""
+    from torch._dynamo.utils import counters
+
+    from ers_deep.nets import NetConfig
+
+    cfg = tiny_config("hanabi", collect_mode="eager", net=NetConfig(kind="mlp", hidden=20))  # its own width
+    trained_params(cfg.replace(update_mode="compile"), 1)
+    graphs = counters["stats"]["unique_graphs"]
+    for seeds in ((2, 3), (4, 5)):
+        other = cfg.replace(seeds=seeds)
+        compiled = trained_params(other.replace(update_mode="compile"), 2)
+        assert counters["stats"]["unique_graphs"] == graphs, "a learner of other seeds recompiled"
+        assert max_difference(compiled, trained_params(other.replace(update_mode="eager"), 2)) < 1e-6
+
+
 @pytest.mark.slow  # two minutes of compilation on the 2-core machine
 @pytest.mark.parametrize("env, tol", [("overcooked-v2", 1e-6), ("tabular:dectiger", 1e-3)])
 def test_compiled_update_equals_eager_update(env: str, tol: float) -> None:

@@ -201,7 +201,7 @@ class DiscoveryNet(ActorCritic):
     def initial_state(self, n: int, device: torch.device | str = "cpu") -> NetState:
         """``actor`` = 0..n-1 [L, n] (actor = game x P + seat), ``episode`` = 0 (none started) [L, n], and the
         frozen pool member's initial state (``gru`` [L, n, H] for recurrent pools)."""
-        L = len(self.seeds)
+        L = self.num_seeds
         ids = torch.arange(n, device=device).repeat(L, 1)
         pool = self.pool.initial_state(n, device).map(lambda v: v.new_zeros(L, *v.shape[1:]))  # zero h
         return pool._replace(actor=ids, episode=torch.zeros_like(ids))
@@ -302,7 +302,7 @@ class DiscoveryNet(ActorCritic):
     def auxiliary_loss(self, obs: Tensor) -> Tensor:
         """lambda_2 E_o ||o - phi(phi(o))||^2 per candidate [L] (Algorithm 2's invertibility penalty)."""
         if self.invertibility == 0:
-            return torch.zeros(len(self.seeds), device=obs.device)
+            return torch.zeros(obs.shape[0], device=obs.device)  # L from the input: no guard on the seeds
         x = obs.reshape(obs.shape[0], -1, math.prod(self.obs_shape)).float()
         twice = apply_map(
             self.phi, apply_map(self.phi, x, self.action_maps, self.lift), self.action_maps, self.lift

@@ -92,6 +92,9 @@ class ActorCritic(nn.Module):
     def __init__(self, seeds: Sequence[int], obs_shape: tuple[int, ...], num_actions: int) -> None:
         super().__init__()
         self.seeds = tuple(int(s) for s in seeds)
+        # S, read by code that compiled updates trace (``initial_state`` in the exact mode): a guard on an int keeps
+        # one compiled graph for every learner with S seeds, where one on ``seeds`` recompiled per learner
+        self.num_seeds = len(self.seeds)
         self.obs_shape, self.num_actions = tuple(obs_shape), int(num_actions)
 
     def generators(self) -> list[torch.Generator]:
@@ -101,7 +104,7 @@ class ActorCritic(nn.Module):
         """The state of n actors at an episode start: ``gru`` [S, n, H] zeros (none for feed-forward nets)."""
         if not self.hidden_size:
             return NetState()
-        return NetState(gru=torch.zeros(len(self.seeds), n, self.hidden_size, device=device))
+        return NetState(gru=torch.zeros(self.num_seeds, n, self.hidden_size, device=device))
 
     def state_from_columns(self, hidden: Tensor) -> NetState:
         """The state stored as one tensor [S, N, H] (checkpoints written before issue 21): the GRU's h."""
@@ -113,7 +116,9 @@ class ActorCritic(nn.Module):
     def auxiliary_loss(self, obs: Tensor) -> Tensor:
         """[S] a term the learner adds to its loss on a minibatch's observations [S, T, N, *O] (zero here;
         learned symmetries add their invertibility penalty)."""
-        return torch.zeros(len(self.seeds), device=obs.device)
+        # S from the input, not ``len(self.seeds)``: a compiled loss would guard on the seeds' values and recompile
+        # for every learner of other seeds in one process (torch stops compiling after 8: the recompile limit)
+        return torch.zeros(obs.shape[0], device=obs.device)
 
 
 class FeedForward(ActorCritic):

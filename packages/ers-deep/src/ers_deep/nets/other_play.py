@@ -69,7 +69,7 @@ class OtherPlayNet(ActorCritic):
 
     def initial_state(self, n: int, device: torch.device | str = "cpu") -> NetState:
         """pi's initial state, ``actor`` = 0..n-1 [S, n], ``episode`` = 0 (none started) [S, n]."""
-        S = len(self.seeds)
+        S = self.num_seeds
         ids = torch.arange(n, device=device).repeat(S, 1)
         return self.base.initial_state(n, device)._replace(actor=ids, episode=torch.zeros_like(ids))
 
