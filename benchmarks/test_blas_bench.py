@@ -8,8 +8,6 @@ product (``native_bf16`` is in the extra info)."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 import torch
 
@@ -24,17 +22,8 @@ SHAPES = {
 }
 
 
-def _best_of(fn: object, reps: int) -> float:
-    times = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        fn()  # type: ignore[operator]
-        times.append(time.perf_counter() - t)
-    return min(times)
-
-
 @pytest.mark.parametrize("shape", sorted(SHAPES))
-def test_bf16_weight_gradient_orientation(benchmark, one_thread, shape: str) -> None:  # type: ignore[no-untyped-def]
+def test_bf16_weight_gradient_orientation(benchmark, one_thread, best_of, shape: str) -> None:  # type: ignore[no-untyped-def]
     M, K, N = SHAPES[shape]
     gen = torch.Generator().manual_seed(0)
     x = (torch.rand(1, M, K, generator=gen) < 0.34).float()  # binary, as the observation (the first layer)
@@ -46,7 +35,7 @@ def test_bf16_weight_gradient_orientation(benchmark, one_thread, shape: str) -> 
     reference = plain.double()
     assert oriented.shape == plain.shape == (1, K, N)
     assert bool(((oriented.double() - reference).abs() <= 2.0**-7 * reference.abs() + 1e-6).all())
-    plain_s = _best_of(lambda: blas.bf16_bmm(x.transpose(1, 2), g), 5)
+    plain_s = best_of(lambda: blas.bf16_bmm(x.transpose(1, 2), g), rounds=5)
     oriented_s = benchmark.stats.stats.min
     benchmark.extra_info.update(
         {
