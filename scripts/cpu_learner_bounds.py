@@ -75,8 +75,11 @@ def learner_side(side: str, updates: int, env: str = "hanabi") -> dict[str, Any]
         cfg = cfg.replace(update_mode="eager")
     if side == "torch-products":
         cfg = cfg.replace(cpu_products="torch")
-    if side not in ("before", "now"):  # "now": as configured (bf16_gradients "auto"); the others pinned
-        cfg = cfg.replace(bf16_gradients=side == "bf16-gradients")
+    if side not in (
+        "before",
+        "now",
+    ):  # "now": as configured (bf16_gradients, int8_inputs "auto"); others pinned
+        cfg = cfg.replace(bf16_gradients=side == "bf16-gradients", int8_inputs=False)
     net = free_first_layer_net(cfg) if side == "bound" else numpy_net(cfg) if side == "eager-numpy" else None
     learner = Learner(cfg, net=net) if net is not None else Learner(cfg)
     learner.train_step()
@@ -95,6 +98,7 @@ def learner_side(side: str, updates: int, env: str = "hanabi") -> dict[str, Any]
         "env_steps_per_s": steps / sum(secs),
         "cpu_products": getattr(learner, "cpu_products", "torch"),
         "bf16_gradients": getattr(learner, "bf16_gradients", False),  # what the config resolved to
+        "int8_inputs": getattr(learner, "int8_inputs", False),  # likewise
         "cores_used": (time.process_time() - c0) / sum(secs),
     }
 

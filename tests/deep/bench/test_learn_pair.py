@@ -227,7 +227,7 @@ def test_seed_net_is_that_seed_of_the_stacked_net() -> None:
         net=NetConfig(kind="mlp", hidden=8),
     )
     learner = Learner(cfg)
-    obs = torch.rand(1, 1, 6, *learner.env.obs_shape)
+    obs = (torch.rand(1, 1, 6, *learner.env.obs_shape) < 0.4).float()  # 0/1, as Hanabi's HLE bits
     first = torch.ones(1, 1, 6, dtype=torch.bool)
     with torch.no_grad():
         stacked, value, _ = learner.net(

@@ -107,9 +107,14 @@ def test_a_switched_format_is_the_learners_own_switch(
 
 
 def test_every_format_but_the_switch_has_float32_gradient_products() -> None:
-    """A format's config pins ``bf16_gradients`` (default "auto", which would turn it on where the CPU multiplies
-    bfloat16 natively): True for ``bf16-gradients`` only, so float32 is float32 on every CPU."""
+    """A format's config pins ``bf16_gradients`` and ``int8_inputs`` (default "auto", which would turn them on
+    where the CPU has bfloat16 / int8 units): bfloat16 gradients for ``bf16-gradients`` and ``int8-inputs`` (the
+    int8 embedding beside the default learner's gradients), int8 for ``int8-inputs`` only, so float32 is float32
+    on every CPU."""
     cfg = paper_config("hanabi")
-    assert cfg.bf16_gradients == "auto"
+    assert cfg.bf16_gradients == "auto" and cfg.int8_inputs == "auto"
     pinned = {fmt: format_config(cfg, fmt).bf16_gradients for fmt in FORMATS}
-    assert pinned == {fmt: fmt == "bf16-gradients" for fmt in FORMATS}
+    assert pinned == {fmt: fmt in ("bf16-gradients", "int8-inputs") for fmt in FORMATS}
+    assert {fmt: format_config(cfg, fmt).int8_inputs for fmt in FORMATS} == {
+        fmt: fmt == "int8-inputs" for fmt in FORMATS
+    }

@@ -46,7 +46,9 @@ def seed_net(learner: Learner, index: int) -> ActorCritic:
     """Seed ``learner.config.seeds[index]``'s network alone (a copy, single-seed, in eval mode on the learner's
     device): what ``save_policy`` freezes, without the file (e.g. to evaluate each seed of a stacked run)."""
     S, cfg = learner.S, learner.config
-    net = build_net(cfg.net, [cfg.seeds[index]], tuple(learner.env.obs_shape), learner.env.num_actions)
+    env = learner.env
+    # binary_obs as the learner's: the same embedding products (nets.int8) while the process's switch is on
+    net = build_net(cfg.net, [cfg.seeds[index]], tuple(env.obs_shape), env.num_actions, learner.binary_obs)
     net.load_state_dict({k: _seed_slice(v, S, index) for k, v in learner.net.state_dict().items()})
     return net.to(cfg.device).eval()
 

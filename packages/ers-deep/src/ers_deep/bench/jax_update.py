@@ -158,10 +158,11 @@ def compare_update(config: TrainConfig, rollouts: int = 2) -> dict[str, Any]:
     are mid-way) against the anchor's in float32 and float64. Per layer and tensor (``"embed.kernel"``, ...):
     ``moved`` (the float64 update's largest change), ``ers_vs_f64`` / ``jax32_vs_f64`` (largest and mean absolute
     difference from the float64 parameters), ``ers_vs_jax32`` (largest); ``adv_vs_f64``: the same for ers's
-    advantages. The update is float32's: ``bf16_gradients="auto"`` is taken as off (True compares the update
-    with bfloat16 gradient products)."""
-    if config.bf16_gradients == "auto":
-        config = config.replace(bf16_gradients=False)
+    advantages. The update is float32's: ``bf16_gradients="auto"`` and ``int8_inputs="auto"`` are taken as off
+    (True compares the update with bfloat16 gradient products, or the int8 embedding)."""
+    for switch in ("bf16_gradients", "int8_inputs"):
+        if getattr(config, switch) == "auto":
+            config = config.replace(**{switch: False})
     say("building the learner and collecting")
     learner = Learner(config)
     for _ in range(rollouts - 1):

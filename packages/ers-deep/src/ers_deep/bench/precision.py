@@ -34,8 +34,12 @@ from ers_exact.util.output import read_json, save_figure
 
 #: formats that are a config switch of the learner, run for real (not emulated): ``"bf16-gradients"`` is
 #: ``TrainConfig.bf16_gradients`` (the update's gradient products on bfloat16 operands, the forward in float32;
-#: ``ers_deep.nets.blas``), at the CPU's own bfloat16 speed
-SWITCHES: dict[str, dict[str, Any]] = {"bf16-gradients": {"bf16_gradients": True}}
+#: ``ers_deep.nets.blas``), at the CPU's own bfloat16 speed; ``"int8-inputs"`` adds ``TrainConfig.int8_inputs``
+#: (the MLP's embedding of 0/1 observations as int8 products, ``ers_deep.nets.int8``; ``--knowledge plausible``)
+SWITCHES: dict[str, dict[str, Any]] = {
+    "bf16-gradients": {"bf16_gradients": True},
+    "int8-inputs": {"bf16_gradients": True, "int8_inputs": True},
+}
 FORMATS = ("float32", *MANTISSA_BITS, *SWITCHES)
 
 

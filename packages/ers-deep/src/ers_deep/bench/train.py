@@ -29,8 +29,14 @@ from ers_deep.train.config import TrainConfig
 from ers_deep.train.ippo import Learner
 
 #: the learner before this fast path: native collection (re-observing every step) and the eager update, its
-#: gradient products float32 (``TrainConfig.bf16_gradients``, "auto" on the fast side)
-BASELINE = {"collector": "native", "update_mode": "eager", "collect_mode": "auto", "bf16_gradients": False}
+#: products float32 (``TrainConfig.bf16_gradients`` and ``int8_inputs``, "auto" on the fast side)
+BASELINE = {
+    "collector": "native",
+    "update_mode": "eager",
+    "collect_mode": "auto",
+    "bf16_gradients": False,
+    "int8_inputs": False,
+}
 
 
 def _sync(device: str) -> None:

@@ -6,16 +6,17 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
 from ers_deep.envs.hanabi.config import PRESET_ALIASES, PRESETS
 from ers_deep.train.config import env_problem
-from ers_exact.util.options import MAX_SEED, UsageError
+from ers_exact.util.options import MAX_SEED, UsageError, option
 
 __all__ = [
     "PRESET_NAMES",
+    "Switch",
     "device_check",
     "draw_pool_curve",
     "env_check",
@@ -26,9 +27,18 @@ __all__ = [
     "require_two_seat_env",
     "require_two_seats",
     "seeds_check",
+    "switch",
 ]
 
 PRESET_NAMES = sorted(PRESETS) + sorted(PRESET_ALIASES)
+#: an auto / on / off option (a TrainConfig field's "auto", True or False; None: not given)
+Switch = Literal["auto", "on", "off"] | None
+
+
+def switch(help: str) -> Any:
+    """An auto / on / off option with ``help``, shown with its default "auto"."""
+    return option(None, help=help, default_value="auto")
+
 
 #: what only ers-deep discover writes into its --out (discovery-config.json before its training starts; sp-max-reg
 #: without --earlier first runs sp-max into OUT/earlier)

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from ers_deep.cli.common import (
     PRESET_NAMES,
+    Switch,
     check_games_memory,
     device_check,
     draw_pool_curve,
@@ -16,6 +17,7 @@ from ers_deep.cli.common import (
     refuse_foreign_run,
     refuse_unread,
     seeds_check,
+    switch,
 )
 from ers_deep.envs.overcooked_v2.layouts import LAYOUT_STRINGS
 from ers_exact.util.options import (
@@ -133,11 +135,13 @@ class TrainSPOptions(Options):
         "captured as a CUDA graph; auto: captured on CUDA, see README)",
         default_value="auto",
     )
-    bf16_gradients: Literal["auto", "on", "off"] | None = option(
-        None,
-        help="CPU: the update's gradient products on bfloat16 operands, its forward float32 (auto: on where the "
-        "CPU multiplies bfloat16 natively, off on CUDA; the run records what it resolved to)",
-        default_value="auto",
+    bf16_gradients: Switch = switch(
+        "CPU: the update's gradient products on bfloat16 operands, its forward float32 (auto: on where the CPU "
+        "multiplies bfloat16 natively, off on CUDA; the run records what it resolved to)"
+    )
+    int8_inputs: Switch = switch(
+        "CPU, Hanabi's HLE bits: the MLP's embedding as exact int8 products of its weights' two int8 limbs, "
+        "within ~1e-4 of float32's (auto: on where the CPU has int8 dot products (VNNI); the run records it)"
     )
     eval_games: int | None = option(
         None,
@@ -210,8 +214,9 @@ class TrainSPOptions(Options):
         for field, key in _CONFIG_FIELDS.items():
             if getattr(self, field) is not None:
                 over[key] = getattr(self, field)
-        if self.bf16_gradients is not None:
-            over["bf16_gradients"] = {"on": True, "off": False}.get(self.bf16_gradients, "auto")
+        for field in ("bf16_gradients", "int8_inputs"):
+            if getattr(self, field) is not None:
+                over[field] = {"on": True, "off": False}.get(getattr(self, field), "auto")
         base = paper_config(self.env)
         if self.hidden is not None or self.conv is not None:
             over["net"] = NetConfig(
@@ -241,17 +246,14 @@ _CONFIG_FIELDS = {
 
 #: the options of one env family (and the families they apply to); given for another env they are refused
 _ENV_FIELDS = {
-    "preset": ("hanabi",),
-    "knowledge": ("hanabi",),
-    "layout": ("overcooked-v2",),
-    "shaped_horizon": ("overcooked-v2",),
-    "conv": ("overcooked-v2",),
+    **dict.fromkeys(("preset", "knowledge"), ("hanabi",)),
+    **dict.fromkeys(("layout", "shaped_horizon", "conv"), ("overcooked-v2",)),
     "hidden": ("hanabi", "overcooked-v2"),
 }
 
 #: options that define a run (its config and folder): --resume keeps the run's own, so it refuses them (only
 #: --eval-games, --threads and --max-updates apply to a resumed run)
-_RUN_FIELDS = ("env", "seeds", "out", "hidden", "conv", "bf16_gradients", *_CONFIG_FIELDS)
+_RUN_FIELDS = ("env", "seeds", "out", "hidden", "conv", "bf16_gradients", "int8_inputs", *_CONFIG_FIELDS)
 
 
 def check_resume_updates(folder: Path, max_updates: int | None) -> None:

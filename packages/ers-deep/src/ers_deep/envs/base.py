@@ -61,7 +61,9 @@ class BatchedEnv(Protocol):
     Constructors take ``batch_size``, ``device``, ``seed`` and ``auto_reset`` as keywords, plus the env's own
     configuration (Hanabi: ``config``; Overcooked V2: ``layout`` and JaxMARL's switches). Optional: an int
     ``min_episode_steps``, a lower bound on every episode's length (Overcooked V2, tabular games), with which
-    the learner bounds the resets in a rollout and captures its recurrent update."""
+    the learner bounds the resets in a rollout and captures its recurrent update; a bool ``binary_obs``, True
+    where every observation entry is 0 or 1 (Hanabi's canonical bits), with which the learner's MLP may embed
+    them through int8 products (``ers_deep.nets.int8``)."""
 
     state: Any  # the current batched state (a dataclass of tensors with leading dim B)
     generator: torch.Generator  # the env's own source of randomness

@@ -125,12 +125,18 @@ class FeedForward(ActorCritic):
     """The official Hanabi net (``"mlp"``)."""
 
     def __init__(
-        self, seeds: Sequence[int], obs_shape: tuple[int, ...], num_actions: int, hidden: int = 512
+        self,
+        seeds: Sequence[int],
+        obs_shape: tuple[int, ...],
+        num_actions: int,
+        hidden: int = 512,
+        binary_obs: bool = False,
     ) -> None:
         super().__init__(seeds, obs_shape, num_actions)
         g = self.generators()
         n_in = math.prod(obs_shape)
-        self.embed = SLinear(n_in, hidden, g)
+        # ``binary_obs``: observations of 0s and 1s, whose embedding may go through int8 products (nets.int8)
+        self.embed = SLinear(n_in, hidden, g, binary_input=binary_obs)
         self.actor_hidden = SLinear(hidden, hidden, g, gain=2.0)
         self.actor_out = SLinear(hidden, num_actions, g, gain=0.01)
         self.critic_hidden = SLinear(hidden, hidden, g, gain=2.0)
@@ -296,9 +302,14 @@ NETS: dict[str, type[ActorCritic]] = {
 
 
 def build_net(
-    config: NetConfig, seeds: Sequence[int], obs_shape: tuple[int, ...], num_actions: int
+    config: NetConfig,
+    seeds: Sequence[int],
+    obs_shape: tuple[int, ...],
+    num_actions: int,
+    binary_obs: bool = False,
 ) -> ActorCritic:
-    """The network of ``config.kind`` for S = len(seeds) seeds (slice s initialised from seed ``seeds[s]``)."""
+    """The network of ``config.kind`` for S = len(seeds) seeds (slice s initialised from seed ``seeds[s]``);
+    ``binary_obs``: the observations are 0s and 1s (the MLP's embedding may then use ``nets.int8``)."""
     if config.kind == "tabular":
         return TabularActorCritic(seeds, obs_shape, num_actions, init=config.tabular_init)
     if config.kind == "cnn-gru":
@@ -310,4 +321,4 @@ def build_net(
         return RecurrentCNN(
             seeds, obs_shape, num_actions, hidden=config.hidden, conv=config.conv, spatial=config.spatial
         )
-    return FeedForward(seeds, obs_shape, num_actions, hidden=config.hidden)
+    return FeedForward(seeds, obs_shape, num_actions, hidden=config.hidden, binary_obs=binary_obs)

@@ -59,6 +59,7 @@ __all__ = [
     "bf16_gradients_bmm",
     "bf16_weight_gradient",
     "bmm",
+    "cpu_flags",
     "cpu_products",
     "native_bf16",
     "numpy_blas",
@@ -67,6 +68,7 @@ __all__ = [
     "resolve_cpu_products",
     "use_bf16_gradients",
     "use_cpu_products",
+    "x86",
 ]
 
 CpuProducts = Literal["auto", "torch", "openblas"]
@@ -238,6 +240,16 @@ def _cpuinfo(field: str) -> str:
 
 def _x86() -> bool:
     return platform.machine().lower() in ("x86_64", "amd64")
+
+
+def x86() -> bool:
+    """Whether this machine is an x86-64 one (where ``cpu_flags`` name its vector units)."""
+    return _x86()
+
+
+def cpu_flags() -> list[str]:
+    """The first core's /proc/cpuinfo flags (none off Linux)."""
+    return _cpuinfo("flags").split()
 
 
 def native_bf16() -> bool:

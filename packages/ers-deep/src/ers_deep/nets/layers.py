@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ers_deep.nets import blas
+from ers_deep.nets import blas, int8
 
 
 def _orthogonal(shape: tuple[int, ...], gains: float, generators: Sequence[torch.Generator]) -> Tensor:
@@ -31,7 +31,9 @@ def _orthogonal(shape: tuple[int, ...], gains: float, generators: Sequence[torch
 
 class SLinear(nn.Module):
     """y = x W_s + b_s per seed; x [S, M, in] -> [S, M, out]. ``gain`` of the orthogonal init (0: zeros). The
-    product is ``nets.blas.bmm``: torch's, or OpenBLAS's where the process's CPU products are (``cpu_products``)."""
+    product is ``nets.blas.bmm``: torch's, or OpenBLAS's where the process's CPU products are (``cpu_products``);
+    with ``binary_input`` (x is 0s and 1s: an env's ``binary_obs``) ``nets.int8.binary_bmm`` on the CPU while the
+    process's ``int8_inputs`` is on."""
 
     def __init__(
         self,
@@ -40,14 +42,19 @@ class SLinear(nn.Module):
         generators: Sequence[torch.Generator],
         gain: float = 2**0.5,
         bias: bool = True,
+        binary_input: bool = False,
     ) -> None:
         super().__init__()
         # orthogonal on [out, in] as torch/flax do, stored transposed for x @ W
         self.weight = nn.Parameter(_orthogonal((n_out, n_in), gain, generators).transpose(1, 2).contiguous())
         self.bias = nn.Parameter(torch.zeros(len(generators), 1, n_out)) if bias else None
+        self.binary_input = binary_input
 
     def forward(self, x: Tensor) -> Tensor:
-        y = blas.bmm(x, self.weight)
+        if self.binary_input and int8.int8_inputs() and x.device.type == "cpu":
+            y = int8.binary_bmm(x, self.weight)
+        else:
+            y = blas.bmm(x, self.weight)
         return y + self.bias if self.bias is not None else y
 
 

@@ -32,6 +32,7 @@ from ers_deep.envs.base import BatchedEnv
 from ers_deep.envs.hanabi.config import canonical_preset
 from ers_deep.nets import NetConfig
 from ers_deep.nets.blas import Bf16Gradients, CpuProducts
+from ers_deep.nets.int8 import Int8Inputs
 from ers_exact.util.options import (
     MAX_SEED,
     UsageError,
@@ -100,6 +101,11 @@ class TrainConfig:
     # blas.resolve_bf16_gradients), off on CUDA, beside bf16_update and for the Overcooked V2 CNN + GRU; the run's
     # config.json records what it resolved to, and a resume keeps that
     bf16_gradients: Bf16Gradients = "auto"
+    # CPU: the MLP's embedding of 0/1 observations (Hanabi's HLE bits) as two exact int8 products of W's limbs,
+    # within ~1e-4 of float32's (ers_deep.nets.int8). "auto": where the CPU has int8 dot products (VNNI) for the
+    # nets whose curve was studied with it (Hanabi's MLP; int8.resolve_int8_inputs), off on CUDA, beside
+    # bf16_update and on other observations; config.json records what it resolved to, and a resume keeps that
+    int8_inputs: Int8Inputs = "auto"
     # CUDA, compiled modes: inductor tries each Triton pointwise kernel in a few tile configs at its first run
     # (torch's default). False: one heuristic config per kernel, so fewer kernels to compile in the setup
     # (Hanabi's: ~75 s on an H200). Not yet measured on a GPU; nothing changes on CPU (C++ kernels).
@@ -185,18 +191,18 @@ class TrainConfig:
             raise UsageError(f"TrainConfig.advantage = 'exact' needs a tabular env, not {self.env!r}")
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
             raise UsageError(f"TrainConfig.seeds = {self.seeds!r}: give distinct seeds")
-        if not (type(self.bf16_gradients) is bool or self.bf16_gradients == "auto"):
-            raise UsageError(
-                f"TrainConfig.bf16_gradients = {self.bf16_gradients!r}: choose True, False or 'auto'"
-            )
-        if self.bf16_gradients is True and str(self.device).split(":")[0] != "cpu":
-            raise UsageError(
-                f"TrainConfig.bf16_gradients is for CPU products (ers_deep.nets.blas), not device {self.device!r}"
-            )
-        if self.bf16_gradients is True and self.bf16_update:
-            raise UsageError(
-                "TrainConfig: bf16_update (autocast) already rounds the gradient products; pick one"
-            )
+        for name, module in (("bf16_gradients", "blas"), ("int8_inputs", "int8")):
+            value = getattr(self, name)
+            if not (type(value) is bool or value == "auto"):
+                raise UsageError(f"TrainConfig.{name} = {value!r}: choose True, False or 'auto'")
+            if value is True and str(self.device).split(":")[0] != "cpu":
+                raise UsageError(
+                    f"TrainConfig.{name} is for CPU products (ers_deep.nets.{module}), not device {self.device!r}"
+                )
+            if value is True and self.bf16_update:
+                raise UsageError(
+                    f"TrainConfig: bf16_update (autocast) rounds the products itself; pick one ({name})"
+                )
         if self.net.kind == "cnn-gru" and self.env_kind != "overcooked-v2":
             raise UsageError(
                 f"TrainConfig.net.kind = 'cnn-gru' reads Overcooked V2's grid, not {self.env!r}: use 'mlp'"
@@ -255,6 +261,7 @@ class TrainConfig:
         data.setdefault("loss_mean", "acting")  # a config written before the field: the loss it ran with
         data.setdefault("turn_streams", False)  # likewise: the minibatches it drew (whole games)
         data.setdefault("bf16_gradients", False)  # likewise: its float32 gradient products
+        data.setdefault("int8_inputs", False)  # likewise: its float32 embedding
         data["net"] = NetConfig(**data["net"])
         data["seeds"] = tuple(data["seeds"])
         return cls(**data)

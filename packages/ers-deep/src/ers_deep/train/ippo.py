@@ -56,6 +56,8 @@ from torch import Tensor
 from ers_deep.accel import actors_to_game
 from ers_deep.nets import ActorCritic, build_net
 from ers_deep.nets.blas import resolve_bf16_gradients, use_bf16_gradients, use_cpu_products
+from ers_deep.nets.int8 import resolve_int8_inputs, use_int8_inputs
+from ers_deep.nets.layers import SLinear
 from ers_deep.train.collect import FastCollection, Rollout, RunnerState
 from ers_deep.train.config import TrainConfig
 from ers_deep.train.exact import advantage_table
@@ -140,9 +142,10 @@ class Learner:
         self.net: ActorCritic = (
             net
             if net is not None
-            else build_net(cfg.net, cfg.seeds, self.env.obs_shape, self.env.num_actions)
+            else build_net(cfg.net, cfg.seeds, self.env.obs_shape, self.env.num_actions, self.binary_obs)
         )
         self.net.to(dev)
+        self._int8_switch()
         self._build_update(mode, own_net=net is None)
         self.generator = torch.Generator(device=dev).manual_seed(10_007 * cfg.seeds[0] + 1)
         game = getattr(self.env, "game", None)  # a tabular env's ers-exact game: its own discount
@@ -154,7 +157,7 @@ class Learner:
         """The process-wide settings of the device (the last learner built sets them): TF32 and cuDNN
         benchmarking on CUDA; on CPU the kept freed memory (for the rest of the process) and the products of
         the nets' SLinear layers (``nets.blas``; ``cpu_products``, "torch" on CUDA; ``bf16_gradients`` as
-        resolved, off on CUDA)."""
+        resolved, off on CUDA; ``int8_inputs`` as resolved, ``nets.int8``)."""
         cfg = self.config
         if dev.type == "cuda":
             # the legacy flags, not torch 2.9's ``fp32_precision``: once that is set, reading the legacy cuBLAS flag
@@ -169,6 +172,24 @@ class Learner:
             cfg.bf16_gradients, dev.type, cfg.bf16_update, cfg.net.kind
         )
         use_bf16_gradients(self.bf16_gradients)
+        self.binary_obs = bool(getattr(self.env, "binary_obs", False))
+        if cfg.int8_inputs is True and not self.binary_obs:
+            raise UsageError(
+                f"TrainConfig.int8_inputs: the observations of {cfg.env!r} are not all 0/1 (for Hanabi: "
+                "hanabi_knowledge='plausible')"
+            )
+
+    def _int8_switch(self) -> None:
+        """``int8_inputs`` as resolved where the net has a layer on 0/1 inputs, process-wide. Only the MLP built
+        here has one: other-play and discovery nets (their observations may pass through learned maps, and
+        their configs come from pools that may have it on) keep float32 and record False."""
+        cfg = self.config
+        binary_layer = any(isinstance(m, SLinear) and m.binary_input for m in self.net.modules())
+        resolved = resolve_int8_inputs(
+            cfg.int8_inputs, self.env.device.type, cfg.bf16_update, cfg.net.kind, self.binary_obs
+        )
+        self.int8_inputs = resolved and binary_layer
+        use_int8_inputs(self.int8_inputs)
 
     def _build_update(self, mode: str, own_net: bool) -> None:
         """The optimiser and the PPO update of ``self.net`` (num_steps x ceil(N / minibatches) samples per

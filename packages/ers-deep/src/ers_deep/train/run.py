@@ -204,6 +204,7 @@ def train(
         "num_agents": learner.env.num_agents,
         "cpu_products": learner.cpu_products,  # what cpu_products resolved to: a resume uses the same
         "bf16_gradients": learner.bf16_gradients,  # likewise
+        "int8_inputs": learner.int8_inputs,  # likewise
         **(settings or {}),
     }
     write_run_config(run_dir, info)
@@ -233,9 +234,11 @@ def resume(
     # the products the run began with (what its cpu_products resolved to), not what auto would pick here
     if info.get("cpu_products") in ("torch", "openblas"):
         config = config.replace(cpu_products=info["cpu_products"])
-    # likewise what its bf16_gradients resolved to (a run begun before that record: its config's own value)
-    if type(info.get("bf16_gradients")) is bool:
-        config = config.replace(bf16_gradients=info["bf16_gradients"])
+    # likewise what its bf16_gradients and int8_inputs resolved to (a run begun before that record: its config's
+    # own value)
+    for name in ("bf16_gradients", "int8_inputs"):
+        if type(info.get(name)) is bool:
+            config = config.replace(**{name: info[name]})
     learner = make_learner(config)
     errors, seconds = [], 0.0
     for path in reversed(checkpoints(run_dir)):

@@ -155,11 +155,12 @@ def read_checkpoint(path: str | os.PathLike[str]) -> tuple[dict[str, torch.Tenso
 
 
 #: fields that choose how a run executes, not what it computes (modes, compile and memory settings,
-#: checkpoint cadence), and the two whose "auto" a resume takes from the run's record (cpu_products,
-#: bf16_gradients): config.json may change them between segments of a run
+#: checkpoint cadence), and those whose "auto" a resume takes from the run's record (cpu_products,
+#: bf16_gradients, int8_inputs): config.json may change them between segments of a run
 EXECUTION_FIELDS = (
     "cpu_products",
     "bf16_gradients",
+    "int8_inputs",
     "checkpoint_every",
     "keep_checkpoints",
     "update_mode",
@@ -174,9 +175,9 @@ EXECUTION_FIELDS = (
 
 def check_config(config: TrainConfig, recorded: Any, path: Path) -> None:
     """Refuse to resume ``config`` (config.json's) from the checkpoint ``path`` written with another config
-    (``recorded``, its metadata's; ``EXECUTION_FIELDS`` aside: ``cpu_products`` and ``bf16_gradients`` are what
-    ``auto`` resolved to, the others choose how the run executes): a :class:`RunError` naming each changed
-    field. A config that is no training config is the checkpoint's damage (:class:`CheckpointError`); a
+    (``recorded``, its metadata's; ``EXECUTION_FIELDS`` aside: ``cpu_products``, ``bf16_gradients`` and
+    ``int8_inputs`` are what ``auto`` resolved to, the others choose how the run executes): a :class:`RunError`
+    naming each changed field. A config that is no training config is the checkpoint's damage (:class:`CheckpointError`); a
     checkpoint without one is not checked."""
     if recorded is None:
         return

@@ -111,6 +111,12 @@ class HanabiEnv(HanabiObservation):
         return (self.obs_size,)
 
     @property
+    def binary_obs(self) -> bool:
+        """Every observation entry is 0 or 1: HLE's canonical bits (``knowledge="plausible"``), not the V0
+        belief's fractions."""
+        return self.knowledge == "plausible"
+
+    @property
     def current_legal(self) -> Tensor:
         """[B, M] bool legal moves of the player to move in every game of ``env.state``: the mask ``step``
         checks (refreshed by ``reset``, ``step`` and ``legal_mask()``). Not a copy."""
