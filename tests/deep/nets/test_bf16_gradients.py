@@ -6,7 +6,7 @@ must differ: bfloat16 did run), by ``opcheck``, through the dispatch of ``blas.b
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -14,7 +14,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ers_deep.nets import blas
+from ers_deep.nets import blas, int8
 from ers_deep.train import TrainConfig
 from ers_deep.train.ippo import Learner
 from ers_deep.train.run import resume, train
@@ -29,10 +29,11 @@ BF16_ULP = 2.0**-7
 @pytest.fixture(autouse=True)
 def restore_switches() -> Iterator[None]:
     """Each test leaves the process's products and bf16 switch as it found them."""
-    products, bf16 = blas.cpu_products(), blas.bf16_gradients()
+    products, bf16, on = blas.cpu_products(), blas.bf16_gradients(), int8.int8_inputs()
     yield
     blas.use_cpu_products(products)
     blas.use_bf16_gradients(bf16)
+    int8.use_int8_inputs(on)
 
 
 def rounded(t: torch.Tensor) -> torch.Tensor:
@@ -265,20 +266,29 @@ def test_a_learner_resolves_auto(monkeypatch: pytest.MonkeyPatch) -> None:
     assert not blas.bf16_gradients()
 
 
-def test_a_resumed_run_keeps_what_auto_resolved_to(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("field", "flags", "switch"),
+    [
+        ("bf16_gradients", "avx512f avx512_bf16", blas.bf16_gradients),
+        ("int8_inputs", "avx512f avx512_vnni", int8.int8_inputs),  # nets.int8: the same record
+    ],
+)
+def test_a_resumed_run_keeps_what_auto_resolved_to(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, field: str, flags: str, switch: Callable[[], bool]
+) -> None:
     """config.json records what ``auto`` resolved to; a resume on a CPU where it resolves otherwise keeps it, and
     a run begun before the record resumes with its config's own value."""
     cfg = tiny_config("hanabi", collect_mode="eager", update_mode="eager", total_env_steps=3 * 8 * 30)
-    fake_cpu(monkeypatch, "x86_64", "avx512f avx512_bf16")
+    fake_cpu(monkeypatch, "x86_64", flags)
     learner, _ = train(cfg, tmp_path / "run", max_updates=1, progress=False)
     on = torch.backends.mkldnn.is_available()
-    assert learner.bf16_gradients is on
+    assert getattr(learner, field) is on
     stored = json.loads((tmp_path / "run" / "config.json").read_text())
-    assert stored["bf16_gradients"] is on and stored["config"]["bf16_gradients"] == "auto"
+    assert stored[field] is on and stored["config"][field] == "auto"
     fake_cpu(monkeypatch, "x86_64", "avx2")
     learner, _ = resume(tmp_path / "run", max_updates=2, progress=False)
-    assert learner.bf16_gradients is on and learner.update == 2
-    del stored["bf16_gradients"]  # as written before the record: auto resolves here, on this (faked) CPU
+    assert getattr(learner, field) is on and switch() is on and learner.update == 2
+    del stored[field]  # as written before the record: auto resolves here, on this (faked) CPU
     (tmp_path / "run" / "config.json").write_text(json.dumps(stored))
     learner, _ = resume(tmp_path / "run", max_updates=3, progress=False)
-    assert learner.bf16_gradients is False and learner.update == 3
+    assert getattr(learner, field) is False and learner.update == 3

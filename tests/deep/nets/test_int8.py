@@ -5,9 +5,7 @@ its weight gradient against the float products, compiled against eager, and in l
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Literal
 
 import numpy as np
@@ -23,7 +21,6 @@ from ers_deep.nets.layers import SLinear
 from ers_deep.nets.precision import round_mantissa
 from ers_deep.train import TrainConfig
 from ers_deep.train.ippo import Learner
-from ers_deep.train.run import resume, train
 from ers_exact.util.options import UsageError
 from tests.deep.threads import one_thread  # noqa: F401
 from tests.deep.train.twins import max_difference, mode_vs_eager_params, tiny_config, trained_params
@@ -238,22 +235,3 @@ def test_a_learner_with_it() -> None:
     assert (gap / moved) ** 0.5 < 0.1
     assert mode_vs_eager_params(cfg.replace(int8_inputs=True), "compile", updates=1) < 1e-6
     assert mode_vs_eager_params(cfg.replace(int8_inputs=True), "compile", updates=3) < 1e-4
-
-
-def test_a_resumed_run_keeps_what_auto_resolved_to(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """config.json records what ``auto`` resolved to; a resume on a CPU where it resolves otherwise keeps it, and
-    a run begun before the record resumes with its config's own value."""
-    cfg = tiny_config("hanabi", collect_mode="eager", update_mode="eager", total_env_steps=3 * 8 * 30)
-    fake_cpu(monkeypatch, "x86_64", "avx512f avx512_vnni")
-    learner, _ = train(cfg, tmp_path / "run", max_updates=1, progress=False)
-    on = torch.backends.mkldnn.is_available()
-    assert learner.int8_inputs is on
-    stored = json.loads((tmp_path / "run" / "config.json").read_text())
-    assert stored["int8_inputs"] is on and stored["config"]["int8_inputs"] == "auto"
-    fake_cpu(monkeypatch, "x86_64", "avx2")
-    learner, _ = resume(tmp_path / "run", max_updates=2, progress=False)
-    assert learner.int8_inputs is on and int8.int8_inputs() is on and learner.update == 2
-    del stored["int8_inputs"]  # as written before the record: auto resolves here, on this (faked) CPU
-    (tmp_path / "run" / "config.json").write_text(json.dumps(stored))
-    learner, _ = resume(tmp_path / "run", max_updates=3, progress=False)
-    assert learner.int8_inputs is False and learner.update == 3

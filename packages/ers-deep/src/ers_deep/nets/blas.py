@@ -36,7 +36,7 @@ learning), only the gradients' directions are rounded.
 from __future__ import annotations
 
 import platform
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal, get_args
 
@@ -59,16 +59,15 @@ __all__ = [
     "bf16_gradients_bmm",
     "bf16_weight_gradient",
     "bmm",
-    "cpu_flags",
     "cpu_products",
     "native_bf16",
+    "native_units",
     "numpy_blas",
     "openblas_bmm",
     "resolve_bf16_gradients",
     "resolve_cpu_products",
     "use_bf16_gradients",
     "use_cpu_products",
-    "x86",
 ]
 
 CpuProducts = Literal["auto", "torch", "openblas"]
@@ -242,22 +241,18 @@ def _x86() -> bool:
     return platform.machine().lower() in ("x86_64", "amd64")
 
 
-def x86() -> bool:
-    """Whether this machine is an x86-64 one (where ``cpu_flags`` name its vector units)."""
-    return _x86()
-
-
-def cpu_flags() -> list[str]:
-    """The first core's /proc/cpuinfo flags (none off Linux)."""
-    return _cpuinfo("flags").split()
+def native_units(flags: Sequence[str]) -> bool:
+    """Whether this is an x86 CPU whose first core lists any of ``flags`` in /proc/cpuinfo (none off Linux) and
+    torch has oneDNN, whose kernels use such units (``native_bf16``, ``nets.int8.native_int8``)."""
+    listed = set(_cpuinfo("flags").split())
+    return _x86() and bool(listed & set(flags)) and torch.backends.mkldnn.is_available()
 
 
 def native_bf16() -> bool:
     """Whether this CPU multiplies bfloat16 natively (an x86 core with ``NATIVE_BF16_FLAGS``: AVX512-BF16 on AMD
     Zen 4 and later and Intel Cooper Lake and later, AMX-BF16 on Sapphire Rapids) and torch has oneDNN, whose
     kernels use it. Elsewhere the bfloat16 product is only emulated."""
-    flags = set(_cpuinfo("flags").split())
-    return _x86() and bool(flags & set(NATIVE_BF16_FLAGS)) and torch.backends.mkldnn.is_available()
+    return native_units(NATIVE_BF16_FLAGS)
 
 
 def resolve_bf16_gradients(

@@ -133,8 +133,7 @@ def binary_bmm(x: Tensor, w: Tensor) -> Tensor:
 def native_int8() -> bool:
     """Whether this CPU has a native int8 dot product (an x86 core with ``NATIVE_INT8_FLAGS``) and torch has
     oneDNN, whose int8 kernels use it. Elsewhere ``torch._int_mm`` is not faster than float32's product."""
-    flags = set(blas.cpu_flags())
-    return blas.x86() and bool(flags & set(NATIVE_INT8_FLAGS)) and torch.backends.mkldnn.is_available()
+    return blas.native_units(NATIVE_INT8_FLAGS)
 
 
 def resolve_int8_inputs(
