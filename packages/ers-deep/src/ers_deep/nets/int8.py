@@ -7,11 +7,12 @@ format: each column j of W [K, N] is written as two int8 limbs with one float32 
 
 within s_j / 508 = max_k |W_kj| / 64,516 of W_kj, and x W = s (x H + x L / 254), where x H and x L are integer
 products (``torch._int_mm``: oneDNN's VNNI kernels on x86, exact int32 sums: |x H| <= 127 K). Against float32's
-product that is an error of at most sum(x) max|W_j| / 64,516 in y_j (about 1e-4 of the output on Hanabi-Full,
-tested against float64); TF32's rounding of the same product (10-bit mantissas, the CUDA default, whose learning
-curve was measured unchanged) is about ten times larger there (tested too). On an AMD Zen 4 core (AVX512-VNNI)
-the two int8 products of Hanabi-Full's embedding run in ~85 ms per 16,384 rows against ~138 for the float32 one;
-the learner's update took ~9 % less time (2026-12-07, ``docs/measurements``).
+product that is an error of at most sum(x) max|W_j| / 64,516 in y_j (1.4e-4 at outputs up to 4.6 on Hanabi-Full's
+observations and initial weights, tested against float64); TF32's rounding of the same product (10-bit mantissas,
+the CUDA default, whose learning curve was measured unchanged) is about six times larger there (5.6x at the
+largest error, 6.8x in RMS; tested: at least 4x). On an AMD Zen 4 core (AVX512-VNNI) the two int8 products of
+Hanabi-Full's embedding run in ~85 ms per 16,384 rows against ~138 for the float32 one; the learner's update took
+~9 % less time (2026-12-07, ``docs/measurements``).
 
 The weight gradient dW = x^T g stays a floating product (``nets.blas``: bfloat16 gradient products where those
 are on and the product has ``blas.MIN_MACS`` multiply-adds, float32 otherwise); x needs none (observations). ``use_int8_inputs`` is a process-wide switch, as
