@@ -1,0 +1,61 @@
+"""The int8 embedding of 0/1 observations (``TrainConfig.int8_inputs``, ``nets.int8.binary_bmm``) against the
+float32 product it replaces (``nets.blas.bmm``: the process's products, OpenBLAS on AMD), same run, one torch
+thread, at Hanabi-Full's first layer (658 x 512) over one 16,384-row minibatch of issue 21's 256 x 128 and one
+collection step's 512 rows, on observations of real games (HLE's bits). The two must agree within the limbs'
+bound. Each side is timed as the learner runs it: ``"compile"``, the layer (product, bias, ReLU) compiled without
+a gradient, where the limbs' combination fuses with the bias and ReLU; ``"eager"``, as the collection runs it.
+2026-12-07 (AMD Zen 4, AVX512-VNNI), float32 / int8: compiled at 16,384 rows 130 / 144 ms (0.90x), eager at 16,384
+rows 166 / 245 ms (0.68x: the combination's unfused passes over [16,384, 1,024] int32), eager at 512 rows 3.47 /
+3.22 ms (1.08x). So the layer alone is not faster at the update's size, although the learner's compiled update
+was 9 % faster with it (in-process alternation, ``docs/measurements/hanabi-cpu-ab-int8-2026-12-07.json``): where
+that gain comes from is not explained yet. A CPU without int8 dot products runs ``torch._int_mm`` slowly
+(``native_int8`` is in the extra info)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+import torch
+
+from ers_deep.nets import blas, int8
+from ers_deep.nets.layers import SLinear
+from tests.deep.nets.test_int8 import hanabi_observations
+
+
+def layer(
+    product: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], mode: str
+) -> Callable[..., torch.Tensor]:
+    """relu(product(x, w) + b), compiled (as in the compiled update) or eager (as in the collection)."""
+
+    def run(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return torch.relu(product(x, w) + b)
+
+    return torch.compile(run, dynamic=False) if mode == "compile" else run
+
+
+@pytest.mark.parametrize(("rows", "mode"), [(16_384, "compile"), (16_384, "eager"), (512, "eager")])
+def test_int8_embedding_against_float32(benchmark, one_thread, best_of, rows: int, mode: str) -> None:  # type: ignore[no-untyped-def]
+    blas.use_cpu_products("auto")
+    x = hanabi_observations(rows)
+    w = SLinear(658, 512, [torch.Generator().manual_seed(0)]).weight.detach()
+    b = torch.randn(1, 1, 512) * 0.01
+    with_int8, with_float32 = layer(int8.binary_bmm, mode), layer(blas.bmm, mode)
+    with torch.no_grad():
+        got = benchmark.pedantic(lambda: with_int8(x, w, b), rounds=5, iterations=1, warmup_rounds=1)
+        reference = with_float32(x, w, b)
+        float32_s = best_of(lambda: with_float32(x, w, b), rounds=5)
+    bound = x.sum(-1, keepdim=True) * w.abs().amax(1, keepdim=True) / 64_516 + 1e-5
+    assert bool(((got - reference).abs() <= bound).all())  # ReLU moves no value further apart
+    int8_s = benchmark.stats.stats.min
+    benchmark.extra_info.update(
+        {
+            "rows": rows,
+            "mode": mode,
+            "native_int8": int8.native_int8(),
+            "cpu_products": blas.cpu_products(),
+            "float32_ms": float32_s * 1e3,
+            "int8_ms": int8_s * 1e3,
+            "ratio_float32_over_int8": float32_s / int8_s,
+        }
+    )
