@@ -6,9 +6,11 @@ bound. Each side is timed as the learner runs it: ``"compile"``, the layer (prod
 a gradient, where the limbs' combination fuses with the bias and ReLU; ``"eager"``, as the collection runs it.
 2026-12-07 (AMD Zen 4, AVX512-VNNI), float32 / int8: compiled at 16,384 rows 130 / 144 ms (0.90x), eager at 16,384
 rows 166 / 245 ms (0.68x: the combination's unfused passes over [16,384, 1,024] int32), eager at 512 rows 3.47 /
-3.22 ms (1.08x). So the layer alone is not faster at the update's size, although the learner's compiled update
-was 9 % faster with it (in-process alternation, ``docs/measurements/hanabi-cpu-ab-int8-2026-12-07.json``): where
-that gain comes from is not explained yet. A CPU without int8 dot products runs ``torch._int_mm`` slowly
+3.22 ms (1.08x). So the layer alone was not faster at the update's size here, although the learner's compiled
+update was 9 % faster with it (in-process alternation, ``docs/measurements/hanabi-cpu-ab-int8-2026-12-07.json``).
+A profile of one update each way (12-07) shows where: inside the learner ``torch._int_mm`` took 52 ms per
+minibatch and OpenBLAS's float32 embedding 107 ms, against ~85 and ~130 ms in this isolated benchmark; why the
+int8 product runs faster inside the learner is not known. A CPU without int8 dot products runs ``torch._int_mm`` slowly
 (``native_int8`` is in the extra info)."""
 
 from __future__ import annotations

@@ -13,8 +13,10 @@ the CUDA default, whose learning curve was measured unchanged) is about six time
 largest error, 6.8x in RMS; tested: at least 4x). On an AMD Zen 4 core (AVX512-VNNI) the two int8 products of
 Hanabi-Full's embedding run in ~85 ms per 16,384 rows against ~138 for the float32 one, and the learner's compiled
 update took ~9 % less time (2026-12-07, ``docs/measurements``); the layer alone, limbs and combination included,
-was not faster in isolation (``benchmarks/test_int8_bench.py``: 0.90x compiled, 0.68x eager at 16,384 rows), so
-an eager update at that size likely loses time with it (``"auto"`` does not look at the update mode).
+was not faster in isolation (``benchmarks/test_int8_bench.py``: 0.90x compiled, 0.68x eager at 16,384 rows;
+inside the learner's update a profile showed ``torch._int_mm`` at 52 ms per minibatch against OpenBLAS's 107, in
+isolation ~85 against ~130, cause unknown), so an eager update at that size likely loses time with it (``"auto"``
+does not look at the update mode).
 
 The weight gradient dW = x^T g stays a floating product (``nets.blas``: bfloat16 gradient products where those
 are on and the product has ``blas.MIN_MACS`` multiply-adds, float32 otherwise); x needs none (observations). ``use_int8_inputs`` is a process-wide switch, as
