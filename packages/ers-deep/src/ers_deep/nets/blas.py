@@ -66,6 +66,7 @@ __all__ = [
     "openblas_bmm",
     "resolve_bf16_gradients",
     "resolve_cpu_products",
+    "resolve_cpu_switch",
     "use_bf16_gradients",
     "use_cpu_products",
 ]
@@ -261,12 +262,30 @@ def resolve_bf16_gradients(
     """What ``choice`` (``TrainConfig.bf16_gradients``) resolves to: True and False are themselves; ``"auto"``
     is on for a learner on the CPU (``device``) without ``bf16_update`` whose net kind (``NetConfig.kind``) is
     one whose learning curve was studied with it (``BF16_STUDIED_NETS``) where ``native_bf16()``, else off."""
+    return resolve_cpu_switch(
+        "bf16_gradients", choice, device, bf16_update, net, BF16_STUDIED_NETS, native_bf16
+    )
+
+
+def resolve_cpu_switch(
+    name: str,
+    choice: bool | str,
+    device: str,
+    bf16_update: bool,
+    net: str,
+    studied: Sequence[str],
+    native: Callable[[], bool],
+) -> bool:
+    """What a CPU product switch ``name`` (a ``TrainConfig`` field: ``bf16_gradients``, ``int8_inputs``) set to
+    ``choice`` resolves to: True and False are themselves; ``"auto"`` is on for a learner on the CPU (``device``)
+    without ``bf16_update`` whose net kind is one whose learning curve was studied with it (``studied``) where
+    ``native()`` (asked last), else off; anything else is a ``ValueError``."""
     if choice is True or choice is False:
         return choice
     if choice != "auto":
-        raise ValueError(f"bf16_gradients = {choice!r}: choose True, False or 'auto'")
+        raise ValueError(f"{name} = {choice!r}: choose True, False or 'auto'")
     cpu = device.split(":", maxsplit=1)[0] == "cpu"
-    return cpu and not bf16_update and net in BF16_STUDIED_NETS and native_bf16()
+    return cpu and not bf16_update and net in studied and native()
 
 
 def resolve_cpu_products(kind: str) -> str:

@@ -151,12 +151,15 @@ def resolve_int8_inputs(
     """What ``choice`` (``TrainConfig.int8_inputs``) resolves to: True and False are themselves; ``"auto"`` is on
     for a learner on the CPU (``device``) without ``bf16_update`` whose net kind was studied with it
     (``INT8_STUDIED_NETS``), on an env with 0/1 observations (``binary_obs``), where ``native_int8()``."""
-    if choice is True or choice is False:
-        return choice
-    if choice != "auto":
-        raise ValueError(f"int8_inputs = {choice!r}: choose True, False or 'auto'")
-    cpu = device.split(":", maxsplit=1)[0] == "cpu"
-    return cpu and not bf16_update and binary_obs and net in INT8_STUDIED_NETS and native_int8()
+    return blas.resolve_cpu_switch(
+        "int8_inputs",
+        choice,
+        device,
+        bf16_update,
+        net,
+        INT8_STUDIED_NETS,
+        lambda: binary_obs and native_int8(),
+    )
 
 
 def use_int8_inputs(on: bool) -> None:
