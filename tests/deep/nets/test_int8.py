@@ -22,6 +22,7 @@ from ers_deep.nets.precision import round_mantissa
 from ers_deep.train import TrainConfig
 from ers_deep.train.ippo import Learner
 from ers_exact.util.options import UsageError
+from tests.deep.nets.test_bf16_gradients import fake_cpu
 from tests.deep.threads import one_thread  # noqa: F401
 from tests.deep.train.twins import max_difference, mode_vs_eager_params, tiny_config, trained_params
 
@@ -160,11 +161,6 @@ def test_slinear_takes_it_only_with_binary_input_while_on() -> None:
     assert torch.equal(plain(x), blas.bmm(x, plain.weight) + plain.bias)
     assert torch.equal(binary(x), int8.binary_bmm(x, binary.weight) + binary.bias)
     assert not torch.equal(binary(x), plain(x))  # the limbs did run (float32's last bits differ)
-
-
-def fake_cpu(monkeypatch: pytest.MonkeyPatch, machine: str, flags: str) -> None:
-    monkeypatch.setattr(blas.platform, "machine", lambda: machine)
-    monkeypatch.setattr(blas, "_cpuinfo", {"flags": flags, "vendor_id": "AuthenticAMD"}.get)
 
 
 @pytest.mark.parametrize(
