@@ -4,13 +4,13 @@ thread, at Hanabi-Full's first layer (658 x 512) over one 16,384-row minibatch o
 collection step's 512 rows, on observations of real games (HLE's bits). The two must agree within the limbs'
 bound. Each side is timed as the learner runs it: ``"compile"``, the layer (product, bias, ReLU) compiled without
 a gradient, where the limbs' combination fuses with the bias and ReLU; ``"eager"``, as the collection runs it.
-2026-12-07 (AMD Zen 4, AVX512-VNNI), float32 / int8: compiled at 16,384 rows 130 / 144 ms (0.90x), eager at 16,384
-rows 166 / 245 ms (0.68x: the combination's unfused passes over [16,384, 1,024] int32), eager at 512 rows 3.47 /
-3.22 ms (1.08x). So the layer alone was not faster at the update's size here, although the learner's compiled
-update was 9 % faster with it (in-process alternation, ``docs/measurements/hanabi-cpu-ab-int8-2026-12-07.json``).
-A profile of one update each way (12-07) shows where: inside the learner ``torch._int_mm`` took 52 ms per
-minibatch and OpenBLAS's float32 embedding 107 ms, against ~85 and ~130 ms in this isolated benchmark; why the
-int8 product runs faster inside the learner is not known. A CPU without int8 dot products runs ``torch._int_mm`` slowly
+Both sides run with freed memory kept (``train.memory.keep_freed_memory``), as the learner runs by default
+(``TrainConfig.keep_cpu_memory``); with glibc's defaults every call's large output is a fresh mmap whose pages
+fault in (64 MB for the int8 side's [16,384, 1,024] int32 products: ~28 ms, a third of its product).
+2026-12-07 (AMD Zen 4, AVX512-VNNI), float32 / int8, memory kept: compiled at 16,384 rows 107 / 68 ms (1.58x),
+eager at 16,384 rows 113 / 84 ms (1.34x), eager at 512 rows 3.6 / 2.9 ms (1.27x). Without keeping it (the
+thirty-eighth session's run): 130 / 144 ms (0.90x), 166 / 245 ms (0.68x), 3.47 / 3.22 ms (1.08x), which had left
+the learner's 9 % faster update unexplained. A CPU without int8 dot products runs ``torch._int_mm`` slowly
 (``native_int8`` is in the extra info)."""
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import torch
 
 from ers_deep.nets import blas, int8
 from ers_deep.nets.layers import SLinear
+from ers_deep.train.memory import keep_freed_memory
 from tests.deep.nets.test_int8 import hanabi_observations
 
 
@@ -39,6 +40,9 @@ def layer(
 @pytest.mark.parametrize(("rows", "mode"), [(16_384, "compile"), (16_384, "eager"), (512, "eager")])
 def test_int8_embedding_against_float32(benchmark, one_thread, best_of, rows: int, mode: str) -> None:  # type: ignore[no-untyped-def]
     blas.use_cpu_products("auto")
+    kept = (
+        keep_freed_memory()
+    )  # as the learner runs (TrainConfig.keep_cpu_memory): no page faults per product
     x = hanabi_observations(rows)
     w = SLinear(658, 512, [torch.Generator().manual_seed(0)]).weight.detach()
     b = torch.randn(1, 1, 512) * 0.01
@@ -55,6 +59,7 @@ def test_int8_embedding_against_float32(benchmark, one_thread, best_of, rows: in
             "rows": rows,
             "mode": mode,
             "native_int8": int8.native_int8(),
+            "freed_memory_kept": kept,
             "cpu_products": blas.cpu_products(),
             "float32_ms": float32_s * 1e3,
             "int8_ms": int8_s * 1e3,

@@ -185,11 +185,26 @@ def test_auto_is_on_where_the_cpu_has_int8_dot_products(
     assert int8.resolve_int8_inputs("auto", "cuda") is False
     assert int8.resolve_int8_inputs("auto", bf16_update=True) is False
     assert int8.resolve_int8_inputs("auto", binary_obs=False) is False
+    assert int8.resolve_int8_inputs("auto", memory_kept=False) is False
+    assert int8.resolve_int8_inputs(True, memory_kept=False) is True
     for net in ("cnn-gru", "tabular"):
         assert int8.resolve_int8_inputs("auto", net=net) is False
     assert int8.resolve_int8_inputs(True) is True and int8.resolve_int8_inputs(False) is False
     with pytest.raises(ValueError, match="choose True, False or 'auto'"):
         int8.resolve_int8_inputs("on")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("kept", [True, False])
+def test_auto_needs_the_process_to_keep_freed_memory(monkeypatch: pytest.MonkeyPatch, kept: bool) -> None:
+    """Without kept memory every product's int32 output faults its pages in afresh, and the update ran slower
+    with the switch (``scripts/switch_ab.py --keep-cpu-memory off``): the learner asks the process's state."""
+    from ers_deep.train import ippo
+
+    fake_cpu(monkeypatch, "x86_64", "fpu avx2 avx512f avx512_bf16 avx512_vnni")
+    monkeypatch.setattr(ippo, "freed_memory_kept", lambda: kept)
+    cfg = tiny_config("hanabi", collect_mode="eager", update_mode="eager")
+    assert Learner(cfg).int8_inputs is (kept and int8.native_int8())
+    assert Learner(cfg.replace(int8_inputs=True)).int8_inputs is True  # asked for: on regardless
 
 
 def test_the_config_and_the_learner_refuse_what_it_cannot_do() -> None:

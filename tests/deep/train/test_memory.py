@@ -12,15 +12,16 @@ import pytest
 
 from ers_deep.train.config import paper_config
 from ers_deep.train.ippo import Learner
-from ers_deep.train.memory import keep_freed_memory
+from ers_deep.train.memory import freed_memory_kept, keep_freed_memory
 
 PROBE = """
 import json, resource, sys
 import torch
-from ers_deep.train.memory import keep_freed_memory
+from ers_deep.train.memory import freed_memory_kept, keep_freed_memory
 from ers_deep.train.config import paper_config
 from ers_deep.train.ippo import Learner
 how = sys.argv[1]
+before_any = freed_memory_kept()
 kept = keep_freed_memory() if how == "call" else None
 if how == "learner":  # a CPU learner of the default config sets it
     Learner(paper_config("tabular:dectiger", num_envs=2, num_steps=2))
@@ -34,7 +35,7 @@ for _ in range(3):  # warm-up: the heap grows to hold the tensor beside what els
 before = faults()
 for _ in range(6):
     cycle()
-print(json.dumps({"faults": faults() - before, "kept": kept}))
+print(json.dumps({"faults": faults() - before, "kept": kept, "recorded": [before_any, freed_memory_kept()]}))
 """
 
 
@@ -49,6 +50,9 @@ def _faults(how: str) -> dict[str, object]:
 def test_freed_pages_are_reused_after_it() -> None:
     default, kept, learner = _faults("none"), _faults("call"), _faults("learner")
     assert kept["kept"] is True
+    # freed_memory_kept: False until the call, True after it, whether the call was the learner's or one's own
+    assert default["recorded"] == [False, False]
+    assert kept["recorded"] == learner["recorded"] == [False, True]
     # glibc's default: each cycle maps its 128 MB anew (32,768 pages of 4 kB, or 64 huge pages of 2 MB)
     assert int(default["faults"]) >= 6 * 64  # type: ignore[call-overload]
     assert int(kept["faults"]) * 5 < int(default["faults"])  # type: ignore[call-overload]
@@ -56,7 +60,7 @@ def test_freed_pages_are_reused_after_it() -> None:
 
 
 def test_it_is_idempotent_and_a_config_field() -> None:
-    assert keep_freed_memory() is keep_freed_memory()
+    assert keep_freed_memory() is keep_freed_memory() is freed_memory_kept()
     assert paper_config("tabular:dectiger").keep_cpu_memory is True
     cfg = paper_config("tabular:dectiger", num_envs=2, num_steps=2, keep_cpu_memory=False)
     assert Learner(cfg).config.keep_cpu_memory is False

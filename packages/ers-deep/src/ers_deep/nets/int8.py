@@ -11,12 +11,13 @@ product that is an error of at most sum(x) max|W_j| / 64,516 in y_j (1.4e-4 at o
 observations and initial weights, tested against float64); TF32's rounding of the same product (10-bit mantissas,
 the CUDA default, whose learning curve was measured unchanged) is about six times larger there (5.6x at the
 largest error, 6.8x in RMS; tested: at least 4x). On an AMD Zen 4 core (AVX512-VNNI) the two int8 products of
-Hanabi-Full's embedding run in ~85 ms per 16,384 rows against ~138 for the float32 one, and the learner's compiled
-update took ~9 % less time (2026-12-07, ``docs/measurements``); the layer alone, limbs and combination included,
-was not faster in isolation (``benchmarks/test_int8_bench.py``: 0.90x compiled, 0.68x eager at 16,384 rows;
-inside the learner's update a profile showed ``torch._int_mm`` at 52 ms per minibatch against OpenBLAS's 107, in
-isolation ~85 against ~130, cause unknown), so an eager update at that size likely loses time with it (``"auto"``
-does not look at the update mode).
+Hanabi-Full's embedding run in ~52 ms per 16,384 rows against ~107 for OpenBLAS's float32 one, and the learner's
+compiled update took ~9 % less time (2026-12-07, ``docs/measurements``). The layer alone (limbs, products,
+combination, bias, ReLU; ``benchmarks/test_int8_bench.py``) ran 1.58x float32's speed compiled and 1.34x eager at
+16,384 rows, 1.27x at a collection step's 512, with freed memory kept as the learner keeps it
+(``train.memory.keep_freed_memory``). Without that, each product's fresh [16,384, 1,024] int32 output faults in
+64 MB of pages (~28 ms, a third of the product), which made the layer look slower in isolation (0.90x compiled,
+0.68x eager) than inside the learner.
 
 The weight gradient dW = x^T g stays a floating product (``nets.blas``: bfloat16 gradient products where those
 are on and the product has ``blas.MIN_MACS`` multiply-adds, float32 otherwise); x needs none (observations). ``use_int8_inputs`` is a process-wide switch, as
@@ -147,10 +148,13 @@ def resolve_int8_inputs(
     bf16_update: bool = False,
     net: str = "mlp",
     binary_obs: bool = True,
+    memory_kept: bool = True,
 ) -> bool:
     """What ``choice`` (``TrainConfig.int8_inputs``) resolves to: True and False are themselves; ``"auto"`` is on
     for a learner on the CPU (``device``) without ``bf16_update`` whose net kind was studied with it
-    (``INT8_STUDIED_NETS``), on an env with 0/1 observations (``binary_obs``), where ``native_int8()``."""
+    (``INT8_STUDIED_NETS``), on an env with 0/1 observations (``binary_obs``), in a process that keeps freed
+    memory (``memory_kept``: ``train.memory.freed_memory_kept``; without it each product's int32 output faults
+    in its pages afresh and the update ran ~5 % slower with the switch, 2026-12-07), where ``native_int8()``."""
     return blas.resolve_cpu_switch(
         "int8_inputs",
         choice,
@@ -158,7 +162,7 @@ def resolve_int8_inputs(
         bf16_update,
         net,
         INT8_STUDIED_NETS,
-        lambda: binary_obs and native_int8(),
+        lambda: binary_obs and memory_kept and native_int8(),
     )
 
 

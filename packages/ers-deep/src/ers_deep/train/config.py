@@ -103,8 +103,9 @@ class TrainConfig:
     bf16_gradients: Bf16Gradients = "auto"
     # CPU: the MLP's embedding of 0/1 observations (Hanabi's HLE bits) as two exact int8 products of W's limbs,
     # within ~1e-4 of float32's (ers_deep.nets.int8). "auto": where the CPU has int8 dot products (VNNI) for the
-    # nets whose curve was studied with it (Hanabi's MLP; int8.resolve_int8_inputs), off on CUDA, beside
-    # bf16_update and on other observations; config.json records what it resolved to, and a resume keeps that
+    # nets whose curve was studied with it (Hanabi's MLP; int8.resolve_int8_inputs) in a process that keeps freed
+    # memory (keep_cpu_memory), off on CUDA, beside bf16_update and on other observations; config.json records
+    # what it resolved to, and a resume keeps that
     int8_inputs: Int8Inputs = "auto"
     # CUDA, compiled modes: inductor tries each Triton pointwise kernel in a few tile configs at its first run
     # (torch's default). False: one heuristic config per kernel, so fewer kernels to compile in the setup

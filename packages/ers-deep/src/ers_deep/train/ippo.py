@@ -71,7 +71,7 @@ from ers_deep.train.learner_setup import (
     max_resets_per_rollout,
     minibatch_unit,
 )
-from ers_deep.train.memory import keep_freed_memory
+from ers_deep.train.memory import freed_memory_kept, keep_freed_memory
 from ers_deep.train.native import collect_native
 from ers_deep.train.ppo import (
     epoch_minibatches,
@@ -185,8 +185,9 @@ class Learner:
         their configs come from pools that may have it on) keep float32 and record False."""
         cfg = self.config
         binary_layer = any(isinstance(m, SLinear) and m.binary_input for m in self.net.modules())
+        device, kept = self.env.device.type, freed_memory_kept()
         resolved = resolve_int8_inputs(
-            cfg.int8_inputs, self.env.device.type, cfg.bf16_update, cfg.net.kind, self.binary_obs
+            cfg.int8_inputs, device, cfg.bf16_update, cfg.net.kind, self.binary_obs, kept
         )
         self.int8_inputs = resolved and binary_layer
         use_int8_inputs(self.int8_inputs)

@@ -19,7 +19,7 @@ import ctypes
 import ctypes.util
 import sys
 
-__all__ = ["keep_freed_memory"]
+__all__ = ["freed_memory_kept", "keep_freed_memory"]
 
 #: glibc's ``mallopt`` parameters (malloc.h)
 M_TRIM_THRESHOLD, M_MMAP_MAX = -1, -4
@@ -45,4 +45,9 @@ def keep_freed_memory() -> bool:
         return False
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
     _kept = mallopt(M_MMAP_MAX, 0) == 1 and mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD) == 1
+    return _kept
+
+
+def freed_memory_kept() -> bool:
+    """Whether ``keep_freed_memory`` took effect in this process (by any learner before, whatever its config)."""
     return _kept
