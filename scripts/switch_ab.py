@@ -76,8 +76,11 @@ def alternate(
     }
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def parser() -> argparse.ArgumentParser:
+    """The command line of :func:`main` (abbreviated flags refused: ``script_parser``)."""
+    from ers_exact.util.cli import script_parser
+
+    ap = script_parser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--switch", choices=("int8-inputs", "bf16-gradients"), default="int8-inputs")
     ap.add_argument("--update-mode", choices=("compile", "eager"), default="compile")
     ap.add_argument("--keep-cpu-memory", choices=("on", "off"), default="on")
@@ -85,6 +88,11 @@ def main() -> None:
     ap.add_argument("--num-envs", type=int, default=256, help="envs per seed (issue 21's setting: 256)")
     ap.add_argument("--seeds", type=int, default=1, help="seeds stacked in the learner (0 .. seeds - 1)")
     ap.add_argument("--out", type=Path)
+    return ap
+
+
+def main() -> None:
+    ap = parser()
     args = ap.parse_args()
     for name in ("rounds", "num_envs", "seeds"):
         if getattr(args, name) < 1:

@@ -27,6 +27,7 @@ CASES = [
     ("scripts/cpu_learner_bounds.py", ["--pairs", "3"], "--pair", "pairs"),
     ("scripts/gpu_env_table.py", ["--budget-s", "5"], "--budget", "budget_s"),
     ("scripts/gpu_train_table.py", ["--learn-sides", "ers"], "--learn-side", "learn_sides"),
+    ("scripts/switch_ab.py", ["--rounds", "2", "--num-envs", "64"], "--num-env", "num_envs"),
     ("scripts/sync_readme.py", ["--check"], "--ch", "check"),
 ]
 
