@@ -237,6 +237,23 @@ def test_fast_collector_speaks_torchrl_collector_interface() -> None:
     assert FastCollector(learner.fast, learner.fast.state).total_frames == -1
 
 
+def test_torchrl_weights_of_a_net_with_transient_buffers_load() -> None:
+    """``TensorDict.from_module`` holds a net's non-persistent buffers (Hanabi's int8 limbs; the CNN's spatial
+    tables where it has them), which its state dict leaves out (a strict load refused them before): the
+    parameters are copied, the net keeps its own buffers."""
+    cfg = tiny_config("hanabi", collect_mode="eager", update_mode="eager")
+    learner, other = Learner(cfg), Learner(cfg.replace(seeds=(5, 6)))
+    assert learner.fast is not None
+    net = learner.fast.net
+    transient = {k for k, _ in net.named_buffers()} - set(net.state_dict())
+    assert transient  # the case in question
+    kept = {k: v.clone() for k, v in net.named_buffers()}
+    FastCollector(learner.fast, learner.fast.state).update_policy_weights_(TensorDict.from_module(other.net))
+    for k, v in other.net.state_dict().items():
+        assert torch.equal(net.state_dict()[k], v), k
+    assert all(torch.equal(dict(net.named_buffers())[k], v) for k, v in kept.items())
+
+
 def test_total_frames_counts_env_steps_and_stops_as_torchrl_collector() -> None:
     """``total_frames`` (TorchRL's keyword; a TypeError before) counts env steps (games x steps, not agents)
     and, as ``Collector``, runs whole batches until it is reached; a second loop yields nothing."""

@@ -9,7 +9,8 @@ single-seed run with seed s starts.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import torch
 import torch.nn.functional as F
@@ -33,7 +34,8 @@ class SLinear(nn.Module):
     """y = x W_s + b_s per seed; x [S, M, in] -> [S, M, out]. ``gain`` of the orthogonal init (0: zeros). The
     product is ``nets.blas.bmm``: torch's, or OpenBLAS's where the process's CPU products are (``cpu_products``);
     with ``binary_input`` (x is 0s and 1s: an env's ``binary_obs``) ``nets.int8.binary_bmm`` on the CPU while the
-    process's ``int8_inputs`` is on."""
+    process's ``int8_inputs`` is on, or, inside ``frozen_limbs`` and without a gradient, ``nets.int8.limb_bmm``
+    on the limbs of W computed once on entry (buffers ``limbs``, ``limb_scale``; not saved)."""
 
     def __init__(
         self,
@@ -49,13 +51,51 @@ class SLinear(nn.Module):
         self.weight = nn.Parameter(_orthogonal((n_out, n_in), gain, generators).transpose(1, 2).contiguous())
         self.bias = nn.Parameter(torch.zeros(len(generators), 1, n_out)) if bias else None
         self.binary_input = binary_input
+        self.limbs_frozen = False
+        if binary_input:
+            S = len(generators)
+            self.register_buffer("limbs", torch.zeros(S, n_in, 2 * n_out, dtype=torch.int8), persistent=False)
+            self.register_buffer("limb_scale", torch.zeros(S, 1, n_out), persistent=False)
 
     def forward(self, x: Tensor) -> Tensor:
         if self.binary_input and int8.int8_inputs() and x.device.type == "cpu":
-            y = int8.binary_bmm(x, self.weight)
+            if self.limbs_frozen and not (torch.is_grad_enabled() and self.weight.requires_grad):
+                y = int8.limb_bmm(x, self.limbs, self.limb_scale)
+            else:
+                y = int8.binary_bmm(x, self.weight)
         else:
             y = blas.bmm(x, self.weight)
         return y + self.bias if self.bias is not None else y
+
+
+@contextmanager
+def frozen_limbs(net: nn.Module) -> Iterator[None]:
+    """Inside, while the process's ``int8_inputs`` is on, every ``SLinear`` of ``net`` with ``binary_input``
+    multiplies without a gradient through the limbs of its weight as it was on entry, computed once (a
+    collection: the weights stay fixed over its steps, and recomputing the limbs at every step cost ~1 ms, as
+    much as a 512-row product saves). A weight changed inside, in place or through ``.data``, is refused on
+    exit (``RuntimeError``): its products there used the limbs of the old one (compared with a copy taken on
+    entry, ~1 MB per seed)."""
+    layers = (
+        [m for m in net.modules() if isinstance(m, SLinear) and m.binary_input] if int8.int8_inputs() else []
+    )
+    entry = []
+    with torch.no_grad():
+        for m in layers:
+            limbs, scale = int8.int8_limbs(m.weight)
+            m.limbs.copy_(limbs)
+            m.limb_scale.copy_(scale)
+            m.limbs_frozen = True
+            entry.append(m.weight.detach().clone())
+    try:
+        yield
+    finally:
+        for m in layers:
+            m.limbs_frozen = False
+    if any(not torch.equal(m.weight, w) for m, w in zip(layers, entry, strict=True)):
+        raise RuntimeError(
+            "frozen_limbs: a weight of a binary-input layer changed inside; its products there used the old limbs"
+        )
 
 
 class SConv2d(nn.Module):

@@ -57,7 +57,7 @@ from ers_deep.accel import actors_to_game
 from ers_deep.nets import ActorCritic, build_net
 from ers_deep.nets.blas import resolve_bf16_gradients, use_bf16_gradients, use_cpu_products
 from ers_deep.nets.int8 import resolve_int8_inputs, use_int8_inputs
-from ers_deep.nets.layers import SLinear
+from ers_deep.nets.layers import SLinear, frozen_limbs
 from ers_deep.train.collect import FastCollection, Rollout, RunnerState
 from ers_deep.train.config import TrainConfig
 from ers_deep.train.exact import advantage_table
@@ -243,14 +243,15 @@ class Learner:
         """One rollout of ``num_steps`` joint steps and the returns of the episodes that ended in it."""
         cfg = self.config
         coef = shaped_coef(cfg, self.env_steps)
-        if self.fast is not None:
-            ro, self.runner, stats = self.fast.collect(self.runner, coef)
-        elif self.torchrl is not None:
-            ro, self.runner, stats = self.torchrl.collect(self.runner, coef)
-        else:
-            ro, self.runner, stats = collect_native(
-                self.env, self.net, self.generator, self.runner, cfg.num_steps, coef
-            )
+        with frozen_limbs(self.net):  # the int8 embedding's limbs once per collection (nets.layers)
+            if self.fast is not None:
+                ro, self.runner, stats = self.fast.collect(self.runner, coef)
+            elif self.torchrl is not None:
+                ro, self.runner, stats = self.torchrl.collect(self.runner, coef)
+            else:
+                ro, self.runner, stats = collect_native(
+                    self.env, self.net, self.generator, self.runner, cfg.num_steps, coef
+                )
         self.env_steps += cfg.num_steps * self.B
         return ro, stats
 

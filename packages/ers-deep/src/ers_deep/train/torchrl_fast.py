@@ -156,7 +156,10 @@ class FastCollector(BaseCollector):
         if isinstance(weights, nn.Module):
             state = weights.state_dict()
         elif isinstance(weights, TensorDictBase):
-            state = dict(weights.flatten_keys(".").items())
+            # from_module holds the non-persistent buffers too (derived tables, the int8 limbs), which a state
+            # dict leaves out: the net keeps its own
+            transient = {name for name, _ in net.named_buffers()} - set(net.state_dict())
+            state = {k: v for k, v in weights.flatten_keys(".").items() if k not in transient}
         else:
             state = dict(weights)
         net.load_state_dict(state)
