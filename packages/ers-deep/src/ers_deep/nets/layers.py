@@ -37,6 +37,9 @@ class SLinear(nn.Module):
     process's ``int8_inputs`` is on, or, inside ``frozen_limbs`` and without a gradient, ``nets.int8.limb_bmm``
     on the limbs of W computed once on entry (buffers ``limbs``, ``limb_scale``; not saved)."""
 
+    limbs: Tensor  # [S, in, 2 out] int8, with binary_input
+    limb_scale: Tensor  # [S, 1, out]
+
     def __init__(
         self,
         n_in: int,
