@@ -12,7 +12,7 @@ import torch
 
 from ers_deep.nets import int8
 from ers_deep.nets.layers import SLinear, frozen_limbs
-from ers_deep.train import ippo
+from ers_deep.train import evaluate, ippo
 from tests.deep.nets.test_int8 import hanabi_observations
 from tests.deep.threads import one_thread  # noqa: F401
 from tests.deep.train.twins import rollouts, tiny_config
@@ -89,3 +89,22 @@ def test_a_learners_collection_is_the_one_without_it(monkeypatch: pytest.MonkeyP
     for (a, _), (b, _) in zip(ours, recomputed, strict=True):
         for name in ("obs", "action", "logp", "value", "last_value"):
             assert torch.equal(getattr(a, name), getattr(b, name)), name
+
+
+def test_play_computes_the_limbs_once_per_net_and_equals_recomputing_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``train.evaluate.play`` runs its games inside the scope, once per distinct net (one net in both seats here),
+    and plays the same games as with the limbs recomputed at every step."""
+    cfg = tiny_config("hanabi", seeds=(0,), int8_inputs=True)
+    net = ippo.Learner(cfg).net
+    agents = [evaluate.Agent(net), evaluate.Agent(net)]
+    calls: list[int] = []
+    real = int8.int8_limbs
+    monkeypatch.setattr(int8, "int8_limbs", lambda w: calls.append(1) or real(w))
+    ours = evaluate.play(agents, cfg, 16, seed=3)
+    assert len(calls) == 1
+    monkeypatch.setattr(evaluate, "frozen_limbs", lambda net: contextlib.nullcontext())
+    recomputed = evaluate.play(agents, cfg, 16, seed=3)
+    assert len(calls) > 10  # now once per step and seat
+    assert ours == recomputed

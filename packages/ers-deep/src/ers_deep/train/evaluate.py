@@ -24,15 +24,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Literal, get_args
 
 import torch
 from torch import Tensor
 
-from ers_deep.envs.base import step_legal
+from ers_deep.envs.base import BatchedEnv, step_legal
 from ers_deep.envs.symmetry import Symmetry
 from ers_deep.nets import ActorCritic, NetState, masked_logits, policy_mask, sample
+from ers_deep.nets.layers import frozen_limbs
 from ers_deep.train.config import TrainConfig, make_env
 
 __all__ = ["AVERAGES", "Agent", "Average", "play"]
@@ -106,9 +108,25 @@ def play(
     (``acting``: the seats whose move counts; ``running``: the games whose first episode is still on)."""
     env = make_env(config, games, seed=seed)
     env.reset(seed=seed)
-    P, dev = env.num_agents, env.device
+    P = env.num_agents
     if len(agents) != P:
         raise ValueError(f"the env has {P} seats, got {len(agents)} agents")
+    with ExitStack() as scopes:  # the int8 embeddings' limbs once per game set (nets.layers.frozen_limbs)
+        for net in {id(a.net): a.net for a in agents}.values():
+            scopes.enter_context(frozen_limbs(net))
+        return _play(env, agents, games, greedy, seed, record)
+
+
+def _play(
+    env: BatchedEnv,
+    agents: Sequence[Agent],
+    games: int,
+    greedy: bool,
+    seed: int,
+    record: Callable[[Tensor, Tensor, Tensor], None] | None,
+) -> dict[str, float]:
+    """``play``'s games on ``env``, reset and seated."""
+    dev = env.device
     gen = torch.Generator(device=dev).manual_seed(seed + 1)
     hidden = [a.initial_state(games, dev) for a in agents]
     first = torch.ones(games, dtype=torch.bool, device=dev)
