@@ -1,5 +1,6 @@
-"""``scripts/gpu_train_table.py``'s row variants and learning rows (the device script is run by hand on a GPU; its parsing here), and
-its table's markdown (``ers_deep.bench.train_table``)."""
+"""``scripts/gpu_train_table.py``'s row variants and learning rows (the device script is run by hand on a GPU; its
+parsing here, and its imports and tiny learners in a process without what the device image lacks), and its table's
+markdown (``ers_deep.bench.train_table``)."""
 
 from __future__ import annotations
 
@@ -231,3 +232,46 @@ def test_several_learning_seeds_stack_in_ers_and_run_the_anchors_at_once(
     with pytest.raises(SystemExit, match="repeats"):
         script.learn_seeds(script.parser().parse_args(["--learn-seeds", "1,1"]))
     assert script.learn_seeds(script.parser().parse_args(["--learn-seed", "4"])) == (4,)
+
+
+#: a fresh process as on the device's bare image (torch and jax; no torchrl, tensordict, HLE or Ray): the device
+#: script's modules import and tiny learners of both env families train a step and play their evaluation
+BARE_IMAGE = """
+import importlib.abc, importlib.util, sys
+
+class Absent(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] in ("torchrl", "tensordict", "hanabi_learning_environment", "ray"):
+            raise ImportError(f"not on the bare image: {name}")
+        return None
+
+sys.meta_path.insert(0, Absent())
+import torch
+torch.set_num_threads(1)
+spec = importlib.util.spec_from_file_location("gpu_train_table", sys.argv[1])
+script = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(script)
+from ers_deep.bench import selfplay, train, train_table  # noqa: F401  (what the script imports lazily)
+for env in ("hanabi", "overcooked-v2"):
+    cfg = script.ers_config(env, 4, 8, 2, "cpu", True, collect_mode="eager", update_mode="eager")
+    row = selfplay.timed_selfplay(cfg, 0.0, eval_games=2)
+    assert row["updates"] >= 1 and row["eval"]["games"] == 2, row
+print(sorted(m for m in sys.modules if m.split(".")[0] in ("torchrl", "tensordict", "ray")))
+"""
+
+
+def test_the_device_script_runs_without_torchrl_hle_or_ray() -> None:
+    """The device image has torch and jax only (scripts/train-gpu.sh's header): the table script and the learner
+    path it runs (setup, a step, the evaluation) must not import torchrl, tensordict, HLE or Ray."""
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", BARE_IMAGE, str(SCRIPT)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout
