@@ -49,6 +49,27 @@ def test_learners_of_other_seeds_reuse_the_compiled_update() -> None:
         assert max_difference(compiled, trained_params(other.replace(update_mode="eager"), 2)) < 1e-6
 
 
+def test_configs_beyond_torchs_recompile_limit_still_compile() -> None:
+    """Learners of other configs in one process each compile their update, also beyond torch's
+    ``recompile_limit`` (8 by default; 1 here, so that two configs exceed it): before, from the 9th config of a
+    process on, the update ran eagerly with only a log line. The raised limit holds only while the update runs."""
+    from torch._dynamo.utils import counters
+
+    from ers_deep.nets import NetConfig
+
+    before = torch._dynamo.config.recompile_limit
+    # torch's own patch: monkeypatch's undo deletes a key of dynamo's config module (it then "does not exist")
+    with torch._dynamo.config.patch(recompile_limit=1):
+        for width in (23, 24):
+            net = NetConfig(kind="mlp", hidden=width)
+            cfg = tiny_config("hanabi", collect_mode="eager", update_mode="compile", net=net)
+            graphs = counters["stats"]["unique_graphs"]
+            trained_params(cfg, 1)
+            assert counters["stats"]["unique_graphs"] >= graphs + 2, f"width {width}: its update not compiled"
+        assert torch._dynamo.config.recompile_limit == 1
+    assert torch._dynamo.config.recompile_limit == before
+
+
 @pytest.mark.slow  # two minutes of compilation on the 2-core machine
 @pytest.mark.parametrize("env, tol", [("overcooked-v2", 1e-6), ("tabular:dectiger", 1e-3)])
 def test_compiled_update_equals_eager_update(env: str, tol: float) -> None:

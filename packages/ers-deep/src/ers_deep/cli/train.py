@@ -126,7 +126,7 @@ class TrainSPOptions(Options):
     collect_mode: Literal["auto", "eager", "compile", "graph", "compile-graph"] | None = option(
         None,
         help="the fast collection's mode (auto: eager on tabular games, else compile-graph on CUDA, compile at "
-        "small CPU batches, else eager)",
+        "small CPU batches unless the run is under 20,000 joint steps, else eager)",
         default_value="auto",
     )
     update_mode: Literal["auto", "eager", "compile", "graph", "compile-graph"] | None = option(
@@ -136,12 +136,13 @@ class TrainSPOptions(Options):
         default_value="auto",
     )
     bf16_gradients: Switch = switch(
-        "CPU: the update's gradient products on bfloat16 operands, its forward float32 (auto: on where the CPU "
-        "multiplies bfloat16 natively, off on CUDA; the run records what it resolved to)"
+        "CPU: the update's gradient products on bfloat16 operands, its forward float32 (auto: on for Hanabi's MLP, "
+        "the net studied, where the CPU multiplies bfloat16 natively; off on CUDA; the run records what it resolved to)"
     )
     int8_inputs: Switch = switch(
         "CPU, Hanabi's HLE bits: the MLP's embedding as exact int8 products of its weights' two int8 limbs, "
-        "within ~1e-4 of float32's (auto: on where the CPU has int8 dot products (VNNI); the run records it)"
+        "within ~1e-4 of float32's (auto: on where the CPU has int8 dot products (VNNI) and the learner keeps freed "
+        "memory; the run records it)"
     )
     eval_games: int | None = option(
         None,

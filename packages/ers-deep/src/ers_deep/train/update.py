@@ -43,6 +43,11 @@ UPDATE_MODES: tuple[str, ...] = get_args(UpdateMode)
 
 #: minibatch size (samples) from which ``"auto"`` compiles a feed-forward update on CPU (compilation ~40 s)
 COMPILE_MIN_SAMPLES = 8192
+#: compiled variants kept per compiled function of the update (``compiled``): learners of one config share one
+#: (the loss reads S from its input), and each other config (a width, a batch, a loss coefficient) adds one.
+#: torch's ``recompile_limit`` (8) counted them across the process: from a 9th config on, a learner's update
+#: ran eagerly, with only a log line (measured 2026-12-07: MLP widths 8 to 18, the 9th on did not compile)
+RECOMPILE_LIMIT = 64
 
 
 def resolve_update_mode(
@@ -67,6 +72,19 @@ def resolve_update_mode(
             "advantages and, for a recurrent net, episodes at least as long as the rollout)"
         )
     return mode
+
+
+def compiled(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` through ``torch.compile(dynamic=False)``, compiling up to ``RECOMPILE_LIMIT`` variants (torch's
+    ``recompile_limit`` raised to it while ``fn`` runs, not for the rest of the process)."""
+    inner = torch.compile(fn, dynamic=False)
+
+    def call(*args: Any) -> Any:
+        limit = max(RECOMPILE_LIMIT, torch._dynamo.config.recompile_limit)
+        with torch._dynamo.config.patch(recompile_limit=limit):
+            return inner(*args)
+
+    return call
 
 
 @contextlib.contextmanager
@@ -139,8 +157,8 @@ class PPOUpdate:
         self.loss_fn: Callable[..., tuple[Tensor, dict[str, Tensor]]] = self._loss
         self.clip_fn: Callable[[], Tensor] = self._clip
         if self.mode in ("compile", "compile-graph"):
-            self.loss_fn = torch.compile(self._loss, dynamic=False)
-            self.clip_fn = torch.compile(self._clip, dynamic=False)
+            self.loss_fn = compiled(self._loss)
+            self.clip_fn = compiled(self._clip)
         self.graph: Any = None  # the captured step, its static inputs and sums (graph modes)
         self.static: dict[str, Tensor] = {}
         self.idx = torch.empty(0, dtype=torch.long)
