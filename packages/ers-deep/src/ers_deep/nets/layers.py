@@ -76,9 +76,9 @@ def frozen_limbs(net: nn.Module) -> Iterator[None]:
     """Inside, while the process's ``int8_inputs`` is on, every ``SLinear`` of ``net`` with ``binary_input``
     multiplies without a gradient through the limbs of its weight as it was on entry, computed once (a
     collection, ``train.evaluate.play``'s games: the weights stay fixed over their steps, and recomputing the
-    limbs at every step cost ~1 ms, as much as a 512-row product saves). A weight changed inside, in place or through ``.data``, is refused on
-    exit (``RuntimeError``): its products there used the limbs of the old one (compared with a copy taken on
-    entry, ~1 MB per seed)."""
+    limbs at every step cost ~1 ms, as much as a 512-row product saves). A weight changed inside, in place or
+    through ``.data``, is refused on exit (``RuntimeError``): its products there used the limbs of the old one
+    (compared with a copy taken on entry, ~1 MB per seed)."""
     layers = (
         [m for m in net.modules() if isinstance(m, SLinear) and m.binary_input] if int8.int8_inputs() else []
     )
