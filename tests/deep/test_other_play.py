@@ -127,6 +127,41 @@ def test_draws_per_actor_and_episode_and_the_update_replays_them() -> None:
     assert torch.equal(wrapped(ro.obs, ro.first, ro.hidden0)[0], op_logits)
 
 
+def _op_params(cfg: TrainConfig, phi: tuple[object, ...], mode: str, updates: int) -> list[torch.Tensor]:
+    learner = Learner(cfg.replace(update_mode=mode), net=op_net(cfg, phi))  # type: ignore[arg-type]
+    for _ in range(updates):
+        learner.train_step()
+    assert learner.updater.mode == mode
+    return [p.detach().clone() for p in learner.net.parameters()]
+
+
+def test_the_compiled_op_update_equals_the_eager_one() -> None:
+    """Other-play on a feed-forward pi compiles its update as self-play does (its state, actor ids and episodes
+    started, follows resets through cumulative sums): parameters after 3 updates within 1e-6 of the eager
+    update's, with the draws replayed in the compiled loss."""
+    cfg = _hanabi("Hanabi-Small", num_steps=24)
+    phi = op_symmetries(cfg, "mdp")
+    assert len(phi) > 1
+    eager = _op_params(cfg, phi, "eager", 3)
+    compiled = _op_params(cfg, phi, "compile", 3)
+    assert max(float((a - b).abs().max()) for a, b in zip(eager, compiled, strict=True)) < 1e-6
+    moved = _op_params(cfg, phi, "eager", 0)
+    assert max(float((a - b).abs().max()) for a, b in zip(eager, moved, strict=True)) > 1e-4
+
+
+def test_auto_compiles_the_op_update_where_self_play_s_compiles() -> None:
+    """``update_mode="auto"`` at 8,192 samples per minibatch: other-play with index symmetries compiles (before
+    2026-12-07 any state between steps kept it eager); symmetries that are not index maps (a learned one's path
+    selects entries, a host sync) keep it eager."""
+    cfg = _hanabi("Hanabi-Small", num_envs=512, num_steps=16, minibatches=2)  # 16 x 1,024 / 2 samples
+    phi = op_symmetries(cfg, "mdp")
+    assert Learner(cfg).updater.mode == "compile"
+    assert Learner(cfg, net=op_net(cfg, phi)).updater.mode == "compile"
+    other = OtherPlayNet(op_net(cfg, phi).base, [compose([s]) for s in phi])
+    assert not other.traceable
+    assert Learner(cfg, net=other).updater.mode == "eager"
+
+
 def test_draws_cover_the_120_colour_permutations_uniformly() -> None:
     full = colour_permutations(HanabiConfig.preset("Hanabi-Full", players=2))
     base = build_net(NetConfig(hidden=8), [0], full[0].obs_shape, len(full[0].action_map))

@@ -51,6 +51,25 @@ def test_update_modes_equal_the_eager_update(env: str, mode: str) -> None:
     assert diff < 1e-5, diff
 
 
+@pytest.mark.parametrize("mode", ["compile", "compile-graph"])
+def test_op_update_modes_equal_the_eager_update(mode: str) -> None:
+    """Other-play on Hanabi's MLP (colour permutations, index symmetries: "auto" captures its update on CUDA
+    since 2026-12-07) compiled and captured against the eager update, in fp32; the draws replayed in the graph."""
+    from ers_deep.other_play import op_net, op_symmetries
+    from ers_deep.train import Learner
+
+    cfg = tiny_config("hanabi", hanabi_preset="Hanabi-Small", device="cuda", tf32=False, collect_mode="eager")
+    phi = op_symmetries(cfg, "mdp")
+    params = []
+    for m in (mode, "eager"):
+        learner = Learner(cfg.replace(update_mode=m), net=op_net(cfg, phi))
+        for _ in range(3):
+            learner.train_step()
+        assert learner.updater.mode == m
+        params.append([p.detach().clone() for p in learner.net.parameters()])
+    assert max_difference(*params) < 1e-5
+
+
 @pytest.mark.parametrize("mode", ["graph", "compile-graph"])
 def test_captured_updates_with_the_grid_matrix_convolutions_equal_the_eager_update(mode: str) -> None:
     """``NetConfig.spatial="matmul"`` (its index buffers on the device before capture) on Overcooked V2."""

@@ -88,6 +88,9 @@ class ActorCritic(nn.Module):
 
     hidden_size: int = 0
     takes_rows: bool = False  # has ``forward_rows`` (the actor head on chosen entries only)
+    #: its forward has no host synchronisation (no data-dependent Python branch): a compiled update traces it
+    #: whole and a CUDA graph can capture it (``train.update``); with a GRU, given a bound on the resets
+    traceable: bool = True
 
     def __init__(self, seeds: Sequence[int], obs_shape: tuple[int, ...], num_actions: int) -> None:
         super().__init__()

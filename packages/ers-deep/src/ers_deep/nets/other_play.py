@@ -63,6 +63,8 @@ class OtherPlayNet(ActorCritic):
             torch.stack([g.long().cpu() for g in gathers]) if len(gathers) == len(self.symmetries) else None
         )
         self.register_buffer("obs_indices", stacked, persistent=False)
+        # index symmetries map every entry in one gather; any other symmetry runs on its selected entries (a sync)
+        self.traceable = base.traceable and stacked is not None
 
     action_maps: Tensor
     obs_indices: Tensor | None  # [G, prod(obs_shape)] when every symmetry is an IndexSymmetry

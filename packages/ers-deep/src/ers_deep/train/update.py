@@ -11,12 +11,14 @@ kernel, learning rate a tensor: a schedule changes its value, never a compiled o
   rollout, loss, backward, clipping, Adam, the sums of the logged parts) recorded once as a CUDA graph and
   replayed for every minibatch: one graph launch and one index copy per minibatch instead of hundreds of
   kernel launches. The first step of a run is the warm-up (run for real, on a side stream), then the capture;
-  a checkpoint load (``invalidate``) re-captures. Needs equal minibatches, a sync-free net (a recurrent net
-  with a static bound on the resets per sequence, ``max_resets``: ``nets.recurrent.gru_bounded``) and the
-  sampled-advantage mode; a capture that fails falls back to the uncaptured twin with a warning.
+  a checkpoint load (``invalidate``) re-captures. Needs equal minibatches, a sync-free net
+  (``ActorCritic.traceable``; a recurrent net, one with a GRU, also a static bound on the resets per sequence,
+  ``max_resets``: ``nets.recurrent.gru_bounded``) and the sampled-advantage mode; a capture that fails falls
+  back to the uncaptured twin with a warning.
 * ``"auto"``: on CUDA ``"compile-graph"`` for feed-forward nets, ``"graph"`` for recurrent nets with a reset
   bound, else as on CPU: ``"compile"`` for feed-forward nets on minibatches of ``COMPILE_MIN_SAMPLES`` or more,
-  else ``"eager"``.
+  else ``"eager"``. Other-play's net on a feed-forward pi (index symmetries) counts as feed-forward: its state
+  (actor ids, episodes started) needs no bound; a net that is not ``traceable`` counts as recurrent.
 
 ``TrainConfig.bf16_update`` runs the loss's forward under bfloat16 autocast in every mode (off by default: on
 Hanabi-Full its learning curve was not float32's, packages/ers-deep/README.md).
@@ -69,7 +71,8 @@ def resolve_update_mode(
     if mode.endswith("graph") and not capturable:
         raise UsageError(
             f"update mode {mode!r}: this update cannot be captured (it needs equal minibatches, sampled "
-            "advantages and, for a recurrent net, episodes at least as long as the rollout)"
+            "advantages, a net without host syncs (other-play: index symmetries only) and, for a recurrent net, "
+            "episodes at least as long as the rollout)"
         )
     return mode
 
@@ -141,17 +144,20 @@ class PPOUpdate:
         self.acting_share = acting_share  # ppo_loss: the actor head on acting entries only
         self.params = list(net.parameters())
         self.S = len(net.seeds)
-        # a net that carries state between steps (a GRU, or other-play's / discovery's episode counters)
-        recurrent = bool(net.initial_state(1).tensors())
+        # a GRU inside: a captured update needs a static bound on the resets per sequence. Other state (other-play's
+        # actor ids and episodes started) follows the resets through cumulative sums and needs none, so other-play
+        # on a feed-forward pi compiles and captures as self-play does (before 2026-12-07 any state made it eager)
+        recurrent = net.hidden_size > 0
         self.max_resets = max_resets if recurrent else None
         device = self.params[0].device
         capturable = (
             equal_batches
             and legal_table is None
+            and net.traceable
             and (not recurrent or max_resets is not None)
             and all(g.get("capturable", False) for g in optimizer.param_groups)
         )
-        self.mode = resolve_update_mode(mode, recurrent, samples, device, capturable)
+        self.mode = resolve_update_mode(mode, recurrent or not net.traceable, samples, device, capturable)
         if not self.mode.endswith("graph"):  # unbounded: gru_scan on a CPU, gru_segments on CUDA (no capture)
             self.max_resets = None
         self.loss_fn: Callable[..., tuple[Tensor, dict[str, Tensor]]] = self._loss
