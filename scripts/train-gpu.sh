@@ -122,6 +122,7 @@ if [ "$TEST_S" -gt 0 ]; then
     "tests/deep/accel/test_gpu.py::test_captured_step_equals_eager_step[hanabi-kw0-compile-graph]" \
     "tests/deep/train/test_gpu.py::test_captured_updates_with_the_grid_matrix_convolutions_equal_the_eager_update[graph]" \
     "tests/deep/train/test_gpu.py::test_op_update_modes_equal_the_eager_update[compile-graph]" \
+    "tests/deep/train/test_gpu.py::test_discovery_update_modes_equal_the_eager_update[compile-graph]" \
     "tests/deep/train/test_precompile.py::test_on_cuda_the_learner_loads_the_captured_update_the_helper_compiled"} \
     ${MORE_TESTS:-} > "$OUT/gpu-tests.txt" 2>&1
   echo "gpu tests: exit $? (details in $OUT/gpu-tests.txt)"; tail -25 "$OUT/gpu-tests.txt"

@@ -70,6 +70,24 @@ def test_op_update_modes_equal_the_eager_update(mode: str) -> None:
     assert max_difference(*params) < 1e-5
 
 
+@pytest.mark.parametrize("mode", ["compile", "compile-graph"])
+def test_discovery_update_modes_equal_the_eager_update(mode: str) -> None:
+    """Discovery's sp-max net (``DiscoveryNet``, traceable: "auto" captures its update on CUDA since 2026-12-07)
+    compiled and captured against the eager update, in fp32 (its CPU tests: tests/deep/discovery)."""
+    from ers_deep.train import Learner
+    from tests.deep.discovery.test_compiled_update import discovery_config, discovery_net
+
+    params = []
+    for m in (mode, "eager"):
+        cfg = discovery_config(device="cuda", tf32=False, collect_mode="eager", update_mode=m)
+        learner = Learner(cfg, net=discovery_net(cfg, "sp"))
+        for _ in range(3):
+            learner.train_step()
+        assert learner.updater.mode == m
+        params.append([p.detach().clone() for p in learner.net.parameters() if p.requires_grad])
+    assert max_difference(*params) < 1e-5
+
+
 @pytest.mark.parametrize("mode", ["graph", "compile-graph"])
 def test_captured_updates_with_the_grid_matrix_convolutions_equal_the_eager_update(mode: str) -> None:
     """``NetConfig.spatial="matmul"`` (its index buffers on the device before capture) on Overcooked V2."""

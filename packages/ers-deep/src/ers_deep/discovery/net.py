@@ -128,8 +128,6 @@ class DiscoveryNet(ActorCritic):
     """phi_l(pi_m) for L candidates over a frozen pool of M policies; see the module docstring."""
 
     hidden_size = 0  # the pool's GRU state size (set in __init__)
-    # its compiled and captured updates are not checked against the eager one: "auto" keeps its update eager
-    traceable = False
     action_maps: Tensor  # [L, A] buffer
     earlier_maps: Tensor  # [E, A] buffer
 
