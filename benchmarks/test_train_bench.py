@@ -241,3 +241,35 @@ def test_bf16_gradients_ab(benchmark) -> None:  # type: ignore[no-untyped-def]
     benchmark.extra_info.update(info)
     print(info)
     assert all(r["env_steps_per_s"] > 0 for r in runs.values())
+
+
+def test_other_play_update_compiled_vs_eager(benchmark, one_thread) -> None:  # type: ignore[no-untyped-def]
+    """Other-play (Hanabi-Full's 120 colour permutations, issue 21's CPU setting) with its update compiled, what
+    ``update_mode="auto"`` picks since 2026-12-07 (before, other-play's state between steps kept it eager), against
+    the eager update: two learners in one process, their updates alternated (this VM's speed drifts within
+    minutes), each after one warm-up update; seconds per update and the ratio (eager / compiled)."""
+    from ers_deep.other_play import op_net, op_symmetries
+
+    cfg = CASES["hanabi-full-256x128"]
+    phi = op_symmetries(cfg, "mdp")
+    learners = {m: Learner(cfg.replace(update_mode=m), net=op_net(cfg, phi)) for m in ("auto", "eager")}
+    assert learners["auto"].updater.mode == "compile"
+    for learner in learners.values():
+        learner.train_step()
+    seconds: dict[str, list[float]] = {m: [] for m in learners}
+
+    def rounds() -> None:
+        for m, learner in learners.items():
+            t0 = time.perf_counter()
+            metrics = learner.train_step()
+            seconds[m].append(time.perf_counter() - t0)
+            assert all(math.isfinite(v) for v in metrics["actor_loss"]), metrics
+
+    benchmark.pedantic(rounds, rounds=2, iterations=1)
+    info = {
+        "symmetries": len(phi),
+        "seconds_per_update": seconds,
+        "ratio_eager_vs_compiled": min(seconds["eager"]) / min(seconds["auto"]),
+    }
+    benchmark.extra_info.update(info)
+    print(info)
