@@ -70,6 +70,7 @@ from ers_deep.train.learner_setup import (
     learner_env,
     max_resets_per_rollout,
     minibatch_unit,
+    net_collect_mode,
 )
 from ers_deep.train.memory import freed_memory_kept, keep_freed_memory
 from ers_deep.train.native import collect_native
@@ -98,6 +99,7 @@ __all__ = [
     "lr_at",
     "max_resets_per_rollout",
     "minibatch_unit",
+    "net_collect_mode",
     "shaped_coef",
 ]
 
@@ -145,6 +147,7 @@ class Learner:
             else build_net(cfg.net, cfg.seeds, self.env.obs_shape, self.env.num_actions, self.binary_obs)
         )
         self.net.to(dev)
+        mode = net_collect_mode(cfg, mode, self.net)
         self._int8_switch()
         self._build_update(mode, own_net=net is None)
         self.generator = torch.Generator(device=dev).manual_seed(10_007 * cfg.seeds[0] + 1)

@@ -1,5 +1,5 @@
 """What a :class:`~ers_deep.train.ippo.Learner` settles from its ``TrainConfig`` and env before the first update:
-the collection mode and the env it steps (``collect_mode``, ``learner_env``), the layout of the update's
+the collection mode and the env it steps (``collect_mode``, ``learner_env``; for the net, ``net_collect_mode``), the layout of the update's
 minibatches (``acting_share``, ``minibatch_unit``, ``max_resets_per_rollout``) and the inductor settings its
 step and update compile under (``compile_settings``); the refusal of an exact-mode run at a discount other
 than its game's (``check_exact_discount``). ``ers_deep.train.ippo`` re-exports every name."""
@@ -27,6 +27,7 @@ __all__ = [
     "learner_env",
     "max_resets_per_rollout",
     "minibatch_unit",
+    "net_collect_mode",
 ]
 
 #: joint steps a CPU run must take before ``collect_mode="auto"`` compiles its step (compilation takes 10-40 s
@@ -42,6 +43,21 @@ def collect_mode(cfg: TrainConfig, env: BatchedEnv) -> str:
     if cfg.collect_mode == "auto" and mode == "compile" and env.device.type == "cpu" and short:
         return "eager"
     return mode
+
+
+def net_collect_mode(cfg: TrainConfig, mode: str, net: ActorCritic) -> str:
+    """The collection mode ``mode`` (``collect_mode``'s) for ``net``: a net that is not ``traceable`` (host syncs
+    in its forward: other-play with learned symmetries) cannot run inside a captured CUDA graph, so ``"auto"``'s
+    graph mode drops the capture (``"compile-graph"`` -> ``"compile"``: the env step still compiles) and an
+    explicit graph mode is refused."""
+    if not mode.endswith("graph") or net.traceable:
+        return mode
+    if cfg.collect_mode == "auto":
+        return "compile" if mode == "compile-graph" else "eager"
+    raise UsageError(
+        f"collect_mode={mode!r} captures the policy's steps, but {type(net).__name__}'s forward synchronises "
+        "with the host (other-play with learned symmetries): use 'auto' or 'compile'"
+    )
 
 
 def max_resets_per_rollout(env: BatchedEnv, num_steps: int) -> int | None:
