@@ -1,8 +1,8 @@
 """What a :class:`~ers_deep.train.ippo.Learner` settles from its ``TrainConfig`` and env before the first update:
-the collection mode and the env it steps (``collect_mode``, ``learner_env``; for the net, ``net_collect_mode``), the layout of the update's
-minibatches (``acting_share``, ``minibatch_unit``, ``max_resets_per_rollout``) and the inductor settings its
-step and update compile under (``compile_settings``); the refusal of an exact-mode run at a discount other
-than its game's (``check_exact_discount``). ``ers_deep.train.ippo`` re-exports every name."""
+the collection mode and the env it steps (``collect_mode``, ``learner_env``; for the net, ``net_collect_mode``),
+the layout of the update's minibatches (``acting_share``, ``minibatch_unit``, ``max_resets_per_rollout``) and
+the inductor settings its step and update compile under (``compile_settings``); the refusal of an exact-mode run
+at a discount other than its game's (``check_exact_discount``). ``ers_deep.train.ippo`` re-exports every name."""
 
 from __future__ import annotations
 
