@@ -1,8 +1,8 @@
 """``ActorCritic.traceable`` (no host synchronisation in the forward: what lets the update compile under "auto"
 and the collection and update be captured as CUDA graphs) checked on the CPU by what it promises: a traceable net
 compiles as one graph (``fullgraph=True``, where a sync is a graph break, hence an error) and equals its eager
-forward; other-play with learned symmetries, which selects each phi's entries, does not compile whole and says
-so. And ``train.learner_setup.net_collect_mode``: such a net's "auto" collection drops the capture."""
+forward; other-play with learned symmetries, which selects each phi's entries, and tabular discovery, whose
+history lift indexes with numpy, do not compile whole and say so. And ``train.learner_setup.net_collect_mode``: such a net's "auto" collection drops the capture."""
 
 from __future__ import annotations
 
@@ -12,13 +12,15 @@ from typing import Any
 import pytest
 import torch
 
-from ers_deep.discovery import compose
-from ers_deep.nets import ActorCritic
+from ers_deep.discovery import DiscoveryNet, compose
+from ers_deep.envs.tabular import TabularEnv
+from ers_deep.nets import ActorCritic, NetConfig
 from ers_deep.nets.other_play import OtherPlayNet
 from ers_deep.other_play import op_net, op_symmetries
 from ers_deep.train.config import make_env
 from ers_deep.train.learner_setup import net_collect_mode
 from ers_exact.util.options import UsageError
+from tests.deep.discovery.random_policies import random_tabular_nets
 from tests.deep.discovery.test_compiled_update import discovery_config, discovery_net
 from tests.deep.threads import one_thread  # noqa: F401
 
@@ -29,6 +31,16 @@ def _op(learned: bool) -> ActorCritic:
     return OtherPlayNet(net.base, [compose([s]) for s in net.symmetries]) if learned else net
 
 
+def _tabular_discovery() -> ActorCritic:
+    """Discovery on three-lever: phi_O acts on the one-hot history lift (tabular pools, two candidates)."""
+    env = TabularEnv("three-lever")
+    pool = random_tabular_nets(env, [0, 1])
+    maps = torch.tensor([[2, 1, 0], [1, 0, 2]])
+    kind = NetConfig(kind="tabular")
+    lift, size = env.history_lift, env.n_observations
+    return DiscoveryNet((0, 1), pool, kind, maps, env.num_agents, lift=lift, obs_map_size=size)
+
+
 NETS: dict[str, Callable[[], ActorCritic]] = {
     "mlp": lambda: _op(False).base,  # type: ignore[attr-defined]
     "op-index": lambda: _op(False),
@@ -36,13 +48,23 @@ NETS: dict[str, Callable[[], ActorCritic]] = {
     "discovery-sp": lambda: discovery_net(discovery_config(), "sp"),
     "discovery-xp": lambda: discovery_net(discovery_config(), "xp"),
     "discovery-composed": lambda: discovery_net(discovery_config(), "sp", compose=True),
+    "discovery-tabular": _tabular_discovery,
 }
 
 
+#: the nets with host syncs: other-play's per-phi selection of entries, the tabular history lift's numpy indexing
+NOT_TRACEABLE = {"op-learned", "discovery-tabular"}
+
+
 def _inputs(net: ActorCritic) -> tuple[Any, ...]:
-    """Two steps of 8 actors (4 games), an episode starting at each step for half of them."""
-    env = make_env(discovery_config(), 4, seed=0)
-    obs = env.observe().reshape(1, 1, 8, -1).expand(net.num_seeds, 2, 8, -1).contiguous()
+    """Two steps of 8 actors (4 games), an episode starting at each step for half of them: Hanabi-Small's
+    observations, or three-lever's one-hot histories for the tabular net."""
+    if getattr(net, "lift", None) is not None:
+        eye = TabularEnv("three-lever").history_obs()
+        one = eye[torch.arange(8) % eye.shape[0]]
+    else:
+        one = make_env(discovery_config(), 4, seed=0).observe().reshape(8, -1)
+    obs = one.reshape(1, 1, 8, -1).expand(net.num_seeds, 2, 8, -1).contiguous()
     first = torch.zeros(net.num_seeds, 2, 8, dtype=torch.bool)
     first[:, 0] = True
     first[:, 1, ::2] = True
@@ -57,12 +79,12 @@ def test_a_traceable_net_compiles_as_one_graph_and_the_others_do_not(name: str) 
         eager = net(*args)
         whole = torch.compile(net, fullgraph=True, dynamic=False)
         if not net.traceable:
-            assert name == "op-learned"
-            with pytest.raises(Exception, match=r"data-dependent"):  # its `if bool(sel.any())`
+            assert name in NOT_TRACEABLE
+            with pytest.raises(Exception, match=r"data-dependent"):  # the sync
                 whole(*args)
             return
         compiled = whole(*args)
-    assert name != "op-learned", "other-play with learned symmetries claims no host syncs"
+    assert name not in NOT_TRACEABLE, f"{name} claims no host syncs"
     for a, b in zip(eager[:2], compiled[:2], strict=True):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
 

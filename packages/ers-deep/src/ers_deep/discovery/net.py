@@ -160,6 +160,8 @@ class DiscoveryNet(ActorCritic):
         self.compose_prob, self.invertibility = float(compose_prob), float(invertibility)
         size = int(torch.tensor(first.obs_shape).prod()) if obs_map_size is None else int(obs_map_size)
         self.lift = lift
+        # the tabular history lift indexes with numpy on the observed histories (a host sync)
+        self.traceable = lift is None and all(p.traceable for p in pool)
         # tabular per-observation maps start with every unit active (see ObsMap: one-hot inputs)
         self.phi = (
             ObsMap(L, size, bias=TABULAR_MAP_BIAS, relu_output=False) if lift is not None else ObsMap(L, size)
