@@ -15,6 +15,7 @@ from ers_deep.cli import main
 from ers_deep.crossplay import crossplay_matrix
 from ers_deep.discovery import DeepDiscoveryConfig, compose, discover
 from ers_deep.envs.hanabi import HanabiConfig, HanabiEnv, colour_permutations
+from ers_deep.envs.symmetry import Symmetry
 from ers_deep.nets import NetConfig, build_net, masked_logits
 from ers_deep.nets.other_play import OtherPlayNet
 from ers_deep.other_play import op_net, op_symmetries, train_op_pool
@@ -24,6 +25,7 @@ from ers_deep.train.evaluate import Agent
 from ers_deep.train.ippo import Learner
 from ers_exact.util.options import UsageError
 from tests.deep.threads import one_thread  # noqa: F401 (autouse: a busy CPU made a torch.cat 1000x slower)
+from tests.deep.train.twins import trained_params
 
 TOY = "tabular:toy-coordination"
 
@@ -127,12 +129,8 @@ def test_draws_per_actor_and_episode_and_the_update_replays_them() -> None:
     assert torch.equal(wrapped(ro.obs, ro.first, ro.hidden0)[0], op_logits)
 
 
-def _op_params(cfg: TrainConfig, phi: tuple[object, ...], mode: str, updates: int) -> list[torch.Tensor]:
-    learner = Learner(cfg.replace(update_mode=mode), net=op_net(cfg, phi))  # type: ignore[arg-type]
-    for _ in range(updates):
-        learner.train_step()
-    assert learner.updater.mode == mode
-    return [p.detach().clone() for p in learner.net.parameters()]
+def _op_params(cfg: TrainConfig, phi: tuple[Symmetry, ...], mode: str, updates: int) -> list[torch.Tensor]:
+    return trained_params(cfg.replace(update_mode=mode), updates, net=op_net(cfg, phi))
 
 
 def test_the_compiled_op_update_equals_the_eager_one() -> None:

@@ -14,6 +14,7 @@ from tests.deep.train.twins import (
     rollouts,
     same_rollouts_params,
     tiny_config,
+    trained_params,
 )
 
 pytestmark = [
@@ -56,17 +57,10 @@ def test_op_update_modes_equal_the_eager_update(mode: str) -> None:
     """Other-play on Hanabi's MLP (colour permutations, index symmetries: "auto" captures its update on CUDA
     since 2026-12-07) compiled and captured against the eager update, in fp32; the draws replayed in the graph."""
     from ers_deep.other_play import op_net, op_symmetries
-    from ers_deep.train import Learner
 
     cfg = tiny_config("hanabi", hanabi_preset="Hanabi-Small", device="cuda", tf32=False, collect_mode="eager")
     phi = op_symmetries(cfg, "mdp")
-    params = []
-    for m in (mode, "eager"):
-        learner = Learner(cfg.replace(update_mode=m), net=op_net(cfg, phi))
-        for _ in range(3):
-            learner.train_step()
-        assert learner.updater.mode == m
-        params.append([p.detach().clone() for p in learner.net.parameters()])
+    params = [trained_params(cfg.replace(update_mode=m), 3, net=op_net(cfg, phi)) for m in (mode, "eager")]
     assert max_difference(*params) < 1e-5
 
 
@@ -74,17 +68,12 @@ def test_op_update_modes_equal_the_eager_update(mode: str) -> None:
 def test_discovery_update_modes_equal_the_eager_update(mode: str) -> None:
     """Discovery's sp-max net (``DiscoveryNet``, traceable: "auto" captures its update on CUDA since 2026-12-07)
     compiled and captured against the eager update, in fp32 (its CPU tests: tests/deep/discovery)."""
-    from ers_deep.train import Learner
     from tests.deep.discovery.test_compiled_update import discovery_config, discovery_net
 
-    params = []
-    for m in (mode, "eager"):
-        cfg = discovery_config(device="cuda", tf32=False, collect_mode="eager", update_mode=m)
-        learner = Learner(cfg, net=discovery_net(cfg, "sp"))
-        for _ in range(3):
-            learner.train_step()
-        assert learner.updater.mode == m
-        params.append([p.detach().clone() for p in learner.net.parameters() if p.requires_grad])
+    cfg = discovery_config(device="cuda", tf32=False, collect_mode="eager")
+    params = [
+        trained_params(cfg.replace(update_mode=m), 3, net=discovery_net(cfg, "sp")) for m in (mode, "eager")
+    ]
     assert max_difference(*params) < 1e-5
 
 

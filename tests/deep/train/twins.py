@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from ers_deep.nets import NetConfig
+from ers_deep.nets import ActorCritic, NetConfig
 from ers_deep.train import Learner, TrainConfig, paper_config
 from ers_deep.train.collect import Rollout
 from ers_deep.train.ippo import compile_settings
@@ -80,10 +80,13 @@ def assert_rollouts_equal(
     assert any(bool(ro.done.any()) for ro, _ in a), "no episode ended: the check must include resets"
 
 
-def trained_params(cfg: TrainConfig, updates: int, staggered: bool = False) -> list[torch.Tensor]:
-    """The parameters of a fresh learner of ``cfg`` after ``updates`` updates (``staggered``: Overcooked V2's
-    clocks spread, so that episodes end inside the rollouts), checking the update ran in ``cfg.update_mode``."""
-    learner = Learner(cfg)
+def trained_params(
+    cfg: TrainConfig, updates: int, staggered: bool = False, net: ActorCritic | None = None
+) -> list[torch.Tensor]:
+    """The parameters of a fresh learner of ``cfg`` (with ``net``: other-play's, discovery's) after ``updates``
+    updates (``staggered``: Overcooked V2's clocks spread, so that episodes end inside the rollouts), checking
+    the update ran in ``cfg.update_mode``."""
+    learner = Learner(cfg, net=net)
     if staggered:
         stagger(learner)
         if learner.fast is not None:
