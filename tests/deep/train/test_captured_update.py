@@ -25,9 +25,16 @@ def emulated_graphs(monkeypatch: pytest.MonkeyPatch) -> None:
     real = update_module.resolve_update_mode
 
     def on_cpu(
-        mode: str, recurrent: bool, samples: int, device: object = "cpu", capturable: bool = False
+        mode: str,
+        recurrent: bool,
+        samples: int,
+        device: object = "cpu",
+        capturable: bool = False,
+        traceable: bool = True,
     ) -> str:
-        return mode if mode.endswith("graph") else real(mode, recurrent, samples, device, capturable)
+        return (
+            mode if mode.endswith("graph") else real(mode, recurrent, samples, device, capturable, traceable)
+        )
 
     monkeypatch.setattr(update_module, "resolve_update_mode", on_cpu)
 
@@ -68,6 +75,8 @@ def test_graph_modes_need_cuda_and_a_capturable_update() -> None:
     assert resolve_update_mode("auto", True, 10**6, "cuda", capturable=True) == "graph"
     assert resolve_update_mode("auto", True, 10**6, "cuda", capturable=False) == "eager"
     assert resolve_update_mode("auto", False, 10**6, "cpu", capturable=True) == "compile"
+    assert resolve_update_mode("auto", False, 10**6, "cpu", traceable=False) == "eager"  # host syncs
+    assert resolve_update_mode("auto", False, 10**6, "cuda", capturable=False, traceable=False) == "eager"
     with pytest.raises(ValueError, match="needs a CUDA device"):
         resolve_update_mode("graph", False, 10, "cpu", capturable=True)
     with pytest.raises(ValueError, match="cannot be captured"):

@@ -17,8 +17,10 @@ kernel, learning rate a tensor: a schedule changes its value, never a compiled o
   back to the uncaptured twin with a warning.
 * ``"auto"``: on CUDA ``"compile-graph"`` for feed-forward nets, ``"graph"`` for recurrent nets with a reset
   bound, else as on CPU: ``"compile"`` for feed-forward nets on minibatches of ``COMPILE_MIN_SAMPLES`` or more,
-  else ``"eager"``. Other-play's net on a feed-forward pi (index symmetries) counts as feed-forward: its state
-  (actor ids, episodes started) needs no bound; a net that is not ``traceable`` counts as recurrent.
+  else ``"eager"``. Other-play's net on a feed-forward pi (index symmetries) and discovery's on a feed-forward
+  pool count as feed-forward: their state (actor ids, episodes started) needs no bound. A net that is not
+  ``traceable`` (host syncs: other-play with learned symmetries, tabular discovery) is neither compiled by
+  ``"auto"`` nor captured.
 
 ``TrainConfig.bf16_update`` runs the loss's forward under bfloat16 autocast in every mode (off by default: on
 Hanabi-Full its learning curve was not float32's, packages/ers-deep/README.md).
@@ -53,10 +55,16 @@ RECOMPILE_LIMIT = 64
 
 
 def resolve_update_mode(
-    mode: str, recurrent: bool, samples: int, device: torch.device | str = "cpu", capturable: bool = False
+    mode: str,
+    recurrent: bool,
+    samples: int,
+    device: torch.device | str = "cpu",
+    capturable: bool = False,
+    traceable: bool = True,
 ) -> str:
     """The update mode ``mode`` resolves to (see the module docstring); ``capturable``: the update can be
-    captured (equal minibatches, sampled advantages, a sync-free net). Measured on the 2-core CPU, one thread,
+    captured (equal minibatches, sampled advantages, a sync-free net); ``traceable``: the net has no host syncs
+    (``ActorCritic.traceable``; else "auto" does not compile it). Measured on the 2-core CPU, one thread,
     in one run (README): Hanabi-Full's MLP update compiled ran the learner at 1.28x the eager one; Overcooked
     V2's CNN + fused GRU at 0.51x."""
     if mode not in UPDATE_MODES:
@@ -65,7 +73,7 @@ def resolve_update_mode(
     if mode == "auto":
         if cuda and capturable:
             return "graph" if recurrent else "compile-graph"
-        return "compile" if not recurrent and samples >= COMPILE_MIN_SAMPLES else "eager"
+        return "compile" if not recurrent and traceable and samples >= COMPILE_MIN_SAMPLES else "eager"
     if mode.endswith("graph") and not cuda:
         raise UsageError(f"update mode {mode!r} captures a CUDA graph: it needs a CUDA device, not {device}")
     if mode.endswith("graph") and not capturable:
@@ -157,7 +165,7 @@ class PPOUpdate:
             and (not recurrent or max_resets is not None)
             and all(g.get("capturable", False) for g in optimizer.param_groups)
         )
-        self.mode = resolve_update_mode(mode, recurrent or not net.traceable, samples, device, capturable)
+        self.mode = resolve_update_mode(mode, recurrent, samples, device, capturable, net.traceable)
         if not self.mode.endswith("graph"):  # unbounded: gru_scan on a CPU, gru_segments on CUDA (no capture)
             self.max_resets = None
         self.loss_fn: Callable[..., tuple[Tensor, dict[str, Tensor]]] = self._loss
