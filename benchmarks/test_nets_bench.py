@@ -2,7 +2,12 @@
 shape), with its 3x3 convolutions as ``F.conv2d`` (``NetConfig.spatial="conv"``, the default) against the grid
 matrix products (``"matmul"``, ``ers_deep.nets.spatial``), same parameters, same run, one torch thread; the two
 must give the same logits, values and gradients (within 1e-3 of each tensor's largest entry). The GPU case (the
-1,024 x 128 row's minibatch, 128 actors x 128 steps) runs where CUDA is present."""
+1,024 x 128 row's minibatch, 128 actors x 128 steps) runs where CUDA is present.
+
+And other-play's net with learned symmetries (Hanabi-Full, the identity and 12 stand-ins, one collection step of
+1,024 games: 2,048 entries): each phi_O on its selected entries (a host sync per phi, the CPU default) against the
+grouped path (``nets.grouped``, the CUDA default: sorted into blocks, ~1.5x the rows and a copy of each block's
+weights); the same logits and values within 1e-5."""
 
 from __future__ import annotations
 
@@ -16,6 +21,14 @@ from ers_deep.nets import NetConfig, build_net
 from ers_deep.nets.state import NetState
 
 OBS, ACTIONS, HIDDEN = (5, 5, 38), 6, 128
+#: the CPU, and CUDA where present (gpu-marked)
+DEVICES = [
+    "cpu",
+    pytest.param(
+        "cuda",
+        marks=[pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")],
+    ),
+]
 
 
 def _step(
@@ -45,7 +58,7 @@ def _step(
     return run, outputs
 
 
-def _seconds(run: Callable[[], None], reps: int) -> float:
+def _seconds(run: Callable[[], object], reps: int) -> float:
     run()  # warm-up
     times = []
     for _ in range(reps):
@@ -55,16 +68,7 @@ def _seconds(run: Callable[[], None], reps: int) -> float:
     return min(times)
 
 
-@pytest.mark.parametrize(
-    "device",
-    [
-        "cpu",
-        pytest.param(
-            "cuda",
-            marks=[pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")],
-        ),
-    ],
-)
+@pytest.mark.parametrize("device", DEVICES)
 def test_overcooked_net_conv_vs_grid_matmul(benchmark, one_thread, device: str) -> None:  # type: ignore[no-untyped-def]
     T, N = (256, 8) if device == "cpu" else (128, 128)
     conv, conv_outputs = _step("conv", T, N, device)
@@ -83,3 +87,40 @@ def test_overcooked_net_conv_vs_grid_matmul(benchmark, one_thread, device: str) 
     for k, w in want.items():
         scale = float(w.abs().max().clamp_min(1e-12))
         torch.testing.assert_close(got[k], w, rtol=0, atol=1e-3 * scale, msg=k)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_other_play_learned_symmetries_grouped_vs_per_phi(benchmark, one_thread, device: str) -> None:  # type: ignore[no-untyped-def]
+    from ers_deep.bench.other_play import near_identity_symmetries
+    from ers_deep.nets.other_play import OtherPlayNet
+    from ers_deep.other_play import op_net
+    from ers_deep.train.config import make_env, paper_config
+
+    cfg = paper_config("hanabi", seeds=(0,), net=NetConfig(hidden=512), device=device)
+    phi = near_identity_symmetries(cfg, 12)
+    per_phi = OtherPlayNet(op_net(cfg, phi).base, phi, grouped=False).to(device)
+    grouped = OtherPlayNet(per_phi.base, phi, grouped=True).to(device)
+    env = make_env(cfg, 1024, seed=0)
+    obs = env.observe().reshape(1, 1, 2048, -1)
+    first = torch.ones(1, 1, 2048, dtype=torch.bool, device=device)
+    state = per_phi.initial_state(2048, device)
+
+    def forward(net: torch.nn.Module) -> Callable[[], tuple[torch.Tensor, ...]]:
+        def run() -> tuple[torch.Tensor, ...]:
+            with torch.no_grad():
+                out = net(obs, first, state)
+            if device == "cuda":
+                torch.cuda.synchronize()
+            return out[:2]
+
+        return run
+
+    benchmark.pedantic(forward(per_phi), rounds=3, iterations=1, warmup_rounds=1)
+    t_per_phi = benchmark.stats.stats.min
+    t_grouped = _seconds(forward(grouped), 3)
+    info = {"entries": 2048, "symmetries": len(phi), "per_phi_s": t_per_phi, "grouped_s": t_grouped}
+    info["grouped_speedup"] = t_per_phi / t_grouped
+    benchmark.extra_info.update(info)
+    print(device, info)
+    for a, b in zip(forward(per_phi)(), forward(grouped)(), strict=True):
+        torch.testing.assert_close(b, a, rtol=0, atol=1e-5)

@@ -53,9 +53,11 @@ def anchor_args(env: str, n: int, t: int, mb: int, tiny: bool) -> tuple[str, lis
 
 
 def ers_config(env: str, n: int, t: int, mb: int, device: str, tiny: bool, **kw: Any) -> Any:
+    """The ers config of a row with the variant's overrides ``kw`` (``phi`` aside: the net, ``ers_net``)."""
     from ers_deep.nets import NetConfig
     from ers_deep.train import paper_config
 
+    kw.pop("phi", None)
     over: dict[str, Any] = {"num_envs": n, "num_steps": t, "minibatches": mb, "device": device}
     if tiny:
         over["net"] = (
@@ -70,6 +72,14 @@ def ers_config(env: str, n: int, t: int, mb: int, device: str, tiny: bool, **kw:
     net_over = {k.removeprefix("net."): kw.pop(k) for k in [k for k in kw if k.startswith("net.")]}
     cfg = paper_config(env, total_env_steps=10**10, **{**over, **kw})
     return cfg.replace(net=dataclasses.replace(cfg.net, **net_over)) if net_over else cfg
+
+
+def ers_net(cfg: Any, over: dict[str, Any]) -> Any:
+    """The net of a variant: other-play's where it sets ``phi`` (``none``, ``mdp`` or ``learned:K``:
+    ``ers_deep.bench.other_play.bench_op_net``), else None (self-play's, the learner's own)."""
+    from ers_deep.bench.other_play import bench_op_net
+
+    return bench_op_net(cfg, str(over["phi"])) if "phi" in over else None
 
 
 def record(out: Path, row: dict[str, Any]) -> None:
@@ -220,7 +230,8 @@ def parser() -> argparse.ArgumentParser:
         default="",
         help="more ers measurements per row, ';'-separated config overrides, e.g. 'bf16_update=true'; "
         "'ENV:overrides' only in rows of ENV, e.g. 'overcooked-v2:cudnn_benchmark=true'; net.FIELD for the "
-        "NetConfig, e.g. 'overcooked-v2:net.spatial=\"matmul\"'",
+        "NetConfig, e.g. 'overcooked-v2:net.spatial=\"matmul\"'; phi=mdp or phi=learned:K for other-play's net "
+        "(the env's symmetries, or K stand-ins for learned ones: ers_deep.bench.other_play)",
     )
     p.add_argument(
         "--learn-sides", default="ers,anchor", help="the learning runs' sides: ers, anchor or both"
@@ -322,6 +333,7 @@ def main() -> None:
                     warmup=1,
                     profile_top=a.profile,
                     count_flops=True,
+                    net=ers_net(cfg, over),
                 )
             except Exception as e:  # a row that fails is reported, the table goes on
                 r = {"error": f"{type(e).__name__}: {e}"[:500]}

@@ -28,6 +28,10 @@
 # variant 'bf16_update=true' to compare the curves; the issue asks for the curve before it becomes a default).
 # TF32 products (ers's CUDA default, as JAX's) against full float32 ones on the card: --learn-variants 'tf32=false'
 # (on a CPU, emulated: python -m ers_deep.bench.precision, packages/ers-deep/README.md).
+# Other-play's rates beside self-play's (Hanabi-Full 1,024 x 128; none measured on a GPU yet): the 120 colour
+# permutations (index symmetries, captured since 2026-12-07) and 12 stand-ins for learned symmetries (grouped on
+# CUDA, nets/grouped.py, captured since 2026-12-07; on this CPU the grouped forward takes 1.7-2.6x the per-phi one):
+#   TEST_S=0 TABLE_S=400 TABLE_ARGS="--rows hanabi --sizes 1024 --row-variants 'hanabi:phi=mdp;hanabi:phi=learned:12'" (timeout_s=420)
 # Where an ers update's time goes: TABLE_ARGS="--rows hanabi,overcooked-v2 --profile 25" (per ers row one more
 # update under torch.profiler; its 25 costliest kernels in the JSON row, the first 8 under the markdown table).
 # bf16 note (2026-11-29): on Hanabi-Full (CPU, emulated autocast, 12 seeds each) bf16_update's curve was NOT the
@@ -123,6 +127,8 @@ if [ "$TEST_S" -gt 0 ]; then
     "tests/deep/train/test_gpu.py::test_captured_updates_with_the_grid_matrix_convolutions_equal_the_eager_update[graph]" \
     "tests/deep/train/test_gpu.py::test_op_update_modes_equal_the_eager_update[compile-graph]" \
     "tests/deep/train/test_gpu.py::test_discovery_update_modes_equal_the_eager_update[compile-graph]" \
+    "tests/deep/train/test_gpu.py::test_op_with_learned_symmetries_compiles_and_captures_its_update[compile-graph]" \
+    "tests/deep/train/test_gpu.py::test_op_with_learned_symmetries_captures_its_collection[graph]" \
     "tests/deep/train/test_precompile.py::test_on_cuda_the_learner_loads_the_captured_update_the_helper_compiled"} \
     ${MORE_TESTS:-} > "$OUT/gpu-tests.txt" 2>&1
   echo "gpu tests: exit $? (details in $OUT/gpu-tests.txt)"; tail -25 "$OUT/gpu-tests.txt"

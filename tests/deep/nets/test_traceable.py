@@ -1,8 +1,8 @@
 """``ActorCritic.traceable`` (no host synchronisation in the forward: what lets the update compile under "auto"
 and the collection and update be captured as CUDA graphs) checked on the CPU by what it promises: a traceable net
 compiles as one graph (``fullgraph=True``, where a sync is a graph break, hence an error) and equals its eager
-forward; other-play with learned symmetries, which selects each phi's entries, and tabular discovery, whose
-history lift indexes with numpy, do not compile whole and say so. And ``train.learner_setup.net_collect_mode``: such a net's "auto" collection drops the capture."""
+forward; other-play with learned symmetries, which selects each phi's entries (unless grouped, as on CUDA), and
+tabular discovery, whose history lift indexes with numpy, do not compile whole and say so. And ``train.learner_setup.net_collect_mode``: such a net's "auto" collection drops the capture."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import torch
 
+from ers_deep.bench.other_play import near_identity_symmetries
 from ers_deep.discovery import DiscoveryNet, compose
 from ers_deep.envs.tabular import TabularEnv
 from ers_deep.nets import ActorCritic, NetConfig
@@ -41,10 +42,18 @@ def _tabular_discovery() -> ActorCritic:
     return DiscoveryNet((0, 1), pool, kind, maps, env.num_agents, lift=lift, obs_map_size=size)
 
 
+def _op_grouped() -> ActorCritic:
+    """Other-play with learned symmetries (random maps near the identity) grouped, as on CUDA."""
+    cfg = discovery_config()
+    phi = near_identity_symmetries(cfg, 3)
+    return OtherPlayNet(op_net(cfg, phi).base, phi, grouped=True)
+
+
 NETS: dict[str, Callable[[], ActorCritic]] = {
     "mlp": lambda: _op(False).base,  # type: ignore[attr-defined]
     "op-index": lambda: _op(False),
     "op-learned": lambda: _op(True),
+    "op-learned-grouped": _op_grouped,
     "discovery-sp": lambda: discovery_net(discovery_config(), "sp"),
     "discovery-xp": lambda: discovery_net(discovery_config(), "xp"),
     "discovery-composed": lambda: discovery_net(discovery_config(), "sp", compose=True),

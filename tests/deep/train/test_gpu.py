@@ -65,6 +65,33 @@ def test_op_update_modes_equal_the_eager_update(mode: str) -> None:
 
 
 @pytest.mark.parametrize("mode", ["compile", "compile-graph"])
+def test_op_with_learned_symmetries_compiles_and_captures_its_update(mode: str) -> None:
+    """Other-play with learned symmetries on CUDA runs them grouped (``nets.grouped``, no host sync): its update
+    compiled and captured against the eager update, in fp32 (CPU tests: tests/deep/nets/test_grouped.py)."""
+    from ers_deep.bench.other_play import near_identity_symmetries
+    from ers_deep.other_play import op_net
+
+    cfg = tiny_config("hanabi", hanabi_preset="Hanabi-Small", device="cuda", tf32=False, collect_mode="eager")
+    phi = near_identity_symmetries(cfg, 3)
+    assert op_net(cfg, phi).traceable
+    params = [trained_params(cfg.replace(update_mode=m), 3, net=op_net(cfg, phi)) for m in (mode, "eager")]
+    assert max_difference(*params) < 1e-5
+
+
+@pytest.mark.parametrize("mode", ["graph", "compile-graph"])
+def test_op_with_learned_symmetries_captures_its_collection(mode: str) -> None:
+    """The grouped other-play net's captured collection against the native loop."""
+    from ers_deep.bench.other_play import near_identity_symmetries
+    from ers_deep.other_play import op_net
+
+    cfg = tiny_config("hanabi", hanabi_preset="Hanabi-Small", device="cuda", num_envs=64, num_steps=64)
+    phi = near_identity_symmetries(cfg, 3)
+    fast = rollouts(cfg.replace(collector="fast", collect_mode=mode), calls=3, net=op_net(cfg, phi))
+    ref = rollouts(cfg.replace(collector="native", collect_mode=mode), calls=3, net=op_net(cfg, phi))
+    assert_rollouts_equal(fast, ref, float_tol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["compile", "compile-graph"])
 def test_discovery_update_modes_equal_the_eager_update(mode: str) -> None:
     """Discovery's sp-max net (``DiscoveryNet``, traceable: "auto" captures its update on CUDA since 2026-12-07)
     compiled and captured against the eager update, in fp32 (its CPU tests: tests/deep/discovery)."""

@@ -76,7 +76,10 @@ def test_every_table_args_of_the_device_plan_reaches_the_script_as_its_own_argum
         args = script.parser().parse_args(argv)
         for env in ("hanabi", "overcooked-v2"):
             for over in script.row_variants(args.row_variants, env):
-                assert isinstance(script.ers_config(env, 8, 4, 2, "cpu", True, **over), TrainConfig)
+                cfg = script.ers_config(env, 8, 4, 2, "cpu", True, **over)
+                assert isinstance(cfg, TrainConfig)
+                if "phi" in over:  # other-play's net (--row-variants phi=...)
+                    assert script.ers_net(cfg, over) is not None
         for over in [script.parse_over(x) for x in args.learn_variants.split(";") if x]:  # learning variants
             assert isinstance(script.ers_config("hanabi", 8, 4, 2, "cpu", True, **over), TrainConfig)
 

@@ -43,9 +43,12 @@ def stagger(learner: Learner) -> None:
         state.step.copy_(torch.arange(B, device=state.step.device) * 7 % 400 + 380)
 
 
-def rollouts(cfg: TrainConfig, calls: int) -> list[tuple[Rollout, dict[str, torch.Tensor]]]:
-    """``calls`` consecutive collections of a fresh learner, cloned (graph modes reuse their buffers)."""
-    learner = Learner(cfg)
+def rollouts(
+    cfg: TrainConfig, calls: int, net: ActorCritic | None = None
+) -> list[tuple[Rollout, dict[str, torch.Tensor]]]:
+    """``calls`` consecutive collections of a fresh learner (with ``net``: other-play's, discovery's), cloned
+    (graph modes reuse their buffers)."""
+    learner = Learner(cfg, net=net)
     stagger(learner)
     if learner.fast is not None:
         learner.fast.fast.restart()

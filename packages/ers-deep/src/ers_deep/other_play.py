@@ -155,10 +155,15 @@ def op_record(config: TrainConfig, source: str, symmetries: tuple[Symmetry, ...]
 
 def op_net(config: TrainConfig, symmetries: tuple[Symmetry, ...]) -> OtherPlayNet:
     """pi (``config.net`` over ``config.seeds``, initialised as a plain ``Learner``'s net) played through a
-    per-actor, per-episode draw from ``symmetries``."""
+    per-actor, per-episode draw from ``symmetries``; on CUDA learned symmetries run ``grouped`` (no host sync, so
+    the update compiles and the collection and update are captured as self-play's; ``nets.grouped``)."""
     env = make_env(config, 1, seed=0)
     base = build_net(config.net, config.seeds, env.obs_shape, env.num_actions)
-    return OtherPlayNet(base, symmetries)
+    return OtherPlayNet(base, symmetries, grouped=_on_cuda(config.device))
+
+
+def _on_cuda(device: str | torch.device) -> bool:
+    return torch.device(device).type == "cuda"
 
 
 def _base(net: ActorCritic) -> ActorCritic:
@@ -174,7 +179,9 @@ def _op_score(
     its self-play score (seed 10,000 + seed, as ``train_pool``)."""
     P = make_env(config, 1, seed=0).num_agents
     dev = next(policy.net.parameters()).device
-    agents = [Agent(OtherPlayNet(policy.net, symmetries, salt=i).to(dev)) for i in range(P)]
+    agents = [
+        Agent(OtherPlayNet(policy.net, symmetries, salt=i, grouped=_on_cuda(dev)).to(dev)) for i in range(P)
+    ]
     return {"other_play": play(agents, policy.config, games, seed=10_000 + policy.seed)}
 
 

@@ -25,6 +25,7 @@ from typing import Any
 import torch
 
 from ers_deep.bench.runner import available_cpus, reference_in_subprocess
+from ers_deep.nets import ActorCritic
 from ers_deep.train.config import TrainConfig
 from ers_deep.train.ippo import Learner
 
@@ -45,14 +46,15 @@ def _sync(device: str) -> None:
 
 
 def warmed_learner(
-    config: TrainConfig, warmup: int = 1
+    config: TrainConfig, warmup: int = 1, net: ActorCritic | None = None
 ) -> tuple[Learner, dict[str, Any], float, dict[str, float]]:
-    """A ``Learner`` of ``config`` after ``warmup`` updates (compilation, graph capture), the last one's
-    metrics, the setup seconds (build + warm-up, the device synchronised) and the setup apart: the build, then
-    the first update's collect / GAE / (``precompile_wait``: for the update's helper compilation, where one
-    runs, ``train.precompile``) / update (where compilation and capture go)."""
+    """A ``Learner`` of ``config`` (with ``net``: other-play's, discovery's) after ``warmup`` updates
+    (compilation, graph capture), the last one's metrics, the setup seconds (build + warm-up, the device
+    synchronised) and the setup apart: the build, then the first update's collect / GAE / (``precompile_wait``:
+    for the update's helper compilation, where one runs, ``train.precompile``) / update (where compilation and
+    capture go)."""
     t0 = time.perf_counter()
-    learner = Learner(config)
+    learner = Learner(config, net=net)
     phases = {"build": time.perf_counter() - t0}
     m: dict[str, Any] = {}
     for i in range(warmup):
@@ -106,14 +108,16 @@ def bench_learner(
     warmup: int = 1,
     profile_top: int = 0,
     count_flops: bool = False,
+    net: ActorCritic | None = None,
 ) -> dict[str, Any]:
     """Env-steps/s (all seeds) of ``updates`` timed updates after ``warmup`` ones, the setup seconds (build +
     warm-up; ``setup_phase_s``: apart, ``warmed_learner``), the modes that ran and the last update's mean
     return; ``profile_top`` > 0: also the ``profile_top`` most expensive operators of one more update
     (``profile_step``) and where its time went by kind (``kernel_classes``); ``count_flops``: also the
     products' FLOP per env-step (``product_flops``) and their rate in the timed update's phases
-    (``product_tflop_s``: FLOP per update / the phase's seconds / 1e12)."""
-    learner, m, setup, setup_phases = warmed_learner(config, warmup)
+    (``product_tflop_s``: FLOP per update / the phase's seconds / 1e12; self-play's net: not counted with
+    ``net``, other-play's or discovery's)."""
+    learner, m, setup, setup_phases = warmed_learner(config, warmup, net)
     t1, c1 = time.perf_counter(), time.process_time()
     for _ in range(updates):
         m = learner.train_step()
@@ -130,7 +134,7 @@ def bench_learner(
             profiled["profile"], profiled["profile_classes"] = rows[:profile_top], kernel_classes(rows)
         except Exception as e:
             profiled["profile_error"] = f"{type(e).__name__}: {e}"[:300]
-    if count_flops:  # after the measurement too: a failed count loses the count, not the row
+    if count_flops and net is None:  # after the measurement too: a failed count loses the count, not the row
         try:
             per = product_flops(config)
         except Exception as e:

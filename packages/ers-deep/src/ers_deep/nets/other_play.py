@@ -6,6 +6,9 @@ maximises E_phi J(pi, phi(pi)) -- each agent of each game draws its own phi, as 
 
 The symmetries are anything with ``apply_obs`` and ``action_map`` (``ers_deep.envs.symmetry.Symmetry``): the
 env's Dec-POMDP symmetries (Hanabi colour permutations, the Overcooked V2 flip) or learned ER symmetries.
+phi_O(o) per entry: index symmetries by one gather of every entry; learned ones (real-valued outputs, so the
+mapped observations are float even where the env's are uint8) on each phi's selected entries, or ``grouped``
+(``nets.grouped``: no host sync).
 
 Per-episode draws without extra learner state: the state the learner carries for every actor
 (``NetState``) holds pi's own state (``gru``) and the actor's index n (``actor``) and episodes started
@@ -16,13 +19,17 @@ With Phi = {identity} the net is pi itself (tests: OP with the identity set equa
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import torch
 from torch import Tensor
 
 from ers_deep.envs.symmetry import Symmetry
 from ers_deep.nets.actor_critic import ActorCritic, take_rows
+from ers_deep.nets.grouped import StackedMaps, grouped_obs_map, stack_maps
+from ers_deep.nets.phi import ObsMap
 from ers_deep.nets.state import NetState
 
 __all__ = ["OtherPlayNet", "episode_hash"]
@@ -42,9 +49,14 @@ def episode_hash(key: Tensor, episode: Tensor, purpose: int, salt: int = 0) -> T
 
 
 class OtherPlayNet(ActorCritic):
-    """pi played through a per-actor, per-episode symmetry of ``symmetries``; ``base`` is pi (S seeds)."""
+    """pi played through a per-actor, per-episode symmetry of ``symmetries``; ``base`` is pi (S seeds).
+    ``grouped``: learned symmetries (``ObsMap`` s over the flat observation, beside index ones) run sorted into
+    blocks (``nets.grouped``: no host sync, so the net is ``traceable``; ~1.5x their work), not each on its
+    selected entries (a sync per symmetry); other-play picks it on CUDA (``ers_deep.other_play.op_net``)."""
 
-    def __init__(self, base: ActorCritic, symmetries: Sequence[Symmetry], salt: int = 0) -> None:
+    def __init__(
+        self, base: ActorCritic, symmetries: Sequence[Symmetry], salt: int = 0, grouped: bool = False
+    ) -> None:
         super().__init__(base.seeds, base.obs_shape, base.num_actions)
         if not symmetries:
             raise ValueError("other-play needs at least one symmetry (the identity)")
@@ -63,11 +75,24 @@ class OtherPlayNet(ActorCritic):
             torch.stack([g.long().cpu() for g in gathers]) if len(gathers) == len(self.symmetries) else None
         )
         self.register_buffer("obs_indices", stacked, persistent=False)
-        # index symmetries map every entry in one gather; any other symmetry runs on its selected entries (a sync)
-        self.traceable = base.traceable and stacked is not None
+        found = (
+            _grouped_maps(self.symmetries, math.prod(base.obs_shape)) if grouped and stacked is None else None
+        )
+        #: the grouped path's depth (0: not taken) and output ReLU; its tensors are buffers (frozen: moved with the
+        #: net, not in its state_dict or parameters)
+        self.phi_layers = 0 if found is None else found.layers
+        self.phi_relu_output = found is not None and found.relu_output
+        for name, t in (found.buffers if found is not None else {}).items():
+            self.register_buffer(name, t, persistent=False)
+        # index symmetries map every entry in one gather; learned ones either run on their selected entries (a
+        # sync) or, ``grouped``, sorted into blocks (``nets.grouped``; more work, no sync)
+        self.traceable = base.traceable and (stacked is not None or self.phi_layers > 0)
 
     action_maps: Tensor
     obs_indices: Tensor | None  # [G, prod(obs_shape)] when every symmetry is an IndexSymmetry
+    phi_index: Tensor  # the grouped path's buffers (_grouped_maps)
+    phi_learned: Tensor
+    phi_slot: Tensor
 
     def initial_state(self, n: int, device: torch.device | str = "cpu") -> NetState:
         """pi's initial state, ``actor`` = 0..n-1 [S, n], ``episode`` = 0 (none started) [S, n]."""
@@ -90,6 +115,18 @@ class OtherPlayNet(ActorCritic):
         episode = state.episode[:, None] + first.long().cumsum(1)
         return episode_hash(actor, episode, 7, self.salt) % len(self.symmetries)
 
+    def _grouped(self, flat: Tensor, code: Tensor) -> Tensor:
+        """phi_O(o) of every entry's symmetry ``code`` without a sync: the index symmetries by one gather, the
+        learned ones (``_grouped_maps``) by ``nets.grouped.grouped_obs_map``; [M, n] float."""
+        x = flat.float()
+        maps = StackedMaps(
+            tuple(getattr(self, f"phi_weight_{k}") for k in range(self.phi_layers)),
+            tuple(getattr(self, f"phi_bias_{k}") for k in range(self.phi_layers)),
+            self.phi_relu_output,
+        )
+        learned = grouped_obs_map(maps, x, self.phi_slot[code])
+        return torch.where(self.phi_learned[code, None], learned, x.gather(1, self.phi_index[code]))
+
     def forward(self, obs: Tensor, first: Tensor, state: NetState) -> tuple[Tensor, Tensor, NetState]:
         return self.forward_rows(obs, first, state, None)
 
@@ -103,12 +140,15 @@ class OtherPlayNet(ActorCritic):
         flat_obs, flat_code = obs.reshape(S * T * N, *self.obs_shape), code.reshape(-1)
         if self.obs_indices is not None:  # obs of the mapped game: flat[obs_index] per entry
             mapped = flat_obs.flatten(1).gather(1, self.obs_indices[flat_code])
-        else:
-            mapped = flat_obs.clone()
+        elif self.phi_layers:
+            mapped = self._grouped(flat_obs.flatten(1), flat_code)
+        else:  # a learned phi_O's output is real-valued: never cast it back to an integer observation dtype
+            dtype = flat_obs.dtype if flat_obs.is_floating_point() else torch.float32
+            mapped = flat_obs.to(dtype, copy=True)
             for g, sym in enumerate(self.symmetries):
                 sel = flat_code == g
                 if bool(sel.any()):
-                    mapped[sel] = sym.apply_obs(flat_obs[sel]).to(mapped.dtype)
+                    mapped[sel] = sym.apply_obs(flat_obs[sel]).to(dtype)
         own = state._replace(actor=None, episode=None)  # pi's own state
         idx = self.action_maps[code]  # [S, T, N, A]
         if rows is None:
@@ -119,3 +159,38 @@ class OtherPlayNet(ActorCritic):
         logits = logits.gather(-1, idx)
         assert state.episode is not None
         return logits, value, after._replace(actor=state.actor, episode=state.episode + first.long().sum(1))
+
+
+class _GroupedMaps(NamedTuple):
+    buffers: dict[str, Tensor]
+    layers: int
+    relu_output: bool
+
+
+def _grouped_maps(symmetries: Sequence[Symmetry], n: int) -> _GroupedMaps | None:
+    """The buffers of ``OtherPlayNet``'s grouped path (on the CPU), or None where some symmetry is neither an
+    index map nor a learned ``ObsMap`` over the flat observation, or the learned maps differ in depth:
+    ``phi_index`` [G, n] (the index maps; the identity for learned ones), ``phi_learned`` [G] (bool),
+    ``phi_slot`` [G] (each learned one's candidate), ``phi_weight_k`` / ``phi_bias_k`` (``nets.grouped.stack_maps``)."""
+    index: list[Tensor] = []
+    slot: list[int] = []
+    learned: list[ObsMap] = []
+    for sym in symmetries:
+        gather, obs_map = getattr(sym, "obs_index", None), getattr(sym, "obs_map", None)
+        if isinstance(gather, Tensor):
+            index.append(gather.long().cpu())
+            slot.append(-1)
+        elif isinstance(obs_map, ObsMap) and getattr(sym, "lift", None) is None and obs_map.size == n:
+            index.append(torch.arange(n))
+            slot.append(len(learned))
+            learned.append(obs_map)
+        else:
+            return None
+    stacked = stack_maps(learned) if learned else None
+    if stacked is None:
+        return None
+    slots = torch.tensor(slot)
+    buffers = {"phi_index": torch.stack(index), "phi_learned": slots >= 0, "phi_slot": slots.clamp(min=0)}
+    for k, (w, b) in enumerate(zip(stacked.weights, stacked.biases)):
+        buffers[f"phi_weight_{k}"], buffers[f"phi_bias_{k}"] = w.cpu(), b.cpu()
+    return _GroupedMaps(buffers, len(stacked.weights), stacked.relu_output)

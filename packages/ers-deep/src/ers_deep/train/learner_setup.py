@@ -47,7 +47,7 @@ def collect_mode(cfg: TrainConfig, env: BatchedEnv) -> str:
 
 def net_collect_mode(cfg: TrainConfig, mode: str, net: ActorCritic) -> str:
     """The collection mode ``mode`` (``collect_mode``'s) for ``net``: a net that is not ``traceable`` (host syncs
-    in its forward: other-play with learned symmetries) cannot run inside a captured CUDA graph, so ``"auto"``'s
+    in its forward: other-play with learned symmetries off CUDA, ``OtherPlayNet(grouped=False)``) cannot run inside a captured CUDA graph, so ``"auto"``'s
     graph mode drops the capture (``"compile-graph"`` -> ``"compile"``: the env step still compiles) and an
     explicit graph mode is refused."""
     if not mode.endswith("graph") or net.traceable:
@@ -56,7 +56,7 @@ def net_collect_mode(cfg: TrainConfig, mode: str, net: ActorCritic) -> str:
         return "compile" if mode == "compile-graph" else "eager"
     raise UsageError(
         f"collect_mode={mode!r} captures the policy's steps, but {type(net).__name__}'s forward synchronises "
-        "with the host (other-play with learned symmetries): use 'auto' or 'compile'"
+        "with the host (other-play with learned symmetries, not grouped): use 'auto' or 'compile'"
     )
 
 

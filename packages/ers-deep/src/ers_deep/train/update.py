@@ -19,8 +19,8 @@ kernel, learning rate a tensor: a schedule changes its value, never a compiled o
   bound, else as on CPU: ``"compile"`` for feed-forward nets on minibatches of ``COMPILE_MIN_SAMPLES`` or more,
   else ``"eager"``. Other-play's net on a feed-forward pi (index symmetries) and discovery's on a feed-forward
   pool count as feed-forward: their state (actor ids, episodes started) needs no bound. A net that is not
-  ``traceable`` (host syncs: other-play with learned symmetries, tabular discovery) is neither compiled by
-  ``"auto"`` nor captured.
+  ``traceable`` (host syncs: other-play with learned symmetries unless ``grouped``, as on CUDA; tabular
+  discovery) is neither compiled by ``"auto"`` nor captured.
 
 ``TrainConfig.bf16_update`` runs the loss's forward under bfloat16 autocast in every mode (off by default: on
 Hanabi-Full its learning curve was not float32's, packages/ers-deep/README.md).
@@ -79,7 +79,7 @@ def resolve_update_mode(
     if mode.endswith("graph") and not capturable:
         raise UsageError(
             f"update mode {mode!r}: this update cannot be captured (it needs equal minibatches, sampled "
-            "advantages, a net without host syncs (other-play: index symmetries only) and, for a recurrent net, "
+            "advantages, a net without host syncs (other-play: index symmetries, or learned ones grouped, as on CUDA) and, for a recurrent net, "
             "episodes at least as long as the rollout)"
         )
     return mode
