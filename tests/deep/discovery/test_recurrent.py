@@ -4,6 +4,8 @@ with the member's GRU state carried between calls and reset at episode starts.""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -53,7 +55,8 @@ def test_recurrent_pool_sequence_equals_stepwise_symmetriser() -> None:
 @pytest.mark.slow
 def test_xp_max_on_an_overcooked_pool_end_to_end(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Algorithm 3 on a (barely trained) Overcooked V2 pool of CNN + GRU policies runs through ``discover``
-    and writes a loadable result whose phi_A is the identity (the official Overcooked choice)."""
+    and writes a loadable result whose phi_A is the identity (the official Overcooked choice); other-play then
+    trains with it (OP-ER on Overcooked V2's uint8 observations) and scores E J(phi_1(pi), phi_2(pi))."""
     from ers_deep.discovery import DeepDiscoveryConfig, discover, load_symmetries
     from ers_deep.pools import load_pool, train_pool
     from ers_deep.train.config import paper_config
@@ -85,3 +88,10 @@ def test_xp_max_on_an_overcooked_pool_end_to_end(tmp_path) -> None:  # type: ign
     (t,) = result.transformations
     assert isinstance(t, LearnedTransformation) and t.known is not None  # against the identity and the flip
     assert t.known.name in ("identity", "vertical-flip(1, 0, 2)") and t.known.match in ("identity", None)
+    from ers_deep.other_play import train_op_pool
+
+    op = train_op_pool(
+        cfg.replace(seeds=(5,)), str(tmp_path / "disc"), tmp_path / "op", eval_games=2, progress=False
+    )
+    assert op["other_play"]["symmetries"] == ["identity", sym.name]
+    assert all(math.isfinite(p["other_play"]["mean"]) for p in op["policies"])
