@@ -129,6 +129,7 @@ if [ "$TEST_S" -gt 0 ]; then
     "tests/deep/train/test_gpu.py::test_discovery_update_modes_equal_the_eager_update[compile-graph]" \
     "tests/deep/train/test_gpu.py::test_op_with_learned_symmetries_compiles_and_captures_its_update[compile-graph]" \
     "tests/deep/train/test_gpu.py::test_op_with_learned_symmetries_captures_its_collection[graph]" \
+    "tests/deep/discovery/test_roundtrip.py::test_a_map_on_cuda_rounds_as_on_the_cpu" \
     "tests/deep/train/test_precompile.py::test_on_cuda_the_learner_loads_the_captured_update_the_helper_compiled"} \
     ${MORE_TESTS:-} > "$OUT/gpu-tests.txt" 2>&1
   echo "gpu tests: exit $? (details in $OUT/gpu-tests.txt)"; tail -25 "$OUT/gpu-tests.txt"

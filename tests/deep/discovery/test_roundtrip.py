@@ -92,3 +92,19 @@ def test_rounding_beyond_the_enumerated_sizes_takes_the_nearest_permutation(
         monkeypatch.undo()
         assert dist == pytest.approx(brute, abs=1e-12) and sorted(perm) == list(range(n_o))
         assert exact is not None
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_a_map_on_cuda_rounds_as_on_the_cpu(toy_discovery: tuple[Path, DiscoveryResult]) -> None:
+    """A CUDA learner's kept map is on CUDA when discovery rounds it (``DiscoveryNet.symmetry``): the one-hot
+    rows are built on the map's device (they were built on the CPU, a device mismatch before discovery.json)."""
+    from dataclasses import replace
+
+    out, _ = toy_discovery
+    env = TabularEnv("toy-coordination")
+    for sym in load_symmetries(out):
+        cuda = replace(sym, obs_map=sym.obs_map.select(0).to("cuda"), action_map=sym.action_map.to("cuda"))
+        perm, dist, _ = round_tabular(env, cuda)
+        want = round_tabular(env, sym)
+        assert perm == want[0] and dist == pytest.approx(want[1], abs=1e-6)

@@ -156,7 +156,10 @@ def round_tabular(env: Any, symmetry: LearnedSymmetry) -> tuple[tuple[int, ...],
     permutation is scored (a linear assignment: the sum is constant - 2 sum_o row_o[sigma[o]]), admissible or
     not."""
     n_o = env.n_observations
-    rows = observation_rows(symmetry.obs_map, torch.eye(n_o)[None])[0].double().cpu().numpy()
+    eye = torch.eye(n_o, device=symmetry.obs_map.weights[0].device)[
+        None
+    ]  # the map's device (a CUDA learner's)
+    rows = observation_rows(symmetry.obs_map, eye)[0].double().cpu().numpy()
     if n_o <= MAX_ENUMERATED_OBSERVATIONS:
         perms = np.array(list(itertools.permutations(range(n_o))), dtype=np.int64)  # [M, O]
     else:
