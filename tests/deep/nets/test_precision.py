@@ -32,7 +32,7 @@ def reference_round(x: np.ndarray, bits: int) -> np.ndarray:
 @settings(max_examples=60, deadline=None)
 @given(
     st.lists(st.floats(width=32, allow_nan=False, allow_infinity=False), min_size=1, max_size=64),
-    st.integers(0, 23),
+    st.integers(1, 23),
 )
 def test_rounding_equals_the_float64_reference(values: list[float], bits: int) -> None:
     x = np.array(values, dtype=np.float32)
@@ -56,6 +56,16 @@ def test_rounding_refuses_other_dtypes_and_bits() -> None:
         round_mantissa(torch.ones(2, dtype=torch.float64), 10)
     with pytest.raises(ValueError, match="bits"):
         round_mantissa(torch.ones(2), 24)
+    with pytest.raises(ValueError, match="bits"):  # no mantissa bit: ties have no even neighbour
+        round_mantissa(torch.ones(2), 0)
+
+
+def test_ties_at_one_mantissa_bit_go_to_the_even_one() -> None:
+    """At 1 bit the representable values near 2 are 2, 3, 4, 6: 2.5 (a tie) goes to 2 (mantissa 1.0), 3.5 to 4,
+    5 to 4 and 7 to 8 (mantissa 1.0 of the next binade); the float64 reference agrees."""
+    x = torch.tensor([2.5, 3.5, 5.0, 7.0])
+    assert round_mantissa(x, 1).tolist() == [2.0, 4.0, 4.0, 8.0]
+    assert reference_round(x.numpy(), 1).tolist() == [2.0, 4.0, 4.0, 8.0]
 
 
 @pytest.mark.parametrize("bits", [10, 7])
