@@ -85,6 +85,8 @@ def _rewrite_policy(src: Path, dst: Path, edit: str) -> None:
         meta["obs_shape"] = [meta["obs_shape"][0] + 1]
     elif edit == "config-field":
         meta["config"] = {**meta["config"], "num_envs": "many"}
+    elif edit.startswith("device="):  # trained elsewhere, e.g. on CUDA
+        meta["config"] = {**meta["config"], "device": edit.removeprefix("device=")}
     else:  # no-KEY
         del meta[edit.removeprefix("no-")]
     save_checkpoint(dst, tensors, meta)
@@ -125,3 +127,62 @@ def test_crossplay_of_a_pool_with_such_a_policy_is_one_line(
     code, out, err = deep("crossplay", str(folder), "--games", "4", "--out", str(tmp_path / "xp"))
     assert_refused("ers-deep", code, err, str(file), "num_actions 3")
     assert out == ""
+
+
+def _pool_trained_on(toy_pool: Path, folder: Path, device: str) -> Path:
+    """A copy of the toy pool whose policy files record ``device`` as their training device."""
+    shutil.copytree(toy_pool, folder, ignore=shutil.ignore_patterns("run"))
+    for file in (folder / "policies").glob("*.safetensors"):
+        _rewrite_policy(file, file, f"device={device}")
+    return folder
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a machine without CUDA")
+def test_a_pool_trained_on_cuda_reads_on_a_machine_without_one(
+    toy_pool: Path, tmp_path: Path, deep: Callable[..., tuple[int, str, str]]
+) -> None:
+    """Pools trained on a GPU are read, cross-played and scored on a CPU machine (they raised at ``.to("cuda")``):
+    each policy lands on its training device where the machine has it, else the CPU, and says so in its
+    config; the games equal those of the CPU-trained pool."""
+    gpu = _pool_trained_on(toy_pool, tmp_path / "gpu", "cuda")
+    assert load_checkpoint(gpu / "policies" / "seed-0.safetensors")[1]["config"]["device"] == "cuda"
+    pool = load_pool(gpu)
+    assert {p.config.device for p in pool.policies} == {"cpu"}
+    assert all(t.device.type == "cpu" for p in pool.policies for t in p.net.state_dict().values())
+    code, _, err = deep("crossplay", str(gpu), "--games", "64", "--out", str(tmp_path / "xp-gpu"))
+    assert code == 0, err
+    code, _, err = deep("crossplay", str(toy_pool), "--games", "64", "--out", str(tmp_path / "xp-cpu"))
+    assert code == 0, err
+    read = lambda name: json.loads((tmp_path / name / "xp.json").read_text())  # noqa: E731
+    assert read("xp-gpu")["matrix"]["mean"] == read("xp-cpu")["matrix"]["mean"]
+
+
+def test_pools_on_two_devices_are_refused_by_name(toy_pool: Path, tmp_path: Path) -> None:
+    """Cross-play plays every game on one device: policies loaded on two are refused, naming both and the way
+    out (``--device``, ``load_pool(path, device=...)``), before any game."""
+    from dataclasses import replace
+
+    from ers_deep.crossplay import check_compatible, crossplay_matrix
+
+    a, b = load_pool(toy_pool).policies
+    elsewhere = replace(b, config=b.config.replace(device="meta"))
+    with pytest.raises(PoolError, match=r"different devices \(cpu vs meta\).*--device"):
+        check_compatible([a, elsewhere])
+    with pytest.raises(PoolError, match="different devices"):
+        crossplay_matrix([a], [elsewhere], 4)
+    assert load_pool(toy_pool, "cpu").policies[0].config.device == "cpu"
+
+
+def test_on_device_lets_cpu_only_switches_resolve_again() -> None:
+    """A config resolved on a CPU with bfloat16 gradients and the int8 embedding (both CPU-only, refused on other
+    devices) moves to CUDA with both back to "auto"; moving to the CPU keeps what it says."""
+    from ers_deep.policies import on_device, usable_device
+
+    cpu = paper_config("hanabi", bf16_gradients=True, int8_inputs=True)
+    cuda = on_device(cpu, "cuda")
+    assert (cuda.device, cuda.bf16_gradients, cuda.int8_inputs) == ("cuda", "auto", "auto")
+    assert cuda.replace(device="cpu", bf16_gradients=True, int8_inputs=True) == cpu
+    assert on_device(cpu, "cpu") is cpu
+    assert usable_device("cpu") == "cpu"
+    if not torch.cuda.is_available():
+        assert usable_device("cuda") == usable_device("cuda:3") == "cpu"

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 from ers_deep.envs.symmetry import IndexSymmetry, Symmetry
 from ers_deep.pools import Policy, PoolError
@@ -79,7 +80,8 @@ def _env_text(c: TrainConfig) -> str:
 
 def check_compatible(policies: Sequence[Policy]) -> TrainConfig:
     """The config of the first policy, once every policy is found trained on the same env and observations
-    (``TrainConfig.env_key``; ``PoolError`` naming the first two that differ)."""
+    (``TrainConfig.env_key``) and loaded on the same device (their games run on one); ``PoolError`` naming the
+    first two that differ."""
     base = policies[0].config
     for p in policies[1:]:
         c = p.config
@@ -87,6 +89,11 @@ def check_compatible(policies: Sequence[Policy]) -> TrainConfig:
             raise PoolError(
                 f"policies {policies[0].name} and {p.name} were trained on different envs "
                 f"({_env_text(base)} vs {_env_text(c)})"
+            )
+        if torch.device(c.device) != torch.device(base.device):
+            raise PoolError(
+                f"policies {policies[0].name} and {p.name} are on different devices ({base.device} vs "
+                f"{c.device}): load them on one (--device, or ers_deep.pools.load_pool(path, device=...))"
             )
     return base
 

@@ -21,7 +21,7 @@ from ers_deep.train.config import TrainConfig
 from ers_deep.train.evaluate import Agent
 from ers_deep.train.ippo import Learner
 
-__all__ = ["Policy", "load_policy", "save_policy", "seed_net"]
+__all__ = ["Policy", "load_policy", "on_device", "save_policy", "seed_net", "usable_device"]
 
 
 @dataclass(frozen=True)
@@ -77,16 +77,42 @@ def save_policy(
     return save_checkpoint(path, tensors, meta)
 
 
-def load_policy(path: str | os.PathLike[str]) -> Policy:
+def load_policy(path: str | os.PathLike[str], device: str | None = None) -> Policy:
     """A frozen policy file (``CheckpointError`` naming the file when damaged, or when its metadata does not
-    describe a network its tensors fit)."""
+    describe a network its tensors fit), its net and games on ``device``: by default the device it was trained
+    on where this machine has it, else the CPU (a pool trained on CUDA reads on a machine without one). The
+    policy's ``config.device`` says where it is (``on_device``)."""
     tensors, meta = load_checkpoint(path)
     if meta.get("kind") != "policy":
         raise CheckpointError(f"{path}: not a policy file (kind {meta.get('kind')!r})")
-    config = _policy_config(path, meta)
+    recorded = _policy_config(path, meta)
+    config = on_device(recorded, usable_device(recorded.device) if device is None else device)
     net = _policy_net(path, meta, config, tensors)
     net.to(config.device).eval()
     return Policy(net, config, meta["seed"], f"{Path(path).parent.parent.name}/seed-{meta['seed']}")
+
+
+def usable_device(device: str) -> str:
+    """``device`` where this machine has it (CUDA, its index included; MPS), else ``"cpu"``."""
+    dev = torch.device(device)
+    if dev.type == "cuda" and torch.cuda.is_available():
+        return device if dev.index is None or dev.index < torch.cuda.device_count() else "cpu"
+    if dev.type == "mps" and torch.backends.mps.is_available():
+        return device
+    return device if dev.type == "cpu" else "cpu"
+
+
+def on_device(config: TrainConfig, device: str) -> TrainConfig:
+    """``config`` on ``device``; off the CPU, the CPU-only product switches it resolved on (``bf16_gradients``,
+    ``int8_inputs``: True) go back to ``"auto"``, which resolves off there (a policy trained on a CPU with them
+    plays, or trains on, CUDA)."""
+    if str(device) == str(config.device):
+        return config
+    cpu = torch.device(device).type == "cpu"
+    switches = {
+        k: "auto" for k in ("bf16_gradients", "int8_inputs") if getattr(config, k) is True and not cpu
+    }
+    return config.replace(device=str(device), **switches)
 
 
 def _first_line(e: BaseException) -> str:

@@ -336,8 +336,9 @@ def train_pool_ray(
     return info
 
 
-def load_pool(path: str | os.PathLike[str]) -> Pool:
-    """A pool directory (``ValueError`` naming it when it is not one)."""
+def load_pool(path: str | os.PathLike[str], device: str | None = None) -> Pool:
+    """A pool directory (``ValueError`` naming it when it is not one), its policies on ``device`` (by default
+    each on the device it was trained on where this machine has it, else the CPU: ``load_policy``)."""
     path = Path(path)
     if not (path / "pool.json").is_file():
         raise PoolError(f"{path}: not a pool (no pool.json); build one with ers-deep train-sp")
@@ -352,7 +353,7 @@ def load_pool(path: str | os.PathLike[str]) -> Pool:
         )
     if not isinstance(info["env"], str):
         raise PoolError(f"{path / 'pool.json'}: 'env' is not an env name (damaged pool)")
-    policies = tuple(load_policy(path / p["file"]) for p in entries)
+    policies = tuple(load_policy(path / p["file"], device) for p in entries)
     envs = {p.config.env for p in policies}
     if envs - {info["env"]}:
         raise PoolError(

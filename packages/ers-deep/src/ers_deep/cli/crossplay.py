@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from ers_deep.cli.common import device_check
 from ers_deep.train.evaluate import AVERAGES
 from ers_exact.util.options import (
     Options,
@@ -56,6 +57,12 @@ class CrossplayOptions(Options):
         "report.json and xp.json",
         check=one_of(AVERAGES),
     )
+    device: str | None = option(
+        None,
+        help="torch device of the pools' policies and of the games: cpu, cuda or cuda:N",
+        check=device_check,
+        default_text="each policy's training device where this machine has it, else cpu",
+    )
     threads: int | None = option(
         None, help="torch CPU threads", check=thread_count, default_text="torch's choice"
     )
@@ -75,7 +82,7 @@ def run_crossplay(opts: CrossplayOptions) -> dict[str, Any]:
     if opts.threads:
         torch.set_num_threads(opts.threads)
     given = [opts.pool_a] + ([opts.pool_b] if opts.pool_b else [])
-    pools = [load_pool(g) for g in given]
+    pools = [load_pool(g, opts.device) for g in given]
     for pool in pools:
         require_two_seats(pool, "crossplay")
         check_games_memory("--games", opts.games, pool.policies[0].config)

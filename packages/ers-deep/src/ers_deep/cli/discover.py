@@ -17,6 +17,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Literal
 
+from ers_deep.cli.common import device_check
 from ers_deep.cli.discover_show import show_discover
 from ers_exact.util.options import (
     Options,
@@ -185,6 +186,12 @@ class DiscoverOptions(Options):
         help="replace the discovery run in --out (its folder is removed first; without it such a folder is "
         "refused)",
     )
+    device: str | None = option(
+        None,
+        help="torch device of the pools' policies and of the games: cpu, cuda or cuda:N",
+        check=device_check,
+        default_text="each policy's training device where this machine has it, else cpu",
+    )
     threads: int | None = option(
         None, help="torch CPU threads", check=thread_count, default_text="torch's choice"
     )
@@ -350,8 +357,8 @@ def run_discover(opts: DiscoverOptions) -> dict[str, Any]:
 
     if opts.threads:
         torch.set_num_threads(opts.threads)
-    pool = load_pool(opts.pool)
-    held_out = load_pool(opts.held_out) if opts.held_out is not None else None
+    pool = load_pool(opts.pool, opts.device)
+    held_out = load_pool(opts.held_out, opts.device) if opts.held_out is not None else None
     if held_out is not None and held_out.info["env"] != pool.info["env"]:
         raise PoolError(
             f"--held-out {opts.held_out}: a pool of {held_out.info['env']}, but --pool {opts.pool} is a pool of "
