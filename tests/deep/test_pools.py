@@ -186,3 +186,16 @@ def test_on_device_lets_cpu_only_switches_resolve_again() -> None:
     assert usable_device("cpu") == "cpu"
     if not torch.cuda.is_available():
         assert usable_device("cuda") == usable_device("cuda:3") == "cpu"
+
+
+def test_a_ray_task_trains_on_its_own_gpu() -> None:
+    """Ray gives each seed's task one GPU (``num_gpus=1``), which the task sees as ``cuda``: a pool config on
+    ``cuda:1`` would name a device the task does not have."""
+    from ers_deep.pools import ray_task_device
+
+    assert [ray_task_device(d) for d in ("cuda:1", "cuda", "cuda:0", "cpu")] == [
+        "cuda",
+        "cuda",
+        "cuda",
+        "cpu",
+    ]

@@ -91,6 +91,19 @@ def test_op_with_learned_symmetries_captures_its_collection(mode: str) -> None:
     assert_rollouts_equal(fast, ref, float_tol=1e-5)
 
 
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two CUDA devices")
+def test_a_learner_on_the_second_gpu_captures_on_it() -> None:
+    """``device="cuda:1"`` while device 0 is current: the captured collection and update warm up and capture on
+    device 1's streams (``accel.capture.capture``, ``PPOUpdate._captured``) and equal their eager twins there."""
+    assert torch.cuda.current_device() == 0
+    cfg = tiny_config("hanabi", device="cuda:1", tf32=False, num_envs=64, num_steps=64)
+    fast = rollouts(cfg.replace(collector="fast", collect_mode="graph"), calls=3)
+    ref = rollouts(cfg.replace(collector="native", collect_mode="graph"), calls=3)
+    assert_rollouts_equal(fast, ref, float_tol=1e-5)
+    diff = mode_vs_eager_params(cfg.replace(collect_mode="eager"), "graph", updates=3)
+    assert diff < 1e-5, diff
+
+
 @pytest.mark.parametrize("mode", ["compile", "compile-graph"])
 def test_discovery_update_modes_equal_the_eager_update(mode: str) -> None:
     """Discovery's sp-max net (``DiscoveryNet``, traceable: "auto" captures its update on CUDA since 2026-12-07)

@@ -70,6 +70,7 @@ __all__ = [
     "load_policy",
     "load_pool",
     "pool_eval_games",
+    "ray_task_device",
     "save_policy",
     "seed_net",
     "train_pool",
@@ -288,7 +289,7 @@ def train_pool_ray(
         refs = [
             task.remote(
                 trainer,
-                config.replace(seeds=(seed,)).to_json(),
+                config.replace(seeds=(seed,), device=ray_task_device(config.device)).to_json(),
                 str(out / "runs" / f"seed-{seed}"),
                 DEFAULT_EVAL_GAMES if eval_games is None else eval_games,
                 threads,
@@ -334,6 +335,12 @@ def train_pool_ray(
     }
     atomic_write_bytes(out / "pool.json", dumps(info, indent=2, sort_keys=True).encode())
     return info
+
+
+def ray_task_device(device: str) -> str:
+    """A Ray task's device: its one GPU is its ``cuda`` (``num_gpus=1`` hides the others), whatever ``cuda:N``
+    the pool's config names."""
+    return "cuda" if device.split(":", maxsplit=1)[0] == "cuda" else device
 
 
 def load_pool(path: str | os.PathLike[str], device: str | None = None) -> Pool:

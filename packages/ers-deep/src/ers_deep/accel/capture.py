@@ -11,6 +11,7 @@ step taken.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import fields, is_dataclass
 from typing import Any, Literal, TypeVar, get_args
@@ -155,21 +156,27 @@ def capture(
 ) -> tuple[torch.cuda.CUDAGraph, T]:
     """Record ``body`` as a CUDA graph: warm it up ``warmup`` times on a side stream, restore the tensors
     of ``static()`` and the ``generators`` from before the warm-up, then capture (the generators registered,
-    so replays advance them as eager calls would). Returns the graph and the body's static outputs."""
-    snap = Snapshot(static(), generators)
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(warmup):
-            body()
-    torch.cuda.current_stream().wait_stream(side)
-    torch.cuda.synchronize()
-    snap.restore(static())
-    graph = torch.cuda.CUDAGraph()
-    for g in generators:
-        graph.register_generator_state(g)
-    with torch.cuda.graph(graph):
-        out = body()
+    so replays advance them as eager calls would). Returns the graph and the body's static outputs. The
+    streams and the capture are on the static tensors' device, whichever CUDA device is current (a learner on
+    ``cuda:1`` would otherwise warm up and capture on the current device's streams, while its kernels run on
+    device 1's); a replay runs on the device it was captured on."""
+    tensors = static()
+    snap = Snapshot(tensors, generators)
+    device = next((t.device for t in tensors.values() if t.is_cuda), None)
+    with torch.cuda.device(device) if device is not None else contextlib.nullcontext():
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(warmup):
+                body()
+        torch.cuda.current_stream().wait_stream(side)
+        torch.cuda.synchronize()
+        snap.restore(static())
+        graph = torch.cuda.CUDAGraph()
+        for g in generators:
+            graph.register_generator_state(g)
+        with torch.cuda.graph(graph):
+            out = body()
     return graph, out
 
 

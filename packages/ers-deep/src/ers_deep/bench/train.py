@@ -42,7 +42,7 @@ BASELINE = {
 
 def _sync(device: str) -> None:
     if device.startswith("cuda"):
-        torch.cuda.synchronize()
+        torch.cuda.synchronize(device)
 
 
 def warmed_learner(

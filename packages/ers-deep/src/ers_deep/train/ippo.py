@@ -109,14 +109,14 @@ class PhaseClock:
     after synchronising ``device``; a no-op without ``timings``."""
 
     def __init__(self, timings: dict[str, float] | None, device: torch.device) -> None:
-        self.timings, self.cuda = timings, device.type == "cuda"
+        self.timings, self.device = timings, device
         self.last = time.perf_counter()
 
     def __call__(self, name: str) -> None:
         if self.timings is None:
             return
-        if self.cuda:
-            torch.cuda.synchronize()
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)  # the learner's device, not the current one
         now = time.perf_counter()
         self.timings[name], self.last = now - self.last, now
 

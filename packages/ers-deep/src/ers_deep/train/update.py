@@ -258,13 +258,16 @@ class PPOUpdate:
         if self.graph is None:  # warm-up: the first step for real, on a side stream; then the capture
             self.static = {k: v.clone() for k, v in data.items()}
             self.idx = batches[0].clone()
-            side = torch.cuda.Stream() if self.static["obs"].is_cuda else None
+            dev = self.static["obs"].device
+            side = (
+                torch.cuda.Stream(dev) if dev.type == "cuda" else None
+            )  # the data's device, not the current
             if side is not None:
-                side.wait_stream(torch.cuda.current_stream())
+                side.wait_stream(torch.cuda.current_stream(dev))
             with torch.cuda.stream(side) if side is not None else contextlib.nullcontext():
                 first = self.step(select(self.static, batches[0]))
             if side is not None:
-                torch.cuda.current_stream().wait_stream(side)
+                torch.cuda.current_stream(dev).wait_stream(side)
             self.sums = {k: v.clone() for k, v in first.items()}
             done = 1
             try:
