@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from ers_deep.cli import TrainSPOptions, main, parse_seeds
 from ers_exact.util.options import UsageError
+from tests.cli_helpers import assert_refused
 
 
 def _json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> dict:  # type: ignore[type-arg]
@@ -370,3 +372,16 @@ def test_a_killed_pool_resumed_without_eval_games_is_scored_as_the_unkilled_one(
     config.write_text(json.dumps({**info, "eval_games": "x"}))  # damaged: refused by name, not ignored
     assert main([command[0], "--resume", str(part)]) == 2
     assert f"{config}: its scores' games per policy, 'x'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "command", [["train-sp", "--env", "hanabi"], ["crossplay", "pool-that-is-never-read"]]
+)
+def test_mps_is_refused_by_name(
+    tmp_path: Path, deep: Callable[..., tuple[int, str, str]], command: list[str]
+) -> None:
+    """Apple's MPS has no float64, which the games' returns and the tabular envs use: ``--device mps`` is one
+    line naming it before any work (it was accepted, and a run would have failed at its first evaluation)."""
+    code, out, err = deep(*command, "--out", str(tmp_path / "out"), "--device", "mps")
+    assert_refused("ers-deep", code, err, "--device", "MPS", "float64")
+    assert out == "" and not (tmp_path / "out").exists()

@@ -93,12 +93,10 @@ def load_policy(path: str | os.PathLike[str], device: str | None = None) -> Poli
 
 
 def usable_device(device: str) -> str:
-    """``device`` where this machine has it (CUDA, its index included; MPS), else ``"cpu"``."""
+    """``device`` where this machine has it (CUDA, its index included), else ``"cpu"``."""
     dev = torch.device(device)
     if dev.type == "cuda" and torch.cuda.is_available():
         return device if dev.index is None or dev.index < torch.cuda.device_count() else "cpu"
-    if dev.type == "mps" and torch.backends.mps.is_available():
-        return device
     return device if dev.type == "cpu" else "cpu"
 
 
