@@ -8,9 +8,10 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
-from ers_deep.discovery import DeepDiscoveryConfig, discover
+from ers_deep.discovery import DeepDiscoveryConfig, discover, load_symmetries
 from ers_deep.pools import load_pool, train_pool
 from ers_deep.train.config import paper_config
 from ers_exact.games import get_game
@@ -111,8 +112,9 @@ def test_three_lever_every_kept_symmetry_rounds_to_an_exact_er_symmetry(tmp_path
 def test_exact_scores_are_the_pools_exact_returns(
     toy_pool: Path, toy_discovery: tuple[Path, DiscoveryResult]
 ) -> None:
-    """On tabular pools candidates are scored by exact returns: pi itself scores the J pool.json records, and the
-    result's pool return is the held-out policies' mean exact J."""
+    """On tabular pools candidates are scored by exact returns: pi itself scores the J pool.json records; the
+    result's pool return is the mean exact J of the policies phi trained on (Pi', as ers-exact's), the held-out
+    policies' own is recorded beside Table 2's metrics, and every candidate is ranked by its exact J on Pi'."""
     from ers_deep.discovery.run import exact_value
     from ers_deep.envs.tabular import TabularEnv
     from ers_deep.train.evaluate import Agent
@@ -125,7 +127,12 @@ def test_exact_scores_are_the_pools_exact_returns(
     assert result.config["scoring"] == "exact" and result.config["held_out"] == [
         p.name for p in pool.policies[2:]
     ]
-    assert result.pool_return == pytest.approx(sum(js[2:]) / 2, abs=1e-9)
+    assert result.pool_return == pytest.approx(sum(js[:2]) / 2, abs=1e-9)
+    assert result.config["held_out_return"] == pytest.approx(sum(js[2:]) / 2, abs=1e-9)
+    assert result.config["trained_on"] == [p.name for p in pool.policies[:2]]
+    syms = load_symmetries(toy_discovery[0])
+    on_pi = [np.mean([value([Agent(p.net, (s,))] * 2) for p in pool.policies[:2]]) for s in syms]
+    assert list(result.scores) == pytest.approx(on_pi, abs=1e-9)  # ranked on Pi', not on the held-out half
 
 
 def test_a_pool_at_low_temperature_gets_the_exact_er_verdict(tmp_path: Path) -> None:

@@ -225,9 +225,9 @@ class DiscoveryResult:
     * ``algorithm``: ``sp-max`` (Algorithm 1), ``sp-max-reg`` (Algorithm 2) or ``xp-max`` (Algorithm 3);
     * ``transformations``: the l = ``top`` kept phi, best first: exact :class:`Transformation` s (ers-exact)
       or :class:`LearnedTransformation` s (ers-deep; :meth:`permutations` gives the exact ones they round to);
-    * ``scores``: the objective each reached, e.g. mean_{pi in Pi'} J(phi(pi)) for sp-max (ers-deep: on the
-      held-out half of the pool);
-    * ``pool_return``: mean J(pi) over the pool, for reference;
+    * ``scores``: the objective each reached on the pool Pi' it was learned from, e.g. mean_{pi in Pi'} J(phi(pi))
+      for sp-max (both packages; ers-deep's Pi' is the half of the pool its candidates trained on);
+    * ``pool_return``: mean J(pi) over Pi', for reference;
     * ``J_1``, ``J_2``, ``J_3``: E J((phi_1 o ... o phi_k)(pi)) over k = 1, 2, 3 kept phi and pi in the
       unseen (held-out) pool;
     * ``reconstruction_loss``: the relative E ||o - phi_O(phi_O(o))|| / ||o|| (ers-exact: over one-hot local

@@ -88,7 +88,8 @@ class DiscoverOptions(Options):
     )
     held_out: str | None = option(
         None,
-        help="a second pool to score and keep candidates on",
+        help="a second pool: the unseen policies Table 2's metrics are measured on (candidates are ranked on "
+        "the policies they train on)",
         check=pool_check,
         metavar="DIR",
         default_text="the second half of --pool",
@@ -99,7 +100,7 @@ class DiscoverOptions(Options):
         "(Alg. 2); xp-max: XP(pi_i, phi(pi_j)) over pairs (Alg. 3)",
     )
     candidates: int = option(8, help="symmetries trained together (L)", check=at_least(1))
-    top: int = option(4, help="symmetries kept, best on the held-out policies (l)", check=at_least(1))
+    top: int = option(4, help="symmetries kept, best on the policies they trained on (l)", check=at_least(1))
     action_set: Literal["transpositions", "permutations"] = option(
         "transpositions", help="tabular: the fixed phi_A maps candidates draw from"
     )
@@ -165,7 +166,7 @@ class DiscoverOptions(Options):
     )
     eval_games: int = option(
         500,
-        help="sampled games per held-out policy for every score (tabular pools: exact returns)",
+        help="sampled games per policy for every score (tabular pools: exact returns)",
         check=at_least(1),
     )
     sampled_scores: bool = option(

@@ -81,7 +81,8 @@ def show_discover(res: dict[str, Any]) -> None:
             line += f"  {_known_text(t.get('known'))}"
         print(line)
     print(
-        f"Table 2 (held-out policies): pool return {res['pool_return']:.3f}, J_1 {res['J_1']:.3f}, "
+        f"pool return {res['pool_return']:.3f}; Table 2 on the held-out policies (their return "
+        f"{res['config'].get('held_out_return', float('nan')):.3f}): J_1 {res['J_1']:.3f}, "
         f"J_2 {res['J_2']:.3f}, J_3 {res['J_3']:.3f}, reconstruction loss {res['reconstruction_loss']:.4f}"
     )
     if "files" in res:

@@ -74,7 +74,7 @@ class Table1Options(Options):
     )
     k: int = option(
         4,
-        help=f"self-play seeds per ER agent, 2 to {MAX_K} (half train the symmetries, half are held out)",
+        help=f"self-play seeds per ER agent, 2 to {MAX_K} (half train and rank the symmetries, half are held out for Table 2)",
         check=between(2, MAX_K),
     )
     candidates: int = option(8, help="symmetries trained per agent", check=at_least(1))

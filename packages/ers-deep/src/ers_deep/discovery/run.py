@@ -1,15 +1,17 @@
 """Deep ER-symmetry discovery end to end: ``discover(pool, config, out)`` -> ``DiscoveryResult``.
 
-1. split the pool: the first half trains phi (Algorithm 1-3's Pi'), the rest is held out (or a second pool);
+1. split the pool: the first half trains phi and ranks the candidates (Algorithm 1-3's Pi'), the rest is held
+   out for Table 2 (or a second pool: the paper's Pi_unseen, never seen by the training nor the choice);
 2. train L candidates at once with the IPPO learner on ``DiscoveryNet`` (a run directory ``OUT/run`` that
    resumes after a kill like every training run);
-3. score each candidate on the held-out policies (sp-max, sp-max-reg: mean J(phi(pi)); xp-max: mean
+3. score each candidate on Pi' (Algorithm 1's J-bar; sp-max, sp-max-reg: mean J(phi(pi)); xp-max: mean
    XP(pi_i, phi(pi_j)) over ordered pairs, phi(pi_j) in each seat in turn; ``scores``) and keep the ``top`` best (l); on
    a one-agent game xp-max is refused before anything is trained (no cross-play). Returns are
    sampled (``eval_games`` per policy), except on tabular envs, where they are exact (``exact_scores``): there
    the sampled ranking was noise (three-lever: a wrong candidate's J 0.013 below the right ones', against a
    standard error of ~0.03 at 300 games, was kept);
-4. Table 2's metrics on the held-out policies (``scores``): J_1, J_2, J_3 (mean self-play return after composing 1, 2, 3
+4. Table 2's metrics on the held-out policies (``scores.group_metrics``; before 2026-12-07 step 3 ranked on
+   them too, so J_1 was the kept scores' mean): J_1, J_2, J_3 (mean self-play return after composing 1, 2, 3
    of the l kept: J_1 over every kept phi, J_2 and J_3 over every ordered k-tuple, or a random subset of
    ``COMPOSITIONS`` distinct ones when there are more) and the relative reconstruction loss
    E_pi E_{o ~ pi} ||o - phi(phi(o))|| / ||o|| (paper, Table 2; the official diagnostic): over the observations
@@ -74,9 +76,10 @@ __all__ = [
 
 
 def split_policies(pool: Pool, held_out: Pool | None, algorithm: str) -> tuple[list[Policy], list[Policy]]:
-    """The policies phi trains on (Algorithms 1-3's Pi') and those held out to score and keep candidates: all
-    of ``pool`` and all of ``held_out`` when given, else the first ``training_count`` of ``pool`` and the
-    rest. ``PoolError`` when either side is too small for ``algorithm`` (xp-max: 2 each, else 1)."""
+    """The policies phi trains on and candidates are ranked on (Algorithms 1-3's Pi') and those held out for
+    Table 2's metrics (the paper's Pi_unseen): all of ``pool`` and all of ``held_out`` when given, else the first
+    ``training_count`` of ``pool`` and the rest. ``PoolError`` when either side is too small for ``algorithm``
+    (xp-max: 2 each, else 1)."""
     policies = list(pool.policies)
     if held_out is not None:
         train_set, test_set = policies, list(held_out.policies)
@@ -284,8 +287,11 @@ def _judge(
     out: Path,
     summary: dict[str, Any],
 ) -> DiscoveryResult:
-    """Steps 3-5 on the trained candidates: score each on the held-out policies, keep the ``top`` best (saved to
-    ``OUT/symmetries.safetensors``), Table 2's metrics, and each kept phi rounded and matched."""
+    """Steps 3-5 on the trained candidates: score each on the policies it trained on (Algorithm 1's
+    J-bar over Pi'), keep the ``top`` best (saved to ``OUT/symmetries.safetensors``), Table 2's metrics on the
+    held-out policies (unseen by training and by the choice, as the paper's Pi_unseen), and each kept phi
+    rounded and matched. ``pool_return`` is Pi''s mean J, as ers-exact's; the held-out policies' own is in
+    ``config["held_out_return"]``."""
     tabular = isinstance(probe, TabularEnv)
     candidates = [net.symmetry(c) for c in range(config.candidates)]
     exact_scoring = tabular and config.exact_scores
@@ -294,14 +300,14 @@ def _judge(
         if exact_scoring
         else sampled_value(test_set[0].config, config.eval_games, config.seed)
     )
-    all_scores = [held_out_score(s, test_set, config.algorithm == "xp-max", value) for s in candidates]
+    all_scores = [held_out_score(s, train_set, config.algorithm == "xp-max", value) for s in candidates]
     order = sorted(range(len(candidates)), key=lambda c: -all_scores[c])[: config.top]
     kept = [dataclasses.replace(candidates[c], name=f"phi-{r}") for r, c in enumerate(order)]
     seen = [sample_observations(p, seed=config.seed) for p in test_set]
     most = COMPOSITIONS["exact" if exact_scoring else "sampled"]
     metrics = group_metrics(kept, test_set, seen, value, config.seed, most)
     obs = torch.cat(seen)
-    pool_return = held_out_score(None, test_set, False, value)
+    pool_return = held_out_score(None, train_set, False, value)
     path, digest = save_symmetries(out, kept, {"obs_shape": list(probe.obs_shape), "env": cfg.env})
     records, nearest = _round_kept(kept, probe, cfg, obs, path.name, digest)
     extra: dict[str, Any] = {
@@ -311,7 +317,8 @@ def _judge(
         "env_key": list(cfg.env_key),  # the observations phi maps (symmetries_for checks it)
         "held_out": [p.name for p in test_set],
         "trained_on": [p.name for p in train_set],
-        "candidate_scores": all_scores,
+        "held_out_return": held_out_score(None, test_set, False, value),  # beside J_k, measured on them
+        "candidate_scores": all_scores,  # on trained_on (Pi'), which ranks them
         "scoring": "exact" if exact_scoring else f"{config.eval_games} sampled games per policy",
         "kept": order,
         "training": summary,

@@ -85,8 +85,9 @@ def exact_value(env: TabularEnv) -> Value:
 
 
 def held_out_score(sym: Symmetry | None, test: list[Policy], xp: bool, value: Value) -> float:
-    """Held-out objective: mean J(phi(pi)) (sp) or mean XP(pi_i, phi(pi_j)) over i != j (xp): phi(pi_j) in
-    each seat in turn and pi_i in the others (two seats: eq. XP, both seat orders), as DiscoveryNet trains."""
+    """The objective over the policies ``test``: mean J(phi(pi)) (sp) or mean XP(pi_i, phi(pi_j)) over i != j
+    (xp): phi(pi_j) in each seat in turn and pi_i in the others (two seats: eq. XP, both seat orders), as
+    DiscoveryNet trains. ``discover`` ranks candidates on Pi' and measures Table 2 on the held-out policies."""
     P = make_env(test[0].config, 1, seed=0).num_agents
     syms: tuple[Symmetry, ...] = () if sym is None else (sym,)
     if not xp:
