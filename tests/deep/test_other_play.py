@@ -149,15 +149,15 @@ def test_the_compiled_op_update_equals_the_eager_one() -> None:
 
 def test_auto_compiles_the_op_update_where_self_play_s_compiles() -> None:
     """``update_mode="auto"`` at 8,192 samples per minibatch: other-play with index symmetries compiles (before
-    2026-12-07 any state between steps kept it eager); symmetries that are not index maps (a learned one's path
-    selects entries, a host sync) keep it eager."""
+    2026-12-07 any state between steps kept it eager); so do symmetries that are not index maps (their phi_O
+    selects entries, a host sync, but the update reads phi_O(o) stored once per rollout: ``on_stored_inputs``)."""
     cfg = _hanabi("Hanabi-Small", num_envs=512, num_steps=16, minibatches=2)  # 16 x 1,024 / 2 samples
     phi = op_symmetries(cfg, "mdp")
     assert Learner(cfg).updater.mode == "compile"
     assert Learner(cfg, net=op_net(cfg, phi)).updater.mode == "compile"
     other = OtherPlayNet(op_net(cfg, phi).base, [compose([s]) for s in phi])
-    assert not other.traceable
-    assert Learner(cfg, net=other).updater.mode == "eager"
+    assert not other.traceable and other.on_stored_inputs().traceable
+    assert Learner(cfg, net=other).updater.mode == "compile"
 
 
 def test_draws_cover_the_120_colour_permutations_uniformly() -> None:

@@ -116,6 +116,16 @@ class ActorCritic(nn.Module):
     def forward(self, obs: Tensor, first: Tensor, state: NetState) -> tuple[Tensor, Tensor, NetState]:
         raise NotImplementedError
 
+    def stored_inputs(self, obs: Tensor, first: Tensor, state: NetState) -> Tensor:
+        """A rollout's observations [S, T, N, *O] (its ``first`` flags and the state before its step 0) as the PPO
+        update feeds them to ``on_stored_inputs()``: ``obs`` here; other-play with learned symmetries maps them
+        once per rollout (``nets.other_play``), not once per epoch."""
+        return obs
+
+    def on_stored_inputs(self) -> ActorCritic:
+        """The net the PPO update runs on ``stored_inputs`` (the same parameters): ``self`` here."""
+        return self
+
     def auxiliary_loss(self, obs: Tensor) -> Tensor:
         """[S] a term the learner adds to its loss on a minibatch's observations [S, T, N, *O] (zero here;
         learned symmetries add their invertibility penalty)."""

@@ -19,6 +19,7 @@ With Phi = {identity} the net is pi itself (tests: OP with the identity set equa
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -35,6 +36,8 @@ from ers_deep.nets.state import NetState
 __all__ = ["OtherPlayNet", "episode_hash"]
 
 _MASK = (1 << 31) - 1
+#: entries mapped at once by ``OtherPlayNet.stored_inputs`` (bounds the grouped path's temporaries)
+STORE_CHUNK = 1 << 16
 
 
 def _mix(x: Tensor) -> Tensor:
@@ -87,6 +90,8 @@ class OtherPlayNet(ActorCritic):
         # index symmetries map every entry in one gather; learned ones either run on their selected entries (a
         # sync) or, ``grouped``, sorted into blocks (``nets.grouped``; more work, no sync)
         self.traceable = base.traceable and (stacked is not None or self.phi_layers > 0)
+        #: ``on_stored_inputs``'s twin: its observations are phi_O(o) already (``stored_inputs``)
+        self.premapped = False
 
     action_maps: Tensor
     obs_indices: Tensor | None  # [G, prod(obs_shape)] when every symmetry is an IndexSymmetry
@@ -127,6 +132,47 @@ class OtherPlayNet(ActorCritic):
         learned = grouped_obs_map(maps, x, self.phi_slot[code])
         return torch.where(self.phi_learned[code, None], learned, x.gather(1, self.phi_index[code]))
 
+    def _map(self, flat_obs: Tensor, flat_code: Tensor) -> Tensor:
+        """phi_O(o) of every entry [M, *O] under its symmetry ``flat_code`` [M] ([M, ...], M x prod(O) values)."""
+        if self.obs_indices is not None:  # obs of the mapped game: flat[obs_index] per entry
+            return flat_obs.flatten(1).gather(1, self.obs_indices[flat_code])
+        if self.phi_layers:
+            return self._grouped(flat_obs.flatten(1), flat_code)
+        # a learned phi_O's output is real-valued: never cast it back to an integer observation dtype
+        dtype = flat_obs.dtype if flat_obs.is_floating_point() else torch.float32
+        mapped = flat_obs.to(dtype, copy=True)
+        for g, sym in enumerate(self.symmetries):
+            sel = flat_code == g
+            if bool(sel.any()):
+                mapped[sel] = sym.apply_obs(flat_obs[sel]).to(dtype)
+        return mapped
+
+    def stored_inputs(self, obs: Tensor, first: Tensor, state: NetState) -> Tensor:
+        """With learned symmetries, phi_O(o) of every entry of a rollout ([S, T, N, *O], float; in chunks of
+        ``STORE_CHUNK`` entries) for ``on_stored_inputs()``: once per rollout, as the official code stores o' in
+        its transitions, where the update mapped every minibatch in every epoch again (on the CPU, Hanabi-Full with
+        12 learned phi: phi_O was over half of the update). Index symmetries: ``obs`` (a gather per minibatch)."""
+        if self.obs_indices is not None or self.premapped:
+            return obs
+        code = self.draws(state, first).reshape(-1)
+        flat = obs.reshape(-1, *self.obs_shape)
+        dtype = obs.dtype if obs.is_floating_point() else torch.float32
+        out = torch.empty(flat.shape[0], math.prod(self.obs_shape), dtype=dtype, device=obs.device)
+        for i in range(0, flat.shape[0], STORE_CHUNK):
+            out[i : i + STORE_CHUNK] = self._map(
+                flat[i : i + STORE_CHUNK], code[i : i + STORE_CHUNK]
+            ).flatten(1)
+        return out.view(*obs.shape[:3], *self.obs_shape)
+
+    def on_stored_inputs(self) -> ActorCritic:
+        """The twin that reads ``stored_inputs`` (phi_O already applied; the draws still pick phi_A): the same
+        modules and parameters, and traceable wherever pi is (no phi_O, so none of its syncs)."""
+        if self.obs_indices is not None or self.premapped:
+            return self
+        twin = copy.copy(self)  # shares the parameter, buffer and module dicts
+        twin.premapped, twin.traceable = True, self.base.traceable
+        return twin
+
     def forward(self, obs: Tensor, first: Tensor, state: NetState) -> tuple[Tensor, Tensor, NetState]:
         return self.forward_rows(obs, first, state, None)
 
@@ -138,17 +184,7 @@ class OtherPlayNet(ActorCritic):
         S, T, N = obs.shape[:3]
         code = self.draws(state, first)
         flat_obs, flat_code = obs.reshape(S * T * N, *self.obs_shape), code.reshape(-1)
-        if self.obs_indices is not None:  # obs of the mapped game: flat[obs_index] per entry
-            mapped = flat_obs.flatten(1).gather(1, self.obs_indices[flat_code])
-        elif self.phi_layers:
-            mapped = self._grouped(flat_obs.flatten(1), flat_code)
-        else:  # a learned phi_O's output is real-valued: never cast it back to an integer observation dtype
-            dtype = flat_obs.dtype if flat_obs.is_floating_point() else torch.float32
-            mapped = flat_obs.to(dtype, copy=True)
-            for g, sym in enumerate(self.symmetries):
-                sel = flat_code == g
-                if bool(sel.any()):
-                    mapped[sel] = sym.apply_obs(flat_obs[sel]).to(dtype)
+        mapped = flat_obs if self.premapped else self._map(flat_obs, flat_code)
         own = state._replace(actor=None, episode=None)  # pi's own state
         idx = self.action_maps[code]  # [S, T, N, A]
         if rows is None:

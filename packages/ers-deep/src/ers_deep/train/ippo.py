@@ -204,8 +204,11 @@ class Learner:
         samples = cfg.num_steps * -(-self.N // cfg.minibatches)
         self.acting_share = acting_share(cfg, self.env, self.net)
         self.minibatch_unit = minibatch_unit(cfg, self.acting_share, self.net)
+        # other-play with learned symmetries: the update reads phi_O(o) mapped once per rollout (``stored_inputs``);
+        # the exact-advantage mode also runs the net on every local history, so it keeps the net that maps
+        self.update_net = self.net.on_stored_inputs() if legal_table is None else self.net
         self.updater = PPOUpdate(
-            self.net,
+            self.update_net,
             self.optimizer,
             cfg,
             cfg.update_mode,
@@ -280,7 +283,11 @@ class Learner:
         self.updater.set_lr(lr_at(cfg, self.update))
         table = advantage_table(self.net, self.env) if cfg.advantage == "exact" else None  # type: ignore[arg-type]
         batches = self.minibatches(ro) if batches is None else batches
-        return self.updater(update_data(ro, adv, target), batches, table)
+        data = update_data(ro, adv, target)
+        if self.update_net is not self.net:
+            with torch.no_grad():
+                data["obs"] = self.net.stored_inputs(ro.obs, ro.first, ro.hidden0)
+        return self.updater(data, batches, table)
 
     def await_precompile(self) -> dict[str, Any] | None:
         """Wait for the update's helper compilation (``train.precompile``), if one runs; its report."""
