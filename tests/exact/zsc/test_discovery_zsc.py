@@ -15,6 +15,7 @@ from ers_exact.model.objectives import cross_play, other_play
 from ers_exact.model.transformation import Transformation, apply_to_policy
 from ers_exact.model.values import expected_return
 from ers_exact.solve.fixed_points import solve_fixed_points
+from ers_exact.symmetry.candidates import CandidateSpace
 from ers_exact.symmetry.search import decpomdp_symmetries
 from ers_exact.zsc.discovery import DiscoveryConfig, discover, group_metrics, learn_action_distribution
 from ers_exact.zsc.iql import IQLConfig, iql_pool
@@ -220,10 +221,13 @@ def test_er_agents_use_the_identity_and_their_learned_set(monkeypatch) -> None:
     assert report.rows[2].xp_median_er.value == pytest.approx(np.median(xp), abs=1e-9)
 
 
-def test_algorithm_2_composes_with_the_identity_and_the_known_symmetries(lever3) -> None:
+def test_algorithm_2_composes_with_the_identity_and_ranks_by_the_plain_return(lever3) -> None:
     """eq. sp-max-with-reg-stoch draws phi_i, phi_j from {Id} united with the known symmetries (the official
-    code appends the identity; so does ers-deep). Given a 3-cycle alone, every score must equal the objective
-    spelled out here over {Id, cycle}^2 (it averaged J(cycle o phi o cycle) alone before)."""
+    code appends the identity; so does ers-deep): given a 3-cycle alone, each kept phi maximises the objective
+    spelled out here over {Id, cycle}^2 among the candidates of its action tuple (it averaged J(cycle o phi o
+    cycle) alone before). Algorithm 2 then keeps the top l by J-bar_phi = mean_{pi in Pi'} J(phi(pi)), the plain
+    return (its lines 21-25): the scores are J-bar, in decreasing order (they were the regularised objective,
+    which ranked them, before 2026-12-07)."""
     pool = iql_pool(lever3, 1.0, IQLConfig(runs=3, episodes=300, seed=0))
     cycle = Transformation((0,), ((1, 2, 0), (1, 2, 0)), ((1, 2, 0), (1, 2, 0)))
     cfg = DiscoveryConfig(algorithm="sp-max-reg", top=36)
@@ -233,10 +237,17 @@ def test_algorithm_2_composes_with_the_identity_and_the_known_symmetries(lever3)
     def mean_j(phi):
         return np.mean([expected_return(lever3, apply_to_policy(lever3, phi, pi)) for pi in pool])
 
-    for phi, score in zip(found.transformations, found.scores):
+    def objective(phi):
         composed = np.mean([mean_j(f.compose(phi).compose(g)) for f in drawn for g in drawn])
         moved = [np.mean(np.asarray(o)[np.asarray(o)] != np.arange(len(o))) for o in phi.observations]
-        expected = (
-            (1 - cfg.lambda1) * mean_j(phi) + cfg.lambda1 * composed - cfg.lambda2 * 2.0 * np.mean(moved)
-        )
-        assert score == pytest.approx(expected, abs=1e-9)
+        return (1 - cfg.lambda1) * mean_j(phi) + cfg.lambda1 * composed - cfg.lambda2 * 2.0 * np.mean(moved)
+
+    assert len(found.transformations) == 36
+    for phi, score in zip(found.transformations, found.scores):
+        assert score == pytest.approx(mean_j(phi), abs=1e-9)
+    assert all(a >= b - 1e-9 for a, b in zip(found.scores, found.scores[1:]))
+    space = CandidateSpace(lever3)
+    candidates = [space.transformation(c) for c in space.admissible_combos()]
+    for phi in found.transformations[:3]:
+        rivals = [objective(c) for c in candidates if c.actions == phi.actions]
+        assert len(rivals) == 36 and objective(phi) == pytest.approx(max(rivals), abs=1e-9)

@@ -225,8 +225,12 @@ class DiscoveryResult:
     * ``algorithm``: ``sp-max`` (Algorithm 1), ``sp-max-reg`` (Algorithm 2) or ``xp-max`` (Algorithm 3);
     * ``transformations``: the l = ``top`` kept phi, best first: exact :class:`Transformation` s (ers-exact)
       or :class:`LearnedTransformation` s (ers-deep; :meth:`permutations` gives the exact ones they round to);
-    * ``scores``: the objective each reached on the pool Pi' it was learned from, e.g. mean_{pi in Pi'} J(phi(pi))
-      for sp-max (both packages; ers-deep's Pi' is the half of the pool its candidates trained on);
+    * ``scores``: what each kept phi is ranked by on the pool Pi' it was learned from: J-bar_phi =
+      mean_{pi in Pi'} J(phi(pi)) for sp-max and sp-max-reg (Algorithm 2 chooses phi_O by its regularised
+      objective, then keeps the top l by J-bar; before 2026-12-07 ers-exact ranked and reported the regularised
+      value); for xp-max ers-exact's is XP(pi_i, phi(pi_j)) of the pair phi was learned on (Algorithm 3: one phi
+      per pair), ers-deep's the mean XP over the ordered pairs of Pi' (its candidates train on every pair).
+      ers-deep's Pi' is the half of the pool its candidates trained on;
     * ``pool_return``: mean J(pi) over Pi', for reference;
     * ``J_1``, ``J_2``, ``J_3``: E J((phi_1 o ... o phi_k)(pi)) over k = 1, 2, 3 kept phi and pi in the
       unseen (held-out) pool;

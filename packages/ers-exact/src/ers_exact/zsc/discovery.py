@@ -9,7 +9,8 @@
   phi_j (pi)) - lambda_2 E_o d(o, phi_O^2(o))^2 with phi_i, phi_j drawn from {Id} united with the
   previously learned symmetries (:func:`learned_phi`; the official code appends the identity to the loaded
   symmetries, as ers-deep does) and the discrete metric on one-hot observations (d^2 = 2 when different),
-  in expectation rather than sampled.
+  in expectation rather than sampled; it picks phi_O per action tuple, and the l kept are the best by the
+  plain J-bar_phi = mean_{pi in Pi'} J(phi(pi)), as in the paper's Algorithm 2 (lines 21-25).
 * Algorithm 3 (eq. xp-max): for pairs (pi_i, pi_j), i != j, maximise XP(pi_i, phi(pi_j)) over phi.
 
 Only admissible transformations are candidates (DESIGN.md). The result reports the paper's Table 2
@@ -140,7 +141,10 @@ def _sp_max(
         if (cfg.search == "exhaustive" or cfg.algorithm == "sp-max-reg")
         else None
     )
-    if cfg.algorithm == "sp-max-reg":
+    plain = table  # J-bar_phi = mean over Pi' of J(phi(pi)): what Algorithm 2 ranks by (its lines 21-25)
+    if (
+        cfg.algorithm == "sp-max-reg"
+    ):  # the regularised objective picks phi_O per action tuple, not the ranking
         assert table is not None
         table = _regularised(space, combos, table, cfg, known)
     picks, scores = [], []
@@ -149,9 +153,9 @@ def _sp_max(
             k = members[_reinforce(space, combos[members], pool, cfg, rng)]
             score = float(space.mean_return(combos[k : k + 1], pool)[0])
         else:
-            assert table is not None
+            assert table is not None and plain is not None
             k = members[_first_best(table[members])]
-            score = float(table[k])
+            score = float(plain[k])
         picks.append(int(k))
         scores.append(score)
     return picks, scores
