@@ -160,6 +160,24 @@ def test_auto_compiles_the_op_update_where_self_play_s_compiles() -> None:
     assert Learner(cfg, net=other).updater.mode == "compile"
 
 
+def test_each_seed_draws_its_own_phi_and_stacking_keeps_them() -> None:
+    """Stacked seeds (and a ZSC population's agents, trained as seeds of one pool) draw independent phi
+    sequences: before 2026-12-07 the draw hashed (actor, episode) alone, so every seed drew the same. Seed s's
+    draws in a stack equal its draws alone (as Ray's one seed per task trains it)."""
+    full = colour_permutations(HanabiConfig.preset("Hanabi-Full", players=2))
+    N, T = 200, 6
+    first = torch.ones(1, T, N, dtype=torch.bool)
+
+    def draws(seeds: tuple[int, ...]) -> torch.Tensor:
+        base = build_net(NetConfig(hidden=8), seeds, full[0].obs_shape, len(full[0].action_map))
+        net = OtherPlayNet(base, full)
+        return net.draws(net.initial_state(N), first.expand(len(seeds), T, N))
+
+    stacked = draws((3, 7))
+    assert float((stacked[0] == stacked[1]).float().mean()) < 0.05  # 1/120 by chance
+    assert torch.equal(stacked[1], draws((7,))[0]) and torch.equal(stacked[0], draws((3,))[0])
+
+
 def test_draws_cover_the_120_colour_permutations_uniformly() -> None:
     full = colour_permutations(HanabiConfig.preset("Hanabi-Full", players=2))
     base = build_net(NetConfig(hidden=8), [0], full[0].obs_shape, len(full[0].action_map))

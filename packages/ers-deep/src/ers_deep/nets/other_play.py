@@ -12,7 +12,7 @@ mapped observations are float even where the env's are uint8) on each phi's sele
 
 Per-episode draws without extra learner state: the state the learner carries for every actor
 (``NetState``) holds pi's own state (``gru``) and the actor's index n (``actor``) and episodes started
-(``episode``); the draw of actor n in its e-th episode is a fixed integer hash of (n, e), so the rollout and
+(``episode``); the draw of actor n of seed s in its e-th episode is a fixed integer hash of (s, n, e), so the rollout and
 the PPO update (which replays the stored first-flags from the state before the rollout) see the same phi.
 With Phi = {identity} the net is pi itself (tests: OP with the identity set equals self-play).
 """
@@ -72,6 +72,10 @@ class OtherPlayNet(ActorCritic):
         if maps.shape[1] != base.num_actions:
             raise ValueError(f"symmetry action maps have {maps.shape[1]} actions, the net {base.num_actions}")
         self.register_buffer("action_maps", maps)
+        # each seed's own key: stacked seeds (and the agents of a ZSC population, trained as seeds of one pool)
+        # draw independent phi sequences (before 2026-12-07 every seed drew the same one per actor and episode)
+        keys = episode_hash(torch.tensor(self.seeds, dtype=torch.long), torch.zeros(len(self.seeds)), 11)
+        self.register_buffer("seed_keys", keys.view(-1, 1, 1) << 20, persistent=False)
         # all index symmetries (Dec-POMDP ones): one batched gather instead of a masked pass per phi
         gathers = [g for s in self.symmetries if isinstance(g := getattr(s, "obs_index", None), Tensor)]
         stacked = (
@@ -94,6 +98,7 @@ class OtherPlayNet(ActorCritic):
         self.premapped = False
 
     action_maps: Tensor
+    seed_keys: Tensor  # [S, 1, 1]: each seed's hash, shifted clear of the actor ids
     obs_indices: Tensor | None  # [G, prod(obs_shape)] when every symmetry is an IndexSymmetry
     phi_index: Tensor  # the grouped path's buffers (_grouped_maps)
     phi_learned: Tensor
@@ -113,10 +118,10 @@ class OtherPlayNet(ActorCritic):
         )
 
     def draws(self, state: NetState, first: Tensor) -> Tensor:
-        """[S, T, N] index into ``symmetries`` of every entry (fixed per actor and episode): the hash of (actor n,
-        its episode index at step t = ``state.episode`` + the episode starts up to t)."""
+        """[S, T, N] index into ``symmetries`` of every entry (fixed per actor and episode): the hash of (the seed,
+        actor n, its episode index at step t = ``state.episode`` + the episode starts up to t)."""
         assert state.actor is not None and state.episode is not None, "other-play's state (initial_state)"
-        actor = state.actor[:, None].expand_as(first)
+        actor = (state.actor[:, None] + self.seed_keys).expand_as(first)
         episode = state.episode[:, None] + first.long().cumsum(1)
         return episode_hash(actor, episode, 7, self.salt) % len(self.symmetries)
 
