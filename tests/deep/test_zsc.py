@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from ers_deep.pools import Pool
+from ers_deep.pools import Pool, load_pool
 from ers_deep.zsc import PopulationConfig, run_table1, run_table2
 from ers_deep.zsc.population import _deployed
 from ers_exact.interface import ZSCReport
@@ -86,6 +86,32 @@ def test_table2_reuses_the_pools(table1: tuple[Path, ZSCReport]) -> None:
     assert (out / "table2.md").read_text().splitlines()[2].startswith("| sp-max |")
 
 
+def test_unseen_seeds_measure_table_2_and_all_k_seeds_are_each_agents_pool(
+    table1: tuple[Path, ZSCReport], tmp_path: Path
+) -> None:
+    """``unseen``: the paper's protocol, each agent's k self-play seeds are its Pi' (discovery trains and ranks
+    on all of them) and its unseen seeds only measure Table 2 (before 2026-12-07 an agent's discovery used the
+    first half of its k seeds, so --k 6 learned from 3); IPPO deploys among the k only. Without it, the old
+    split (the table1 fixture's config)."""
+    config = dataclasses.replace(TINY, k=2, unseen=1)
+    assert config.unseen_seeds(1) == (190,) and TINY.unseen_seeds(1) == ()
+    table = run_table2(config, tmp_path, algorithms=("sp-max",), progress=False)
+    assert all(math.isfinite(v["value"]) for v in table["rows"]["sp-max"].values())
+    for a in range(config.agents):
+        found = json.loads((tmp_path / f"agent-{a}" / "discovery-sp-max" / "discovery.json").read_text())
+        names = {p.name: p.seed for p in load_pool(tmp_path / "sp").policies}
+        assert sorted(names[n] for n in found["config"]["trained_on"]) == list(config.sp_seeds(a))
+        assert [names[n] for n in found["config"]["held_out"]] == list(config.unseen_seeds(a))
+    old_out = table1[
+        0
+    ]  # TINY: no unseen seeds, so its k = 2 seeds split: the first trains, the second is held out
+    old = json.loads((old_out / "agent-1" / "discovery-sp-max" / "discovery.json").read_text())["config"]
+    names = {p.name: p.seed for p in load_pool(old_out / "sp").policies}
+    assert [names[n] for n in old["trained_on"]] == [100] and [names[n] for n in old["held_out"]] == [101]
+    with pytest.raises(UsageError, match="unseen"):
+        PopulationConfig(unseen=0)
+
+
 def test_overcooked_population_config() -> None:
     """Overcooked V2 populations: the paper's recurrent CNN + GRU at the given widths, minibatches capped at
     2 x num_envs actor sequences (the paper's 64 at 256 envs); Hanabi keeps its MLP."""
@@ -111,16 +137,18 @@ def test_population_seeds_never_collide_within_the_bounds() -> None:
     """At the largest sizes, across two runs' seeds, every self-play, OP-MDP and OP-ER seed is distinct and
     every discovery seed too; one past any bound is refused (k = 51 made an agent's last self-play seed its
     first OP-MDP seed, m = 21 an OP-MDP seed an OP-ER one, 51 agents two agents' discovery seeds one)."""
-    from ers_deep.zsc.config import MAX_AGENTS, MAX_K, MAX_M
+    from ers_deep.zsc.config import MAX_AGENTS, MAX_K, MAX_M, MAX_UNSEEN
 
     train, disc = [], []
     for seed in (0, 1):
-        c = PopulationConfig(env="tabular:toy-coordination", agents=MAX_AGENTS, k=MAX_K, m=MAX_M, seed=seed)
+        c = PopulationConfig(
+            env="tabular:toy-coordination", agents=MAX_AGENTS, k=MAX_K, m=MAX_M, unseen=MAX_UNSEEN, seed=seed
+        )
         for a in range(c.agents):
-            train += [*c.sp_seeds(a), *c.op_seeds(a, "mdp"), *c.op_seeds(a, "er")]
+            train += [*c.sp_seeds(a), *c.op_seeds(a, "mdp"), *c.op_seeds(a, "er"), *c.unseen_seeds(a)]
             disc += [c.discovery_config(a, alg).seed for alg in ("sp-max", "sp-max-reg")]
     assert len(set(train)) == len(train) and len(set(disc)) == len(disc)
-    for field in ({"agents": MAX_AGENTS + 1}, {"k": MAX_K + 1}, {"m": MAX_M + 1}):
+    for field in ({"agents": MAX_AGENTS + 1}, {"k": MAX_K + 1}, {"m": MAX_M + 1}, {"unseen": MAX_UNSEEN + 1}):
         with pytest.raises(UsageError, match=next(iter(field))):
             PopulationConfig(env="tabular:toy-coordination", **field)  # type: ignore[arg-type]
 

@@ -17,7 +17,7 @@ from ers_deep.cli.common import (
     refuse_unread,
     require_two_seat_env,
 )
-from ers_deep.seed_layout import MAX_AGENTS, MAX_K, MAX_M
+from ers_deep.seed_layout import MAX_AGENTS, MAX_K, MAX_M, MAX_UNSEEN
 from ers_deep.train.evaluate import AVERAGES
 from ers_exact.deployment import DEFAULT_SELECT_BY, SELECT_BY
 from ers_exact.util.deprecation import renamed_fields
@@ -74,8 +74,17 @@ class Table1Options(Options):
     )
     k: int = option(
         4,
-        help=f"self-play seeds per ER agent, 2 to {MAX_K} (half train and rank the symmetries, half are held out for Table 2)",
+        help=f"self-play seeds per ER agent, 2 to {MAX_K} (its Pi', which trains and ranks the symmetries, with "
+        "--unseen; without it the first half, the rest held out for Table 2's metrics)",
         check=between(2, MAX_K),
+    )
+    unseen: int | None = option(
+        None,
+        help=f"self-play seeds per agent held out of discovery, 1 to {MAX_UNSEEN}: only Table 2's metrics (J_k, "
+        "the reconstruction loss) are measured on them (the paper's Pi_unseen), and all --k seeds are the "
+        "agent's Pi', as in the paper's protocol and ers-exact's zsc; recorded in config.json",
+        check=between(1, MAX_UNSEEN),
+        default_text="none: --k splits in halves",
     )
     candidates: int = option(8, help="symmetries trained per agent", check=at_least(1))
     top: int = option(

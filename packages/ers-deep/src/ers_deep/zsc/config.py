@@ -22,7 +22,12 @@ from typing import Any
 from ers_deep.discovery import DeepDiscoveryConfig
 from ers_deep.envs.hanabi.config import canonical_preset
 from ers_deep.nets import NetConfig
-from ers_deep.seed_layout import MAX_AGENTS, MAX_K, MAX_M  # the seed layout's bounds (its docstring)
+from ers_deep.seed_layout import (  # the seed layout's bounds (its docstring)
+    MAX_AGENTS,
+    MAX_K,
+    MAX_M,
+    MAX_UNSEEN,
+)
 from ers_deep.train.config import TrainConfig, paper_config
 from ers_deep.train.evaluate import AVERAGES
 from ers_exact.deployment import DEFAULT_SELECT_BY, SELECT_BY
@@ -37,7 +42,7 @@ from ers_exact.util.options import (
     one_of,
 )
 
-__all__ = ["MAX_AGENTS", "MAX_K", "MAX_M", "PopulationConfig"]
+__all__ = ["MAX_AGENTS", "MAX_K", "MAX_M", "MAX_UNSEEN", "PopulationConfig"]
 
 
 @renamed_fields(l="top")
@@ -51,6 +56,10 @@ class PopulationConfig:
     preset: str = "Hanabi-Very-Small"  # Hanabi
     agents: int = 3  # P, agents per population
     k: int = 4  # self-play seeds per ER agent (its pool)
+    # self-play seeds per agent held out of discovery, for Table 2's metrics only (the paper's Pi_unseen): then the
+    # agent's k seeds are all its Pi' (the paper's protocol); None: its k seeds split, the first ceil(k / 2) its Pi'
+    # and the rest held out (the layout of runs before 2026-12-07)
+    unseen: int | None = None
     candidates: int = 8  # symmetries trained per agent
     top: int = 4  # symmetries kept (the paper's l)
     m: int = 1  # OP seeds per agent (the one ``select_by`` picks is deployed)
@@ -99,6 +108,8 @@ class PopulationConfig:
             symmetriser=one_of(AVERAGES),
             seed=non_negative,
         )
+        if self.unseen is not None and not 1 <= self.unseen <= MAX_UNSEEN:
+            raise UsageError(f"PopulationConfig.unseen = {self.unseen}: choose 1 .. {MAX_UNSEEN} (or None)")
         if self.top > self.candidates:
             raise UsageError(f"PopulationConfig.top = {self.top} is more than candidates = {self.candidates}")
         if self.minibatches is not None and not 1 <= self.minibatches <= 2 * self.num_envs:
@@ -130,6 +141,10 @@ class PopulationConfig:
 
     def sp_seeds(self, agent: int) -> tuple[int, ...]:
         return tuple(self.seed * 10_000 + agent * 100 + s for s in range(self.k))
+
+    def unseen_seeds(self, agent: int) -> tuple[int, ...]:
+        """Agent ``agent``'s unseen self-play seeds (none where ``unseen`` is None; ``seed_layout``)."""
+        return tuple(self.seed * 10_000 + agent * 100 + 90 + s for s in range(self.unseen or 0))
 
     def op_seeds(self, agent: int, population: str) -> tuple[int, ...]:
         offset = {"mdp": 50, "er": 70}[population]

@@ -61,7 +61,7 @@ def _pool(out: Path, make: Any) -> Pool:
 
 
 def _sp_pool(config: PopulationConfig, out: Path, progress: bool | None) -> Pool:
-    seeds = tuple(s for a in range(config.agents) for s in config.sp_seeds(a))
+    seeds = tuple(s for a in range(config.agents) for s in config.sp_seeds(a) + config.unseen_seeds(a))
     cfg = config.train_config(seeds, config.sp_steps)
     return _pool(
         out / "sp",
@@ -88,10 +88,13 @@ def _discovery(
     ):  # compose with the agent's own sp-max symmetries (Algorithm 2's phi_i, phi_j)
         _discovery(config, sp, agent, out, "sp-max", progress)
         disc = dataclasses.replace(disc, earlier=str(out / f"agent-{agent}" / "discovery-sp-max"))
+    # the paper's protocol with ``unseen``: all k seeds are the agent's Pi', its unseen ones only measure Table 2
+    held_out = _subpool(sp, config.unseen_seeds(agent)) if config.unseen is not None else None
     return discover(
         _subpool(sp, config.sp_seeds(agent)),
         disc,
         folder,
+        held_out=held_out,
         resume_run=(folder / "run" / "config.json").exists(),
         progress=progress,
     )
