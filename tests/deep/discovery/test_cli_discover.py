@@ -86,7 +86,7 @@ def test_resume_keeps_the_runs_options_and_refuses_others(
     """--resume continues with the run's own options (OUT/discovery-config.json) without repeating them; an
     option given that differs from the run's (--candidates, --seed: they shape the run's candidates, action
     maps and checkpoints) is an input error naming each, and the run's discovery-config.json stays."""
-    out = tmp_path / "toy-discovery"  # a copy: the resume below rewrites discovery.json
+    out = tmp_path / "toy-discovery"  # a copy: the resumes below read its files
     shutil.copytree(toy_discovery[0], out)
     result = toy_discovery[1]
     before = (out / "discovery-config.json").read_bytes()
@@ -104,6 +104,34 @@ def test_resume_keeps_the_runs_options_and_refuses_others(
     res = json.loads(capsys.readouterr().out)
     assert res["config"]["discovery"]["total_env_steps"] == 60_000 and res["scores"] == list(result.scores)
     assert (out / "discovery-config.json").read_bytes() == before
+
+
+def test_resume_leaves_a_finished_run_as_it_is_and_refuses_another_pool(
+    toy_discovery: tuple[Path, DiscoveryResult], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A finished run resumed returns its discovery.json as written: before 2026-12-07 it was rewritten (new
+    training seconds, so new bytes), and an other-play run from it, which checks its SHA-256, then refused to
+    resume. A resume given other policies (--held-out here) is refused naming the role, before training: its
+    checkpoints hold the first pool's nets, so the run mixed two pools. The record is
+    OUT/discovery-policies.json (names and parameter digests)."""
+    out = tmp_path / "toy-discovery"
+    shutil.copytree(toy_discovery[0], out)
+    before = (out / "discovery.json").read_bytes()
+    pool = toy_discovery[0].parent / "toy-pool"
+    recorded = json.loads((out / "discovery-policies.json").read_text())
+    assert [n for n, _ in recorded["trained_on"]] == ["toy-pool/seed-0", "toy-pool/seed-1"]
+    argv = ["discover", "--pool", str(pool), "--out", str(out), "--resume", "--threads", "1"]
+    assert main(argv) == 0
+    capsys.readouterr()
+    assert (out / "discovery.json").read_bytes() == before
+    assert main([*argv, "--held-out", str(pool)]) == 2  # the whole pool held out: other held-out policies
+    err = capsys.readouterr().err
+    assert "the policies it trains on differ (the run's: toy-pool/seed-0, toy-pool/seed-1)" in err, err
+    assert (
+        "the held-out policies differ (the run's: toy-pool/seed-2, toy-pool/seed-3)" in err
+        and "--force" in err
+    )
+    assert (out / "discovery.json").read_bytes() == before
 
 
 def test_earlier_symmetries_of_another_game_are_refused(

@@ -319,6 +319,31 @@ def test_resume_refuses_an_edited_config_naming_the_field(tmp_path: Path) -> Non
     assert [p.name for p in checkpoints(tmp_path)] == ["update-000008.safetensors"]
 
 
+def test_a_resume_that_changes_the_envs_step_style_is_refused(tmp_path: Path) -> None:
+    """``collect_mode`` may change between segments (EXECUTION_FIELDS) only where the env keeps its step style:
+    a compiled or captured collection steps a branch-free env, whose random numbers come in another order, so
+    eager -> compile continued the run on another stream (accepted before 2026-12-07); eager -> "auto" (eager on
+    so short a CPU run) resumes. Checkpoints record the style (``branch_free``)."""
+    from ers_deep.train.run import RunError
+
+    with single_thread():
+        train(paper_config("tabular:toy-coordination", **TINY, collect_mode="eager"), tmp_path, max_updates=2)
+        assert read_metadata(latest_checkpoint(tmp_path))["branch_free"] is False
+        text = (tmp_path / "config.json").read_text()
+        for mode, refused in (("compile", True), ("auto", False)):
+            info = json.loads(text)
+            info["config"]["collect_mode"] = mode
+            (tmp_path / "config.json").write_text(json.dumps(info))
+            if refused:
+                with pytest.raises(
+                    RunError, match=r"stepped with branches \(collect_mode 'eager'\).*'compile'"
+                ):
+                    resume(tmp_path, max_updates=4)
+            else:
+                learner, _ = resume(tmp_path, max_updates=4)
+                assert learner.update == 4
+
+
 #: a writer killed mid-write: ``write_atomic`` of argv[1], SIGKILLed where it would rename its temporary file
 KILLED_WRITER = textwrap.dedent("""
     import os, signal, sys

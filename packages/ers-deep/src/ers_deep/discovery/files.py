@@ -8,6 +8,7 @@ tabular env, each acting on policies as ers-exact's phi does."""
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,13 +20,57 @@ from ers_deep.envs.symmetry import IndexSymmetry
 from ers_deep.envs.tabular import TabularEnv
 from ers_deep.envs.tabular.symmetry import exact_symmetry
 from ers_deep.nets.phi import ObsMap
+from ers_deep.policies import Policy
 from ers_deep.pools import PoolError
-from ers_deep.train.checkpoint import load_checkpoint, save_checkpoint
+from ers_deep.train.checkpoint import digest, load_checkpoint, save_checkpoint
 from ers_deep.train.config import TrainConfig, make_env
 from ers_exact.interface import DiscoveryResult, LearnedTransformation, Transformation, file_sha256
+from ers_exact.util.options import UsageError
 from ers_exact.util.output import read_json
 
-__all__ = ["exact_symmetries_for", "learned_game", "load_symmetries", "save_symmetries", "symmetries_for"]
+__all__ = [
+    "POLICIES_FILE",
+    "check_run_policies",
+    "exact_symmetries_for",
+    "learned_game",
+    "load_symmetries",
+    "policy_record",
+    "save_symmetries",
+    "symmetries_for",
+]
+
+#: OUT/discovery-policies.json: which policies a discovery run trains on and holds out (names and digests)
+POLICIES_FILE = "discovery-policies.json"
+
+
+def _fingerprints(policies: Sequence[Policy]) -> list[list[str]]:
+    return [[p.name, digest(p.net.state_dict())] for p in policies]
+
+
+def policy_record(train_set: Sequence[Policy], test_set: Sequence[Policy]) -> dict[str, list[list[str]]]:
+    """What OUT/discovery-policies.json records of a discovery run: the policies it trains on and holds out,
+    each by its name and the SHA-256 of its parameters."""
+    return {"trained_on": _fingerprints(train_set), "held_out": _fingerprints(test_set)}
+
+
+def check_run_policies(out: Path, record: dict[str, list[list[str]]]) -> None:
+    """Refuse to resume a discovery run with other policies than its OUT/discovery-policies.json records: it
+    continues against the pool nets its checkpoints hold, so another ``--pool`` or ``--held-out`` would have
+    mixed two pools (trained on the first, ranked and measured on the second; accepted before 2026-12-07).
+    ``UsageError`` naming the role that changed; a run started before the record is not checked."""
+    path = out / POLICIES_FILE
+    if not path.is_file():
+        return
+    saved = read_json(path, "a discovery run's policies")
+    changed = [k for k in record if saved.get(k) != record[k]]
+    if changed:
+        names = {k: [str(n) for n, _ in saved.get(k, [])] for k in changed}
+        label = {"trained_on": "policies it trains on", "held_out": "held-out policies"}
+        raise UsageError(
+            f"{out}: --resume continues the discovery run against the policies it started with; "
+            + "; ".join(f"the {label[k]} differ (the run's: {', '.join(v)})" for k, v in names.items())
+            + " (give the run's --pool and --held-out, or start anew with --force)"
+        )
 
 
 def save_symmetries(out: Path, syms: list[LearnedSymmetry], meta: dict[str, Any]) -> tuple[Path, str]:

@@ -41,7 +41,14 @@ from ers_deep.discovery.config import (
     read_saved_config,
     training_count,
 )
-from ers_deep.discovery.files import load_symmetries, save_symmetries, symmetries_for
+from ers_deep.discovery.files import (
+    POLICIES_FILE,
+    check_run_policies,
+    load_symmetries,
+    policy_record,
+    save_symmetries,
+    symmetries_for,
+)
 from ers_deep.discovery.net import DiscoveryNet, LearnedSymmetry
 from ers_deep.discovery.rounding import action_candidates, match_known, nearest_permutation, round_tabular
 from ers_deep.discovery.scores import (
@@ -54,13 +61,13 @@ from ers_deep.discovery.scores import (
 )
 from ers_deep.envs.tabular import TabularEnv
 from ers_deep.pools import Policy, Pool, PoolError, load_pool
-from ers_deep.train.checkpoint import atomic_write_bytes
+from ers_deep.train.checkpoint import atomic_write_bytes, read_metadata
 from ers_deep.train.config import TrainConfig, make_env
 from ers_deep.train.ippo import Learner
-from ers_deep.train.run import resume, train
+from ers_deep.train.run import latest_checkpoint, read_run_config, resume, train
 from ers_exact.interface import DiscoveryResult, LearnedTransformation
 from ers_exact.util.options import UsageError
-from ers_exact.util.output import dumps
+from ers_exact.util.output import dumps, read_json
 
 __all__ = [
     "COMPOSITIONS",
@@ -143,6 +150,19 @@ def _exact_scores(env: TabularEnv, pool: Pool, nearest: list[Any], alpha: float)
     return [None if t is None else next(scores).to_json() for t in nearest]
 
 
+def _finished(out: Path) -> DiscoveryResult | None:
+    """The result of the finished run in ``out`` as written (its last update checkpointed, then discovery.json),
+    else None. A resume of a finished run returns it: rewriting it changed discovery.json's bytes (its training
+    seconds), and an other-play run from it checks its SHA-256, so that run refused to resume after it."""
+    file, last = out / "discovery.json", latest_checkpoint(out / "run")
+    if not file.is_file() or last is None:
+        return None
+    _, run_config = read_run_config(out / "run")
+    if read_metadata(last)["counters"].get("update", -1) < run_config.num_updates:
+        return None
+    return DiscoveryResult.from_json(read_json(file, "a discovery result"))
+
+
 def _check_resumed_config(out: Path, config: DeepDiscoveryConfig) -> None:
     """A resumed run keeps the config it was started with (OUT/discovery-config.json): its candidates, action
     maps and sizes shape the run's checkpoints. ``UsageError`` naming every field ``config`` changes (a field
@@ -193,6 +213,11 @@ def discover(
         _check_resumed_config(out, config)
     train_set, test_set = split_policies(pool, held_out, config.algorithm)
     check_compatible([*train_set, *test_set])  # one env and one observation encoding (Hanabi's knowledge)
+    policies = policy_record(train_set, test_set)
+    if resuming:
+        check_run_policies(out, policies)
+    if resuming and (done := _finished(out)) is not None:
+        return done
     cfg = discovery_train_config(train_set[0].config, config)
     probe = make_env(cfg, 1, seed=0)
     _check_algorithm(pool, config, cfg, probe, resuming)
@@ -216,6 +241,7 @@ def discover(
     make = _learner_factory(config, train_set, maps, probe, earlier)
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(out / "discovery-config.json", dumps(config.to_json(), indent=2).encode())
+    atomic_write_bytes(out / POLICIES_FILE, dumps(policies, indent=2).encode())
     if resuming:
         learner, summary = resume(out / "run", progress=progress, threads=threads, make_learner=make)
     else:

@@ -262,12 +262,30 @@ def resume(
     return learner, _loop(learner, run_dir, max_updates, progress, on_update, seconds, resumed=True)
 
 
+def check_step_style(learner: Learner, meta: dict[str, Any], path: Path) -> None:
+    """Refuse to resume where ``collect_mode`` changed the env's step style (branch-free for a compiled or
+    captured collection, else with branches): the two draw their random numbers in other orders, so the run
+    would continue on another stream (``collect_mode`` is an ``EXECUTION_FIELDS`` field otherwise, free to
+    change; a checkpoint written before 2026-12-07 does not record the style and is not checked)."""
+    recorded, now = meta.get("branch_free"), bool(getattr(learner.env, "branch_free", False))
+    if isinstance(recorded, bool) and recorded != now:
+        config = meta.get("config")
+        before = config.get("collect_mode") if isinstance(config, dict) else None
+        style = {True: "branch-free", False: "with branches"}
+        raise RunError(
+            f"{path}: the run's env stepped {style[recorded]} (collect_mode {before!r}); collect_mode = "
+            f"{learner.config.collect_mode!r} steps it {style[now]}, whose random numbers come in another order: "
+            "resume with the run's collect_mode"
+        )
+
+
 def _restore(learner: Learner, path: Path) -> float:
     """Load the checkpoint ``path`` into ``learner``; the run's seconds up to it (NaN when not recorded).
     :class:`CheckpointError` naming the file when it is damaged or not a checkpoint of this run's learner."""
     tensors, meta = read_checkpoint(path)
     counters = meta["counters"]
     check_config(learner.config, meta.get("config"), path)
+    check_step_style(learner, meta, path)
     try:
         learner.load_state_tensors(tensors, counters)
     except (KeyError, RuntimeError, ValueError, TypeError) as e:

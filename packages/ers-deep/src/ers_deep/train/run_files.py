@@ -113,6 +113,8 @@ def save_run_checkpoint(learner: Learner, run_dir: Path, seconds: float) -> Path
         "counters": {**learner.counters(), "seconds": seconds},
         "config": learner.config.to_json(),
         "env_state": type(learner.env.state).__name__,
+        # the env's step style (collect_mode decides it): its random numbers are drawn in another order
+        "branch_free": bool(getattr(learner.env, "branch_free", False)),
         "torch": torch.__version__,
     }
     save_checkpoint(path, learner.state_tensors(), meta)
