@@ -215,7 +215,7 @@ def _row(
 
 
 #: PopulationConfig fields added after runs were written: a config.json without one ran with this value
-ADDED_FIELDS: dict[str, Any] = {"symmetriser": "logits", "select_by": "sp_return"}
+ADDED_FIELDS: dict[str, Any] = {"symmetriser": "logits", "select_by": "sp_return", "unseen": None}
 
 
 def _claim(config: PopulationConfig, out: Path, force: bool, command: str) -> None:

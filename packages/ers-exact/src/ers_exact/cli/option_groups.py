@@ -167,8 +167,9 @@ class PoolOptions(GameOptions):
     )
     k: int = option(
         _POOL.k,
-        help="pool size k (--pool-source exact: at most |Pi*_alpha|, the optimal fixed points found; the "
-        "result records the size used: pool_size, per agent in zsc's pool_sizes)",
+        help="pool size k (--pool-source exact: at most |Pi*_alpha|, the optimal fixed points found and their "
+        "images under the Dec-POMDP symmetries; the result records the size used: pool_size, per agent in "
+        "zsc's pool_sizes)",
         check=at_least(1),
     )
     episodes: int = option(

@@ -12,13 +12,24 @@ from dataclasses import replace
 import numpy as np
 
 from ers_exact.model.histories import HistoryTree, check_tree
+from ers_exact.model.transformation import apply_to_policy
 from ers_exact.model.values import expected_return
 from ers_exact.solve.boltzmann import softmax_policy
 from ers_exact.solve.fixed_points import SolverConfig, solve_fixed_points
+from ers_exact.symmetry.mdp_group import decpomdp_group
 from ers_exact.zsc.config import POOL_SOURCES, UNSEEN_POOL_SEED_OFFSET, PoolConfig
 from ers_exact.zsc.iql import IQLConfig, train_iql_batch
 
-__all__ = ["POOL_SOURCES", "UNSEEN_POOL_SEED_OFFSET", "Pool", "PoolConfig", "build_pool", "build_pools"]
+__all__ = [
+    "EXACT_POOL_SOLVE_SEED",
+    "POOL_SOURCES",
+    "UNSEEN_POOL_SEED_OFFSET",
+    "Pool",
+    "PoolConfig",
+    "build_pool",
+    "build_pools",
+    "optimal_points",
+]
 
 #: a pool Pi' of self-play policies (per policy, per agent [K_i, |A^i|]) and the policy its agent deploys for SP
 Pool = tuple[list[tuple[np.ndarray, ...]], tuple[np.ndarray, ...]]
@@ -28,9 +39,9 @@ def build_pool(tree: HistoryTree, config: PoolConfig, seed: int) -> Pool:
     """(k Boltzmann pool policies, the agent's SP deployment), all seeded by ``seed``.
 
     ``"iql"``: k IQL runs as softmax(Q / alpha); the SP deployment is the best-J greedy policy (ties
-    split evenly). ``"exact"``: k distinct points of Pi*_alpha sampled from a multistart solve (as many as
-    it finds where Pi*_alpha holds fewer: three-lever's at alpha 0.25 is one point); the SP deployment is the
-    first of them. Raises ``ValueError`` for another ``config.source``."""
+    split evenly). ``"exact"``: k distinct points of Pi*_alpha (``optimal_points``; as many as there are where
+    Pi*_alpha holds fewer), ``seed`` choosing which; the SP deployment is the first of them. Raises
+    ``ValueError`` for another ``config.source``."""
     return build_pools(tree, config, [seed])[0]
 
 
@@ -48,7 +59,8 @@ def build_pools(
         trained = train_iql_batch(tree, [replace(base, seed=s) for s in seeds], progress=progress)
         return [_iql_pool(tree, tables, cfg) for tables in trained]
     if cfg.source == "exact":
-        return [_exact_pool(tree, cfg, s) for s in seeds]
+        optimal = optimal_points(tree, cfg.alpha, cfg.k)
+        return [_exact_pool(optimal, cfg, s) for s in seeds]
     raise ValueError(f"unknown pool {cfg.source!r}: 'iql' or 'exact'")
 
 
@@ -61,15 +73,40 @@ def _iql_pool(tree: HistoryTree, tables: tuple[np.ndarray, ...], cfg: PoolConfig
     return pool, tuple(p[best] for p in greedy)
 
 
-def _exact_pool(tree: HistoryTree, cfg: PoolConfig, seed: int) -> Pool:
+#: the seed of the multistart solve behind every exact pool: one solve for all of a config's pools, so every
+#: agent's points share one J (each pool's own seed missed the optimum by 3e-5 to 7e-5 on three-lever at alpha
+#: 0.25 for some seeds, 500, 1000 and 1001 among them)
+EXACT_POOL_SOLVE_SEED = 0
+
+
+def optimal_points(tree: HistoryTree, alpha: float, k: int = 1) -> list[tuple[np.ndarray, ...]]:
+    """The self-play-optimal Boltzmann fixed points at ``alpha`` that exact pools draw from: those of one
+    multistart solve (seed ``EXACT_POOL_SOLVE_SEED``, at least 2 k starts), with their images under every
+    Dec-POMDP symmetry (which map Pi*_alpha onto itself: paper, appendix; the solve alone returned one of
+    three-lever's 6 optimal points at alpha 0.25), distinct within 1e-9. Not certified complete
+    (``ers-exact symmetries --prove-optimal-set`` proves a set)."""
     # the solve command's starts at least: 16 missed three-lever's optimum at alpha 0.25 (J 1.8807 against
     # J* 1.8964), so the "optimal" pool was a suboptimal fixed point
-    starts = max(SolverConfig().n_starts, 2 * cfg.k)
+    starts = max(SolverConfig().n_starts, 2 * k)
     fs = solve_fixed_points(
-        tree, cfg.alpha, SolverConfig(n_starts=starts, seed=seed, complete_search=False, certify=False)
+        tree,
+        alpha,
+        SolverConfig(n_starts=starts, seed=EXACT_POOL_SOLVE_SEED, complete_search=False, certify=False),
     )
-    optimal = list(fs.optimal_points)
+    points = [p.policy for p in fs.optimal_points]
+    flat = [np.concatenate([a.ravel() for a in pi]) for pi in points]
+    for phi in decpomdp_group(tree.game).policy_parts:
+        for pi in list(points):
+            image = apply_to_policy(tree, phi, pi)
+            f = np.concatenate([a.ravel() for a in image])
+            if all(np.abs(f - g).max() > 1e-9 for g in flat):
+                points.append(image)
+                flat.append(f)
+    return points
+
+
+def _exact_pool(optimal: list[tuple[np.ndarray, ...]], cfg: PoolConfig, seed: int) -> Pool:
     rng = np.random.default_rng(seed)
     picks = rng.choice(len(optimal), size=min(cfg.k, len(optimal)), replace=False)
-    pool = [optimal[int(p)].policy for p in picks]
+    pool = [optimal[int(p)] for p in picks]
     return pool, pool[0]
