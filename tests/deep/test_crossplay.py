@@ -89,6 +89,17 @@ def test_symmetriser_is_equivariant() -> None:
     assert not torch.allclose(plain, base)
 
 
+def test_xp_star_mdp_is_xp_star_where_phi_mdp_is_the_identity() -> None:
+    """Hanabi-Very-Small has one colour: Phi_MDP = {id}, S(pi) = pi, so XP(*)+MDP is XP(*), as table1 and
+    ers-exact report it (``population_report`` gave NaN before 2026-12-07, so ``crossplay`` and ``table1``
+    disagreed on one population)."""
+    pols = _policies("hanabi", (0, 1), hanabi_preset="Hanabi-Very-Small", net=NetConfig(kind="mlp", hidden=8))
+    report, _, sym = population_report("very-small", pols, games=10)
+    row = report.rows[0]
+    assert sym is None and report.config["mdp_symmetries"] == 1
+    assert row.xp_median_mdp == row.xp_median and math.isfinite(row.xp_median_mdp.value)
+
+
 def test_population_report_and_heatmap(tmp_path) -> None:  # type: ignore[no-untyped-def]
     pols = _policies("hanabi", (0, 1), hanabi_preset="Hanabi-Small", net=NetConfig(kind="mlp", hidden=16))
     report, plain, sym = population_report("small", pols, games=20)

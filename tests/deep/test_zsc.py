@@ -112,6 +112,36 @@ def test_unseen_seeds_measure_table_2_and_all_k_seeds_are_each_agents_pool(
         PopulationConfig(unseen=0)
 
 
+def test_greedy_cross_play_reaches_every_matrix_of_a_row(
+    table1: tuple[Path, ZSCReport], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``greedy`` (``--greedy``: the official cross_play.py's argmax play) reaches the plain and symmetrised
+    matrices of a Table 1 row, and each matrix file records it; the default samples."""
+    import ers_deep.zsc.population as population
+    from ers_deep.other_play import op_symmetries
+    from ers_deep.zsc import load_deployed
+
+    config, deployed = load_deployed(table1[0])
+    pols = deployed["ippo"]
+    ident = op_symmetries(pols[0].config, "none")
+    calls: list[object] = []
+    real = population.crossplay_matrix
+
+    def spy(*args: object, **kw: object) -> object:
+        calls.append(kw.get("greedy"))
+        return real(*args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(population, "crossplay_matrix", spy)
+    for greedy in (True, False):
+        calls.clear()
+        cfg = dataclasses.replace(config, greedy=greedy, games=20)
+        sets = [ident] * len(pols)
+        population._row("IPPO", pols, ident, {p.name: ident for p in pols}, sets, cfg, tmp_path, "ippo")
+        assert calls == [greedy, greedy]  # plain and ER (Phi_MDP = {id}: its matrix is the plain one)
+        assert json.loads((tmp_path / "xp-ippo-plain.json").read_text())["greedy"] is greedy
+        assert json.loads((tmp_path / "xp-ippo-er.json").read_text())["greedy"] is greedy
+
+
 def test_overcooked_population_config() -> None:
     """Overcooked V2 populations: the paper's recurrent CNN + GRU at the given widths, minibatches capped at
     2 x num_envs actor sequences (the paper's 64 at 256 envs); Hanabi keeps its MLP."""

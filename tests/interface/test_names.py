@@ -264,7 +264,7 @@ def test_a_table1_folder_written_before_the_rename_is_continued(
     (out / ".ers-results.json").write_text(json.dumps({"command": "ers-deep table1"}))
     same = PopulationConfig(**upgrade_keys(PopulationConfig, old))
     # the old file's fields under their new names, and the fields added since at the values that run used
-    since = {"select_by": "sp_return", "unseen": None}
+    since = {"select_by": "sp_return", "unseen": None, "greedy": False}
     assert same.top == 2 and same.to_json() == {
         **{k: v for k, v in old.items() if k != "l"},
         "top": 2,

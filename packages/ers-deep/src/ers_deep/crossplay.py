@@ -186,7 +186,9 @@ def population_report(
     plain = crossplay_matrix(policies, policies, games, greedy=greedy, seed=seed)
     est = xp_estimates(plain, seed)
     sym = env_symmetries(config)
-    sym_matrix, mdp = None, Estimate(math.nan, math.nan)
+    # Phi_MDP = {id} (Hanabi-Very-Small's one colour, most tabular games): S(pi) = pi, so XP(*)+MDP is XP(*), as
+    # table1 and ers-exact report it (it was NaN here before 2026-12-07)
+    sym_matrix, mdp = None, est["xp_median"]
     if len(sym) > 1:
         sym_matrix = crossplay_matrix(
             policies, policies, games, greedy=greedy, seed=seed, symmetries=sym, average=average

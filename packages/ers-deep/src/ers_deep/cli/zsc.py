@@ -129,6 +129,12 @@ class Table1Options(Options):
         None, help="IPPO entropy coefficient = temperature", check=non_negative, default_text="the paper's"
     )
     games: int = option(500, help="cross-play games per pair and seat order", check=at_least(1))
+    greedy: bool = option(
+        False,
+        help="cross-play (the SP, XP, XP(*) and symmetrised columns) by each policy's most probable legal "
+        "action, as the official code's cross_play.py plays Hanabi (default: actions sampled); the OP column "
+        "and the learning stay sampled; recorded in config.json and table1.json",
+    )
     symmetriser: str = option(
         "logits",
         help="what the XP(*)+MDP / XP(*)+ER symmetriser averages over Phi: logits (the official code's mean of "

@@ -189,16 +189,25 @@ def _row(
     tag: str,
 ) -> PopulationRow:
     games, seed = config.games, config.seed
-    plain = crossplay_matrix(deployed, deployed, games, seed=seed)
+    greedy = config.greedy
+    plain = crossplay_matrix(deployed, deployed, games, greedy=greedy, seed=seed)
     est = xp_estimates(plain, seed)
     average = cast(Average, config.symmetriser)
     sym_mdp = (
         plain
         if len(mdp) <= 1
-        else crossplay_matrix(deployed, deployed, games, seed=seed, symmetries=mdp, average=average)
+        else crossplay_matrix(
+            deployed, deployed, games, greedy=greedy, seed=seed, symmetries=mdp, average=average
+        )
     )
     sym_er = crossplay_matrix(
-        deployed, deployed, games, seed=seed, symmetries_of=lambda p: learned[p.name], average=average
+        deployed,
+        deployed,
+        games,
+        greedy=greedy,
+        seed=seed,
+        symmetries_of=lambda p: learned[p.name],
+        average=average,
     )
     for key, m in (("plain", plain), ("mdp", sym_mdp), ("er", sym_er)):
         atomic_write_bytes(out / f"xp-{tag}-{key}.json", dumps(m, indent=2).encode())
@@ -215,7 +224,12 @@ def _row(
 
 
 #: PopulationConfig fields added after runs were written: a config.json without one ran with this value
-ADDED_FIELDS: dict[str, Any] = {"symmetriser": "logits", "select_by": "sp_return", "unseen": None}
+ADDED_FIELDS: dict[str, Any] = {
+    "symmetriser": "logits",
+    "select_by": "sp_return",
+    "unseen": None,
+    "greedy": False,
+}
 
 
 def _claim(config: PopulationConfig, out: Path, force: bool, command: str) -> None:
