@@ -89,9 +89,11 @@ class LearnedTransformation:
     phi_O is a network stored in ``checkpoint`` (safetensors; ``sha256`` of its bytes, ``key`` the tensor
     prefix of this transformation inside it); phi_A is ``action_map``: action a of the original game is
     action ``action_map[a]`` of the mapped one, so phi(pi)(a | o) = pi(action_map[a] | phi_O(o)).
-    ``obs_permutation`` is the index permutation nearest to phi_O (observation features; on tabular envs the
-    observation's index) when the rounding gives a permutation, with ``distance`` the relative
-    squared distance E||phi_O(o) - o[perm]||^2 / E||o||^2 over the observations it was measured on;
+    ``obs_permutation`` is the index permutation nearest to phi_O when the rounding gives a permutation: on
+    observation features the gather phi_O(o)[k] ~ o[perm[k]], with ``distance`` the relative squared distance
+    E||phi_O(o) - o[perm]||^2 / E||o||^2 over the observations it was measured on; on tabular envs the map of
+    observation indices o -> perm[o] (phi_O(e_o) ~ e_perm[o], the inverse of the gather's reading where perm is
+    not an involution), with ``distance`` sum_o ||phi_O(e_o) - e_perm[o]||^2 / |O|;
     ``nearest`` is the ers-exact transformation it rounds to (tabular games only), None otherwise: T^-1 for
     T = (the identity on states, phi_A on each agent's actions, ``obs_permutation`` on each agent's
     observations), since phi(pi)(a | tau) = pi(phi_A(a) | T(tau)) is ers-exact's T^-1(pi); ``known``
