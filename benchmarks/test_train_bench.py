@@ -273,3 +273,41 @@ def test_other_play_update_compiled_vs_eager(benchmark, one_thread) -> None:  # 
     }
     benchmark.extra_info.update(info)
     print(info)
+
+
+def test_other_play_learned_symmetries_stored_inputs_vs_mapping(benchmark, one_thread, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Other-play with learned symmetries (Hanabi-Full, identity + 12 stand-ins, ``ers_deep.bench.other_play``;
+    64 x 128, 4 x 4 minibatches): the PPO update phase with phi_O(o) mapped once per rollout (``stored_inputs``,
+    since 2026-12-07) against the reference that maps every minibatch of every epoch (``on_stored_inputs``
+    patched to the mapping net itself), in one process, updates alternated, each after one warm-up update;
+    update seconds (``train_step(timings=)``) and the ratio (mapping / stored)."""
+    from ers_deep.bench.other_play import bench_op_net
+    from ers_deep.nets.other_play import OtherPlayNet
+
+    cfg = paper_config("hanabi", num_envs=64, num_steps=128)
+    learners = {"stored": Learner(cfg, net=bench_op_net(cfg, "learned:12"))}
+    with monkeypatch.context() as m:
+        m.setattr(OtherPlayNet, "on_stored_inputs", lambda self: self)
+        learners["mapping"] = Learner(cfg, net=bench_op_net(cfg, "learned:12"))
+    assert learners["mapping"].update_net is learners["mapping"].net
+    assert learners["stored"].update_net is not learners["stored"].net
+    for learner in learners.values():
+        learner.train_step()
+    seconds: dict[str, list[float]] = {k: [] for k in learners}
+
+    def rounds() -> None:
+        for k, learner in learners.items():
+            phases: dict[str, float] = {}
+            metrics = learner.train_step(timings=phases)
+            seconds[k].append(phases["update"])
+            assert all(math.isfinite(v) for v in metrics["actor_loss"]), metrics
+
+    benchmark.pedantic(rounds, rounds=2, iterations=1)
+    info = {
+        "symmetries": 13,
+        "update_seconds": seconds,
+        "update_modes": {k: learner.updater.mode for k, learner in learners.items()},
+        "ratio_mapping_vs_stored": min(seconds["mapping"]) / min(seconds["stored"]),
+    }
+    benchmark.extra_info.update(info)
+    print(info)
