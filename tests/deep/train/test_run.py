@@ -344,6 +344,24 @@ def test_a_resume_that_changes_the_envs_step_style_is_refused(tmp_path: Path) ->
                 assert learner.update == 4
 
 
+def test_a_resumed_run_records_its_own_config_not_what_auto_resolved_to(tmp_path: Path) -> None:
+    """A resume builds its learner with what the run's "auto"s resolved to at its start (cpu_products,
+    bf16_gradients, int8_inputs), but records the run's own config, as an uninterrupted run does: its
+    checkpoints, and so a pool's policies and pool.json, said ``false`` / ``"openblas"`` before 2026-12-07 where
+    the uninterrupted run said ``"auto"``."""
+    from ers_deep.train.run_files import read_run_config
+
+    with single_thread():
+        cfg = paper_config("tabular:toy-coordination", **TINY)
+        assert (cfg.bf16_gradients, cfg.int8_inputs, cfg.cpu_products) == ("auto", "auto", "auto")
+        train(cfg, tmp_path, max_updates=2)
+        info, _ = read_run_config(tmp_path)
+        assert type(info["bf16_gradients"]) is bool  # resolved at the start
+        learner, _ = resume(tmp_path, max_updates=4)
+    assert learner.config == cfg
+    assert read_metadata(latest_checkpoint(tmp_path))["config"] == cfg.to_json()
+
+
 #: a writer killed mid-write: ``write_atomic`` of argv[1], SIGKILLed where it would rename its temporary file
 KILLED_WRITER = textwrap.dedent("""
     import os, signal, sys

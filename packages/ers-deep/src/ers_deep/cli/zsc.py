@@ -132,7 +132,7 @@ class Table1Options(Options):
     greedy: bool = option(
         False,
         help="cross-play (the SP, XP, XP(*) and symmetrised columns) by each policy's most probable legal "
-        "action, as the official code's cross_play.py plays Hanabi (default: actions sampled); the OP column "
+        "action, as the official code's cross_play.py plays Hanabi (without it: actions sampled); the OP column "
         "and the learning stay sampled; recorded in config.json and table1.json",
     )
     symmetriser: str = option(

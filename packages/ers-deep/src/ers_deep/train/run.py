@@ -226,6 +226,7 @@ def resume(
     if not (run_dir / "config.json").is_file():
         raise RunError(f"{run_dir}: no run to resume (config.json missing)")
     info, config = read_run_config(run_dir)
+    recorded = config
     for folder in (run_dir, run_dir / "checkpoints"):
         for path in remove_stale_temporaries(folder):
             print(f"resume: removed {path}, left by a write that was interrupted", file=sys.stderr)
@@ -240,6 +241,10 @@ def resume(
         if type(info.get(name)) is bool:
             config = config.replace(**{name: info[name]})
     learner = make_learner(config)
+    # built with what the run's "auto"s resolved to (read at construction only); it records the run's own config,
+    # so the checkpoints, policies and pool.json of a resumed run say what an uninterrupted one's say (they
+    # recorded the resolved values before 2026-12-07)
+    learner.config = learner.config.replace(**{k: getattr(recorded, k) for k in RESOLVED_AT_START})
     errors, seconds = [], 0.0
     for path in reversed(checkpoints(run_dir)):
         try:
@@ -260,6 +265,11 @@ def resume(
     if math.isnan(seconds):  # a checkpoint from before the record: the updates' own seconds
         seconds = metrics_seconds(run_dir)
     return learner, _loop(learner, run_dir, max_updates, progress, on_update, seconds, resumed=True)
+
+
+#: the fields whose "auto" a run resolves once, at its start (run/config.json records the result), and a resume
+#: builds its learner with
+RESOLVED_AT_START = ("cpu_products", "bf16_gradients", "int8_inputs")
 
 
 def check_step_style(learner: Learner, meta: dict[str, Any], path: Path) -> None:
