@@ -41,6 +41,7 @@ LAYERS: dict[str, dict[str, int]] = {
     },
     "ers_deep": {
         "seed_layout": 0,  # constants only (the population runs' seed bounds)
+        "ray_cluster": 0,  # the Ray connection and its error (ers_exact.util only)
         "envs": 1,
         "nets": 2,
         "accel": 3,

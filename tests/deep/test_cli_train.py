@@ -243,8 +243,10 @@ def test_a_ray_pool_is_not_stopped_to_resume(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
 ) -> None:
     """--max-updates with --ray made a pool that --resume could not continue (its seeds' runs are in
-    runs/seed-N/, no run/): refused before any job; --resume of such a pool (a killed one) says what it is
-    (it said "no run to resume (config.json missing)")."""
+    runs/seed-N/, no run/): refused before any job; --resume of such a pool (a killed one) without --ray says
+    what it is and how to continue it (it said "no run to resume (config.json missing)"); with --ray, a pool
+    started before its start record (ray-run.json) is refused naming it, and --ray for a pool trained in one
+    process is refused (tests/deep/test_ray.py resumes a killed Ray pool)."""
     args = [command, "--env", "tabular:toy-coordination", "--out", str(tmp_path / "new"), "--ray", "local"]
     assert (
         main([*args, "--max-updates", "2", *(["--symmetries", "none"] if command == "train-op" else [])]) == 2
@@ -255,7 +257,19 @@ def test_a_ray_pool_is_not_stopped_to_resume(
     (pool / "runs" / "seed-0" / "run").mkdir(parents=True)
     assert main([command, "--resume", str(pool)]) == 2
     err = capsys.readouterr().err
-    assert len(err.strip().splitlines()) == 1 and f"--resume {pool}: a Ray pool" in err
+    assert (
+        len(err.strip().splitlines()) == 1
+        and f"--resume {pool}: a Ray pool" in err
+        and "--ray ADDRESS" in err
+    )
+    assert main([command, "--resume", str(pool), "--ray", "127.0.0.1:1"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "no ray-run.json" in err and "--force" in err, err
+    one = tmp_path / "one-process"
+    (one / "run").mkdir(parents=True)
+    (one / "run" / "config.json").write_text("{}")
+    assert main([command, "--resume", str(one), "--ray", "local"]) == 2
+    assert "is a pool trained in one process: drop --ray" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("command", ["train-sp", "train-op"])

@@ -62,4 +62,46 @@ def test_cli_ray_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert main([*args, "--ray", "127.0.0.1:1"]) == 2
     err = capsys.readouterr().err.strip()
     assert "--ray 127.0.0.1:1: cannot connect" in err and len(err.splitlines()) == 1
-    assert main(["train-sp", "--resume", str(tmp_path), "--ray", "local"]) == 2
+    assert main(["train-sp", "--resume", str(tmp_path), "--ray", "local"]) == 2  # no pool there
+
+
+@pytest.mark.slow  # a local Ray instance (~12 s), twice
+def test_a_killed_ray_pool_resumes_to_the_uninterrupted_pool(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``train-sp --resume POOL --ray ADDRESS`` (``ray-run.json``, since 2026-12-07; a Ray pool could not be resumed
+    before): a pool killed with one seed's run cut back to an earlier checkpoint and the other seed's run never
+    started ends with the policies, scores and pool.json entries of the uninterrupted pool."""
+    config = _config((0, 4)).replace(total_env_steps=64 * 2 * 6, checkpoint_every=2)
+    full, cut = tmp_path / "full", tmp_path / "cut"
+    for out in (full, cut):
+        ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
+        try:
+            train_pool_ray(config, out, "local", eval_games=100, threads=1)
+        finally:
+            ray.shutdown()
+    # as a kill leaves it: no gathered pool, seed 0 at an earlier checkpoint, seed 4 never run
+    import shutil
+
+    for name in ("pool.json", "policies"):
+        shutil.rmtree(cut / name) if (cut / name).is_dir() else (cut / name).unlink()
+    seed0 = cut / "runs" / "seed-0"
+    (seed0 / "pool.json").unlink()
+    shutil.rmtree(seed0 / "policies")
+    checkpoints = sorted((seed0 / "run" / "checkpoints").glob("*.safetensors"))
+    assert len(checkpoints) >= 2
+    checkpoints[-1].unlink()
+    shutil.rmtree(cut / "runs" / "seed-4")
+    assert main(["train-sp", "--resume", str(cut), "--ray", "local", "--threads", "1", "--json"]) == 0
+    capsys.readouterr()
+    a, b = (json.loads((out / "pool.json").read_text()) for out in (full, cut))
+    strip = ("seconds", "env_steps_per_s", "figure")
+    for ea, eb in zip(a["policies"], b["policies"], strict=True):
+        assert ea["self_play"] == eb["self_play"] and ea["exact"] == eb["exact"] and ea["seed"] == eb["seed"]
+    assert {k: v for k, v in a.items() if k not in ("training", *strip)} == {
+        k: v for k, v in b.items() if k not in ("training", *strip)
+    }
+    for seed in (0, 4):
+        x, _ = load_checkpoint(full / "policies" / f"seed-{seed}.safetensors")
+        y, _ = load_checkpoint(cut / "policies" / f"seed-{seed}.safetensors")
+        assert x.keys() == y.keys() and all(torch.equal(x[k], y[k]) for k in x)

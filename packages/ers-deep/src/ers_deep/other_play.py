@@ -312,9 +312,11 @@ def train_op_pool_ray(
     eval_games: int | None = None,
     threads: int | None = None,
     max_updates: int | None = None,
+    resume_run: bool = False,
 ) -> dict[str, Any]:
     """``train_op_pool`` as one Ray task per seed (``ers_deep.pools.train_pool_ray``); a discovery source
-    must be readable by the workers at its absolute path. Returns the gathered pool.json."""
+    must be readable by the workers at its absolute path. Returns the gathered pool.json. ``resume_run``: continue
+    the killed Ray pool ``out`` (``config`` and ``source`` as ``read_ray_run`` gives them: ``symmetries``)."""
     symmetries = op_symmetries(config, source)  # refuses a bad source before any task starts
     path = op_record(config, source, symmetries)["path"] or source
     return train_pool_ray(
@@ -325,4 +327,6 @@ def train_op_pool_ray(
         threads=threads,
         max_updates=max_updates,
         trainer=functools.partial(_train_op_seed, source=path),
+        resume_run=resume_run,
+        record={"symmetries": path},
     )

@@ -15,7 +15,8 @@ pool is scored on the games its run recorded (``pool_eval_games``), so it ends a
 extra; ``address`` ``local`` starts a local Ray instance): one Ray task per seed runs ``train_pool`` for that
 seed alone into ``POOL/runs/seed-S/`` (a complete one-seed pool: run directory, checkpoints, pool.json); the
 driver writes each frozen policy (returned as bytes, so the workers need not share the driver's disk) to
-``POOL/policies/seed-S.safetensors`` and the gathered pool.json, which ``load_pool`` reads like any other.
+``POOL/policies/seed-S.safetensors`` and the gathered pool.json, which ``load_pool`` reads like any other; it
+records how it was started in ``POOL/ray-run.json``, so a killed Ray pool resumes (``resume_run=True``).
 A seed trained alone equals ``train_pool`` of the one-seed config bit for bit, but not that seed's slice of a
 multi-seed in-process pool: the env's and the sampler's generators of a vectorised pool are seeded from its
 first seed (``ers_deep.train.ippo``), so the other seeds see other games (same distribution, other samples).
@@ -42,6 +43,7 @@ from typing import Any
 from ers_deep.envs.tabular import TabularEnv
 from ers_deep.nets import ActorCritic
 from ers_deep.policies import Policy, load_policy, save_policy, seed_net
+from ers_deep.ray_cluster import RayError, ray_init, ray_task_device
 from ers_deep.train.checkpoint import atomic_write_bytes
 from ers_deep.train.config import TrainConfig
 from ers_deep.train.evaluate import play
@@ -57,12 +59,9 @@ class PoolError(ValueError, InputError):
     """A folder that is not a usable pool; the message names it."""
 
 
-class RayError(RuntimeError, InputError):
-    """``--ray``: ray is not installed, or the cluster cannot be reached; the message says which."""
-
-
 __all__ = [
     "DEFAULT_EVAL_GAMES",
+    "RAY_RUN",
     "Policy",
     "Pool",
     "PoolError",
@@ -71,6 +70,7 @@ __all__ = [
     "load_pool",
     "pool_eval_games",
     "ray_task_device",
+    "read_ray_run",
     "save_policy",
     "seed_net",
     "train_pool",
@@ -224,12 +224,14 @@ def _train_seed(
     eval_games: int,
     threads: int | None,
     max_updates: int | None,
+    resume_run: bool = False,
 ) -> tuple[dict[str, Any], bytes]:
-    """One Ray task: ``trainer`` (``train_pool`` or a variant with its signature) of one seed into ``seed_dir``;
-    its pool.json and its frozen policy's bytes."""
+    """One Ray task: ``trainer`` (``train_pool`` or a variant with its signature) of one seed into ``seed_dir``
+    (``resume_run``: continuing its run); its pool.json and its frozen policy's bytes."""
     info = trainer(
         TrainConfig.from_json(config_json),
         seed_dir,
+        resume_run=resume_run,
         eval_games=eval_games,
         progress=False,
         threads=threads,
@@ -238,31 +240,21 @@ def _train_seed(
     return info, (Path(seed_dir) / info["policies"][0]["file"]).read_bytes()
 
 
-def _ray_init(address: str) -> tuple[Any, bool]:
-    """The ray module, connected to ``address`` (``local``: a new local instance); whether this call connected."""
-    try:
-        import ray
-    except ImportError:
-        raise RayError("--ray needs ray, which is not installed: pip install 'ers-deep[ray]'") from None
-    if ray.is_initialized():
-        return ray, False
-    host, sep, port = address.removeprefix("ray://").rpartition(":")
-    if sep and port.isdigit():  # ray.init retries an unreachable GCS for minutes: probe it first
-        import socket
+#: a Ray pool's start record (``train_pool_ray``), what its resume reads
+RAY_RUN = "ray-run.json"
 
-        try:
-            socket.create_connection((host or "127.0.0.1", int(port)), timeout=10).close()
-        except OSError as e:
-            raise RayError(f"--ray {address}: cannot connect to a Ray cluster ({e.strerror or e})") from None
-    try:
-        if address == "local":
-            ray.init(include_dashboard=False, log_to_driver=False)
-        else:
-            ray.init(address=address, log_to_driver=False)
-    except Exception as e:  # ConnectionError, RuntimeError, ValueError, ... depending on the ray version
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        raise RayError(f"--ray {address}: cannot connect to a Ray cluster ({first})") from None
-    return ray, True
+
+def read_ray_run(out: str | os.PathLike[str]) -> dict[str, Any]:
+    """The start record of the Ray pool in ``out`` (``RAY_RUN``: ``config``, ``eval_games`` and a variant's
+    entries); ``PoolError`` naming the folder where there is none (no Ray pool, or one started before
+    2026-12-07, which cannot be resumed)."""
+    path = Path(out) / RAY_RUN
+    if not path.is_file():
+        raise PoolError(
+            f"{out}: no {RAY_RUN}, so no Ray pool to resume (one started before 2026-12-07 did not record how it "
+            "was started: train it again with --force)"
+        )
+    return read_json(path, "a Ray pool's start record", ("config", "eval_games"))
 
 
 def train_pool_ray(
@@ -274,14 +266,26 @@ def train_pool_ray(
     threads: int | None = None,
     max_updates: int | None = None,
     trainer: Callable[..., dict[str, Any]] = train_pool,
+    resume_run: bool = False,
+    record: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Train the pool ``out`` on a Ray cluster, one task per seed (module docstring); returns pool.json.
     ``trainer``: what each task runs, ``train_pool`` or a picklable variant with its signature; ``eval_games``
-    (unset: ``DEFAULT_EVAL_GAMES``) is each seed's, recorded in its run."""
+    (unset: ``DEFAULT_EVAL_GAMES``) is each seed's, recorded in its run. A new pool first writes
+    ``POOL/ray-run.json`` (``config``, ``eval_games`` and ``record``, a variant's own entries); ``resume_run``
+    continues a killed one (``config``: the one ``read_ray_run`` gives): each seed's run resumes where it has one,
+    the others start, and the gathered pool equals the uninterrupted one."""
     out = Path(out).absolute()
-    if (out / "pool.json").exists() or (out / "runs").exists() or (out / "run").exists():
+    games = DEFAULT_EVAL_GAMES if eval_games is None else eval_games
+    if resume_run:
+        games = int(read_ray_run(out)["eval_games"])
+    elif any((out / name).exists() for name in ("pool.json", "runs", "run", RAY_RUN)):
         raise PoolError(f"{out} already holds a pool; pass --force to replace it or choose another --out")
-    ray, connected = _ray_init(address)
+    ray, connected = ray_init(address)
+    if not resume_run:
+        out.mkdir(parents=True, exist_ok=True)
+        start = {"config": config.to_json(), "eval_games": games, **(record or {})}
+        atomic_write_bytes(out / RAY_RUN, dumps(start, indent=2, sort_keys=True).encode())
     try:
         task = ray.remote(
             num_cpus=threads or 1, num_gpus=1 if config.device.startswith("cuda") else 0, max_retries=0
@@ -291,9 +295,10 @@ def train_pool_ray(
                 trainer,
                 config.replace(seeds=(seed,), device=ray_task_device(config.device)).to_json(),
                 str(out / "runs" / f"seed-{seed}"),
-                DEFAULT_EVAL_GAMES if eval_games is None else eval_games,
+                games,
                 threads,
                 max_updates,
+                (out / "runs" / f"seed-{seed}" / "run" / "config.json").is_file(),
             )
             for seed in config.seeds
         ]
@@ -335,12 +340,6 @@ def train_pool_ray(
     }
     atomic_write_bytes(out / "pool.json", dumps(info, indent=2, sort_keys=True).encode())
     return info
-
-
-def ray_task_device(device: str) -> str:
-    """A Ray task's device: its one GPU is its ``cuda`` (``num_gpus=1`` hides the others), whatever ``cuda:N``
-    the pool's config names."""
-    return "cuda" if device.split(":", maxsplit=1)[0] == "cuda" else device
 
 
 def load_pool(path: str | os.PathLike[str], device: str | None = None) -> Pool:

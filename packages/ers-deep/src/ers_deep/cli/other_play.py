@@ -6,11 +6,10 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+from ers_deep.cli.resume import check_resume_updates, resume_folder, resume_ray_pool
 from ers_deep.cli.train import (
     TrainSPOptions,
-    check_resume_updates,
     replace_pool,
-    resume_folder,
     show_figure,
     show_pool,
     with_learning_curve,
@@ -68,7 +67,9 @@ def _train_op(opts: TrainOPOptions) -> dict[str, Any]:
         "max_updates": opts.max_updates,
     }
     if opts.resume is not None:
-        check_resume_updates(resume_folder(opts.resume), opts.max_updates)
+        check_resume_updates(resume_folder(opts.resume), opts.max_updates, opts.ray)
+        if opts.ray is not None:
+            return resume_ray_pool(resume_folder(opts.resume), opts.ray, opts.threads, other_play=True)
         return train_op_pool(None, opts.symmetries, resume_folder(opts.resume), resume_run=True, **runs)
     assert opts.symmetries is not None
     learned = opts.symmetries not in ("none", "mdp")

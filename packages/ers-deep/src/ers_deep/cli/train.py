@@ -19,6 +19,7 @@ from ers_deep.cli.common import (
     seeds_check,
     switch,
 )
+from ers_deep.cli.resume import check_resume_updates, resume_folder, resume_ray_pool
 from ers_deep.envs.overcooked_v2.layouts import LAYOUT_STRINGS
 from ers_exact.util.options import (
     Options,
@@ -163,7 +164,8 @@ class TrainSPOptions(Options):
     ray: str | None = option(
         None,
         help="train each seed as a separate job on this Ray cluster (local: a local Ray instance; "
-        "needs the ray extra); such a pool trains to the end: no --max-updates, no --resume",
+        "needs the ray extra); such a pool trains to the end (no --max-updates), and a killed one continues with "
+        "--resume POOL --ray ADDRESS",
         metavar="ADDRESS",
     )
 
@@ -179,10 +181,6 @@ class TrainSPOptions(Options):
                 )
         if self.force and self.resume is not None:
             raise UsageError("--force starts a new pool in --out; --resume continues one: give one of them")
-        if self.ray is not None and self.resume is not None:
-            raise UsageError(
-                "--resume cannot be combined with --ray (a Ray pool trains each seed in one job)"
-            )
         if self.ray is not None and self.max_updates is not None:
             raise UsageError(
                 "--max-updates stops a pool to continue it with --resume, which a Ray pool (one job per seed) "
@@ -257,34 +255,6 @@ _ENV_FIELDS = {
 _RUN_FIELDS = ("env", "seeds", "out", "hidden", "conv", "bf16_gradients", "int8_inputs", *_CONFIG_FIELDS)
 
 
-def check_resume_updates(folder: Path, max_updates: int | None) -> None:
-    """Refuse ``--resume`` of a Ray pool (its seeds' runs in ``runs/seed-N/``, no ``run/``; it was a one-line "no
-    run to resume (config.json missing)"), and ``--max-updates`` at or below the update the run to resume has
-    already reached: that of the newest checkpoint that verifies, the one ``resume`` falls back to (a damaged
-    newest file's header once gave an "already at update N" that resume would not have reached)."""
-    from ers_deep.train.checkpoint import CheckpointError
-    from ers_deep.train.run import checkpoints, read_checkpoint
-
-    if not (folder / "run" / "config.json").exists() and (folder / "runs").is_dir():
-        raise UsageError(
-            f"--resume {folder}: a Ray pool (one run per seed in runs/seed-N/), which --resume cannot continue "
-            "(it continues a pool trained in one process); train it again with --force"
-        )
-    if max_updates is None:
-        return
-    for path in reversed(checkpoints(folder / "run")):
-        try:
-            done = int(read_checkpoint(path)[1]["counters"]["update"])
-        except CheckpointError:
-            continue
-        if max_updates <= done:
-            raise UsageError(
-                f"--max-updates {max_updates}: the run in {folder} is already at update {done}; give a larger "
-                "value to continue it"
-            )
-        return
-
-
 def replace_pool(opts: TrainSPOptions) -> None:
     """``--force``: remove the earlier pool in ``--out`` (refused when the folder is not a pool or holds the
     env's .dpomdp file)."""
@@ -296,12 +266,6 @@ def replace_pool(opts: TrainSPOptions) -> None:
     is_pool = any((out / name).exists() for name in ("pool.json", "run", "runs", "policies"))
     env = opts.env if opts.env is not None and Path(opts.env).is_file() else None
     replace_run_folder(out, is_run=is_pool, what="a pool", reads=[env])
-
-
-def resume_folder(text: str) -> Path:
-    """The pool folder of ``--resume``: the pool itself, or its run/ folder."""
-    pool = Path(text)
-    return pool.parent if pool.name == "run" and (pool / "config.json").exists() else pool
 
 
 def with_learning_curve(res: dict[str, Any], pool: Path) -> dict[str, Any]:
@@ -322,7 +286,7 @@ def run_train_sp(opts: TrainSPOptions) -> dict[str, Any]:
     """Train (or continue) a pool; the pool summary (pool.json) and its learning-curve figure."""
     folder = resume_folder(opts.resume) if opts.resume is not None else Path(str(opts.out))
     if opts.resume is not None:
-        check_resume_updates(folder, opts.max_updates)
+        check_resume_updates(folder, opts.max_updates, opts.ray)
     return with_learning_curve(_train_sp(opts), folder)
 
 
@@ -336,6 +300,8 @@ def _train_sp(opts: TrainSPOptions) -> dict[str, Any]:
 
         if (resume_folder(opts.resume) / "run" / RECORD).is_file():  # its net holds the symmetries too
             raise PoolError(f"{opts.resume}: an other-play pool; resume it with ers-deep train-op --resume")
+        if opts.ray is not None:
+            return resume_ray_pool(resume_folder(opts.resume), opts.ray, opts.threads, other_play=False)
         return train_pool(
             paper_config("hanabi"),
             resume_folder(opts.resume),
