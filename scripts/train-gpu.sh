@@ -30,7 +30,8 @@
 # (on a CPU, emulated: python -m ers_deep.bench.precision, packages/ers-deep/README.md).
 # Other-play's rates beside self-play's (Hanabi-Full 1,024 x 128; none measured on a GPU yet): the 120 colour
 # permutations (index symmetries, captured since 2026-12-07) and 12 stand-ins for learned symmetries (grouped on
-# CUDA, nets/grouped.py, captured since 2026-12-07; on this CPU the grouped forward takes 1.7-2.6x the per-phi one):
+# CUDA, nets/grouped.py, captured since 2026-12-07; on this CPU the grouped forward takes 1.7-2.6x the per-phi one;
+# since 2026-12-07 the update reads phi_O(o) mapped once per rollout, so only the collection and that one pass run it):
 #   TEST_S=0 TABLE_S=400 TABLE_ARGS="--rows hanabi --sizes 1024 --row-variants 'hanabi:phi=mdp;hanabi:phi=learned:12'" (timeout_s=420)
 # Where an ers update's time goes: TABLE_ARGS="--rows hanabi,overcooked-v2 --profile 25" (per ers row one more
 # update under torch.profiler; its 25 costliest kernels in the JSON row, the first 8 under the markdown table).
