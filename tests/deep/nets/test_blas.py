@@ -139,7 +139,8 @@ def test_a_learner_on_openblas_trains_as_on_torch(monkeypatch: pytest.MonkeyPatc
 def test_a_resumed_run_keeps_the_products_it_began_with(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """config.json records what auto resolved to; a resume on a machine where auto resolves otherwise uses it."""
+    """config.json records what auto resolved to; a resume on a machine where auto resolves otherwise uses it (and,
+    since 2026-12-07, records the run's own "auto" in its config, as the uninterrupted run does)."""
     import json
 
     cfg = tiny_config("hanabi", collect_mode="eager", update_mode="eager", total_env_steps=2 * 8 * 30)
@@ -149,4 +150,4 @@ def test_a_resumed_run_keeps_the_products_it_began_with(
     assert json.loads((tmp_path / "run" / "config.json").read_text())["cpu_products"] == "openblas"
     monkeypatch.setattr(blas, "resolve_cpu_products", lambda kind: "torch" if kind == "auto" else kind)
     learner, _ = resume(tmp_path / "run", progress=False)
-    assert learner.cpu_products == "openblas" and learner.config.cpu_products == "openblas"
+    assert learner.cpu_products == "openblas" and learner.config.cpu_products == "auto"

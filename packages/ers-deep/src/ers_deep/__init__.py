@@ -12,7 +12,7 @@ Layers, lowest first (imports point down only; ``tests/test_architecture.py`` ch
 * ``train``: IPPO self-play (``TrainConfig``, ``paper_config``, ``train``, ``resume``; the learner for S seeds
   at once, one collection path);
 * ``policies``, ``pools``: frozen single-seed policies and pools of them (the deep Pi': ``train_pool``,
-  ``load_pool``);
+  ``load_pool``), ``ray_cluster``: the Ray connection of ``train_pool_ray`` (one task per seed);
 * ``crossplay``: cross-play matrices XP(pi_i, pi_j), the symmetriser and ``population_report`` (a
   ``ZSCReport`` row);
 * ``discovery``: learned ER symmetries, the paper's Algorithms 1-3 (``DeepDiscoveryConfig``, ``discover``:
