@@ -65,19 +65,28 @@ def test_cli_ray_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert main(["train-sp", "--resume", str(tmp_path), "--ray", "local"]) == 2  # no pool there
 
 
-@pytest.mark.slow  # a local Ray instance (~12 s), twice
+@pytest.mark.slow  # a local Ray instance (~12 s), three times
+@pytest.mark.parametrize("command", ["train-sp", "train-op"])
 def test_a_killed_ray_pool_resumes_to_the_uninterrupted_pool(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
 ) -> None:
     """``train-sp --resume POOL --ray ADDRESS`` (``ray-run.json``, since 2026-12-07; a Ray pool could not be resumed
-    before): a pool killed with one seed's run cut back to an earlier checkpoint and the other seed's run never
-    started ends with the policies, scores and pool.json entries of the uninterrupted pool."""
+    before), and ``train-op``'s (its symmetries' source recorded too): a pool killed with one seed's run cut back to
+    an earlier checkpoint and the other seed's run never started ends with the policies, scores and pool.json
+    entries of the uninterrupted pool."""
+    from ers_deep.other_play import train_op_pool_ray
+
     config = _config((0, 4)).replace(total_env_steps=64 * 2 * 6, checkpoint_every=2)
+    if command == "train-op":
+        config = config.replace(advantage="gae")  # other-play's update
     full, cut = tmp_path / "full", tmp_path / "cut"
     for out in (full, cut):
         ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
         try:
-            train_pool_ray(config, out, "local", eval_games=100, threads=1)
+            if command == "train-sp":
+                train_pool_ray(config, out, "local", eval_games=100, threads=1)
+            else:
+                train_op_pool_ray(config, "none", out, "local", eval_games=100, threads=1)
         finally:
             ray.shutdown()
     # as a kill leaves it: no gathered pool, seed 0 at an earlier checkpoint, seed 4 never run
@@ -92,12 +101,18 @@ def test_a_killed_ray_pool_resumes_to_the_uninterrupted_pool(
     assert len(checkpoints) >= 2
     checkpoints[-1].unlink()
     shutil.rmtree(cut / "runs" / "seed-4")
-    assert main(["train-sp", "--resume", str(cut), "--ray", "local", "--threads", "1", "--json"]) == 0
+    other = "train-op" if command == "train-sp" else "train-sp"
+    assert main([other, "--resume", str(cut), "--ray", "local"]) == 2  # the other command's pool
+    assert f"a Ray pool of ers-deep {command}" in capsys.readouterr().err
+    assert main([command, "--resume", str(cut), "--ray", "local", "--threads", "1", "--json"]) == 0
     capsys.readouterr()
     a, b = (json.loads((out / "pool.json").read_text()) for out in (full, cut))
     strip = ("seconds", "env_steps_per_s", "figure")
     for ea, eb in zip(a["policies"], b["policies"], strict=True):
         assert ea["self_play"] == eb["self_play"] and ea["exact"] == eb["exact"] and ea["seed"] == eb["seed"]
+        assert ea.get("other_play") == eb.get("other_play") and (command == "train-sp") == (
+            "other_play" not in ea
+        )
     assert {k: v for k, v in a.items() if k not in ("training", *strip)} == {
         k: v for k, v in b.items() if k not in ("training", *strip)
     }
