@@ -52,6 +52,23 @@ def one_blas_thread() -> Iterator[None]:
         yield
 
 
+#: ers-deep's process-wide switches at import (module, attribute, value): torch's products, float32 gradient
+#: products, the float32 embedding
+_SWITCHES = (("ers_deep.nets.blas", "_active", "torch"), ("ers_deep.nets.blas", "_bf16_gradients", False))
+_SWITCHES += (("ers_deep.nets.int8", "_on", False),)
+
+
+@pytest.fixture(autouse=True)
+def fresh_process_switches(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every benchmark starts from ers-deep's process-wide switches as at import (``_SWITCHES``) and leaves them as
+    it found them: a learner sets them for the process (``use_cpu_products``, ``use_bf16_gradients``,
+    ``use_int8_inputs``), and a later benchmark that builds none inherited them (2026-12-07: the conv-vs-matmul
+    comparison ran one path's gradient products in bfloat16, 1.2e-3 apart). A module not yet imported has them."""
+    for module, name, value in _SWITCHES:
+        if module in sys.modules:
+            monkeypatch.setattr(sys.modules[module], name, value)
+
+
 @pytest.fixture
 def one_thread() -> Iterator[None]:
     """Torch with one CPU thread for the test (an env step is a few hundred small ops; on the shared 2-core machine

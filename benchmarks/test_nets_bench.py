@@ -69,13 +69,9 @@ def _seconds(run: Callable[[], object], reps: int) -> float:
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_overcooked_net_conv_vs_grid_matmul(benchmark, one_thread, monkeypatch, device: str) -> None:  # type: ignore[no-untyped-def]
-    from ers_deep.nets import blas
-
-    # both paths in float32: an earlier benchmark's learner leaves the process's bfloat16-gradient switch on, and
-    # the two paths' products differ in size, so it took one path's gradients and not the other's (grad of
-    # critic_hidden 1.2e-3 apart in the whole suite's run, 2026-12-07)
-    monkeypatch.setattr(blas, "_bf16_gradients", False)
+def test_overcooked_net_conv_vs_grid_matmul(benchmark, one_thread, device: str) -> None:  # type: ignore[no-untyped-def]
+    # both paths in float32 (conftest's fresh_process_switches): the two paths' products differ in size, so a
+    # bfloat16-gradient switch left on by an earlier learner took one path's gradients and not the other's
     T, N = (256, 8) if device == "cpu" else (128, 128)
     conv, conv_outputs = _step("conv", T, N, device)
     matmul, matmul_outputs = _step("matmul", T, N, device)
