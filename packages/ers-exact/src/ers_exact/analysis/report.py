@@ -10,7 +10,12 @@ from typing import Any
 import numpy as np
 
 from ers_exact.model.histories import HistoryTree, check_tree
-from ers_exact.model.transformation import Transformation, apply_to_log_policy, distinct_on_policies
+from ers_exact.model.transformation import (
+    Transformation,
+    apply_to_log_policy,
+    distinct_on_policies,
+    with_images,
+)
 from ers_exact.solve.boltzmann import LogitCoordinates, TemperatureError
 from ers_exact.solve.config import repeated_alpha
 from ers_exact.solve.fixed_points import FixedPointSet, SolverConfig, solve_fixed_points
@@ -241,18 +246,15 @@ def _close_under(
 ) -> list[tuple[np.ndarray, ...]]:
     """The pool of log-policies with the images of its points under every element of ``group`` (Dec-POMDP
     symmetries map self-play-optimal Boltzmann fixed points onto self-play-optimal Boltzmann fixed points),
-    de-duplicated on probabilities (within ``tol``)."""
-    out = list(pool)
-    flat = [np.concatenate([np.exp(p).ravel() for p in pi]) for pi in out]
+    de-duplicated on probabilities (within ``tol``; ``with_images``)."""
     parts = {(g.actions, g.observations): g for g in group}
-    for phi in parts.values():
-        for pi in pool:
-            img = tuple(lp[0] for lp in apply_to_log_policy(tree, phi, [lp[None] for lp in pi]))
-            f = np.concatenate([np.exp(p).ravel() for p in img])
-            if all(np.abs(f - g).max() > tol for g in flat):
-                out.append(img)
-                flat.append(f)
-    return out
+    return with_images(
+        pool,
+        parts.values(),
+        lambda phi, pi: tuple(lp[0] for lp in apply_to_log_policy(tree, phi, [lp[None] for lp in pi])),
+        lambda pi: np.concatenate([np.exp(p).ravel() for p in pi]),
+        tol,
+    )
 
 
 #: an atlas row's entries besides alpha (None where the ER test is undefined at that alpha)

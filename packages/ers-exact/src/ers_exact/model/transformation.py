@@ -33,6 +33,7 @@ __all__ = [
     "history_map",
     "is_admissible",
     "is_decpomdp_symmetry",
+    "with_images",
 ]
 
 
@@ -270,4 +271,26 @@ def _relabel(
         if np.any(present(new) & ~tree.local[i].legal[None]):
             raise InadmissibleError(f"phi maps a legal action of agent {i} to an illegal one")
         out.append(new)
+    return out
+
+
+def with_images(
+    pool: Sequence[Any],
+    group: Iterable[Transformation],
+    image: Callable[[Transformation, Any], Any],
+    key: Callable[[Any], np.ndarray],
+    tol: float = 1e-9,
+) -> list[Any]:
+    """``pool`` with the images ``image(phi, pi)`` of its points under every element of ``group``, distinct: an
+    image is kept where ``key`` (a flat array: its probabilities) differs from every kept point's by more than
+    ``tol``. For a group this closes the pool (Dec-POMDP symmetries map Pi*_alpha onto itself)."""
+    out = list(pool)
+    keys = [key(pi) for pi in out]
+    for phi in group:
+        for pi in pool:
+            img = image(phi, pi)
+            k = key(img)
+            if all(np.abs(k - g).max() > tol for g in keys):
+                out.append(img)
+                keys.append(k)
     return out

@@ -12,7 +12,7 @@ from dataclasses import replace
 import numpy as np
 
 from ers_exact.model.histories import HistoryTree, check_tree
-from ers_exact.model.transformation import apply_to_policy
+from ers_exact.model.transformation import apply_to_policy, with_images
 from ers_exact.model.values import expected_return
 from ers_exact.solve.boltzmann import softmax_policy
 from ers_exact.solve.fixed_points import SolverConfig, solve_fixed_points
@@ -93,16 +93,12 @@ def optimal_points(tree: HistoryTree, alpha: float, k: int = 1) -> list[tuple[np
         alpha,
         SolverConfig(n_starts=starts, seed=EXACT_POOL_SOLVE_SEED, complete_search=False, certify=False),
     )
-    points = [p.policy for p in fs.optimal_points]
-    flat = [np.concatenate([a.ravel() for a in pi]) for pi in points]
-    for phi in decpomdp_group(tree.game).policy_parts:
-        for pi in list(points):
-            image = apply_to_policy(tree, phi, pi)
-            f = np.concatenate([a.ravel() for a in image])
-            if all(np.abs(f - g).max() > 1e-9 for g in flat):
-                points.append(image)
-                flat.append(f)
-    return points
+    return with_images(
+        [p.policy for p in fs.optimal_points],
+        decpomdp_group(tree.game).policy_parts,
+        lambda phi, pi: apply_to_policy(tree, phi, pi),
+        lambda pi: np.concatenate([a.ravel() for a in pi]),
+    )
 
 
 def _exact_pool(optimal: list[tuple[np.ndarray, ...]], cfg: PoolConfig, seed: int) -> Pool:
