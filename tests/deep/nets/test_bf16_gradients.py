@@ -6,7 +6,7 @@ must differ: bfloat16 did run), by ``opcheck``, through the dispatch of ``blas.b
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -252,29 +252,29 @@ def test_the_config_takes_auto_and_refuses_other_values() -> None:
 
 
 def test_a_learner_resolves_auto(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The learner sets the process's switch to what ``auto`` resolves to on this (faked) CPU."""
+    """The learner's switch is what ``auto`` resolves to on this (faked) CPU."""
     cfg = tiny_config("hanabi", collect_mode="eager", update_mode="eager")
     for flags, on in (("avx512f avx512_bf16", torch.backends.mkldnn.is_available()), ("avx2", False)):
         fake_cpu(monkeypatch, "x86_64", flags)
         learner = Learner(cfg)
-        assert learner.bf16_gradients is on and blas.bf16_gradients() is on
+        assert learner.bf16_gradients is on and learner.switches.bf16_gradients is on
     learner = Learner(cfg.replace(bf16_gradients=True))  # the switch on a CPU without it: emulated, slower
-    assert learner.bf16_gradients is True and blas.bf16_gradients()
+    assert learner.bf16_gradients is True and learner.switches.bf16_gradients
     fake_cpu(monkeypatch, "x86_64", "avx512f avx512_bf16")
     learner = Learner(tiny_config("overcooked-v2", collect_mode="eager", update_mode="eager"))
     assert learner.config.net.kind == "cnn-gru" and learner.bf16_gradients is False
-    assert not blas.bf16_gradients()
+    assert not learner.switches.bf16_gradients
 
 
 @pytest.mark.parametrize(
-    ("field", "flags", "switch"),
+    ("field", "flags"),
     [
-        ("bf16_gradients", "avx512f avx512_bf16", blas.bf16_gradients),
-        ("int8_inputs", "avx512f avx512_vnni", int8.int8_inputs),  # nets.int8: the same record
+        ("bf16_gradients", "avx512f avx512_bf16"),
+        ("int8_inputs", "avx512f avx512_vnni"),  # nets.int8: the same record
     ],
 )
 def test_a_resumed_run_keeps_what_auto_resolved_to(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, field: str, flags: str, switch: Callable[[], bool]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, field: str, flags: str
 ) -> None:
     """config.json records what ``auto`` resolved to; a resume on a CPU where it resolves otherwise keeps it, and
     a run begun before the record resumes with its config's own value."""
@@ -287,7 +287,7 @@ def test_a_resumed_run_keeps_what_auto_resolved_to(
     assert stored[field] is on and stored["config"][field] == "auto"
     fake_cpu(monkeypatch, "x86_64", "avx2")
     learner, _ = resume(tmp_path / "run", max_updates=2, progress=False)
-    assert getattr(learner, field) is on and switch() is on and learner.update == 2
+    assert getattr(learner, field) is on and getattr(learner.switches, field) is on and learner.update == 2
     del stored[field]  # as written before the record: auto resolves here, on this (faked) CPU
     (tmp_path / "run" / "config.json").write_text(json.dumps(stored))
     learner, _ = resume(tmp_path / "run", max_updates=3, progress=False)

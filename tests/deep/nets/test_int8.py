@@ -227,7 +227,8 @@ def test_the_config_and_the_learner_refuse_what_it_cannot_do() -> None:
     cfg = tiny_config("hanabi", collect_mode="eager", update_mode="eager", int8_inputs=True)
     own = Learner(cfg)
     given = Learner(cfg, net=build_net(cfg.net, cfg.seeds, own.env.obs_shape, own.env.num_actions))
-    assert own.int8_inputs is True and given.int8_inputs is False and not int8.int8_inputs()
+    assert own.int8_inputs is True and own.switches.int8_inputs is True
+    assert given.int8_inputs is False and given.switches.int8_inputs is False
 
 
 def test_a_learner_with_it() -> None:

@@ -123,7 +123,8 @@ class TrainConfig:
     # (train.memory.keep_freed_memory; process-wide, resident memory stays near its peak). Off: glibc's defaults
     keep_cpu_memory: bool = True
     # CPU: the nets' dense products (SLinear) by torch's BLAS (MKL on x86) or by numpy's OpenBLAS
-    # (ers_deep.nets.blas; process-wide). "auto": OpenBLAS on AMD x86 CPUs, where MKL runs its AVX2 kernels only
+    # (ers_deep.nets.blas; in the learner's collection and update). "auto": OpenBLAS on AMD x86 CPUs, where MKL
+    # runs its AVX2 kernels only
     cpu_products: CpuProducts = "auto"
     acting_rows: bool = True  # Hanabi: the actor head on acting entries only (a static count per minibatch)
     # with acting rows, minibatches of turn streams (train.ppo.turn_streams: a game's seats split as the JAX

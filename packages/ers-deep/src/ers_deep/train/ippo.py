@@ -63,6 +63,7 @@ from ers_deep.train.config import TrainConfig
 from ers_deep.train.exact import advantage_table
 from ers_deep.train.learner_setup import (
     CPU_COMPILE_MIN_STEPS,
+    ProductSwitches,
     acting_share,
     check_exact_discount,
     collect_mode,
@@ -89,6 +90,7 @@ from ers_exact.util.options import UsageError
 __all__ = [
     "CPU_COMPILE_MIN_STEPS",
     "Learner",
+    "ProductSwitches",
     "Rollout",
     "RunnerState",
     "acting_share",
@@ -128,6 +130,13 @@ class Learner:
     capture and restore everything a resume needs (see ``ers_deep.train.run``)."""
 
     def __init__(self, config: TrainConfig, net: ActorCritic | None = None) -> None:
+        before = ProductSwitches.now()
+        try:
+            self._build(config, net)
+        finally:
+            before.set()  # the learner's switches hold inside its collection and update only (``switches``)
+
+    def _build(self, config: TrainConfig, net: ActorCritic | None) -> None:
         self.config = cfg = config
         S, B = len(cfg.seeds), cfg.num_envs
         self.env, mode = learner_env(cfg)
@@ -149,6 +158,7 @@ class Learner:
         self.net.to(dev)
         mode = net_collect_mode(cfg, mode, self.net)
         self._int8_switch()
+        self.switches = ProductSwitches.now()
         self._build_update(mode, own_net=net is None)
         self.generator = torch.Generator(device=dev).manual_seed(10_007 * cfg.seeds[0] + 1)
         game = getattr(self.env, "game", None)  # a tabular env's ers-exact game: its own discount
@@ -157,10 +167,11 @@ class Learner:
         self._start(mode)
 
     def _process_switches(self, dev: torch.device) -> None:
-        """The process-wide settings of the device (the last learner built sets them): TF32 and cuDNN
-        benchmarking on CUDA; on CPU the kept freed memory (for the rest of the process) and the products of
-        the nets' SLinear layers (``nets.blas``; ``cpu_products``, "torch" on CUDA; ``bf16_gradients`` as
-        resolved, off on CUDA; ``int8_inputs`` as resolved, ``nets.int8``)."""
+        """The device's settings: process-wide, TF32 and cuDNN benchmarking on CUDA (the last learner built
+        sets them) and on CPU the kept freed memory (for the rest of the process); the learner's own, which
+        ``switches`` records and its collection and update enter, the products of the nets' SLinear layers
+        (``nets.blas``; ``cpu_products``, "torch" on CUDA; ``bf16_gradients`` as resolved, off on CUDA;
+        ``int8_inputs`` as resolved, ``nets.int8``)."""
         cfg = self.config
         if dev.type == "cuda":
             # the legacy flags, not torch 2.9's ``fp32_precision``: once that is set, reading the legacy cuBLAS flag
@@ -183,7 +194,7 @@ class Learner:
             )
 
     def _int8_switch(self) -> None:
-        """``int8_inputs`` as resolved where the net has a layer on 0/1 inputs, process-wide. Only the MLP built
+        """``int8_inputs`` as resolved where the net has a layer on 0/1 inputs (set here, then ``switches``). Only the MLP built
         here has one: other-play and discovery nets (their observations may pass through learned maps, and
         their configs come from pools that may have it on) keep float32 and record False."""
         cfg = self.config
@@ -249,7 +260,10 @@ class Learner:
         """One rollout of ``num_steps`` joint steps and the returns of the episodes that ended in it."""
         cfg = self.config
         coef = shaped_coef(cfg, self.env_steps)
-        with frozen_limbs(self.net):  # the int8 embedding's limbs once per collection (nets.layers)
+        with (
+            self.switches.applied(),
+            frozen_limbs(self.net),
+        ):  # the int8 limbs once per collection (nets.layers)
             if self.fast is not None:
                 ro, self.runner, stats = self.fast.collect(self.runner, coef)
             elif self.torchrl is not None:
@@ -281,13 +295,14 @@ class Learner:
         cfg = self.config
         self.await_precompile()
         self.updater.set_lr(lr_at(cfg, self.update))
-        table = advantage_table(self.net, self.env) if cfg.advantage == "exact" else None  # type: ignore[arg-type]
         batches = self.minibatches(ro) if batches is None else batches
         data = update_data(ro, adv, target)
-        if self.update_net is not self.net:
-            with torch.no_grad():
-                data["obs"] = self.net.stored_inputs(ro.obs, ro.first, ro.hidden0)
-        return self.updater(data, batches, table)
+        with self.switches.applied():
+            table = advantage_table(self.net, self.env) if cfg.advantage == "exact" else None  # type: ignore[arg-type]
+            if self.update_net is not self.net:
+                with torch.no_grad():
+                    data["obs"] = self.net.stored_inputs(ro.obs, ro.first, ro.hidden0)
+            return self.updater(data, batches, table)
 
     def await_precompile(self) -> dict[str, Any] | None:
         """Wait for the update's helper compilation (``train.precompile``), if one runs; its report."""
@@ -301,7 +316,7 @@ class Learner:
         """One update (collect, GAE, PPO); per-seed metrics as lists. ``timings`` (benchmarks): filled with the
         seconds of each phase, the device synchronised after each."""
         clock = PhaseClock(timings, self.env.device)
-        with compile_settings(self.config):
+        with compile_settings(self.config), self.switches.applied():
             ro, stats = self.collect()
             clock("collect")
             adv, target = self.advantages(ro)

@@ -1,0 +1,65 @@
+"""A learner's CPU product switches (``ProductSwitches``) hold inside its collection and update only: the process
+keeps its own before, between and after, so a policy evaluated beside a learner multiplies as one loaded from disk."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ers_deep.nets import blas
+from ers_deep.train.ippo import Learner, ProductSwitches
+from tests.deep.train.twins import tiny_config
+
+pytestmark = pytest.mark.skipif(blas.numpy_blas() != "openblas", reason="cpu_products='openblas' needs it")
+
+OWN = ProductSwitches("openblas", True, True)
+
+
+def _learner() -> Learner:
+    cfg = tiny_config(
+        "hanabi",
+        collect_mode="eager",
+        update_mode="eager",
+        cpu_products="openblas",
+        bf16_gradients=True,
+        int8_inputs=True,
+    )
+    return Learner(cfg)
+
+
+def test_a_learner_enters_its_switches_and_leaves_the_process_as_it_found_them() -> None:
+    process = ProductSwitches.now()
+    assert process != OWN  # the import's switches (a test beside this one that left them set would fail here)
+    learner = _learner()
+    assert learner.switches == OWN and ProductSwitches.now() == process
+    seen: dict[str, ProductSwitches] = {}
+    forward, update = learner.net.forward, learner.updater.__call__
+
+    def spy_forward(*args: Any, **kwargs: Any) -> Any:
+        seen.setdefault("collect", ProductSwitches.now())
+        return forward(*args, **kwargs)
+
+    def spy_update(*args: Any, **kwargs: Any) -> Any:
+        seen["update"] = ProductSwitches.now()
+        return update(*args, **kwargs)
+
+    learner.net.forward = spy_forward  # type: ignore[method-assign]
+    learner.updater = type(
+        "Spy", (), {"__call__": staticmethod(spy_update), "set_lr": learner.updater.set_lr}
+    )()
+    learner.train_step()
+    assert seen == {"collect": OWN, "update": OWN}
+    assert ProductSwitches.now() == process
+    ro, _ = learner.collect()  # called alone (benchmarks), too
+    assert ProductSwitches.now() == process and ro.obs.shape[1] == learner.config.num_steps
+
+
+def test_the_switches_are_restored_after_an_exception() -> None:
+    process = ProductSwitches.now()
+    with pytest.raises(RuntimeError, match="inside"), OWN.applied():
+        assert ProductSwitches.now() == OWN
+        raise RuntimeError("inside")
+    assert ProductSwitches.now() == process
+    with pytest.raises(ValueError, match="resolved"):
+        blas.set_cpu_products("auto")
