@@ -7,7 +7,11 @@ must give the same logits, values and gradients (within 1e-3 of each tensor's la
 And other-play's net with learned symmetries (Hanabi-Full, the identity and 12 stand-ins, one collection step of
 1,024 games: 2,048 entries): each phi_O on its selected entries (a host sync per phi, the CPU default) against the
 grouped path (``nets.grouped``, the CUDA default: sorted into blocks, ~1.5x the rows and a copy of each block's
-weights); the same logits and values within 1e-5."""
+weights); the same logits and values within 1e-5.
+
+And the recurrent core alone on that CPU minibatch (H = 128): the fused GRU over reset-split segments
+(``nets.recurrent.gru_segments``) and the scan the CPU update runs (``nets.gru_scan``) against the step loop
+(``gru_steps``), forward + backward; the same states and gradients within 1e-4."""
 
 from __future__ import annotations
 
@@ -126,3 +130,36 @@ def test_other_play_learned_symmetries_grouped_vs_per_phi(benchmark, one_thread,
     print(device, info)
     for a, b in zip(forward(per_phi)(), forward(grouped)(), strict=True):
         torch.testing.assert_close(b, a, rtol=0, atol=1e-5)
+
+
+def test_gru_segments_and_scan_vs_step_loop(benchmark, one_thread) -> None:  # type: ignore[no-untyped-def]
+    from ers_deep.nets.gru_scan import gru_scan
+    from ers_deep.nets.recurrent import gru_segments, gru_steps
+    from tests.deep.nets.gru_cases import cell
+
+    S, T, N = 1, 256, 8
+    core = cell(S, n_in=HIDDEN, hidden=HIDDEN)
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(S, T, N, HIDDEN, generator=g, requires_grad=True)
+    h0 = torch.zeros(S, N, HIDDEN)
+    first = torch.rand(S, T, N, generator=g) < 1 / 400  # Overcooked's episodes: 400 steps
+
+    def fwd_bwd(fn: Callable[..., tuple[torch.Tensor, torch.Tensor]]) -> Callable[[], list[torch.Tensor]]:
+        def run() -> list[torch.Tensor]:
+            ys, h = fn(core, x, first, h0)
+            params = [x, *core.parameters()]
+            return [ys.detach(), *torch.autograd.grad(ys.square().sum() + h.sum(), params)]
+
+        return run
+
+    benchmark.pedantic(fwd_bwd(gru_segments), rounds=3, iterations=1, warmup_rounds=1)
+    t_fused = benchmark.stats.stats.min
+    t_loop, t_scan = _seconds(fwd_bwd(gru_steps), 3), _seconds(fwd_bwd(gru_scan), 3)
+    info = {"loop_s": t_loop, "fused_s": t_fused, "scan_s": t_scan, "fused_speedup": t_loop / t_fused}
+    benchmark.extra_info.update(info | {"scan_speedup": t_loop / t_scan})
+    print(info)
+    want = fwd_bwd(gru_steps)()
+    for name, fn in (("fused", gru_segments), ("scan", gru_scan)):
+        for k, (w, got) in enumerate(zip(want, fwd_bwd(fn)(), strict=True)):
+            scale = float(w.abs().max().clamp_min(1e-12))  # sums over 2,048 steps: float order differs
+            torch.testing.assert_close(got, w, rtol=0, atol=1e-5 * scale, msg=f"{name}, output {k}")

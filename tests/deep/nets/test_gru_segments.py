@@ -5,7 +5,6 @@ on the CPU (and on CUDA, marker ``gpu``, cuDNN); the whole Overcooked net equals
 from __future__ import annotations
 
 import contextlib
-import time
 from contextlib import nullcontext
 from functools import partial
 
@@ -16,7 +15,6 @@ from hypothesis import strategies as st
 
 from ers_deep.nets import NetConfig, NetState, build_net
 from ers_deep.nets.actor_critic import RecurrentCNN
-from ers_deep.nets.gru_scan import gru_scan
 from ers_deep.nets.layers import SGRUCell
 from ers_deep.nets.recurrent import gru_bounded, gru_segments, gru_steps, split_segments
 
@@ -174,26 +172,3 @@ def test_compiled_loss_runs_the_segments_eagerly() -> None:
         for x, y in zip(ga, gb, strict=True):
             assert torch.allclose(x, y, rtol=1e-4, atol=1e-6)
     torch.compiler.reset()
-
-
-def test_timing_loop_vs_fused() -> None:
-    """A print, not an assertion: forward + backward of the paper's Overcooked minibatch (8 actors x 256
-    steps, H = 128, one seed), one CPU thread; ``pytest -s`` shows it."""
-    S, T, N = 1, 256, 8
-    cell = _cell(S, n_in=128, hidden=128)
-    x = torch.randn(S, T, N, 128, requires_grad=True)
-    h0 = torch.zeros(S, N, 128)
-    first = torch.rand(S, T, N, generator=torch.Generator().manual_seed(0)) < 1 / 400  # ~episode length
-    times = {}
-    for name, fn in [("loop", gru_steps), ("fused", gru_segments), ("scan (the CPU update's)", gru_scan)]:
-        best = float("inf")
-        for _ in range(3):
-            t0 = time.perf_counter()
-            ys, h = fn(cell, x, first, h0)
-            (ys.square().sum() + h.sum()).backward()
-            best = min(best, time.perf_counter() - t0)
-        times[name] = best
-    print(
-        f"\nGRU fwd+bwd S={S} T={T} N={N} H=128, 1 thread: "
-        + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in times.items())
-    )

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from ers_exact.games import GAMES, UnknownGameError, get_game, lever_game, load_game
+from ers_exact.io.dpomdp import read_dpomdp
 from ers_exact.model.game import Game, GameError
 
 REPO = Path(__file__).resolve().parents[3]
@@ -290,10 +291,7 @@ def _read_dpomdp_or_skip(filename: str) -> Game:
     folder = _dpomdp_dir()
     if not (folder / filename).is_file():
         pytest.skip(f"{filename} not found in {folder} (set ERS_DPOMDP_DIR to the shared dpomdp folder)")
-    module = pytest.importorskip(
-        "ers_exact.io.dpomdp", reason="ers_exact.io.dpomdp (the .dpomdp reader) absent"
-    )
-    return module.read_dpomdp(folder / filename, horizon=2)
+    return read_dpomdp(folder / filename, horizon=2)
 
 
 @pytest.mark.parametrize(
@@ -401,7 +399,6 @@ def test_load_game_reads_real_dpomdp_file() -> None:
     path = _dpomdp_dir() / "dectiger.dpomdp"
     if not path.is_file():
         pytest.skip(f"{path} not found (set ERS_DPOMDP_DIR)")
-    pytest.importorskip("ers_exact.io.dpomdp", reason="ers_exact.io.dpomdp (the .dpomdp reader) absent")
     game = load_game(str(path), horizon=3, discount=0.95)
     assert (game.horizon, game.discount) == (3, 0.95)
     np.testing.assert_allclose(game.reward, get_game("dectiger").reward, rtol=0, atol=1e-12)

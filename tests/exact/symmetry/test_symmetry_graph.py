@@ -20,6 +20,7 @@ from ers_exact.symmetry.graph import (
     decpomdp_symmetries_graph,
     graph_size,
 )
+from ers_exact.symmetry.search import decpomdp_symmetries
 
 from ..strategies import random_game
 
@@ -193,23 +194,13 @@ def test_node_budget_guard() -> None:
 
 
 # ----- agreement with the exhaustive search of ers_exact.symmetry.search -----
-def _lead_search():  # type: ignore[no-untyped-def]
-    try:
-        from ers_exact.symmetry.search import decpomdp_symmetries
-    except ImportError as exc:
-        pytest.skip(f"ers_exact.symmetry.search.decpomdp_symmetries is not available yet ({exc})")
-    return decpomdp_symmetries
-
-
 @pytest.mark.parametrize("name", sorted(GAMES))
 def test_agrees_with_exhaustive_search_on_builtin_games(name: str) -> None:
-    decpomdp_symmetries = _lead_search()
     game = GAMES[name]()
     assert set(decpomdp_symmetries(game)) == _as_set(decpomdp_symmetries_graph(game))
 
 
 def test_agrees_with_exhaustive_search_on_random_games() -> None:
-    decpomdp_symmetries = _lead_search()
     rng = np.random.default_rng(7)
     for config in RANDOM_CONFIGS:
         for legal in (False, True):
