@@ -25,7 +25,9 @@ from ers_exact.solve.fixed_points import solve_fixed_points
 from ers_exact.solve.interval_array import IArray
 from ers_exact.solve.newton import dedup, newton
 from ers_exact.solve.optimal_set import certified_optimal_set
+from tests.exact.reference import policy_fn_from_arrays, ref_expected_return
 from tests.exact.strategies import random_game
+from tests.exact.three_lever import ref_boltzmann_residual, three_lever_optimum
 
 FAST = OptimalSetConfig(max_seconds=20.0, progress=False)
 SOLVER = SolverConfig(n_starts=16, complete_search=False, progress=False)
@@ -341,20 +343,51 @@ def test_log_logistic_width_against_arbitrary_precision() -> None:
     assert log_logistic_width(np.array(3.0), np.array(3.0)) == -np.inf  # no width
 
 
+def test_the_hand_derived_three_lever_optimum_is_a_reference_fixed_point() -> None:
+    """The second method behind the next test's J*: the policy solved by brentq in tests/exact/three_lever.py
+    (lever f with probability p, convention c on the path with probability x, uniform elsewhere) is a fixed
+    point of the Boltzmann map written from reference.py, and reference.py's J of it is the closed form J."""
+    tree = enumerate_histories(get_game("three-lever"))
+    opt = three_lever_optimum(0.25)
+    assert 0.9 < opt.x < opt.p < 1.0
+    for first, convention in [(0, 0), (2, 1)]:
+        policy = [
+            np.array([opt.policy(first, convention, i, h.as_tuple(k)) for k in range(len(h))])
+            for i, h in enumerate(tree.local)
+        ]
+        assert ref_boltzmann_residual(tree, policy, 0.25) < 1e-14
+        assert abs(ref_expected_return(tree.game, policy_fn_from_arrays(tree, policy)) - opt.J) < 1e-13
+
+
 def test_search_finds_the_optimum_the_candidates_miss() -> None:
     """three-lever at alpha 0.25: the optimum plays uniformly at every history off its path (an unstable
     point, J* = 1.8992923499) and multistart misses it; the branch-and-bound's Newton from its most promising
-    boxes finds it, certified, with its 9 images (3 first levers x 3 second-round conventions)."""
+    boxes finds it, certified, with its 9 images (3 first levers x 3 second-round conventions). J* and the
+    points are checked against the hand-derived optimum (tests/exact/three_lever.py: two scalar fixed-point
+    equations solved by brentq) and reference.py's J and Boltzmann map, not against the solver's own numbers."""
     tree = enumerate_histories(get_game("three-lever"))
+    opt = three_lever_optimum(0.25)  # J = 1.89929234990957 (brentq)
     found = solve_fixed_points(tree, 0.25, SOLVER)
-    assert found.J_star < 1.8990
+    assert found.J_star < opt.J - 1e-3
     # bounded by boxes, not by time: under 20 s the closed blocks alone could use the budget on a loaded
     # machine, and the search then never ran (it hung in the listing of images before that had a deadline)
     cfg = dataclasses.replace(FAST, max_boxes=2000, max_seconds=3600.0)
     result = certified_optimal_set(tree, 0.25, cfg, candidates=found)
-    assert abs(result.J_star_lo - 1.8992923499095) < 1e-9
+    assert abs(result.J_star_lo - opt.J) < 1e-9
+    assert result.J_star_lo - 1e-12 <= opt.J <= result.J_star_hi + 1e-12
     assert "search" in {p.found_by for p in result.optimal_points}
-    assert all(p.J_lo <= p.J <= p.J_hi and abs(p.J - result.J_star_lo) < 1e-8 for p in result.optimal_points)
+    assert all(p.J_lo <= p.J <= p.J_hi and abs(p.J - opt.J) < 1e-8 for p in result.optimal_points)
+    images = set()
+    for point in result.optimal_points:
+        first = int(np.argmax(point.policy[0][0]))
+        convention = int(np.argmax(point.policy[0][tree.local[0].index[(first, first)]]))
+        images.add((first, convention))
+        for i, h in enumerate(tree.local):
+            want = np.array([opt.policy(first, convention, i, h.as_tuple(k)) for k in range(len(h))])
+            np.testing.assert_allclose(point.policy[i], want, rtol=0, atol=1e-9)
+        assert abs(ref_expected_return(tree.game, policy_fn_from_arrays(tree, point.policy)) - opt.J) < 1e-9
+        assert ref_boltzmann_residual(tree, point.policy, 0.25) < 1e-9
+    assert len(images) == 9
 
 
 def test_listing_images_and_closed_blocks_stop_at_their_deadline() -> None:

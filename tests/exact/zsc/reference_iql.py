@@ -1,13 +1,15 @@
 """The plain IQL loop that ``ers_exact.zsc.iql`` replaced (one training at a time, the generator called at
 every draw, ``np.add.at`` updates): the slow reference that the batched, chunk-drawn ``train_iql_batch`` must
-equal bit for bit."""
+equal bit for bit.  It shares no code with the module under test: the child of a local history is found by
+looking up the tuple ``tau + (a, o)`` in the tree's local index, and whether the agents share one Q-table is
+decided by comparing their local histories as tuples (with their legal sets) directly."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ers_exact.model.histories import HistoryTree
-from ers_exact.zsc.iql import IQLConfig, child_table, same_local_trees
+from ers_exact.zsc.iql import IQLConfig
 
 __all__ = ["ref_train_iql"]
 
@@ -19,16 +21,39 @@ def _sample(rng: np.random.Generator, probs: np.ndarray) -> np.ndarray:
     )
 
 
+def _children(tree: HistoryTree, agent: int) -> np.ndarray:
+    """child[k, a, o] = index of the local history tau_k + (a, o), -1 when the tree has no such history."""
+    hist, game = tree.local[agent], tree.game
+    n_act, n_obs = game.n_actions[agent], game.n_observations[agent]
+    out = np.full((len(hist), n_act, n_obs), -1, dtype=np.int64)
+    for k in range(len(hist)):
+        tau = hist.as_tuple(k)
+        for a in range(n_act):
+            for o in range(n_obs):
+                out[k, a, o] = hist.index.get(tau + (a, o), -1)
+    return out
+
+
+def _identical_local_trees(tree: HistoryTree) -> bool:
+    """Every agent's local histories, in index order as tuples, and their legal sets equal agent 0's."""
+    first = tree.local[0]
+    want = [first.as_tuple(k) for k in range(len(first))]
+    return all(
+        [h.as_tuple(k) for k in range(len(h))] == want and np.array_equal(h.legal, first.legal)
+        for h in tree.local[1:]
+    )
+
+
 def ref_train_iql(tree: HistoryTree, config: IQLConfig) -> tuple[np.ndarray, ...]:
     """Q-tables per agent, [runs, K_i, |A^i|] (the same array for agents sharing Q-values)."""
     game, R = tree.game, config.runs
     rng = np.random.default_rng(config.seed)
     n = game.n_agents
-    shared = config.shared and n > 1 and same_local_trees(tree)
+    shared = config.shared and n > 1 and _identical_local_trees(tree)
     tables = [np.zeros((R,) + (len(h), game.n_actions[h.agent])) for h in tree.local]
     if shared:
         tables = [tables[0]] * n
-    children = [child_table(tree, i) for i in range(n)]
+    children = [_children(tree, i) for i in range(n)]
     runs = np.arange(R)
     for _ in range(config.episodes):
         s = _sample(rng, np.broadcast_to(game.initial_belief, (R, game.n_states)))
