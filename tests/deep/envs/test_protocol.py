@@ -77,6 +77,19 @@ def test_same_seed_same_outputs(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", NAMES)
+def test_a_random_seed_leaves_torchs_global_generator_alone(name: str) -> None:
+    """``seed=None`` seeds the env's own generator: a caller's ``torch.manual_seed`` still fixes what follows
+    (``torch.seed()`` re-seeded the global generator, 2026-12-07)."""
+    torch.manual_seed(0)
+    want = torch.rand(3)
+    torch.manual_seed(0)
+    a, b = _env(name, seed=None), _env(name, seed=None)
+    assert torch.equal(torch.rand(3), want)
+    a.reset(), b.reset()  # and two random seeds differ (8 games each)
+    assert not _equal(a.state, b.state)
+
+
+@pytest.mark.parametrize("name", NAMES)
 def test_reset_seed_reproduces_the_first_episode(name: str) -> None:
     env = _env(name, seed=None)  # a random constructor seed: reset(seed) alone decides
     first_reset = env.reset(seed=3)

@@ -312,3 +312,35 @@ def test_free_cells_on_the_bottom_and_right_edges_and_the_shipped_layouts_are_ac
     assert parse_layout("\n W\nWW\nWA0BPXR\nWWWWWWW\n").static[0, 0] == 0  # a free corner no agent reaches
     for name in LAYOUT_STRINGS:
         assert get_layout(name).name == name
+
+
+@needs_jaxmarl
+def test_swap_agents_orders_the_agents_as_jaxmarls_layouts() -> None:
+    """JaxMARL declares ``cramped_room`` and ``counter_circuit`` with ``swap_agents=True`` (agents in reverse
+    reading order); ``parse_layout(..., swap_agents=True)`` of the same strings starts the agents where JaxMARL's
+    layouts do, and without it in reading order (JaxMARL's ``from_string`` default)."""
+    import json
+
+    from ers_deep.envs.overcooked_v2.layouts import parse_layout
+
+    script = (
+        "import json, jaxmarl.environments.overcooked_v2.layouts as m\n"
+        "out = {n: [getattr(m, n), [[int(x), int(y)] for x, y in m.overcooked_v2_layouts[n].agent_positions]]"
+        " for n in ('cramped_room', 'counter_circuit')}\n"
+        "print(json.dumps(out))"
+    )
+    run = subprocess.run([JAX_PY, "-c", script], capture_output=True, text=True, check=True)
+    for name, (text, positions) in json.loads(run.stdout.strip().splitlines()[-1]).items():
+        swapped = parse_layout(text, recipes=[[0, 0, 0]], swap_agents=True)
+        assert [list(p) for p in swapped.agent_positions] == positions, name
+        plain = parse_layout(text, recipes=[[0, 0, 0]])
+        assert [list(p) for p in plain.agent_positions] == positions[::-1], name
+
+
+def test_max_steps_below_one_is_refused() -> None:
+    """An episode of fewer than one step would also make ``min_episode_steps`` (the learner's bound on a
+    rollout's resets) wrong."""
+    for bad in (0, -5):
+        with pytest.raises(ValueError, match="max_steps must be >= 1"):
+            OvercookedV2Env(max_steps=bad)
+    assert OvercookedV2Env(max_steps=1).min_episode_steps == 1

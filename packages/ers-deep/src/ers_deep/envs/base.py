@@ -174,9 +174,14 @@ def batch_mask(mask: Tensor, batch_size: int, device: torch.device) -> Tensor:
 
 
 def make_generator(seed: int | None, device: torch.device) -> torch.Generator:
-    """The env's generator on ``device``, seeded with ``seed`` (None: a fresh random seed from torch)."""
+    """The env's generator on ``device``, seeded with ``seed`` (None: a non-deterministic seed of its own,
+    ``Generator.seed()``; ``torch.seed()`` would also re-seed torch's global generator, undoing a caller's
+    ``torch.manual_seed``)."""
     generator = torch.Generator(device=device)
-    generator.manual_seed(int(seed) if seed is not None else int(torch.seed()) % 2**63)
+    if seed is None:
+        generator.seed()
+    else:
+        generator.manual_seed(int(seed))
     return generator
 
 

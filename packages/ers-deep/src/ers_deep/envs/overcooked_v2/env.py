@@ -10,8 +10,8 @@ press. Shaped rewards (per agent): +3 useful pot placement, +5 useful dish picku
 
 Shapes: B games, A agents, H x W grid, n ingredients, V = 2*agent_view_size+1 (or H, W for full view),
 C observation channels = 17 + n + 4(n+2) (40 for n=3), or 18 + 4(n+2) (38 for n=3) with ``paper_obs``:
-the ERS paper's JaxMARL copy truncated the observation to its first 38 channels (it drops the recipe layer
-of the last ingredient and the pot-timer layer).
+the ERS paper's JaxMARL copy truncated the observation to its first 18 + 4(n+2) channels (n - 1 fewer; at
+n = 3 it drops the recipe layer of the last ingredient and the pot-timer layer).
 """
 
 from __future__ import annotations
@@ -116,6 +116,8 @@ class OvercookedV2Env:
     ) -> None:
         self.layout = lay = get_layout(layout)
         max_steps = whole_number(max_steps, "max_steps")  # a str failed in a comparison, or int('400') passed
+        if max_steps < 1:  # min_episode_steps, which bounds a rollout's resets, would be wrong too
+            raise ValueError(f"max_steps must be >= 1 (the episode length), not {max_steps}")
         if agent_view_size is not None:
             agent_view_size = whole_number(agent_view_size, "agent_view_size")
         if agent_view_size is not None and agent_view_size < 0:

@@ -122,8 +122,11 @@ class OvercookedLayout:
         return ids
 
 
-def parse_layout(text: str, recipes: list[list[int]] | None = None, name: str = "custom") -> OvercookedLayout:
-    """Parse a layout string (one row per line) as JaxMARL's ``Layout.from_string`` does."""
+def parse_layout(
+    text: str, recipes: list[list[int]] | None = None, name: str = "custom", swap_agents: bool = False
+) -> OvercookedLayout:
+    """Parse a layout string (one row per line) as JaxMARL's ``Layout.from_string`` does: agents in reading
+    order, reversed with ``swap_agents`` (JaxMARL declares its ``cramped_room`` and ``counter_circuit`` so)."""
     rows = text.split("\n")
     rows = rows[1:] if rows and not rows[0] else rows
     rows = rows[:-1] if rows and not rows[-1] else rows
@@ -149,7 +152,11 @@ def parse_layout(text: str, recipes: list[list[int]] | None = None, name: str = 
     if any(len(r) != 3 for r in recipes):
         raise ValueError("every recipe must have 3 ingredients")
     return OvercookedLayout(
-        name, static, tuple(agents), n_ing, tuple((int(r[0]), int(r[1]), int(r[2])) for r in recipes)
+        name,
+        static,
+        tuple(agents[::-1] if swap_agents else agents),
+        n_ing,
+        tuple((int(r[0]), int(r[1]), int(r[2])) for r in recipes),
     )
 
 
