@@ -88,9 +88,9 @@ class LearnedTransformation:
 
     phi_O is a network stored in ``checkpoint`` (safetensors; ``sha256`` of its bytes, ``key`` the tensor
     prefix of this transformation inside it); phi_A is ``action_map``: phi(pi)(a | o) = pi(action_map[a] |
-    phi_O(o)), so action a of the mapped policy plays what the original played as ``action_map[a]`` (the mapped
-    policy plays b where the original played ``action_map.index(b)``: for a non-involution, e.g. a 3-cycle,
-    the inverse map's reading).
+    phi_O(o)): where the original plays c, the mapped policy plays ``action_map.index(c)`` (so ``action_map`` sends
+    the mapped game's actions to the original's, not the other way; the two readings differ for a
+    non-involution, e.g. a 3-cycle).
     ``obs_permutation`` is the index permutation nearest to phi_O when the rounding gives a permutation: on
     observation features the gather phi_O(o)[k] ~ o[perm[k]], with ``distance`` the relative squared distance
     E||phi_O(o) - o[perm]||^2 / E||o||^2 over the observations it was measured on; on tabular envs the map of
