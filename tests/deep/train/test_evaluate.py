@@ -145,3 +145,29 @@ def test_sample_observations_observes_once_and_equals_a_reobserving_loop(
     got = sample_observations(policy, games=4, steps=steps, seed=2)
     assert got.shape == want.shape and torch.equal(got, want)
     assert len(observed) == 1, f"{len(observed)} observations outside the steps of {steps}"
+
+
+def test_play_discounts_a_tabular_games_return_as_ers_exact(tmp_path: Any, one_thread: None) -> None:
+    """On a tabular game with gamma < 1 (two-lever at 0.5, as a .dpomdp file), ``play``'s mean return is the
+    discounted J of ers-exact (``expected_return`` of the same policy) within 4 standard errors, and lies many
+    standard errors from the undiscounted J (which ``play`` reported before, 2026-12-07)."""
+    from ers_exact.games import get_game
+    from ers_exact.io.dpomdp import save_dpomdp
+    from ers_exact.model.histories import enumerate_histories
+    from ers_exact.model.values import expected_return
+    from ers_deep.train.config import paper_config
+    from ers_deep.train.exact import tabular_policies
+
+    path = tmp_path / "two-lever-half.dpomdp"
+    save_dpomdp(get_game("two-lever").with_discount(0.5), path)
+    cfg = paper_config(f"tabular:{path}", seeds=(0,))
+    env = make_env(cfg, 1, seed=0)
+    assert env.game.discount == 0.5
+    torch.manual_seed(0)
+    net = build_net(cfg.net, (0,), env.obs_shape, env.num_actions)
+    policy = tabular_policies(net, env)[0]
+    discounted = float(expected_return(env.tree, policy))
+    plain = float(expected_return(enumerate_histories(env.game.with_discount(1.0)), policy))
+    got = play([Agent(net), Agent(net)], cfg, 4000, seed=0)
+    assert abs(got["mean"] - discounted) < 4 * got["se"]
+    assert abs(plain - discounted) > 10 * got["se"]

@@ -103,7 +103,9 @@ def play(
     seed: int = 0,
     record: Callable[[Tensor, Tensor, Tensor], None] | None = None,
 ) -> dict[str, float]:
-    """Play ``games`` complete episodes with ``agents[i]`` in seat i; mean team return and standard error.
+    """Play ``games`` complete episodes with ``agents[i]`` in seat i; mean team return and standard error. The
+    return is the game's: discounted by its discount on a tabular env (sum_t gamma^t r_t, as ers-exact's J and
+    the exact scores of ``discovery.scores``), the plain sum (Hanabi's score, Overcooked's deliveries) elsewhere.
     ``record(actions [B, P], acting [B, P], running [B])`` sees every joint step before the env plays it
     (``acting``: the seats whose move counts; ``running``: the games whose first episode is still on)."""
     env = make_env(config, games, seed=seed)
@@ -132,6 +134,10 @@ def _play(
     first = torch.ones(games, dtype=torch.bool, device=dev)
     total = torch.zeros(games, dtype=torch.float64, device=dev)
     finished = torch.zeros(games, dtype=torch.bool, device=dev)
+    game = getattr(
+        env, "game", None
+    )  # a tabular env's ers-exact game: its discount (every game steps in lockstep)
+    gamma, weight = (float(game.discount) if game is not None else 1.0), 1.0
     obs, legal = env.observe(), env.legal_mask()  # then each step's own (no re-observation)
     for _ in range(MAX_STEPS):
         acting = legal.any(-1, keepdim=True)
@@ -148,7 +154,8 @@ def _play(
             record(joint, acting[..., 0], ~finished)
         out = env.step(joint)
         obs, legal = out.obs, step_legal(env, out)
-        total += torch.where(finished, 0.0, out.reward.double())
+        total += torch.where(finished, 0.0, weight * out.reward.double())
+        weight *= gamma
         finished |= out.done
         first = out.done
         if bool(finished.all()):
