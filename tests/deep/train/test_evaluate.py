@@ -151,12 +151,12 @@ def test_play_discounts_a_tabular_games_return_as_ers_exact(tmp_path: Any, one_t
     """On a tabular game with gamma < 1 (two-lever at 0.5, as a .dpomdp file), ``play``'s mean return is the
     discounted J of ers-exact (``expected_return`` of the same policy) within 4 standard errors, and lies many
     standard errors from the undiscounted J (which ``play`` reported before, 2026-12-07)."""
+    from ers_deep.train.config import paper_config
+    from ers_deep.train.exact import tabular_policies
     from ers_exact.games import get_game
     from ers_exact.io.dpomdp import save_dpomdp
     from ers_exact.model.histories import enumerate_histories
     from ers_exact.model.values import expected_return
-    from ers_deep.train.config import paper_config
-    from ers_deep.train.exact import tabular_policies
 
     path = tmp_path / "two-lever-half.dpomdp"
     save_dpomdp(get_game("two-lever").with_discount(0.5), path)
