@@ -147,7 +147,7 @@ def test_sample_observations_observes_once_and_equals_a_reobserving_loop(
     assert len(observed) == 1, f"{len(observed)} observations outside the steps of {steps}"
 
 
-def test_play_discounts_a_tabular_games_return_as_ers_exact(tmp_path: Any, one_thread: None) -> None:
+def test_play_discounts_a_tabular_games_return_as_ers_exact(tmp_path: Any) -> None:
     """On a tabular game with gamma < 1 (two-lever at 0.5, as a .dpomdp file), ``play``'s mean return is the
     discounted J of ers-exact (``expected_return`` of the same policy) within 4 standard errors, and lies many
     standard errors from the undiscounted J (which ``play`` reported before, 2026-12-07)."""
