@@ -103,7 +103,14 @@ class ZSCReport:
     ``run_zsc`` and ers-deep's ``run_table1`` both return. ``game`` is named as in
     :class:`~ers_exact.interface.DiscoveryResult` (ers-deep: ``tabular:NAME`` for an ers-exact game); ``rows``
     one :class:`PopulationRow` per population (their names differ: ``SP (iql)`` / ``IPPO``, ...); ``config``
-    the run's settings with ``select_by``, ``op_reading`` and ``op_column_reading`` (not compared)."""
+    the run's settings with ``select_by``, ``op_reading`` and ``op_column_reading`` (not compared).
+
+    Conventions both producers share: returns are the game's (discounted by its discount on tabular games);
+    ``xp`` and ``xp_median`` are over unordered pairs of distinct agents, standard errors over those pairs.
+    One they do not share by default: the symmetriser S(pi) of ``xp_median_mdp`` / ``xp_median_er``. ers-exact
+    averages probabilities (the paper's S(pi) = mean of phi(pi)); ers-deep averages logits unless its config's
+    ``symmetriser`` is ``"probabilities"`` (its default, ``"logits"``, is the official code's), so compare those
+    columns across packages with ``--symmetriser probabilities``."""
 
     game: str
     rows: tuple[PopulationRow, ...]
