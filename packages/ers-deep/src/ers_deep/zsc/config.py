@@ -80,7 +80,8 @@ class PopulationConfig:
     alpha: float | None = None  # IPPO entropy = temperature (None: the paper's)
     games: int = 500  # cross-play games per pair and seat order
     # cross-play (SP, XP, XP(*), the symmetrised columns) by each policy's most probable legal action, as the
-    # official code's cross_play.py plays; False: actions sampled (runs before 2026-12-07)
+    # official code's cross_play.py plays, where True; False (the default, and every run before 2026-12-07):
+    # actions sampled
     greedy: bool = False
     symmetriser: str = (
         "logits"  # XP(*)+MDP / +ER: average "logits" (official code) or "probabilities" (paper)
