@@ -346,3 +346,38 @@ def test_make_game_validates() -> None:
             spec["initial_belief"],
             horizon=1,
         )
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"state_names": ("s0", "s0")}, "state_names has the name 's0' twice"),
+        ({"action_names": (("a0", "a0"), ("b0",))}, "action_names[0] (agent 0) has the name 'a0' twice"),
+        (
+            {"observation_names": (("o0",), ("p", "p"))},
+            "observation_names[1] (agent 1) has the name 'p' twice",
+        ),
+        ({"state_names": ("1", 1)}, "state_names has the name '1' twice"),  # equal once made str
+    ],
+    ids=["states", "actions", "observations", "str-equal"],
+)
+def test_duplicate_names_are_refused(changes: dict[str, Any], message: str) -> None:
+    """Names key policies ({action name: probability} in zsc.op_objective) and reports; a duplicate merged
+    two actions there silently. The .dpomdp reader refused them, Game and make_game did not."""
+    with pytest.raises(GameError, match=re.escape(message)):
+        Game(**_with(**changes))
+    spec = _with(**changes)
+    with pytest.raises(GameError, match=re.escape(message)):
+        make_game(
+            "dup",
+            spec["state_names"],
+            spec["action_names"],
+            spec["observation_names"],
+            spec["transition"],
+            spec["observation"],
+            spec["reward"],
+            spec["initial_belief"],
+            horizon=1,
+        )
+    # the same name for two agents is fine: each agent's names are its own
+    Game(**_with(action_names=(("a0", "a1"), ("a0",)), observation_names=(("p0",), ("p0", "p1"))))

@@ -32,21 +32,22 @@ __all__ = ["DpomdpError", "parse_dpomdp", "read_dpomdp", "save_dpomdp", "write_d
 
 def read_dpomdp(source: str | os.PathLike[str], horizon: int = 2, name: str | None = None) -> Game:
     """Read a ``.dpomdp`` game from a path (``.gz`` is decompressed) or, if ``source`` is a ``str`` that
-    contains a newline, from the text itself.
+    contains a line break (``\n`` or ``\r``), from the text itself.
 
-    ``name`` defaults to the file name without ``.dpomdp`` (``"dpomdp"`` for text). Errors in the file
-    raise :class:`DpomdpError` naming the file and line; an invalid model raises ``GameError``.
+    ``name`` defaults to the file name without ``.dpomdp`` (``"dpomdp"`` for text). A file is read as UTF-8;
+    a leading byte-order mark is ignored. Errors in the file raise :class:`DpomdpError` naming the file and
+    line; an invalid model raises ``GameError``.
     """
-    if isinstance(source, str) and "\n" in source:
+    if isinstance(source, str) and ("\n" in source or "\r" in source):
         return parse_dpomdp(source, horizon, "dpomdp" if name is None else name)
     path = Path(source)
     try:
         if path.suffix == ".gz":
-            with gzip.open(path, "rt", encoding="utf-8") as fh:
+            with gzip.open(path, "rt", encoding="utf-8-sig") as fh:
                 text = fh.read()
             stem = Path(path.stem).stem if path.stem.endswith(".dpomdp") else path.stem
         else:
-            text = path.read_text(encoding="utf-8")
+            text = path.read_text(encoding="utf-8-sig")
             stem = path.stem
     except UnicodeDecodeError as e:
         raise DpomdpError(

@@ -18,6 +18,7 @@ from ers_exact.model.game import GameError
 __all__ = [
     "ENTRY_RE",
     "IDENT_RE",
+    "MADP_RESERVED",
     "MAX_MODEL_BYTES",
     "PREAMBLE",
     "PREAMBLE_RE",
@@ -40,12 +41,20 @@ def file_lines(text: str) -> list[str]:
     return lines[:-1] if lines and lines[-1] == "" else lines
 
 
-_NUMBER_RE = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\Z")
-UINT_RE = re.compile(r"\d+\Z")
+# ASCII digits only: ``\d`` also matches Arabic-Indic, fullwidth, ... digits, which float() and int() accept
+_NUMBER_RE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
+UINT_RE = re.compile(r"[0-9]+\Z")
 PREAMBLE = ("agents", "discount", "values", "states", "start", "actions", "observations")
-#: Words that cannot serve as names (keywords of the format).
-RESERVED = frozenset(PREAMBLE) | frozenset(
-    ("T", "O", "R", "uniform", "identity", "reward", "cost", "include", "exclude")
+#: The words MADP's grammar (``dpomdp.spirit``, ``reserved_word``) refuses as names: the reader refuses these
+#: only, so a state may be called ``start``, ``uniform``, ``reward``, ... (see ``start: uniform`` in
+#: :mod:`ers_exact.io.dpomdp_parse`).
+MADP_RESERVED = frozenset(("agents", "discount", "actions", "observations", "T", "O", "R"))
+#: Every keyword of the format: the names the writer never emits (it generates others), so that what it
+#: writes is unambiguous for stricter readers too.
+RESERVED = (
+    frozenset(PREAMBLE)
+    | MADP_RESERVED
+    | frozenset(("uniform", "identity", "reward", "cost", "include", "exclude"))
 )
 PREAMBLE_RE = re.compile(rf"({'|'.join(PREAMBLE)})(?:\s+(include|exclude))?\s*:(.*)\Z")
 ENTRY_RE = re.compile(r"([TOR])\s*:(.*)\Z")
@@ -185,10 +194,10 @@ class DpomdpLexer:
         if not toks:
             raise DpomdpError(f"expected a count or a list of {what}", ln)
         for t in toks:
-            if not IDENT_RE.match(t) or t in RESERVED:
+            if not IDENT_RE.match(t) or t in MADP_RESERVED:
                 raise DpomdpError(
                     f"invalid {what[:-1]} name {t!r} (a name is a letter followed by letters, "
-                    "digits, '_' or '-', and not a keyword)",
+                    f"digits, '_' or '-', and not a keyword: {', '.join(sorted(MADP_RESERVED))})",
                     ln,
                 )
         if len(set(toks)) != len(toks):

@@ -16,12 +16,19 @@ The format in short (case- and newline-sensitive, ``#`` starts a comment, blank 
   or ``*``); joint indices are row-major with the last agent varying fastest.
 
 Rewards follow MADP (``ParserDPOMDPFormat_Spirit::ProcessR`` and ``DecPOMDPDiscrete::SetReward``): the model
-keeps only R(s, ja). ``R: ja : s : * : * : r`` *sets* R(s, ja) = r. A line naming s' (with ``jo`` the single
-``*``) *adds* T(s'|s, ja) * r, using the T parsed so far. A line (or row / matrix) naming observations adds
-sum over the named s', jo of T(s'|s, ja) U(jo|ja, s') r; MADP itself refuses that form ("not
-implemented"), so this is the natural extension. Only the single token ``*`` counts as "any observation":
-per-agent wildcards such as ``* *`` name every joint observation explicitly and so *add* (as in MADP).
-``values: cost`` negates every reward. T and O entries default to 0.
+keeps only R(s, ja). ``R: ja : s : * : * : r`` *sets* R(s, ja) = r. A line naming s' (with ``jo`` "any
+observation") *adds* T(s'|s, ja) * r, using the T parsed so far. A line (or row / matrix) naming
+observations adds sum over the named s', jo of T(s'|s, ja) U(jo|ja, s') r, with the T and O parsed so far
+(MADP's five-argument ``SetReward``). "Any observation" is ``*`` or one ``*`` per agent (``* *``): MADP's
+grammar reads ``* * ... *`` as the wildcard joint observation, not as the list of every joint observation
+(which would add T U r with the O parsed so far). A partial wildcard such as ``x *`` names observations.
+
+Names are identifiers (a letter, then letters, digits, ``_`` or ``-``); as in MADP only ``agents``,
+``discount``, ``actions``, ``observations``, ``T``, ``O`` and ``R`` are reserved, so a state may be called
+``start`` or ``uniform``. ``start: uniform`` on one line then names that state (MADP's ``uniform`` keyword
+follows a line break); with no state of that name it is the uniform distribution (an extension), as is
+``uniform`` on the line after ``start:``. Numbers and indices use ASCII digits only. A leading UTF-8
+byte-order mark is ignored. ``values: cost`` negates every reward. T and O entries default to 0.
 
 The lines, tokens and name declarations come from :class:`~ers_exact.io.dpomdp_lexer.DpomdpLexer`; the
 preamble and the resolution of names and indices from its subclass
@@ -54,9 +61,9 @@ def parse_dpomdp(text: str, horizon: int = 2, name: str = "dpomdp", source: str 
     Raises :class:`DpomdpError` (line number and reason) for malformed text and for a transition or
     observation row that does not sum to 1 (the line that last wrote into it), and :class:`GameError` when
     the parsed model is otherwise not a valid game (e.g. rewards too large). ``source`` (the
-    file the text came from, if any) is named in both errors.
+    file the text came from, if any) is named in both errors. A leading byte-order mark is dropped.
     """
-    parser = _Parser(text)
+    parser = _Parser(text[1:] if text.startswith("\ufeff") else text)
     try:
         parser.preamble()
         parser.body()
@@ -160,11 +167,12 @@ class _Parser(DpomdpPreamble):
         ja, s = self.resolve_joint(f[0], "action", ln), self.resolve_state(f[1], ln)
         if len(f) == 5:
             r = self.number(f[4], ln, "a reward")
-            if f[2] == "*" and f[3] == "*":  # R: ja : s : * : * : r sets R(s, ja)
+            any_obs = self._any_observation(f[3])
+            if f[2] == "*" and any_obs:  # R: ja : s : * : * : r sets R(s, ja)
                 _assign(self.R, (s, ja), r)
                 return
             sp = self.resolve_state(f[2], ln)
-            if f[3] == "*":  # adds T(s'|s,ja) r
+            if any_obs:  # adds T(s'|s,ja) r
                 self._add_reward(s, ja, sp, None, r)
                 return
             vals = np.zeros(O)
@@ -177,6 +185,12 @@ class _Parser(DpomdpPreamble):
         else:
             mat = self.matrix(S, O, "the |S|x|JO| reward matrix", ln, False)
             self._add_reward(s, ja, self.all["state"], mat, None)
+
+    def _any_observation(self, tok: str) -> bool:
+        """``*`` or one ``*`` per agent: MADP's wildcard joint observation (another count of stars is left
+        to :meth:`resolve_joint`, which refuses it)."""
+        parts = tok.split()
+        return len(parts) in (1, self.n) and all(p == "*" for p in parts)
 
     def check_rows(self) -> None:
         """Every row T(. | s, a) and U(. | a, s') sums to 1 (within the game's ROW_SUM_TOL), else a

@@ -20,6 +20,7 @@ from ers_exact.io.dpomdp_lexer import (
     Index,
     check_model_size,
 )
+from ers_exact.model.game import ROW_SUM_TOL
 
 __all__ = ["DpomdpPreamble"]
 
@@ -78,6 +79,8 @@ class DpomdpPreamble(DpomdpLexer):
 
     def _pre_discount(self, rest: str, mod: str | None, ln: int) -> None:
         self.discount = self.number(rest, ln, "a discount factor")
+        if not 0.0 <= self.discount <= 1.0:  # the game's own check would name no line
+            raise DpomdpError(f"expected a discount factor in [0, 1], got {rest}", ln)
 
     def _pre_values(self, rest: str, mod: str | None, ln: int) -> None:
         if rest not in ("reward", "cost"):
@@ -90,6 +93,9 @@ class DpomdpPreamble(DpomdpLexer):
         self.lookup = {"state": [{s: i for i, s in enumerate(self.states)}]}
 
     def _pre_start(self, rest: str, mod: str | None, ln: int) -> None:
+        """``start:`` + a vector or ``uniform`` on the next line, ``start: <state>``, or ``start include|exclude:
+        <states>``. ``start: uniform`` on one line names the state ``uniform`` when there is one (as MADP's
+        grammar reads it: its ``uniform`` keyword follows a line break), else the uniform distribution."""
         S = self.S
         if mod is not None:
             toks = rest.split()
@@ -101,7 +107,9 @@ class DpomdpPreamble(DpomdpLexer):
                 raise DpomdpError("'start exclude:' excludes every state", ln)
             self.b0 = np.zeros(S)
             self.b0[keep] = 1.0 / len(keep)
-        elif rest == "uniform" or (not rest and self.peek() == "uniform"):
+        elif (rest == "uniform" and rest not in self.lookup["state"][0]) or (
+            not rest and self.peek() == "uniform"
+        ):
             if not rest:
                 self.next_line()
             self.b0 = np.full(S, 1.0 / S)
@@ -115,6 +123,13 @@ class DpomdpPreamble(DpomdpLexer):
             self.b0[self.state_index(rest, ln)] = 1.0
         else:
             self.b0 = self.row(S, "start distribution over the states", ln, probs=True)
+            total = float(self.b0.sum())
+            if abs(total - 1.0) > ROW_SUM_TOL:  # the game's own check would name no line
+                raise DpomdpError(
+                    f"the start distribution sums to {total!r}, not 1 (tolerance {ROW_SUM_TOL}); ers never "
+                    "renormalises silently",
+                    self.pos,  # the 1-based number of the vector's line, just read
+                )
 
     def _agent_lines(self, rest: str, kind: str, ln: int) -> None:
         plural = f"{kind}s"

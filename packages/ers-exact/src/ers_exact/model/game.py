@@ -15,7 +15,8 @@ Arrays (all float64, read-only after construction):
   empty history (t = 0), row 1 + o the legal set of every history whose last observation is o. This is
   the paper's A^i(tau^i) restricted to depend on the last local observation.
 
-Validation raises :class:`GameError` naming the offending entry. Nothing is renormalised.
+Validation raises :class:`GameError` naming the offending entry (also a state name, or one agent's action or
+observation name, given twice). Nothing is renormalised.
 """
 
 from __future__ import annotations
@@ -202,6 +203,15 @@ def _fmt(idx: tuple[int, ...], labels: Sequence[str]) -> str:
     return "[" + ", ".join(f"{lab}={i}" for lab, i in zip(labels, idx)) + "]"
 
 
+def _check_unique(names: Sequence[str], what: str) -> None:
+    """Names key policies ({action name: probability}) and reports, so a duplicate would merge two entries."""
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise GameError(f"{what} has the name {name!r} twice; names must be unique")
+        seen.add(name)
+
+
 def _validate(g: Game) -> None:
     n = g.n_agents
     if n < 1:
@@ -210,11 +220,14 @@ def _validate(g: Game) -> None:
         raise GameError(f"observation_names has {len(g.observation_names)} agents, action_names has {n}")
     if g.n_states < 1:
         raise GameError("a game needs at least one state")
+    _check_unique(g.state_names, "state_names")
     for i, (acts, obs) in enumerate(zip(g.action_names, g.observation_names)):
         if len(acts) < 1:
             raise GameError(f"agent {i} has an empty action set")
         if len(obs) < 1:
             raise GameError(f"agent {i} has an empty observation set")
+        _check_unique(acts, f"action_names[{i}] (agent {i})")
+        _check_unique(obs, f"observation_names[{i}] (agent {i})")
     if isinstance(g.horizon, bool) or not isinstance(g.horizon, (int, np.integer)) or g.horizon < 1:
         raise GameError(f"horizon H must be an integer >= 1, got {g.horizon!r}")
     if not 0.0 <= g.discount <= 1.0:
