@@ -493,3 +493,28 @@ def test_resume_names_the_updates_metrics_csv_lacks(
         assert f"{metrics} lacks the rows of updates {named}" in err and "gap" in err
     want = 2 * 8 - (2 * 6 if drop == "all" else len(drop or ()))
     assert len(read_metrics(tmp_path)) == want
+
+
+def test_config_json_records_the_threads_and_the_modes_as_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run's floats depend on torch's threads and on what "auto" made of its collection and update modes,
+    which its config leaves to the machine (and to the run's length): config.json records them as run, and a
+    resume on another thread count says so (it still resumes)."""
+    with single_thread():
+        learner, _ = train(paper_config("tabular:toy-coordination", **TINY), tmp_path, max_updates=2)
+        info = json.loads((tmp_path / "config.json").read_text())
+        assert info["config"]["collect_mode"] == "auto" and info["collect_mode"] == "eager"  # a short CPU run
+        assert info["threads"] == 1 and info["update_mode"] == learner.updater.mode
+        assert info["update_mode"] in ("eager", "compile", "graph", "compile-graph")
+        capsys.readouterr()
+        resume(tmp_path, max_updates=3)
+        assert "threads" not in capsys.readouterr().err
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        learner, _ = resume(tmp_path, max_updates=4)
+    finally:
+        torch.set_num_threads(threads)
+    assert learner.update == 4
+    assert "began with 1 torch threads, this process has 2" in capsys.readouterr().err

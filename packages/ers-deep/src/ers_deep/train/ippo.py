@@ -156,7 +156,9 @@ class Learner:
             else build_net(cfg.net, cfg.seeds, self.env.obs_shape, self.env.num_actions, self.binary_obs)
         )
         self.net.to(dev)
-        mode = net_collect_mode(cfg, mode, self.net)
+        self.collect_mode = mode = net_collect_mode(
+            cfg, mode, self.net
+        )  # as resolved (config.json records it)
         self._int8_switch()
         self.switches = ProductSwitches.now()
         self._build_update(mode, own_net=net is None)

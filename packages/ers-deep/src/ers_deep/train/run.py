@@ -1,8 +1,9 @@
 """The run directory of a training run, and ``train(config, run_dir)`` / ``resume(run_dir)``.
 
     RUN_DIR/
-      config.json                 the resolved TrainConfig (+ versions, + the caller's ``settings``: a pool's
-                                  eval_games, which a pool's resume may replace), written atomically
+      config.json                 the resolved TrainConfig (+ versions, what its "auto"s resolved to, torch's
+                                  threads and the collection and update modes as run, + the caller's ``settings``:
+                                  a pool's eval_games, which a pool's resume may replace), written atomically
       metrics.csv                 one row per update and seed (update, env_steps, seed, return, ...; ``seconds``
                                   is the only wall-clock column)
       checkpoints/update-NNNNNN.safetensors   the full learner state (``ers_deep.train.checkpoint``), the last
@@ -205,6 +206,12 @@ def train(
         "cpu_products": learner.cpu_products,  # what cpu_products resolved to: a resume uses the same
         "bf16_gradients": learner.bf16_gradients,  # likewise
         "int8_inputs": learner.int8_inputs,  # likewise
+        # what else the run's floats depend on that its config leaves to the machine or to "auto": torch's CPU
+        # threads (a sum's order), the collection's mode ("auto" compiles only long CPU runs; a compiled step
+        # draws from a branch-free env) and the update's
+        "threads": torch.get_num_threads(),
+        "collect_mode": learner.collect_mode,
+        "update_mode": learner.updater.mode,
         **(settings or {}),
     }
     write_run_config(run_dir, info)
@@ -241,6 +248,13 @@ def resume(
         if type(info.get(name)) is bool:
             config = config.replace(**{name: info[name]})
     learner = make_learner(config)
+    began = info.get("threads")
+    if type(began) is int and began != torch.get_num_threads():
+        print(
+            f"resume: the run began with {began} torch threads, this process has {torch.get_num_threads()} "
+            "(--threads): its sums may round otherwise from here on",
+            file=sys.stderr,
+        )
     # built with what the run's "auto"s resolved to (read at construction only); it records the run's own config,
     # so the checkpoints, policies and pool.json of a resumed run say what an uninterrupted one's say (they
     # recorded the resolved values before 2026-12-07)
