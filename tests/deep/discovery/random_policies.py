@@ -1,5 +1,5 @@
 """Random tabular policies for the discovery tests: untrained and far from uniform (logits 2 N(0, 1)), so that
-symmetries and compositions change their returns."""
+symmetries and compositions change their returns; and hand-built tabular symmetries (``permutation_symmetry``)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ from collections.abc import Sequence
 
 import torch
 
+from ers_deep.discovery import LearnedSymmetry
 from ers_deep.envs.tabular import TabularEnv
 from ers_deep.nets import ActorCritic, NetConfig, build_net
+from ers_deep.nets.phi import ObsMap
 from ers_deep.pools import Policy
 from ers_deep.train.config import paper_config
 
@@ -31,3 +33,17 @@ def random_tabular_policies(game: str, seeds: Sequence[int]) -> list[Policy]:
     cfg = paper_config(f"tabular:{game}", seeds=(0,))
     nets = random_tabular_nets(TabularEnv(game), seeds)
     return [Policy(net, cfg, s, f"random-{s}") for net, s in zip(nets, seeds)]
+
+
+def permutation_symmetry(
+    env: TabularEnv, actions: Sequence[int], observations: Sequence[int], name: str = "phi"
+) -> LearnedSymmetry:
+    """A tabular learned phi whose phi_O rows are (within e^-30) the observation map o -> observations[o] and whose
+    action map is ``actions``."""
+    n = env.n_observations
+    phi = ObsMap(1, n, relu_output=False)
+    with torch.no_grad():
+        last = torch.zeros(n, n)
+        last[torch.arange(n), torch.tensor(list(observations))] = 10.0  # ObsMap computes x @ W: row o of W
+        phi.weights[-1][0] = last
+    return LearnedSymmetry(phi, torch.tensor(list(actions)), name, env.obs_shape, env.history_lift)

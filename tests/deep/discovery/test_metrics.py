@@ -19,9 +19,9 @@ from ers_deep.discovery.scores import (
     sample_observations,
 )
 from ers_deep.envs.tabular import TabularEnv
-from ers_deep.nets.phi import ObsMap
 from ers_deep.pools import Policy
-from tests.deep.discovery.random_policies import random_tabular_policies
+from tests.deep.discovery.random_policies import permutation_symmetry, random_tabular_policies
+from tests.exact.zsc import aoh_reference as ref
 
 GAME = "three-lever"
 
@@ -32,27 +32,14 @@ def held_out() -> list[Policy]:
     return random_tabular_policies(GAME, (0, 1))
 
 
-def _symmetry(
-    env: TabularEnv, actions: tuple[int, ...], observations: tuple[int, ...], name: str
-) -> LearnedSymmetry:
-    """A tabular phi whose rows are (within e^-30) the observation permutation o -> observations[o]."""
-    n = env.n_observations
-    phi = ObsMap(1, n, relu_output=False)
-    with torch.no_grad():
-        last = torch.zeros(n, n)
-        last[torch.arange(n), torch.tensor(observations)] = 10.0  # ObsMap computes x @ W: row o of W
-        phi.weights[-1][0] = last
-    return LearnedSymmetry(phi, torch.tensor(actions), name, env.obs_shape, env.history_lift)
-
-
 @pytest.fixture(scope="module")
 def symmetries() -> list[LearnedSymmetry]:
     """A lever relabelling (levers and observations 0 <-> 1), an action transposition alone, the identity."""
     env = TabularEnv(GAME)
     return [
-        _symmetry(env, (1, 0, 2), (1, 0, 2), "levers"),
-        _symmetry(env, (2, 1, 0), (0, 1, 2), "actions"),
-        _symmetry(env, (0, 1, 2), (0, 1, 2), "identity"),
+        permutation_symmetry(env, (1, 0, 2), (1, 0, 2), "levers"),
+        permutation_symmetry(env, (2, 1, 0), (0, 1, 2), "actions"),
+        permutation_symmetry(env, (0, 1, 2), (0, 1, 2), "identity"),
     ]
 
 
@@ -99,16 +86,27 @@ def test_reconstruction_loss_averages_every_held_out_policys_self_play(held_out:
     """The relative reconstruction loss is E_pi E_{tau ~ pi} ||tau - phi_O^2(tau)|| / ||tau|| over the held-out
     policies (paper, Table 2). It was the mean over every local history of a tabular game, whatever the
     policies (``sample_observations`` gave every history), and over the first held-out policy's observations
-    elsewhere. phi_O here maps observation L1 to L2 (not a permutation), so phi^2 moves exactly the
-    histories that observed L1, and how often a policy's play reaches them decides its loss."""
+    elsewhere. phi_O here maps observation L1 to L2 (not a permutation), so phi_O^2 moves exactly the
+    observations L1: a one-round history (a_0, L1) has ratio ||e_L1 - e_L2|| / sqrt(2) = 1 (one-hot action and
+    observation per step), any other 0, the empty ones (t = 0) are left out, and how often a policy's play
+    reaches L1 decides its loss."""
     env = TabularEnv(GAME)
-    merge = _symmetry(env, (0, 1, 2), (1, 1, 2), "merge")
+    merge = permutation_symmetry(env, (0, 1, 2), (1, 1, 2), "merge")
     seen = [sample_observations(p) for p in held_out]
     K = env.obs_shape[0]
     for o in seen:  # one-hot local histories of the acting seats: 64 games x 64 steps x 2 seats
         assert o.shape == (64 * 64 * 2, K) and torch.equal(o.sum(1), torch.ones(len(o)))
     assert not torch.equal(seen[0].mean(0), seen[1].mean(0))  # each policy's own play
-    per = [float((o - merge.apply_obs(merge.apply_obs(o))).norm(dim=1).mean()) for o in seen]
+    per = []
+    for o in seen:
+        ratios = []
+        for k in o.argmax(1).tolist():
+            i = int(np.searchsorted(env.offsets, k, side="right")) - 1
+            hist = env.tree.local[i].as_tuple(k - env.offsets[i])
+            if hist:  # the empty history: 0/0, left out
+                ratios.append(ref.relative_error(hist, (1, 1, 2), 3, 3))
+        assert len(ratios) == len(o) // 2  # two rounds: half the acting steps are at t = 0
+        per.append(float(np.mean(ratios)))
     assert abs(per[0] - per[1]) > 0.1
     metrics = group_metrics([merge], held_out, seen, exact_value(env), 0)
     assert metrics["reconstruction_loss"] == pytest.approx(np.mean(per), abs=1e-6)

@@ -238,8 +238,17 @@ class DiscoveryResult:
     * ``pool_return``: mean J(pi) over Pi', for reference;
     * ``J_1``, ``J_2``, ``J_3``: E J((phi_1 o ... o phi_k)(pi)) over k = 1, 2, 3 kept phi and pi in the
       unseen (held-out) pool;
-    * ``reconstruction_loss``: the relative E ||o - phi_O(phi_O(o))|| / ||o|| (ers-exact: over one-hot local
-      histories tau; 0 where phi_O is an involution);
+    * ``reconstruction_loss``: the paper's relative reconstruction loss, the mean over the kept phi of
+      E_{pi ~ unseen pool} E_{tau ~ pi} ||tau - phi_O^2(tau)|| / ||tau|| (l2 norms), tau each agent's AOH at the
+      steps it acts in pi's play (ers-exact: weighed by its exact reach; ers-deep: the acting seats' histories in
+      sampled self-play), every policy weighing the same; the empty history (||tau|| = 0) is left out as 0/0, NaN
+      where none is left (H = 1). On tabular games (both packages alike; ``ers_exact.zsc.reconstruction``) tau
+      (a_0, o_1, ..., a_{t-1}, o_t) is the concatenation over its steps of one-hot action and one-hot observation
+      and phi_O^2 maps the observations only (phi_A never enters): sqrt(c / t) for c of the t observations moved,
+      0 where phi_O is an involution whatever phi_A. On Hanabi and Overcooked V2 (ers-deep) tau is the observation
+      vector (HLE's encodes the history) and phi_O^2 the learned network applied twice. Until 2026-12-07 ers-deep
+      measured whole-history one-hots under phi applied twice, phi_A included, counting the empty history,
+      and ers-exact gave 0 at H = 1;
     * ``config``: how the run was made (package-specific keys; not compared).
 
     Equal results compare equal with NaN equal to NaN, and equal their JSON round trip

@@ -14,8 +14,9 @@
    them too, so J_1 was the kept scores' mean): J_1, J_2, J_3 (mean self-play return after composing 1, 2, 3
    of the l kept: J_1 over every kept phi, J_2 and J_3 over every ordered k-tuple, or a random subset of
    ``COMPOSITIONS`` distinct ones when there are more) and the relative reconstruction loss
-   E_pi E_{o ~ pi} ||o - phi(phi(o))|| / ||o|| (paper, Table 2; the official diagnostic): over the observations
-   of every held-out policy's self-play (tabular envs too: the one-hot local histories its play reaches);
+   E_pi E_{tau ~ pi} ||tau - phi_O^2(tau)|| / ||tau|| (paper, Table 2; the official diagnostic): over the
+   observations of every held-out policy's self-play (tabular envs: the action-observation histories its play
+   reaches, with phi_O^2 on their observations, as ers-exact's; ``discovery.reconstruction``);
 5. round every kept phi to its nearest permutation (``rounding``) and, on tabular games, to an ers-exact
    transformation, elsewhere (Hanabi, Overcooked V2) compare it with the env's known Dec-POMDP symmetries
    (``match_known``), written into ``OUT/discovery.json`` next to ``OUT/symmetries.safetensors`` (phi_O weights

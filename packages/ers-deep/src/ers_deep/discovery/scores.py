@@ -1,7 +1,8 @@
 """How deep discovery scores its candidates and what it reports (``ers_deep.discovery.run``, steps 3-4): the
 held-out objective of a phi (sp: mean J(phi(pi)); xp: mean XP(pi_i, phi(pi_j))) with sampled or exact returns
 (``Value``: ``sampled_value``, ``exact_value`` on tabular envs), and Table 2's metrics J_1, J_2, J_3 and the
-relative reconstruction loss over observations of the held-out policies' self-play (``sample_observations``)."""
+relative reconstruction loss over the held-out policies' self-play (``sample_observations``; the loss is defined in
+``ers_deep.discovery.reconstruction``, on tabular envs as ers-exact's)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import torch
 from torch import Tensor
 
 from ers_deep.discovery.net import LearnedSymmetry, compose
+from ers_deep.discovery.reconstruction import reconstruction_loss
 from ers_deep.envs.base import step_legal
 from ers_deep.envs.symmetry import Symmetry
 from ers_deep.envs.tabular import TabularEnv
@@ -130,7 +132,12 @@ def group_metrics(
     observations of ``test[i]``'s self-play, ``sample_observations``). J_k (paper, Table 2) is
     E_{phi_1..phi_k} E_{pi} J((phi_1 o ... o phi_k)(pi)), phi_i uniform over the kept: the mean over every
     k-tuple (J_1: every kept phi), or over ``most`` distinct tuples drawn at random when there are more. The
-    loss is E_phi E_pi E_{o ~ pi} ||o - phi_O^2(o)|| / ||o|| (observations of norm 0 have no relative loss)."""
+    loss (``reconstruction.reconstruction_loss``) is the mean over the kept phi and the held-out policies of
+    E_{tau ~ pi} ||tau - phi_O^2(tau)|| / ||tau||, tau the acting seats' AOH vectors in pi's self-play, the empty
+    ones (||tau|| = 0) left out: on tabular envs the concatenation of one-hot action and one-hot observation per
+    step of the local history (as ers-exact; phi_O^2 acts on the observations only, phi_A never enters, so 0
+    where phi_O is an involution), on Hanabi and Overcooked V2 the observation vector (it encodes the history),
+    mapped twice by phi_O; NaN where no non-empty history was seen (H = 1)."""
     if len(obs) != len(test):
         raise ValueError(f"{len(test)} held-out policies, observations of {len(obs)}")
     rng = np.random.default_rng(seed)
@@ -140,11 +147,6 @@ def group_metrics(
         out[f"J_{k}"] = float(
             np.mean([held_out_score(compose([syms[i] for i in t]), test, False, value) for t in tuples])
         )
-    losses = []
-    for o in obs:  # E_pi of E_{o ~ pi}: each held-out policy weighs the same, however many observations
-        x = o.reshape(o.shape[0], -1).float()
-        norms = x.norm(dim=1)
-        x, norms = x[norms > 0], norms[norms > 0]
-        losses += [((x - s.apply_obs(s.apply_obs(x))).norm(dim=1) / norms).mean() for s in syms]
-    out["reconstruction_loss"] = float(torch.stack(losses).mean())
+    env = make_env(test[0].config, 1, seed=0)
+    out["reconstruction_loss"] = reconstruction_loss(syms, obs, env)
     return out

@@ -15,7 +15,7 @@
 
 Only admissible transformations are candidates (DESIGN.md). The result reports the paper's Table 2
 group metrics (J_1, J_2, J_3 after composing 1-3 random learned transformations; relative
-reconstruction loss) on an unseen pool.
+reconstruction loss, defined in :mod:`ers_exact.zsc.reconstruction`) on an unseen pool.
 """
 
 from __future__ import annotations
@@ -30,10 +30,11 @@ from ers_exact.interface import DiscoveryResult
 from ers_exact.model.histories import HistoryTree, check_tree
 from ers_exact.model.objectives import cross_play
 from ers_exact.model.transformation import Transformation, apply_to_policy
-from ers_exact.model.values import PolicyError, check_policy, expected_return, local_history_reach
+from ers_exact.model.values import PolicyError, check_policy, expected_return
 from ers_exact.symmetry.candidates import CandidateSpace, stack_pool
 from ers_exact.util.options import UsageError
 from ers_exact.zsc.config import ALGORITHMS, SEARCHES, DiscoveryConfig
+from ers_exact.zsc.reconstruction import reconstruction_loss
 
 StackedPolicy = tuple[np.ndarray, ...]  # a pool stacked per agent: arrays [P, K_i, |A^i|]
 
@@ -284,7 +285,12 @@ def group_metrics(
     seed: int = 0,
 ) -> dict[str, float]:
     """J_k = E[J((phi_1 o ... o phi_k)(pi))] over random learned phi_i and the pool (k = 1, 2, 3), and the
-    relative reconstruction loss E_pi E_{tau ~ pi} ||tau - phi_O^2(tau)|| / ||tau|| (one-hot AOH vectors)."""
+    relative reconstruction loss, the mean over ``phis`` of E_pi E_{tau ~ pi} ||tau - phi_O^2(tau)|| / ||tau||
+    (:func:`~ers_exact.zsc.reconstruction.reconstruction_loss`): tau each agent's non-empty local AOH
+    (a_0, o_1, ..., a_{t-1}, o_t) at the steps it acts, weighed by its exact reach, as the concatenation of one-hot
+    action and one-hot observation per step; phi_O^2 moves observations only (phi_A never enters), so a history
+    with c of its t observations moved by phi_O^2 has ratio sqrt(c / t) (0 for an involution); the empty history
+    (0/0) is left out, and the loss is NaN where no history is left (H = 1)."""
     rng = np.random.default_rng(seed)
     stacked = stack_pool(pool)
     out: dict[str, float] = {}
@@ -299,26 +305,8 @@ def group_metrics(
                 phi = phi.compose(phis[t])
             values.append(np.mean(expected_return(tree, apply_to_policy(tree, phi, stacked))))
         out[f"J_{k}"] = float(np.mean(values)) if values else float("nan")
-    out["reconstruction_loss"] = _reconstruction_loss(tree, phis, stacked)
+    out["reconstruction_loss"] = reconstruction_loss(tree, phis, stacked)
     return out
-
-
-def _reconstruction_loss(tree: HistoryTree, phis: Sequence[Transformation], stacked: StackedPolicy) -> float:
-    if not phis:
-        return float("nan")
-    reach = local_history_reach(tree, stacked)  # per agent [P, K]
-    losses = []
-    for phi in phis:
-        for i, hist in enumerate(tree.local):
-            o2 = np.asarray(phi.observations[i])[np.asarray(phi.observations[i])]
-            changed = np.zeros(len(hist))
-            for k in range(1, len(hist)):  # count observations moved by phi_O^2 along each history
-                changed[k] = changed[hist.parent[k]] + float(o2[hist.observation[k]] != hist.observation[k])
-            t = hist.time
-            ratio = np.where(t > 0, np.sqrt(2 * changed) / np.sqrt(2 * np.maximum(t, 1)), 0.0)
-            w = reach[i] * (t > 0)[None]
-            losses.append(float((w * ratio[None]).sum() / max(w.sum(), 1e-300)))
-    return float(np.mean(losses))
 
 
 def learn_action_distribution(
