@@ -316,6 +316,7 @@ def test_a_zsc_report_written_before_the_rename_loads_and_matches(capsys: pytest
     )
     # and the deployment fields added since (this toy run's OP seeds tie, so either rule gives these rows)
     since = {"select_by": "sp_return", "op_reading": "seatings", "op_column_reading": "seatings"}
+    since |= {"game": "toy-coordination", "discount": 1.0, "max_nodes": 5_000_000}  # the game as used (12-07)
     assert new["config"] == {**upgrade_keys(ExactPopulationConfig, old["config"]), **since}
 
 

@@ -1,7 +1,7 @@
 """What the ``ers-exact`` commands (:mod:`ers_exact.cli.commands`, :mod:`ers_exact.cli.zsc_commands`) build
-from their options: the game, the files it is read from, its history tree, the solver's config, and the
-game's sizes and the provenance every result carries. Library modules are imported when used, so a command
-loads only what it needs."""
+from their options: the game, the files it is read from, its history tree, the solver's config, the game's
+sizes, and the ``config`` block and provenance every result carries (:func:`result_json`, the one place they
+are assembled). Library modules are imported when used, so a command loads only what it needs."""
 
 from __future__ import annotations
 
@@ -13,12 +13,27 @@ from ers_exact import __version__
 from ers_exact.cli.option_groups import GameOptions, SolverOptions
 from ers_exact.solve.config import SolverConfig
 from ers_exact.util.budget import memory_scope
+from ers_exact.util.options import Options
 
 if TYPE_CHECKING:
     from ers_exact.model.game import Game
     from ers_exact.model.histories import HistoryTree
 
-__all__ = ["game_files", "game_json", "game_of", "provenance", "solver_config", "tree_of"]
+__all__ = [
+    "OUTPUT_OPTIONS",
+    "game_files",
+    "game_json",
+    "game_of",
+    "provenance",
+    "result_config",
+    "result_json",
+    "solver_config",
+    "tree_of",
+]
+
+#: options that say where a result is written (or whether an earlier one may be replaced), not what it is:
+#: the only ones a result's ``config`` leaves out
+OUTPUT_OPTIONS = ("out", "force", "plot", "save_policy")
 
 
 def provenance() -> dict[str, Any]:
@@ -26,6 +41,25 @@ def provenance() -> dict[str, Any]:
     import numpy as np
 
     return {"ers_exact": __version__, "numpy": np.__version__, "python": platform.python_version()}
+
+
+def result_config(
+    o: Options, game: Game | None = None, recorded: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A result's ``config``: every option of ``o`` as resolved (:data:`OUTPUT_OPTIONS` aside), the game as
+    used (its name, and the horizon and discount after ``--horizon`` / ``--discount``, where ``o`` had None
+    for "the game's own"), then ``recorded``, the config the library wrote into the result (its names and
+    values kept as they were, e.g. ``solve``'s :class:`SolverConfig` with ``n_starts``)."""
+    config = {k: v for k, v in o.to_json().items() if k not in OUTPUT_OPTIONS}
+    if game is not None:
+        config.update(game=game.name, horizon=game.horizon, discount=game.discount)
+    return {**config, **(recorded or {})}
+
+
+def result_json(result: dict[str, Any], o: Options, game: Game | None = None) -> dict[str, Any]:
+    """``result`` as a command returns it: with its ``config`` (:func:`result_config`, over the ``config`` it
+    holds) and its ``provenance``; every command's JSON is built here."""
+    return {**result, "config": result_config(o, game, result.get("config")), "provenance": provenance()}
 
 
 def game_json(game: Game) -> dict[str, Any]:

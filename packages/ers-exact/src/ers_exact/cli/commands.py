@@ -4,7 +4,8 @@ The dict is what ``--json`` prints.
 
 Each ``run_*`` imports the library modules it uses when it runs, so that a command loads only what it needs
 (``games`` never loads scipy or sympy; ``tests/exact/test_lazy_imports.py`` checks it). What they build from
-their options (game, tree, solver config, provenance) is :mod:`ers_exact.cli.command_inputs`; the zero-shot
+their options (game, tree, solver config) and the ``config`` block and provenance of every result
+(``result_json``: the resolved options, the game as used) is :mod:`ers_exact.cli.command_inputs`; the zero-shot
 coordination commands (``zsc``, ``op``, ``discover``) are :mod:`ers_exact.cli.zsc_commands`, re-exported
 here."""
 
@@ -14,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ers_exact.cli.command_inputs import game_files, game_json, game_of, provenance, solver_config, tree_of
+from ers_exact.cli.command_inputs import game_files, game_json, game_of, result_json, solver_config, tree_of
 from ers_exact.cli.options import (
     AtlasOptions,
     CensusOptions,
@@ -57,6 +58,9 @@ __all__ = [
 #: memory of one census row (a dict of a dozen entries) and its JSON text, bytes
 CENSUS_ROW_BYTES = 4_000
 
+#: seed of the demo's fixed-point search (every game's)
+_DEMO_SEED = 0
+
 # an upper bound above this is reported as None, with its log10 (the exact sum can have millions of digits)
 _EXACT_ESTIMATE_LOG10 = 18
 
@@ -82,7 +86,7 @@ def run_info(o: InfoOptions) -> dict[str, Any]:
     tree = enumerate_histories(game, max_nodes=o.max_nodes)
     log10 = history_count_log10(game)
     bound = estimate_history_count(game) if log10 < _EXACT_ESTIMATE_LOG10 else None
-    return {
+    info = {
         **game_json(game),
         "estimated_joint_nodes_upper_bound": bound,
         "estimated_joint_nodes_log10": round(log10, 3),
@@ -90,6 +94,7 @@ def run_info(o: InfoOptions) -> dict[str, Any]:
         "policy_trees_per_agent": [count_policy_trees(tree, [i]) for i in range(game.n_agents)],
         "enumeration_seconds": round(time.perf_counter() - start, 4),
     }
+    return result_json(info, o, game)
 
 
 def run_value(o: ValueOptions) -> dict[str, Any]:
@@ -100,12 +105,13 @@ def run_value(o: ValueOptions) -> dict[str, Any]:
     tree = tree_of(o)
     pol = uniform_policy(tree) if o.policy == "uniform" else read_policy_file(o.policy, tree)
     q = local_q_values(tree, pol)
-    return {
+    value = {
         **game_json(tree.game),
         "policy": o.policy,
         "J": expected_return(tree, pol),
         "q_root": [qi[0].tolist() for qi in q],
     }
+    return result_json(value, o, tree.game)
 
 
 def run_optimal(o: OptimalOptions) -> dict[str, Any]:
@@ -129,17 +135,20 @@ def run_optimal(o: OptimalOptions) -> dict[str, Any]:
                 f"nothing written to {o.save_policy} (raise --max-seconds / --memory-budget)"
             )
         write_policy_file(o.save_policy, tree, result.policy, reads=game_files(o))
+        game = tree.game
     else:
-        result = optimal_for_game(game_of(o), o.method, max_nodes=o.max_nodes, **limits)
-    return {**result.to_json(), "provenance": provenance()}
+        game = game_of(o)
+        result = optimal_for_game(game, o.method, max_nodes=o.max_nodes, **limits)
+    return result_json(result.to_json(), o, game)
 
 
 def run_solve(o: SolveOptions) -> dict[str, Any]:
     """Boltzmann fixed points at temperature alpha, J* and the self-play-optimal set Pi*_alpha."""
     from ers_exact.solve.fixed_points import solve_fixed_points
 
-    result = solve_fixed_points(tree_of(o), o.alpha, solver_config(o))
-    return {**result.to_json(o.with_policy), "provenance": provenance()}
+    tree = tree_of(o)
+    result = solve_fixed_points(tree, o.alpha, solver_config(o))
+    return result_json(result.to_json(o.with_policy), o, tree.game)
 
 
 def run_optimal_set(o: OptimalSetOptions) -> dict[str, Any]:
@@ -157,7 +166,7 @@ def run_optimal_set(o: OptimalSetOptions) -> dict[str, Any]:
     except SymmetryBudgetError:
         relabellings = ()
     result = certified_optimal_set(tree, o.alpha, cfg, solver=solver, relabellings=relabellings)
-    return {**result.to_json(o.with_policy), "provenance": provenance()}
+    return result_json(result.to_json(o.with_policy), o, tree.game)
 
 
 def run_sweep(o: SweepOptions) -> dict[str, Any]:
@@ -166,12 +175,9 @@ def run_sweep(o: SweepOptions) -> dict[str, Any]:
     from ers_exact.solve.config import parse_alphas
     from ers_exact.solve.sweep import sweep
 
-    result = sweep(tree_of(o), parse_alphas(o.alphas), solver_config(o))
-    out = {
-        **result.to_json(),
-        "config": {"alphas": o.alphas, "starts": o.starts, "seed": o.seed},
-        "provenance": provenance(),
-    }
+    tree = tree_of(o)
+    result = sweep(tree, parse_alphas(o.alphas), solver_config(o))
+    out = result_json(result.to_json(), o, tree.game)
     if o.plot:
         out["plot"] = str(plot_sweep(result, o.plot))
     return out
@@ -183,20 +189,22 @@ def run_export_gambit(o: ExportGambitOptions) -> dict[str, Any]:
 
     tree = tree_of(o)
     save_efg(tree, o.out, reads=game_files(o))
-    return {
+    exported = {
         **game_json(tree.game),
         "written": str(o.out),
         "information_sets": list(tree.n_histories),
         "note": "Gambit action values = gamma^t * Q^i (reward-to-go); lambda = 1 / alpha",
     }
+    return result_json(exported, o, tree.game)
 
 
 def run_symmetries(o: SymmetriesOptions) -> dict[str, Any]:
     """Phi_MDP and Phi_ER at alpha (against the solver's whole optimal set), as groups."""
     from ers_exact.analysis.report import symmetry_report
 
+    tree = tree_of(o)
     report = symmetry_report(
-        tree_of(o),
+        tree,
         o.alpha,
         solver_config(o),
         max_elements=o.max_elements,
@@ -204,7 +212,7 @@ def run_symmetries(o: SymmetriesOptions) -> dict[str, Any]:
         prove_seconds=o.prove_optimal_set,
         prove_workers=o.prove_workers,
     )
-    return {**report, "provenance": provenance()}
+    return result_json(report, o, tree.game)
 
 
 def run_atlas(o: AtlasOptions) -> dict[str, Any]:
@@ -213,23 +221,15 @@ def run_atlas(o: AtlasOptions) -> dict[str, Any]:
     from ers_exact.analysis.report import atlas
     from ers_exact.solve.config import parse_alphas
 
-    out = {
-        **atlas(
-            tree_of(o),
-            parse_alphas(o.alphas),
-            solver_config(o),
-            prove_seconds=o.prove_optimal_set,
-            prove_workers=o.prove_workers,
-        ),
-        "config": {
-            "alphas": o.alphas,
-            "starts": o.starts,
-            "seed": o.seed,
-            "prove_optimal_set": o.prove_optimal_set,
-            "prove_workers": o.prove_workers,
-        },
-        "provenance": provenance(),
-    }
+    tree = tree_of(o)
+    rows = atlas(
+        tree,
+        parse_alphas(o.alphas),
+        solver_config(o),
+        prove_seconds=o.prove_optimal_set,
+        prove_workers=o.prove_workers,
+    )
+    out = result_json(rows, o, tree.game)
     if o.plot:
         out["plot"] = str(plot_atlas(out, o.plot))
     return out
@@ -244,7 +244,11 @@ def run_census(o: CensusOptions) -> dict[str, Any]:
     check_count("--games", o.games, CENSUS_ROW_BYTES, "random games")  # their rows are kept for census.json
     if o.out:
         claim_folder(o.out, force=o.force, command="ers-exact census")
-    return {**census(cfg), "provenance": provenance()}
+    result = result_json(census(cfg), o)
+    # census() wrote census.json without the options' config and the provenance: written again with them
+    if o.out:
+        write_json(Path(o.out, "census.json"), result)
+    return result
 
 
 def run_demo(o: DemoOptions) -> dict[str, Any]:
@@ -279,7 +283,7 @@ def run_demo(o: DemoOptions) -> dict[str, Any]:
             )
         except PolicyBudgetError as err:
             row.update(J_star=None, note=str(err))
-        fps = solve_fixed_points(tree, o.alpha, SolverConfig(n_starts=o.starts, seed=0))
+        fps = solve_fixed_points(tree, o.alpha, SolverConfig(n_starts=o.starts, seed=_DEMO_SEED))
         row.update(
             alpha=o.alpha,
             n_fixed_points=len(fps.points),
@@ -288,8 +292,8 @@ def run_demo(o: DemoOptions) -> dict[str, Any]:
             fixed_points_complete=fps.complete,
         )
         rows.append(row)
-    config = {"max_policies": o.max_policies, "alpha": o.alpha, "starts": o.starts}
-    result: dict[str, Any] = {"command": "demo", "config": config, "games": rows, "provenance": provenance()}
+    config = {"max_policies": o.max_policies, "alpha": o.alpha, "starts": o.starts, "seed": _DEMO_SEED}
+    result = result_json({"command": "demo", "config": config, "games": rows}, o)
     write_json(Path(folder, "demo.json"), result)
     result["written"] = str(Path(folder, "demo.json"))
     return result

@@ -65,6 +65,15 @@ def alpha_grid(text: object) -> str | None:
     return None
 
 
+def refuse_unused_force(out: str | None, force: bool) -> None:
+    """``--force`` replaces an earlier run in ``--out DIR``; a command that writes nothing without ``--out``
+    (``census``, ``zsc``) refuses it alone rather than ignore it."""
+    if force and out is None:
+        raise UsageError(
+            "--force replaces an earlier run in --out DIR; without --out nothing is written: give both"
+        )
+
+
 def default_demo_dir() -> Path:
     """Where ``demo`` writes without ``--out``: ``$ERS_RESULTS_DIR``, else ``$XDG_DATA_HOME/ers/demo``, else
     ``~/.local/share/ers/demo`` (outside the source tree)."""

@@ -32,6 +32,7 @@ from ers_exact.cli.option_groups import (
     SolverOptions,
     alpha_grid,
     default_demo_dir,
+    refuse_unused_force,
 )
 from ers_exact.cli.zsc_options import DiscoverOptions, OPOptions, ZSCOptions
 from ers_exact.model.config import (
@@ -302,6 +303,9 @@ class CensusOptions(Options):
         help="folder for census.json and the games with Phi_ER > Phi_MDP (created)",
     )
     force: bool = force_option()
+
+    def check(self) -> None:
+        refuse_unused_force(self.out, self.force)
 
 
 @dataclass(frozen=True, kw_only=True)

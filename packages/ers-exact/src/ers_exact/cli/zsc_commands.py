@@ -1,14 +1,15 @@
 """The zero-shot coordination commands of ``ers-exact``: ``zsc`` (the population pipeline, Table 1), ``op``
 (the other-play optimum) and ``discover`` (one agent's discovery, Table 2's metrics). Each ``run_*(options)
--> dict`` is what ``--json`` prints; re-exported by :mod:`ers_exact.cli.commands`, which holds the others.
-Library modules are imported when a command runs."""
+-> dict`` is what ``--json`` prints (its ``config``: the report's or discovery's own, with the resolved options
+and the game as used, :func:`~ers_exact.cli.command_inputs.result_json`); re-exported by
+:mod:`ers_exact.cli.commands`, which holds the others. Library modules are imported when a command runs."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from ers_exact.cli.command_inputs import game_files, game_json, provenance, tree_of
+from ers_exact.cli.command_inputs import game_files, game_json, result_json, tree_of
 from ers_exact.cli.zsc_options import DiscoverOptions, OPOptions, ZSCOptions
 from ers_exact.util.output import claim_folder, write_json
 
@@ -45,8 +46,8 @@ def run_zsc(o: ZSCOptions) -> dict[str, Any]:
         "unseen_pool_sizes": sizes[o.agents :],
         "markdown": report.to_markdown(),
         "discovery": [d.to_json() for d in discoveries],
-        "provenance": provenance(),
     }
+    result = result_json(result, o, tree.game)
     if o.out:
         write_json(Path(o.out, f"zsc-{tree.game.name}-seed{o.seed}.json"), result)
     return result
@@ -65,7 +66,7 @@ def run_op(o: OPOptions) -> dict[str, Any]:
     result = solve_other_play(tree, o.symmetries, cfg)
     if o.save_policy:
         write_policy_file(o.save_policy, tree, result.policy, reads=game_files(o))
-    return {**game_json(tree.game), **result.to_json(), "provenance": provenance()}
+    return result_json({**game_json(tree.game), **result.to_json()}, o, tree.game)
 
 
 def run_discover(o: DiscoverOptions) -> dict[str, Any]:
@@ -79,12 +80,12 @@ def run_discover(o: DiscoverOptions) -> dict[str, Any]:
     tree = tree_of(o)
     (train, _), (unseen, _) = build_pools(tree, cfg, [o.seed, o.seed + UNSEEN_POOL_SEED_OFFSET])
     result = discover(tree, train, discovery, unseen_pool=unseen)
-    return {
+    found = {
         **result.to_json(),
         "pool_source": o.pool_source,
         "alpha": o.alpha,
         "k": o.k,
         "pool_size": len(train),  # --pool-source exact: at most |Pi*_alpha|, below --k
         "unseen_pool_size": len(unseen),
-        "provenance": provenance(),
     }
+    return result_json(found, o, tree.game)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ers_exact.cli.option_groups import GameOptions, PoolOptions, SavePolicyOptions
+from ers_exact.cli.option_groups import GameOptions, PoolOptions, SavePolicyOptions, refuse_unused_force
 from ers_exact.deployment import SELECT_BY
 from ers_exact.util.deprecation import renamed_fields
 from ers_exact.util.options import at_least, between, force_option, one_of, option, output_folder, seed_range
@@ -59,6 +59,10 @@ class ZSCOptions(PoolOptions):
         metavar="DIR",
     )
     force: bool = force_option()
+
+    def check(self) -> None:
+        super().check()
+        refuse_unused_force(self.out, self.force)
 
 
 @dataclass(frozen=True, kw_only=True)
