@@ -228,7 +228,12 @@ class DiscoveryResult:
       ``overcooked-v2:grounded_coord_simple``), so the same tabular game differs by the ``tabular:`` prefix;
     * ``algorithm``: ``sp-max`` (Algorithm 1), ``sp-max-reg`` (Algorithm 2) or ``xp-max`` (Algorithm 3);
     * ``transformations``: the l = ``top`` kept phi, best first: exact :class:`Transformation` s (ers-exact)
-      or :class:`LearnedTransformation` s (ers-deep; :meth:`permutations` gives the exact ones they round to);
+      or :class:`LearnedTransformation` s (ers-deep; :meth:`permutations` gives the exact ones they round to).
+      The two differ on the identity: ers-exact's candidates include it (it scores J-bar itself, so it is
+      usually kept, and "the top 6 on three-lever are the 6 lever relabelings" counts it), while ers-deep's
+      action candidates leave the identity action map out (its l are non-trivial; the identity joins them where
+      they are used) and may keep two candidates that round to one permutation. Compare the two as sets of
+      non-identity permutations (the exact-vs-deep benchmark compares the groups they generate);
     * ``scores``: what each kept phi is ranked by on the pool Pi' it was learned from: J-bar_phi =
       mean_{pi in Pi'} J(phi(pi)) for sp-max and sp-max-reg (Algorithm 2 chooses phi_O by its regularised
       objective, then keeps the top l by J-bar; before 2026-12-07 ers-exact ranked and reported the regularised
