@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from ers_deep.cli.common import check_games_memory, require_two_seats
+from ers_deep.cli.common import check_games_memory, folder_kind, require_two_seats, shown_entries
 from ers_exact.util.options import (
     Options,
     UsageError,
@@ -22,7 +23,7 @@ from ers_exact.util.options import (
     seed_range,
     thread_count,
 )
-from ers_exact.util.output import claim_files, write_json
+from ers_exact.util.output import MARKER, claim_files, recorded_command, write_json
 
 __all__ = [
     "ActionMatrixOptions",
@@ -45,11 +46,41 @@ def _files(out: Path, name: str) -> dict[str, Path]:
     }
 
 
+#: the analyses, which share one folder (their files: :func:`_files`)
+_ANALYSES = ("action-matrix", "op-preservation", "xp-distribution")
+#: the commands whose results folders hold pools, which an analysis may share (TABLE1/analysis is its default)
+_POOL_HOLDERS = ("ers-deep table1", "ers-deep table2")
+
+
+def _shared(out: Path) -> None:
+    """Refuse an ``--out`` that an analysis may not write into: only a missing or empty folder, a pool, a
+    table1 / table2 folder or a folder holding analyses' files (anything else in it is kept) is shared; another
+    command's results folder (census, crossplay, demo, ...: its marker names the command), a discovery run or
+    a folder of other files only are refused (the analysis wrote its files beside theirs)."""
+    if not out.is_dir():
+        return
+    if (out / MARKER).exists():
+        if recorded_command(out) in _POOL_HOLDERS:
+            return
+    elif (kind := folder_kind(out)) == "pool":
+        return
+    elif kind is None:
+        own = {f.name for name in _ANALYSES for f in _files(out, name).values()}
+        names = [re.sub(r"^\.(.+)\.tmp-[0-9]+$", r"\1", p.name) for p in out.iterdir()]  # temporaries too
+        if not names or any(n in own for n in names):
+            return
+    raise UsageError(
+        f"--out {str(out)!r}: {shown_entries(out)}, not a pool, a table1 folder or an analysis folder; "
+        "choose a new or empty folder"
+    )
+
+
 def _claim(out: Path, name: str, force: bool) -> None:
-    """Before the work: refuse an earlier ``NAME`` run in ``out`` unless ``--force`` (other analyses' files in
-    the same folder are kept)."""
+    """Before the work: refuse an ``out`` the analyses may not share (:func:`_shared`), and an earlier ``NAME``
+    run in it unless ``--force`` (other analyses' files in the same folder are kept)."""
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out}: is a file, not a folder")
+    _shared(out)
     if not force:
         claim_files(_files(out, name).values(), force=False, command=f"ers-deep {name}")
 

@@ -15,6 +15,7 @@ from ers_deep.train.config import env_problem
 from ers_exact.util.options import MAX_SEED, UsageError, option
 
 __all__ = [
+    "POOL_ENTRIES",
     "PRESET_NAMES",
     "Switch",
     "device_check",
@@ -23,10 +24,12 @@ __all__ = [
     "folder_kind",
     "parse_seeds",
     "refuse_foreign_run",
+    "refuse_non_pool",
     "refuse_unread",
     "require_two_seat_env",
     "require_two_seats",
     "seeds_check",
+    "shown_entries",
     "switch",
 ]
 
@@ -50,6 +53,9 @@ _DISCOVERY_FILES = (
 )
 #: what only ers-deep train-sp / train-op write into theirs (other_play.json: an OP pool, from its start)
 _POOL_FILES = ("pool.json", "policies", "runs", "run/other_play.json")
+
+#: what a pool folder holds from its start (a Ray pool: ray-run.json, then runs/): a folder holding one is a pool
+POOL_ENTRIES = ("pool.json", "run", "runs", "policies", "ray-run.json")
 
 #: each folder kind: what it is, the command that wrote it, the command that continues it
 _KINDS = {
@@ -211,6 +217,33 @@ def refuse_foreign_run(folder: Path, own: str, flag: str) -> None:
     what, writer, resume = _KINDS[other]
     hint = f"continue it with {resume}" if flag == "--resume" else "choose another --out"
     raise UsageError(f"{flag} {str(folder)!r}: holds {what} ({writer}), not {_KINDS[own][0]}; {hint}")
+
+
+def shown_entries(folder: Path) -> str:
+    """What ``folder`` holds, for a refusal: the command its marker names, else its first three entries."""
+    from ers_exact.util.output import MARKER, recorded_command
+
+    entries = sorted(p.name for p in folder.iterdir())
+    if MARKER in entries:
+        return f"holds the results of {recorded_command(folder) or 'another ers command'} ({MARKER})"
+    return "is not empty (" + ", ".join(entries[:3]) + (", ...)" if len(entries) > 3 else ")")
+
+
+def refuse_non_pool(folder: Path) -> None:
+    """Refuse a new pool's ``--out`` that is neither missing, empty nor a pool (:data:`POOL_ENTRIES`): another
+    command's results folder (census, crossplay, table1, ...: its marker names the command) or files not written
+    by ers, which train-sp / train-op wrote the pool beside. A pool is left to the training (which refuses it
+    unless ``--force``); a discovery run to :func:`refuse_foreign_run`."""
+    from ers_exact.util.output import MARKER
+
+    if not folder.is_dir():
+        return
+    names = {p.name for p in folder.iterdir()}
+    if not names or (MARKER not in names and names & set(POOL_ENTRIES)):
+        return
+    raise UsageError(
+        f"--out {str(folder)!r}: {shown_entries(folder)}, not a pool; choose a new or empty folder for the pool"
+    )
 
 
 def draw_pool_curve(pool: Path, title: str) -> Path | None:

@@ -242,6 +242,11 @@ class DiscoverOptions(Options):
         from ers_deep.cli.common import refuse_foreign_run
 
         refuse_foreign_run(self.out_dir(), "discovery", "--out")
+        if self.resume and not self.holds_run():
+            raise UsageError(
+                f"--resume: --out {str(self.out_dir())!r} holds no discovery run to continue; start one "
+                "without --resume"
+            )
         if self.holds_run() and not self.resume and not self.force:
             raise UsageError(
                 f"--out {str(self.out_dir())!r} already holds a discovery run; continue it with --resume, pass "

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ers_deep.cli.common import (
+    POOL_ENTRIES,
     PRESET_NAMES,
     Switch,
     check_games_memory,
@@ -15,6 +16,7 @@ from ers_deep.cli.common import (
     env_check,
     parse_seeds,
     refuse_foreign_run,
+    refuse_non_pool,
     refuse_unread,
     seeds_check,
     switch,
@@ -194,8 +196,14 @@ class TrainSPOptions(Options):
             refuse_foreign_run(resume_folder(self.resume), "pool", "--resume")
         elif self.out is not None:
             refuse_foreign_run(Path(self.out), "pool", "--out")
+            refuse_non_pool(Path(self.out))
         if self.env is not None:
             kind = self.env if self.env in ("hanabi", "overcooked-v2") else "tabular"
+            if kind == "tabular" and self.alpha is not None and self.alpha <= 0:
+                raise UsageError(
+                    f"--alpha {self.alpha:g}: the temperature of a tabular env (--env {self.env}) must be > 0 "
+                    "(its policies are scored exactly at that temperature)"
+                )
             stray = [
                 f"{flag_name(f)} (an option of {' and '.join(kinds)})"
                 for f, kinds in _ENV_FIELDS.items()
@@ -263,7 +271,7 @@ def replace_pool(opts: TrainSPOptions) -> None:
     if not opts.force or opts.out is None:
         return
     out = Path(opts.out)
-    is_pool = any((out / name).exists() for name in ("pool.json", "run", "runs", "policies"))
+    is_pool = any((out / name).exists() for name in POOL_ENTRIES)
     env = opts.env if opts.env is not None and Path(opts.env).is_file() else None
     replace_run_folder(out, is_run=is_pool, what="a pool", reads=[env])
 

@@ -41,6 +41,7 @@ __all__ = [
     "jsonable",
     "load_json",
     "read_json",
+    "recorded_command",
     "remove_stale_temporaries",
     "replace_run_folder",
     "same_file",
@@ -273,6 +274,17 @@ def replace_run_folder(
     shutil.rmtree(path)
 
 
+def recorded_command(folder: PathLike) -> str | None:
+    """The command that the marker (:data:`MARKER`) of ``folder`` names, e.g. "ers-exact census"; None where
+    there is no marker or it names none (unreadable, or an empty marker of an earlier version)."""
+    try:
+        data = json.loads((Path(folder) / MARKER).read_bytes().decode("utf-8"))
+    except (OSError, ValueError):
+        return None
+    command = data.get("command") if isinstance(data, dict) else None
+    return command if isinstance(command, str) and command else None
+
+
 def claim_folder(
     folder: PathLike, *, force: bool, command: str, reads: Iterable[PathLike] = (), option: str = "--force"
 ) -> Path:
@@ -293,9 +305,10 @@ def claim_folder(
                 f"{path}: is not empty and was not written by ers ({shown}); choose a new or empty folder"
             )
         if not force:
+            by = recorded_command(path)
             raise OutputError(
-                f"{path}: holds the results of an earlier run; pass {option} to replace them or choose "
-                "another folder"
+                f"{path}: holds the results of an earlier run{f' of {by}' if by else ''}; pass {option} to "
+                "replace them or choose another folder"
             )
         for name in entries:
             p = path / name
