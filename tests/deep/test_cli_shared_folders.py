@@ -174,3 +174,12 @@ def test_a_results_folder_refusal_names_the_command_that_wrote_it(
     census, command = _folder(tmp_path, "census")
     code, _, err = deep(*argv, str(census))
     assert_refused("ers-deep", code, err, str(census), command, "--force")
+
+
+def test_table1_alpha_zero_on_a_tabular_env_is_refused_before_training(tmp_path: Path, deep: Deep) -> None:
+    """``table1`` trains its self-play pools first: ``--alpha 0`` on a tabular env was refused only after them."""
+    out = tmp_path / "t1"
+    argv = ["table1", "--env", "tabular:toy-coordination", "--alpha", "0", "--out", str(out)]
+    code, stdout, err = deep(*argv)
+    assert_refused("ers-deep", code, err, "--alpha", "tabular:toy-coordination", "> 0")
+    assert stdout == "" and not out.exists()

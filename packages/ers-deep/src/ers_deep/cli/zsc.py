@@ -168,6 +168,11 @@ class Table1Options(Options):
         if (Path(self.out) / "config.json").exists():
             return
         kind = self.env if self.env in ("hanabi", "overcooked-v2") else "tabular"
+        if kind == "tabular" and self.alpha is not None and self.alpha <= 0:  # before any pool trains
+            raise UsageError(
+                f"--alpha {self.alpha:g}: the temperature of a tabular env (--env {self.env}) must be > 0 "
+                "(its policies are scored exactly at that temperature)"
+            )
         defaults = {f.name: f.default for f in dataclasses.fields(Table1Options)}
         stray = [
             "--" + f.replace("_", "-")
