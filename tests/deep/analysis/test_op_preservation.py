@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -184,3 +185,34 @@ def test_text_output_of_a_one_policy_pool_shows_no_nan(capsys: pytest.CaptureFix
     assert "nan" not in "\n".join(lines).lower()
     assert "E[OP(pi)] = 0.5000   E[E_phi OP(phi(pi))] = 0.2500 (MC" in lines[1]
     assert "E[OP(pi)] = 0.5000 ± 0.2500   E[E_phi OP(phi(pi))] = 0.5000 ± 0.0000" in lines[2]
+
+
+def test_the_figures_mean_bar_is_the_standard_error_across_policies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A policy's bar is its Monte-Carlo error; the mean's is the standard error across policies (the "+-" the
+    command prints and the paper reports), not the mean's Monte-Carlo error (2026-12-07: 0.0044 beside a printed
+    0.079)."""
+    import matplotlib.axes
+
+    from ers_deep.analysis.op_preservation import preservation_figure
+
+    rows = [
+        {"policy": "p/seed-0", "op": 1.0, "op_mc_se": 0.01, "shifted": 0.9, "shifted_mc_se": 0.02},
+        {"policy": "p/seed-1", "op": 3.0, "op_mc_se": 0.03, "shifted": 0.7, "shifted_mc_se": 0.04},
+    ]
+    bars: list[list[float]] = []
+    real = matplotlib.axes.Axes.errorbar
+
+    def spy(self: Any, x: Any, y: Any, yerr: Any = None, *args: Any, **kwargs: Any) -> Any:
+        bars.append(list(yerr))
+        return real(self, x, y, yerr, *args, **kwargs)
+
+    monkeypatch.setattr(matplotlib.axes.Axes, "errorbar", spy)
+    deep = {"policies": rows, **summarise(rows)}
+    preservation_figure({"deep": deep}, tmp_path / "fig.png")
+    op_bars, shifted_bars = bars
+    assert op_bars == pytest.approx([0.02, 0.06, 2 * deep["op"]["se"]]) and deep["op"]["se"] == pytest.approx(
+        1.0
+    )
+    assert shifted_bars == pytest.approx([0.04, 0.08, 2 * deep["shifted"]["se"]])

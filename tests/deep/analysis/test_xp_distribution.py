@@ -144,6 +144,7 @@ def test_the_legend_gives_both_standard_errors(tmp_path: Path, monkeypatch: pyte
         json.dumps({"rows": ["a", "b"], "mean": [[1, 2], [3]]}),
         json.dumps({"rows": ["a", "b", "c"], "mean": [[1, 2], [3, 4]]}),
         json.dumps({"rows": ["a"], "mean": [[1.0]]}),
+        json.dumps({"rows": ["a", "b"], "mean": [[1.0, None], [0.5, 1.0]]}),  # a NaN emptied the histogram
     ],
 )
 def test_a_damaged_table1_matrix_is_refused_in_one_line(

@@ -209,7 +209,11 @@ def preservation_figure(result: dict[str, Any], path: str | Path, title: str = "
     )
     for key, off, colour, label in styles:
         vals = [r[key] for r in rows] + [deep[key]["value"]]
-        errs = [2 * r[f"{key}_mc_se"] for r in rows] + [2 * deep[key]["mc_se"]]
+        # a policy's bar: its Monte-Carlo error; the mean's: the standard error across policies, the "+-" the
+        # command prints and the paper reports (its Monte-Carlo error alone where one policy leaves it undefined)
+        across = deep[key].get("se")
+        mean_se = across if isinstance(across, float) and math.isfinite(across) else deep[key]["mc_se"]
+        errs = [2 * r[f"{key}_mc_se"] for r in rows] + [2 * mean_se]
         ax.errorbar(
             x + off, vals, errs, fmt="o", color=colour, ms=4, capsize=3, label=f"{label}, deep (2 SE)"
         )
