@@ -6,6 +6,7 @@ import json
 import os
 import re
 import signal
+import struct
 import subprocess
 import sys
 import textwrap
@@ -179,6 +180,15 @@ def test_an_edited_header_is_refused(tmp_path: Path) -> None:
     assert read_metadata(path)["counters"] == {"update": 7}  # a readable header, edited
     with pytest.raises(CheckpointError, match=re.escape(f"{path}: checkpoint tensors or metadata")):
         load_checkpoint(path)
+
+
+def test_a_header_nested_too_deep_is_refused_not_a_crash(tmp_path: Path) -> None:
+    """A crafted safetensors header whose JSON nests 100,000 deep raised RecursionError (an internal error)."""
+    path = tmp_path / "deep.safetensors"
+    header = b"[" * 100_000 + b"]" * 100_000
+    path.write_bytes(struct.pack("<Q", len(header)) + header)
+    with pytest.raises(CheckpointError, match="not an ers checkpoint"):
+        read_metadata(path)
 
 
 def test_a_first_format_checkpoint_still_loads(tmp_path: Path) -> None:
