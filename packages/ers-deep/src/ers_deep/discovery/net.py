@@ -76,7 +76,7 @@ class LearnedSymmetry:
     """phi = (phi_O, phi_A) with phi_O a single-candidate ``ObsMap`` over the flattened observation."""
 
     obs_map: ObsMap
-    action_map: Tensor  # [A] long: phi(pi)(a | o) = pi(action_map[a] | phi_O(o)) (interface.LearnedTransformation)
+    action_map: Tensor  # [A] long: phi(pi)(a | o) = pi(action_map[a] | phi_O(o))
     name: str
     obs_shape: tuple[int, ...]
     lift: Lift | None = None  # tabular envs: phi_O acts on one observation, lifted to local histories
