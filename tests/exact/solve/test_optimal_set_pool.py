@@ -83,3 +83,15 @@ def test_bad_worker_counts_are_refused(capsys: pytest.CaptureFixture[str]) -> No
         OptimalSetConfig(workers=0)
     assert main(["optimal-set", "handshake", "--alpha", "0.25", "--workers", "0"]) == 2
     assert "--workers" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("eps", -1.0), ("eps", float("nan")), ("eps", float("inf")), ("eps", 0.0), ("max_seconds", float("nan"))]
+    + [("max_seconds", -1.0), ("batch", 0), ("max_boxes", 0), ("batch", True), ("eps", "1e-6")],
+)
+def test_the_library_refuses_what_the_command_line_refuses(field: str, value: object) -> None:
+    """A negative or NaN eps searched and blamed "no certified fixed point", an infinite one called every fixed
+    point optimal, NaN seconds meant none, batch 0 passed (found by an audit, 2026-12-07)."""
+    with pytest.raises(ValueError, match=f"OptimalSetConfig.{field}"):
+        OptimalSetConfig(**{field: value})  # type: ignore[arg-type]

@@ -197,6 +197,16 @@ class OptimalSetConfig:
             raise ValueError(f"OptimalSetConfig.workers = {self.workers!r}: give an integer >= 1")
         if not (isinstance(self.held_orders, int) and self.held_orders >= 0):
             raise ValueError(f"OptimalSetConfig.held_orders = {self.held_orders!r}: give an integer >= 0")
+        # as the command line checks them (a negative or NaN eps searched and then blamed "no certified fixed
+        # point"; an infinite one called every fixed point optimal; NaN seconds meant none)
+        for name in ("eps", "max_seconds"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+                raise ValueError(f"OptimalSetConfig.{name} = {value!r}: give a finite number > 0")
+        for name in ("batch", "max_boxes"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"OptimalSetConfig.{name} = {value!r}: give an integer >= 1")
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)

@@ -88,6 +88,8 @@ class FixedPointSet:
 
     @property
     def J_star(self) -> float:
+        """The best J among the points found: J* where ``complete``, else a lower bound on it (the points not
+        found may hold a better one; ``optimal_set`` proves J* and Pi*)."""
         return max(p.J for p in self.points) if self.points else float("nan")
 
     @property
