@@ -192,12 +192,15 @@ def test_a_second_deep_run_into_its_folder_is_refused_and_force_replaces_it(
     code, stdout, err = deep(*argv)
     assert_refused("ers-deep", code, err, str(out), "--force")
     assert stdout == "" and (out / kept).read_bytes() == before
-    (out / "stale.txt").write_text("from the earlier run")  # a whole-folder replacement removes it
+    (out / "stale.txt").write_text("not written by ers")
+    if argv[0] in ("train-sp", "train-op", "discover"):  # --force removes only the run's own entries
+        code, _, err = deep(*argv, "--force")  # (it removed the whole folder: tests/test_output_safety.py)
+        assert_refused("ers-deep", code, err, str(out), "stale.txt")
+        assert (out / "stale.txt").is_file() and (out / kept).read_bytes() == before
+        (out / "stale.txt").unlink()
     code, _, err = deep(*argv, "--force")
     assert code == 0, err
     assert (out / kept).is_file()
-    if argv[0] in ("train-sp", "train-op", "discover"):  # crossplay: test_crossplay_writes_strict_json_...
-        assert not (out / "stale.txt").exists()
 
 
 def test_analyses_share_a_folder_and_force_replaces_only_their_own_files(

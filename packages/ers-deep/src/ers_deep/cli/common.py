@@ -1,29 +1,40 @@
-"""Checks and parsers shared by the ers-deep commands (devices, envs, seed lists, Hanabi presets), and the
-learning-curve figure the commands that train draw in each pool."""
+"""Checks and parsers shared by the ers-deep commands (devices, envs, seed lists, Hanabi presets), what ers writes
+into a pool and a discovery run (their :data:`Layout`: ``--force`` removes only that, and no write there follows a
+link), and the learning-curve figure the commands that train draw in each pool."""
 
 from __future__ import annotations
 
 import json
+import re
 import sys
+from collections.abc import Iterable, Mapping
+from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
 import torch
 
 from ers_deep.envs.hanabi.config import PRESET_ALIASES, PRESETS
 from ers_deep.train.config import env_problem
 from ers_exact.util.options import MAX_SEED, UsageError, option
+from ers_exact.util.output import MARKER, refuse_linked_folder
 
 __all__ = [
+    "DISCOVERY_LAYOUT",
     "POOL_ENTRIES",
+    "POOL_LAYOUT",
     "PRESET_NAMES",
+    "Layout",
     "Switch",
     "device_check",
     "draw_pool_curve",
     "env_check",
     "folder_kind",
+    "foreign_entries",
     "parse_seeds",
+    "refuse_foreign_entries",
     "refuse_foreign_run",
+    "refuse_links",
     "refuse_non_pool",
     "refuse_unread",
     "require_two_seat_env",
@@ -56,6 +67,43 @@ _POOL_FILES = ("pool.json", "policies", "runs", "run/other_play.json")
 
 #: what a pool folder holds from its start (a Ray pool: ray-run.json, then runs/): a folder holding one is a pool
 POOL_ENTRIES = ("pool.json", "run", "runs", "policies", "ray-run.json")
+
+#: what ers writes into a folder of its own: an entry's name (a glob) -> None for a regular file (its write_atomic
+#: temporaries, .NAME.tmp-PID, included) or the layout of a subfolder
+Layout: TypeAlias = Mapping[str, "Layout | None"]
+#: a training run's folder (ers_deep.train: run/ of a pool or a discovery run; other_play.json: train-op's)
+_RUN: Layout = {
+    "config.json": None,
+    "metrics.csv": None,
+    "other_play.json": None,
+    "checkpoints": {"update-*.safetensors": None},
+    "tensorboard": {"events.out.tfevents.*": None},
+}
+_DISCOVERY: Layout = dict.fromkeys(
+    ("discovery-config.json", "discovery-policies.json", "discovery.json", "symmetries.safetensors")
+)
+#: an ers-deep discover --out (sp-max-reg without --earlier first runs sp-max into earlier/)
+DISCOVERY_LAYOUT: Layout = {**_DISCOVERY, "run": _RUN, "earlier": {**_DISCOVERY, "run": _RUN}}
+#: a pool trained in one process (train_pool: also a Ray pool's runs/seed-N and table1's sub-pools)
+_ONE_POOL: Layout = {
+    "pool.json": None,
+    "policies": {"seed-*.safetensors": None},
+    "run": _RUN,
+    "learning-curve.png": None,
+}
+#: what train-sp / train-op write into a pool folder (a Ray pool: ray-run.json, runs/seed-N)
+_POOL_OWN: Layout = {**_ONE_POOL, "ray-run.json": None, "runs": {"seed-*": _ONE_POOL}}
+#: (as cli/analyse.py's) the analyses, whose files share POOL/analysis
+_ANALYSES = ("action-matrix", "op-preservation", "xp-distribution")
+#: a pool folder: the pool, and the results other commands write into it by default, which describe that pool
+#: and go with it on --force: the analyses' POOL/analysis, crossplay's POOL/crossplay, discover's
+#: POOL/discovery-ALGORITHM
+POOL_LAYOUT: Layout = {
+    **_POOL_OWN,
+    "analysis": {f"{a}{end}": None for a in _ANALYSES for end in (".json", "-config.json", ".png")},
+    "crossplay": dict.fromkeys((MARKER, "xp.json", "xp.png", "report.json")),
+    **dict.fromkeys((f"discovery-{a}" for a in ("sp-max", "sp-max-reg", "xp-max")), DISCOVERY_LAYOUT),
+}
 
 #: each folder kind: what it is, the command that wrote it, the command that continues it
 _KINDS = {
@@ -232,18 +280,79 @@ def shown_entries(folder: Path) -> str:
 def refuse_non_pool(folder: Path) -> None:
     """Refuse a new pool's ``--out`` that is neither missing, empty nor a pool (:data:`POOL_ENTRIES`): another
     command's results folder (census, crossplay, table1, ...: its marker names the command) or files not written
-    by ers, which train-sp / train-op wrote the pool beside. A pool is left to the training (which refuses it
-    unless ``--force``); a discovery run to :func:`refuse_foreign_run`."""
-    from ers_exact.util.output import MARKER
-
+    by ers, which train-sp / train-op wrote the pool beside, and a pool beside entries ers did not write there
+    (:func:`refuse_foreign_entries`: ``--force`` removed the whole folder). A pool is left to the training
+    (which refuses it unless ``--force``); a discovery run to :func:`refuse_foreign_run`."""
     if not folder.is_dir():
         return
     names = {p.name for p in folder.iterdir()}
-    if not names or (MARKER not in names and names & set(POOL_ENTRIES)):
+    if not names:
+        return
+    if MARKER not in names and names & set(POOL_ENTRIES):
+        refuse_foreign_entries(folder, POOL_LAYOUT, "a pool", "--out")
         return
     raise UsageError(
         f"--out {str(folder)!r}: {shown_entries(folder)}, not a pool; choose a new or empty folder for the pool"
     )
+
+
+def _scan(folder: Path, layout: Layout, prefix: str, foreign: list[str], links: list[Path]) -> None:
+    """Sort the entries under ``folder`` by ``layout``: ``foreign`` gets each one ers does not write there (its
+    path relative to the top folder; a link is one, ``NAME (a link)``), ``links`` each link where ers writes."""
+    try:
+        entries = sorted(folder.iterdir())
+    except OSError as e:
+        foreign.append(f"{prefix or './'} (unreadable: {e.strerror or e})")
+        return
+    for p in entries:
+        temporary = re.fullmatch(r"\.(.+)\.tmp-[1-9][0-9]*", p.name)
+        name = temporary[1] if temporary else p.name
+        sub = next((sub for glob, sub in layout.items() if fnmatchcase(name, glob)), ...)
+        if p.is_symlink():
+            foreign.append(f"{prefix}{p.name} (a link)")
+            links += [p] if sub is not ... else []
+        elif isinstance(sub, Mapping) and temporary is None and p.is_dir():
+            _scan(p, sub, f"{prefix}{p.name}/", foreign, links)
+        elif not (sub is None and p.is_file()):
+            foreign.append(prefix + p.name)
+
+
+def foreign_entries(folder: Path, layout: Layout) -> list[str]:
+    """The entries under ``folder`` that ers does not write into it (``layout``), as paths relative to it in name
+    order: a user's files, links (ers writes none), special files; a subfolder ers writes is checked entry by
+    entry. Empty: everything there is ers's own, which ``--force`` may remove."""
+    foreign: list[str] = []
+    _scan(folder, layout, "", foreign, [])
+    return foreign
+
+
+def refuse_foreign_entries(folder: Path, layout: Layout, what: str, flag: str) -> None:
+    """Refuse ``flag`` FOLDER, ``what`` (e.g. "a pool") for ``--force`` to replace, when it holds entries ers did
+    not write there (:func:`foreign_entries`): ``--force`` removed the whole folder, a thesis beside a ``run/``
+    included. One line naming up to three of them; nothing is removed."""
+    if folder.is_dir() and (foreign := foreign_entries(folder, layout)):
+        shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+        raise UsageError(
+            f"{flag} {str(folder)!r}: holds entries that are not {what}'s ({shown}); --force removes only what "
+            "ers wrote: move those or choose another folder"
+        )
+
+
+def refuse_links(folder: Path, layout: Layout, flag: str, reads: Iterable[str | None] = ()) -> None:
+    """Refuse ``flag`` FOLDER when writing into it would follow a symbolic link: one where ers writes there
+    (``layout``: a received pool's ``pool.json`` pointing at another file was overwritten by ``--resume``, a
+    linked ``run/`` written into), or FOLDER itself a link inside a folder of ers or one of ``reads``
+    (``refuse_linked_folder``: discover's POOL/discovery-ALGORITHM). A link elsewhere, which the user names as
+    the folder (a results folder on another disk), is kept: links are refused only below it."""
+    refuse_linked_folder(folder, reads)
+    links: list[Path] = []
+    if folder.is_dir():
+        _scan(folder, layout, "", [], links)
+    if links:
+        raise UsageError(
+            f"{flag} {str(folder)!r}: {links[0]} is a symbolic link; ers writes through no link inside its "
+            "folders (remove it)"
+        )
 
 
 def draw_pool_curve(pool: Path, title: str) -> Path | None:

@@ -184,8 +184,8 @@ class DiscoverOptions(Options):
     resume: bool = option(False, help="continue the interrupted run in --out from its last checkpoint")
     force: bool = option(
         False,
-        help="replace the discovery run in --out (its folder is removed first; without it such a folder is "
-        "refused)",
+        help="replace the discovery run in --out: what ers wrote there is removed first; a folder holding "
+        "anything else is refused, and so is a run without --force",
     )
     device: str | None = option(
         None,
@@ -239,9 +239,17 @@ class DiscoverOptions(Options):
             raise UsageError(
                 "--force starts a new discovery run in --out; --resume continues one: give one of them"
             )
-        from ers_deep.cli.common import refuse_foreign_run
+        from ers_deep.cli.common import (
+            DISCOVERY_LAYOUT,
+            refuse_foreign_entries,
+            refuse_foreign_run,
+            refuse_links,
+        )
 
         refuse_foreign_run(self.out_dir(), "discovery", "--out")
+        if self.force:
+            refuse_foreign_entries(self.out_dir(), DISCOVERY_LAYOUT, "a discovery run", "--out")
+        refuse_links(self.out_dir(), DISCOVERY_LAYOUT, "--out", [self.pool, self.held_out, self.earlier])
         if self.resume and not self.holds_run():
             raise UsageError(
                 f"--resume: --out {str(self.out_dir())!r} holds no discovery run to continue; start one "
@@ -358,8 +366,10 @@ def run_discover(opts: DiscoverOptions) -> dict[str, Any]:
 
     import torch
 
+    from ers_deep.cli.common import DISCOVERY_LAYOUT, foreign_entries
     from ers_deep.discovery import discover
     from ers_deep.pools import PoolError, load_pool
+    from ers_exact.util.output import output_root, replace_run_folder
 
     if opts.threads:
         torch.set_num_threads(opts.threads)
@@ -374,13 +384,13 @@ def run_discover(opts: DiscoverOptions) -> dict[str, Any]:
     config = _resumed_config(opts, env) if opts.resume else opts.config(env)
     _check_memory(pool, config)
     out = opts.out_dir()
-    if opts.force:
-        from ers_exact.util.output import replace_run_folder
-
+    if opts.force:  # only what discover writes (refused in check() when the folder holds anything else)
         reads = [opts.pool, opts.held_out, opts.earlier]
-        replace_run_folder(out, is_run=opts.holds_run(), what="a discovery run", reads=reads)
+        foreign = foreign_entries(out, DISCOVERY_LAYOUT) if out.is_dir() else []
+        replace_run_folder(out, is_run=opts.holds_run(), what="a discovery run", foreign=foreign, reads=reads)
     start = time.perf_counter()
-    result = discover(pool, config, out, held_out=held_out, resume_run=opts.resume, threads=opts.threads)
+    with output_root(out):  # no write in --out goes through a symbolic link below it
+        result = discover(pool, config, out, held_out=held_out, resume_run=opts.resume, threads=opts.threads)
     files = {
         "discovery": str(out / "discovery.json"),
         "symmetries": str(out / "symmetries.safetensors"),

@@ -8,14 +8,17 @@ from typing import Any, Literal
 
 from ers_deep.cli.common import (
     POOL_ENTRIES,
+    POOL_LAYOUT,
     PRESET_NAMES,
     Switch,
     check_games_memory,
     device_check,
     draw_pool_curve,
     env_check,
+    foreign_entries,
     parse_seeds,
     refuse_foreign_run,
+    refuse_links,
     refuse_non_pool,
     refuse_unread,
     seeds_check,
@@ -62,8 +65,9 @@ class TrainSPOptions(Options):
     )
     force: bool = option(
         False,
-        help="replace the pool in --out (its whole folder is removed first; without it such a folder is "
-        "refused)",
+        help="replace the pool in --out: what ers wrote there is removed first, the analysis/, crossplay/ and "
+        "discovery-*/ results of that pool included; a folder holding anything else is refused, and so is a pool "
+        "without --force",
     )
     alpha: float | None = option(
         None,
@@ -194,9 +198,11 @@ class TrainSPOptions(Options):
             raise UsageError(f"--advantage exact needs a tabular env, not {self.env}")
         if self.resume is not None:
             refuse_foreign_run(resume_folder(self.resume), "pool", "--resume")
+            refuse_links(resume_folder(self.resume), POOL_LAYOUT, "--resume")
         elif self.out is not None:
             refuse_foreign_run(Path(self.out), "pool", "--out")
             refuse_non_pool(Path(self.out))
+            refuse_links(Path(self.out), POOL_LAYOUT, "--out")
         if self.env is not None:
             kind = self.env if self.env in ("hanabi", "overcooked-v2") else "tabular"
             if kind == "tabular" and self.alpha is not None and self.alpha <= 0:
@@ -264,38 +270,45 @@ _RUN_FIELDS = ("env", "seeds", "out", "hidden", "conv", "bf16_gradients", "int8_
 
 
 def replace_pool(opts: TrainSPOptions) -> None:
-    """``--force``: remove the earlier pool in ``--out`` (refused when the folder is not a pool or holds the
-    env's .dpomdp file)."""
+    """``--force``: remove the earlier pool in ``--out``, entry by entry (:data:`POOL_LAYOUT`: the pool and the
+    results written into it); refused when the folder is not a pool, holds anything else or holds the env's
+    .dpomdp file."""
     from ers_exact.util.output import replace_run_folder
 
     if not opts.force or opts.out is None:
         return
     out = Path(opts.out)
     is_pool = any((out / name).exists() for name in POOL_ENTRIES)
+    foreign = foreign_entries(out, POOL_LAYOUT) if out.is_dir() else []
     env = opts.env if opts.env is not None and Path(opts.env).is_file() else None
-    replace_run_folder(out, is_run=is_pool, what="a pool", reads=[env])
+    replace_run_folder(out, is_run=is_pool, what="a pool", foreign=foreign, reads=[env])
 
 
 def with_learning_curve(res: dict[str, Any], pool: Path) -> dict[str, Any]:
     """Draw the pool's learning curves (``draw_pool_curve``) and name the figure (relative to the pool, like
     the policy files) in pool.json and the summary (``figure``); where none is drawn both stay as they are."""
     from ers_deep.train.checkpoint import atomic_write_bytes
-    from ers_exact.util.output import dumps
+    from ers_exact.util.output import dumps, output_root
 
-    path = draw_pool_curve(pool, f"{res['env']}, alpha {res['alpha']}: training")
-    if path is None:
-        return res
-    res = {**res, "figure": str(path.relative_to(pool))}
-    atomic_write_bytes(pool / "pool.json", dumps(res, indent=2, sort_keys=True).encode())
+    with output_root(pool):  # no write through a link in the pool
+        path = draw_pool_curve(pool, f"{res['env']}, alpha {res['alpha']}: training")
+        if path is None:
+            return res
+        res = {**res, "figure": str(path.relative_to(pool))}
+        atomic_write_bytes(pool / "pool.json", dumps(res, indent=2, sort_keys=True).encode())
     return res
 
 
 def run_train_sp(opts: TrainSPOptions) -> dict[str, Any]:
-    """Train (or continue) a pool; the pool summary (pool.json) and its learning-curve figure."""
+    """Train (or continue) a pool; the pool summary (pool.json) and its learning-curve figure. No write in the
+    pool folder goes through a symbolic link below it (``output_root``; the folder itself may be one)."""
+    from ers_exact.util.output import output_root
+
     folder = resume_folder(opts.resume) if opts.resume is not None else Path(str(opts.out))
     if opts.resume is not None:
         check_resume_updates(folder, opts.max_updates, opts.ray)
-    return with_learning_curve(_train_sp(opts), folder)
+    with output_root(folder):
+        return with_learning_curve(_train_sp(opts), folder)
 
 
 def _train_sp(opts: TrainSPOptions) -> dict[str, Any]:

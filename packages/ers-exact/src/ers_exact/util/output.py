@@ -14,6 +14,8 @@
   runs' files never mix; a folder holding files not written by ers is never emptied.
 * :func:`claim_files` does the same for one command's named files in a folder several commands share (the
   analyses of ``POOL/analysis``): an earlier run's files are refused unless ``--force``.
+* No write follows a symbolic link found inside an output folder (:func:`output_root`,
+  :func:`refuse_linked_folder`); the folder, or a file, that the user names may itself be a link.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ import os
 import re
 import shutil
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +43,10 @@ __all__ = [
     "dumps",
     "jsonable",
     "load_json",
+    "output_root",
     "read_json",
     "recorded_command",
+    "refuse_linked_folder",
     "remove_stale_temporaries",
     "replace_run_folder",
     "same_file",
@@ -54,6 +59,11 @@ __all__ = [
 MARKER = ".ers-results.json"
 
 PathLike = str | os.PathLike[str]
+
+#: entries that mark a folder as written by ers: a results folder's marker, a pool's or a discovery run's files
+_ERS_ENTRIES = (MARKER, "pool.json", "ray-run.json", "discovery.json", "discovery-config.json")
+#: the open :func:`output_root` folders (absolute, as named: the folder itself may be a link)
+_ROOTS: list[Path] = []
 
 
 class OutputError(InputError, OSError):
@@ -117,6 +127,7 @@ def remove_stale_temporaries(folder: PathLike) -> list[Path]:
     paths, in name order. POSIX only (elsewhere nothing is removed); a folder shared with another machine's
     writer would see its live PIDs as dead: resume a run on one machine at a time."""
     folder = Path(folder)
+    _refuse_links_below(folder)
     if os.name != "posix" or not folder.is_dir():
         return []
     removed = []
@@ -139,6 +150,7 @@ def write_atomic(path: PathLike, data: bytes | str, *, reads: Iterable[PathLike]
     disk, a missing folder, no permission); the earlier file, if any, is then unchanged."""
     path = Path(path)
     _refuse_inputs(path, reads)
+    _refuse_links_below(path)
     target = _write_target(path)
     raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
     tmp = _temporary(target, os.getpid())
@@ -253,25 +265,67 @@ def _refuse_input_folder(path: Path, reads: Iterable[PathLike | None]) -> None:
             )
 
 
+@contextmanager
+def output_root(folder: PathLike) -> Iterator[None]:
+    """While open, :func:`write_atomic` and :func:`remove_stale_temporaries` refuse a symbolic link below
+    ``folder`` (the file, or a folder on its way: in a received pool it would send the write anywhere)."""
+    _ROOTS.append(root := Path(os.path.abspath(folder)))
+    try:
+        yield
+    finally:
+        _ROOTS.remove(root)
+
+
+def _refuse_links_below(path: Path) -> None:
+    full = Path(os.path.abspath(path))
+    for root in _ROOTS:
+        below = [p for p in (*reversed(full.parents), full) if p != root and p.is_relative_to(root)]
+        if link := next((p for p in below if p.is_symlink()), None):
+            raise OutputError(f"{link}: a symbolic link in the output folder {root}; refusing to follow it")
+
+
+def refuse_linked_folder(folder: PathLike, reads: Iterable[PathLike | None] = ()) -> None:
+    """Refuse an output ``folder`` that is a symbolic link inside a folder ers wrote or one the command reads
+    (``POOL/crossplay`` of a received pool); a link elsewhere (a folder on another disk) is kept."""
+    path, parent = Path(folder), Path(os.path.abspath(Path(folder).parent))
+    inputs = [Path(os.path.abspath(r)) for r in reads if r is not None]
+    ers = any(os.path.lexists(parent / name) for name in _ERS_ENTRIES)
+    if path.is_symlink() and (ers or any(map(parent.is_relative_to, inputs))):
+        raise OutputError(
+            f"{path}: a symbolic link inside {path.parent} (a folder of ers or an input); refusing to follow it"
+        )
+
+
+def _shown(names: list[str]) -> str:
+    return ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+
+
 def replace_run_folder(
-    folder: PathLike, *, is_run: bool, what: str, reads: Iterable[PathLike | None] = ()
+    folder: PathLike, *, is_run: bool, what: str, foreign: list[str], reads: Iterable[PathLike | None] = ()
 ) -> None:
     """``--force`` of a command whose folder holds a resumable run (a pool, a discovery run): remove the earlier
-    run in ``folder`` (``is_run``: the caller recognised it as ``what``, e.g. "a pool") so a new one starts.
-    A folder that is or holds an input, and a non-empty folder that is not such a run, are refused."""
+    run in ``folder`` (``is_run``: the caller recognised it as ``what``, e.g. "a pool"), entry by entry (the
+    folder may be a link to another disk). A folder that is or holds an input, a non-empty folder that is not
+    such a run, and one holding entries ers did not write (``foreign``: the caller's list) are refused."""
     path = Path(folder)
     if not path.exists():
         return
     _refuse_input_folder(path, reads)
     if not path.is_dir():
         raise OutputError(f"{path}: is a file, not a folder")
-    entries = sorted(p.name for p in path.iterdir())
+    entries = sorted(path.iterdir())
     if not entries:
         return
     if not is_run:
-        shown = ", ".join(entries[:3]) + (", ..." if len(entries) > 3 else "")
+        shown = _shown([p.name for p in entries])
         raise OutputError(f"{path}: is not empty and not {what} ({shown}); --force replaces only {what}")
-    shutil.rmtree(path)
+    if foreign:
+        raise OutputError(
+            f"{path}: holds entries ers did not write ({_shown(foreign)}); --force removes only the files of "
+            f"{what}: move those or choose another folder"
+        )
+    for p in entries:
+        shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
 
 
 def recorded_command(folder: PathLike) -> str | None:
@@ -295,14 +349,15 @@ def claim_folder(
     refused either way, and so is a folder that is or holds one of the paths the command reads."""
     path = Path(folder)
     _refuse_input_folder(path, reads)
+    refuse_linked_folder(path, reads)
     if path.exists() and not path.is_dir():
         raise OutputError(f"{path}: is a file, not a folder")
     entries = sorted(p.name for p in path.iterdir()) if path.is_dir() else []
     if entries:
         if MARKER not in entries:
-            shown = ", ".join(entries[:3]) + (", ..." if len(entries) > 3 else "")
             raise OutputError(
-                f"{path}: is not empty and was not written by ers ({shown}); choose a new or empty folder"
+                f"{path}: is not empty and was not written by ers ({_shown(entries)}); choose a new or empty "
+                "folder"
             )
         if not force:
             by = recorded_command(path)
@@ -328,7 +383,10 @@ def claim_files(files: Iterable[PathLike], *, force: bool, command: str, option:
     """Refuse to write ``files`` (one run's outputs, in a folder other commands share) when any of them holds
     an earlier run, unless ``force``; with ``force`` the earlier files are removed, so the two runs never mix.
     Call it before the work starts (refusal) and again, with ``force``, just before writing (removal)."""
-    earlier = [Path(f) for f in files if os.path.lexists(f)]
+    paths = [Path(f) for f in files]
+    for folder in {f.parent for f in paths}:
+        refuse_linked_folder(folder)
+    earlier = [f for f in paths if os.path.lexists(f)]
     if not earlier:
         return
     if not force:
