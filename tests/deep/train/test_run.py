@@ -528,3 +528,23 @@ def test_config_json_records_the_threads_and_the_modes_as_run(
         torch.set_num_threads(threads)
     assert learner.update == 4
     assert "began with 1 torch threads, this process has 2" in capsys.readouterr().err
+
+
+def test_metrics_are_never_appended_through_a_symbolic_link(tmp_path: Path) -> None:
+    """metrics.csv is appended to (not written atomically): a link planted in a shared run folder was followed,
+    appending to whatever it named. Now refused, the target untouched."""
+    from ers_deep.train.run_files import METRIC_COLUMNS, write_metric_rows
+
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep\n")
+    (tmp_path / "metrics.csv").symlink_to(victim)
+    m = {
+        "update": 1,
+        "env_steps": 8,
+        "lr": 0.1,
+        "shaped_coef": 0.0,
+        **{k: [0.0] for k in METRIC_COLUMNS[3:10]},
+    }
+    with pytest.raises(OSError, match="cannot append metrics"):
+        write_metric_rows(tmp_path / "metrics.csv", m, (0,), 1.0)
+    assert victim.read_text() == "keep\n"

@@ -54,8 +54,12 @@ class TrainOPOptions(TrainSPOptions):
 
 def run_train_op(opts: TrainOPOptions) -> dict[str, Any]:
     """Train (or continue) an other-play pool; the pool summary (pool.json) and its learning-curve figure."""
+    from ers_exact.util.output import output_root
+
     folder = resume_folder(opts.resume) if opts.resume is not None else Path(str(opts.out))
-    return with_learning_curve(_train_op(opts), folder)
+    with output_root(folder):  # no write through a link in the pool, as train-sp's
+        result = _train_op(opts)
+    return with_learning_curve(result, folder)
 
 
 def _train_op(opts: TrainOPOptions) -> dict[str, Any]:

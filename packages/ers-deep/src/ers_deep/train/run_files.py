@@ -82,8 +82,16 @@ def read_metrics(run_dir: str | os.PathLike[str]) -> list[dict[str, str]]:
 
 
 def write_metric_rows(path: Path, m: dict[str, Any], seeds: tuple[int, ...], seconds: float) -> None:
-    """Append update ``m``'s rows to metrics.csv, one per seed (``seconds``: the update's own), synced."""
-    with open(path, "a", newline="") as f:
+    """Append update ``m``'s rows to metrics.csv, one per seed (``seconds``: the update's own), synced; never
+    through a symbolic link (``O_NOFOLLOW``: a link planted in a shared run folder is refused, not followed)."""
+    nofollow = getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | nofollow, 0o666)
+    except OSError as e:
+        raise OSError(
+            e.errno, f"{path}: cannot append metrics ({e.strerror}; a symbolic link is refused)"
+        ) from None
+    with os.fdopen(fd, "a", newline="") as f:
         w = csv.writer(f)
         for s, seed in enumerate(seeds):
             row = [m["update"], m["env_steps"], seed] + [repr(float(m[k][s])) for k in METRIC_COLUMNS[3:10]]
