@@ -14,6 +14,7 @@ from ers_deep.pools import PoolError, load_policy, load_pool, train_pool
 from ers_deep.train.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from ers_deep.train.config import paper_config
 from ers_deep.train.ippo import Learner
+from ers_exact.interface import file_sha256
 from tests.cli_helpers import assert_refused
 
 
@@ -124,6 +125,7 @@ def test_crossplay_of_a_pool_with_such_a_policy_is_one_line(
     shutil.copytree(toy_pool, folder, ignore=shutil.ignore_patterns("run"))
     file = folder / "policies" / "seed-4.safetensors"
     _rewrite_policy(file, file, "num_actions")
+    _record_digests(folder, None)  # as written before pool.json recorded them (else: refused by the digest)
     code, out, err = deep("crossplay", str(folder), "--games", "4", "--out", str(tmp_path / "xp"))
     assert_refused("ers-deep", code, err, str(file), "num_actions 3")
     assert out == ""
@@ -134,7 +136,18 @@ def _pool_trained_on(toy_pool: Path, folder: Path, device: str) -> Path:
     shutil.copytree(toy_pool, folder, ignore=shutil.ignore_patterns("run"))
     for file in (folder / "policies").glob("*.safetensors"):
         _rewrite_policy(file, file, f"device={device}")
+    _record_digests(folder, file_sha256)
     return folder
+
+
+def _record_digests(folder: Path, sha256: Callable[[Path], str] | None) -> None:
+    """pool.json's ``sha256`` of each policy file: ``sha256`` of the file, or none (a pool written before)."""
+    info = json.loads((folder / "pool.json").read_text())
+    for entry in info["policies"]:
+        entry.pop("sha256", None)
+        if sha256 is not None:
+            entry["sha256"] = sha256(folder / entry["file"])
+    (folder / "pool.json").write_text(json.dumps(info))
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a machine without CUDA")

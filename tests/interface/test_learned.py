@@ -154,9 +154,12 @@ def test_verify_accepts_the_recorded_checkpoint(checkpoint, monkeypatch: pytest.
     assert t.verify(base) == path
     monkeypatch.chdir(base)  # no base: relative to the working directory
     assert t.verify().resolve() == path.resolve()
+    # an absolute path or one with "..": read anywhere before (a discovery.json may come from a stranger)
     absolute = _learned(checkpoint=str(path), sha256=t.sha256)
-    assert absolute.verify() == path
-    assert absolute.verify(Path("/nonexistent")) == path  # absolute paths ignore the base
+    up = _learned(checkpoint="../x", sha256=t.sha256)
+    for learned, where in ((absolute, None), (absolute, base), (up, base)):
+        with pytest.raises(ArtifactError, match="no file inside"):
+            learned.verify(where)
 
 
 def test_verify_refuses_a_missing_checkpoint(checkpoint) -> None:

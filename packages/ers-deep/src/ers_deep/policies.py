@@ -4,24 +4,52 @@
 ``ers_deep.train.checkpoint`` file (safetensors + JSON metadata: the TrainConfig, seed, obs shape, actions);
 ``load_policy`` reads one back, its metadata and tensors checked (``CheckpointError`` naming the file; nothing is
 unpickled). ``ers_deep.pools`` re-exports all of them.
+
+Policy files may come from strangers (a pool downloaded, shared or edited): ``read_regular_file`` reads only a
+regular file of at most ``MAX_FILE_BYTES`` (a device such as /dev/zero or a FIFO is refused, without blocking),
+and the network the metadata describes is compared with the file's tensor shapes on the ``meta`` device before
+any memory is allocated for it (metadata can name a network of gigabytes; its digest anyone can recompute).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import os
+import re
+import stat
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 import torch
 
 from ers_deep.nets import ActorCritic, build_net
-from ers_deep.train.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from ers_deep.train.checkpoint import CheckpointError, parse_checkpoint, save_checkpoint
 from ers_deep.train.config import TrainConfig
 from ers_deep.train.evaluate import Agent
 from ers_deep.train.ippo import Learner
 
-__all__ = ["Policy", "load_policy", "on_device", "save_policy", "seed_net", "usable_device"]
+__all__ = [
+    "MAX_FILE_BYTES",
+    "Policy",
+    "load_checkpoint_file",
+    "load_listed_policy",
+    "load_policy",
+    "on_device",
+    "read_regular_file",
+    "save_policy",
+    "seed_net",
+    "usable_device",
+]
+
+#: the largest policy or symmetry file read (bytes): far above any network here (the Overcooked CNN + GRU is a
+#: few MB), far below a reader's patience with /dev/zero
+MAX_FILE_BYTES = 4 << 30
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+#: TrainConfig fields a policy may record otherwise than its pool.json: its own seeds (a Ray pool's seed alone),
+#: its device (a Ray task's) and the CPU-only switches ``on_device`` resets off the CPU
+_OWN_FIELDS = ("seeds", "device", "bf16_gradients", "int8_inputs")
 
 
 @dataclass(frozen=True)
@@ -77,12 +105,56 @@ def save_policy(
     return save_checkpoint(path, tensors, meta)
 
 
-def load_policy(path: str | os.PathLike[str], device: str | None = None) -> Policy:
-    """A frozen policy file (``CheckpointError`` naming the file when damaged, or when its metadata does not
-    describe a network its tensors fit), its net and games on ``device``: by default the device it was trained
-    on where this machine has it, else the CPU (a pool trained on CUDA reads on a machine without one). The
-    policy's ``config.device`` says where it is (``on_device``)."""
-    tensors, meta = load_checkpoint(path)
+def read_regular_file(path: str | os.PathLike[str], what: str, limit: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of ``path``, checked on the opened file to be a regular file of at most ``limit`` bytes
+    (``CheckpointError`` naming it and ``what`` it should be otherwise: missing, a folder, a device such as
+    /dev/zero, a FIFO, which is opened without blocking, or too large)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    except OSError as e:
+        raise CheckpointError(f"{path}: cannot read {what}: {e.strerror}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            kind = "a folder" if stat.S_ISDIR(info.st_mode) else "a device, FIFO or socket"
+            raise CheckpointError(f"{path}: not a regular file ({kind}), so not {what}")
+        if info.st_size > limit:
+            raise CheckpointError(f"{path}: larger than {limit} bytes (MAX_FILE_BYTES), so not {what}")
+        with open(fd, "rb", closefd=False) as f:
+            data, more = f.read(info.st_size), f.read(1)  # the size it had when opened, no more
+    except OSError as e:
+        raise CheckpointError(f"{path}: cannot read {what}: {e.strerror}") from None
+    finally:
+        os.close(fd)
+    if more:
+        raise CheckpointError(f"{path}: grew while it was read (written to?), so not read as {what}")
+    return data
+
+
+def load_checkpoint_file(
+    path: str | os.PathLike[str], what: str = "a checkpoint", sha256: str | None = None, record: str = ""
+) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+    """``ers_deep.train.checkpoint.load_checkpoint`` of a file read by ``read_regular_file`` (checked, and
+    read once: what is checked is what is parsed); ``sha256``: the SHA-256 its bytes must have, as ``record``
+    (the file naming it, for the message) records it."""
+    data = read_regular_file(path, what)
+    if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
+        raise CheckpointError(
+            f"{path}: its SHA-256 differs from the one {record or 'recorded for it'} records (a replaced, "
+            "edited or damaged file)"
+        )
+    return parse_checkpoint(path, data)
+
+
+def load_policy(
+    path: str | os.PathLike[str], device: str | None = None, *, sha256: str | None = None, record: str = ""
+) -> Policy:
+    """A frozen policy file (``CheckpointError`` naming the file when damaged, not a regular file, its bytes
+    not of the SHA-256 ``sha256`` when given (as ``record``, e.g. its pool.json, records it), or when its
+    metadata does not describe a network its tensors fit), its net and games on ``device``: by default the
+    device it was trained on where this machine has it, else the CPU (a pool trained on CUDA reads on a machine
+    without one). The policy's ``config.device`` says where it is (``on_device``)."""
+    tensors, meta = load_checkpoint_file(path, "a policy file", sha256, record)
     if meta.get("kind") != "policy":
         raise CheckpointError(f"{path}: not a policy file (kind {meta.get('kind')!r})")
     recorded = _policy_config(path, meta)
@@ -90,6 +162,40 @@ def load_policy(path: str | os.PathLike[str], device: str | None = None) -> Poli
     net = _policy_net(path, meta, config, tensors)
     net.to(config.device).eval()
     return Policy(net, config, meta["seed"], f"{Path(path).parent.parent.name}/seed-{meta['seed']}")
+
+
+def load_listed_policy(
+    folder: Path, entry: dict[str, Any], record: Path, config: TrainConfig | None, device: str | None = None
+) -> Policy:
+    """The policy an entry of ``record`` (a pool.json in ``folder``) lists, read only inside ``folder`` (``file``
+    a relative path without "..", no link on it leading out), of the SHA-256 the entry records (``sha256``;
+    pools written before it have none), of the entry's ``seed`` and trained with ``config`` (the pool's,
+    where it records one) but for ``_OWN_FIELDS`` (``CheckpointError`` naming ``record`` and the file)."""
+    name, sha256 = entry["file"], entry.get("sha256")
+    where, rel = f"{record}: policy file {name!r}", PurePath(name)
+    if not name or rel.is_absolute() or ".." in rel.parts:
+        raise CheckpointError(
+            f"{where} is no path inside {folder} (relative, without '..'): edited or foreign"
+        )
+    try:
+        inside = (folder / rel).resolve().is_relative_to(folder.resolve())
+    except (OSError, RuntimeError):  # a link loop
+        inside = False
+    if not inside:
+        raise CheckpointError(f"{where} leads out of {folder} (a link): edited or foreign")
+    if sha256 is not None and not (isinstance(sha256, str) and _SHA256.fullmatch(sha256)):
+        raise CheckpointError(f"{where} has sha256 {sha256!r}, no SHA-256 hex digest")
+    policy = load_policy(folder / rel, device, sha256=sha256, record=str(record))
+    seed = entry.get("seed", policy.seed)
+    if type(seed) is not int or seed != policy.seed:
+        raise CheckpointError(f"{where} is listed as seed {seed!r} but holds seed {policy.seed} (replaced)")
+    own, pool = policy.config.to_json(), {} if config is None else config.to_json()
+    differ = sorted(k for k in pool.keys() | own.keys() if k not in _OWN_FIELDS and own.get(k) != pool.get(k))
+    if config is not None and (differ or policy.seed not in config.seeds):
+        what = ", ".join(f"{k} {own.get(k)!r} (the pool's: {pool.get(k)!r})" for k in differ[:3])
+        what = what or f"seed {policy.seed} (the pool's seeds: {list(config.seeds)})"
+        raise CheckpointError(f"{where} was not trained with the pool's config: {what} (replaced)")
+    return policy
 
 
 def usable_device(device: str) -> str:
@@ -147,10 +253,14 @@ def _policy_net(
     shape, actions = tuple(meta["obs_shape"]), meta["num_actions"]
     described = f"the network its metadata describes (obs_shape {list(shape)}, num_actions {actions})"
     try:
-        net = build_net(config.net, [meta["seed"]], shape, actions)
-    except (KeyError, TypeError, ValueError, RuntimeError) as e:
+        # first without memory (the meta device): the metadata may describe a network of any size, the file's
+        # tensors are what it holds; the 3x3 convolutions as F.conv2d, whose index buffers (spatial "matmul")
+        # the meta device cannot compute and which are no part of a file
+        with torch.device("meta"):
+            plan = build_net(dataclasses.replace(config.net, spatial="conv"), [meta["seed"]], shape, actions)
+    except (KeyError, TypeError, ValueError, RuntimeError, OverflowError) as e:  # NotImplementedError too
         raise CheckpointError(f"{path}: cannot build {described} ({_first_line(e)})") from None
-    want = net.state_dict()
+    want = plan.state_dict()
     missing, extra = sorted(want.keys() - tensors.keys()), sorted(tensors.keys() - want.keys())
     if missing or extra:
         raise CheckpointError(
@@ -161,5 +271,9 @@ def _policy_net(
             raise CheckpointError(
                 f"{path}: tensor {k!r} has shape {list(tensors[k].shape)}, {described} has {list(want[k].shape)}"
             )
+    try:
+        net = build_net(config.net, [meta["seed"]], shape, actions)
+    except (KeyError, TypeError, ValueError, RuntimeError) as e:
+        raise CheckpointError(f"{path}: cannot build {described} ({_first_line(e)})") from None
     net.load_state_dict(tensors)
     return net

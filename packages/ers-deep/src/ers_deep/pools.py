@@ -22,7 +22,10 @@ multi-seed in-process pool: the env's and the sampler's generators of a vectoris
 first seed (``ers_deep.train.ippo``), so the other seeds see other games (same distribution, other samples).
 ``load_pool(dir)`` and ``load_policy(file)`` read them back (verified; nothing is unpickled). The policy files
 themselves (``Policy``, ``seed_net``, ``save_policy``, ``load_policy``) live in ``ers_deep.policies``, re-exported
-here.
+here. A pool may come from a stranger: ``load_pool`` reads only policy files inside the pool's folder (relative
+paths without "..", no link leading out; regular files of at most ``MAX_FILE_BYTES``), checks each file against
+the ``sha256`` its entry records (pools written since 2026-12-07; older ones have none) and each policy's own
+seed and training config against its entry's seed and pool.json's config.
 
 Variants of the training (other-play: ``ers_deep.other_play``) reuse both: ``make_learner`` builds the learner
 around a composite net, ``policy_net`` picks the trainable pi out of it (the net that is frozen and scored),
@@ -42,7 +45,7 @@ from typing import Any
 
 from ers_deep.envs.tabular import TabularEnv
 from ers_deep.nets import ActorCritic
-from ers_deep.policies import Policy, load_policy, save_policy, seed_net
+from ers_deep.policies import MAX_FILE_BYTES, Policy, load_listed_policy, load_policy, save_policy, seed_net
 from ers_deep.ray_cluster import RayError, ray_init, ray_task_device
 from ers_deep.train.checkpoint import atomic_write_bytes
 from ers_deep.train.config import TrainConfig
@@ -51,6 +54,7 @@ from ers_deep.train.exact import exact_report
 from ers_deep.train.ippo import Learner
 from ers_deep.train.run import read_metrics, read_run_config, resume, train
 from ers_deep.train.run_files import write_run_config
+from ers_exact.interface import file_sha256
 from ers_exact.util.errors import InputError
 from ers_exact.util.output import dumps, read_json, remove_stale_temporaries
 
@@ -61,6 +65,7 @@ class PoolError(ValueError, InputError):
 
 __all__ = [
     "DEFAULT_EVAL_GAMES",
+    "MAX_FILE_BYTES",
     "RAY_RUN",
     "Policy",
     "Pool",
@@ -194,6 +199,7 @@ def train_pool(
         entry: dict[str, Any] = {
             "seed": seed,
             "file": str(file.relative_to(out)),
+            "sha256": file_sha256(file),  # load_pool checks it
             "self_play": sp,
             "final_return": final[seed],
         }
@@ -312,9 +318,8 @@ def train_pool_ray(
         file = out / "policies" / f"seed-{seed}.safetensors"
         atomic_write_bytes(file, policy)
         load_policy(file)  # verifies what came back
-        entries.append(
-            {**info["policies"][0], "file": str(file.relative_to(out)), "run": f"runs/seed-{seed}"}
-        )
+        entry = {"file": str(file.relative_to(out)), "run": f"runs/seed-{seed}", "sha256": file_sha256(file)}
+        entries.append({**info["policies"][0], **entry})
         runs.append(info["training"])
     rate = sum(r["env_steps_per_s"] for r in runs)
     training = {  # as train_pool's (ers_deep.train.run): env_steps per seed, env_steps_per_s all seeds together
@@ -342,9 +347,18 @@ def train_pool_ray(
     return info
 
 
+def _pool_config(path: Path, info: dict[str, Any]) -> TrainConfig | None:
+    """pool.json's training config (None where it records none)."""
+    try:
+        return None if "config" not in info else TrainConfig.from_json(info["config"])
+    except (KeyError, TypeError, ValueError) as e:
+        raise PoolError(f"{path / 'pool.json'}: 'config' is not a training config ({e})") from None
+
+
 def load_pool(path: str | os.PathLike[str], device: str | None = None) -> Pool:
-    """A pool directory (``ValueError`` naming it when it is not one), its policies on ``device`` (by default
-    each on the device it was trained on where this machine has it, else the CPU: ``load_policy``)."""
+    """A pool directory (``ValueError`` naming it when it is not one, or when its policy files are not the
+    ones it records: module docstring), its policies on ``device`` (by default each on the device it was
+    trained on where this machine has it, else the CPU: ``load_policy``)."""
     path = Path(path)
     if not (path / "pool.json").is_file():
         raise PoolError(f"{path}: not a pool (no pool.json); build one with ers-deep train-sp")
@@ -359,7 +373,11 @@ def load_pool(path: str | os.PathLike[str], device: str | None = None) -> Pool:
         )
     if not isinstance(info["env"], str):
         raise PoolError(f"{path / 'pool.json'}: 'env' is not an env name (damaged pool)")
-    policies = tuple(load_policy(path / p["file"], device) for p in entries)
+    config, record = _pool_config(path, info), path / "pool.json"
+    policies = tuple(load_listed_policy(path, p, record, config, device) for p in entries)
+    seeds = [p.seed for p in policies]
+    if len(set(seeds)) != len(seeds):
+        raise PoolError(f"{record}: lists seed {max(seeds, key=seeds.count)} more than once (edited pool)")
     envs = {p.config.env for p in policies}
     if envs - {info["env"]}:
         raise PoolError(

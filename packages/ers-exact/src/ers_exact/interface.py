@@ -32,9 +32,10 @@ import hashlib
 import math
 import os
 import re
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 from ers_exact.model.transformation import Transformation
@@ -191,14 +192,36 @@ class LearnedTransformation:
         )
 
     def verify(self, base: str | os.PathLike[str] | None = None) -> Path:
-        """The checkpoint's path (relative paths resolve against ``base``) after checking its SHA-256;
-        raises :class:`ArtifactError` naming the file when it is missing or altered."""
-        path = Path(self.checkpoint)
-        if base is not None and not path.is_absolute():
-            path = Path(base) / path
-        if not path.is_file():
-            raise ArtifactError(f"{path}: checkpoint of learned transformation {self.name!r} not found")
-        if file_sha256(path) != self.sha256:
+        """The checkpoint's path inside ``base`` (the discovery output's folder; the working directory when
+        None) after checking its SHA-256; :class:`ArtifactError` naming the file when it is missing, altered,
+        no regular file (a FIFO is not waited on), or no path inside ``base``: absolute, with "..", or through
+        a link leading out (a discovery.json may come from a stranger)."""
+        folder, rel = Path(base or "."), PurePath(self.checkpoint)
+        path, what = folder / rel, f"learned transformation {self.name!r}"
+        try:
+            inside = path.resolve().is_relative_to(folder.resolve())
+        except (OSError, RuntimeError):  # a link loop
+            inside = False
+        if rel.is_absolute() or ".." in rel.parts or not rel.parts or not inside:
+            where = "absolute, with '..' or through a link leading out: an edited discovery.json?"
+            raise ArtifactError(f"{path}: checkpoint of {what} is no file inside {folder} ({where})")
+        digest = hashlib.sha256()
+        try:  # not blocking on a FIFO; checked on the file opened
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+            try:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    raise ArtifactError(
+                        f"{path}: checkpoint of {what} is no regular file (a folder or FIFO?)"
+                    )
+                with open(fd, "rb", closefd=False) as f:
+                    for block in iter(lambda: f.read(1 << 20), b""):
+                        digest.update(block)
+            finally:
+                os.close(fd)
+        except OSError as e:
+            why = "not found" if isinstance(e, FileNotFoundError) else f"unreadable ({e.strerror or e})"
+            raise ArtifactError(f"{path}: checkpoint of {what} {why}") from None
+        if digest.hexdigest() != self.sha256:
             raise ArtifactError(f"{path}: SHA-256 differs from the one recorded for {self.name!r}")
         return path
 

@@ -7,6 +7,7 @@ tabular env, each acting on policies as ers-exact's phi does."""
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,9 +21,9 @@ from ers_deep.envs.symmetry import IndexSymmetry
 from ers_deep.envs.tabular import TabularEnv
 from ers_deep.envs.tabular.symmetry import exact_symmetry
 from ers_deep.nets.phi import ObsMap
-from ers_deep.policies import Policy
+from ers_deep.policies import Policy, load_checkpoint_file
 from ers_deep.pools import PoolError
-from ers_deep.train.checkpoint import digest, load_checkpoint, save_checkpoint
+from ers_deep.train.checkpoint import digest, save_checkpoint
 from ers_deep.train.config import TrainConfig, make_env
 from ers_exact.interface import DiscoveryResult, LearnedTransformation, Transformation, file_sha256
 from ers_exact.util.options import UsageError
@@ -105,7 +106,10 @@ def _result(folder: Path) -> DiscoveryResult:
 
 
 def load_symmetries(path: str | os.PathLike[str]) -> list[LearnedSymmetry]:
-    """The learned symmetries of a discovery output (its folder or its discovery.json), hash-checked."""
+    """The learned symmetries of a discovery output (its folder or its discovery.json), hash-checked: each
+    checkpoint a regular file inside the folder (``LearnedTransformation.verify``), of the symmetries kind,
+    holding the maps its entry names (``PoolError`` / ``ArtifactError`` / ``CheckpointError`` naming the file
+    otherwise; a discovery output may come from a stranger)."""
     folder = _folder(path)
     result = _result(folder)
     out: list[LearnedSymmetry] = []
@@ -113,20 +117,61 @@ def load_symmetries(path: str | os.PathLike[str]) -> list[LearnedSymmetry]:
     for t in result.transformations:
         if not isinstance(t, LearnedTransformation):
             raise PoolError(f"{folder}/discovery.json holds exact transformations, not learned ones")
-        tensors, meta = load_checkpoint(t.verify(folder))
-        env = str(meta["env"])
+        file = t.verify(folder)
+        tensors, meta = load_checkpoint_file(
+            file, "a symmetries file", t.sha256, str(folder / "discovery.json")
+        )
+        env, shape = _symmetries_meta(file, meta)
         if lift is None and env not in ("hanabi", "overcooked-v2"):  # tabular: per-observation maps
-            lift = TabularEnv(env.removeprefix("tabular:")).history_lift
+            try:
+                lift = TabularEnv(env.removeprefix("tabular:")).history_lift
+            except (ValueError, OSError) as e:
+                raise PoolError(f"{file}: its env {env!r} is no tabular game here ({e})") from None
         out.append(
             LearnedSymmetry(
-                ObsMap.from_tensors(tensors, t.key + "obs/"),
-                tensors[t.key + "action_map"].long(),
-                t.name,
-                tuple(meta["obs_shape"]),
-                lift,
+                _obs_map(file, tensors, t.key), _action_map(file, tensors, t), t.name, shape, lift
             )
         )
     return out
+
+
+def _symmetries_meta(file: Path, meta: dict[str, Any]) -> tuple[str, tuple[int, ...]]:
+    """The env and observation shape a symmetries file records (``save_symmetries``), checked."""
+    if meta.get("kind") != "symmetries":
+        raise PoolError(f"{file}: not a symmetries file of ers-deep discover (kind {meta.get('kind')!r})")
+    env, shape = meta.get("env"), meta.get("obs_shape")
+    if not isinstance(env, str) or not (
+        isinstance(shape, list) and all(type(n) is int and n > 0 for n in shape)
+    ):
+        raise PoolError(f"{file}: symmetries metadata lacks a valid 'env' and 'obs_shape' (damaged file)")
+    return env, tuple(shape)
+
+
+def _obs_map(file: Path, tensors: dict[str, Tensor], key: str) -> ObsMap:
+    """The phi_O under ``key``/obs/, its tensors' shapes checked before any memory is given to it (``ObsMap``
+    allocates its layers from the first weight's shape)."""
+    prefix = key + "obs/"
+    own = {k[len(prefix) :]: tuple(v.shape) for k, v in tensors.items() if k.startswith(prefix)}
+    flag = own.pop("relu_output", ())
+    w0 = own.get("weights.0", ())
+    layers = sum(1 for k in own if k.startswith("weights."))
+    c, n = (w0[0], w0[1]) if len(w0) == 3 else (0, 0)
+    want = {f"{k}.{i}": s for i in range(layers) for k, s in (("weights", (c, n, n)), ("biases", (c, 1, n)))}
+    if not layers or own != want or min(c, n) < 1 or math.prod(flag) != 1:
+        raise PoolError(
+            f"{file}: no observation map under {prefix!r} (its entry's key; damaged or foreign file)"
+        )
+    return ObsMap.from_tensors(tensors, prefix)
+
+
+def _action_map(file: Path, tensors: dict[str, Tensor], t: LearnedTransformation) -> Tensor:
+    """phi_A under ``t.key``: the permutation the entry records (``t.action_map``)."""
+    a = tensors.get(t.key + "action_map")
+    if a is None or a.dim() != 1 or a.dtype.is_floating_point or a.tolist() != list(t.action_map):
+        raise PoolError(
+            f"{file}: no action map {list(t.action_map)} under {t.key!r} (damaged or foreign file)"
+        )
+    return a.long()
 
 
 def learned_game(folder: Path) -> str | None:

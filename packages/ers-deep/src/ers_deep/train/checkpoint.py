@@ -38,6 +38,7 @@ __all__ = [
     "atomic_write_bytes",
     "digest",
     "load_checkpoint",
+    "parse_checkpoint",
     "read_metadata",
     "save_checkpoint",
 ]
@@ -121,6 +122,13 @@ def load_checkpoint(path: str | os.PathLike[str]) -> tuple[dict[str, Tensor], di
         data = path.read_bytes()
     except OSError as e:
         raise CheckpointError(f"{path}: cannot read checkpoint: {e.strerror}") from None
+    return parse_checkpoint(path, data)
+
+
+def parse_checkpoint(path: str | os.PathLike[str], data: bytes) -> tuple[dict[str, Tensor], dict[str, Any]]:
+    """``load_checkpoint`` of a file's bytes read by the caller (``path`` names it in messages): what a reader
+    that checks the file before reading it (``policies.read_regular_file``) parses, once."""
+    path = Path(path)
     meta = _header(path, data)
     try:
         tensors = st_load(data)
