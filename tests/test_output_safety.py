@@ -223,3 +223,19 @@ def test_write_atomic_refuses_a_link_below_an_output_root(tmp_path: Path) -> Non
     assert (tmp_path / "real" / "new.json").read_text() == "{}"
     write_atomic(root / "file.json", "theirs")  # no output folder: the user's link is written through
     assert target.read_text() == "theirs"
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [("[" * 200_000 + "]" * 200_000, "RecursionError"), ('{"a": ' + "9" * 5000 + "}", "ValueError")],
+    ids=["nested", "huge-integer"],
+)
+def test_a_crafted_json_file_is_refused_not_a_crash(tmp_path: Path, text: str, why: str) -> None:
+    """JSON nested 200,000 deep, or an integer of 5,000 digits (past Python's conversion limit), escaped
+    ``load_json`` as RecursionError / ValueError: "internal error, please report it" (pool.json, --policy)."""
+    from ers_exact.util.output import FileFormatError, load_json
+
+    path = tmp_path / "crafted.json"
+    path.write_text(text)
+    with pytest.raises(FileFormatError, match=f"crafted.json: not JSON ers reads \\({why}"):
+        load_json(path, "a pool summary")

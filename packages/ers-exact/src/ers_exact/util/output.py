@@ -6,14 +6,12 @@
   file, ``.NAME.tmp-PID``; :func:`remove_stale_temporaries` removes those of writers no longer running.
   It refuses (:class:`OutputError`, exit 2) a target that is one of the files the command reads
   (``reads``), e.g. ``optimal GAME.dpomdp --save-policy GAME.dpomdp``.
-* :func:`write_json` / :func:`dumps` write strict JSON (RFC 8259): non-finite floats become ``null``, numpy
-  scalars and arrays become numbers and lists; never a bare ``NaN`` or ``Infinity`` token.
-* :func:`save_figure` renders a matplotlib figure into memory and writes it with :func:`write_atomic`.
+* :func:`write_json` / :func:`dumps` write strict JSON (RFC 8259: non-finite floats become ``null``, numpy values
+  numbers and lists); :func:`save_figure` renders a matplotlib figure in memory and writes it likewise.
 * :func:`claim_folder` prepares a results folder: an existing folder that holds an earlier run is refused
   unless ``--force``, which first removes that run's files (the folder is marked by :data:`MARKER`), so two
   runs' files never mix; a folder holding files not written by ers is never emptied.
-* :func:`claim_files` does the same for one command's named files in a folder several commands share (the
-  analyses of ``POOL/analysis``): an earlier run's files are refused unless ``--force``.
+* :func:`claim_files` does the same for one command's named files in a shared folder (``POOL/analysis``).
 * No write follows a symbolic link found inside an output folder (:func:`output_root`,
   :func:`refuse_linked_folder`); the folder, or a file, that the user names may itself be a link.
 """
@@ -239,6 +237,8 @@ def load_json(path: PathLike, what: str) -> Any:
         raise FileFormatError(
             f"{path}: not valid JSON ({e.msg} at line {e.lineno}; expected {what})"
         ) from None
+    except (RecursionError, ValueError) as e:  # nested too deep, or an integer of over 4,300 digits (crafted)
+        raise FileFormatError(f"{path}: not JSON ers reads ({type(e).__name__}; expected {what})") from None
     return data
 
 
