@@ -399,3 +399,20 @@ def test_mps_is_refused_by_name(
     code, out, err = deep(*command, "--out", str(tmp_path / "out"), "--device", "mps")
     assert_refused("ers-deep", code, err, "--device", "MPS", "float64")
     assert out == "" and not (tmp_path / "out").exists()
+
+
+def test_a_resume_gets_the_memory_check_of_a_new_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A resume rebuilds its learner from run/config.json: one edited to 200,000,000 games allocated 12.8 GB and
+    ended in an internal error; it is refused in one line, as the same numbers on the command line are."""
+    pool = tmp_path / "pool"
+    argv = ["train-sp", "--env", "tabular:toy-coordination", "--seeds", "0", "--total-steps", "16", *TINY]
+    assert main([*argv, "--max-updates", "1", "--out", str(pool)]) == 0
+    capsys.readouterr()
+    info = json.loads((pool / "run" / "config.json").read_text())
+    info["config"]["num_envs"] = 200_000_000
+    (pool / "run" / "config.json").write_text(json.dumps(info))
+    assert main(["train-sp", "--resume", str(pool)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "200,000,000 games" in err and "internal" not in err, err
