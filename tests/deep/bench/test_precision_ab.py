@@ -96,7 +96,7 @@ def test_a_switched_format_is_the_learners_own_switch(
     monkeypatch.setattr(blas, "MIN_MACS", 0)
     monkeypatch.setattr(blas, "_bf16_gradients", blas.bf16_gradients())  # the process's switch, back after
     learner = emulated_learner("bf16-gradients")(_config().replace(bf16_gradients=True))
-    assert "forward" not in vars(learner.net.embed) and blas.bf16_gradients()
+    assert "forward" not in vars(learner.net.embed) and learner.switches.bf16_gradients
     for fmt in ("float32", "bf16-gradients"):
         run_format(_config(), fmt, tmp_path, progress=False)
     stored = json.loads((tmp_path / "bf16-gradients" / "config.json").read_text())["config"]

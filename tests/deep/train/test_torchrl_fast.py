@@ -198,7 +198,7 @@ def test_torchrl_gae_on_a_batch_equals_ers_gae(shifted: bool) -> None:
         batch = td.clone()
         for key in ("done", "terminated"):
             batch["next", "agents", key] = batch["next", key][..., None, :].expand(S * B, T, P, 1)
-        with torch.no_grad():
+        with torch.no_grad(), learner.switches.applied():  # the critic multiplies as the collection did
             estimator(batch)
         torch.testing.assert_close(batch["agents", "advantage"], games(adv), atol=1e-5, rtol=0)
         torch.testing.assert_close(batch["agents", "value_target"], games(target), atol=1e-5, rtol=0)

@@ -15,7 +15,7 @@ bfloat16, autocast's products) stays on ``torch.bmm``.
 
 ``use_cpu_products(kind, threads)`` sets the choice for the process, as ``torch.backends``' switches (a learner
 enters its own around its collection and update and leaves the process's as it found them:
-``train.learner_setup.ProductSwitches``): ``"torch"``, ``"openblas"`` or ``"auto"`` (``resolve_cpu_products``: OpenBLAS on
+``nets.switches.ProductSwitches``): ``"torch"``, ``"openblas"`` or ``"auto"`` (``resolve_cpu_products``: OpenBLAS on
 an AMD x86 CPU when torch's products are MKL's and numpy's are OpenBLAS's, torch elsewhere). It limits numpy's
 BLAS to ``threads`` threads (torch's own count), through ``threadpoolctl``. The two libraries sum in different
 orders, so a run's floats depend on the choice (as they depend on the CPU): the learner writes the resolved
@@ -323,7 +323,7 @@ def use_cpu_products(kind: str, threads: int | None = None) -> str:
 def set_cpu_products(kind: str) -> None:
     """Sets the process's products to ``kind`` as ``use_cpu_products`` resolved it (``"torch"`` or
     ``"openblas"``), numpy's threads untouched: how a learner's switches are entered and left
-    (``train.learner_setup.ProductSwitches``)."""
+    (``nets.switches.ProductSwitches``)."""
     global _active  # noqa: PLW0603  (a process-wide switch, as use_cpu_products)
     if kind not in ("torch", "openblas"):
         raise ValueError(f"set_cpu_products({kind!r}): give 'torch' or 'openblas' (a resolved choice)")

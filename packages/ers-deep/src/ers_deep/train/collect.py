@@ -33,6 +33,7 @@ collection exactly, captured or not.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -42,6 +43,7 @@ from torch import Tensor
 from ers_deep.accel import FastRollout, PolicyActor, game_to_actors
 from ers_deep.envs.base import BatchedEnv
 from ers_deep.nets import ActorCritic, NetState, policy_mask
+from ers_deep.nets.switches import ProductSwitches
 
 #: recorded by the fast path: the actor's inputs and outputs and the step's rewards and done flags
 RECORD = ("obs", "legal", "first", "action", "logp", "value", "reward", "done")
@@ -159,8 +161,12 @@ class FastCollection:
         num_steps: int,
         mode: str = "auto",
         shaped_reward: bool = False,
+        switches: ProductSwitches | None = None,
     ) -> None:
         self.env, self.net, self.S = env, net, len(net.seeds)
+        self.switches = (
+            switches  # the learner's product switches, entered by ``collect`` (None: the process's)
+        )
         self.B, self.P = env.batch_size // self.S, env.num_agents
         record = RECORD + (("shaped_reward",) if shaped_reward else ())
         self.fast = FastRollout(env, PolicyActor(net, self.S, generator), num_steps, mode, record=record)
@@ -202,7 +208,10 @@ class FastCollection:
         self.load(state)
         S, B, P = self.S, self.B, self.P
         hidden0 = NetState.from_tensors(self.fast.carry, "hidden/").clone()
-        rec = self.fast()
+        with self.switches.applied() if self.switches is not None else contextlib.nullcontext():
+            rec = self.fast()
+            c = self.fast.carry
+            last = bootstrap_value(self.net, c["obs"], c["first"], NetState.from_tensors(c, "hidden/"))
         T = rec["done"].shape[0]
         team, done = rec["reward"].view(T, S, B), rec["done"].view(T, S, B)
         shaped = rec["shaped_reward"].view(T, S, B, P).float() if "shaped_reward" in rec else None
@@ -211,7 +220,6 @@ class FastCollection:
         if shaped is not None:
             reward = reward + shaped_coef * actor_major(shaped.view(T, S * B, P), S)
         legal = actor_major(rec["legal"], S)
-        c = self.fast.carry
         ro = Rollout(
             obs=actor_major(rec["obs"], S),
             legal=policy_mask(legal),
@@ -223,7 +231,7 @@ class FastCollection:
             value=rec["value"].transpose(0, 1),
             reward=reward,
             done=per_actor(rec["done"], S, P),
-            last_value=bootstrap_value(self.net, c["obs"], c["first"], NetState.from_tensors(c, "hidden/")),
+            last_value=last,
         )
         self.ep_return, self.ep_shaped = after.ep_return, after.ep_shaped
         return ro, self.state, stats

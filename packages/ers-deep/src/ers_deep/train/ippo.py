@@ -250,7 +250,10 @@ class Learner:
         self.torchrl: Any = None
         if cfg.collector == "fast":
             shaped = cfg.env_kind == "overcooked-v2"
-            self.fast = FastCollection(self.env, self.net, self.generator, cfg.num_steps, mode, shaped)
+            args = (self.env, self.net, self.generator, cfg.num_steps, mode, shaped)
+            self.fast = FastCollection(
+                *args, switches=self.switches
+            )  # TorchRL's FastCollector enters them too
         elif cfg.collector == "torchrl":  # the reference: torchrl's Collector over self.env and self.net
             from ers_deep.train.collector import TorchRLCollection
 

@@ -8,15 +8,14 @@ at a discount other than its game's (``check_exact_discount``). ``ers_deep.train
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from ers_deep.accel import resolve_mode
 from ers_deep.envs.base import BatchedEnv
-from ers_deep.nets import ActorCritic, blas, int8
+from ers_deep.nets import ActorCritic
+from ers_deep.nets.switches import ProductSwitches
 from ers_deep.train.config import TrainConfig, make_env
 from ers_deep.train.ppo import MinibatchUnit
 from ers_exact.util.options import UsageError
@@ -121,40 +120,6 @@ def compile_settings(cfg: TrainConfig) -> contextlib.AbstractContextManager[Any]
     import torch._inductor.config as inductor
 
     return inductor.patch(patch)
-
-
-@dataclass(frozen=True)
-class ProductSwitches:
-    """ers-deep's process-wide CPU product switches (``nets.blas``: ``cpu_products``, ``bf16_gradients``;
-    ``nets.int8``: ``int8_inputs``), as one value. A learner resolves its own at construction, and enters them
-    around its collection and update only (``applied``), so what runs outside a learner (a pool's evaluation, a
-    loaded policy, a later benchmark) runs the process's switches, not the last learner's: a policy evaluated
-    in the process that trained it multiplies as one loaded from disk does."""
-
-    cpu_products: str = "torch"
-    bf16_gradients: bool = False
-    int8_inputs: bool = False
-
-    @classmethod
-    def now(cls) -> ProductSwitches:
-        """The process's switches at this moment."""
-        return cls(blas.cpu_products(), blas.bf16_gradients(), int8.int8_inputs())
-
-    def set(self) -> None:
-        """Sets the process's switches to these (numpy's BLAS threads untouched)."""
-        blas.set_cpu_products(self.cpu_products)
-        blas.use_bf16_gradients(self.bf16_gradients)
-        int8.use_int8_inputs(self.int8_inputs)
-
-    @contextlib.contextmanager
-    def applied(self) -> Iterator[None]:
-        """These switches inside the block, the process's as found after it (also on an exception)."""
-        before = ProductSwitches.now()
-        self.set()
-        try:
-            yield
-        finally:
-            before.set()
 
 
 def check_exact_discount(cfg: TrainConfig, game: Any) -> None:
