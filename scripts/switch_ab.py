@@ -21,19 +21,13 @@ of the medians (off / on: above 1, the switch gains) as JSON.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import platform
 import statistics
 import time
 from pathlib import Path
 from typing import Any
-
-
-def toggles(switch: str) -> Any:
-    """The process-wide setter of ``switch``."""
-    from ers_deep.nets import blas, int8
-
-    return {"int8-inputs": int8.use_int8_inputs, "bf16-gradients": blas.use_bf16_gradients}[switch]
 
 
 def alternate(
@@ -50,12 +44,12 @@ def alternate(
     cfg = cfg.replace(update_mode=update_mode, keep_cpu_memory=keep_cpu_memory, seeds=tuple(range(seeds)))
     learner = Learner(cfg)
     resolved = {"int8_inputs": learner.int8_inputs, "bf16_gradients": learner.bf16_gradients}
-    setter = toggles(switch)
+    field = switch.replace("-", "_")  # a field of the learner's ProductSwitches, which its work enters
     learner.train_step()
     seconds: dict[str, list[float]] = {"off": [], "on": []}
     for r in range(rounds):
         for side in ("off", "on"):
-            setter(side == "on")
+            learner.switches = dataclasses.replace(learner.switches, **{field: side == "on"})
             learner.train_step()  # settles the switch's graphs (compiled updates recompile on a switch)
             t0 = time.perf_counter()
             learner.train_step()

@@ -63,3 +63,23 @@ def test_the_switches_are_restored_after_an_exception() -> None:
     assert ProductSwitches.now() == process
     with pytest.raises(ValueError, match="resolved"):
         blas.set_cpu_products("auto")
+
+
+def test_switches_set_on_the_learner_reach_its_collection() -> None:
+    """``scripts/switch_ab.py`` times one learner with a switch off and on by setting ``learner.switches``: the
+    collection reads the learner's value at each call (it kept a copy made at construction)."""
+    import dataclasses
+
+    learner = _learner()
+    off = dataclasses.replace(OWN, int8_inputs=False)
+    learner.switches = off
+    seen: list[ProductSwitches] = []
+    forward = learner.net.forward
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        seen.append(ProductSwitches.now())
+        return forward(*args, **kwargs)
+
+    learner.net.forward = spy  # type: ignore[method-assign]
+    learner.collect()
+    assert seen and all(s == off for s in seen)

@@ -34,7 +34,7 @@ collection exactly, captured or not.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import torch
@@ -161,12 +161,11 @@ class FastCollection:
         num_steps: int,
         mode: str = "auto",
         shaped_reward: bool = False,
-        switches: ProductSwitches | None = None,
+        switches: Callable[[], ProductSwitches] | None = None,
     ) -> None:
         self.env, self.net, self.S = env, net, len(net.seeds)
-        self.switches = (
-            switches  # the learner's product switches, entered by ``collect`` (None: the process's)
-        )
+        # the learner's product switches as they are when ``collect`` enters them (None: the process's)
+        self.switches = switches
         self.B, self.P = env.batch_size // self.S, env.num_agents
         record = RECORD + (("shaped_reward",) if shaped_reward else ())
         self.fast = FastRollout(env, PolicyActor(net, self.S, generator), num_steps, mode, record=record)
@@ -208,7 +207,7 @@ class FastCollection:
         self.load(state)
         S, B, P = self.S, self.B, self.P
         hidden0 = NetState.from_tensors(self.fast.carry, "hidden/").clone()
-        with self.switches.applied() if self.switches is not None else contextlib.nullcontext():
+        with self.switches().applied() if self.switches is not None else contextlib.nullcontext():
             rec = self.fast()
             c = self.fast.carry
             last = bootstrap_value(self.net, c["obs"], c["first"], NetState.from_tensors(c, "hidden/"))

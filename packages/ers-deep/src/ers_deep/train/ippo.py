@@ -251,9 +251,8 @@ class Learner:
         if cfg.collector == "fast":
             shaped = cfg.env_kind == "overcooked-v2"
             args = (self.env, self.net, self.generator, cfg.num_steps, mode, shaped)
-            self.fast = FastCollection(
-                *args, switches=self.switches
-            )  # TorchRL's FastCollector enters them too
+            # the learner's switches as they are at each collection (TorchRL's FastCollector enters them too)
+            self.fast = FastCollection(*args, switches=lambda: self.switches)
         elif cfg.collector == "torchrl":  # the reference: torchrl's Collector over self.env and self.net
             from ers_deep.train.collector import TorchRLCollection
 
