@@ -48,8 +48,9 @@ __all__ = [
 MAX_FILE_BYTES = 4 << 30
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 #: TrainConfig fields a policy may record otherwise than its pool.json: its own seeds (a Ray pool's seed alone),
-#: its device (a Ray task's) and the CPU-only switches ``on_device`` resets off the CPU
-_OWN_FIELDS = ("seeds", "device", "bf16_gradients", "int8_inputs")
+#: its device (a Ray task's), the CPU-only switches ``on_device`` resets off the CPU, and ``cpu_products`` (a pool
+#: resumed before 2026-12-07 recorded what "auto" resolved to in its policies, "auto" in its pool.json)
+_OWN_FIELDS = ("seeds", "device", "bf16_gradients", "int8_inputs", "cpu_products")
 
 
 @dataclass(frozen=True)
