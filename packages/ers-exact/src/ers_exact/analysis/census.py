@@ -31,8 +31,9 @@ from ers_exact.util.progress import Progress
 __all__ = ["CensusConfig", "census"]
 
 
-def census(config: CensusConfig, progress: bool | None = None) -> dict[str, Any]:
-    """Run the census; return (and, with ``config.out``, write) the table and the examples."""
+def census(config: CensusConfig, progress: bool | None = None, write: bool = True) -> dict[str, Any]:
+    """Run the census; return (and, with ``config.out``, write) the table and the examples (``write=False``:
+    the examples only; the command line writes census.json once, with its options and provenance)."""
     rng = np.random.default_rng(config.seed)
     rows = []
     with Progress(config.games, "census", enabled=progress) as bar:
@@ -75,7 +76,7 @@ def census(config: CensusConfig, progress: bool | None = None) -> dict[str, Any]
             bar.update()
     summary = _summary(rows)
     result = {"config": config.__dict__, "summary": summary, "games": rows}
-    if config.out:
+    if config.out and write:
         Path(config.out).mkdir(parents=True, exist_ok=True)
         write_json(Path(config.out, "census.json"), result)
     return result

@@ -244,9 +244,9 @@ def run_census(o: CensusOptions) -> dict[str, Any]:
     check_count("--games", o.games, CENSUS_ROW_BYTES, "random games")  # their rows are kept for census.json
     if o.out:
         claim_folder(o.out, force=o.force, command="ers-exact census")
-    result = result_json(census(cfg), o)
-    # census() wrote census.json without the options' config and the provenance: written again with them
-    if o.out:
+    result = result_json(census(cfg, write=False), o)
+    if o.out:  # once, with the options' config and the provenance
+        Path(o.out).mkdir(parents=True, exist_ok=True)
         write_json(Path(o.out, "census.json"), result)
     return result
 
