@@ -42,6 +42,7 @@ from torchrl.objectives import ClipPPOLoss
 from torchrl.objectives.value import MultiAgentGAE
 
 from ers_deep.nets import ActorCritic
+from ers_deep.nets.switches import ProductSwitches
 from ers_deep.train import Learner, TrainConfig
 from ers_deep.train.ppo import gae, ppo_loss, update_data
 from ers_deep.train.torchrl_fast import FastCollector
@@ -63,6 +64,7 @@ class Batch:
     data: dict[str, Tensor]
     ers_gae: tuple[Tensor, Tensor]
     gamma: float
+    switches: ProductSwitches  # the learner's, under which its collection ran the net
 
     @property
     def S(self) -> int:
@@ -159,7 +161,7 @@ def batch() -> Batch:
         with torch.no_grad():
             estimator(None, gamma, cfg.gae_lambda)(td)
         data = update_data(ro, actors(td["agents", "advantage"]), actors(td["agents", "value_target"]))
-        return Batch(learner.fast.net, cfg, td, data, (games(adv), games(target)), gamma)
+        return Batch(learner.fast.net, cfg, td, data, (games(adv), games(target)), gamma, learner.switches)
 
 
 def test_multi_agent_gae_reads_the_team_done_and_gives_ers_gae(batch: Batch) -> None:
@@ -168,7 +170,7 @@ def test_multi_agent_gae_reads_the_team_done_and_gives_ers_gae(batch: Batch) -> 
     for value_network in (None, critic(batch.net, batch.S)):
         td = batch.td.exclude(("agents", "advantage"), ("agents", "value_target"))
         assert td["next", "done"].shape == (*td.batch_size, 1)
-        with torch.no_grad():
+        with torch.no_grad(), batch.switches.applied():  # the value head multiplies as the collection did
             estimator(value_network, batch.gamma, batch.cfg.gae_lambda)(td)
         torch.testing.assert_close(td["agents", "advantage"], batch.ers_gae[0])
         torch.testing.assert_close(td["agents", "value_target"], batch.ers_gae[1])
