@@ -80,9 +80,8 @@ def table1_matrix(folder: str | Path, tag: str) -> dict[str, Any]:
         )
     if n < 2:
         raise PoolError(f"{path}: one agent; a population needs 2 or more for pairwise cross-play")
-    if not np.isfinite(
-        m
-    ).all():  # table1 writes none: a NaN (JSON null) emptied the histogram, argmax took it
+    # table1 writes none: a NaN (JSON null) emptied the histogram, and argmax took it
+    if not np.isfinite(m).all():
         bad = [[int(i), int(j)] for i, j in np.argwhere(~np.isfinite(m))]
         raise PoolError(f"{path}: 'mean' has entries that are not finite numbers at {bad[:4]} (damaged)")
     return {**matrix, "source": str(path)}

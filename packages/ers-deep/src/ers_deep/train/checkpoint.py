@@ -90,12 +90,7 @@ def _header(path: Path, data: bytes) -> dict[str, Any]:
     try:
         header = json.loads(data[8 : 8 + n])
         meta = json.loads(header["__metadata__"]["ers"])
-    except (
-        ValueError,
-        KeyError,
-        TypeError,
-        RecursionError,
-    ):  # RecursionError: JSON nested too deep (crafted)
+    except (ValueError, KeyError, TypeError, RecursionError):  # RecursionError: JSON nested too deep
         raise CheckpointError(
             f"{path}: not an ers checkpoint (no readable ers metadata in the header)"
         ) from None

@@ -134,9 +134,8 @@ def _play(
     first = torch.ones(games, dtype=torch.bool, device=dev)
     total = torch.zeros(games, dtype=torch.float64, device=dev)
     finished = torch.zeros(games, dtype=torch.bool, device=dev)
-    game = getattr(
-        env, "game", None
-    )  # a tabular env's ers-exact game: its discount (every game steps in lockstep)
+    # a tabular env's ers-exact game: its discount (every game steps in lockstep)
+    game = getattr(env, "game", None)
     gamma, weight = (float(game.discount) if game is not None else 1.0), 1.0
     obs, legal = env.observe(), env.legal_mask()  # then each step's own (no re-observation)
     for _ in range(MAX_STEPS):

@@ -156,9 +156,8 @@ class Learner:
             else build_net(cfg.net, cfg.seeds, self.env.obs_shape, self.env.num_actions, self.binary_obs)
         )
         self.net.to(dev)
-        self.collect_mode = mode = net_collect_mode(
-            cfg, mode, self.net
-        )  # as resolved (config.json records it)
+        # as resolved (config.json records it)
+        self.collect_mode = mode = net_collect_mode(cfg, mode, self.net)
         self._int8_switch()
         self.switches = ProductSwitches.now()
         self._build_update(mode, own_net=net is None)
@@ -264,10 +263,8 @@ class Learner:
         """One rollout of ``num_steps`` joint steps and the returns of the episodes that ended in it."""
         cfg = self.config
         coef = shaped_coef(cfg, self.env_steps)
-        with (
-            self.switches.applied(),
-            frozen_limbs(self.net),
-        ):  # the int8 limbs once per collection (nets.layers)
+        # the learner's switches, and the int8 limbs once per collection (nets.layers)
+        with self.switches.applied(), frozen_limbs(self.net):
             if self.fast is not None:
                 ro, self.runner, stats = self.fast.collect(self.runner, coef)
             elif self.torchrl is not None:
