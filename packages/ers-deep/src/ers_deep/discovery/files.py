@@ -114,13 +114,15 @@ def load_symmetries(path: str | os.PathLike[str]) -> list[LearnedSymmetry]:
     result = _result(folder)
     out: list[LearnedSymmetry] = []
     lift = None
+    read: dict[tuple[str, str], tuple[Path, dict[str, Any], dict[str, Any]]] = {}  # every phi names one file
     for t in result.transformations:
         if not isinstance(t, LearnedTransformation):
             raise PoolError(f"{folder}/discovery.json holds exact transformations, not learned ones")
-        file = t.verify(folder)
-        tensors, meta = load_checkpoint_file(
-            file, "a symmetries file", t.sha256, str(folder / "discovery.json")
-        )
+        if (t.checkpoint, t.sha256) not in read:
+            file = t.verify(folder)
+            loaded = load_checkpoint_file(file, "a symmetries file", t.sha256, str(folder / "discovery.json"))
+            read[t.checkpoint, t.sha256] = (file, *loaded)
+        file, tensors, meta = read[t.checkpoint, t.sha256]
         env, shape = _symmetries_meta(file, meta)
         if lift is None and env not in ("hanabi", "overcooked-v2"):  # tabular: per-observation maps
             try:
