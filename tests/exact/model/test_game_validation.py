@@ -40,6 +40,14 @@ def _with(**changes: Any) -> dict[str, Any]:
     return spec
 
 
+def _make_game(spec: dict[str, Any], name: str, horizon: Any = 1, **over: Any) -> Game:
+    """``make_game`` of a Game spec (``_base`` / ``_with``), its ``transition`` or ``reward`` replaced by ``over``."""
+    f = {**spec, **over}
+    names = (f["state_names"], f["action_names"], f["observation_names"])
+    arrays = (f["transition"], f["observation"], f["reward"], f["initial_belief"])
+    return make_game(name, *names, *arrays, horizon)
+
+
 def _set(name: str, index: tuple[int, ...], value: float) -> Callable[[], dict[str, Any]]:
     """A base spec whose array ``name`` has ``value`` at ``index``."""
 
@@ -275,17 +283,7 @@ def test_a_horizon_that_is_not_an_integer_is_refused_by_every_builder(horizon: A
     with pytest.raises(GameError, match="horizon H must be an integer"):
         game.with_horizon(horizon)
     with pytest.raises(GameError, match="horizon H must be an integer"):
-        make_game(
-            spec["name"],
-            spec["state_names"],
-            spec["action_names"],
-            spec["observation_names"],
-            spec["transition"],
-            spec["observation"],
-            spec["reward"],
-            spec["initial_belief"],
-            horizon,
-        )
+        _make_game(spec, spec["name"], horizon)
     assert game.with_horizon(np.int64(3)).horizon == 3 and type(game.with_horizon(np.int64(3)).horizon) is int
 
 
@@ -317,17 +315,7 @@ def test_make_game_broadcasts_2d_reward_over_next_state() -> None:
 def test_make_game_keeps_3d_reward() -> None:
     spec = _base()
     r3 = np.arange(N_S * N_A * N_S, dtype=float).reshape(N_S, N_A, N_S)
-    game = make_game(
-        "r3",
-        spec["state_names"],
-        spec["action_names"],
-        spec["observation_names"],
-        spec["transition"],
-        spec["observation"],
-        r3,
-        spec["initial_belief"],
-        horizon=1,
-    )
+    game = _make_game(spec, "r3", reward=r3)
     np.testing.assert_array_equal(game.reward, r3)
     np.testing.assert_array_equal(game.expected_reward, 0.5 * r3.sum(axis=2))
 
@@ -335,17 +323,7 @@ def test_make_game_keeps_3d_reward() -> None:
 def test_make_game_validates() -> None:
     spec = _base()
     with pytest.raises(GameError, match=re.escape("transition[s=0, a=0] sums to")):
-        make_game(
-            "bad",
-            spec["state_names"],
-            spec["action_names"],
-            spec["observation_names"],
-            np.full((N_S, N_A, N_S), 0.4),
-            spec["observation"],
-            np.zeros((N_S, N_A)),
-            spec["initial_belief"],
-            horizon=1,
-        )
+        _make_game(spec, "bad", transition=np.full((N_S, N_A, N_S), 0.4), reward=np.zeros((N_S, N_A)))
 
 
 @pytest.mark.parametrize(
@@ -368,16 +346,6 @@ def test_duplicate_names_are_refused(changes: dict[str, Any], message: str) -> N
         Game(**_with(**changes))
     spec = _with(**changes)
     with pytest.raises(GameError, match=re.escape(message)):
-        make_game(
-            "dup",
-            spec["state_names"],
-            spec["action_names"],
-            spec["observation_names"],
-            spec["transition"],
-            spec["observation"],
-            spec["reward"],
-            spec["initial_belief"],
-            horizon=1,
-        )
+        _make_game(spec, "dup")
     # the same name for two agents is fine: each agent's names are its own
     Game(**_with(action_names=(("a0", "a1"), ("a0",)), observation_names=(("p0",), ("p0", "p1"))))
