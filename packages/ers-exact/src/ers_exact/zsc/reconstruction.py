@@ -50,11 +50,15 @@ def step_errors(sigma: Sequence[int]) -> np.ndarray:
     return 2.0 * (s[s] != np.arange(len(s)))
 
 
-def history_ratios(tree: HistoryTree, agent: int, errors: np.ndarray) -> np.ndarray:
+def history_ratios(
+    tree: HistoryTree, agent: int, errors: np.ndarray, counts: np.ndarray | None = None
+) -> np.ndarray:
     """[K_i] ||tau - phi_O^2(tau)|| / ||tau|| of every local history of ``agent``, given the per-observation
-    squared errors ``errors`` [|O^i|] (:func:`step_errors`); NaN on the empty history (0/0)."""
+    squared errors ``errors`` [|O^i|] (:func:`step_errors`); NaN on the empty history (0/0). ``counts``:
+    ``observation_counts(tree, agent)`` where the caller has it (it does not depend on phi)."""
     t = tree.local[agent].time
-    sq = observation_counts(tree, agent) @ np.asarray(errors, dtype=float)
+    counts = observation_counts(tree, agent) if counts is None else counts
+    sq = counts @ np.asarray(errors, dtype=float)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(t > 0, np.sqrt(sq / (2.0 * t)), np.nan)
 
@@ -66,10 +70,11 @@ def reconstruction_loss(tree: HistoryTree, phis: Sequence[Transformation], polic
     if not phis:
         return float("nan")
     reach = [np.atleast_2d(r) for r in local_history_reach(tree, policy)]  # per agent [P, K_i]
+    counts = [observation_counts(tree, i) for i in range(len(reach))]  # once, for every phi
     losses = []
     for phi in phis:
         for i, r in enumerate(reach):
-            ratio = history_ratios(tree, i, step_errors(phi.observations[i]))
+            ratio = history_ratios(tree, i, step_errors(phi.observations[i]), counts[i])
             keep = ~np.isnan(ratio)
             mass = r[:, keep].sum(axis=1)  # [P]: H - 1 per policy (reach sums to 1 within each t)
             if not keep.any() or np.any(mass <= 0):
