@@ -11,6 +11,9 @@ observations, activations and gradients: at Hanabi-Full 1,024 x 128, a minibatch
 raises the heap's trim threshold to 2 GiB (``M_TRIM_THRESHOLD``), so freed blocks stay mapped and the next
 tensors reuse their pages. The process's resident memory then stays near its peak (as torch's CUDA caching
 allocator keeps GPU memory). ``TrainConfig.keep_cpu_memory`` (on by default) has the learner call it on CPU.
+A freed block is not always reused at once: torch asks for aligned blocks (``posix_memalign``, the size plus
+slack), so a hole that a small chunk held in glibc's per-thread cache pins at its end is too small for a block
+of the same size, and the heap grows instead, for up to 7 further blocks of one size (measured 2026-12-07).
 """
 
 from __future__ import annotations
