@@ -176,3 +176,28 @@ def test_verify_refuses_an_altered_checkpoint(checkpoint) -> None:
     path.write_bytes(bytes(data))
     with pytest.raises(ArtifactError, match=r"phi\.safetensors: SHA-256 differs"):
         t.verify(path.parent.parent)
+
+
+def test_read_checkpoint_gives_the_bytes_it_hashed(checkpoint) -> None:
+    path, t = checkpoint
+    assert t.read_checkpoint(path.parent.parent) == (path, path.read_bytes())
+
+
+def test_verify_refuses_a_checkpoint_over_the_size_cap(checkpoint, monkeypatch: pytest.MonkeyPatch) -> None:
+    """verify hashed a file of any size (a checkpoint named by a stranger's discovery.json: a huge file was read to
+    its end); it reads at most ``MAX_FILE_BYTES``, as ers-deep's policy files are."""
+    from ers_exact.util import files
+
+    path, t = checkpoint
+    monkeypatch.setattr(files, "MAX_FILE_BYTES", path.stat().st_size - 1)
+    with pytest.raises(ArtifactError, match=r"phi\.safetensors: larger than \d+ bytes"):
+        t.verify(path.parent.parent)
+
+
+def test_verify_refuses_a_link_leading_out(checkpoint, tmp_path: Path) -> None:
+    path, t = checkpoint
+    base = tmp_path / "out"
+    base.mkdir()
+    (base / "runs").symlink_to(path.parent)
+    with pytest.raises(ArtifactError, match="leads out of"):
+        t.verify(base)

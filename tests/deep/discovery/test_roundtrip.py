@@ -70,6 +70,28 @@ def test_load_symmetries_rejects_a_tampered_file(
     assert str(file) in str(err.value)
 
 
+def test_load_symmetries_reads_the_file_once(
+    toy_discovery: tuple[Path, DiscoveryResult], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The symmetries file was opened and hashed twice (``LearnedTransformation.verify``, then the checkpoint
+    reader); it is read once, its digest taken of the bytes that are parsed."""
+    import os
+
+    out, _ = toy_discovery
+    opened: list[str] = []
+    real_open = os.open
+
+    def counting_open(path, *args, **kwargs):  # type: ignore[no-untyped-def]
+        opened.append(os.fspath(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", counting_open)
+    assert len(load_symmetries(out)) == 2
+    assert [p for p in opened if p.endswith("symmetries.safetensors")] == [
+        str(out / "symmetries.safetensors")
+    ]
+
+
 def test_rounding_beyond_the_enumerated_sizes_takes_the_nearest_permutation(
     toy_discovery: tuple[Path, DiscoveryResult], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -5,21 +5,21 @@
 ``load_policy`` reads one back, its metadata and tensors checked (``CheckpointError`` naming the file; nothing is
 unpickled). ``ers_deep.pools`` re-exports all of them.
 
-Policy files may come from strangers (a pool downloaded, shared or edited): ``read_regular_file`` reads only a
-regular file of at most ``MAX_FILE_BYTES`` (a device such as /dev/zero or a FIFO is refused, without blocking),
-and the network the metadata describes is compared with the file's tensor shapes on the ``meta`` device before
-any memory is allocated for it (metadata can name a network of gigabytes; its digest anyone can recompute).
+Policy files may come from strangers (a pool downloaded, shared or edited): they are read by
+``ers_exact.util.files.read_confined`` (``read_regular_file`` where the file is named anywhere): only a regular file
+of at most ``MAX_FILE_BYTES`` (a device such as /dev/zero or a FIFO is refused, without blocking), a pool's only
+inside its folder, its SHA-256 taken of the bytes read; and the network the metadata describes is compared with the
+file's tensor shapes on the ``meta`` device before any memory is allocated for it (metadata can name a network of
+gigabytes; its digest anyone can recompute).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import os
 import re
-import stat
 from dataclasses import dataclass
-from pathlib import Path, PurePath
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -29,6 +29,7 @@ from ers_deep.train.checkpoint import CheckpointError, parse_checkpoint, save_ch
 from ers_deep.train.config import TrainConfig
 from ers_deep.train.evaluate import Agent
 from ers_deep.train.ippo import Learner
+from ers_exact.util.files import MAX_FILE_BYTES, read_confined
 
 __all__ = [
     "MAX_FILE_BYTES",
@@ -43,9 +44,6 @@ __all__ = [
     "usable_device",
 ]
 
-#: the largest policy or symmetry file read (bytes): far above any network here (the Overcooked CNN + GRU is a
-#: few MB), far below a reader's patience with /dev/zero
-MAX_FILE_BYTES = 4 << 30
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 #: TrainConfig fields a policy may record otherwise than its pool.json: its own seeds (a Ray pool's seed alone),
 #: its device (a Ray task's), the CPU-only switches ``on_device`` resets off the CPU, and ``cpu_products`` (a pool
@@ -109,27 +107,9 @@ def save_policy(
 def read_regular_file(path: str | os.PathLike[str], what: str, limit: int = MAX_FILE_BYTES) -> bytes:
     """The bytes of ``path``, checked on the opened file to be a regular file of at most ``limit`` bytes
     (``CheckpointError`` naming it and ``what`` it should be otherwise: missing, a folder, a device such as
-    /dev/zero, a FIFO, which is opened without blocking, or too large)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
-    except OSError as e:
-        raise CheckpointError(f"{path}: cannot read {what}: {e.strerror}") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            kind = "a folder" if stat.S_ISDIR(info.st_mode) else "a device, FIFO or socket"
-            raise CheckpointError(f"{path}: not a regular file ({kind}), so not {what}")
-        if info.st_size > limit:
-            raise CheckpointError(f"{path}: larger than {limit} bytes (MAX_FILE_BYTES), so not {what}")
-        with open(fd, "rb", closefd=False) as f:
-            data, more = f.read(info.st_size), f.read(1)  # the size it had when opened, no more
-    except OSError as e:
-        raise CheckpointError(f"{path}: cannot read {what}: {e.strerror}") from None
-    finally:
-        os.close(fd)
-    if more:
-        raise CheckpointError(f"{path}: grew while it was read (written to?), so not read as {what}")
-    return data
+    /dev/zero, a FIFO, which is opened without blocking, or too large): ``ers_exact.util.files.read_confined``
+    of a file named anywhere."""
+    return read_confined(path, what, error=CheckpointError, limit=limit)[1]
 
 
 def load_checkpoint_file(
@@ -138,13 +118,8 @@ def load_checkpoint_file(
     """``ers_deep.train.checkpoint.load_checkpoint`` of a file read by ``read_regular_file`` (checked, and
     read once: what is checked is what is parsed); ``sha256``: the SHA-256 its bytes must have, as ``record``
     (the file naming it, for the message) records it."""
-    data = read_regular_file(path, what)
-    if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
-        raise CheckpointError(
-            f"{path}: its SHA-256 differs from the one {record or 'recorded for it'} records (a replaced, "
-            "edited or damaged file)"
-        )
-    return parse_checkpoint(path, data)
+    file, data = read_confined(path, what, sha256=sha256, record=record, error=CheckpointError)
+    return parse_checkpoint(file, data)
 
 
 def load_policy(
@@ -155,7 +130,13 @@ def load_policy(
     metadata does not describe a network its tensors fit), its net and games on ``device``: by default the
     device it was trained on where this machine has it, else the CPU (a pool trained on CUDA reads on a machine
     without one). The policy's ``config.device`` says where it is (``on_device``)."""
-    tensors, meta = load_checkpoint_file(path, "a policy file", sha256, record)
+    return _policy(path, *load_checkpoint_file(path, "a policy file", sha256, record), device)
+
+
+def _policy(
+    path: str | os.PathLike[str], tensors: dict[str, torch.Tensor], meta: dict[str, Any], device: str | None
+) -> Policy:
+    """The policy a policy file's parsed ``tensors`` and ``meta`` hold (``load_policy``)."""
     if meta.get("kind") != "policy":
         raise CheckpointError(f"{path}: not a policy file (kind {meta.get('kind')!r})")
     recorded = _policy_config(path, meta)
@@ -173,20 +154,13 @@ def load_listed_policy(
     pools written before it have none), of the entry's ``seed`` and trained with ``config`` (the pool's,
     where it records one) but for ``_OWN_FIELDS`` (``CheckpointError`` naming ``record`` and the file)."""
     name, sha256 = entry["file"], entry.get("sha256")
-    where, rel = f"{record}: policy file {name!r}", PurePath(name)
-    if not name or rel.is_absolute() or ".." in rel.parts:
-        raise CheckpointError(
-            f"{where} is no path inside {folder} (relative, without '..'): edited or foreign"
-        )
-    try:
-        inside = (folder / rel).resolve().is_relative_to(folder.resolve())
-    except (OSError, RuntimeError):  # a link loop
-        inside = False
-    if not inside:
-        raise CheckpointError(f"{where} leads out of {folder} (a link): edited or foreign")
+    where = f"{record}: policy file {name!r}"
     if sha256 is not None and not (isinstance(sha256, str) and _SHA256.fullmatch(sha256)):
         raise CheckpointError(f"{where} has sha256 {sha256!r}, no SHA-256 hex digest")
-    policy = load_policy(folder / rel, device, sha256=sha256, record=str(record))
+    file, data = read_confined(
+        name, "a policy file", folder=folder, sha256=sha256, record=str(record), error=CheckpointError
+    )
+    policy = _policy(file, *parse_checkpoint(file, data), device)
     seed = entry.get("seed", policy.seed)
     if type(seed) is not int or seed != policy.seed:
         raise CheckpointError(f"{where} is listed as seed {seed!r} but holds seed {policy.seed} (replaced)")

@@ -12,7 +12,8 @@ exact and batched over policies (a joint policy is one [K_i, |A^i|] array per ag
 
 Layers, lowest first (imports point down only; ``tests/test_architecture.py`` checks it):
 
-* ``util``: the options/CLI contract, checks, strict-JSON output, memory budgets, progress bars;
+* ``util``: the options/CLI contract, checks, strict-JSON output, memory budgets, progress bars, the reader of
+  files from strangers (``util.files``: confined to a folder, regular, size-capped, hashed as read);
 * ``model``: ``Game``, ``enumerate_histories`` (``HistoryTree``), values (J, Q^i, dJ/dpi), objectives (XP,
   OP^Phi, the symmetriser), transformations phi, the exact self-play optimum J* (``optimal_value``);
 * ``io``: the MADP ``.dpomdp`` format and a Gambit ``.efg`` export;

@@ -28,20 +28,19 @@ re-exported here; the NaN-aware equality of these results is :mod:`ers_exact.uti
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 import re
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path, PurePath
+from pathlib import Path
 from typing import Any
 
 from ers_exact.model.transformation import Transformation
 from ers_exact.symmetry_match import SymmetryMatch
 from ers_exact.util.errors import InputError
 from ers_exact.util.fields import null_as_nan, permutation, real, sequence, text
+from ers_exact.util.files import file_sha256, read_confined
 from ers_exact.util.nan_equality import nan_equal, nan_hash
 from ers_exact.util.output import dumps as strict_dumps
 from ers_exact.util.records import read_record
@@ -72,15 +71,6 @@ _RESULT_KEYS = (
 
 class ArtifactError(ValueError, InputError):
     """A learned transformation whose checkpoint is missing or does not match its recorded hash."""
-
-
-def file_sha256(path: str | os.PathLike[str]) -> str:
-    """Hex SHA-256 of a file's bytes."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 @dataclass(frozen=True)
@@ -194,36 +184,17 @@ class LearnedTransformation:
     def verify(self, base: str | os.PathLike[str] | None = None) -> Path:
         """The checkpoint's path inside ``base`` (the discovery output's folder; the working directory when
         None) after checking its SHA-256; :class:`ArtifactError` naming the file when it is missing, altered,
-        no regular file (a FIFO is not waited on), or no path inside ``base``: absolute, with "..", or through
-        a link leading out (a discovery.json may come from a stranger)."""
-        folder, rel = Path(base or "."), PurePath(self.checkpoint)
-        path, what = folder / rel, f"learned transformation {self.name!r}"
-        try:
-            inside = path.resolve().is_relative_to(folder.resolve())
-        except (OSError, RuntimeError):  # a link loop
-            inside = False
-        if rel.is_absolute() or ".." in rel.parts or not rel.parts or not inside:
-            where = "absolute, with '..' or through a link leading out: an edited discovery.json?"
-            raise ArtifactError(f"{path}: checkpoint of {what} is no file inside {folder} ({where})")
-        digest = hashlib.sha256()
-        try:  # not blocking on a FIFO; checked on the file opened
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-            try:
-                if not stat.S_ISREG(os.fstat(fd).st_mode):
-                    raise ArtifactError(
-                        f"{path}: checkpoint of {what} is no regular file (a folder or FIFO?)"
-                    )
-                with open(fd, "rb", closefd=False) as f:
-                    for block in iter(lambda: f.read(1 << 20), b""):
-                        digest.update(block)
-            finally:
-                os.close(fd)
-        except OSError as e:
-            why = "not found" if isinstance(e, FileNotFoundError) else f"unreadable ({e.strerror or e})"
-            raise ArtifactError(f"{path}: checkpoint of {what} {why}") from None
-        if digest.hexdigest() != self.sha256:
-            raise ArtifactError(f"{path}: SHA-256 differs from the one recorded for {self.name!r}")
-        return path
+        no regular file (a FIFO is not waited on), larger than ``MAX_FILE_BYTES``, or no path inside ``base``:
+        absolute, with "..", or through a link leading out (a discovery.json may come from a stranger)."""
+        return self.read_checkpoint(base)[0]
+
+    def read_checkpoint(self, base: str | os.PathLike[str] | None = None) -> tuple[Path, bytes]:
+        """The checkpoint's path and bytes, checked as :meth:`verify` checks them (read and hashed once, by
+        ``ers_exact.util.files.read_confined``: the bytes returned are those whose SHA-256 was compared)."""
+        what = f"the checkpoint of learned transformation {self.name!r}"
+        return read_confined(
+            self.checkpoint, what, folder=base or ".", sha256=self.sha256, error=ArtifactError
+        )
 
 
 AnyTransformation = Transformation | LearnedTransformation

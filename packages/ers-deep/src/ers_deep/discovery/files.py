@@ -21,9 +21,9 @@ from ers_deep.envs.symmetry import IndexSymmetry
 from ers_deep.envs.tabular import TabularEnv
 from ers_deep.envs.tabular.symmetry import exact_symmetry
 from ers_deep.nets.phi import ObsMap
-from ers_deep.policies import Policy, load_checkpoint_file
+from ers_deep.policies import Policy
 from ers_deep.pools import PoolError
-from ers_deep.train.checkpoint import digest, save_checkpoint
+from ers_deep.train.checkpoint import digest, parse_checkpoint, save_checkpoint
 from ers_deep.train.config import TrainConfig, make_env
 from ers_exact.interface import DiscoveryResult, LearnedTransformation, Transformation, file_sha256
 from ers_exact.util.options import UsageError
@@ -107,9 +107,10 @@ def _result(folder: Path) -> DiscoveryResult:
 
 def load_symmetries(path: str | os.PathLike[str]) -> list[LearnedSymmetry]:
     """The learned symmetries of a discovery output (its folder or its discovery.json), hash-checked: each
-    checkpoint a regular file inside the folder (``LearnedTransformation.verify``), of the symmetries kind,
-    holding the maps its entry names (``PoolError`` / ``ArtifactError`` / ``CheckpointError`` naming the file
-    otherwise; a discovery output may come from a stranger)."""
+    checkpoint a regular file inside the folder (``LearnedTransformation.read_checkpoint``, as ``verify``; each
+    file read and hashed once), of the symmetries kind, holding the maps its entry names (``PoolError`` /
+    ``ArtifactError`` / ``CheckpointError`` naming the file otherwise; a discovery output may come from a
+    stranger)."""
     folder = _folder(path)
     result = _result(folder)
     out: list[LearnedSymmetry] = []
@@ -118,10 +119,9 @@ def load_symmetries(path: str | os.PathLike[str]) -> list[LearnedSymmetry]:
     for t in result.transformations:
         if not isinstance(t, LearnedTransformation):
             raise PoolError(f"{folder}/discovery.json holds exact transformations, not learned ones")
-        if (t.checkpoint, t.sha256) not in read:
-            file = t.verify(folder)
-            loaded = load_checkpoint_file(file, "a symmetries file", t.sha256, str(folder / "discovery.json"))
-            read[t.checkpoint, t.sha256] = (file, *loaded)
+        if (t.checkpoint, t.sha256) not in read:  # verify's read: parsed, not read again
+            file, data = t.read_checkpoint(folder)
+            read[t.checkpoint, t.sha256] = (file, *parse_checkpoint(file, data))
         file, tensors, meta = read[t.checkpoint, t.sha256]
         env, shape = _symmetries_meta(file, meta)
         if lift is None and env not in ("hanabi", "overcooked-v2"):  # tabular: per-observation maps
