@@ -44,6 +44,25 @@ def test_pool_layout_and_scores(toy_pool: Path) -> None:
     assert [p.seed for p in pool.policies] == [0, 4] and pool.name == "toy"
 
 
+def test_the_recorded_digest_is_of_the_bytes_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pool.json's sha256 of each policy equals its file's, taken of the bytes written, not of the file read back
+    (``file_sha256`` reread every policy file just written)."""
+    import ers_deep.pools as pools
+    from ers_exact.util import files
+
+    def reread(path: object) -> str:
+        raise AssertionError(f"{path} read back to hash it")
+
+    monkeypatch.setattr(files, "file_sha256", reread)
+    monkeypatch.setattr(pools, "file_sha256", reread, raising=False)
+    cfg = paper_config("tabular:toy-coordination", num_envs=4, seeds=(1, 2), num_steps=4, total_env_steps=16)
+    info = train_pool(cfg, tmp_path / "pool", eval_games=2)
+    monkeypatch.undo()
+    for entry in info["policies"]:
+        assert entry["sha256"] == file_sha256(tmp_path / "pool" / entry["file"])
+    assert [p.seed for p in load_pool(tmp_path / "pool").policies] == [1, 2]  # load_pool checks the digests
+
+
 def test_frozen_policy_equals_its_seed_slice(toy_pool: Path) -> None:
     pol = load_policy(toy_pool / "policies" / "seed-4.safetensors")
     learner = Learner(pol.config)

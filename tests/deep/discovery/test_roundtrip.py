@@ -92,6 +92,25 @@ def test_load_symmetries_reads_the_file_once(
     ]
 
 
+def test_save_symmetries_hashes_the_bytes_it_writes(
+    toy_discovery: tuple[Path, DiscoveryResult], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The digest ``save_symmetries`` returns (discovery.json records it) is of the bytes written, not of the file
+    read back (``file_sha256`` reread it)."""
+    from ers_deep.discovery import files
+    from ers_exact.util import files as exact_files
+
+    def reread(path: object) -> str:
+        raise AssertionError(f"{path} read back to hash it")
+
+    syms = load_symmetries(toy_discovery[0])
+    monkeypatch.setattr(exact_files, "file_sha256", reread)
+    monkeypatch.setattr(files, "file_sha256", reread, raising=False)
+    path, sha = files.save_symmetries(tmp_path, syms, {"env": "tabular:toy-coordination", "obs_shape": [10]})
+    monkeypatch.undo()
+    assert path == tmp_path / "symmetries.safetensors" and sha == file_sha256(path)
+
+
 def test_rounding_beyond_the_enumerated_sizes_takes_the_nearest_permutation(
     toy_discovery: tuple[Path, DiscoveryResult], monkeypatch: pytest.MonkeyPatch
 ) -> None:

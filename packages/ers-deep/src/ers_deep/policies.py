@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from ers_deep.nets import ActorCritic, build_net
-from ers_deep.train.checkpoint import CheckpointError, parse_checkpoint, save_checkpoint
+from ers_deep.train.checkpoint import CheckpointError, atomic_write_bytes, checkpoint_bytes, parse_checkpoint
 from ers_deep.train.config import TrainConfig
 from ers_deep.train.evaluate import Agent
 from ers_deep.train.ippo import Learner
@@ -38,6 +38,7 @@ __all__ = [
     "load_listed_policy",
     "load_policy",
     "on_device",
+    "policy_bytes",
     "read_regular_file",
     "save_policy",
     "seed_net",
@@ -88,8 +89,18 @@ def save_policy(
     *,
     net: ActorCritic | None = None,
 ) -> Path:
-    """Freeze seed ``learner.config.seeds[index]`` of ``learner`` into ``path``: of ``net`` when given (a
-    ``config.net`` network of the learner's seeds, e.g. the pi inside a composite net), else ``learner.net``."""
+    """Freeze seed ``learner.config.seeds[index]`` of ``learner`` into ``path`` (the bytes ``policy_bytes``
+    gives, written atomically)."""
+    atomic_write_bytes(path, policy_bytes(learner, index, extra, net=net))
+    return Path(path)
+
+
+def policy_bytes(
+    learner: Learner, index: int, extra: dict[str, Any] | None = None, *, net: ActorCritic | None = None
+) -> bytes:
+    """The policy file of seed ``learner.config.seeds[index]`` of ``learner`` (what ``save_policy`` writes): of
+    ``net`` when given (a ``config.net`` network of the learner's seeds, e.g. the pi inside a composite net),
+    else ``learner.net``; ``extra``: more metadata."""
     S, seed = learner.S, learner.config.seeds[index]
     net = learner.net if net is None else net
     tensors = {k: _seed_slice(v, S, index) for k, v in net.state_dict().items()}
@@ -101,7 +112,7 @@ def save_policy(
         "num_actions": learner.env.num_actions,
         **(extra or {}),
     }
-    return save_checkpoint(path, tensors, meta)
+    return checkpoint_bytes(tensors, meta)
 
 
 def read_regular_file(path: str | os.PathLike[str], what: str, limit: int = MAX_FILE_BYTES) -> bytes:

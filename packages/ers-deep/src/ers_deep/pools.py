@@ -35,6 +35,7 @@ trainer=...)`` runs such a variant per seed (the top-level keys a seed's pool.js
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import sys
@@ -45,7 +46,15 @@ from typing import Any
 
 from ers_deep.envs.tabular import TabularEnv
 from ers_deep.nets import ActorCritic
-from ers_deep.policies import MAX_FILE_BYTES, Policy, load_listed_policy, load_policy, save_policy, seed_net
+from ers_deep.policies import (
+    MAX_FILE_BYTES,
+    Policy,
+    load_listed_policy,
+    load_policy,
+    policy_bytes,
+    save_policy,
+    seed_net,
+)
 from ers_deep.ray_cluster import RayError, ray_init, ray_task_device
 from ers_deep.train.checkpoint import atomic_write_bytes
 from ers_deep.train.config import TrainConfig
@@ -54,7 +63,6 @@ from ers_deep.train.exact import exact_report
 from ers_deep.train.ippo import Learner
 from ers_deep.train.run import read_metrics, read_run_config, resume, train
 from ers_deep.train.run_files import write_run_config
-from ers_exact.interface import file_sha256
 from ers_exact.util.errors import InputError
 from ers_exact.util.output import dumps, read_json, remove_stale_temporaries
 
@@ -193,13 +201,14 @@ def train_pool(
     entries = []
     for s, seed in enumerate(cfg.seeds):
         file = out / "policies" / f"seed-{seed}.safetensors"
-        save_policy(file, learner, s, net=net)
+        data = policy_bytes(learner, s, net=net)  # save_policy's bytes, hashed as written
+        atomic_write_bytes(file, data)
         policy = load_policy(file)
         sp = play([policy.agent()] * learner.env.num_agents, cfg, games, seed=10_000 + seed)
         entry: dict[str, Any] = {
             "seed": seed,
             "file": str(file.relative_to(out)),
-            "sha256": file_sha256(file),  # load_pool checks it
+            "sha256": hashlib.sha256(data).hexdigest(),  # load_pool checks it
             "self_play": sp,
             "final_return": final[seed],
         }
@@ -318,7 +327,8 @@ def train_pool_ray(
         file = out / "policies" / f"seed-{seed}.safetensors"
         atomic_write_bytes(file, policy)
         load_policy(file)  # verifies what came back
-        entry = {"file": str(file.relative_to(out)), "run": f"runs/seed-{seed}", "sha256": file_sha256(file)}
+        sha256 = hashlib.sha256(policy).hexdigest()  # of the bytes written
+        entry = {"file": str(file.relative_to(out)), "run": f"runs/seed-{seed}", "sha256": sha256}
         entries.append({**info["policies"][0], **entry})
         runs.append(info["training"])
     rate = sum(r["env_steps_per_s"] for r in runs)

@@ -7,6 +7,7 @@ tabular env, each acting on policies as ers-exact's phi does."""
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 from collections.abc import Sequence
@@ -23,9 +24,9 @@ from ers_deep.envs.tabular.symmetry import exact_symmetry
 from ers_deep.nets.phi import ObsMap
 from ers_deep.policies import Policy
 from ers_deep.pools import PoolError
-from ers_deep.train.checkpoint import digest, parse_checkpoint, save_checkpoint
+from ers_deep.train.checkpoint import atomic_write_bytes, checkpoint_bytes, digest, parse_checkpoint
 from ers_deep.train.config import TrainConfig, make_env
-from ers_exact.interface import DiscoveryResult, LearnedTransformation, Transformation, file_sha256
+from ers_exact.interface import DiscoveryResult, LearnedTransformation, Transformation
 from ers_exact.util.options import UsageError
 from ers_exact.util.output import read_json
 
@@ -81,8 +82,9 @@ def save_symmetries(out: Path, syms: list[LearnedSymmetry], meta: dict[str, Any]
     for r, sym in enumerate(syms):
         tensors.update(sym.obs_map.tensors(f"phi/{r}/obs/"))
         tensors[f"phi/{r}/action_map"] = sym.action_map.cpu()
-    path = save_checkpoint(out / "symmetries.safetensors", tensors, {"kind": "symmetries", **meta})
-    return path, file_sha256(path)
+    data = checkpoint_bytes(tensors, {"kind": "symmetries", **meta})
+    path = atomic_write_bytes(out / "symmetries.safetensors", data)
+    return path, hashlib.sha256(data).hexdigest()  # of the bytes written, not read back
 
 
 def _folder(path: str | os.PathLike[str]) -> Path:

@@ -8,7 +8,7 @@ tensors only, so their metadata is read unverified, as it was written. The diges
 is no signature (anyone can recompute it). Nothing is ever unpickled (no ``torch.load``), so a malicious file
 cannot run code.
 
-* ``save_checkpoint(path, tensors, metadata)`` writes atomically: a temporary file in the same folder, flush,
+* ``save_checkpoint(path, tensors, metadata)`` writes ``checkpoint_bytes(tensors, metadata)`` atomically: a temporary file in the same folder, flush,
   ``fsync``, ``os.replace`` onto the final name, ``fsync`` of the folder. A crash at any moment leaves either the
   old file or the new one, never a torn one; the previous checkpoint stays readable.
 * ``load_checkpoint(path)`` raises :class:`CheckpointError` naming the file when it is missing, truncated, not
@@ -36,6 +36,7 @@ from ers_exact.util.output import write_atomic as atomic_write_bytes  # the one 
 __all__ = [
     "CheckpointError",
     "atomic_write_bytes",
+    "checkpoint_bytes",
     "digest",
     "load_checkpoint",
     "parse_checkpoint",
@@ -65,17 +66,24 @@ def digest(tensors: dict[str, Tensor], metadata: dict[str, Any] | None = None) -
     return h.hexdigest()
 
 
-def save_checkpoint(
-    path: str | os.PathLike[str], tensors: dict[str, Tensor], metadata: dict[str, Any]
-) -> Path:
-    """Write ``tensors`` and JSON-able ``metadata`` to ``path`` atomically; returns the path. The digest
-    covers both (``format`` and ``sha256`` are the file's own keys: ``metadata``'s are replaced)."""
+def checkpoint_bytes(tensors: dict[str, Tensor], metadata: dict[str, Any]) -> bytes:
+    """The bytes of the checkpoint file of ``tensors`` and JSON-able ``metadata``, as ``save_checkpoint`` writes
+    them (for a writer that also records their SHA-256: hashed as written, not read back)."""
     tensors = {k: v.detach().cpu().contiguous() for k, v in tensors.items()}
     # as the file will hold it (tuples are lists, keys strings), so the reader hashes the same JSON
     meta = json.loads(json.dumps({**metadata, "format": FORMAT}))
     meta.pop("sha256", None)
     meta["sha256"] = digest(tensors, meta)
-    atomic_write_bytes(path, st_save(tensors, metadata={"ers": json.dumps(meta, sort_keys=True)}))
+    return st_save(tensors, metadata={"ers": json.dumps(meta, sort_keys=True)})
+
+
+def save_checkpoint(
+    path: str | os.PathLike[str], tensors: dict[str, Tensor], metadata: dict[str, Any]
+) -> Path:
+    """Write ``tensors`` and JSON-able ``metadata`` to ``path`` atomically (``checkpoint_bytes``); returns the
+    path. The digest covers both (``format`` and ``sha256`` are the file's own keys: ``metadata``'s are
+    replaced)."""
+    atomic_write_bytes(path, checkpoint_bytes(tensors, metadata))
     return Path(path)
 
 
