@@ -60,6 +60,7 @@ from ers_deep.train.checkpoint import atomic_write_bytes
 from ers_deep.train.config import TrainConfig
 from ers_deep.train.evaluate import play
 from ers_deep.train.exact import exact_report
+from ers_deep.train.games_memory import check_run_memory
 from ers_deep.train.ippo import Learner
 from ers_deep.train.run import read_metrics, read_run_config, resume, train
 from ers_deep.train.run_files import write_run_config
@@ -294,6 +295,8 @@ def train_pool_ray(
     games = DEFAULT_EVAL_GAMES if eval_games is None else eval_games
     if resume_run:
         games = int(read_ray_run(out)["eval_games"])
+        for seed in config.seeds:  # before any task starts (each task's resume checks its own run too)
+            check_run_memory(out / "runs" / f"seed-{seed}" / "run")
     elif any((out / name).exists() for name in ("pool.json", "runs", "run", RAY_RUN)):
         raise PoolError(f"{out} already holds a pool; pass --force to replace it or choose another --out")
     ray, connected = ray_init(address)

@@ -16,6 +16,7 @@ import torch
 
 from ers_deep.envs.hanabi.config import PRESET_ALIASES, PRESETS
 from ers_deep.train.config import env_problem
+from ers_deep.train.games_memory import bytes_per_game, check_games_memory
 from ers_exact.util.options import MAX_SEED, UsageError, option
 from ers_exact.util.output import MARKER, refuse_linked_folder
 
@@ -26,6 +27,8 @@ __all__ = [
     "PRESET_NAMES",
     "Layout",
     "Switch",
+    "bytes_per_game",
+    "check_games_memory",
     "device_check",
     "draw_pool_curve",
     "env_check",
@@ -180,44 +183,6 @@ def require_two_seat_env(config: Any, command: str, where: str) -> None:
             f"{where} {config.env} has {seats} agent(s), but {command} pairs policies in two seats "
             "(cross-play); use a two-player env"
         )
-
-
-def _tensor_bytes(x: Any, seen: set[int]) -> int:
-    """Bytes of the tensors reachable from ``x`` (attributes, tuples, lists, dicts), each counted once."""
-    if isinstance(x, torch.Tensor):
-        if id(x) in seen:
-            return 0
-        seen.add(id(x))
-        return x.numel() * x.element_size()
-    if isinstance(x, dict):
-        return sum(_tensor_bytes(v, seen) for v in x.values())
-    if isinstance(x, (list, tuple)):
-        return sum(_tensor_bytes(v, seen) for v in x)
-    if hasattr(x, "__dict__") and not isinstance(x, type):
-        return sum(_tensor_bytes(v, seen) for v in vars(x).values())
-    return 0
-
-
-def bytes_per_game(config: Any, stored_steps: int = 0) -> int:
-    """Estimated memory of one game of ``config``'s env (a ``TrainConfig``): its state, observations and
-    legal masks measured on a batch of two, x3 for the step's temporaries, plus ``stored_steps`` copies of
-    one step's outputs (a rollout buffer)."""
-    from ers_deep.train.config import make_env
-
-    env = make_env(config.replace(device="cpu"), 2, seed=0)
-    step = env.reset(seed=0)
-    state = _tensor_bytes(env, set()) / 2
-    out = _tensor_bytes(step, set()) / 2
-    return int(3 * (state + out) + stored_steps * 2 * out)
-
-
-def check_games_memory(flag: str, games: int, config: Any, stored_steps: int = 0) -> None:
-    """Refuse ``games`` parallel games of ``config``'s env (``flag`` names the option that sets them) when
-    they would not fit the memory budget (:mod:`ers_exact.util.budget`)."""
-    from ers_exact.util.budget import check_memory
-
-    per = bytes_per_game(config, stored_steps)
-    check_memory(f"{flag}: {games:,} games of {config.env}", games * per, f"lower {flag}")
 
 
 def refuse_unread(where: str, stray: list[str]) -> None:

@@ -37,7 +37,6 @@ def check_resume_updates(folder: Path, max_updates: int | None, ray: str | None 
         raise UsageError(
             f"--ray continues a Ray pool; --resume {folder} is a pool trained in one process: drop --ray"
         )
-    _check_memory(folder, ray_pool)
     if max_updates is None:
         return
     for path in reversed(checkpoints(folder / "run")):
@@ -51,21 +50,6 @@ def check_resume_updates(folder: Path, max_updates: int | None, ray: str | None 
                 "value to continue it"
             )
         return
-
-
-def _check_memory(folder: Path, ray_pool: bool) -> None:
-    """The memory check a new run gets (``check_games_memory``) for the runs a resume rebuilds from their
-    config.json (an edited or crafted one asked for 200,000,000 games: "internal error", 12.8 GB allocated)."""
-    from ers_deep.cli.common import check_games_memory
-    from ers_deep.train.run_files import read_run_config
-
-    runs = sorted((folder / "runs").glob("seed-*")) if ray_pool else [folder / "run"]
-    for run in (r for r in runs if (r / "config.json").is_file()):
-        _, config = read_run_config(run)
-        games = config.num_envs * len(config.seeds)
-        check_games_memory(
-            f"{run}/config.json's num_envs x seeds", games, config, stored_steps=config.num_steps
-        )
 
 
 def resume_ray_pool(folder: Path, address: str, threads: int | None, other_play: bool) -> dict[str, Any]:

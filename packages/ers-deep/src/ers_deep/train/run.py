@@ -44,6 +44,7 @@ import torch
 
 from ers_deep.train.checkpoint import CheckpointError
 from ers_deep.train.config import TrainConfig
+from ers_deep.train.games_memory import check_run_memory
 from ers_deep.train.gaps import gap_warning, missing_updates
 from ers_deep.train.ippo import Learner
 from ers_deep.train.run_files import (
@@ -228,11 +229,14 @@ def resume(
     on_update: Callable[[dict[str, Any]], None] | None = None,
     make_learner: Callable[[TrainConfig], Learner] = Learner,
 ) -> tuple[Learner, dict[str, Any]]:
-    """Continue the run in ``run_dir`` from its newest readable checkpoint (see the module docstring)."""
+    """Continue the run in ``run_dir`` from its newest readable checkpoint (see the module docstring), after the
+    memory check a new run gets (``games_memory.check_run_memory``: ``BudgetError`` where config.json asks for
+    more games than the budget holds)."""
     run_dir = Path(run_dir)
     if not (run_dir / "config.json").is_file():
         raise RunError(f"{run_dir}: no run to resume (config.json missing)")
     info, config = read_run_config(run_dir)
+    check_run_memory(run_dir, config)  # before anything is removed or built
     recorded = config
     for folder in (run_dir, run_dir / "checkpoints"):
         for path in remove_stale_temporaries(folder):
