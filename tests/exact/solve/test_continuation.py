@@ -4,6 +4,8 @@ Gambit's principal-branch QRE equal to our principal branch's crossing."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -157,3 +159,41 @@ def test_located_bifurcation_lies_in_the_sweeps_proven_interval(toy) -> None:
     lo, hi = proven[0]["between"]
     located = continuation(LogitCoordinates(toy), 0.3).bifurcations[0]["alpha"]
     assert lo < located < hi
+
+
+def _scaled(game, c: float):
+    return enumerate_histories(dataclasses.replace(game, reward=game.reward * c))
+
+
+@pytest.mark.parametrize("c", [1e-3, 1e4])
+def test_toy_continuation_is_the_same_in_any_reward_units(toy, c: float) -> None:
+    """Rewards x c at alpha x c have the same fixed points (M depends on Q / alpha): the trace finds the same
+    crossings and reports the pitchfork at lambda = 2 / c, its branches' origins and ends in the game's lambdas
+    (its step rules ran in the game's units before: at c = 1e4 one step passed lambda_stop)."""
+    ref = continuation(LogitCoordinates(toy), 0.3)
+    tree = _scaled(toy.game, c)
+    res = continuation(LogitCoordinates(tree), 0.3 * c)
+    assert res.alpha == pytest.approx(0.3 * c)
+    assert same_sets(LogitCoordinates(toy), list(res.points), list(ref.points))
+    assert [b["lambda"] for b in res.bifurcations] == pytest.approx([2.0 / c], rel=1e-7)
+    assert [b["alpha"] for b in res.bifurcations] == pytest.approx([0.5 * c], rel=1e-7)
+    assert [b.origin_lambda for b in res.branches] == pytest.approx(
+        [b.origin_lambda / c for b in ref.branches]
+    )
+    assert [b.end for b in res.branches] == [
+        b.end.replace(f"{1.1 / 0.3 + 0.05:.6g}", f"{(1.1 / 0.3 + 0.05) / c:.6g}") for b in ref.branches
+    ]
+
+
+@pytest.mark.parametrize("c", [1e-3, 1e4])
+def test_three_lever_solve_is_the_same_in_any_reward_units(c: float) -> None:
+    """The whole solve at 0.25 (127 points: 103 from multistart, 23 more from continuation's branches) with
+    rewards x c at alpha x c: the same points, J x c, the same optimal set (``optimal_tol`` is relative to the
+    reward spread)."""
+    game = get_game("three-lever")
+    ref = solve_fixed_points(enumerate_histories(game), 0.25)
+    res = solve_fixed_points(_scaled(game, c), 0.25 * c)
+    assert len(res.points) == len(ref.points) > 100
+    assert [p.J for p in res.points] == pytest.approx([p.J * c for p in ref.points], rel=1e-9)
+    assert [p.optimal for p in res.points] == [p.optimal for p in ref.points]
+    assert sorted(p.method for p in res.points) == sorted(p.method for p in ref.points)

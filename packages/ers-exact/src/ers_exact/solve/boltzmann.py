@@ -45,6 +45,7 @@ __all__ = [
     "boltzmann_residual",
     "check_temperature",
     "logit_bound",
+    "reward_unit",
     "softmax_policy",
 ]
 
@@ -79,6 +80,14 @@ def logit_bound(tree: HistoryTree, alpha: float) -> float:
     game = tree.game
     spread = float(game.reward.max() - game.reward.min())
     return spread * _horizon_weight(tree) / alpha + 1.0
+
+
+def reward_unit(tree: HistoryTree) -> float:
+    """u = R_max - R_min, the game's reward spread (1 where every reward is equal). The fixed points of rewards R
+    at temperature alpha are those of R / u at alpha / u (M depends on Q / alpha alone), so a step rule that
+    compares lambda = 1 / alpha or J with absolute numbers is written for rewards in units of u."""
+    spread = float(tree.game.reward.max() - tree.game.reward.min())
+    return spread if spread > 0 and math.isfinite(spread) else 1.0
 
 
 def _horizon_weight(tree: HistoryTree) -> float:

@@ -116,8 +116,8 @@ def _describe_branch_point(tr: Tracer, z: np.ndarray, t: np.ndarray, how: str) -
     u, sv, _ = np.linalg.svd(basis.T, full_matrices=False)
     kernel = u[:, sv > 1e-6].T  # orthonormal directions off the tangent
     return {
-        "lambda": float(z[-1]),
-        "alpha": float(1.0 / z[-1]) if z[-1] > 0 else float("inf"),
+        "lambda": tr.lam(z[-1]),
+        "alpha": float(tr.unit / z[-1]) if z[-1] > 0 else float("inf"),
         "kernel_dim": len(kernel),
         "detected_by": how,
         "z": z.copy(),
@@ -160,7 +160,7 @@ def switch(tr: Tracer, bif: dict[str, Any], parent: int, progress: bool | None =
         size = max(1.0, float(np.abs(y_b).max(initial=0.0)))
         starts = [y_par] + [y_par + eps * size * d for eps in cfg.switch_eps for d in dirs]
         alpha = 1.0 / lam
-        desc = f"branch switching at lambda={lam_b:.4g}: Newton at {lam:.4g} from {len(starts)} starts"
+        desc = f"branch switching at lambda={tr.lam(lam_b):.4g}: Newton at {tr.lam(lam):.4g} from {len(starts)} starts"
         with Progress(settings.steps, desc, enabled=progress) as bar:
             bound = logit_bound(tr.coords.tree, alpha)
             y, res = newton(tr.coords, np.array(starts), alpha, settings, bound, bar)

@@ -102,7 +102,7 @@ class SolverConfig:
     # a run whose step stays larger belongs to a listed point within near_radius x its step (policies, max abs)
     near_radius: float = 10.0
     dedup_tol: float = 1e-7  # two points are one when their policies differ by less (max abs)
-    optimal_tol: float = 1e-9  # pi is self-play optimal when J(pi) >= J* - optimal_tol
+    optimal_tol: float = 1e-9  # pi is self-play optimal when J(pi) >= J* - optimal_tol x (R_max - R_min)
     stable_margin: float = 1e-6  # stable when spectral radius < 1 - margin
     certify: bool = True  # interval Krawczyk test per point
     max_certify_dim: int = 2_000

@@ -34,19 +34,20 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from ers_exact.solve.boltzmann import LogitCoordinates
+from ers_exact.model.histories import HistoryTree
+from ers_exact.solve.boltzmann import LogitCoordinates, reward_unit
 from ers_exact.solve.branch_points import BranchWatch, Seed, near_known, switch
 from ers_exact.solve.config import ContinuationConfig
 from ers_exact.solve.path import Tracer
 from ers_exact.util.blas import blas_threads
 from ers_exact.util.progress import Progress
 
-__all__ = ["Branch", "ContinuationConfig", "ContinuationResult", "continuation"]
+__all__ = ["Branch", "ContinuationConfig", "ContinuationResult", "continuation", "unit_coordinates"]
 
 
 @dataclass(frozen=True)
@@ -116,14 +117,29 @@ def continuation(
         return _continuation(coords, alpha, cfg, progress)
 
 
+def unit_coordinates(coords: LogitCoordinates) -> tuple[LogitCoordinates, float]:
+    """The coordinates of the game with its rewards divided by u = :func:`reward_unit` (the same layers and
+    local histories, a new tree), and u. The trace runs there at lambda* = u / alpha: its fixed points are the
+    game's, and its step rules (arclength scale, ``overshoot``'s + 0.05, the absolute floors) see rewards of
+    spread 1 whatever the game's units (rewards x 1e4 at alpha x 1e4 lost three-lever's 23 continuation points
+    at 0.25). A game of spread 1 keeps its own coordinates."""
+    tree = coords.tree
+    unit = reward_unit(tree)
+    if unit == 1.0:
+        return coords, 1.0
+    game = replace(tree.game, reward=tree.game.reward / unit)
+    return replace(coords, tree=HistoryTree(game, tree.layers, tree.local)), unit
+
+
 def _continuation(
     coords: LogitCoordinates, alpha: float, cfg: ContinuationConfig, progress: bool | None
 ) -> ContinuationResult:
     """Trace branches from the principal seed at lambda = 0, breadth first, until the queue of seeds is empty or
     ``max_branches`` / ``max_steps`` is reached; every branch point found queues the branches leaving it."""
     start = time.perf_counter()
-    lam_star = 1.0 / alpha
-    tr = Tracer(coords, lam_star, cfg)
+    coords, unit = unit_coordinates(coords)
+    lam_star = unit / alpha
+    tr = Tracer(coords, lam_star, cfg, unit)
     if coords.dim == 0:
         return ContinuationResult(
             alpha,
@@ -137,7 +153,7 @@ def _continuation(
         )
     found = _Found(queue=[_principal_seed(tr, coords.dim, lam_star)])
     while found.queue and len(found.branches) < cfg.max_branches and found.steps < cfg.max_steps:
-        _trace_next(tr, found, lam_star, cfg, coords.tree.game.name, progress)
+        _trace_next(tr, found, cfg, coords.tree.game.name, progress)
     return ContinuationResult(
         alpha=float(alpha),
         points=tuple(found.points),
@@ -178,17 +194,14 @@ def _principal_seed(tr: Tracer, D: int, lam_star: float) -> Seed:
     return Seed(z0, t0, None, 0.0, None, hz0)
 
 
-def _trace_next(
-    tr: Tracer, found: _Found, lam_star: float, cfg: ContinuationConfig, name: str, progress: bool | None
-) -> None:
+def _trace_next(tr: Tracer, found: _Found, cfg: ContinuationConfig, name: str, progress: bool | None) -> None:
     """Trace the first queued seed's branch (its own progress bar) into ``found``, then switch onto the branches
     leaving each branch point it met (queued after the others)."""
+    lam_star = tr.lam_star
     lam_stop = cfg.overshoot * lam_star + 0.05
     seed = found.queue.pop(0)
     bid = len(found.branches)
-    desc = (
-        f"continuation {name} to lambda={lam_star:g}: branch {bid + 1} of {bid + 1 + len(found.queue)} known"
-    )
+    desc = f"continuation {name} to lambda={tr.lam(lam_star):g}: branch {bid + 1} of {bid + 1 + len(found.queue)} known"
     with Progress(1000, desc, enabled=progress) as bar:
         report = _BranchProgress(bar, lam_stop)
         steps, crossings, end, new_bifs = _trace(
@@ -206,7 +219,7 @@ def _trace_next(
         )
         report(lam_stop)
     found.steps += steps
-    found.branches.append(Branch(bid, seed.parent, float(seed.origin), steps, crossings, end))
+    found.branches.append(Branch(bid, seed.parent, tr.lam(seed.origin), steps, crossings, end))
     for bif in new_bifs:
         bif["branch"] = bid
         children = switch(tr, bif, bid, progress)
@@ -261,13 +274,13 @@ def _trace(
             if landed is not None:
                 points.append(landed[0])
                 point_branch.append(bid)
-                steps, crossings, end = steps + 1, crossings + 1, f"crossed lambda*={lam_star:.6g}"
+                steps, crossings, end = steps + 1, crossings + 1, f"crossed lambda*={tr.lam(lam_star):.6g}"
                 break
         st = tr.step(z, t, h, prev if cfg.hermite else None)
         if st is None:
             h *= 0.5
             if h < cfg.min_step * tr.scale:
-                end = f"step size underflow at lambda={z[-1]:.6g}"
+                end = f"step size underflow at lambda={tr.lam(z[-1]):.6g}"
                 break
             continue
         zn, tn, lun = st.z, st.t, st.aug
@@ -287,7 +300,7 @@ def _trace(
         prev = (z, t)
         z, t, lu = zn, tn, lun
         h = tr.next_step(h, st)
-        stop = _end(z, steps, crossings, seed, known_bif, lam_star, lam_stop, cfg)
+        stop = _end(z, steps, crossings, seed, known_bif, (lam_star, lam_stop, tr.unit), cfg)
         if stop is not None:
             end = stop
             break
@@ -313,17 +326,18 @@ def _end(
     crossings: int,
     seed: Seed,
     known_bif: list[np.ndarray],
-    lam_star: float,
-    lam_stop: float,
+    lams: tuple[float, float, float],
     cfg: ContinuationConfig,
 ) -> str | None:
     """Why tracing stops at the curve point z = (y, lambda) after ``steps`` steps (None: it goes on): a
     crossing when ``stop_at_crossing``, lambda past lambda_stop or below 0, or another known branch point
-    reached (on a branch that left one)."""
+    reached (on a branch that left one). ``lams``: lambda*, lambda_stop and the trace's reward unit (the text
+    gives the game's lambdas)."""
+    lam_star, lam_stop, unit = lams
     if crossings and cfg.stop_at_crossing:
-        return f"crossed lambda*={lam_star:.6g}"
+        return f"crossed lambda*={lam_star / unit:.6g}"
     if z[-1] > lam_stop:
-        return f"passed lambda={lam_stop:.6g}"
+        return f"passed lambda={lam_stop / unit:.6g}"
     if z[-1] < -1e-9:
         return "returned to lambda < 0"
     if (
@@ -331,5 +345,5 @@ def _end(
         and steps > 3
         and near_known(z, [p for p in known_bif if p is not seed.origin_point], 0.5 * cfg.branch_eps)
     ):
-        return f"reached another branch point at lambda={z[-1]:.6g}"
+        return f"reached another branch point at lambda={z[-1] / unit:.6g}"
     return None

@@ -94,7 +94,7 @@ class FixedPointSet:
 
     @property
     def optimal_points(self) -> tuple[FixedPoint, ...]:
-        """Pi*_alpha as found: the points whose J is within optimal_tol of the best."""
+        """Pi*_alpha as found: the points whose J is within optimal_tol (times the reward spread) of the best."""
         return tuple(p for p in self.points if p.optimal)
 
     def to_json(self, with_policy: bool = False) -> dict[str, Any]:

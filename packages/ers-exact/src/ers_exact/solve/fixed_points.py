@@ -37,7 +37,7 @@ import numpy as np
 
 from ers_exact.model.histories import HistoryTree, check_tree
 from ers_exact.model.optimal import PolicyBudgetError, self_play_optimum
-from ers_exact.solve.boltzmann import LogitCoordinates, check_temperature, logit_bound
+from ers_exact.solve.boltzmann import LogitCoordinates, check_temperature, logit_bound, reward_unit
 from ers_exact.solve.certify import certify_points
 from ers_exact.solve.config import SolverConfig
 from ers_exact.solve.continuation import ContinuationResult, continuation
@@ -356,6 +356,7 @@ def _describe(
             )
             bar.update(n - sum(bool(c) for c in certified))  # the points no radius certified
     j_star = J.max()
+    tol = cfg.optimal_tol * reward_unit(coords.tree)  # in the game's reward units
     points = []
     order = {"multistart": 0, "continuation": 1, "certified search": 2}
     for k, f in enumerate(found):
@@ -370,7 +371,7 @@ def _describe(
                 spectral_radius=float(rho[k]),
                 stable=bool(rho[k] < 1 - cfg.stable_margin),
                 certified=cert,
-                optimal=bool(J[k] >= j_star - cfg.optimal_tol),
+                optimal=bool(J[k] >= j_star - tol),
                 basin=f.basin,
                 method=method,
                 branch=f.branch,

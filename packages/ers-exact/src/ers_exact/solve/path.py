@@ -75,13 +75,20 @@ class Step:
 class Tracer:
     """Evaluation of H, its Jacobian and the step machinery for one coordinate system."""
 
-    def __init__(self, coords: LogitCoordinates, lam_star: float, cfg: ContinuationConfig) -> None:
+    def __init__(
+        self, coords: LogitCoordinates, lam_star: float, cfg: ContinuationConfig, unit: float = 1.0
+    ) -> None:
         self.coords, self.cfg, self.lam_star = coords, cfg, lam_star
+        self.unit = unit  # the coordinates' rewards are the game's / unit: lambda here is unit x the game's
         self.D = coords.dim
         self.scale = 1.0 + lam_star  # arclength unit; rescaled by the size of Gamma(0) in continuation()
         self.evals = 0
         self.eye = np.eye(self.D)
         self.dense = coords.dense_map
+
+    def lam(self, lam: float) -> float:
+        """A lambda of the trace as the game's (its rewards in their own units), for reports."""
+        return float(lam) / self.unit
 
     def gamma(self, y: np.ndarray, jacobian: bool) -> tuple[np.ndarray, np.ndarray | None]:
         """Gamma(y) = M(y) at alpha = 1, and DGamma(y) when ``jacobian`` (the dense evaluator directly where
