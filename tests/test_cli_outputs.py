@@ -269,6 +269,21 @@ def test_table1_continues_its_own_config_and_refuses_another_without_force(tmp_p
         _claim(config, foreign, True, "ers-deep table1")
 
 
+def test_table1_force_does_not_follow_a_link_in_place_of_the_marker(tmp_path: Path) -> None:
+    """A table folder of an earlier version (config.json, no marker) got its marker touched before --force
+    removed it: a dangling link in its place was followed, creating the file it named. Now it is removed."""
+    from ers_deep.zsc import PopulationConfig
+    from ers_deep.zsc.population import _claim
+    from ers_exact.util.output import MARKER
+
+    out, victim = tmp_path / "t1", tmp_path / "victim.txt"
+    out.mkdir()
+    (out / "config.json").write_text(json.dumps({"env": "tabular:toy-coordination", "agents": 9}))
+    (out / MARKER).symlink_to(victim)
+    _claim(PopulationConfig(env="tabular:toy-coordination"), out, True, "ers-deep table1")
+    assert not victim.exists() and not (out / MARKER).is_symlink()
+
+
 def test_crossplay_writes_strict_json_and_refuses_a_second_run_without_force(
     pools: dict[str, Path], tmp_path: Path, deep: Callable[..., tuple[int, str, str]]
 ) -> None:

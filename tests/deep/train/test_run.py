@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import struct
 import subprocess
@@ -548,3 +549,20 @@ def test_metrics_are_never_appended_through_a_symbolic_link(tmp_path: Path) -> N
     with pytest.raises(OSError, match="cannot append metrics"):
         write_metric_rows(tmp_path / "metrics.csv", m, (0,), 1.0)
     assert victim.read_text() == "keep\n"
+
+
+def test_tensorboard_events_are_never_written_through_a_symbolic_link(tmp_path: Path) -> None:
+    """A run folder received from someone else may hold ``tensorboard`` as a link to any folder: a resume wrote
+    its event files there. Now refused, before any update, the linked folder untouched."""
+    from ers_exact.util.output import OutputError
+
+    with single_thread():
+        train(paper_config("tabular:toy-coordination", **TINY), tmp_path, max_updates=1)
+        shutil.rmtree(tmp_path / "tensorboard")
+        elsewhere = tmp_path.parent / f"{tmp_path.name}-elsewhere"
+        elsewhere.mkdir()
+        (tmp_path / "tensorboard").symlink_to(elsewhere, target_is_directory=True)
+        rows = len(read_metrics(tmp_path))
+        with pytest.raises(OutputError, match="symbolic link"):
+            resume(tmp_path, max_updates=2)
+    assert list(elsewhere.iterdir()) == [] and len(read_metrics(tmp_path)) == rows

@@ -63,7 +63,7 @@ from ers_deep.train.run_files import (
     write_metric_rows,
     write_run_config,
 )
-from ers_exact.util.output import remove_stale_temporaries
+from ers_exact.util.output import OutputError, remove_stale_temporaries
 
 __all__ = [
     "EXECUTION_FIELDS",
@@ -112,7 +112,12 @@ def _tensorboard(run_dir: Path, purge_step: int | None) -> Any:
         from torch.utils.tensorboard import SummaryWriter
     except ImportError:  # the optional `tensorboard` extra
         return None
-    return SummaryWriter(str(run_dir / "tensorboard"), purge_step=purge_step)
+    folder = run_dir / "tensorboard"
+    if folder.is_symlink():  # planted in a received run folder, it would send the event files anywhere
+        raise OutputError(
+            f"{folder}: a symbolic link in the run folder; refusing to write TensorBoard's events through it"
+        )
+    return SummaryWriter(str(folder), purge_step=purge_step)
 
 
 def _loop(

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -252,7 +253,10 @@ def _claim(config: PopulationConfig, out: Path, force: bool, command: str) -> No
                 f"{out}: holds a run with another config ({', '.join(changed) or 'unreadable config.json'}); "
                 "rerun with its options to continue it, pass --force to replace it, or choose another --out"
             )
-        (out / MARKER).touch()  # a table folder (config.json) of an earlier version, before the marker
+        if not os.path.lexists(
+            out / MARKER
+        ):  # a table folder (config.json) of an earlier version, before the
+            (out / MARKER).touch()  # marker (a link in its place is not followed: --force removes it)
     claim_folder(out, force=force, command=command)
     atomic_write_bytes(file, dumps(config.to_json(), indent=2).encode())
 
