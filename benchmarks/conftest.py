@@ -69,6 +69,28 @@ def fresh_process_switches(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.setattr(sys.modules[module], name, value)
 
 
+def _freed_memory_kept() -> bool:
+    """Whether glibc keeps freed memory in this process (``ers_deep.train.memory.keep_freed_memory``: set by the
+    first CPU learner, for the rest of the process); False while that module is not imported (nothing set it)."""
+    memory = sys.modules.get("ers_deep.train.memory")
+    return bool(memory is not None and memory.freed_memory_kept())
+
+
+@pytest.fixture(autouse=True)
+def record_freed_memory(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Every benchmark row records whether glibc kept freed memory when it started and when it ended
+    (``freed_memory_kept_at_start`` / ``_at_end``): the setting is process-wide and irreversible, so in one
+    ``make bench`` process the learners of an earlier file (``test_train_bench.py``, ``test_int8_bench.py``, ...)
+    change how a later file's tensors are allocated (and whether ``int8_inputs="auto"`` turns on), and a row
+    says which way it ran. ``bench.train.bench_apart`` runs a learner in a fresh process where that matters."""
+    bench = request.getfixturevalue("benchmark") if "benchmark" in request.fixturenames else None
+    before = _freed_memory_kept()
+    yield
+    if bench is not None:
+        bench.extra_info["freed_memory_kept_at_start"] = before
+        bench.extra_info["freed_memory_kept_at_end"] = _freed_memory_kept()
+
+
 @pytest.fixture
 def one_thread() -> Iterator[None]:
     """Torch with one CPU thread for the test (an env step is a few hundred small ops; on the shared 2-core machine

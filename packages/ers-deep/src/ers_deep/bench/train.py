@@ -5,9 +5,13 @@ reported as ``setup_s``), then times ``updates`` more, synchronising the device 
 more with its phases apart (``phase_s``), and on request (``profile_top``) one more under ``torch.profiler``: the
 operators and kernels that took the most time (``profile_update``), and on request (``count_flops``) the rate of
 its matrix products (``product_flops``: TFLOP/s of collection and update). The
-A/B baseline is the same config with ``collector="native", update_mode="eager"`` (the learner before the fast
-path), measured in the same process by ``bench_pair``. ``bench_anchor`` runs a JAX reference learner of
-``../shared/anchors`` in a process of its own and reads its JSON lines.
+A/B baseline (``BASELINE``) is the same config with ``collector="native", update_mode="eager"`` and float32
+products (``bf16_gradients`` and ``int8_inputs`` off), measured in the same process by ``bench_pair``: it shares
+the current network code, so it is not the learner before issue 21 (``scripts/cpu_learner_bounds.py`` measures
+against a worktree of that commit). Every row records the product switches as the learner resolved them and
+whether the process keeps freed memory (``train.memory``: process-wide, set by the first CPU learner).
+``bench_anchor`` runs a JAX reference learner of ``../shared/anchors`` in a process of its own and reads its
+JSON lines.
 """
 
 from __future__ import annotations
@@ -28,9 +32,11 @@ from ers_deep.bench.runner import available_cpus, reference_in_subprocess
 from ers_deep.nets import ActorCritic
 from ers_deep.train.config import TrainConfig
 from ers_deep.train.ippo import Learner
+from ers_deep.train.memory import freed_memory_kept
 
-#: the learner before this fast path: native collection (re-observing every step) and the eager update, its
-#: products float32 (``TrainConfig.bf16_gradients`` and ``int8_inputs``, "auto" on the fast side)
+#: the A/B baseline: native collection (re-observing every step), the eager update and float32 products
+#: (``TrainConfig.bf16_gradients`` and ``int8_inputs``, "auto" on the fast side), on the current network code
+#: (not the learner before issue 21: that is a worktree of its commit, ``scripts/cpu_learner_bounds.py``)
 BASELINE = {
     "collector": "native",
     "update_mode": "eager",
@@ -154,6 +160,9 @@ def bench_learner(
         "collector": config.collector,
         "collect_mode": fast.mode if fast is not None else "eager",
         "update_mode": learner.updater.mode,
+        "bf16_gradients": learner.bf16_gradients,
+        "int8_inputs": learner.int8_inputs,
+        "freed_memory_kept": freed_memory_kept(),
         "updates": updates,
         "seconds": seconds,
         "setup_s": setup,
