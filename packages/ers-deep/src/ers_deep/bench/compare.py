@@ -5,13 +5,17 @@ observations optional)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import time
+from collections.abc import Callable, Collection
 from typing import Any
+
+import torch
 
 from ers_deep.bench import hanabi as bench_hanabi
 from ers_deep.bench import overcooked_v2 as bench_overcooked
 from ers_deep.bench.runner import reference_in_subprocess
 from ers_deep.bench.timing import JAXMARL_MISSING, jaxmarl_installed
+from ers_deep.envs.hanabi.config import resolve_config
 
 _MODULES = {"hanabi": "hanabi", "overcooked-v2": "overcooked_v2"}
 
@@ -33,6 +37,36 @@ def bench_env(
             raise ValueError("the state-only rate is an Overcooked V2 measurement")
         return bench_hanabi.bench_ers(None, check_legal=False, repeats=repeats, **kw)
     return bench_overcooked.bench_ers(observations=observations, repeats=repeats, **kw)
+
+
+def env_span(
+    env: str, batch: int, steps: int, device: str = "cpu", mode: str = "eager", warmup: int = 5
+) -> tuple[Callable[[], tuple[float, float]], dict[str, Any]]:
+    """``bench_env``'s loop built once, for a benchmark that times it again and again: ``span()`` runs ``steps``
+    batched steps of ``env`` in ``mode`` (device synchronised) and returns its (wall, CPU) seconds; with it, how
+    it runs (``bench.runner.random_legal_runner``: the resolved mode, ``setup_seconds`` = compilation and
+    capture, which happen before this returns, as do ``warmup`` more steps)."""
+    if env == "hanabi":
+        built, run, how = bench_hanabi.hanabi_runner(resolve_config(None), batch, device, 0, False, mode)
+        where = built.device
+    else:
+        oc, run, how = bench_overcooked.overcooked_runner(
+            "grounded_coord_simple", batch, device, 0, mode=mode
+        )
+        where = oc.device
+    cuda = where.type == "cuda"
+    run(warmup)
+    if cuda:
+        torch.cuda.synchronize(where)
+
+    def span() -> tuple[float, float]:
+        t0, c0 = time.perf_counter(), time.process_time()
+        run(steps)
+        if cuda:
+            torch.cuda.synchronize(where)
+        return time.perf_counter() - t0, time.process_time() - c0
+
+    return span, how
 
 
 def jaxmarl_env(

@@ -31,7 +31,7 @@ from ers_deep.envs.hanabi.env import HanabiEnv
 REFERENCES = ("hle", "jaxmarl")
 
 
-def _hanabi_runner(
+def hanabi_runner(
     cfg: HanabiConfig,
     batch: int,
     device: str,
@@ -71,7 +71,7 @@ def bench_ers(
 ) -> dict[str, Any]:
     """Env-steps/s of ``HanabiEnv`` (auto-reset on) over ``steps`` batched steps (rounded up to a multiple of
     ``unroll``) after ``warmup`` steps, in ``mode`` (``ers_deep.accel``), the best of ``repeats``."""
-    env, run, how = _hanabi_runner(resolve_config(config), batch, device, seed, check_legal, mode, unroll)
+    env, run, how = hanabi_runner(resolve_config(config), batch, device, seed, check_legal, mode, unroll)
     steps = math.ceil(steps / how["unroll"]) * how["unroll"]
     seconds, cores = time_steps(run, steps, env.device, warmup, repeats)
     return {**throughput(batch, steps, seconds, env.device, cores), **how}
@@ -88,7 +88,7 @@ def profile_ers(
 ) -> list[dict[str, Any]]:
     """Where an env step spends its time: the ``top`` torch ops by self time (device time on CUDA) over
     ``steps`` batched steps, from ``torch.profiler``."""
-    env, run, _ = _hanabi_runner(resolve_config(config), batch, device, seed, check_legal)
+    env, run, _ = hanabi_runner(resolve_config(config), batch, device, seed, check_legal)
     return profile_steps(run, steps, env.device, top)
 
 

@@ -32,7 +32,7 @@ from ers_deep.envs.overcooked_v2.env import NUM_ACTIONS, OvercookedV2Env
 DTYPES = {"uint8": torch.uint8, "float32": torch.float32}
 
 
-def _runner(
+def overcooked_runner(
     layout: str,
     batch: int,
     device: str,
@@ -89,7 +89,9 @@ def bench_ers(
 ) -> dict[str, Any]:
     """Env-steps/s of ``OvercookedV2Env`` (auto-reset on) over ``steps`` batched steps (rounded up to a
     multiple of ``unroll``) after ``warmup`` steps in ``mode`` (``ers_deep.accel``), the best of ``repeats``."""
-    env, run, how = _runner(layout, batch, device, seed, obs_dtype, observations, mode, unroll, **env_kwargs)
+    env, run, how = overcooked_runner(
+        layout, batch, device, seed, obs_dtype, observations, mode, unroll, **env_kwargs
+    )
     steps = math.ceil(steps / how["unroll"]) * how["unroll"]
     seconds, cores = time_steps(run, steps, env.device, warmup, repeats)
     return {
@@ -109,7 +111,7 @@ def profile_ers(
     top: int = 15,
 ) -> list[dict[str, Any]]:
     """The ``top`` torch ops of an env step by self time (device time on CUDA), from ``torch.profiler``."""
-    env, run, _ = _runner(layout, batch, device, seed)
+    env, run, _ = overcooked_runner(layout, batch, device, seed)
     return profile_steps(run, steps, env.device, top)
 
 
