@@ -76,3 +76,47 @@ def test_hanabi_env_steps(benchmark, one_thread, batch: int) -> None:
     if batch == 1024 and "ratio_vs_jaxmarl" in info:
         benchmark.extra_info["target_ratio_vs_jaxmarl"] = TARGET_VS_JAXMARL_AT_1024
         assert info["ratio_vs_jaxmarl"] > 1.0
+
+
+def test_hanabi_v0_belief_vs_bits(benchmark, one_thread, best_of) -> None:  # type: ignore[no-untyped-def]
+    """The cost of JaxMARL's V0 belief (``knowledge="v0-belief"``: the plausible-card bits times the copies of each
+    card not yet discarded or played, normalised per slot) against HLE's bits (the default), same run: the eager
+    CPU step of 256 Full games with random legal moves sampled each step, one thread, env-steps/s of each (the
+    ers-deep README's figure). The two envs from one seed play the same moves beforehand: legal moves, rewards,
+    endings and scores must be equal step by step, the belief nonzero only where a bit is set, and the two
+    observations apart only inside the K plausible-card features of each hand slot (P x H x K of them)."""
+    batch, steps, cfg = 256, 32, HanabiConfig()
+    envs = {k: HanabiEnv(cfg, batch_size=batch, seed=0, knowledge=k) for k in ("v0-belief", "plausible")}
+    gen = torch.Generator().manual_seed(1)
+    apart = torch.zeros(cfg.obs_size, dtype=torch.bool)
+    for _ in range(steps):  # the same game under both encodings
+        keys = torch.rand(batch, cfg.num_moves, generator=gen)
+        belief, bits = (env.step((keys * env.current_legal).argmax(1)) for env in envs.values())
+        for name in ("legal", "cur_player", "reward", "done", "score"):
+            assert torch.equal(getattr(belief, name), getattr(bits, name)), name
+        assert not ((belief.obs != 0) & (bits.obs == 0)).any()
+        apart |= (belief.obs != bits.obs).flatten(0, 1).any(0)
+    assert 0 < int(apart.sum()) <= cfg.players * cfg.hand * cfg.num_cards  # the belief's block, and only it
+    runs = {}
+    for name, env in envs.items():
+
+        def run(env: HanabiEnv = env) -> None:
+            for _ in range(steps):
+                keys = torch.rand(batch, cfg.num_moves, generator=gen)
+                env.step((keys * env.current_legal).argmax(1))
+
+        runs[name] = run
+    benchmark.pedantic(runs["v0-belief"], rounds=5, iterations=1, warmup_rounds=1)
+    bits_s = best_of(runs["plausible"], 5)
+    belief_rate = batch * steps / benchmark.stats.stats.min
+    bits_rate = batch * steps / bits_s
+    info = {
+        "batch": batch,
+        "steps_per_round": steps,
+        "v0_belief_env_steps_per_s": belief_rate,
+        "bits_env_steps_per_s": bits_rate,
+        "ratio_bits_vs_belief": bits_rate / belief_rate,
+        "features_apart": int(apart.sum()),
+    }
+    benchmark.extra_info.update(info)
+    print(info)

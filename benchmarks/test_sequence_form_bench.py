@@ -1,6 +1,8 @@
 """J, dJ/dpi and the local Q^i of a batch of 64 policies on two-agent games: the sequence form (model/sequence_form.py, one
 sparse product) against the pass over the joint history tree (model/values.py, ``sequence=False``), measured
-in the same run. Ratio = tree seconds / sequence-form seconds; both must agree to 1e-12 of the values' size."""
+in the same run. Ratio = tree seconds / sequence-form seconds; both must agree to 1e-12 of the values' size, and the
+timed side must take the sequence form (``sequence_form(tree)`` is built for the tree: a game beyond its size
+limit would time the tree pass against itself)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import pytest
 
 from ers_exact.games import get_game
 from ers_exact.model.histories import enumerate_histories
+from ers_exact.model.sequence_form import sequence_form
 from ers_exact.model.values import expected_return, local_q_values, return_gradient
 
 #: horizon 0: the game's own (three-lever takes no horizon; its tree has H = 2); extra_info records the tree's
@@ -33,6 +36,7 @@ def _policies(tree, P: int = 64) -> tuple[np.ndarray, ...]:
 @pytest.mark.parametrize("name, horizon, what", CASES, ids=[f"{g}-H{h}-{w}" for g, h, w in CASES])
 def test_sequence_form_vs_tree_pass(benchmark, name: str, horizon: int, what: str) -> None:
     tree = enumerate_histories(get_game(name, horizon=horizon) if horizon else get_game(name))
+    assert sequence_form(tree) is not None  # what the timed call (sequence=True, the default) runs
     pols = _policies(tree)
     fn = {"J": expected_return, "dJ": return_gradient, "Q": local_q_values}[what]
     want = fn(tree, pols, sequence=False)

@@ -1,11 +1,15 @@
 """Symmetry searches: the full ER search on three-lever at alpha = 0.25 (every candidate of Psi's policy
 part against the whole optimal pool), and Phi_MDP by the exhaustive, pruned and graph methods at three game
 sizes (a ~10^6-candidate game included); the pruned and graph cases run the exhaustive search in the same test
-(untimed by the benchmark) and must find the same symmetries (ratio = exhaustive seconds / method seconds)."""
+(untimed by the benchmark) and must find the same symmetries (ratio = exhaustive seconds / method seconds).
+Every method's answer must also be the group known by construction (``GROUPS``): the n! relabellings of n levers
+(the same on both agents' actions and observations) and, on the planted game, the identity and the planted
+swap, and closed under composition."""
 
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import time
 
 import numpy as np
@@ -52,8 +56,11 @@ def _large_planted_game() -> object:
         np.full(S, 1 / S),
         horizon=1,
     )
-    phi = Transformation((1, 0, 3, 2, 5, 4), ((1, 0, 2), (1, 0, 2)), ((2, 1, 0), (2, 1, 0)))
-    return planted_game(game, phi)
+    return planted_game(game, PLANTED)
+
+
+#: the planted game's symmetry (an involution: with the identity, the group that planting averages over)
+PLANTED = Transformation((1, 0, 3, 2, 5, 4), ((1, 0, 2), (1, 0, 2)), ((2, 1, 0), (2, 1, 0)))
 
 
 GAMES = {
@@ -62,6 +69,21 @@ GAMES = {
     "planted-6x3x3": _large_planted_game,
 }
 METHODS = ["exhaustive", "pruned", "graph"]
+
+
+def _levers(n: int) -> set[tuple]:
+    """The n! lever relabellings of the lever game: one permutation of the levers on both agents' actions and
+    on their observations (each sees the partner's lever); one state."""
+    return {((0,), (p, p), (p, p)) for p in itertools.permutations(range(n))}
+
+
+#: Phi_MDP of each game by construction, as (states, actions, observations)
+GROUPS = {
+    "three-lever": _levers(3),
+    "four-lever": _levers(4),
+    "planted-6x3x3": {((0, 1, 2, 3, 4, 5), ((0, 1, 2),) * 2, ((0, 1, 2),) * 2)}
+    | {(PLANTED.states, PLANTED.actions, PLANTED.observations)},
+}
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -96,3 +118,8 @@ def test_mdp_search(benchmark, name: str, method: str) -> None:
     key = lambda p: (p.states, p.actions, p.observations)  # noqa: E731
     assert len(found) >= 2
     assert sorted(map(key, found)) == sorted(map(key, want))
+    got = set(map(key, found))
+    assert got == GROUPS[name] and len(got) == len(
+        found
+    )  # the group known by construction, each element once
+    assert all(key(a.compose(b)) in got for a in found for b in found)
