@@ -157,14 +157,16 @@ def test_env_benchmarks_time_jaxmarl_in_its_own_process(
 
 def test_cores_used_counts_busy_time_not_waiting() -> None:
     """``time_steps``'s ``cores_used`` against what is known: a sleeping loop keeps no core busy, a spinning one
-    keeps one at most (one Python thread; a loaded shared machine may lend it less)."""
+    keeps one at most (one Python thread). The spin runs until it has used its CPU seconds, not wall seconds: on
+    a loaded shared machine (other jobs, a hypervisor's steal time) a wall-clock spin got a fifth of a core
+    (busy 0.1997, 3 runs in 20 at load 4-5), so only the ordering and the upper bound are asserted."""
     import torch
 
     from ers_deep.bench.timing import time_steps
 
     def run(n: int, spin: bool) -> None:
-        end = time.perf_counter() + 0.02 * n
-        while spin and time.perf_counter() < end:
+        end = time.process_time() + 0.02 * n
+        while spin and time.process_time() < end:
             pass
         if not spin:
             time.sleep(0.02 * n)
@@ -172,7 +174,7 @@ def test_cores_used_counts_busy_time_not_waiting() -> None:
     cpu = torch.device("cpu")
     _, idle = time_steps(lambda n: run(n, False), 5, cpu, warmup=0, repeats=2)
     _, busy = time_steps(lambda n: run(n, True), 5, cpu, warmup=0, repeats=2)
-    assert idle < 0.2 and 0.25 < busy < 1.2, (idle, busy)
+    assert idle < 0.2 and busy < 1.2 and busy > max(0.02, 2 * idle), (idle, busy)
 
 
 BENCH_SRC = ROOT / "packages" / "ers-deep" / "src" / "ers_deep" / "bench"
