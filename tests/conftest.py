@@ -1,6 +1,12 @@
 """Shared fixtures: the standard .dpomdp problem files live beside the repository (never inside it); the CLI
 robustness tests' callers of ``ers-exact`` and ``ers-deep`` and their tiny real pools
-(``tests/test_cli_finite_results.py``, ``_outputs``, ``_budgets``, ``_inputs``)."""
+(``tests/test_cli_finite_results.py``, ``_outputs``, ``_budgets``, ``_inputs``); Hypothesis's profiles.
+
+Hypothesis runs the ``ci`` profile unless told otherwise: the same examples on every run (``derandomize``), no
+example database, no per-example deadline (a loaded 2-core machine is no place to time one example), so a
+property test fails on CI only where it fails here. ``pytest --hypothesis-profile explore`` draws fresh random
+examples (with a database under ``.hypothesis/``) for a search beyond the fixed ones; a failure it finds prints
+the ``@reproduce_failure`` blob to pin it."""
 
 from __future__ import annotations
 
@@ -9,11 +15,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from tests.cli_helpers import ONE_AGENT, caller, run
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DPOMDP_DIR = Path(os.environ.get("ERS_DPOMDP_DIR", REPO_ROOT.parent / "shared" / "dpomdp"))
+
+settings.register_profile("ci", derandomize=True, database=None, deadline=None, print_blob=True)
+settings.register_profile("explore", deadline=None, print_blob=True)
+settings.load_profile("ci")  # before the plugin reads --hypothesis-profile, which overrides it
 
 
 @pytest.fixture(scope="session")

@@ -30,3 +30,27 @@ def test_a_hanging_test_fails_with_a_timeout(tmp_path: Path) -> None:
     )
     assert run.returncode == 1, run.stdout + run.stderr
     assert "Timeout" in run.stdout and "1 failed" in run.stdout
+
+
+def test_hypothesis_runs_fixed_examples_by_default(pytestconfig: pytest.Config) -> None:
+    """The ``ci`` profile (tests/conftest.py): the same examples on every run, no database, no deadline; a test's
+    own ``@settings`` inherit it. ``--hypothesis-profile explore`` is the random search."""
+    from hypothesis import given, settings, strategies
+
+    if pytestconfig.getoption("hypothesis_profile", None) not in (None, "ci"):
+        pytest.skip("another Hypothesis profile was asked for")
+    assert settings.default.derandomize is True
+    assert settings.default.database is None and settings.default.deadline is None
+    assert settings(max_examples=5).derandomize is True  # a test's own settings keep the profile's fields
+    seen: list[int] = []
+
+    @given(strategies.integers(0, 10**9))
+    @settings(max_examples=20)
+    def draw(x: int) -> None:
+        seen.append(x)
+
+    draw()
+    first = list(seen)
+    seen.clear()
+    draw()
+    assert seen == first and len(set(first)) > 5  # two runs, the same twenty draws
