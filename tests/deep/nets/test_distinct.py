@@ -18,8 +18,6 @@ from ers_deep.nets.layers import SConv2d
 from ers_deep.nets.pointwise import pointwise_stack
 from tests.deep.nets.pointwise_cases import pointwise_convs
 
-torch.set_num_threads(1)
-
 
 def _check_distinct(x: torch.Tensor) -> None:
     first, inverse = distinct_rows(x)

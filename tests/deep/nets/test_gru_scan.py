@@ -21,8 +21,6 @@ from .gru_cases import grads as _grads
 from .gru_cases import inputs as _inputs
 from .gru_cases import pattern as _pattern
 
-torch.set_num_threads(1)
-
 
 def _check(cell: SGRUCell, first: torch.Tensor, seed: int = 0) -> None:
     x, h0 = _inputs(first, seed)

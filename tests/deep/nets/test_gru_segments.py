@@ -23,8 +23,6 @@ from .gru_cases import grads as _grads
 from .gru_cases import inputs as _inputs
 from .gru_cases import pattern as _pattern
 
-torch.set_num_threads(1)
-
 DEVICES = [
     "cpu",
     pytest.param(

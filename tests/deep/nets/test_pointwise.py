@@ -15,8 +15,6 @@ from ers_deep.nets.layers import SConv2d
 from ers_deep.nets.pointwise import pointwise_stack
 from tests.deep.nets.pointwise_cases import pointwise_convs
 
-torch.set_num_threads(1)
-
 
 def _reference(x: torch.Tensor, convs: list[SConv2d]) -> torch.Tensor:
     for c in convs:
