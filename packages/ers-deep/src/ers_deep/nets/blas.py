@@ -17,7 +17,9 @@ bfloat16, autocast's products) stays on ``torch.bmm``.
 enters its own around its collection and update and leaves the process's as it found them:
 ``nets.switches.ProductSwitches``): ``"torch"``, ``"openblas"`` or ``"auto"`` (``resolve_cpu_products``: OpenBLAS on
 an AMD x86 CPU when torch's products are MKL's and numpy's are OpenBLAS's, torch elsewhere). It limits numpy's
-BLAS to ``threads`` threads (torch's own count), through ``threadpoolctl``. The two libraries sum in different
+BLAS to ``threads`` threads (torch's own count), through ``threadpoolctl``, for the process; a learner does that
+only around its collection and update too (``blas_threads_at``), so the numpy code beside it (ers-exact's) keeps
+its threads. The two libraries sum in different
 orders, so a run's floats depend on the choice (as they depend on the CPU): the learner writes the resolved
 choice into its run's config.
 
@@ -38,8 +40,9 @@ from __future__ import annotations
 
 import platform
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Any, Literal, cast, get_args
 
 import numpy as np
 import torch
@@ -59,6 +62,8 @@ __all__ = [
     "bf16_gradients",
     "bf16_gradients_bmm",
     "bf16_weight_gradient",
+    "blas_threads",
+    "blas_threads_at",
     "bmm",
     "cpu_products",
     "native_bf16",
@@ -94,6 +99,7 @@ _active = "torch"
 #: see their source: this file's hash goes into the keys (``nets.cache_tag``)
 tag_compile_caches(__file__)
 _bf16_gradients = False
+_controller: Any = None  # threadpoolctl.ThreadpoolController, made on first use (blas_threads_at)
 
 
 @torch.library.custom_op("ers::openblas_bmm", mutates_args=())
@@ -214,6 +220,31 @@ def bmm(x: Tensor, w: Tensor) -> Tensor:
     if large and _active == "openblas":
         return openblas_bmm(x, w)
     return torch.bmm(x, w)
+
+
+def blas_threads() -> int | None:
+    """How many threads numpy's BLAS runs now (threadpoolctl), or None where threadpoolctl cannot tell."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return None
+
+    for lib in threadpool_info():
+        if lib.get("user_api") == "blas" and "numpy" in str(lib.get("filepath", "")):
+            return int(lib["num_threads"])
+    return None
+
+
+def blas_threads_at(threads: int) -> AbstractContextManager[object]:
+    """The BLAS libraries loaded in the process (numpy's among them) on ``threads`` threads inside the block, on
+    their counts as found after it (threadpoolctl's limiter on a controller made once: ~12 us a block). How a
+    learner whose products are OpenBLAS's runs numpy's BLAS on torch's thread count (``ProductSwitches``)."""
+    global _controller  # noqa: PLW0603  (made once: listing the loaded libraries costs ~2 ms)
+    if _controller is None:
+        from threadpoolctl import ThreadpoolController
+
+        _controller = ThreadpoolController()
+    return cast(AbstractContextManager[object], _controller.limit(limits=threads, user_api="blas"))
 
 
 def numpy_blas() -> str | None:

@@ -8,6 +8,8 @@ import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import torch
+
 from ers_deep.nets import blas, int8
 
 __all__ = ["ProductSwitches"]
@@ -31,17 +33,22 @@ class ProductSwitches:
         return cls(blas.cpu_products(), blas.bf16_gradients(), int8.int8_inputs())
 
     def set(self) -> None:
-        """Sets the process's switches to these (numpy's BLAS threads untouched)."""
+        """Sets the process's switches to these (numpy's BLAS threads untouched: ``applied`` sets those)."""
         blas.set_cpu_products(self.cpu_products)
         blas.use_bf16_gradients(self.bf16_gradients)
         int8.use_int8_inputs(self.int8_inputs)
 
     @contextlib.contextmanager
     def applied(self) -> Iterator[None]:
-        """These switches inside the block, the process's as found after it (also on an exception)."""
+        """These switches inside the block, the process's as found after it (also on an exception). With OpenBLAS's
+        products, numpy's BLAS runs torch's thread count inside the block and its own count after it."""
         before = ProductSwitches.now()
         self.set()
         try:
-            yield
+            if self.cpu_products == "openblas":
+                with blas.blas_threads_at(torch.get_num_threads()):
+                    yield
+            else:
+                yield
         finally:
             before.set()

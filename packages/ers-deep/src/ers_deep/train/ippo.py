@@ -54,8 +54,8 @@ import torch
 from torch import Tensor
 
 from ers_deep.accel import actors_to_game
-from ers_deep.nets import ActorCritic, build_net
-from ers_deep.nets.blas import resolve_bf16_gradients, use_bf16_gradients, use_cpu_products
+from ers_deep.nets import ActorCritic, blas, build_net
+from ers_deep.nets.blas import resolve_bf16_gradients, use_bf16_gradients
 from ers_deep.nets.int8 import resolve_int8_inputs, use_int8_inputs
 from ers_deep.nets.layers import SLinear, frozen_limbs
 from ers_deep.train.collect import FastCollection, Rollout, RunnerState
@@ -171,8 +171,8 @@ class Learner:
         """The device's settings: process-wide, TF32 and cuDNN benchmarking on CUDA (the last learner built
         sets them) and on CPU the kept freed memory (for the rest of the process); the learner's own, which
         ``switches`` records and its collection and update enter, the products of the nets' SLinear layers
-        (``nets.blas``; ``cpu_products``, "torch" on CUDA; ``bf16_gradients`` as resolved, off on CUDA;
-        ``int8_inputs`` as resolved, ``nets.int8``)."""
+        (``nets.blas``; ``cpu_products``, "torch" on CUDA, numpy's BLAS threads set only inside; ``bf16_gradients``
+        as resolved, off on CUDA; ``int8_inputs`` as resolved, ``nets.int8``)."""
         cfg = self.config
         if dev.type == "cuda":
             # the legacy flags, not torch 2.9's ``fp32_precision``: once that is set, reading the legacy cuBLAS flag
@@ -182,7 +182,8 @@ class Learner:
             torch.backends.cudnn.benchmark = cfg.cudnn_benchmark
         elif cfg.keep_cpu_memory:
             keep_freed_memory()
-        self.cpu_products = use_cpu_products(cfg.cpu_products) if dev.type == "cpu" else "torch"
+        self.cpu_products = blas.resolve_cpu_products(cfg.cpu_products) if dev.type == "cpu" else "torch"
+        blas.set_cpu_products(self.cpu_products)
         self.bf16_gradients = resolve_bf16_gradients(
             cfg.bf16_gradients, dev.type, cfg.bf16_update, cfg.net.kind
         )
