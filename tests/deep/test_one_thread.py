@@ -1,5 +1,6 @@
 """``tests/deep/conftest.py`` pins torch to one CPU thread for any selection of deep tests, not only the full
-suite (before 2026-12-07 four test modules set it when imported, so a file run alone got the machine's count)."""
+suite (before 2026-12-08 four test modules set it when imported, so a file run alone got the machine's count), on
+machines without CUDA."""
 
 from __future__ import annotations
 
@@ -7,9 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="a CUDA machine keeps torch's thread count")
 
 
 def test_torch_runs_one_thread_here() -> None:

@@ -10,6 +10,7 @@ import pytest
 
 from ers_deep.nets import blas
 from ers_deep.train.ippo import Learner, ProductSwitches
+from tests.deep.threads import single_thread
 from tests.deep.train.twins import tiny_config
 
 pytestmark = pytest.mark.skipif(blas.numpy_blas() != "openblas", reason="cpu_products='openblas' needs it")
@@ -100,10 +101,10 @@ def test_numpy_blas_runs_torchs_threads_inside_the_learner_only() -> None:
     import torch
     from threadpoolctl import threadpool_limits
 
-    with threadpool_limits(limits=2, user_api="blas"):
+    with threadpool_limits(limits=2, user_api="blas"), single_thread():
         if blas.blas_threads() != 2:
             pytest.skip("numpy's BLAS cannot run 2 threads here")
-        assert torch.get_num_threads() == 1  # tests/deep/conftest.py
+        assert torch.get_num_threads() == 1
         learner = _learner()
         assert blas.blas_threads() == 2
         seen = _seen_in_phases(learner, blas.blas_threads)
