@@ -61,9 +61,10 @@ _SWITCHES += (("ers_deep.nets.int8", "_on", False),)
 @pytest.fixture(autouse=True)
 def fresh_process_switches(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every benchmark starts from ers-deep's process-wide switches as at import (``_SWITCHES``) and leaves them as
-    it found them: a learner sets them for the process (``use_cpu_products``, ``use_bf16_gradients``,
-    ``use_int8_inputs``), and a later benchmark that builds none inherited them (2026-12-07: the conv-vs-matmul
-    comparison ran one path's gradient products in bfloat16, 1.2e-3 apart). A module not yet imported has them."""
+    it found them: a benchmark that sets them for the process (``use_cpu_products``, ``use_bf16_gradients``,
+    ``use_int8_inputs``; learners did too until 2026-12-07, now they enter their own, ``ProductSwitches``) left
+    them to a later one (2026-12-07: the conv-vs-matmul comparison ran one path's gradient products in bfloat16,
+    1.2e-3 apart). A module not yet imported has them."""
     for module, name, value in _SWITCHES:
         if module in sys.modules:
             monkeypatch.setattr(sys.modules[module], name, value)
