@@ -27,6 +27,13 @@ def run_json(code: str, *args: str, timeout: float | None = None) -> Any:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def run_pytest(*args: str, cwd: Path = ROOT, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """``python -m pytest -q -p no:cacheprovider *args`` in ``cwd`` (default: the repository root), its output
+    captured; a failing run is returned, not raised."""
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args]
+    return subprocess.run(cmd, capture_output=True, check=False, text=True, timeout=timeout, cwd=cwd)
+
+
 def peak_rss_mb() -> float:
     """This process's peak resident memory in MB since it started its program: ``VmHWM`` of /proc/self/status
     (Linux: the high-water mark of this process image, reset by exec), else ``ru_maxrss``. On Linux

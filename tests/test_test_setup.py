@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.own_process import run_pytest
 
 CI_MINUTES = 90  # .ci/run's limit on the whole run
 
@@ -20,14 +20,7 @@ def test_every_test_has_a_time_limit(pytestconfig: pytest.Config) -> None:
 def test_a_hanging_test_fails_with_a_timeout(tmp_path: Path) -> None:
     """The limit stops a test that never returns and names the timeout (a 1 s limit on a 60 s sleep)."""
     (tmp_path / "test_hang.py").write_text("import time\n\ndef test_hang():\n    time.sleep(60)\n")
-    run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--timeout", "1", str(tmp_path)],
-        capture_output=True,
-        check=False,
-        text=True,
-        timeout=50,
-        cwd=tmp_path,
-    )
+    run = run_pytest("--timeout", "1", str(tmp_path), cwd=tmp_path, timeout=50)
     assert run.returncode == 1, run.stdout + run.stderr
     assert "Timeout" in run.stdout and "1 failed" in run.stdout
 

@@ -4,14 +4,10 @@ machines without CUDA."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 import torch
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from tests.own_process import run_pytest
 
 pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="a CUDA machine keeps torch's thread count")
 
@@ -21,20 +17,5 @@ def test_torch_runs_one_thread_here() -> None:
 
 
 def test_one_thread_when_this_file_runs_alone() -> None:
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            f"{__file__}::test_torch_runs_one_thread_here",
-        ],
-        capture_output=True,
-        check=False,
-        text=True,
-        timeout=300,
-        cwd=REPO_ROOT,
-    )
+    run = run_pytest(f"{__file__}::test_torch_runs_one_thread_here")
     assert run.returncode == 0, run.stdout + run.stderr
