@@ -17,9 +17,9 @@ bfloat16, autocast's products) stays on ``torch.bmm``.
 enters its own around its collection and update and leaves the process's as it found them:
 ``nets.switches.ProductSwitches``): ``"torch"``, ``"openblas"`` or ``"auto"`` (``resolve_cpu_products``: OpenBLAS on
 an AMD x86 CPU when torch's products are MKL's and numpy's are OpenBLAS's, torch elsewhere). It limits numpy's
-BLAS to ``threads`` threads (torch's own count), through ``threadpoolctl``, for the process; a learner does that
-only around its collection and update too (``blas_threads_at``), so the numpy code beside it (ers-exact's) keeps
-its threads. The two libraries sum in different
+BLAS to ``threads`` threads (torch's own count), through ``threadpoolctl``, for the process; a learner limits it
+around its collection and update only (``blas_threads_at``), so the numpy code beside it (ers-exact's) keeps its
+threads. The two libraries sum in different
 orders, so a run's floats depend on the choice (as they depend on the CPU): the learner writes the resolved
 choice into its run's config.
 
@@ -222,8 +222,9 @@ def bmm(x: Tensor, w: Tensor) -> Tensor:
     return torch.bmm(x, w)
 
 
-def blas_threads() -> int | None:
-    """How many threads numpy's BLAS runs now (threadpoolctl), or None where threadpoolctl cannot tell."""
+def _numpy_blas_info() -> dict[str, Any] | None:
+    """threadpoolctl's record of numpy's BLAS (its ``internal_api``, ``num_threads``, ...), or None (also where
+    threadpoolctl is missing)."""
     try:
         from threadpoolctl import threadpool_info
     except ImportError:
@@ -231,8 +232,14 @@ def blas_threads() -> int | None:
 
     for lib in threadpool_info():
         if lib.get("user_api") == "blas" and "numpy" in str(lib.get("filepath", "")):
-            return int(lib["num_threads"])
+            return dict(lib)
     return None
+
+
+def blas_threads() -> int | None:
+    """How many threads numpy's BLAS runs now (threadpoolctl), or None where threadpoolctl cannot tell."""
+    info = _numpy_blas_info()
+    return None if info is None else int(info["num_threads"])
 
 
 def blas_threads_at(threads: int) -> AbstractContextManager[object]:
@@ -250,15 +257,8 @@ def blas_threads_at(threads: int) -> AbstractContextManager[object]:
 def numpy_blas() -> str | None:
     """The internal API of numpy's BLAS (``"openblas"``, ``"mkl"``, ...) as threadpoolctl reads it, or None
     (also where threadpoolctl is missing, e.g. a bare GPU image: ``"auto"`` then keeps torch's products)."""
-    try:
-        from threadpoolctl import threadpool_info
-    except ImportError:
-        return None
-
-    for lib in threadpool_info():
-        if lib.get("user_api") == "blas" and "numpy" in str(lib.get("filepath", "")):
-            return str(lib.get("internal_api"))
-    return None
+    info = _numpy_blas_info()
+    return None if info is None else str(info.get("internal_api"))
 
 
 def _cpuinfo(field: str) -> str:
