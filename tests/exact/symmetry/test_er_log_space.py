@@ -112,6 +112,23 @@ def test_a_point_the_solver_lists_at_low_temperature_passes_its_own_tolerance() 
     assert {_key(e) for e in rep["er"]["elements"]} == mdp and rep["mdp_subgroup_of_er"]
 
 
+def test_a_fixed_point_below_the_optimum_is_not_in_pi_star() -> None:
+    """The ER test asks two things of an image: a Boltzmann fixed point, and self-play optimal. Three-lever at
+    alpha 0.25 has fixed points at many returns (the solver's J: 1.88067 optimal, the stable 1.82209, ...):
+    every one passes the fixed-point half, and exactly those at J* pass the test. (Without the J half the ER
+    test accepted them all, and no other test noticed: a mutation run, 2026-12-08.)"""
+    tree, alpha, tol = enumerate_histories(get_game("three-lever")), 0.25, 1e-8
+    points = solve_fixed_points(tree, alpha, FAST).points
+    J = np.array([p.J for p in points])
+    J_star = float(J.max())
+    assert int(np.sum(J_star - J > 0.05)) >= 10  # fixed points far below the optimum are there to be refused
+    test = ERTest(tree, alpha, J_star, tol)
+    logs = test.coords.to_log_policy(np.stack([p.y for p in points]))
+    residual, _ = test.values(logs)
+    assert residual.max() <= tol  # every point is a fixed point: only J can tell them apart
+    assert np.array_equal(test.members(logs, len(points), 1), np.abs(J - J_star) <= tol)
+
+
 def _reference(tree: HistoryTree, pool: list[Any], alpha: float, J_star: float, tol: float) -> dict:
     """Slow reference on probabilities: (residuals, returns) of every admissible candidate's images."""
     space, stacked = CandidateSpace(tree), stack_pool(pool)
