@@ -5,9 +5,13 @@ rounded one; the command writes its JSON beside its config and a figure."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
+import zlib
+from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -16,6 +20,7 @@ import pytest
 from ers_deep.analysis import op_preservation
 from ers_deep.analysis.op_preservation import summarise
 from ers_deep.pools import load_pool
+from ers_deep.train.evaluate import Agent
 
 GAMES = 4000  # per pair and seat order
 Z = 4.5  # Monte-Carlo tolerance in standard errors
@@ -104,6 +109,45 @@ def test_summary_is_the_mean_over_policies() -> None:
     assert s["op"]["value"] == 2.0 and s["op"]["se"] == pytest.approx(1.0)
     assert s["op"]["mc_se"] == pytest.approx(0.25) and s["shifted"]["se"] == 0.0
     assert s["gap"] == pytest.approx(1.5)
+
+
+@dataclass(frozen=True)
+class _Named:
+    """A stand-in symmetry: the pair value below reads only its name (``compose`` joins the names)."""
+
+    name: str
+
+
+def test_the_estimates_follow_the_definitions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """OP^Phi(pi) = mean_psi XP(pi, psi(pi)), XP over both seat orders, and the shifted column
+    mean_phi OP^Phi(phi(pi)) with psi(phi(pi)) = psi o phi, against a pair value that differs for every ordered
+    pair of policies (seat orders, compositions). On the trained toy pools the learned swap changes no return,
+    so the tests above pass with one seat order, or with OP(pi) in the shifted column (a mutation run,
+    2026-12-08); this one does not."""
+    module = importlib.import_module("ers_deep.analysis.op_preservation")
+
+    def name(agent: Agent) -> str:
+        return agent.symmetries[0].name if agent.symmetries else "pi"
+
+    def v(first: str, second: str) -> float:  # J(first in seat 0, second in seat 1), any fixed numbers
+        return zlib.crc32(f"{first}|{second}".encode()) / 2**32
+
+    monkeypatch.setattr(module, "_sampled", lambda p, games: lambda a, b, seed: (v(name(a), name(b)), 0.0))
+    phis = [_Named("id"), _Named("f"), _Named("g")]
+    policy = SimpleNamespace(name="p0", net=object())
+    out = module.deep_op_preservation([policy], phis, games=1)
+
+    def xp(x: str, y: str) -> float:
+        return (v(x, y) + v(y, x)) / 2
+
+    names = [p.name for p in phis]
+    op = np.mean([xp("pi", s) for s in names])
+    shifted = [np.mean([xp(f, f"{s} o {f}") for s in names]) for f in names]
+    row = out["policies"][0]
+    assert row["op"] == pytest.approx(op, abs=1e-12)
+    assert row["shifted_by_phi"] == pytest.approx(shifted, abs=1e-12)
+    assert row["shifted"] == pytest.approx(np.mean(shifted), abs=1e-12)
+    assert abs(row["op"] - row["shifted"]) > 1e-3  # the two columns are different numbers here
 
 
 def test_self_play_pool_is_flagged(toy_inputs: dict[str, Path]) -> None:
