@@ -47,3 +47,18 @@ def test_hypothesis_runs_fixed_examples_by_default(pytestconfig: pytest.Config) 
     seen.clear()
     draw()
     assert seen == first and len(set(first)) > 5  # two runs, the same twenty draws
+
+
+def test_no_test_file_fixes_what_the_profiles_decide() -> None:
+    """``derandomize`` and ``database`` are the profiles' (tests/conftest.py): a test's own ``@settings`` that set
+    them override ``--hypothesis-profile explore``, whose runs then repeat that test's fixed examples (8 files
+    did, so the explore runs of 2026-12-08's note searched 32 of the property-test files, not all)."""
+    root = Path(__file__).parent
+    found = [
+        f"{path.relative_to(root)}:{n}"
+        for path in sorted(root.rglob("*.py"))
+        if path.name != "conftest.py" and path != Path(__file__)
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if "derandomize=" in line or "database=" in line
+    ]
+    assert not found, found

@@ -13,8 +13,6 @@ from ers_exact.model.bayes_game import BayesGame, LazyChildren, SortedRules, bes
 SETTINGS = settings(
     max_examples=40,
     deadline=None,
-    derandomize=True,
-    database=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
 GAMES = st.tuples(

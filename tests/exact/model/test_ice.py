@@ -83,8 +83,6 @@ CASES = [_case(c) for c in FAST] + [_case(c, slow=True) for c in SLOW]
 SETTINGS = settings(
     max_examples=40,
     deadline=None,
-    derandomize=True,
-    database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 

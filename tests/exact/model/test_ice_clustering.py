@@ -12,7 +12,7 @@ from ers_exact.model.ice_clustering import cluster_types, joint_type_codes
 
 
 @given(st.integers(0, 2**32 - 1), st.integers(1, 3), st.integers(1, 40))
-@settings(max_examples=60, deadline=None, derandomize=True, database=None)
+@settings(max_examples=60, deadline=None)
 def test_integerjoint_type_codes_merge_as_rowwise_unique(seed: int, n: int, m: int) -> None:
     """Clustering with one integer per joint type row gives what np.unique(axis=0) gives (the fallback for
     codes past 63 bits), including the order of the merged rows."""

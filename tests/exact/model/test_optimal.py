@@ -32,8 +32,6 @@ HALF_UNIT = 5e-7 + 1e-12
 SETTINGS = settings(
     max_examples=60,
     deadline=None,
-    derandomize=True,
-    database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 

@@ -27,7 +27,6 @@ from ..strategies import game_specs, random_policy
 SETTINGS = settings(
     max_examples=40,
     deadline=None,
-    derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 

@@ -57,8 +57,6 @@ RTOL = 1e-10
 SETTINGS = settings(
     max_examples=100,
     deadline=None,
-    derandomize=True,
-    database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
 )
 

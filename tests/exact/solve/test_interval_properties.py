@@ -27,7 +27,6 @@ from ers_exact.solve.interval import IDual, Interval
 SETTINGS = settings(
     max_examples=300,
     deadline=None,
-    derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 N_VARS = 3

@@ -31,9 +31,7 @@ from ers_exact.zsc.rounding import (
 
 from ..strategies import game_specs
 
-SETTINGS = settings(
-    max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
-)
+SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 GAMES = ("toy-coordination", "three-lever")
 
 
