@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 import torch
 
-from ers_deep.nets import blas
 from ers_deep.nets.cache_tag import source_tag, tag_compile_caches
 
 #: a custom op whose backward scales the gradient by SCALE, compiled with its file's tag; prints the gradient and
@@ -95,5 +94,16 @@ def test_an_unreadable_source_tags_with_the_version(tmp_path: Path) -> None:
 
 
 def test_importing_the_custom_ops_tags_the_caches() -> None:
-    """``nets.blas`` (ers's custom ops) put its own source's hash into the tag at import."""
-    assert source_tag(blas.__file__) in str(torch.compiler.config.cache_key_tag).split("+")
+    """Every module of ers-deep that defines a custom op (``torch.library.custom_op``: today ``nets.blas`` and
+    ``nets.int8``) puts its own source's hash into the tag when imported: the rule holds for a module added later."""
+    import importlib
+
+    import ers_deep
+
+    root = Path(ers_deep.__file__).parent
+    defining = [p for p in sorted(root.rglob("*.py")) if "torch.library.custom_op(" in p.read_text()]
+    assert {p.name for p in defining} >= {"blas.py", "int8.py"}
+    for path in defining:
+        name = ".".join(("ers_deep", *path.relative_to(root).with_suffix("").parts))
+        importlib.import_module(name)
+        assert source_tag(str(path)) in str(torch.compiler.config.cache_key_tag).split("+"), name
