@@ -58,7 +58,7 @@ def test_discover_json_table_and_resume(
     assert main(_argv(toy_pool, out, "--resume")) == 0  # finished: resumes at once, prints the table
     text = capsys.readouterr().out
     assert "deep discovery on tabular:toy-coordination (sp-max)" in text
-    for word in ("held-out", "admissible", "Dec-POMDP", "ER", "exact mean J", "A(1 0) O(1 0 2)", "Table 2"):
+    for word in ("on Pi'", "admissible", "Dec-POMDP", "ER", "exact mean J", "A(1 0) O(1 0 2)", "Table 2"):
         assert word in text, word
 
 

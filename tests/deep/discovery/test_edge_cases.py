@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from ers_deep.discovery import DeepDiscoveryConfig, DiscoveryNet, discover
-from ers_deep.discovery.scores import exact_value, held_out_score
+from ers_deep.discovery.scores import exact_value, set_score
 from ers_deep.envs.tabular import TabularEnv
 from ers_deep.nets import NetConfig
 from ers_deep.pools import Pool, PoolError
@@ -94,7 +94,7 @@ def test_xp_score_plays_the_transformed_policy_in_each_seat(tmp_path: Path) -> N
     )
     solo = [value([Agent(p.net)] * 3) for p in (a, b)]
     assert abs(expected - np.mean(solo)) > 0.01  # cross-play differs from self-play here
-    assert held_out_score(None, [a, b], True, value) == pytest.approx(expected, abs=1e-12)
+    assert set_score(None, [a, b], True, value) == pytest.approx(expected, abs=1e-12)
 
 
 def test_action_set_permutations_on_hanabi_is_refused_before_any_file(tmp_path: Path) -> None:

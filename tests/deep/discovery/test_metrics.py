@@ -15,8 +15,8 @@ from ers_deep.discovery.scores import (
     composition_tuples,
     exact_value,
     group_metrics,
-    held_out_score,
     sample_observations,
+    set_score,
 )
 from ers_deep.envs.tabular import TabularEnv
 from ers_deep.pools import Policy
@@ -52,12 +52,12 @@ def test_j_k_average_every_composition_of_the_kept(
     test, syms = held_out, symmetries
     value = exact_value(TabularEnv(GAME))
     obs = [sample_observations(p) for p in test]
-    one = [held_out_score(s, test, False, value) for s in syms]
+    one = [set_score(s, test, False, value) for s in syms]
     assert max(one) - min(one) > 0.1  # the kept differ in J, so which are averaged matters
     expected = {
         k: np.mean(
             [
-                held_out_score(compose([syms[i] for i in t]), test, False, value)
+                set_score(compose([syms[i] for i in t]), test, False, value)
                 for t in itertools.product(range(3), repeat=k)
             ]
         )

@@ -1,5 +1,5 @@
-"""The readable text of ``ers-deep discover``'s result (``show_discover``): one line per kept phi (held-out
-score, action map, distance, nearest transformation or permutation, the exact verdict on tabular games or the
+"""The readable text of ``ers-deep discover``'s result (``show_discover``): one line per kept phi (its
+score on Pi', action map, distance, nearest transformation or permutation, the exact verdict on tabular games or the
 known Dec-POMDP symmetry matched on Hanabi and Overcooked V2) and Table 2's metrics."""
 
 from __future__ import annotations
@@ -58,7 +58,8 @@ def show_discover(res: dict[str, Any]) -> None:
         f"  trained on {', '.join(cfg.get('trained_on', []))}; held out {', '.join(cfg.get('held_out', []))}"
     )
     exact = cfg.get("exact") or [None] * len(res["transformations"])
-    header = f"  {'#':>2}  {'name':<8} {'held-out':>9}  {'action map':<14} {'distance':>9}  {'nearest':<28}"
+    on_train = "on Pi'"  # the score that ranked the candidates (on the policies phi trained on)
+    header = f"  {'#':>2}  {'name':<8} {on_train:>9}  {'action map':<14} {'distance':>9}  {'nearest':<28}"
     if cfg.get("exact") is not None:
         header += f"  {'admissible':>10} {'Dec-POMDP':>9} {'ER':>4} {'exact mean J':>12}"
     known = any(t.get("known") is not None for t in res["transformations"])

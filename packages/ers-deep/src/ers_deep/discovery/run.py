@@ -56,9 +56,9 @@ from ers_deep.discovery.scores import (
     COMPOSITIONS,
     exact_value,
     group_metrics,
-    held_out_score,
     sample_observations,
     sampled_value,
+    set_score,
 )
 from ers_deep.envs.tabular import TabularEnv
 from ers_deep.pools import Policy, Pool, PoolError, load_pool
@@ -327,14 +327,14 @@ def _judge(
         if exact_scoring
         else sampled_value(test_set[0].config, config.eval_games, config.seed)
     )
-    all_scores = [held_out_score(s, train_set, config.algorithm == "xp-max", value) for s in candidates]
+    all_scores = [set_score(s, train_set, config.algorithm == "xp-max", value) for s in candidates]
     order = sorted(range(len(candidates)), key=lambda c: -all_scores[c])[: config.top]
     kept = [dataclasses.replace(candidates[c], name=f"phi-{r}") for r, c in enumerate(order)]
     seen = [sample_observations(p, seed=config.seed) for p in test_set]
     most = COMPOSITIONS["exact" if exact_scoring else "sampled"]
     metrics = group_metrics(kept, test_set, seen, value, config.seed, most)
     obs = torch.cat(seen)
-    pool_return = held_out_score(None, train_set, False, value)
+    pool_return = set_score(None, train_set, False, value)
     path, digest = save_symmetries(out, kept, {"obs_shape": list(probe.obs_shape), "env": cfg.env})
     records, nearest = _round_kept(kept, probe, cfg, obs, path.name, digest)
     extra: dict[str, Any] = {
@@ -344,7 +344,7 @@ def _judge(
         "env_key": list(cfg.env_key),  # the observations phi maps (symmetries_for checks it)
         "held_out": [p.name for p in test_set],
         "trained_on": [p.name for p in train_set],
-        "held_out_return": held_out_score(None, test_set, False, value),  # beside J_k, measured on them
+        "held_out_return": set_score(None, test_set, False, value),  # beside J_k, measured on them
         "candidate_scores": all_scores,  # on trained_on (Pi'), which ranks them
         "scoring": "exact" if exact_scoring else f"{config.eval_games} sampled games per policy",
         "kept": order,

@@ -1,7 +1,8 @@
 """How deep discovery scores its candidates and what it reports (``ers_deep.discovery.run``, steps 3-4): the
-held-out objective of a phi (sp: mean J(phi(pi)); xp: mean XP(pi_i, phi(pi_j))) with sampled or exact returns
-(``Value``: ``sampled_value``, ``exact_value`` on tabular envs), and Table 2's metrics J_1, J_2, J_3 and the
-relative reconstruction loss over the held-out policies' self-play (``sample_observations``; the loss is defined in
+objective of a phi over a set of policies (``set_score``: Pi' to rank the candidates, the held-out set for
+Table 2; sp: mean J(phi(pi)); xp: mean XP(pi_i, phi(pi_j))) with sampled or exact returns (``Value``:
+``sampled_value``, ``exact_value`` on tabular envs), and Table 2's metrics J_1, J_2, J_3 and the relative
+reconstruction loss over the held-out policies' self-play (``sample_observations``; the loss is defined in
 ``ers_deep.discovery.reconstruction``, on tabular envs as ers-exact's)."""
 
 from __future__ import annotations
@@ -30,9 +31,9 @@ __all__ = [
     "composition_tuples",
     "exact_value",
     "group_metrics",
-    "held_out_score",
     "sample_observations",
     "sampled_value",
+    "set_score",
 ]
 
 
@@ -86,8 +87,8 @@ def exact_value(env: TabularEnv) -> Value:
     return value
 
 
-def held_out_score(sym: Symmetry | None, test: list[Policy], xp: bool, value: Value) -> float:
-    """The objective over the policies ``test``: mean J(phi(pi)) (sp) or mean XP(pi_i, phi(pi_j)) over i != j
+def set_score(sym: Symmetry | None, test: list[Policy], xp: bool, value: Value) -> float:
+    """The objective over the policies ``test`` (any set: Pi' or the held-out policies): mean J(phi(pi)) (sp) or mean XP(pi_i, phi(pi_j)) over i != j
     (xp): phi(pi_j) in each seat in turn and pi_i in the others (two seats: eq. XP, both seat orders), as
     DiscoveryNet trains. ``discover`` ranks candidates on Pi' and measures Table 2 on the held-out policies."""
     P = make_env(test[0].config, 1, seed=0).num_agents
@@ -145,7 +146,7 @@ def group_metrics(
     for k in (1, 2, 3):
         tuples = composition_tuples(len(syms), k, most, rng)
         out[f"J_{k}"] = float(
-            np.mean([held_out_score(compose([syms[i] for i in t]), test, False, value) for t in tuples])
+            np.mean([set_score(compose([syms[i] for i in t]), test, False, value) for t in tuples])
         )
     env = make_env(test[0].config, 1, seed=0)
     out["reconstruction_loss"] = reconstruction_loss(syms, obs, env)
