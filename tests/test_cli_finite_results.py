@@ -244,3 +244,20 @@ def test_a_pool_summary_with_an_undefined_standard_error_is_strict_json(
     assert code == 0, err
     text = (out / "pool.json").read_text()
     assert strict(text)["policies"]
+
+
+@pytest.mark.parametrize("name", ["toy-coordination", "dectiger", "three-lever"])
+def test_the_suggested_least_alpha_is_accepted(name: str) -> None:
+    """The refusal's "use alpha >= A": A itself passes, and 0.99 A is refused (it suggested 3e-09 for the toy
+    game, where 2.5e-09 passes: the bound's +1 was left in)."""
+    from ers_exact.games import get_game
+    from ers_exact.model.histories import enumerate_histories
+    from ers_exact.solve.boltzmann import TemperatureError, check_temperature
+
+    tree = enumerate_histories(get_game(name))
+    with pytest.raises(TemperatureError, match="use alpha >= ") as refused:
+        check_temperature(tree, 1e-250)
+    least = float(str(refused.value).split("use alpha >= ")[1].split(",")[0])
+    check_temperature(tree, least)
+    with pytest.raises(TemperatureError):
+        check_temperature(tree, 0.99 * least)

@@ -120,6 +120,14 @@ def rounding_scale(tree: HistoryTree, alpha: float) -> float:
     return float(np.abs(tree.game.reward).max(initial=0.0)) * _horizon_weight(tree) / alpha
 
 
+def _up3(x: float) -> str:
+    """``x`` > 0 to three significant digits, rounded up: a suggested least alpha that is itself accepted
+    (``.3g`` rounds to the nearest, which may fall below the limit)."""
+    step = 10.0 ** (math.floor(math.log10(x)) - 2)
+    text = f"{math.ceil(x / step) * step:.3g}"
+    return text if float(text) >= x else f"{float(text) + step:.3g}"
+
+
 def check_temperature(tree: HistoryTree, alpha: float) -> None:
     """Refuse an alpha at which the logits of fixed points, up to B / alpha, could leave floating point:
     every alpha > 0 works in log space unless (reward spread x horizon) / alpha exceeds :data:`LOGIT_LIMIT`,
@@ -129,14 +137,14 @@ def check_temperature(tree: HistoryTree, alpha: float) -> None:
     if not bound <= LOGIT_LIMIT:
         raise TemperatureError(
             f"alpha {alpha:g} is too small for {tree.game.name}'s rewards: logits could reach {bound:.3g}, "
-            f"beyond {LOGIT_LIMIT:.0e}; use alpha >= {logit_bound(tree, 1.0) / LOGIT_LIMIT:.3g}"
+            f"beyond {LOGIT_LIMIT:.0e}; use alpha >= {_up3((logit_bound(tree, 1.0) - 1.0) / (LOGIT_LIMIT - 1.0))}"
         )
     scale = rounding_scale(tree, alpha)
     if not scale <= LOGIT_LIMIT:
         raise TemperatureError(
             f"alpha {alpha:g} is too small for {tree.game.name}'s reward magnitude: values up to "
             f"{scale * alpha:.3g} carry float64 rounding of {scale:.3g} x 1e-16 in logit units, beyond "
-            f"{LOGIT_LIMIT:.0e} x 1e-16; use alpha >= {rounding_scale(tree, 1.0) / LOGIT_LIMIT:.3g}, or shift the "
+            f"{LOGIT_LIMIT:.0e} x 1e-16; use alpha >= {_up3(rounding_scale(tree, 1.0) / LOGIT_LIMIT)}, or shift the "
             "rewards towards 0 (a constant added to every reward changes no Q-gap, so no fixed point)"
         )
 
