@@ -8,7 +8,7 @@ import json
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from ers_exact.games import get_game
@@ -187,10 +187,15 @@ def test_images_that_agree_nowhere_round_to_none(tree: HistoryTree) -> None:
 @SETTINGS
 @given(spec=game_specs(max_nodes=150), seed=st.integers(0, 2**31))
 def test_random_games_round_their_own_maps_exactly(spec, seed: int) -> None:
-    """The vectorised maps agree with history_map: any phi's own images are at distance 0."""
+    """The vectorised maps agree with history_map: any admissible phi's own images are at distance 0. (Rounding
+    prefers admissible phi_O^i, so an inadmissible phi, one mapping a possible history to an impossible one or
+    a legal action to an illegal one, may round elsewhere: one agent, observation 0 impossible after action 1,
+    gave distance 0.5; found by ``--hypothesis-profile explore``, 2026-12-08.)"""
     tree = enumerate_histories(spec.build())
     phi = Transformation.random(tree.game, np.random.default_rng(seed))
-    found, dist = round_history_images(tree, phi.actions, _images(tree, phi))
+    assume(is_admissible(tree, phi))
+    images = _images(tree, phi)
+    found, dist = round_history_images(tree, phi.actions, images)
     assert found is not None and dist == 0.0 and found.actions == phi.actions
     assert all(np.array_equal(a, b) for a, b in zip(_images(tree, found), _images(tree, phi)))
 
