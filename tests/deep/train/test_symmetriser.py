@@ -81,7 +81,7 @@ def test_probability_mode_is_ers_exacts_symmetrise_and_logit_mode_is_not(game: s
         for i in range(env.num_agents):
             np.testing.assert_allclose(prob[i], want[i], rtol=0, atol=1e-6, err_msg=f"{game} {kind}")
             np.testing.assert_allclose(logit[i], geometric[i], rtol=0, atol=1e-6, err_msg=f"{game} {kind}")
-        assert gap > 0.05, (game, kind, gap)  # measured 0.08 .. 0.34 on these tables
+        assert gap > 0.05, (game, kind, gap)  # measured 0.21 .. 0.44 on these tables (2026-12-08)
 
 
 @pytest.mark.parametrize("game", ["three-lever", "dectiger"])

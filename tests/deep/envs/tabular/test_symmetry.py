@@ -73,3 +73,21 @@ def test_a_phi_mdp_beyond_the_bound_is_refused() -> None:
     with pytest.raises(UsageError, match="6 elements on policies, more than the 5"):
         tabular_symmetries(env, max_symmetries=5)
     assert np.all([s.obs_shape == env.obs_shape for s in tabular_symmetries(env)])
+
+
+def test_an_inadmissible_transformation_is_refused() -> None:
+    """``exact_symmetry`` (other-play's ``--symmetries`` from an ers-exact result) refuses a phi that maps a
+    possible history onto an impossible one: on the toy game, agent 0's observations m <-> b with everything
+    else fixed (ers-exact's ``is_admissible`` says no), though its action maps agree."""
+    import dataclasses
+
+    from ers_deep.envs.tabular.symmetry import exact_symmetry
+    from ers_exact.model.transformation import Transformation, is_admissible
+
+    env = TabularEnv("toy-coordination")
+    ident = Transformation.identity(env.game)
+    phi = dataclasses.replace(ident, observations=((0, 2, 1), ident.observations[1]))
+    assert not is_admissible(env.tree, phi) and is_admissible(env.tree, ident)
+    with pytest.raises(ValueError, match="maps a possible history or a legal action onto none"):
+        exact_symmetry(env, phi)
+    assert exact_symmetry(env, ident).is_identity()
