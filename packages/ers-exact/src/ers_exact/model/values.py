@@ -224,6 +224,10 @@ def _backward(
     return gain, br
 
 
+#: relative tolerance within which ``best_response`` counts two actions' values as tied (the first one wins)
+BR_TIE = 1e-12
+
+
 def _best_response_layer(
     tree: HistoryTree, t: int, j: int, g: np.ndarray, act_t: list, path_t: list, br: np.ndarray
 ) -> np.ndarray:
@@ -231,9 +235,13 @@ def _best_response_layer(
     hist = tree.local[j]
     lo, hi = hist.offsets[t], hist.offsets[t + 1]
     scored = np.where(np.isfinite(q), q, -np.inf)
-    choice = np.argmax(scored, axis=2)
+    best = scored.max(axis=2, keepdims=True)
+    # ties go to the first action within BR_TIE of the best: a raw argmax let float rounding pick among tied
+    # actions, so a batch and its single calls answered differently (--hypothesis-profile explore, 2026-12-08)
+    with np.errstate(invalid="ignore"):
+        choice = np.argmax(scored >= best - BR_TIE * (1.0 + np.abs(best)), axis=2)
     fallback = np.argmax(hist.legal[lo:hi], axis=1)
-    unreachable = ~np.isfinite(scored.max(axis=2))
+    unreachable = ~np.isfinite(best[..., 0])
     choice = np.where(unreachable, fallback[None], choice)
     table = np.zeros_like(q)
     np.put_along_axis(table, choice[:, :, None], 1.0, axis=2)
