@@ -183,6 +183,26 @@ def test_an_edited_header_is_refused(tmp_path: Path) -> None:
         load_checkpoint(path)
 
 
+@pytest.mark.parametrize("change", ["shape", "dtype"])
+def test_the_same_bytes_under_another_shape_or_dtype_are_refused(tmp_path: Path, change: str) -> None:
+    """The digest covers each tensor's dtype and shape, not only its bytes: a file rewritten with one tensor's
+    bytes kept but read as another shape ([4, 3] as [3, 4]) or dtype (float32 as int32), its recorded metadata
+    and SHA-256 kept, is refused (a digest of the bytes alone passed both: a mutation run, 2026-12-08)."""
+    from safetensors.torch import save as st_save
+
+    path = tmp_path / "s.safetensors"
+    tensors = _small_checkpoint(path)
+    data = path.read_bytes()
+    (n,) = struct.unpack("<Q", data[:8])
+    metadata = json.loads(data[8 : 8 + n])["__metadata__"]
+    w = tensors["w"].reshape(3, 4) if change == "shape" else tensors["w"].view(torch.int32)
+    assert w.numpy().tobytes() == tensors["w"].numpy().tobytes()  # the same bytes
+    path.write_bytes(st_save({**tensors, "w": w}, metadata=metadata))
+    assert read_metadata(path)["sha256"] == json.loads(metadata["ers"])["sha256"]  # the record kept
+    with pytest.raises(CheckpointError, match="do not match their recorded SHA-256"):
+        load_checkpoint(path)
+
+
 def test_a_header_nested_too_deep_is_refused_not_a_crash(tmp_path: Path) -> None:
     """A crafted safetensors header whose JSON nests 100,000 deep raised RecursionError (an internal error)."""
     path = tmp_path / "deep.safetensors"
