@@ -82,3 +82,25 @@ def test_a_device_or_fifo_is_refused_without_reading_or_waiting(folder: Path) ->
         read_confined("fifo", "a file", folder=folder, error=Refused)
     with pytest.raises(Refused, match="/dev/zero: not a regular file"):
         read_confined("/dev/zero", "a file", error=Refused)
+
+
+def test_a_file_that_grows_while_it_is_read_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reader takes the size the file had when opened and refuses one with more bytes behind it (written to
+    while read): emulated by an ``fstat`` that reports one byte fewer than the file holds. (Without the check
+    the file was read cut short and accepted: a mutation run, 2026-12-08.)"""
+    path = tmp_path / "policy.bin"
+    path.write_bytes(b"0123456789")
+    real = os.fstat
+
+    def stale(fd: int) -> os.stat_result:
+        st = list(real(fd))
+        st[6] -= 1  # st_size
+        return os.stat_result(st)
+
+    monkeypatch.setattr(files.os, "fstat", stale)
+    with pytest.raises(FileRefusedError, match="grew while it was read"):
+        read_confined(path, "a policy")
+    monkeypatch.undo()
+    assert read_confined(path, "a policy")[1] == b"0123456789"
