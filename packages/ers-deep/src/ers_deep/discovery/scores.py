@@ -87,19 +87,20 @@ def exact_value(env: TabularEnv) -> Value:
     return value
 
 
-def set_score(sym: Symmetry | None, test: list[Policy], xp: bool, value: Value) -> float:
-    """The objective over the policies ``test`` (any set: Pi' or the held-out policies): mean J(phi(pi)) (sp) or mean XP(pi_i, phi(pi_j)) over i != j
-    (xp): phi(pi_j) in each seat in turn and pi_i in the others (two seats: eq. XP, both seat orders), as
-    DiscoveryNet trains. ``discover`` ranks candidates on Pi' and measures Table 2 on the held-out policies."""
-    P = make_env(test[0].config, 1, seed=0).num_agents
+def set_score(sym: Symmetry | None, policies: list[Policy], xp: bool, value: Value) -> float:
+    """The objective over ``policies`` (any set: Pi' or the held-out policies): mean J(phi(pi)) (sp) or mean
+    XP(pi_i, phi(pi_j)) over i != j (xp): phi(pi_j) in each seat in turn and pi_i in the others (two seats: eq.
+    XP, both seat orders), as DiscoveryNet trains. ``discover`` ranks candidates on Pi' and measures Table 2 on
+    the held-out policies."""
+    P = make_env(policies[0].config, 1, seed=0).num_agents
     syms: tuple[Symmetry, ...] = () if sym is None else (sym,)
     if not xp:
-        return float(np.mean([value([Agent(p.net, syms)] * P) for p in test]))
+        return float(np.mean([value([Agent(p.net, syms)] * P) for p in policies]))
     if P < 2:
         raise ValueError("cross-play needs two seats or more")
     vals = []
-    for a in test:
-        for b in test:
+    for a in policies:
+        for b in policies:
             if a is not b:
                 for seat in reversed(range(P)):
                     vals.append(value([Agent(b.net, syms) if k == seat else Agent(a.net) for k in range(P)]))
