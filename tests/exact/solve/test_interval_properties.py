@@ -19,7 +19,7 @@ from typing import Any
 
 import mpmath
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from ers_exact.solve.interval import IDual, Interval
@@ -257,6 +257,11 @@ def test_exp_of_a_float_encloses_the_exact_exponential(x) -> None:
 
 @SETTINGS
 @given(expr=expressions, box=boxes, fracs=st.lists(fractions_in_box, min_size=1, max_size=3))
+@example(  # a derivative of 2e240 that varies at the scale 5e-241, below the central difference's old step
+    expr=("div", ("var", 0), ("add", ("var", 0), ("const", 5.120329055068509e-241))),
+    box=[[0.0, 0.0], [0.0, 0.0], [0.0, 0.0]],
+    fracs=[[0.0, 0.0, 0.0]],
+)
 def test_dual_gradient_encloses_analytic_and_central_difference_derivatives(expr, box, fracs) -> None:
     duals = [IDual(Interval(lo, hi), {i: Interval(1.0)}) for i, (lo, hi) in enumerate(box)]
     try:
@@ -271,9 +276,10 @@ def test_dual_gradient_encloses_analytic_and_central_difference_derivatives(expr
             analytic = _exact(derivative(expr, i), point)
             assert _encloses(grad, analytic), (expr, box, point, i, analytic, grad)
             # a step far below any double's distance to a singularity (Hypothesis found a denominator of
-            # 7e-63, where 2^-150 crossed it), at a precision where the difference stays exact enough
-            with mpmath.workprec(3 * PREC):
-                h = mpmath.mpf(2) ** -600
+            # 7e-63, where 2^-150 crossed it, and the explore profile x / (x + 5.1e-241) at 0, where 2^-600
+            # did: the nonzero doubles reach down to 2^-1074), at a precision where the difference stays exact
+            with mpmath.workprec(3 * PREC + 1300):
+                h = mpmath.mpf(2) ** -1300
                 up = [mpmath.mpf(x) + (h if j == i else 0) for j, x in enumerate(point)]
                 down = [mpmath.mpf(x) - (h if j == i else 0) for j, x in enumerate(point)]
                 diff = evaluate_point(expr, up, mpmath.exp) - evaluate_point(expr, down, mpmath.exp)
